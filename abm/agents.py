@@ -1,0 +1,126 @@
+"""Mesa agents: thin Candidate handles over population rows, and the DecisionMaker."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import mesa
+import numpy as np
+
+from abm import behaviour
+
+if TYPE_CHECKING:
+    from abm.model import RecourseModel
+    from abm.world import DecisionModel
+
+
+def select_top_k(scores: np.ndarray, k: int, rng: np.random.Generator) -> tuple[np.ndarray, float]:
+    """Accept exactly min(k, n) of scores (n,); returns (accepted (n,) bool, threshold).
+
+    The threshold is the k-th highest score (the lowest score when n <= k, NaN when
+    n = 0). Candidates tied at the threshold are admitted in a seeded random order;
+    the generator is used only when such a tie must be broken.
+    """
+    n = scores.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=bool), float("nan")
+    if n <= k:
+        return np.ones(n, dtype=bool), float(scores.min())
+    threshold = float(np.partition(scores, n - k)[n - k])
+    accepted = scores > threshold
+    at = np.flatnonzero(scores == threshold)
+    need = k - int(accepted.sum())
+    if need == at.shape[0]:
+        accepted[at] = True
+    else:
+        accepted[rng.permutation(at)[:need]] = True
+    return accepted, threshold
+
+
+class DecisionMaker(mesa.Agent):
+    """Scores applicants with the decision model and admits the top k each tick."""
+
+    def __init__(self, model: RecourseModel, decision_model: DecisionModel, k: int) -> None:
+        super().__init__(model)
+        self.decision_model = decision_model
+        self.k = k
+
+    def score(self, X: np.ndarray) -> np.ndarray:
+        """M(x) of applicants X (n, z), shape (n,)."""
+        return self.decision_model.score(X)
+
+    def select(self, scores: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, float]:
+        return select_top_k(scores, self.k, rng)
+
+
+class Candidate(mesa.Agent):
+    """A waiting candidate, viewed through its row of the model's population arrays.
+
+    ``cid`` is the candidate's id in the population (and in the candidate table); the
+    Mesa ``unique_id`` is Mesa's own counter.
+    """
+
+    def __init__(self, model: RecourseModel, cid: int) -> None:
+        super().__init__(model)
+        self.cid = cid
+
+    @property
+    def _row(self) -> int:
+        return self.model.row_of(self.cid)
+
+    def _get(self, column: str):
+        return self.model.population.data[column][self._row]
+
+    @property
+    def features(self) -> np.ndarray:
+        """True current features (z,), including changes the decision-maker has not seen."""
+        return self._get("X")
+
+    @property
+    def observed_features(self) -> np.ndarray:
+        """Features (z,) at the last application: all the decision-maker knows."""
+        return self._get("X_obs")
+
+    @property
+    def recommendation(self) -> np.ndarray:
+        """Counterfactual (z,) received at the last rejection."""
+        return self._get("X_cf")
+
+    @property
+    def goal(self) -> float:
+        return float(self._get("goal"))
+
+    @property
+    def n_applications(self) -> int:
+        return int(self._get("n_apps"))
+
+    @property
+    def last_application(self) -> int:
+        return int(self._get("last_tick"))
+
+    @property
+    def entered(self) -> int:
+        return int(self._get("entered"))
+
+    @property
+    def implemented(self) -> bool:
+        """Whether every recommended change succeeded."""
+        return bool(self._get("implemented"))
+
+    @property
+    def score(self) -> float:
+        """Score the decision-maker gave at the last application."""
+        return float(self.model.decision_maker.score(self.observed_features[None, :])[0])
+
+    @property
+    def status(self) -> str:
+        return "waiting"
+
+    def reapply_probability(self, tick: int | None = None) -> float:
+        """Probability of reapplying at ``tick`` (default: the next tick), eqs. 9-11."""
+        tick = self.model.tick if tick is None else tick
+        c = self.model.config
+        gap = behaviour.score_gap(np.array([self.goal]), np.array([self._get("score_now")]))
+        return float(
+            behaviour.reapply_probability(gap, np.array([tick - self.last_application]), c.validity, c.nu)[0]
+        )

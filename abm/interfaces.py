@@ -1,0 +1,199 @@
+"""Protocols and the records passed between the model and recourse policies.
+
+Policies depend on this module only; the model depends on these protocols, never on
+a concrete policy. Shapes: n = rejected applicants this tick, z = features,
+w = candidates in the history window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+
+def linear_logit(X: np.ndarray, weights: np.ndarray, intercept: float) -> np.ndarray:
+    """w . x + b for every row of X (n, z), shape (n,).
+
+    An elementwise product reduced along the feature axis: each row's sum runs in an
+    order fixed by z alone, so a row's value never depends on which other rows share the
+    batch (BLAS matrix-vector kernels can differ in the last bit by position). The same
+    candidate therefore scores identically under every policy and batch size.
+    """
+    out = np.add.reduce(X * weights, axis=1)
+    out += intercept
+    return out
+
+
+class Scorer(Protocol):
+    """What a policy may ask of the decision model."""
+
+    weights: np.ndarray | None  # (z,) for linear models, else None
+    intercept: float | None
+
+    @property
+    def is_linear(self) -> bool: ...
+
+    def score(self, X: np.ndarray) -> np.ndarray: ...
+
+    def logit(self, X: np.ndarray) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class PolicyContext:
+    """Fixed facts about the world a policy may use, handed over once in ``prepare``.
+
+    ``lower``/``upper``/``immutable``/``difficulty`` have shape (z,). ``difficulty`` is
+    the true d: only oracle policies should read it.
+    """
+
+    model: Scorer
+    lower: np.ndarray
+    upper: np.ndarray
+    immutable: np.ndarray
+    difficulty: np.ndarray
+    k: int
+    m: int
+    validity: int
+    beta: float
+    ticks: int
+    X_train: np.ndarray | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_features(self) -> int:
+        return self.lower.shape[0]
+
+    @property
+    def mutable(self) -> np.ndarray:
+        """(z,) bool: features a recommendation may change."""
+        return ~self.immutable
+
+
+@dataclass(frozen=True)
+class HistoryWindow:
+    """Candidates rejected within the last T ticks, as the decision-maker last saw them.
+
+    ids (w,), X (w, z) features at last application, last_tick (w,), n_applications (w,),
+    goal (w,) and X_cf (w, z) of their last recommendation (NaN where none was given).
+    """
+
+    ids: np.ndarray
+    X: np.ndarray
+    last_tick: np.ndarray
+    n_applications: np.ndarray
+    goal: np.ndarray
+    X_cf: np.ndarray
+
+
+@dataclass(frozen=True)
+class RecourseObs:
+    """What the decision-maker sees at tick ``tick`` after selecting the top k.
+
+    Applicants: ``applicant_ids`` (a,), ``applicant_X`` (a, z), ``applicant_scores`` (a,),
+    ``accepted`` (a,) bool. Rejected: ``ids`` (n,), ``X`` (n, z), ``scores`` (n,),
+    ``n_applications`` (n,) counting this one. ``threshold`` is the k-th highest score
+    (NaN if nobody applied). ``history`` is built on first access.
+    """
+
+    tick: int
+    threshold: float
+    applicant_ids: np.ndarray
+    applicant_X: np.ndarray
+    applicant_scores: np.ndarray
+    accepted: np.ndarray
+    ids: np.ndarray
+    X: np.ndarray
+    scores: np.ndarray
+    n_applications: np.ndarray
+    history_fn: Callable[[], HistoryWindow] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def history(self) -> HistoryWindow:
+        """Candidates rejected in [t - T, t - 1] who have not reapplied (dropouts included)."""
+        if self.history_fn is None:
+            raise ValueError("this observation carries no history window")
+        return self.history_fn()
+
+    @property
+    def n_rejected(self) -> int:
+        return self.ids.shape[0]
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """Advice for the rejected of one tick: ``goal`` (n,) and ``X_cf`` (n, z).
+
+    ``advised`` (n,) is False for candidates who got no advice (their goal is NaN and
+    X_cf equals their features). ``info`` holds optional per-candidate columns
+    (n,) that the model copies into the candidate table (e.g. a risk measure).
+    """
+
+    goal: np.ndarray
+    X_cf: np.ndarray
+    advised: np.ndarray | None = None
+    info: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def advised_mask(self) -> np.ndarray:
+        if self.advised is None:
+            return np.ones(self.goal.shape[0], dtype=bool)
+        return self.advised
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """Outcomes the decision-maker can observe at tick ``tick``.
+
+    Reapplicants only (changes stay hidden until someone reapplies): ``ids`` (r,),
+    ``X_before`` (r, z) features at their previous application, ``X_cf`` (r, z) the
+    counterfactual they were given, ``X_after`` (r, z) features now, ``accepted`` (r,).
+    A feature was attempted where X_cf != X_before; it succeeded where X_after == X_cf.
+    """
+
+    tick: int
+    ids: np.ndarray
+    X_before: np.ndarray
+    X_cf: np.ndarray
+    X_after: np.ndarray
+    accepted: np.ndarray
+
+    def outcomes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(attempted, succeeded), both (r, z) bool."""
+        attempted = self.X_cf != self.X_before
+        succeeded = attempted & (self.X_after == self.X_cf)
+        return attempted, succeeded
+
+
+@runtime_checkable
+class RecoursePolicy(Protocol):
+    """Anything that turns an observation into a recommendation for every rejected applicant."""
+
+    def prepare(self, ctx: PolicyContext) -> None: ...
+
+    def recommend(self, obs: RecourseObs, rng: np.random.Generator) -> Recommendation: ...
+
+    def observe(self, feedback: Feedback) -> None: ...
+
+
+class GoalSelector(Protocol):
+    """Chooses the goal score(s) for this tick's rejected: a scalar or shape (n,)."""
+
+    def prepare(self, ctx: PolicyContext) -> None: ...
+
+    def select(self, obs: RecourseObs, rng: np.random.Generator) -> float | np.ndarray: ...
+
+
+class Recommender(Protocol):
+    """Maps features X (n, z) and goals (n,) to counterfactuals X_cf (n, z)."""
+
+    def prepare(self, ctx: PolicyContext) -> None: ...
+
+    def recommend(
+        self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray: ...
+
+    def observe(self, feedback: Feedback) -> None: ...

@@ -1,0 +1,70 @@
+"""Metrics of durable-recourse-rl §3.2 as pure functions of recorded quantities.
+
+A ratio whose denominator is empty is undefined for that tick and returned as NaN;
+episode means skip undefined ticks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def ratio(numerator: float, denominator: float) -> float:
+    """numerator / denominator, NaN when the denominator is 0."""
+    return float(numerator) / denominator if denominator > 0 else float("nan")
+
+
+def recourse_reliability(n_succ_accepted: int, n_succ: int) -> float:
+    """Eq. 2: share of successful implementers reapplying now who were accepted."""
+    return ratio(n_succ_accepted, n_succ)
+
+
+def recourse_feasibility(n_succ: int, n_rejected_window: int) -> float:
+    """Eq. 3: successful implementers reapplying now over everyone rejected in [t-T, t-1]."""
+    return ratio(n_succ, n_rejected_window)
+
+
+def gini(goal_scores: np.ndarray) -> float:
+    """Eq. 1 over goal scores g (n,): sum |g_i - g_j| / (2 n sum g); NaN if n = 0 or sum g = 0."""
+    g = np.asarray(goal_scores, dtype=float)
+    g = g[np.isfinite(g)]
+    n = g.shape[0]
+    total = np.add.reduce(g)
+    if n == 0 or total <= 0:
+        return float("nan")
+    g = np.sort(g)
+    # sum over ordered pairs of |g_i - g_j| = 2 sum_i (2i - n - 1) g_(i), i = 1..n
+    pair_sum = 2.0 * np.dot(2.0 * np.arange(1, n + 1) - n - 1, g)
+    return float(pair_sum / (2.0 * n * total))
+
+
+def recommendation_cost(X: np.ndarray, X_cf: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Eq. 18 (with true d) or eq. 5 (with estimated d): sum_i |x_cf_i - x_i| d_i, shape (n,)."""
+    return np.abs(X_cf - X) @ d if np.ndim(d) == 1 else (np.abs(X_cf - X) * d).sum(axis=1)
+
+
+def recommendation_error(cf_scores: np.ndarray, goals: np.ndarray) -> np.ndarray:
+    """Eq. 4: |M(x_cf) - g|, shape (n,)."""
+    return np.abs(np.asarray(cf_scores) - np.asarray(goals))
+
+
+def nanmean(values: np.ndarray | pd.Series) -> float:
+    """Mean over defined (non-NaN) entries; NaN if none is defined."""
+    v = np.asarray(values, dtype=float)
+    v = v[v == v]  # drop NaN without the overhead of np.nanmean on tiny arrays
+    return float(np.add.reduce(v) / v.size) if v.size else float("nan")
+
+
+EPISODE_METRICS = ("rr", "rf", "gini", "mean_cost")
+
+
+def episode_summary(ticks: pd.DataFrame) -> dict[str, float]:
+    """Episode-level figures from the per-tick table: means over defined ticks and totals."""
+    out = {name: nanmean(ticks[name]) for name in EPISODE_METRICS}
+    for name in ("n_accepted", "n_dropped", "n_reapplied", "n_succ"):
+        out[name] = int(ticks[name].sum())
+    out["wasted_effort"] = float(ticks["wasted_effort"].sum())
+    out["effort"] = float(ticks["effort"].sum())
+    out["mean_time_to_accept"] = nanmean(ticks["mean_time_to_accept"])
+    return out

@@ -1,0 +1,45 @@
+"""Plots of simulation results (matplotlib, Agg backend: no display needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+
+def _rolling(series: pd.Series, window: int) -> pd.Series:
+    # undefined ticks (NaN) are skipped, as in the episode means
+    return series.rolling(window, min_periods=1).mean()
+
+
+def plot_metrics(ticks: pd.DataFrame, path: str | Path, title: str = "", window: int = 10) -> Path:
+    """RR, RF (per tick and a rolling mean) and the threshold over time, as a PNG."""
+    path = Path(path)
+    fig, axes = plt.subplots(3, 1, figsize=(8, 7.5), sharex=True, constrained_layout=True)
+    t = ticks["tick"]
+    for ax, col, label, color in (
+        (axes[0], "rr", "Recourse reliability RR", "tab:blue"),
+        (axes[1], "rf", "Recourse feasibility RF", "tab:orange"),
+    ):
+        ax.plot(t, ticks[col], ".", color=color, alpha=0.35, label="per tick")
+        ax.plot(t, _rolling(ticks[col], window), "-", color=color, label=f"{window}-tick mean")
+        ax.set_ylabel(label.split()[-1])
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_title(label, fontsize=10, loc="left")
+        ax.legend(loc="lower right", fontsize=8)
+    axes[2].plot(t, ticks["threshold"], "-", color="tab:green", label="acceptance threshold")
+    if ticks["mean_goal"].notna().any():
+        axes[2].plot(t, ticks["mean_goal"], "--", color="tab:red", label="mean goal score")
+    axes[2].set_ylabel("score")
+    axes[2].set_xlabel("tick")
+    axes[2].set_title("Threshold and goal scores", fontsize=10, loc="left")
+    axes[2].legend(loc="lower right", fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

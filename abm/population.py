@@ -1,0 +1,118 @@
+"""The candidates' state as one struct of numpy arrays (one row per candidate).
+
+Later extensions (a group label, a hidden true qualification) are new columns in
+:data:`SCHEMA`; every operation below works column-wise and needs no change.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+# column -> (dtype, has a feature axis)
+SCHEMA: dict[str, tuple[Any, bool]] = {
+    "ids": (np.int64, False),
+    "X_obs": (np.float64, True),  # features at last application: what the decision-maker saw
+    "X": (np.float64, True),  # true current features, hidden until the next application
+    "X_cf": (np.float64, True),  # last recommendation
+    "goal": (np.float64, False),  # last goal score (NaN: no advice)
+    "advised": (np.bool_, False),
+    "implemented": (np.bool_, False),  # every recommended change succeeded
+    "last_tick": (np.int64, False),
+    "n_apps": (np.int64, False),
+    "entered": (np.int64, False),
+    "effort": (np.float64, False),  # cumulative realised effort sum |dx| d over successes
+    "score_now": (np.float64, False),  # M(X): drives the reapplication gap
+}
+
+
+class Population:
+    """Rows of candidates; ``pop.X`` is shape (n, z), the other columns shape (n,).
+
+    Stages that change a column either work on a fresh copy (``take`` with indices) or
+    put a new array in its place; they never write into the arrays of a stored population.
+    """
+
+    __slots__ = ("data", "n_features")
+
+    def __init__(self, data: dict[str, np.ndarray], n_features: int) -> None:
+        self.data = data
+        self.n_features = n_features
+
+    @classmethod
+    def empty(cls, n_features: int, n: int = 0) -> Population:
+        """n rows of zeros (no rows by default)."""
+        if n == 0:
+            # zero-length arrays are immutable in effect, so one set serves every caller
+            return cls(dict(_empty_columns(n_features)), n_features)
+        data = {
+            name: np.zeros((n, n_features) if feat else n, dtype=dtype)
+            for name, (dtype, feat) in SCHEMA.items()
+        }
+        return cls(data, n_features)
+
+    @classmethod
+    def entrants(cls, ids: np.ndarray, X: np.ndarray, tick: int) -> Population:
+        """New candidates with ids (n,) and features X (n, z), entering at ``tick``."""
+        n, z = X.shape
+        zeros_i = np.zeros(n, dtype=np.int64)
+        zeros_b = np.zeros(n, dtype=np.bool_)
+        data = {
+            "ids": ids,
+            "X_obs": X,
+            "X": X,
+            "X_cf": X,
+            "goal": np.full(n, np.nan),
+            "advised": zeros_b,
+            "implemented": zeros_b,
+            "last_tick": zeros_i,
+            "n_apps": zeros_i,
+            "entered": np.full(n, tick, dtype=np.int64),
+            "effort": np.zeros(n),
+            "score_now": np.zeros(n),
+        }
+        return cls(data, z)
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        try:
+            return self.data[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __len__(self) -> int:
+        return self.data["ids"].shape[0]
+
+    def take(self, index: np.ndarray) -> Population:
+        """Rows selected by a bool mask or an index array.
+
+        Arrays of a stored population are never modified in place, so an all-True mask
+        shares them instead of copying (at T = 1 everyone waiting reapplies every tick).
+        """
+        if index.dtype == np.bool_:
+            if index.all():
+                return Population(dict(self.data), self.n_features)
+            if not index.any():
+                return Population.empty(self.n_features)
+        return Population({k: v[index] for k, v in self.data.items()}, self.n_features)
+
+    @staticmethod
+    def concat(parts: list[Population], n_features: int) -> Population:
+        """Rows of all parts in order (a new Population; a lone part shares its arrays)."""
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return Population.empty(n_features)
+        if len(parts) == 1:
+            return Population(dict(parts[0].data), n_features)
+        return Population(
+            {k: np.concatenate([p.data[k] for p in parts]) for k in parts[0].data}, n_features
+        )
+
+
+@lru_cache(maxsize=8)
+def _empty_columns(n_features: int) -> dict[str, np.ndarray]:
+    return {
+        name: np.zeros((0, n_features) if feat else 0, dtype=dtype)
+        for name, (dtype, feat) in SCHEMA.items()
+    }

@@ -1,0 +1,44 @@
+"""Named random streams derived from one integer seed.
+
+Each stream is ``SeedSequence(seed, spawn_key=(crc32(name),))``: adding a stream
+never shifts the others, and switching the policy leaves the arrival and behaviour
+draws untouched, so runs of different policies on one seed are paired.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+STREAMS = ("arrivals", "ties", "policy", "dropout", "implementation", "reapply", "mesa")
+
+
+def stream_seed(seed: int, name: str) -> np.random.SeedSequence:
+    """The SeedSequence of stream ``name`` under ``seed``."""
+    return np.random.SeedSequence(seed, spawn_key=(zlib.crc32(name.encode()),))
+
+
+def stream(seed: int, name: str) -> np.random.Generator:
+    """A fresh PCG64 generator for stream ``name`` under ``seed``."""
+    return np.random.Generator(np.random.PCG64(stream_seed(seed, name)))
+
+
+class Streams:
+    """The generators of one episode, one attribute per name in :data:`STREAMS`."""
+
+    def __init__(self, seed: int, names: tuple[str, ...] = STREAMS) -> None:
+        self.seed = seed
+        self._gens = {name: stream(seed, name) for name in names}
+
+    def __getattr__(self, name: str) -> np.random.Generator:
+        try:
+            return self._gens[name]
+        except KeyError:
+            raise AttributeError(f"no random stream named {name!r}") from None
+
+    def get(self, name: str) -> np.random.Generator:
+        """The named stream, created on first use (for policies' own extra streams)."""
+        if name not in self._gens:
+            self._gens[name] = stream(self.seed, name)
+        return self._gens[name]

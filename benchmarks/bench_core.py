@@ -1,0 +1,123 @@
+"""Throughput and memory of the core simulation.
+
+    python benchmarks/bench_core.py            # full table (pool sizes up to 1,000,000)
+    python benchmarks/bench_core.py --quick    # pools up to 200,000
+
+Pool size P means N0 = P initial candidates, m = P/2 entrants and k = 0.45 P places
+per tick (the paper's 20 / 10 / 9 scaled up). A candidate-tick is one candidate
+active during one tick (applying, or waiting and deciding whether to reapply).
+Each size runs in a fresh process so its peak RSS is its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+TARGET_EPISODE_MS = 50.0
+TARGET_RATE = 1_000_000
+TARGET_PEAK_MB = 2048
+
+
+def measure_pool(pool: int, ticks: int, agents: bool) -> dict:
+    from abm import RecourseModel
+
+    overrides = dict(n_initial=pool, m=pool // 2, k=max(1, int(0.45 * pool)), ticks=ticks)
+    model = RecourseModel("paper", "threshold", agents=agents, record_events=False, **overrides)
+    start = time.perf_counter()
+    model.run()
+    seconds = time.perf_counter() - start
+    t = model.tick_table()
+    active = int((t["n_new"] + t["n_waiting"].shift(fill_value=0)).sum())
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"pool": pool, "ticks": ticks, "agents": agents, "seconds": seconds,
+            "candidate_ticks": active, "rate": active / seconds, "peak_mb": peak_mb}  # fmt: skip
+
+
+def measure_episode(agents: bool, repeats: int) -> dict:
+    from abm import RecourseModel
+
+    RecourseModel("paper", "threshold")  # build and cache the world outside the timing
+    run_only, with_setup = [], []
+    for seed in range(repeats):
+        t0 = time.perf_counter()
+        model = RecourseModel("paper", "threshold", seed=seed, agents=agents, record_events=False)
+        t1 = time.perf_counter()
+        model.run()
+        t2 = time.perf_counter()
+        run_only.append(t2 - t1)
+        with_setup.append(t2 - t0)
+    return {"agents": agents, "run_ms": 1000 * statistics.median(run_only),
+            "total_ms": 1000 * statistics.median(with_setup)}  # fmt: skip
+
+
+def child(args: argparse.Namespace) -> None:
+    if args.episode:
+        out = measure_episode(args.agents, args.repeats)
+    else:
+        out = measure_pool(args.pool, args.ticks, args.agents)
+    print(json.dumps(out))
+
+
+def spawn(*flags: str) -> dict:
+    cmd = [sys.executable, __file__, "--child", *flags]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="skip the 1,000,000 pool")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--episode", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--pool", type=int, default=20, help=argparse.SUPPRESS)
+    parser.add_argument("--ticks", type=int, default=100, help=argparse.SUPPRESS)
+    parser.add_argument("--agents", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--repeats", type=int, default=15, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args)
+        return
+
+    console = Console()
+    episode = Table(title="paper-scale episode (N0=20, k=9, m=10, 100 ticks), median of 15")
+    for col in ("agent handles", "run (ms)", "construct + run (ms)", f"target < {TARGET_EPISODE_MS:.0f} ms"):
+        episode.add_column(col, justify="right")
+    for agents in (False, True):
+        r = spawn("--episode", *(["--agents"] if agents else []))
+        ok = "yes" if r["run_ms"] < TARGET_EPISODE_MS else "no"
+        episode.add_row("on" if agents else "off", f"{r['run_ms']:.1f}", f"{r['total_ms']:.1f}",
+                        ok if not agents else "-")  # fmt: skip
+    console.print(episode)
+
+    plan = [(20, 200, True), (20, 200, False), (2_000, 100, True), (2_000, 100, False),
+            (200_000, 10, False), (1_000_000, 5, False)]  # fmt: skip
+    if args.quick:
+        plan = plan[:-1]
+    table = Table(title="threshold policy throughput (one core, events off)")
+    for col in ("pool", "agent handles", "ticks", "candidate-ticks", "seconds", "candidate-ticks/s",
+                "peak RSS (MB)"):  # fmt: skip
+        table.add_column(col, justify="right")
+    for pool, ticks, agents in plan:
+        r = spawn("--pool", str(pool), "--ticks", str(ticks), *(["--agents"] if agents else []))
+        table.add_row(f"{pool:,}", "on" if agents else "off", str(ticks), f"{r['candidate_ticks']:,}",
+                      f"{r['seconds']:.3f}", f"{r['rate']:,.0f}", f"{r['peak_mb']:.0f}")  # fmt: skip
+        last = r
+    console.print(table)
+    if not args.quick:
+        console.print(
+            f"pool 1,000,000: {last['rate'] / TARGET_RATE:.2f}x the {TARGET_RATE:,} candidate-ticks/s target; "
+            f"peak RSS {last['peak_mb']:.0f} MB ({last['peak_mb'] / TARGET_PEAK_MB:.2f}x the 2 GB budget)"
+        )
+
+
+if __name__ == "__main__":
+    main()

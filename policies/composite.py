@@ -1,0 +1,54 @@
+"""Policies built from parts: goal selector + recommender, and the no-advice control."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from abm.interfaces import (
+    Feedback,
+    GoalSelector,
+    PolicyContext,
+    Recommendation,
+    Recommender,
+    RecourseObs,
+)
+
+
+class CompositePolicy:
+    """A goal selector ("what score to aim for") and a recommender ("how to get there")."""
+
+    def __init__(self, goal: GoalSelector, recommender: Recommender) -> None:
+        self.goal = goal
+        self.recommender = recommender
+
+    def prepare(self, ctx: PolicyContext) -> None:
+        self.goal.prepare(ctx)
+        self.recommender.prepare(ctx)
+
+    def recommend(self, obs: RecourseObs, rng: np.random.Generator) -> Recommendation:
+        goals = np.full(obs.n_rejected, np.nan)
+        goals[:] = self.goal.select(obs, rng)  # a scalar or one goal per candidate
+        X_cf = self.recommender.recommend(obs.X, goals, rng)
+        return Recommendation(goal=goals, X_cf=X_cf)
+
+    def observe(self, feedback: Feedback) -> None:
+        for part in (self.goal, self.recommender):
+            observe = getattr(part, "observe", None)
+            if observe is not None:
+                observe(feedback)
+
+
+class NoAdvice:
+    """Control: rejected candidates get no recommendation and simply try again."""
+
+    def prepare(self, ctx: PolicyContext) -> None:
+        pass
+
+    def recommend(self, obs: RecourseObs, rng: np.random.Generator) -> Recommendation:
+        n = obs.n_rejected
+        return Recommendation(
+            goal=np.full(n, np.nan), X_cf=obs.X.copy(), advised=np.zeros(n, dtype=bool)
+        )
+
+    def observe(self, feedback: Feedback) -> None:
+        pass

@@ -1,0 +1,137 @@
+"""Recommenders: given features X (n, z) and goal scores g (n,), return X_cf (n, z)."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logit
+
+from abm.behaviour import attainability
+from abm.interfaces import Feedback, PolicyContext, linear_logit
+
+COST_WEIGHTS = ("uniform", "true", "estimated")
+
+
+class DifficultyEstimator:
+    """Online estimate of per-feature difficulty d (durable-recourse-rl eqs. 12-14).
+
+    Starts at d0 for every feature; each observed attempt of feature i with outcome y
+    moves d_i by eta_i (p_i - y) a_i, with eta_i = eta0 / (1 + updates so far of i).
+    """
+
+    def __init__(self, n_features: int, beta: float, d0: float = 0.5, eta0: float = 0.05) -> None:
+        self.beta = beta
+        self.eta0 = eta0
+        self.d = np.full(n_features, d0)
+        self.updates = np.zeros(n_features, dtype=np.int64)
+
+    def predicted_success(self, a: np.ndarray, d: np.ndarray | None = None) -> np.ndarray:
+        """p = 1 - exp(-beta a / d_hat) for attainabilities a (..., z) (or a subset with its d)."""
+        d = self.d if d is None else d
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return -np.expm1(-self.beta * a / d)
+
+    def update(self, X_before: np.ndarray, X_cf: np.ndarray, attempted: np.ndarray,
+               succeeded: np.ndarray) -> None:  # fmt: skip
+        """Fold in observed attempts: all arrays (r, z); one sequential update per attempt."""
+        a_all = attainability(X_before, X_cf)
+        for a, tried, ok in zip(a_all, attempted, succeeded, strict=True):
+            # an infinite attainability carries no information (success is certain)
+            use = tried & np.isfinite(a)
+            if not use.any():
+                continue
+            p = self.predicted_success(a[use], self.d[use])
+            eta = self.eta0 / (1.0 + self.updates[use])
+            self.d[use] = np.clip(self.d[use] + eta * (p - ok[use]) * a[use], 0.0, 1.0)
+            self.updates[use] += 1
+
+
+def fill_order(weights: np.ndarray, cost: np.ndarray, mutable: np.ndarray) -> np.ndarray:
+    """Useful features (mutable, w != 0) by decreasing score per unit cost |w_i| / cost_i."""
+    useful = mutable & (weights != 0)
+    ratio = np.abs(weights) / np.maximum(cost, 1e-12)
+    order = np.argsort(-ratio, kind="stable")
+    return order[useful[order]]
+
+
+def exact_linear_counterfactuals(X: np.ndarray, goals: np.ndarray, weights: np.ndarray,
+                                 intercept: float, cost: np.ndarray, mutable: np.ndarray,
+                                 order: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+    """Cheapest weighted-L1 move into {x : sigmoid(w.x + b) >= g} inside [0, 1]^z.
+
+    X (n, z), goals (n,), weights (z,), cost (z,) positive, mutable (z,) bool; ``order``
+    is :func:`fill_order` of the last three, when the caller has it cached.
+    The problem is a fractional knapsack: each feature buys score at |w_i| per unit for
+    cost_i per unit, up to its room to the bound in the direction of sign(w_i), so filling
+    features in decreasing |w_i| / cost_i order is optimal. Goals out of reach leave every
+    useful feature at its bound; goals already met leave the row unchanged.
+    """
+    X = np.asarray(X, dtype=float)
+    cost = np.asarray(cost, dtype=float)
+    if cost.shape != weights.shape:
+        raise ValueError(f"cost must have shape {weights.shape}, got {cost.shape}")
+    target = logit(np.clip(goals, 0.0, 1.0))  # +-inf at 1 and 0, without warnings
+    need = target - linear_logit(X, weights, intercept)  # (n,) logit units still missing
+    out = X.copy()
+    rows = np.flatnonzero(need > 0)
+    need = need[rows]
+    if order is None:
+        order = fill_order(weights, cost, mutable)
+    # usually the first feature or two close the gap: later passes touch few rows
+    for j in order:
+        if rows.size == 0:
+            break
+        w = weights[j]
+        x = X[rows, j]
+        gain = w * (1.0 - x) if w > 0 else -w * x  # logit units this feature can add
+        full = need >= gain
+        # a feature used to the full lands exactly on its bound (no rounding residue)
+        out[rows, j] = np.where(full, 1.0 if w > 0 else 0.0, np.clip(x + need / w, 0.0, 1.0))
+        need = need - gain
+        more = full & (need > 0)
+        rows, need = rows[more], need[more]
+    return out
+
+
+class ExactLinear:
+    """Exactly optimal weighted-L1 recourse for linear (logistic) decision models.
+
+    ``weights``: ``uniform`` (plain L1), ``true`` (oracle difficulties d) or
+    ``estimated`` (d learned online from observed implementation outcomes).
+    """
+
+    def __init__(self, weights: str = "uniform", d0: float = 0.5, eta0: float = 0.05) -> None:
+        if weights not in COST_WEIGHTS:
+            raise ValueError(f"weights must be one of {', '.join(COST_WEIGHTS)}, got {weights!r}")
+        self.weights = weights
+        self.d0, self.eta0 = d0, eta0
+        self.estimator: DifficultyEstimator | None = None
+
+    def prepare(self, ctx: PolicyContext) -> None:
+        if not ctx.model.is_linear:
+            raise TypeError("exact-linear needs a linear decision model (logistic regression)")
+        self.ctx = ctx
+        self._order = None
+        if self.weights == "estimated":
+            self.estimator = DifficultyEstimator(ctx.n_features, ctx.beta, self.d0, self.eta0)
+
+    def cost_weights(self) -> np.ndarray:
+        """The per-feature cost weights in use now, shape (z,)."""
+        if self.weights == "true":
+            return self.ctx.difficulty
+        if self.weights == "estimated":
+            return self.estimator.d
+        return np.ones(self.ctx.n_features)
+
+    def recommend(self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        m = self.ctx.model
+        cost = self.cost_weights()
+        if self._order is None or self.estimator is not None:  # learned costs move
+            self._order = fill_order(m.weights, cost, self.ctx.mutable)
+        return exact_linear_counterfactuals(
+            X, goals, m.weights, m.intercept, cost, self.ctx.mutable, self._order
+        )
+
+    def observe(self, feedback: Feedback) -> None:
+        if self.estimator is not None:
+            attempted, succeeded = feedback.outcomes()
+            self.estimator.update(feedback.X_before, feedback.X_cf, attempted, succeeded)
