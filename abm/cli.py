@@ -177,6 +177,19 @@ def policies() -> None:
     console.print(parts)
 
 
+def _register_subcommands() -> None:
+    import importlib
+    import pkgutil
+
+    import abm.commands
+
+    for info in sorted(pkgutil.iter_modules(abm.commands.__path__), key=lambda i: i.name):
+        importlib.import_module(f"abm.commands.{info.name}").register(app)
+
+
+_register_subcommands()
+
+
 def main() -> None:
     try:
         app()

@@ -55,6 +55,9 @@ class ScenarioConfig:
     chi: float = 0.1
     omega: float = 1.0
     nu: float = 10.0
+    # candidates' own risk aversion, drawn U(lo, hi) at entry (lo == hi: one fixed value);
+    # read by risk-aware policies (SafeAR), ignored by the others
+    risk_aversion: tuple[float, float] = (0.0, 0.0)
     # seeds: the world (feature distributions, labels, decision model) is fixed by
     # world_seed so that episodes with different ``seed`` share one decision model
     seed: int = 0
@@ -63,7 +66,7 @@ class ScenarioConfig:
 
     def __post_init__(self) -> None:
         # TOML and the CLI hand over lists; store tuples so the record stays hashable
-        for name in ("mean_range", "std_range", "weight_range", "difficulty", "immutable"):
+        for name in ("mean_range", "std_range", "weight_range", "difficulty", "immutable", "risk_aversion"):
             value = getattr(self, name)
             if isinstance(value, list):
                 object.__setattr__(self, name, tuple(value))
@@ -204,6 +207,7 @@ def _validate(c: ScenarioConfig) -> None:
         _require_number(f"difficulty[{i}]", d, 0.0, 1.0, low_open=True)
     for name in ("rho", "chi", "omega", "nu"):
         _require_number(name, getattr(c, name), 0.0, math.inf, high_open=True)
+    _require_range("risk_aversion", c.risk_aversion, 0.0, 100.0)
     _require_int("seed", c.seed, 0, 2**63 - 1)
     _require_int("world_seed", c.world_seed, 0, 2**63 - 1)
     if not isinstance(c.name, str) or not c.name:

@@ -96,7 +96,8 @@ class RecourseObs:
     Applicants: ``applicant_ids`` (a,), ``applicant_X`` (a, z), ``applicant_scores`` (a,),
     ``accepted`` (a,) bool. Rejected: ``ids`` (n,), ``X`` (n, z), ``scores`` (n,),
     ``n_applications`` (n,) counting this one. ``threshold`` is the k-th highest score
-    (NaN if nobody applied). ``history`` is built on first access.
+    (NaN if nobody applied). ``history`` is built on first access. ``extra`` holds
+    per-rejected traits (n,) such as ``risk_aversion``.
     """
 
     tick: int

@@ -39,7 +39,7 @@ _GOAL_TOL = 1e-6
 TICK_COLUMNS = (
     "tick", "threshold", "n_applicants", "n_new", "n_reapplied", "n_accepted", "n_rejected",
     "n_dropped", "n_waiting", "n_succ", "n_succ_accepted", "n_rejected_window", "rr", "rf",
-    "gini", "mean_goal", "mean_cf_score", "mean_error", "n_unreached", "mean_cost", "effort",
+    "gini", "mean_goal", "mean_cf_score", "mean_error", "n_unadvised", "n_unreached", "mean_cost", "effort",
     "wasted_effort", "n_implemented", "mean_time_to_accept",
 )  # fmt: skip
 
@@ -211,7 +211,10 @@ class RecourseModel(mesa.Model):
         X = self.world.generator.sample(n, self.streams.arrivals)
         ids = np.arange(self._next_id, self._next_id + n)
         self._next_id += n
-        return Population.entrants(ids, X, t)
+        lo, hi = self.config.risk_aversion
+        # a stream of its own: traits never shift the arrivals of other runs
+        risk = np.full(n, lo) if lo == hi else self.streams.get("traits").uniform(lo, hi, n)
+        return Population.entrants(ids, X, t, risk)
 
     def _feedback_before(self, t: int, returning: Population):
         """What the policy may learn from the reapplicants, once decisions are known.
@@ -246,6 +249,7 @@ class RecourseModel(mesa.Model):
             scores=scores[rej],
             n_applications=applicants.n_apps[rej] + 1,
             history_fn=functools.partial(self._history, self.population, tuple(self._dropped_window)),
+            extra={"risk_aversion": applicants.risk_aversion[rej]},
         )
         rec = self.policy.recommend(obs, self.streams.policy)
         goal = np.asarray(rec.goal, dtype=float).reshape(-1)
@@ -356,6 +360,7 @@ class RecourseModel(mesa.Model):
             "mean_goal": metrics.nanmean(goal_adv),
             "mean_cf_score": metrics.nanmean(cf_adv),
             "mean_error": metrics.nanmean(err),
+            "n_unadvised": int(rej.shape[0]) - np.count_nonzero(adv),
             "n_unreached": np.count_nonzero(cf_adv[has_goal] < goal_adv[has_goal] - _GOAL_TOL),
             "mean_cost": metrics.nanmean(cost[adv]),
             "effort": float(np.add.reduce(outcome.effort)),
@@ -456,7 +461,7 @@ class RecourseModel(mesa.Model):
         df = df.reset_index(drop=True)
         for col in ("tick", "n_applicants", "n_new", "n_reapplied", "n_accepted", "n_rejected",
                     "n_dropped", "n_waiting", "n_succ", "n_succ_accepted", "n_rejected_window",
-                    "n_unreached", "n_implemented"):  # fmt: skip
+                    "n_unadvised", "n_unreached", "n_implemented"):  # fmt: skip
             df[col] = df[col].astype(np.int64)
         return df
 

@@ -25,6 +25,7 @@ SCHEMA: dict[str, tuple[Any, bool]] = {
     "entered": (np.int64, False),
     "effort": (np.float64, False),  # cumulative realised effort sum |dx| d over successes
     "score_now": (np.float64, False),  # M(X): drives the reapplication gap
+    "risk_aversion": (np.float64, False),  # the candidate's own trait (scenario risk_aversion)
 }
 
 
@@ -54,8 +55,8 @@ class Population:
         return cls(data, n_features)
 
     @classmethod
-    def entrants(cls, ids: np.ndarray, X: np.ndarray, tick: int) -> Population:
-        """New candidates with ids (n,) and features X (n, z), entering at ``tick``."""
+    def entrants(cls, ids: np.ndarray, X: np.ndarray, tick: int, risk_aversion: np.ndarray) -> Population:
+        """New candidates with ids (n,), features X (n, z) and traits (n,), entering at ``tick``."""
         n, z = X.shape
         zeros_i = np.zeros(n, dtype=np.int64)
         zeros_b = np.zeros(n, dtype=np.bool_)
@@ -72,6 +73,7 @@ class Population:
             "entered": np.full(n, tick, dtype=np.int64),
             "effort": np.zeros(n),
             "score_now": np.zeros(n),
+            "risk_aversion": risk_aversion,
         }
         return cls(data, z)
 

@@ -7,6 +7,8 @@ A policy is named either directly (``threshold``, ``none``, …) or as a composi
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -117,10 +119,27 @@ def make_policy(spec: str, **params: Any) -> RecoursePolicy:
     return _make(POLICIES, "policy", name, {**spec_params, **params})
 
 
+def _register_families() -> None:
+    """Let every other module or package under ``policies/`` with a ``register()`` add its entries.
+
+    Families keep heavy imports (torch, dice-ml, …) inside their functions, so importing
+    the registry stays cheap.
+    """
+    core = {"composite", "goals", "recommenders"}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        if info.name in core:
+            continue
+        register = getattr(importlib.import_module(f"policies.{info.name}"), "register", None)
+        if register is not None:
+            register()
+
+
 def available_policies() -> dict[str, str]:
     """Policy name -> one-line description."""
     return {name: e.description for name, e in sorted(POLICIES.items())}
 
+
+_register_families()
 
 __all__ = [
     "CompositePolicy",

@@ -15,7 +15,11 @@ from abm.interfaces import (
 
 
 class CompositePolicy:
-    """A goal selector ("what score to aim for") and a recommender ("how to get there")."""
+    """A goal selector ("what score to aim for") and a recommender ("how to get there").
+
+    A recommender returns X_cf (n, z); a row of NaN means it found no counterfactual
+    reaching that candidate's goal.
+    """
 
     def __init__(self, goal: GoalSelector, recommender: Recommender) -> None:
         self.goal = goal
@@ -29,7 +33,14 @@ class CompositePolicy:
         goals = np.full(obs.n_rejected, np.nan)
         goals[:] = self.goal.select(obs, rng)  # a scalar or one goal per candidate
         X_cf = self.recommender.recommend(obs.X, goals, rng)
-        return Recommendation(goal=goals, X_cf=X_cf)
+        failed = np.isnan(X_cf).any(axis=1)
+        if not failed.any():
+            return Recommendation(goal=goals, X_cf=X_cf)
+        # a recommender marks goals it could not reach with NaN rows: those candidates get
+        # no advice (counted as n_unadvised), never a silent substitute
+        X_cf = np.where(failed[:, None], obs.X, X_cf)
+        goals[failed] = np.nan
+        return Recommendation(goal=goals, X_cf=X_cf, advised=~failed)
 
     def observe(self, feedback: Feedback) -> None:
         for part in (self.goal, self.recommender):

@@ -165,3 +165,36 @@ def test_agent_handles_read_population_rows():
         p = agent.reapply_probability()
         assert 0.0 <= p <= 1.0
     assert model.decision_maker in model.agents
+
+
+def test_risk_aversion_trait_is_drawn_per_candidate_and_keeps_arrivals(spy_policy):
+    spy = spy_policy(make_policy("threshold"))
+    model = RecourseModel("paper", spy, seed=2, ticks=10, risk_aversion=(0.2, 0.8)).run()
+    traits = np.concatenate([obs.extra["risk_aversion"] for obs in spy.seen])
+    assert traits.min() >= 0.2 and traits.max() <= 0.8 and np.unique(traits).size > 10
+    fixed = RecourseModel("paper", "threshold", seed=2, ticks=10, risk_aversion=(0.5, 0.5)).run()
+    plain = RecourseModel("paper", "threshold", seed=2, ticks=10).run()
+    assert (fixed.population.risk_aversion == 0.5).all()
+    for a, b in ((model, plain), (fixed, plain)):
+        np.testing.assert_array_equal(a.tick_table()["threshold"], b.tick_table()["threshold"])
+
+
+def test_recommender_failures_become_explicit_no_advice():
+    from policies.composite import CompositePolicy
+    from policies.goals import LastThreshold
+
+    class FailsOnOddRows:
+        def prepare(self, ctx):
+            pass
+
+        def recommend(self, X, goals, rng):
+            out = np.clip(X + 0.05, 0, 1)
+            out[1::2] = np.nan
+            return out
+
+    model = RecourseModel("paper", CompositePolicy(LastThreshold(), FailsOnOddRows()), seed=0, ticks=20).run()
+    ticks = model.tick_table()
+    assert (ticks["n_unadvised"] == ticks["n_rejected"] // 2).all()
+    events = model.candidate_table()
+    rejected = events[~events["accepted"]]
+    assert rejected["goal"].isna().sum() == ticks["n_unadvised"].sum()
