@@ -31,19 +31,24 @@ def attainability(X: np.ndarray, X_cf: np.ndarray) -> np.ndarray:
     return a
 
 
-def success_probability(X: np.ndarray, X_cf: np.ndarray, beta: float, d: np.ndarray) -> np.ndarray:
-    """Eq. 8: 1 - exp(-beta a / d) per feature, shape (n, z).
+def change_success_probability(x: np.ndarray, x_cf: np.ndarray, beta: float, d: np.ndarray) -> np.ndarray:
+    """Eq. 8, 1 - exp(-beta a / d), for entries that do change (x != x_cf); any shape.
 
-    Unchanged features get probability 1 (nothing to do). beta = inf is allowed: every
-    change with positive attainability then succeeds.
+    beta = inf is allowed: every change with positive attainability then succeeds.
     """
-    a = attainability(X, X_cf)
+    a = attainability(x, x_cf)
     # a = 0 (a full 0 -> 1 jump) has probability 0 for every finite beta, so also in the
     # limit; computing the rate only where a > 0 also avoids inf * 0 when beta = inf
     rate = np.multiply(beta, a, out=np.zeros(np.shape(a)), where=a > 0)
     rate /= d
-    p = -np.expm1(-rate)
-    return np.where(X_cf == X, 1.0, p)
+    p = np.expm1(-rate)
+    p *= -1.0
+    return p
+
+
+def success_probability(X: np.ndarray, X_cf: np.ndarray, beta: float, d: np.ndarray) -> np.ndarray:
+    """Eq. 8 per feature, shape (n, z); unchanged features get probability 1 (nothing to do)."""
+    return np.where(X_cf == X, 1.0, change_success_probability(X, X_cf, beta, d))
 
 
 def reapply_probability(gap: np.ndarray, elapsed: np.ndarray, validity: int, nu: float) -> np.ndarray:

@@ -194,10 +194,12 @@ class RecourseModel(mesa.Model):
     def _reapplications(self, t: int) -> np.ndarray:
         """(n_waiting,) bool: who reapplies now; everyone does at the latest T ticks on."""
         pop = self.population
-        if len(pop) == 0:
-            return np.zeros(0, dtype=bool)
+        elapsed = t - pop.last_tick
+        due = elapsed >= self.config.validity
+        if due.all():  # always so at T = 1: no draw is needed
+            return due
         gap = behaviour.score_gap(pop.goal, pop.score_now)
-        p = behaviour.reapply_probability(gap, t - pop.last_tick, self.config.validity, self.config.nu)
+        p = behaviour.reapply_probability(gap, elapsed, self.config.validity, self.config.nu)
         return self.streams.reapply.random(len(pop)) < p
 
     def _dropped_in_window(self, t: int) -> int:
@@ -225,18 +227,19 @@ class RecourseModel(mesa.Model):
         if getattr(self.policy, "observe", None) is None or not returning.advised.any():
             return None
         adv = returning.advised
+        if adv.all():  # stored arrays are never written in place: no copies needed
+            ids, before, cf, after = returning.ids, returning.X_obs, returning.X_cf, returning.X
+            return lambda accepted: Feedback(t, ids, before, cf, after, accepted)
         ids, before = returning.ids[adv], returning.X_obs[adv]
         cf, after = returning.X_cf[adv], returning.X[adv]
-        return lambda accepted: Feedback(
-            tick=t, ids=ids, X_before=before, X_cf=cf, X_after=after, accepted=accepted[adv]
-        )
+        return lambda accepted: Feedback(t, ids, before, cf, after, accepted[adv])
 
     def _recommend(self, t, threshold, applicants, scores, accepted, rej) -> _Advice:
         """Ask the policy for advice to every rejected applicant; validate what comes back."""
         n, z = rej.shape[0], self.config.n_features
         X = applicants.X_obs[rej]
         if n == 0:
-            return _Advice(np.empty(0), X, X.copy(), np.zeros(0, bool), {})
+            return _Advice(np.empty(0), X, X.copy(), np.zeros(0, bool), {}, True)
         obs = RecourseObs(
             tick=t,
             threshold=threshold,
@@ -260,8 +263,9 @@ class RecourseModel(mesa.Model):
                 f"policy {name!r} returned goal {goal.shape} and X_cf {X_cf.shape}; "
                 f"expected ({n},) and ({n}, {z})"
             )
-        advised = np.asarray(rec.advised_mask(), dtype=bool)
-        if not advised.all():
+        all_advised = rec.advised is None or bool(rec.advised.all())
+        advised = np.ones(n, dtype=bool) if rec.advised is None else np.asarray(rec.advised, dtype=bool)
+        if not all_advised:
             X_cf = np.where(advised[:, None], X_cf, X)
             goal = np.where(advised, goal, np.nan)
         lo, hi = X_cf.min(), X_cf.max()
@@ -273,7 +277,7 @@ class RecourseModel(mesa.Model):
         if lo < 0 or hi > 1:
             X_cf = np.clip(X_cf, 0.0, 1.0)
         info = {key: np.asarray(v) for key, v in rec.info.items()}
-        return _Advice(goal, X, X_cf, advised, info)
+        return _Advice(goal, X, X_cf, advised, info, all_advised)
 
     def _dropout(self, applicants, rej, scores, advice) -> np.ndarray:
         """(n,) bool: rejected applicants who give up now (eq. 6)."""
@@ -292,7 +296,7 @@ class RecourseModel(mesa.Model):
         rows, cols = np.nonzero(X_cf != X)
         x, x_cf = X[rows, cols], X_cf[rows, cols]
         d = self.difficulty[cols]
-        p = behaviour.success_probability(x, x_cf, self.config.beta, d)
+        p = behaviour.change_success_probability(x, x_cf, self.config.beta, d)
         ok = self.streams.implementation.random(rows.shape[0]) < p
         X_new = X.copy()
         X_new[rows[ok], cols[ok]] = x_cf[ok]
@@ -330,7 +334,7 @@ class RecourseModel(mesa.Model):
         n_succ = np.count_nonzero(succ)
         n_succ_acc = np.count_nonzero(succ & accepted[returned])
         adv = advice.advised
-        all_advised = adv.all()
+        all_advised = advice.all_advised
         cf_scores = np.full(rej.shape[0], np.nan)
         cf_adv = self.decision_maker.score(advice.X_cf if all_advised else advice.X_cf[adv])
         cf_scores[adv] = cf_adv
@@ -375,7 +379,7 @@ class RecourseModel(mesa.Model):
             ids=applicants.ids,
             scores=scores,
             accepted=accepted,
-            reapplied=np.arange(len(applicants)) < n_ret,
+            n_reapplied=n_ret,
             rejected_ids=applicants.ids[rej],
             goal=advice.goal,
             cf_scores=cf_scores,
@@ -498,10 +502,11 @@ class RecourseModel(mesa.Model):
 class _Advice:
     """Validated advice of one tick: goal (n,), features seen X (n, z), X_cf (n, z), advised (n,)."""
 
-    __slots__ = ("goal", "X", "X_cf", "advised", "info")
+    __slots__ = ("goal", "X", "X_cf", "advised", "info", "all_advised")
 
-    def __init__(self, goal, X, X_cf, advised, info) -> None:
+    def __init__(self, goal, X, X_cf, advised, info, all_advised) -> None:
         self.goal, self.X, self.X_cf, self.advised, self.info = goal, X, X_cf, advised, info
+        self.all_advised = all_advised
 
 
 class _Outcome:
@@ -517,10 +522,16 @@ class _Outcome:
 
 class TickState:
     """Arrays of the last tick for dashboards: applicants' ids, scores and decisions (a,),
-    and the rejected's goals, achieved goal scores and responses (n,)."""
+    and the rejected's goals, achieved goal scores and responses (n,). Reapplicants come
+    first among the applicants."""
 
     def __init__(self, **arrays: Any) -> None:
         self.__dict__.update(arrays)
+
+    @property
+    def reapplied(self) -> np.ndarray:
+        """(a,) bool: applicants who were reapplying."""
+        return np.arange(self.ids.shape[0]) < self.n_reapplied
 
 
 def _reporter(column: str):

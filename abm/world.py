@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
@@ -50,11 +50,17 @@ class FeatureGenerator:
         Same law as ``normalise(sample_raw(...))``, folded into one affine map of standard
         normals so that large arrivals make a single pass over memory.
         """
-        span = self.hi - self.lo
+        scale, offset = self._affine
         out = rng.standard_normal((n, self.n_features))
-        out *= self.std / span
-        out += (self.mean - self.lo) / span
+        out *= scale
+        out += offset
         return np.clip(out, 0.0, 1.0, out=out)
+
+    @cached_property
+    def _affine(self) -> tuple[np.ndarray, np.ndarray]:
+        """(scale, offset), each (z,): normalised sample = scale * N(0, 1) + offset."""
+        span = self.hi - self.lo
+        return self.std / span, (self.mean - self.lo) / span
 
 
 class DecisionModel:

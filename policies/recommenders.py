@@ -111,6 +111,7 @@ class ExactLinear:
             raise TypeError("exact-linear needs a linear decision model (logistic regression)")
         self.ctx = ctx
         self._order = None
+        self._uniform = np.ones(ctx.n_features)
         if self.weights == "estimated":
             self.estimator = DifficultyEstimator(ctx.n_features, ctx.beta, self.d0, self.eta0)
 
@@ -120,7 +121,7 @@ class ExactLinear:
             return self.ctx.difficulty
         if self.weights == "estimated":
             return self.estimator.d
-        return np.ones(self.ctx.n_features)
+        return self._uniform
 
     def recommend(self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         m = self.ctx.model
