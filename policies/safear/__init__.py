@@ -14,6 +14,9 @@ Engine (independent of the rest of the package):
   :func:`reproduce_dataset` / :func:`reproduce_dataset_full` (Tables 1, 3, 10-12).
 * :func:`plot_policy_rollouts` -- policy visualisation (PNG).
 
+Population model: :class:`SafeARPolicy` (registered as ``safear``; see
+:mod:`policies.safear.population`).
+
 Costs are positive and minimised: ``Q = mu + beta * sigma`` (the paper's
 ``mu - beta * sigma`` on rewards).
 """
@@ -22,7 +25,15 @@ from .datasets import build_dataset_mdp, data_available, dataset_spec, load_data
 from .examples import geometric_mdp, insurance_mdp, random_mdp
 from .mdp import GOAL_ACTION, Action, Feature, RecourseMDP, build_feature_mdp
 from .plot import plot_policy_rollouts, top_outcomes
-from .reproduce import PAPER_TABLE17, reproduce_dataset, reproduce_dataset_full, reproduce_insurance
+from .population import SafeARPolicy
+from .reproduce import (
+    PAPER_DATASET_TABLES,
+    PAPER_TABLE17,
+    reproduce_dataset,
+    reproduce_dataset_full,
+    reproduce_example,
+    reproduce_insurance,
+)
 from .risk import (
     CostDistribution,
     Rollouts,
@@ -39,6 +50,7 @@ from .solvers import Policy, grsevi, grsvi, q_values, value_iteration
 
 __all__ = [
     "GOAL_ACTION",
+    "PAPER_DATASET_TABLES",
     "PAPER_TABLE17",
     "Action",
     "CostDistribution",
@@ -46,6 +58,7 @@ __all__ = [
     "Policy",
     "RecourseMDP",
     "Rollouts",
+    "SafeARPolicy",
     "build_dataset_mdp",
     "build_feature_mdp",
     "data_available",
@@ -62,8 +75,10 @@ __all__ = [
     "plot_policy_rollouts",
     "q_values",
     "random_mdp",
+    "register",
     "reproduce_dataset",
     "reproduce_dataset_full",
+    "reproduce_example",
     "reproduce_insurance",
     "risk_measures",
     "rollout",
@@ -72,3 +87,10 @@ __all__ = [
     "value_iteration",
     "var_cvar",
 ]
+
+
+def register() -> None:
+    """Policy-registry hook: adds ``safear`` (see :mod:`policies.safear.population`)."""
+    from .population import register as _register
+
+    _register()

@@ -40,6 +40,48 @@ PAPER_TABLE17 = pd.DataFrame({
     "cvar95": [6.5, 4.1, np.nan],
 })
 
+_PAPER_ROWS = """
+adult all 25923 0 0.994 3.49 1.23 3.81 6.31 4.76 7.53 2.09 2.87
+adult all 25923 0.25 0.994 3.51 0.89 3.64 6.10 4.46 7.43 2.16 3.06
+adult all 25923 0.5 0.993 3.59 0.77 3.66 6.11 4.44 7.40 2.21 3.18
+adult example 1 0 1.000 4.63 1.86 5.80 8.54 6.80 9.80 3.92 3.92
+adult example 1 0.5 1.000 4.79 0.13 4.80 6.80 4.80 6.80 3.00 4.86
+adult example 1 0.75 1.000 4.79 0.13 4.80 6.80 4.80 6.80 3.00 4.86
+adult Female 9824 0 0.988 4.56 1.41 4.76 7.07 5.70 8.00 2.58 3.77
+adult Female 9824 0.25 0.987 4.57 1.18 4.64 6.95 5.48 7.84 2.55 3.87
+adult Female 9824 0.5 0.985 4.61 1.11 4.66 6.99 5.51 7.89 2.55 3.93
+adult Male 16099 0 0.997 2.84 1.12 3.27 5.79 4.30 7.26 1.79 2.32
+adult Male 16099 0.25 0.997 2.87 0.72 3.08 5.51 3.95 7.15 1.93 2.56
+adult Male 16099 0.5 0.998 2.98 0.57 3.10 5.48 3.92 7.08 2.01 2.73
+german all 281 0 1.000 1.65 0.48 1.96 3.66 2.63 4.56 1.26 1.33
+german all 281 0.25 1.000 1.67 0.35 1.87 3.51 2.51 4.50 1.34 1.43
+german all 281 0.5 1.000 1.70 0.30 1.90 3.56 2.48 4.40 1.40 1.50
+german example 1 0 1.000 2.48 3.49 4.00 6.13 7.00 8.33 1.00 1.00
+german example 1 0.5 1.000 2.81 1.19 4.00 5.44 5.00 6.00 1.00 2.00
+german example 1 0.75 1.000 3.87 0.65 4.40 5.50 5.40 6.67 2.00 3.00
+german Female 103 0 1.000 1.72 0.56 2.08 3.70 2.84 4.66 1.25 1.36
+german Female 103 0.25 1.000 1.75 0.38 2.00 3.61 2.67 4.63 1.33 1.47
+german Female 103 0.5 1.000 1.79 0.33 2.02 3.64 2.59 4.51 1.41 1.57
+german Male 178 0 1.000 1.61 0.43 1.89 3.64 2.61 4.62 1.27 1.32
+german Male 178 0.25 1.000 1.62 0.37 1.81 3.50 2.41 4.42 1.35 1.41
+german Male 178 0.5 1.000 1.65 0.29 1.84 3.50 2.33 4.29 1.40 1.46
+"""
+
+# Paper values of Tables 1 and 3 (H = 12, 100 trials per individual), for comparison only.
+PAPER_DATASET_TABLES = pd.DataFrame(
+    [line.split() for line in _PAPER_ROWS.strip().splitlines()],
+    columns=["dataset", "group", "n", "beta", "rho", "cost_mean", "cost_var", "var80", "cvar80",
+             "var95", "cvar95", "sparsity", "proximity"],
+).astype({"n": int, **{c: float for c in ("beta", "rho", "cost_mean", "cost_var", "var80", "cvar80",
+                                            "var95", "cvar95", "sparsity", "proximity")}})
+
+# The paper's example individuals (Table 1, Figs. 5-6): "Instance #16" (Adult) and "#44"
+# (German). Their feature values are not given; here they are read as positions in the
+# list of rejected rows, so they are different people from the paper's.
+EXAMPLE_INSTANCE = {"adult": 16, "german": 44}
+PAPER_BETAS = (0.0, 0.25, 0.5)
+EXAMPLE_BETAS = (0.0, 0.5, 0.75)
+
 TABLE17_COLUMNS = ["beta", "rho", "cost_mean", "cost_var", "var95", "cvar95"]
 METRIC_COLUMNS = ["rho", "cost_mean", "cost_var", "var80", "cvar80", "var95", "cvar95", "sparsity", "proximity"]
 
@@ -155,6 +197,31 @@ def reproduce_dataset_full(
     _write(res.table, out_dir, f"{name}_table.csv")
     _write(res.mannwhitney, out_dir, f"{name}_mannwhitney.csv")
     return res
+
+
+def rejected_start(d: DatasetMDP, position: int) -> tuple[int, int]:
+    """(dataset row, state) of the ``position``-th individual the classifier rejects."""
+    rows = np.flatnonzero(d.predicted == 0)
+    if not 0 <= position < rows.size:
+        raise ValueError(f"instance must be in [0, {rows.size}) (rejected individuals of {d.name}), got {position}")
+    r = int(rows[position])
+    return r, int(d.states[r])
+
+
+def reproduce_example(d: DatasetMDP, position: int, betas: Sequence[float] = EXAMPLE_BETAS, seed: int = 0,
+                      n_rollouts: int = 100, horizon: int = 12, risk: str = "std",
+                      alphas: Sequence[float] = DEFAULT_ALPHAS) -> pd.DataFrame:
+    """Table 1's example-instance rows: one rejected individual, ``n_rollouts`` trials per policy."""
+    mdp = d.mdp if d.mdp.horizon == horizon else d.mdp.with_horizon(horizon)
+    row, start = rejected_start(d, position)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for beta in betas:
+        ro = rollout(mdp, grsvi(mdp, beta, risk=risk), [start], n_rollouts, rng=rng)
+        m = summarize(per_start_measures(mdp, ro, alphas))
+        rows.append({"dataset": d.name, "group": "example", "instance": position, "row": row, "beta": float(beta),
+                     **{k: v for k, v in m.items() if k != "n"}})
+    return pd.DataFrame(rows)
 
 
 def reproduce_dataset(

