@@ -1,0 +1,110 @@
+"""Classroom demonstrations: a preset, a few overrides, a policy and a short explanation.
+
+Each :class:`Demo` is one lesson step in the dashboard's sidebar. To add one, append a
+``Demo`` to :data:`DEMOS`; a demo whose policies are not registered (an optional policy
+family that is not installed) is left out of :func:`available_demos` at run time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Demo:
+    """One demonstration.
+
+    Attributes:
+        name: short identifier (used in the URL-free sidebar select and in tests).
+        title: what the select shows.
+        preset: scenario preset the demo starts from (``recourse-abm scenarios``).
+        policy: the policy shown first.
+        compare: a second policy run side by side on the same seed ("" for none).
+        overrides: scenario fields changed from the preset (dashboard fields only:
+            k, m, n_initial, validity, ticks, seed, beta, difficulty).
+        explanation: markdown shown next to the controls: what to do and what to look for.
+    """
+
+    name: str
+    title: str
+    preset: str
+    policy: str
+    explanation: str
+    compare: str = ""
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def required_policies(self) -> tuple[str, ...]:
+        return tuple(p for p in (self.policy, self.compare) if p)
+
+
+DEMOS: tuple[Demo, ...] = (
+    Demo(
+        name="threshold-trap",
+        title="1 · The threshold trap",
+        preset="motivating-example",
+        policy="threshold",
+        explanation=(
+            "Four applicants compete for **k = 2** places (the paper's Figure 1). The two "
+            "rejected are told to reach this round's threshold, and every change succeeds "
+            "(β = ∞).\n\n"
+            "Press **Step** twice. At tick 1 both reapply exactly *at* the old threshold, yet "
+            "one is rejected again: a newcomer scored higher and took a place, so only one "
+            "of the two fits (the tie is broken at random). Advice that was right when given "
+            "was not enough when used.\n\n"
+            "*Ask:* who is to blame? What should the advice have said?"
+        ),
+    ),
+    Demo(
+        name="harder-features",
+        title="2 · Harder features",
+        preset="paper-hard",
+        policy="threshold",
+        compare="threshold-true",
+        explanation=(
+            "Changes succeed with probability 1 − exp(−β a / dᵢ): a small **β** and a large "
+            "difficulty **dᵢ** make a change likely to fail. Here β = 0.01.\n\n"
+            "Compare standard advice (uniform costs) with advice that knows the true "
+            "difficulties. Watch **effort per feature**: where does effort go, and how much is "
+            "planned but fails? Then raise the difficulties of the easy features "
+            "(1, 5, 9) in the *difficulty* box and step again."
+        ),
+    ),
+    Demo(
+        name="longer-validity",
+        title="3 · Longer validity T",
+        preset="paper-T5",
+        policy="threshold",
+        explanation=(
+            "Advice now stays valid for **T = 5** ticks: candidates may take their time and "
+            "reapply when ready, but the threshold keeps moving meanwhile.\n\n"
+            "Watch the **pool**: candidates wait longer, so more compete each tick. Does "
+            "RR fall when the advice gets older? Move the *T* slider between 1 and 10."
+        ),
+    ),
+    Demo(
+        name="risk-averse-advice",
+        title="4 · Risk-averse advice",
+        preset="paper-hard",
+        policy="safear",
+        compare="threshold",
+        explanation=(
+            "SafeAR plans recourse that accounts for the *risk* that a change fails, not "
+            "only its expected cost. Compare it with standard threshold advice on the same "
+            "applicants (same seed).\n\n"
+            "Look at **RR/RF side by side** and the **effort** chart: is safer advice more "
+            "reliable, and what does it cost?"
+        ),
+    ),
+    # "fairness between groups" goes here once group-aware scenarios exist
+)
+
+
+def available_demos(policies: dict[str, str] | None = None) -> dict[str, Demo]:
+    """Demo name -> demo, for demos whose policies are registered now."""
+    if policies is None:
+        from policies import available_policies
+
+        policies = available_policies()
+    return {d.name: d for d in DEMOS if all(p in policies for p in d.required_policies)}
