@@ -76,6 +76,8 @@ def browser():
 
 def open_page(browser, url):
     page = browser.new_context(viewport={"width": 1400, "height": 1800}).new_page()
+    # generous upper bounds: CI shares 2 cores with the rest of the parallel suite
+    page.set_default_timeout(90_000)
     page.goto(url)
     # the page builds over a websocket after load: wait for Mesa's Step button
     page.get_by_role("button", name="Step", exact=True).wait_for(timeout=60_000)
@@ -89,7 +91,7 @@ def status(page) -> str:
 
 def step(page, expect_tick: int) -> None:
     page.get_by_role("button", name="Step", exact=True).click()
-    page.get_by_text(re.compile(rf"tick {expect_tick} of \d+")).wait_for(timeout=15_000)
+    page.get_by_text(re.compile(rf"tick {expect_tick} of \d+")).wait_for()
 
 
 def field(page, label: str):
