@@ -1,0 +1,113 @@
+"""``recourse-abm study check|run|report``: batch scenario studies (see :mod:`abm.study`)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+study_app = typer.Typer(
+    help="Batch studies: parameter sweeps x seeds from a TOML file, resumable, local or on Dask.",
+    no_args_is_help=True,
+)
+
+FileArg = Annotated[Path, typer.Argument(help="study file (.toml)")]
+
+
+def _plan_text(study) -> str:
+    axes = "; ".join(
+        f"{'+'.join(a.fields)}: {len(a.values)} value(s)" for a in study.axes
+    ) or "no sweep"
+    text = (f"{study.name}: {study.n_runs} runs = {axes}; {len(study.seeds)} seed(s); "
+            f"{study.base.ticks} ticks; base {study.base.name}")  # fmt: skip
+    if study.skipped_policies:
+        text += f"\nnot registered, skipped: {', '.join(study.skipped_policies)}"
+    return text
+
+
+def check(file: FileArg) -> None:
+    """Validate a study file and print its plan (runs, axes, seeds)."""
+    from abm.cli import console
+    from abm.study import Study
+
+    console.print(_plan_text(Study.from_toml(file)), highlight=False)
+
+
+def run(
+    file: FileArg,
+    out: Annotated[Path, typer.Option(help="results directory (rerun the same command to resume)")],
+    workers: Annotated[int | None, typer.Option(help="local worker processes (default: CPU count; 1 = serial)")] = None,
+    scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address, e.g. tcp://host:8786")] = None,
+    force: Annotated[bool, typer.Option(help="add to --out even if it holds a different study")] = False,
+    retry_errors: Annotated[bool, typer.Option(help="rerun runs recorded as errors")] = False,
+) -> None:
+    """Run every unfinished run of a study; results append to partitioned Parquet under --out."""
+    from abm.cli import console, progress_bar
+    from abm.study import Study, run_study
+
+    study = Study.from_toml(file)
+    console.print(_plan_text(study), highlight=False)
+    with progress_bar(transient=False) as bar:
+        task = bar.add_task(study.name, total=study.n_runs)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        status = run_study(study, out, workers=workers, scheduler=scheduler, force=force,
+                           retry_errors=retry_errors, progress=progress)  # fmt: skip
+    rate = status.completed / status.seconds if status.seconds > 0 else math.nan
+    console.print(
+        f"{status.completed} run(s) done now ({status.backend}, {status.seconds:.1f} s, {rate:.1f} runs/s), "
+        f"{status.skipped} already finished, {status.errors} error(s); results in [bold]{out}[/]"
+    )
+    for message in status.error_messages[:5]:
+        console.print(f"  [red]error[/] {message}", highlight=False)
+    if status.errors > 5:
+        console.print(f"  ... and {status.errors - 5} more (see the `error` column of runs)")
+
+
+def report(
+    out: Annotated[Path, typer.Argument(help="study results directory")],
+    metrics: Annotated[str | None, typer.Option(help="comma-separated metrics (default: the study's report_metrics)")] = None,
+    plots: Annotated[Path | None, typer.Option(help="folder for the PNGs (default: OUT/report)")] = None,
+) -> None:
+    """Print mean ± 95 % CI per sweep point and write plots (PNG) and summary.csv."""
+    from rich.table import Table
+
+    from abm.cli import console, fmt
+    from abm.study import report as make_report
+    from abm.study.analysis import read_manifest
+
+    chosen = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
+    table, written = make_report(out, chosen, plots)
+    manifest = read_manifest(out)
+    names = chosen or manifest["report_metrics"]
+    # a [[zip]] group is shown by its first field: the others move with it
+    leads = {a[0] for a in manifest["axes"]}
+    keys = [c for c in table.columns if c == "policy" or c in leads]
+    view = Table(title=f"{manifest['name']}: mean ± 95 % CI over seeds", header_style="bold")
+    for k in [*keys, "n"]:
+        view.add_column(k, justify="right" if k != "policy" else "left", no_wrap=k == "policy")
+    for m in names:
+        view.add_column(m, justify="right")
+    for _, row in table.iterrows():
+        cells = [fmt(row[k]) for k in keys] + [str(int(row["n"]))]
+        for m in names:
+            mean, ci = row[m], row[f"{m}_ci"]
+            text = "n/a" if mean != mean else f"{mean:.3g}"
+            cells.append(text if ci != ci else f"{text}±{ci:.2g}")
+        view.add_row(*cells)
+    console.print(view)
+    where = plots if plots is not None else Path(out) / "report"
+    console.print(f"{len(written)} plot(s) and summary.csv written to [bold]{where}[/]")
+
+
+def register(app: typer.Typer) -> None:
+    from abm.cli import friendly_errors
+
+    study_app.command("check")(friendly_errors(check))
+    study_app.command("run")(friendly_errors(run))
+    study_app.command("report")(friendly_errors(report))
+    app.add_typer(study_app, name="study")

@@ -1,0 +1,238 @@
+"""Loading study results and summarising them: mean ± 95 % CI per sweep point, plots."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from abm.config import ConfigError  # noqa: E402
+from abm.study.runner import MANIFEST  # noqa: E402
+
+
+def read_manifest(out: str | Path) -> dict[str, Any]:
+    path = Path(out) / MANIFEST
+    if not path.is_file():
+        raise ConfigError(f"{out} is not a study directory (no {MANIFEST}); run `recourse-abm study run` first")
+    return json.loads(path.read_text())
+
+
+def _read_parts(folder: Path) -> pd.DataFrame:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+    if not files:
+        return pd.DataFrame()
+    # error rows lack the summary columns: permissive promotion fills them with nulls
+    table = pa.concat_tables([pq.read_table(f) for f in files], promote_options="permissive")
+    return table.to_pandas()
+
+
+def load_study(out: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The results of a study directory as ``(ticks_df, runs_df)``.
+
+    ``ticks_df``: one row per run × tick (run_id, policy, swept fields, seed, tick, kept
+    metrics). ``runs_df``: one row per run (the same keys, status, error, elapsed_s and the
+    episode summary). Rows come in grid order (axes as listed in the study, then seed).
+    Swept list-valued fields are JSON text.
+    """
+    manifest = read_manifest(out)
+    out = Path(out)
+    runs = _read_parts(out / "runs")
+    ticks = _read_parts(out / "ticks")
+    order = {r["run_id"]: i for i, r in enumerate(manifest["runs"])}
+
+    def ordered(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+        if df.empty:
+            return df
+        # runs from an earlier version of the study (added with --force) go last
+        rank = df["run_id"].map(order).fillna(len(order)).astype(np.int64)
+        df = df.assign(_order=rank).sort_values(["_order", *keys], kind="stable")
+        return df.drop(columns="_order").reset_index(drop=True)
+
+    return ordered(ticks, ["tick"]), ordered(runs, [])
+
+
+def _t_quantile(n: int) -> float:
+    from scipy import stats
+
+    return float(stats.t.ppf(0.975, n - 1)) if n > 1 else math.nan
+
+
+def summarize(runs: pd.DataFrame, by: list[str], metrics: list[str]) -> pd.DataFrame:
+    """Mean, 95 % CI half-width (Student t over seeds) and n per group, per metric.
+
+    Columns: ``by``, ``n``, then ``<metric>``, ``<metric>_ci`` for each metric. Undefined
+    (NaN) values are left out of that metric's mean and count.
+    """
+    ok = runs[runs["status"] == "ok"] if "status" in runs else runs
+    rows = []
+    for key, group in ok.groupby(by, sort=False, dropna=False) if by else [((), ok)]:
+        key = key if isinstance(key, tuple) else (key,)
+        row: dict[str, Any] = dict(zip(by, key, strict=True))
+        row["n"] = len(group)
+        for m in metrics:
+            v = group[m].astype(float).dropna().to_numpy() if m in group else np.array([])
+            row[m] = float(v.mean()) if v.size else math.nan
+            row[f"{m}_ci"] = (_t_quantile(v.size) * float(v.std(ddof=1)) / math.sqrt(v.size)
+                              if v.size > 1 else math.nan)  # fmt: skip
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _label(field: str) -> str:
+    return {"beta": "β", "validity": "validity T", "rr": "recourse reliability RR",
+            "rf": "recourse feasibility RF", "elapsed_s": "seconds per run", "run_s": "seconds per episode (ticks only)",
+            "mean_cost": "mean recommended cost"}.get(field, field)  # fmt: skip
+
+
+def _numeric(series: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(series)
+
+
+def plot_sweep(table: pd.DataFrame, x: str, metric: str, facet: list[str], path: Path,
+               title: str = "", xlabel: str | None = None) -> Path:
+    """``metric`` (mean ± 95 % CI) against the swept ``x``, one colour per policy and one
+    panel per combination of the ``facet`` fields. Up to four x values are drawn side by
+    side with error bars, more as lines with a CI band."""
+    panels = [((), table)] if not facet else list(table.groupby(facet, sort=False))
+    panels = panels[:6]
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels) + 1.2, 3.4), sharey=True,
+                             squeeze=False, constrained_layout=True)  # fmt: skip
+    policies = list(dict.fromkeys(table["policy"]))
+    colors = {p: plt.cm.tab10(i % 10) for i, p in enumerate(policies)}
+    levels = list(dict.fromkeys(table[x]))
+    # few x values: categorical positions, policies side by side with error bars;
+    # many: lines with a CI band over the numeric axis
+    categorical = len(levels) <= 4 or not _numeric(table[x])
+    if categorical and _numeric(table[x]):
+        levels = sorted(levels)
+    width = 0.7 / max(len(policies), 1)
+    for ax, (key, panel) in zip(axes[0], panels, strict=True):
+        for j, (policy, g) in enumerate(panel.groupby("policy", sort=False)):
+            y, ci = g[metric].to_numpy(float), g[f"{metric}_ci"].to_numpy(float)
+            if categorical:
+                xs = np.array([levels.index(v) for v in g[x]]) + (j - (len(policies) - 1) / 2) * width
+                ax.errorbar(xs, y, yerr=np.nan_to_num(ci), fmt="o", color=colors[policy], label=policy,
+                            ms=4, capsize=2, lw=1)  # fmt: skip
+            else:
+                g = g.sort_values(x)
+                xs = g[x].to_numpy()
+                y, ci = g[metric].to_numpy(float), g[f"{metric}_ci"].to_numpy(float)
+                ax.plot(xs, y, "o-", color=colors[policy], label=policy, ms=4)
+                ax.fill_between(xs, y - np.nan_to_num(ci), y + np.nan_to_num(ci), color=colors[policy],
+                                alpha=0.18, lw=0)  # fmt: skip
+        if categorical:
+            ax.set_xticks(range(len(levels)), [f"{v:g}" if _numeric(table[x]) else str(v) for v in levels])
+        numeric = not categorical
+        if numeric and table[x].min() > 0 and table[x].max() / table[x].min() >= 50:
+            ax.set_xscale("log")
+        if facet:
+            key = key if isinstance(key, tuple) else (key,)
+            ax.set_title(", ".join(f"{_label(f)} = {v}" for f, v in zip(facet, key, strict=True)), fontsize=9)
+        ax.set_xlabel(xlabel or _label(x))
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel(_label(metric))
+    values = table[metric].dropna()
+    if metric in ("rr", "rf"):
+        axes[0][0].set_ylim(-0.03, 1.03)
+    elif len(values) and values.min() > 0 and values.max() / values.min() >= 50:
+        axes[0][0].set_yscale("log")  # e.g. seconds per run over populations of 10 to 100,000
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Indices of the points no other point beats in both x and y (maximising), by x."""
+    order = np.lexsort((-y, -x))  # x descending, ties by y descending
+    front, best = [], -np.inf
+    for i in order:
+        if y[i] > best:
+            front.append(i)
+            best = y[i]
+    return np.array(front[::-1], dtype=np.int64)
+
+
+def _short(field: str) -> str:
+    return {"beta": "β", "validity": "T"}.get(field, field)
+
+
+def plot_pareto(table: pd.DataFrame, runs: pd.DataFrame, path: Path, title: str = "",
+                label_fields: tuple[str, ...] = ()) -> Path:
+    """RF (x) against RR (y): each run faint, each sweep point's mean solid, and each
+    policy's Pareto front (higher is better on both)."""
+    fig, ax = plt.subplots(figsize=(5.6, 4.4), constrained_layout=True)
+    policies = list(dict.fromkeys(table["policy"]))
+    for i, policy in enumerate(policies):
+        color = plt.cm.tab10(i % 10)
+        r = runs[(runs["policy"] == policy) & (runs["status"] == "ok")]
+        ax.scatter(r["rf"], r["rr"], s=6, color=color, alpha=0.2, lw=0)
+        g = table[table["policy"] == policy].dropna(subset=["rr", "rf"])
+        ax.scatter(g["rf"], g["rr"], s=22, color=color, label=policy, edgecolor="k", lw=0.4)
+        if label_fields and len(table) <= 16:  # few points: say which sweep point each is
+            for _, row in g.iterrows():
+                text = ",".join(f"{_short(f)}={row[f]:g}" if _numeric(g[f]) else str(row[f]) for f in label_fields)
+                ax.annotate(text, (row["rf"], row["rr"]), fontsize=6, xytext=(3, 2),
+                            textcoords="offset points", color=color)  # fmt: skip
+        if len(g):
+            f = pareto_front(g["rf"].to_numpy(float), g["rr"].to_numpy(float))
+            ax.step(g["rf"].to_numpy()[f], g["rr"].to_numpy()[f], where="post", color=color, lw=1.2)
+    ax.set_xlabel(_label("rf"))
+    ax.set_ylabel(_label("rr"))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    ax.set_title(title or "RR vs RF per sweep point, Pareto front per policy", fontsize=10)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def report(out: str | Path, metrics: list[str] | None = None,
+           plots: str | Path | None = None) -> tuple[pd.DataFrame, list[Path]]:
+    """Summary table (mean ± CI per sweep point) and PNG plots of a study directory.
+
+    Plots go to ``plots`` (default ``out/report``): ``<metric>_vs_<field>.png`` for every
+    sweep axis other than the policy (a ``[[zip]]`` group is named by its first field), and ``rr_rf_pareto.png`` when RR and RF
+    are available.
+    """
+    manifest = read_manifest(out)
+    _, runs = load_study(out)
+    if runs.empty:
+        raise ConfigError(f"{out} holds no finished runs yet")
+    metrics = list(metrics or manifest["report_metrics"])
+    missing = [m for m in metrics if m not in runs]
+    if missing:
+        raise ConfigError(f"metric(s) not in the results: {', '.join(missing)}; "
+                          f"available: {', '.join(c for c in runs.columns if _numeric(runs[c]))}")  # fmt: skip
+    fields = [f for f in manifest["axis_fields"] if f != "policy"]
+    by = ["policy", *fields]
+    table = summarize(runs, by, metrics)
+    plot_dir = Path(plots) if plots is not None else Path(out) / "report"
+    plot_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    title = manifest["name"]
+    # one x per axis: fields of a [[zip]] group move together, the first one names them
+    groups = {a[0]: a for a in manifest["axes"] if a[0] != "policy" and table[a[0]].nunique() > 1}
+    leads = list(groups)
+    for x in leads:
+        facet = [f for f in leads if f != x]
+        xlabel = _label(x) + (f" (with {', '.join(groups[x][1:])})" if len(groups[x]) > 1 else "")
+        for m in metrics:
+            written.append(plot_sweep(table, x, m, facet, plot_dir / f"{m}_vs_{x}.png", title, xlabel))
+    if {"rr", "rf"} <= set(runs.columns) and {"rr", "rf"} <= set(metrics):
+        written.append(plot_pareto(table, runs, plot_dir / "rr_rf_pareto.png", title, tuple(leads)))
+    table.to_csv(plot_dir / "summary.csv", index=False)
+    return table, written

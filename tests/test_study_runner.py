@@ -1,0 +1,208 @@
+"""Running studies: identical results on every backend, resume, errors, killed workers."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from abm import RecourseModel
+from abm.cli import app
+from abm.study import TIMING_COLUMNS, Study, finished_runs, load_study, run_study
+
+ROOT = Path(__file__).parents[1]
+
+TINY = """
+name = "tiny"
+scenario = "paper"
+ticks = 8
+seeds = 2
+metrics = ["rr", "rf", "threshold", "n_accepted"]
+[sweep]
+k = [3, 9]
+policy = ["threshold", "none"]
+"""
+
+
+def tiny_study(tmp_path, text=TINY) -> Path:
+    path = tmp_path / "tiny.toml"
+    path.write_text(text)
+    return path
+
+
+def assert_same_results(a: Path, b: Path) -> None:
+    (ta, ra), (tb, rb) = load_study(a), load_study(b)
+    pd.testing.assert_frame_equal(ta, tb)
+    # wall times are the only columns that may differ
+    pd.testing.assert_frame_equal(ra.drop(columns=list(TIMING_COLUMNS)), rb.drop(columns=list(TIMING_COLUMNS)))
+
+
+@pytest.fixture(scope="module")
+def serial_reference(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ref")
+    out = tmp / "serial"
+    status = run_study(Study.from_toml(tiny_study(tmp)), out, workers=1)
+    assert (status.completed, status.errors, status.backend) == (8, 0, "serial")
+    return out
+
+
+def test_results_match_a_direct_model_run(serial_reference):
+    ticks, runs = load_study(serial_reference)
+    assert len(runs) == 8 and len(ticks) == 8 * 8
+    assert list(ticks.columns) == ["run_id", "policy", "k", "seed", "tick", "rr", "rf", "threshold",
+                                   "n_accepted"]  # fmt: skip
+    row = runs[(runs.policy == "threshold") & (runs.k == 3) & (runs.seed == 1)].iloc[0]
+    model = RecourseModel("paper", "threshold", seed=1, agents=False, record_events=False, k=3, ticks=8).run()
+    expect = model.tick_table()
+    got = ticks[ticks.run_id == row.run_id]
+    np.testing.assert_array_equal(got["threshold"].to_numpy(), expect["threshold"].to_numpy())
+    np.testing.assert_array_equal(got["n_accepted"].to_numpy(), expect["n_accepted"].to_numpy())
+    summary = model.summary()
+    assert row.rr == summary["rr"] and row.n_dropped == summary["n_dropped"] and row.status == "ok"
+    # grid order: k, then policy, then seed
+    assert list(zip(runs.k, runs.policy, runs.seed, strict=True))[:3] == [
+        (3, "threshold", 0), (3, "threshold", 1), (3, "none", 0)]  # fmt: skip
+
+
+def test_local_workers_match_serial(tmp_path, serial_reference):
+    status = run_study(Study.from_toml(tiny_study(tmp_path)), tmp_path / "local", workers=2)
+    assert status.backend == "local x2" and status.completed == 8
+    assert_same_results(serial_reference, tmp_path / "local")
+
+
+def test_dask_cluster_matches_serial(tmp_path, serial_reference):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:  # fmt: skip
+        result = CliRunner().invoke(app, ["study", "run", str(tiny_study(tmp_path)), "--out",
+                                          str(tmp_path / "dask"), "--scheduler", cluster.scheduler_address])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "8 run(s) done now (dask" in result.output
+    assert_same_results(serial_reference, tmp_path / "dask")
+
+
+def test_rerun_resumes_and_manifest_records_the_study(tmp_path, serial_reference):
+    study = Study.from_toml(tiny_study(tmp_path))
+    out = tmp_path / "out"
+    # a partial first pass: drop half of a finished study's run rows
+    run_study(study, out, workers=1)
+    for f in sorted((out / "runs").glob("*.parquet"))[:5]:
+        f.unlink()
+    status = run_study(study, out, workers=1)
+    assert (status.skipped, status.completed) == (3, 5)
+    assert run_study(study, out, workers=1).completed == 0
+    assert_same_results(serial_reference, out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["n_runs"] == 8 and manifest["seeds"] == [0, 1]
+    assert manifest["study_text"] == TINY and manifest["axis_fields"] == ["k", "policy"]
+    assert {"mesa", "numpy", "pandas", "pyarrow"} <= set(manifest["versions"])
+    assert "commit" in manifest["git"]
+    assert [i["completed"] for i in manifest["invocations"]] == [8, 5, 0]
+
+
+def test_a_different_study_is_refused_unless_forced(tmp_path):
+    out = tmp_path / "out"
+    run_study(Study.build("paper", ticks=3, seeds=1), out, workers=1)
+    other = Study.build("paper", ticks=3, seeds=2)
+    with pytest.raises(ValueError, match="holds results of a different study"):
+        run_study(other, out, workers=1)
+    status = run_study(other, out, workers=1, force=True)
+    assert (status.skipped, status.completed) == (1, 1)
+
+
+class Exploding:
+    """Raises on the first recommendation: a run that fails mid-episode."""
+
+    def prepare(self, ctx):
+        pass
+
+    def recommend(self, obs, rng):
+        raise RuntimeError("boom at recommend")
+
+    def observe(self, feedback):
+        pass
+
+
+def test_a_failing_run_is_recorded_and_the_study_goes_on(tmp_path, monkeypatch):
+    import policies
+
+    monkeypatch.setitem(policies.POLICIES, "exploding", policies.Entry(Exploding, "test"))
+    study = Study.build("paper", ticks=4, seeds=2, sweep={"policy": ["threshold", "exploding"]})
+    out = tmp_path / "out"
+    status = run_study(study, out, workers=1)
+    assert (status.completed, status.errors) == (4, 2)
+    ticks, runs = load_study(out)
+    bad = runs[runs.policy == "exploding"]
+    assert (bad.status == "error").all() and bad.error.str.contains("RuntimeError: boom at recommend").all()
+    assert bad.traceback.str.contains("Traceback").all() and bad.rr.isna().all()
+    assert set(ticks.policy) == {"threshold"} and (runs[runs.policy == "threshold"].status == "ok").all()
+    # errors count as finished; --retry-errors runs them again
+    assert run_study(study, out, workers=1).completed == 0
+    assert finished_runs(out, include_errors=False) == set(runs[runs.status == "ok"].run_id)
+    assert run_study(study, out, workers=1, retry_errors=True).completed == 2
+
+
+KILL_STUDY = """
+name = "killme"
+scenario = "paper"
+ticks = 100
+seeds = 10
+metrics = ["rr", "rf", "threshold"]
+[sweep]
+k = [3, 5, 7, 9]
+"""
+
+
+def _cli(study: Path, out: Path, workers: int) -> subprocess.Popen:
+    # own session, so the test can kill exactly this study and its workers
+    return subprocess.Popen([sys.executable, "-m", "abm.cli", "study", "run", str(study), "--out", str(out),
+                             "--workers", str(workers)], cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+
+
+def _wait_for_runs(out: Path, n: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while len(list((out / "runs").glob("*.parquet"))) < n:
+        assert proc.poll() is None, proc.stdout.read().decode()
+        assert time.monotonic() < deadline, "study made no progress"
+        time.sleep(0.02)
+
+
+@pytest.mark.slow
+def test_sigkill_mid_study_then_rerun_completes_with_identical_results(tmp_path):
+    study = tiny_study(tmp_path, KILL_STUDY)
+    out = tmp_path / "killed"
+    proc = _cli(study, out, workers=1)
+    _wait_for_runs(out, 3, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = len(finished_runs(out))
+    assert 3 <= done < 40, "the study must be interrupted mid-way"
+    status = run_study(Study.from_toml(study), out, workers=1)
+    assert (status.skipped, status.completed, status.errors) == (done, 40 - done, 0)
+    run_study(Study.from_toml(study), tmp_path / "clean", workers=1)
+    assert_same_results(tmp_path / "clean", out)
+
+
+@pytest.mark.slow
+def test_a_killed_worker_process_loses_only_its_run(tmp_path):
+    psutil = pytest.importorskip("psutil")
+    study = tiny_study(tmp_path, KILL_STUDY)
+    out = tmp_path / "worker"
+    proc = _cli(study, out, workers=2)
+    _wait_for_runs(out, 2, proc)
+    workers = [c for c in psutil.Process(proc.pid).children() if "spawn_main" in " ".join(c.cmdline())]
+    assert workers, "no worker processes found"
+    workers[0].kill()
+    assert len(finished_runs(out)) < 40, "the worker must be killed mid-study"
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, output.decode()
+    run_study(Study.from_toml(study), tmp_path / "clean", workers=1)
+    assert_same_results(tmp_path / "clean", out)

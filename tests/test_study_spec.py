@@ -1,0 +1,143 @@
+"""Study specification: grid expansion, stable run ids and validation errors."""
+
+import math
+
+import pytest
+
+from abm.config import ConfigError
+from abm.study import Study, run_id
+
+
+def build(**keys):
+    keys.setdefault("ticks", 5)
+    return Study.build(keys.pop("scenario", "paper"), **keys)
+
+
+def test_grid_is_product_of_axes_times_seeds():
+    s = build(sweep={"k": [3, 5, 7], "policy": ["threshold", "none"]}, seeds=4)
+    runs = s.runs()
+    assert s.n_runs == len(runs) == 3 * 2 * 4
+    assert len({r.run_id for r in runs}) == len(runs)
+    assert {(r.params["k"], r.policy, r.seed) for r in runs} == {
+        (k, p, seed) for k in (3, 5, 7) for p in ("threshold", "none") for seed in range(4)
+    }
+    for r in runs:
+        assert r.config["k"] == r.params["k"] and r.config["seed"] == r.seed and r.config["ticks"] == 5
+
+
+def test_zip_fields_advance_together():
+    s = build(zip=[{"n_initial": [10, 100], "m": [10, 100], "k": [9, 90]}], seeds=[7])
+    assert [(r.config["n_initial"], r.config["m"], r.config["k"]) for r in s.runs()] == [
+        (10, 10, 9), (100, 100, 90)]  # fmt: skip
+    assert s.axis_fields == ("n_initial", "m", "k")
+
+
+def test_run_ids_are_stable_and_ignore_order_and_labels():
+    a = build(sweep={"k": [3, 5], "beta": [0.01, 0.05]}, seeds=2)
+    b = build(sweep={"beta": [0.05, 0.01], "k": [5, 3]}, seeds=[1, 0], name="other")
+    assert {r.run_id for r in a.runs()} == {r.run_id for r in b.runs()}
+    # an integer for a float field names the same run as the float
+    c = build(sweep={"beta": [1, 0.5]})
+    d = build(sweep={"beta": [1.0, 0.5]})
+    assert [r.run_id for r in c.runs()] == [r.run_id for r in d.runs()]
+    # the id changes with any parameter and with the policy
+    cfg = a.runs()[0].config
+    assert run_id(cfg, "threshold") != run_id(cfg, "none")
+    assert run_id(cfg, "threshold") != run_id({**cfg, "rho": 2.5}, "threshold")
+    assert run_id(cfg, "threshold") == run_id({**cfg, "name": "x", "description": "y"}, "threshold")
+
+
+def test_ranges():
+    s = build(sweep={"k": {"start": 1, "stop": 9, "step": 2}})
+    assert [r.params["k"] for r in s.runs()] == [1, 3, 5, 7, 9]
+    s = build(sweep={"beta": {"start": 0.1, "stop": 0.3, "step": 0.1}})
+    assert [r.params["beta"] for r in s.runs()] == [0.1, 0.2, 0.3]
+    s = build(sweep={"beta": {"start": 0.01, "stop": 1, "num": 3, "log": True}})
+    assert [r.params["beta"] for r in s.runs()] == pytest.approx([0.01, 0.1, 1.0])
+    s = build(sweep={"nu": {"start": 0, "stop": 1, "num": 5}})
+    assert [r.params["nu"] for r in s.runs()] == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert build(seeds={"start": 3, "stop": 5}).seeds == (3, 4, 5)
+
+
+def test_policy_selection_by_registry():
+    s = build(sweep={"policy": {"registered": ["threshold", "no-such-policy", "none"]}})
+    assert [r.policy for r in s.runs()] == ["threshold", "none"]
+    assert s.skipped_policies == ("no-such-policy",)
+
+
+def test_toml_file_and_relative_scenario(tmp_path):
+    (tmp_path / "base.toml").write_text('base = "paper-T5"\nk = 4\n')
+    path = tmp_path / "s.toml"
+    path.write_text('scenario = "base.toml"\nticks = 3\nseeds = 2\nmetrics = ["rr", "rf"]\n'
+                    '[set]\nbeta = 0.02\n[sweep]\nm = [5, 10]\n')  # fmt: skip
+    s = Study.from_toml(path)
+    assert s.name == "s" and s.metrics == ("rr", "rf") and s.report_metrics == ("rr", "rf")
+    cfg = s.runs()[0].config
+    assert (cfg["validity"], cfg["k"], cfg["beta"], cfg["ticks"]) == (5, 4, 0.02, 3)
+
+
+@pytest.mark.parametrize(
+    ("keys", "message"),
+    [
+        ({"sweep": {"kk": [1]}}, "unknown scenario field 'kk'"),
+        ({"sweep": {"k": []}}, "sweep.k is empty"),
+        ({"sweep": {"k": 5}}, "sweep.k must be a list or a range"),
+        ({"sweep": {"k": {"start": 5, "stop": 1, "step": 1}}}, "stop (1) must be >= start (5)"),
+        ({"sweep": {"k": {"start": 1, "stop": 5, "step": 0}}}, "step must be a positive number"),
+        ({"sweep": {"k": {"start": 1, "stop": 5}}}, "exactly one of `step` or `num`"),
+        ({"sweep": {"k": {"start": 1, "stop": 5, "num": 0}}}, "num must be an integer"),
+        ({"sweep": {"beta": {"start": 0, "stop": 1, "num": 3, "log": True}}}, "log range needs start > 0"),
+        ({"sweep": {"k": {"start": 1, "stop": 5, "by": 1}}}, "unknown range key(s) by"),
+        ({"sweep": {"k": [0, 3]}}, "k must be an integer in [1, inf]"),
+        ({"sweep": {"k": [3, 3]}}, "lists 3 more than once"),
+        ({"sweep": {"seed": [1, 2]}}, "use the top-level `seeds` key"),
+        ({"sweep": {"policy": ["threshold", "nope"]}}, "unknown policy 'nope'"),
+        ({"sweep": {"policy": {"registered": ["a", "b"]}}}, "none of ['a', 'b'] is registered"),
+        ({"sweep": {"k": {"registered": ["a"]}}}, "use it for policy only"),
+        ({"sweep": {"k": [3]}, "set": {"k": 4}}, "k is set or swept twice"),
+        ({"policy": "nope"}, "policy: unknown policy 'nope'"),
+        ({"set": {"beta": -1}}, "[set]: beta must be a number in (0.0, inf]"),
+        ({"set": {"bogus": 1}}, "unknown scenario field(s): bogus"),
+        ({"seeds": 0}, "seeds must be a positive count"),
+        ({"seeds": [1, 1]}, "more than once"),
+        ({"seeds": [-1]}, "seeds must be integers"),
+        ({"metrics": ["rr", "speed"]}, "unknown metric(s) speed"),
+        ({"report_metrics": ["nope"]}, "report_metrics: unknown metric(s) nope"),
+        ({"zip": [{"m": [1, 2], "k": [1]}]}, "lists must have equal lengths, got m: 2, k: 1"),
+        ({"sweepz": {}}, "unknown study key(s): sweepz"),
+        ({"ticks": 0}, "ticks must be an integer in [1, 1000000]"),
+    ],
+)
+def test_validation_errors_name_the_field(keys, message):
+    with pytest.raises(ConfigError) as err:
+        build(**keys)
+    assert message in str(err.value)
+
+
+def test_sweep_point_errors_name_the_point():
+    # each value is valid alone; together with n_features=2 the difficulty length is wrong
+    with pytest.raises(ConfigError, match=r"sweep point n_features=2: difficulty must list one value"):
+        build(sweep={"n_features": [2]})
+
+
+def test_file_errors_name_the_file(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text("scenario = 'paper'\n[sweep]\nk = []\n")
+    with pytest.raises(ConfigError, match=r"bad.toml: sweep.k is empty"):
+        Study.from_toml(path)
+    with pytest.raises(ConfigError, match="study file not found"):
+        Study.from_toml(tmp_path / "missing.toml")
+    (tmp_path / "broken.toml").write_text("scenario = \n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        Study.from_toml(tmp_path / "broken.toml")
+
+
+def test_shipped_studies_validate():
+    from pathlib import Path
+
+    files = sorted((Path(__file__).parents[1] / "studies").glob("*.toml"))
+    assert len(files) >= 3
+    for f in files:
+        s = Study.from_toml(f)
+        assert s.n_runs == len(s.runs()) > 0
+        assert not math.isnan(s.base.beta)
