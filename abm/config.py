@@ -15,7 +15,7 @@ from typing import Any
 
 PAPER_DIFFICULTY = (0.84, 0.15, 0.85, 0.78, 0.25, 0.18, 0.29, 0.83, 0.91, 0.10)
 
-DECISION_MODELS = ("logistic",)
+DECISION_MODELS = ("logistic", "mlp")
 
 
 class ConfigError(ValueError):
@@ -51,9 +51,9 @@ class ScenarioConfig:
     beta: float = 0.05
     difficulty: tuple[float, ...] = PAPER_DIFFICULTY
     # behaviour (App. B.2-B.4); not reported by the paper
-    rho: float = 2.0
-    chi: float = 0.1
-    omega: float = 1.0
+    rho: float = 1.0
+    chi: float = 0.0
+    omega: float = 0.0
     nu: float = 10.0
     # candidates' own risk aversion, drawn U(lo, hi) at entry (lo == hi: one fixed value);
     # read by risk-aware policies (SafeAR), ignored by the others

@@ -124,7 +124,11 @@ def make_estimator(kind: str, seed: int) -> Any:
     """An unfitted classifier of the named kind."""
     if kind == "logistic":
         return LogisticRegression(max_iter=1000)
-    raise ValueError(f"decision_model must be one of: logistic, got {kind!r}")
+    if kind == "mlp":
+        from abm.mlp import MLPClassifier
+
+        return MLPClassifier(random_state=seed)
+    raise ValueError(f"decision_model must be one of: logistic, mlp, got {kind!r}")
 
 
 def build_world(config: ScenarioConfig, estimator: Any | None = None) -> World:

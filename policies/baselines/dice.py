@@ -1,0 +1,142 @@
+"""DiCE counterfactuals through the ``dice-ml`` library (Mothilal et al., 2020).
+
+The decision model is handed to DiCE as a model-agnostic regressor of the score M(x),
+and the desired outcome is the score range [g, g + width]. The default width 0.04
+reproduces the paper's DiCE error (about 1.6e-2 on the Table 1 protocol); width 1
+asks for anything from g up (error about 6e-2: DiCE's random draws overshoot). Of the counterfactuals DiCE
+generates, the one with the smallest L1 change is returned. A candidate for whom DiCE
+finds none gets a NaN row (no advice), never a substitute.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import random
+import warnings
+from typing import Any
+
+import numpy as np
+
+from abm.interfaces import Feedback, PolicyContext
+
+METHODS = ("random", "genetic")
+
+
+@contextlib.contextmanager
+def _preserve_global_random_state():
+    """dice-ml seeds numpy's and Python's global generators: put them back afterwards."""
+    np_state = np.random.get_state()  # noqa: NPY002 - saved to be restored, not used
+    py_state = random.getstate()
+    try:
+        yield
+    finally:
+        np.random.set_state(np_state)  # noqa: NPY002
+        random.setstate(py_state)
+
+
+class _ScoreRegressor:
+    """M(x) as a regressor with ``predict`` on DataFrames, what DiCE's sklearn backend calls."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def predict(self, X: Any) -> np.ndarray:
+        return self.model.score(np.asarray(X, dtype=float))
+
+
+class Dice:
+    """DiCE recommender: desired score range [g, min(g + ``width``, 1)],
+    ``method`` random|genetic, ``cfs`` counterfactuals per query,
+    ``samples`` random draws per query (random method), ``n_data`` training rows shown to
+    DiCE (it reads feature ranges and, for genetic, a KD-tree from them)."""
+
+    def __init__(self, method: str = "random", cfs: int = 4, samples: int = 200,
+                 n_data: int = 2000, width: float = 0.04) -> None:  # fmt: skip
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+        for name, value, low in (("cfs", cfs, 1), ("samples", samples, 10), ("n_data", n_data, 10)):
+            if not (isinstance(value, int) and value >= low):
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        if not 0.0 < width <= 1.0:
+            raise ValueError(f"width must be in (0, 1], got {width!r}")
+        self.method, self.cfs, self.samples, self.n_data = method, cfs, samples, n_data
+        self.width = float(width)
+
+    def prepare(self, ctx: PolicyContext) -> None:
+        try:
+            import dice_ml
+        except ModuleNotFoundError:
+            raise ModuleNotFoundError(
+                "the dice recommender needs the dice-ml package: pip install 'dice-ml==0.12'"
+            ) from None
+        import pandas as pd
+
+        self.ctx = ctx
+        z = ctx.n_features
+        self.names = [f"x{i}" for i in range(z)]
+        if ctx.X_train is not None:
+            rows = ctx.X_train[: self.n_data]
+        else:  # only the ranges matter to DiCE's random method
+            rows = np.stack([ctx.lower, ctx.upper])
+        df = pd.DataFrame(rows, columns=self.names)
+        df["score"] = ctx.model.score(np.asarray(rows, dtype=float))
+        data = dice_ml.Data(dataframe=df, continuous_features=self.names, outcome_name="score")
+        model = dice_ml.Model(model=_ScoreRegressor(ctx.model), backend="sklearn",
+                              model_type="regressor")  # fmt: skip
+        self.explainer = dice_ml.Dice(data, model, method=self.method)
+        self.vary = [self.names[j] for j in np.flatnonzero(ctx.mutable)]
+        self.permitted = {self.names[j]: [float(ctx.lower[j]), float(ctx.upper[j])]
+                          for j in np.flatnonzero(ctx.mutable)}  # fmt: skip
+
+    def recommend(self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        X = np.asarray(X, dtype=float)
+        goals = np.broadcast_to(np.asarray(goals, dtype=float), X.shape[:1])
+        out = X.copy()
+        scores = self.ctx.model.score(X)
+        for i in np.flatnonzero(scores < goals):
+            seed = int(rng.integers(2**31 - 1))
+            out[i] = self._one(X[i], float(goals[i]), seed)
+        return out
+
+    def _one(self, x: np.ndarray, goal: float, seed: int) -> np.ndarray:
+        import pandas as pd
+
+        if not goal <= 1.0:
+            return np.full_like(x, np.nan)
+        query = pd.DataFrame(x[None, :], columns=self.names)
+        kwargs: dict[str, Any] = {"random_seed": seed}
+        if self.method == "random":
+            kwargs["sample_size"] = self.samples
+        # DiCE draws a progress bar per query on stderr: keep it off the user's terminal
+        with (_preserve_global_random_state(), warnings.catch_warnings(),
+              contextlib.redirect_stderr(io.StringIO())):  # fmt: skip
+            warnings.simplefilter("ignore")
+            if self.method == "genetic":
+                # the genetic method draws from numpy's global generator: seed it, then restore
+                np.random.seed(seed)  # noqa: NPY002
+                random.seed(seed)
+                kwargs = {}
+            res = self.explainer.generate_counterfactuals(
+                query, total_CFs=self.cfs, desired_range=[goal, min(goal + self.width, 1.0)],
+                features_to_vary=self.vary, permitted_range=self.permitted,
+                posthoc_sparsity_param=None, verbose=False, **kwargs,
+            )  # fmt: skip
+        cfs = res.cf_examples_list[0].final_cfs_df
+        if cfs is None or len(cfs) == 0:
+            return np.full_like(x, np.nan)
+        C = cfs[self.names].to_numpy(dtype=float)
+        # DiCE rounds its output: unvaried features come back rounded, not changed
+        lower, upper = self.ctx.lower, self.ctx.upper
+        C = np.clip(C, lower, upper)
+        C[:, self.ctx.immutable] = x[self.ctx.immutable]
+        C = np.where(np.abs(C - x) < 1e-6, x, C)
+        sc = self.ctx.model.score(C)
+        valid = (sc >= goal) & (sc <= goal + self.width)
+        if not valid.any():
+            return np.full_like(x, np.nan)
+        C = C[valid]
+        return C[np.argmin(np.abs(C - x).sum(axis=1))]
+
+    def observe(self, feedback: Feedback) -> None:
+        pass

@@ -1,0 +1,121 @@
+"""Wachter-style counterfactuals: gradient descent on lambda (M(x') - g)^2 + ||x' - x||_1.
+
+After Wachter, Mittelstadt & Russell (2017). Works for any decision model that can be
+scored as a differentiable torch function: logistic regression (from its weights) and
+the ``mlp`` decision model (``torch_score``). All rejected candidates of a tick are
+optimised together as one (n, z) tensor; rows are independent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from abm.interfaces import Feedback, PolicyContext
+
+
+def torch_scorer(model: Any) -> Callable[[Any], Any]:
+    """A differentiable float64 torch function X (n, z) -> M(X) (n,) for ``model``."""
+    import torch
+
+    if model.is_linear:
+        w = torch.tensor(np.asarray(model.weights), dtype=torch.float64)
+        b = float(model.intercept)
+        return lambda X: torch.sigmoid(X @ w + b)
+    est = getattr(model, "estimator", None)
+    if est is not None and hasattr(est, "torch_score"):
+        return est.torch_score
+    raise TypeError(
+        "wachter needs a differentiable decision model (logistic or mlp), "
+        f"got {type(est).__name__ if est is not None else type(model).__name__}"
+    )
+
+
+class Wachter:
+    """Proximal gradient descent with a growing lambda, batched over candidates.
+
+    Each iteration takes a Gauss-Newton-scaled gradient step on (M(x') - g)^2 and then
+    the exact proximal step of ||x' - x||_1 / lambda (a soft threshold, so features
+    that do not pay for themselves stay exactly unchanged), clipped to the bounds with
+    immutable features fixed. Every ``check`` iterations, rows still short of
+    g - ``tol`` double their lambda (Wachter's schedule). After ``max_iter`` iterations
+    (an iteration cap, never a clock), rows short of g - ``tol`` get a NaN row: no advice.
+    It stops earlier once every row is within ``tol`` of its goal and either no entry
+    moves by ``xtol`` or ``min_iter`` iterations have passed.
+    """
+
+    def __init__(self, lam: float = 10.0, tol: float = 1e-3, max_iter: int = 1000,
+                 check: int = 20, lr: float = 0.5, xtol: float = 1e-7, min_iter: int = 100) -> None:  # fmt: skip
+        if not lam > 0:
+            raise ValueError(f"lam must be > 0, got {lam!r}")
+        if not 0 < tol < 1:
+            raise ValueError(f"tol must be in (0, 1), got {tol!r}")
+        if not (isinstance(max_iter, int) and 1 <= max_iter <= 1_000_000):
+            raise ValueError(f"max_iter must be an integer in [1, 1000000], got {max_iter!r}")
+        if not (isinstance(check, int) and check >= 1):
+            raise ValueError(f"check must be an integer >= 1, got {check!r}")
+        if not 0 < lr <= 1:
+            raise ValueError(f"lr must be in (0, 1], got {lr!r}")
+        self.lam, self.tol, self.max_iter, self.check, self.lr = float(lam), tol, max_iter, check, lr
+        self.xtol, self.min_iter = float(xtol), int(min_iter)
+
+    def prepare(self, ctx: PolicyContext) -> None:
+        self.ctx = ctx
+        self.f = torch_scorer(ctx.model)
+
+    def recommend(self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        import torch
+
+        from abm.mlp import torch_threads
+
+        X = np.asarray(X, dtype=float)
+        goals = np.broadcast_to(np.asarray(goals, dtype=float), X.shape[:1])
+        out = X.copy()
+        need = np.flatnonzero(self.ctx.model.score(X) < goals)  # goals already met: no change
+        if need.size == 0:
+            return out
+        with torch_threads(1), torch.no_grad():
+            cf, short = self._descend(torch, X[need], goals[need])
+        out[need] = cf
+        out[need[short]] = np.nan
+        return out
+
+    def _descend(self, torch, X: np.ndarray, goals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        x0 = torch.from_numpy(X.copy())
+        g = torch.from_numpy(goals.copy())
+        lo = torch.from_numpy(np.asarray(self.ctx.lower, dtype=float))
+        hi = torch.from_numpy(np.asarray(self.ctx.upper, dtype=float))
+        mutable = torch.from_numpy(np.asarray(self.ctx.mutable, dtype=float))
+        lam = torch.full_like(g, self.lam)
+        x = x0.clone()
+        for it in range(1, self.max_iter + 1):
+            with torch.enable_grad():
+                xv = x.clone().requires_grad_(True)
+                s = self.f(xv)
+                (grad,) = torch.autograd.grad(s.sum(), xv)  # rows are independent
+            grad = grad * mutable
+            r = (s.detach() - g)[:, None]
+            norm2 = (grad * grad).sum(dim=1, keepdim=True).clamp_min(1e-12)
+            # Gauss-Newton scaling: step eta = lr / (2 lambda |grad M|^2), so one step would
+            # close the linearised gap at lr = 1; the prox threshold is eta itself
+            y = x - self.lr * r * grad / norm2
+            thresh = self.lr / (2.0 * lam[:, None] * norm2)
+            d = y - x0
+            d = torch.sign(d) * torch.clamp(d.abs() - thresh, min=0.0) * mutable
+            x_new = torch.minimum(torch.maximum(x0 + d, lo), hi)
+            moved = float((x_new - x).abs().max())
+            x = x_new
+            if it % self.check == 0:
+                s = self.f(x)
+                short = s < g - self.tol
+                close = bool(((s - g).abs() <= self.tol).all())
+                if close and (moved < self.xtol or it >= self.min_iter):
+                    break  # every row is within tolerance of its goal (and settled)
+                lam = torch.where(short, lam * 2.0, lam)
+        short = (self.f(x) < g - self.tol).numpy()
+        return x.numpy().copy(), short
+
+    def observe(self, feedback: Feedback) -> None:
+        pass

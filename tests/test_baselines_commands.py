@@ -1,0 +1,60 @@
+"""evaluate / bench-recommenders / calibrate end to end."""
+
+import json
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from abm.cli import app
+from abm.evaluation import evaluate
+
+runner = CliRunner()
+
+
+def test_evaluate_is_paired_and_reproducible():
+    a = evaluate("paper", "threshold", episodes=3, seed=5, ticks=20)
+    b = evaluate("paper", "threshold", episodes=3, seed=5, ticks=20)
+    assert a == b
+    assert a["per_episode"][0] == evaluate("paper", "threshold", episodes=1, seed=5, ticks=20)["per_episode"][0]
+    assert {"rr_mean", "rr_std", "rf_mean", "rf_std", "gini_mean", "cost_mean"} <= set(a)
+    with pytest.raises(ValueError, match="episodes must be an integer"):
+        evaluate("paper", "threshold", episodes=0)
+
+
+def test_evaluate_command_writes_json(tmp_path):
+    out = tmp_path / "ev"
+    res = runner.invoke(app, ["evaluate", "--policy", "threshold", "--policy", "threshold-ustun",
+                              "--episodes", "2", "--seed", "3", "--set", "ticks=10", "--out", str(out)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "RR" in res.output and "RF" in res.output
+    data = json.loads((out / "evaluation.json").read_text())
+    for key in ("scenario", "policy", "episodes", "seed", "rr_mean", "rr_std", "rf_mean", "rf_std",
+                "gini_mean", "cost_mean"):  # fmt: skip
+        assert key in data
+    assert data["episodes"] == 2 and data["seed"] == 3
+    assert [r["policy"] for r in data["results"]] == ["threshold", "threshold-ustun"]
+    bad = runner.invoke(app, ["evaluate", "--policy", "bogus", "--episodes", "1"])
+    assert bad.exit_code == 2 and "unknown policy 'bogus'" in bad.output
+
+
+def test_bench_recommenders_command(tmp_path):
+    res = runner.invoke(app, ["bench-recommenders", "--n", "12", "--seed", "1", "--out", str(tmp_path),
+                              "-r", "exact-linear", "-r", "ustun", "-r", "wachter"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    df = pd.read_csv(tmp_path / "recommenders.csv").set_index("recommender")
+    assert list(df.columns[:3]) == ["error", "cost", "seconds_per_recommendation"]
+    assert df.loc["ustun", "error"] < 1e-12 and df.loc["wachter", "error"] <= 1e-3
+    # with the true difficulties the exact-linear solution is the cheapest that reaches g
+    floor = df.loc["exact-linear (true d)", "cost"]
+    assert (df["cost"] >= floor - 1e-12).all()
+
+
+def test_calibrate_command(tmp_path):
+    res = runner.invoke(app, ["calibrate", "--policy", "threshold", "--episodes", "1", "--workers", "1",
+                              "--grid", '{"rho": [1.0, 4.0]}', "--out", str(tmp_path)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    df = pd.read_csv(tmp_path / "calibration.csv")
+    assert sorted(df["rho"]) == [1.0, 4.0] and df["distance"].is_monotonic_increasing
+    bad = runner.invoke(app, ["calibrate", "--grid", '{"rho": [-1]}', "--episodes", "1"])
+    assert bad.exit_code == 2 and "rho must be a number" in bad.output

@@ -1,0 +1,166 @@
+"""Baseline recommenders (Ustun, Wachter, DiCE) and the mlp decision model."""
+
+import numpy as np
+import pytest
+import torch
+
+from abm.interfaces import PolicyContext
+from abm.model import RecourseModel
+from policies import make_policy
+from policies.baselines.ustun import Ustun
+from policies.baselines.wachter import Wachter
+from policies.recommenders import ExactLinear, exact_linear_counterfactuals
+
+
+def _context(decision_model="logistic", immutable=(2, 5)):
+    m = RecourseModel("paper", "none", seed=0, agents=False, decision_model=decision_model,
+                      immutable=list(immutable))  # fmt: skip
+    return m.context, m.world
+
+
+def _draws(ctx, world, n, seed, goal_max=0.9):
+    rng = np.random.default_rng(seed)
+    X = world.generator.sample(4 * n, rng)
+    X = X[ctx.model.score(X) < goal_max][:n]
+    s = ctx.model.score(X)
+    return X, s + rng.uniform(0.05, 1.0, X.shape[0]) * (goal_max - s)
+
+
+def _check_valid(ctx, X, X_cf, goals, tol):
+    ok = ~np.isnan(X_cf).any(axis=1)
+    assert ok.any()
+    assert (X_cf[ok] >= ctx.lower).all() and (X_cf[ok] <= ctx.upper).all()
+    assert (X_cf[ok][:, ctx.immutable] == X[ok][:, ctx.immutable]).all()
+    err = ctx.model.score(X_cf[ok]) - goals[ok]
+    return ok, err
+
+
+@pytest.fixture(scope="module")
+def linear():
+    return _context()
+
+
+def test_ustun_reaches_goal_exactly_and_beats_other_feasible_points(linear):
+    ctx, world = linear
+    X, goals = _draws(ctx, world, 30, 1)
+    ust = Ustun()
+    ust.prepare(ctx)
+    X_cf = ust.recommend(X, goals, np.random.default_rng(0))
+    ok, err = _check_valid(ctx, X, X_cf, goals, 0)
+    assert ok.all() and np.abs(err).max() < 1e-12
+    # any other point reaching the goal costs at least as much in percentile shift: try
+    # the cheapest points under many other cost weightings (each reaches g exactly)
+    mine = ust.percentile_cost(X, X_cf)
+    wrng = np.random.default_rng(7)
+    for _ in range(40):
+        cost = wrng.uniform(0.01, 1.0, ctx.n_features)
+        other = exact_linear_counterfactuals(X, goals, ctx.model.weights, ctx.model.intercept,
+                                             cost, ctx.mutable)  # fmt: skip
+        assert (mine <= ust.percentile_cost(X, other) + 1e-7).all()
+    el = ExactLinear("true")
+    el.prepare(ctx)
+    assert (mine <= ust.percentile_cost(X, el.recommend(X, goals, None)) + 1e-7).all()
+    # batched program gives the same optimum; the same input gives the same output
+    batched = Ustun(batch=1)
+    batched.prepare(ctx)
+    np.testing.assert_allclose(ust.percentile_cost(X, batched.recommend(X, goals, None)),
+                               ust.percentile_cost(X, X_cf), atol=1e-7)  # fmt: skip
+    assert np.array_equal(X_cf, ust.recommend(X, goals, np.random.default_rng(9)))
+
+
+def test_ustun_marks_unreachable_goals_and_leaves_met_goals(linear):
+    ctx, world = linear
+    X, goals = _draws(ctx, world, 3, 2)
+    goals = goals.copy()
+    goals[0] = 1.0 - 1e-15  # beyond the box
+    goals[1] = 0.0  # already met
+    ust = Ustun()
+    ust.prepare(ctx)
+    X_cf = ust.recommend(X, goals, None)
+    assert np.isnan(X_cf[0]).all()
+    assert np.array_equal(X_cf[1], X[1])
+    assert abs(ctx.model.score(X_cf[2:])[0] - goals[2]) < 1e-12
+
+
+def test_ustun_needs_linear_model():
+    ctx, _ = _context("mlp", ())
+    with pytest.raises(TypeError, match="linear decision model"):
+        Ustun().prepare(ctx)
+
+
+@pytest.mark.parametrize("kind", ["logistic", "mlp"])
+def test_wachter_within_tolerance_and_deterministic(kind):
+    ctx, world = _context(kind)
+    X, goals = _draws(ctx, world, 25, 3)
+    w = Wachter(tol=1e-3)
+    w.prepare(ctx)
+    X_cf = w.recommend(X, goals, np.random.default_rng(0))
+    ok, err = _check_valid(ctx, X, X_cf, goals, 1e-3)
+    assert ok.mean() > 0.9 and np.abs(err).max() <= 1e-3
+    assert np.array_equal(X_cf, w.recommend(X, goals, np.random.default_rng(1)), equal_nan=True)
+    assert torch.get_num_threads() >= 1  # thread setting restored, not left at a library value
+
+
+def test_wachter_iteration_cap_marks_unreached(linear):
+    ctx, world = linear
+    X, goals = _draws(ctx, world, 10, 4)
+    w = Wachter(max_iter=1, check=1)
+    w.prepare(ctx)
+    X_cf = w.recommend(X, goals, None)
+    reached = ctx.model.score(np.where(np.isnan(X_cf), X, X_cf)) >= goals - 1e-3
+    assert np.isnan(X_cf).any(axis=1).tolist() == (~reached).tolist()
+
+
+def test_policies_run_in_the_simulation():
+    for name in ("threshold-ustun", "threshold-wachter", "last-threshold+wachter:lam=50"):
+        model = RecourseModel("paper", name, seed=1, ticks=8, agents=False)
+        ticks = model.run().tick_table()
+        adv = ticks["n_rejected"] - ticks["n_unadvised"]
+        assert (adv > 0).all()
+        tol = 1e-6 if "ustun" in name else 1e-3
+        assert (ticks["mean_error"] <= tol).all()
+    # goals out of reach (threshold + 0.99, capped at 1) become "no advice", counted per tick
+    ticks = RecourseModel("paper", "last-threshold:margin=0.99+ustun", seed=1, ticks=5,
+                          agents=False).run().tick_table()  # fmt: skip
+    assert (ticks["n_unadvised"] == ticks["n_rejected"]).all() and ticks["mean_goal"].isna().all()
+    with pytest.raises(ValueError, match="levels must be an integer"):
+        make_policy("last-threshold+ustun:levels=0")
+
+
+def test_dice_valid_deterministic_and_leaves_global_state():
+    pytest.importorskip("dice_ml")
+    from policies.baselines.dice import Dice
+
+    ctx, world = _context("logistic", (0,))
+    X, goals = _draws(ctx, world, 3, 5, goal_max=0.8)
+    d = Dice(cfs=2, samples=100)
+    d.prepare(ctx)
+    before = np.random.get_state()[1].copy()  # noqa: NPY002
+    X_cf = d.recommend(X, goals, np.random.default_rng(0))
+    assert np.array_equal(np.random.get_state()[1], before)  # noqa: NPY002
+    ok, err = _check_valid(ctx, X, X_cf, goals, 0)
+    assert (err[ok] >= 0).all()  # DiCE's desired range starts at g
+    assert np.array_equal(X_cf, d.recommend(X, goals, np.random.default_rng(0)), equal_nan=True)
+    impossible = d.recommend(X[:1], np.array([1.0 + 1e-9]), np.random.default_rng(0))
+    assert np.isnan(impossible).all()
+
+
+def test_mlp_decision_model():
+    from abm.mlp import MLPClassifier
+
+    ctx, world = _context("mlp", ())
+    est = world.model.estimator
+    assert isinstance(est, MLPClassifier) and not ctx.model.is_linear
+    assert (est.predict(world.X_train) == world.y_train).mean() > 0.65
+    # scores are row-independent and match the differentiable torch version
+    X = world.X_train[:300]
+    assert np.array_equal(ctx.model.score(X[:7]), ctx.model.score(X)[:7])
+    t = est.torch_score(torch.from_numpy(np.array(X))).numpy()
+    np.testing.assert_allclose(t, est.predict_proba(X)[:, 1], atol=1e-12)
+    small = dict(hidden=(4,), epochs=2)
+    a = MLPClassifier(**small, random_state=3).fit(X, world.y_train[:300])
+    b = MLPClassifier(**small, random_state=3).fit(X, world.y_train[:300])
+    c = MLPClassifier(**small, random_state=4).fit(X, world.y_train[:300])
+    assert np.array_equal(a.predict_proba(X), b.predict_proba(X))
+    assert not np.array_equal(a.predict_proba(X), c.predict_proba(X))
+    assert isinstance(ctx, PolicyContext)
