@@ -1,0 +1,121 @@
+"""``recourse-abm train recommender|predictor``: SAC training of φ and μ (durable-recourse-rl §4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+train_app = typer.Typer(
+    help="Train the learned recommender φ or predictor μ with SAC (stable-baselines3, CPU).",
+    no_args_is_help=True,
+)
+
+
+def parse_net(text: str) -> tuple[int, ...]:
+    """``64,64`` -> (64, 64)."""
+    try:
+        net = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise ValueError(f"--net must be comma-separated layer sizes in [1, 4096], e.g. 64,64; got {text!r}") from None
+    return net
+
+
+def sac_params(base, net, lr, batch_size, gamma, learning_starts):
+    from dataclasses import replace
+
+    changes = {k: v for k, v in (("learning_rate", lr), ("batch_size", batch_size), ("gamma", gamma),
+                                 ("learning_starts", learning_starts)) if v is not None}  # fmt: skip
+    if net is not None:
+        changes["net"] = parse_net(net)
+    return replace(base, **changes)
+
+
+def set_threads(threads: int) -> None:
+    """Torch's intra-op threads for this process (a CLI choice, never set by the library)."""
+    if not 1 <= threads <= 256:
+        raise ValueError(f"--threads must be an integer in [1, 256], got {threads}")
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def bar_progress(bar, task):
+    def report(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+
+    return report
+
+
+NetOpt = Annotated[str | None, typer.Option(help="hidden layer sizes, e.g. 64,64")]
+LrOpt = Annotated[float | None, typer.Option("--lr", help="learning rate in (0, 1]")]
+BatchOpt = Annotated[int | None, typer.Option(help="SAC minibatch size")]
+GammaOpt = Annotated[float | None, typer.Option(help="discount in [0, 1]")]
+StartsOpt = Annotated[int | None, typer.Option(help="random-action steps before learning")]
+ThreadsOpt = Annotated[int, typer.Option(help="torch CPU threads (1 is fastest for small nets)")]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", help="scenario override KEY=VALUE")]
+
+
+def register(app: typer.Typer) -> None:
+    from abm.cli import friendly_errors, parse_overrides
+
+    @train_app.command("recommender")
+    @friendly_errors
+    def recommender(
+        scenario: Annotated[str, typer.Option("--scenario", "-s", help="preset or .toml")] = "paper",
+        out: Annotated[Path, typer.Option(help="artefact directory")] = Path("results/artefacts/recommender"),
+        seed: Annotated[int, typer.Option(help="training seed")] = 0,
+        warmup_episodes: Annotated[int, typer.Option(help="episodes rewarded on error only (paper 3000)")] = 3000,
+        episodes: Annotated[int, typer.Option(help="episodes with error and cost (paper 20000)")] = 20_000,
+        checkpoint_every: Annotated[int, typer.Option(help="checkpoint every N steps")] = 10_000,
+        resume: Annotated[bool, typer.Option(help="continue from the latest checkpoint in --out")] = False,
+        net: NetOpt = None, lr: LrOpt = None, batch_size: BatchOpt = None, gamma: GammaOpt = None,
+        learning_starts: StartsOpt = None, threads: ThreadsOpt = 1, set_: SetOpt = None,
+    ) -> None:
+        """Learned recommender φ in the single-candidate environment (§4.1, App. C)."""
+        from abm.cli import console, progress_bar
+        from policies.rl.training import RECOMMENDER_SAC, train_recommender
+
+        set_threads(threads)
+        sac = sac_params(RECOMMENDER_SAC, net, lr, batch_size, gamma, learning_starts)
+        with progress_bar(transient=False) as bar:
+            task = bar.add_task("training φ (episodes)", total=warmup_episodes + episodes)
+            m = train_recommender(out, scenario, seed=seed, warmup_episodes=warmup_episodes,
+                                  episodes=episodes, sac=sac, checkpoint_every=checkpoint_every,
+                                  resume=resume, progress=bar_progress(bar, task),
+                                  **parse_overrides(set_))  # fmt: skip
+        console.print(f"φ: {m['steps']} steps, {m['episodes_trained']} episodes, Σ|d - d̂| = "
+                      f"{m['d_error']:.3g}, CPU {m['cpu_seconds']:.0f} s; written to [bold]{out}[/]")  # fmt: skip
+
+    @train_app.command("predictor")
+    @friendly_errors
+    def predictor(
+        alpha: Annotated[float, typer.Option(help="weight of RR in eq. 16, in [0, 1e6]")],
+        tau: Annotated[float, typer.Option(help="weight of RF in eq. 16, in [0, 1e6]")],
+        recommender: Annotated[str, typer.Option(
+            help="recommender inside the env: registry spec, e.g. exact-linear, ustun, rl:path=DIR")] = "exact-linear",  # fmt: skip
+        scenario: Annotated[str, typer.Option("--scenario", "-s", help="preset or .toml")] = "paper",
+        out: Annotated[Path, typer.Option(help="artefact directory")] = Path("results/artefacts/predictor"),
+        seed: Annotated[int, typer.Option(help="training seed")] = 0,
+        steps: Annotated[int, typer.Option(help="SAC steps = ticks (paper 7000)")] = 7000,
+        checkpoint_every: Annotated[int, typer.Option(help="checkpoint every N steps")] = 1000,
+        resume: Annotated[bool, typer.Option(help="continue from the latest checkpoint in --out")] = False,
+        net: NetOpt = None, lr: LrOpt = None, batch_size: BatchOpt = None, gamma: GammaOpt = None,
+        learning_starts: StartsOpt = None, threads: ThreadsOpt = 1, set_: SetOpt = None,
+    ) -> None:
+        """Learned predictor μ (goal scores) in the population environment (§4.2)."""
+        from abm.cli import console, progress_bar
+        from policies.rl.training import PREDICTOR_SAC, train_predictor
+
+        set_threads(threads)
+        sac = sac_params(PREDICTOR_SAC, net, lr, batch_size, gamma, learning_starts)
+        with progress_bar(transient=False) as bar:
+            task = bar.add_task(f"training μ (α={alpha:g}, τ={tau:g})", total=steps)
+            m = train_predictor(out, scenario, alpha=alpha, tau=tau, recommender=recommender,
+                                seed=seed, steps=steps, sac=sac, checkpoint_every=checkpoint_every,
+                                resume=resume, progress=bar_progress(bar, task),
+                                **parse_overrides(set_))  # fmt: skip
+        console.print(f"μ: {m['steps']} steps, CPU {m['cpu_seconds']:.0f} s; written to [bold]{out}[/]")
+
+    app.add_typer(train_app, name="train")

@@ -1,0 +1,416 @@
+"""Gymnasium environments of durable-recourse-rl §4 that drive the simulation.
+
+* :class:`RecommenderEnv` (§4.1, App. C): one candidate, state (x, g), action x^CF,
+  reward eq. 15, online difficulty estimates d̂ (eqs. 12-14).
+* :class:`PopulationEnv` (§4.2): the full population of :class:`~abm.model.RecourseModel`,
+  action = goal score g, reward eq. 16. The env never re-implements the dynamics: it
+  steps a RecourseModel whose policy is ``ExternalGoal + recommender``.
+
+Both seed only ``self.np_random`` in ``reset(seed=...)``; every episode draws its own
+integer seed from it, so a run is reproducible from the first reset seed.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from abm.behaviour import change_success_probability
+from abm.config import ScenarioConfig
+from abm.interfaces import PolicyContext, Recommender, RecourseObs
+
+# -- the single-candidate recommender environment (§4.1) -------------------------------
+
+
+class RecommenderEnv(gym.Env):
+    """One candidate reaching a goal score; SAC learns φ: (x, g) -> x^CF.
+
+    Observation (z + 1,) float32 in [0, 1]: features x, then the goal g. Action (z,) in
+    [-1, 1]: the change, x^CF = clip(x + a, 0, 1) with immutable features kept, so the
+    action determines x^CF one-to-one for a given x and "no change" is the zero action
+    (SAC's initial mean). Each step the candidate tries the advice with eq. 8's
+    probability per changed feature (true d, the scenario's β) and reapplies next step
+    (validity T = 1). The episode ends when M(x) >= g, or is truncated after
+    ``max_steps``. Reward eq. 15: -φ ĉ - ψ max(0, e - ε), e = |M(x^CF) - g|,
+    ĉ = Σ|Δ_i| d̂_i; the cost term is off during the first ``warmup_episodes`` episodes.
+    d̂ is updated after every attempt by the project's DifficultyEstimator (d̂⁰, η₀) and
+    persists across episodes (see :meth:`get_state`).
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, scenario: ScenarioConfig | str = "paper", *, max_steps: int = 10,
+                 epsilon: float = 0.01, phi: float = 10.0, psi: float = 300.0,
+                 warmup_episodes: int = 3000, goal_max: float = 0.95, d0: float = 0.5,
+                 eta0: float = 0.05, **overrides: Any) -> None:  # fmt: skip
+        from abm.model import RecourseModel
+        from policies.recommenders import DifficultyEstimator
+
+        _require(max_steps, "max_steps", 1, 10_000, integer=True)
+        _require(warmup_episodes, "warmup_episodes", 0, 10**9, integer=True)
+        _require(goal_max, "goal_max", 0.0, 1.0, open_low=True, open_high=True)
+        for name, v in (("epsilon", epsilon), ("phi", phi), ("psi", psi)):
+            _require(v, name, 0.0, 1e9)
+        # the world (generator, M, bounds, true d) of the scenario, without running it
+        model = RecourseModel(scenario, "none", agents=False, record_events=False, **overrides)
+        self.config = model.config
+        self.ctx: PolicyContext = model.context
+        self.generator = model.world.generator
+        self.max_steps, self.goal_max = max_steps, goal_max
+        self.epsilon, self.phi, self.psi = epsilon, phi, psi
+        self.warmup_episodes = warmup_episodes
+        self._estimator_args = (self.ctx.n_features, self.ctx.beta, d0, eta0)
+        self.estimator = DifficultyEstimator(*self._estimator_args)
+        z = self.ctx.n_features
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (z + 1,), np.float32)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (z,), np.float32)
+        self.episodes = 0  # finished resets, for the warm-up phase
+        self._x = np.zeros(z)
+        self._g = 0.0
+        self._t = 0
+
+    @property
+    def warming_up(self) -> bool:
+        return self.episodes <= self.warmup_episodes
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Start an episode; an explicit ``seed`` also starts learning afresh (d̂ = d̂⁰, episode 0)."""
+        from policies.recommenders import DifficultyEstimator
+
+        super().reset(seed=seed)
+        if seed is not None:
+            self.estimator = DifficultyEstimator(*self._estimator_args)
+            self.episodes = 0
+        score = self.ctx.model.score
+        while True:  # a candidate who can still improve, and a goal above its score
+            x = self.generator.sample(1, self.np_random)
+            s = float(score(x)[0])
+            if s < self.goal_max:
+                break
+        self._x = x[0]
+        self._g = s + float(self.np_random.uniform(0.0, 1.0)) * (self.goal_max - s)
+        self._t = 0
+        self.episodes += 1
+        return self._obs(), {}
+
+    def step(self, action: np.ndarray):
+        x = self._x
+        x_cf = self.counterfactual(x[None, :], np.asarray(action, dtype=float)[None, :])[0]
+        m = self.ctx.model
+        error = abs(float(m.score(x_cf[None, :])[0]) - self._g)
+        cost_hat = float(np.abs(x_cf - x) @ self.estimator.d)
+        cost = float(np.abs(x_cf - x) @ self.ctx.difficulty)
+        cost_term = 0.0 if self.warming_up else self.phi * cost_hat
+        reward = -cost_term - self.psi * max(0.0, error - self.epsilon)  # eq. 15
+        # the candidate tries every changed feature (eq. 8); d̂ learns from the outcome
+        changed = x_cf != x
+        p = change_success_probability(x[changed], x_cf[changed], self.ctx.beta,
+                                       self.ctx.difficulty[changed])  # fmt: skip
+        ok = self.np_random.random(p.shape[0]) < p
+        x_new = x.copy()
+        x_new[np.flatnonzero(changed)[ok]] = x_cf[changed][ok]
+        succeeded = np.zeros_like(changed)
+        succeeded[np.flatnonzero(changed)[ok]] = True
+        self.estimator.update(x[None, :], x_cf[None, :], changed[None, :], succeeded[None, :])
+        self._x = x_new
+        self._t += 1
+        terminated = bool(m.score(x_new[None, :])[0] >= self._g)
+        truncated = not terminated and self._t >= self.max_steps
+        info = {"error": error, "cost": cost, "cost_hat": cost_hat, "warmup": self.warming_up,
+                "d_error": self.difficulty_error()}  # fmt: skip
+        return self._obs(), float(reward), terminated, truncated, info
+
+    def counterfactual(self, X: np.ndarray, A: np.ndarray) -> np.ndarray:
+        """x^CF (n, z) of features X (n, z) under actions A (n, z) in [-1, 1]."""
+        return action_to_counterfactual(X, A, self.ctx.immutable)
+
+    def difficulty_error(self) -> float:
+        """Eq. 17: Σ|d_i - d̂_i|."""
+        return float(np.abs(self.ctx.difficulty - self.estimator.d).sum())
+
+    def get_state(self) -> dict[str, Any]:
+        """What a training checkpoint must keep besides the SB3 model (JSON-safe)."""
+        return {"episodes": self.episodes, "d_hat": self.estimator.d.tolist(),
+                "updates": self.estimator.updates.tolist(),
+                "rng": self.np_random.bit_generator.state}  # fmt: skip
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`get_state` (after the reset that starts a resumed training run)."""
+        self.np_random.bit_generator.state = state["rng"]
+        self.episodes = int(state["episodes"])
+        self.estimator.d = np.asarray(state["d_hat"], dtype=float)
+        self.estimator.updates = np.asarray(state["updates"], dtype=np.int64)
+
+    def _obs(self) -> np.ndarray:
+        return np.concatenate([self._x, [self._g]]).astype(np.float32)
+
+
+def action_to_counterfactual(X: np.ndarray, A: np.ndarray, immutable: np.ndarray) -> np.ndarray:
+    """clip(X + A, 0, 1) with immutable columns of X kept; X, A (n, z)."""
+    X_cf = np.clip(X + np.clip(A, -1.0, 1.0), 0.0, 1.0)
+    X_cf[:, immutable] = X[:, immutable]
+    return X_cf
+
+
+# -- the population environment (§4.2) -------------------------------------------------
+
+N_BINS = 10  # score histogram bins over [0, 1]
+N_APPS = 4  # n_applications histogram: 1, 2, 3, 4+
+
+
+def observation_size(n_features: int, validity: int) -> int:
+    """Length of :func:`encode_observation`'s vector."""
+    return 4 + 3 * N_BINS + 1 + validity + N_APPS + 2 * n_features
+
+
+def encode_observation(obs: RecourseObs, window_scores: np.ndarray, k: int, ticks: int,
+                       validity: int) -> np.ndarray:  # fmt: skip
+    """Fixed-size, permutation-invariant encoding of what the goal selector sees, float32.
+
+    Layout (z features, B = :data:`N_BINS`, T = validity): progress t / ticks, the
+    threshold, #applicants / k, #window / k; histograms (counts / k) of the applicants'
+    scores (B), of the window's last-seen scores ``window_scores`` (w,) (B) and of its last goals (B, plus
+    one count of window members with no goal); the window's ages t - l in 1..T (T); its
+    application counts 1, 2, 3, 4+ (:data:`N_APPS`); the mean features of the applicants
+    (z) and of the window (z). Candidates are exchangeable, so a histogram loses only
+    their order; ids carry no information once the order is gone and are left out.
+    """
+    h = obs.history
+    scale = float(k)
+    edges = np.linspace(0.0, 1.0, N_BINS + 1)
+
+    def hist(v: np.ndarray) -> np.ndarray:
+        return np.histogram(np.clip(v, 0.0, 1.0), bins=edges)[0] / scale
+
+    z = obs.applicant_X.shape[1]
+    w = h.ids.shape[0]
+    has_goal = np.isfinite(h.goal)
+    ages = np.bincount(np.clip(obs.tick - h.last_tick, 1, validity) - 1, minlength=validity)
+    apps = np.bincount(np.clip(h.n_applications, 1, N_APPS) - 1, minlength=N_APPS)
+    parts = [
+        np.array([obs.tick / ticks, np.nan_to_num(obs.threshold), obs.applicant_ids.shape[0] / scale,
+                  w / scale]),  # fmt: skip
+        hist(obs.applicant_scores),
+        hist(window_scores),
+        hist(h.goal[has_goal]),
+        np.array([np.count_nonzero(~has_goal) / scale]),
+        ages[:validity] / scale,
+        apps[:N_APPS] / scale,
+        obs.applicant_X.mean(axis=0) if obs.applicant_X.shape[0] else np.zeros(z),
+        h.X.mean(axis=0) if w else np.zeros(z),
+    ]
+    return np.concatenate(parts).astype(np.float32)
+
+
+def encode_window(obs: RecourseObs, scorer, k: int, ticks: int, validity: int) -> np.ndarray:
+    """:func:`encode_observation` with the window scored by the decision model ``scorer``."""
+    X = obs.history.X
+    scores = scorer.score(X) if X.shape[0] else np.zeros(0)
+    return encode_observation(obs, scores, k, ticks, validity)
+
+
+class ExternalGoal:
+    """Goal selector whose goal is set from outside, one decision per tick.
+
+    ``select`` hands the observation to ``handoff`` (a callable returning the goal);
+    :class:`PopulationEnv` uses it to let SAC choose g after seeing tick t's applicants.
+    """
+
+    def __init__(self, handoff) -> None:
+        self.handoff = handoff
+
+    def prepare(self, ctx: PolicyContext) -> None:
+        self.ctx = ctx
+
+    def select(self, obs: RecourseObs, rng: np.random.Generator) -> float:
+        return self.handoff(obs)
+
+
+class _Abort(Exception):
+    """Stops a model thread whose episode was abandoned."""
+
+
+def reward_eq16(rr: float, rf: float, alpha: float, tau: float, floor: float) -> float:
+    """Eq. 16, α(1 + 0.9 log RR) + τ(1 + 0.9 log RF), for one tick.
+
+    An undefined ratio (NaN: nobody to measure) contributes 0; a defined one is floored
+    at ``floor`` before the log, so RR = 0 or RF = 0 costs 1 + 0.9 log(floor) per unit
+    weight instead of -inf.
+    """
+    r = 0.0
+    for weight, v in ((alpha, rr), (tau, rf)):
+        if v == v:
+            r += weight * (1.0 + 0.9 * np.log(max(v, floor)))
+    return float(r)
+
+
+class PopulationEnv(gym.Env):
+    """SAC learns the predictor μ: observation of tick t -> goal score g_t (§4.2).
+
+    Action (1,) in [-1, 1] maps to g = (a + 1) / 2 in [0, 1]. Observation: see
+    :func:`encode_observation`. One env step = one tick: ``step(a)`` lets the model
+    finish tick t with goal g (advice, dropout, implementation, tick record) and run up
+    to the goal decision of tick t + 1. The reward is eq. 16 over the tick records
+    completed in the step (:func:`reward_eq16`); as at T = 1 a goal's effect shows at the
+    next tick, the reward lags the action by one step, and the window in the observation
+    (last goals and features) keeps the process Markov. Episodes are the scenario's
+    ``ticks`` (100) long; each reset builds a new RecourseModel (new population) with a
+    seed drawn from ``self.np_random``.
+
+    The model runs in a helper thread that pauses inside ``ExternalGoal.select`` until
+    the action arrives: only one of the two threads runs at any time, so results are
+    deterministic. ``recommender`` is a registry spec (``exact-linear``,
+    ``ustun:levels=10``, ``rl:path=...``) or a Recommender object.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, scenario: ScenarioConfig | str | Path = "paper", *, alpha: float = 1.0,
+                 tau: float = 1.0, recommender: str | Recommender = "exact-linear",
+                 log_floor: float = 1e-3, **overrides: Any) -> None:  # fmt: skip
+        from abm.model import resolve_scenario
+
+        _require(alpha, "alpha", 0.0, 1e6)
+        _require(tau, "tau", 0.0, 1e6)
+        _require(log_floor, "log_floor", 0.0, 1.0, open_low=True)
+        config = resolve_scenario(scenario)
+        self.config = config.replace(**overrides) if overrides else config
+        self.alpha, self.tau, self.log_floor = float(alpha), float(tau), float(log_floor)
+        self.recommender_spec = recommender
+        z, T = self.config.n_features, self.config.validity
+        c = self.config
+        # every entry is >= 0; counts / k cannot exceed everyone who ever entered / k
+        cap = max(1.0, (c.n_initial + c.m * c.ticks) / c.k)
+        self.observation_space = gym.spaces.Box(0.0, cap, (observation_size(z, T),), np.float32)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+        self.model = None
+        self._thread: threading.Thread | None = None
+        self._to_model: queue.Queue = queue.Queue(maxsize=1)
+        self._to_env: queue.Queue = queue.Queue()
+        self._last_obs = np.zeros(self.observation_space.shape, np.float32)
+
+    # the model thread -------------------------------------------------------------
+    def _handoff(self, obs: RecourseObs) -> float:
+        self._to_env.put(("obs", obs))
+        goal = self._to_model.get()
+        if goal is None:
+            raise _Abort
+        return goal
+
+    def _run_model(self, model) -> None:
+        try:
+            while model.running:
+                model.step()
+                self._to_env.put(("tick", dict(model.last_row)))
+            self._to_env.put(("end", None))
+        except _Abort:
+            pass
+        except BaseException as exc:  # surfaced in the env's thread
+            self._to_env.put(("error", exc))
+
+    def _stop(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            self._to_model.put(None)
+            self._thread.join()
+        self._thread = None
+        self._to_env = queue.Queue()
+        self._to_model = queue.Queue(maxsize=1)
+
+    def _advance(self) -> tuple[list[dict], bool]:
+        """Collect tick records until the next goal decision (or the episode's end)."""
+        rows = []
+        while True:
+            kind, payload = self._to_env.get()
+            if kind == "tick":
+                rows.append(payload)
+            elif kind == "obs":
+                self._last_obs = self._encode(payload)
+                return rows, False
+            elif kind == "end":
+                self._thread.join()
+                self._thread = None
+                return rows, True
+            else:
+                self._thread.join()
+                self._thread = None
+                raise payload
+
+    def _encode(self, obs: RecourseObs) -> np.ndarray:
+        c = self.config
+        return encode_window(obs, self.model.world.model, c.k, c.ticks, c.validity)
+
+    # gymnasium API ---------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        from abm.model import RecourseModel
+        from policies.composite import CompositePolicy
+
+        super().reset(seed=seed)
+        self._stop()
+        episode_seed = int(self.np_random.integers(0, 2**31 - 1))
+        policy = CompositePolicy(ExternalGoal(self._handoff), _make_recommender(self.recommender_spec))
+        self.model = RecourseModel(self.config, policy, seed=episode_seed, agents=False,
+                                   record_events=False)  # fmt: skip
+        self._thread = threading.Thread(target=self._run_model, args=(self.model,), daemon=True)
+        self._thread.start()
+        rows, done = self._advance()
+        if done:
+            raise RuntimeError("the episode ended before any goal decision (nobody was rejected)")
+        self._pending = rows  # ticks before the first decision (none with m > k)
+        return self._last_obs.copy(), {"seed": episode_seed}
+
+    def step(self, action: np.ndarray):
+        if self._thread is None:
+            raise RuntimeError("call reset() before step()")
+        goal = float((np.clip(np.asarray(action, dtype=float).reshape(-1)[0], -1.0, 1.0) + 1.0) / 2.0)
+        self._to_model.put(goal)
+        rows, done = self._advance()
+        rows = self._pending + rows
+        self._pending = []
+        reward = sum(reward_eq16(r["rr"], r["rf"], self.alpha, self.tau, self.log_floor) for r in rows)
+        info: dict[str, Any] = {"goal": goal, "ticks": len(rows)}
+        for key in ("rr", "rf"):  # undefined (NaN) ratios are left out
+            v = _nanmean([r[key] for r in rows])
+            if v == v:
+                info[key] = v
+        return self._last_obs.copy(), float(reward), done, False, info
+
+    def close(self) -> None:
+        self._stop()
+
+
+def goal_from_action(action: np.ndarray) -> np.ndarray:
+    """g = (a + 1) / 2 for actions (n, 1) in [-1, 1]; shape (n,)."""
+    return (np.clip(np.asarray(action, dtype=float).reshape(-1), -1.0, 1.0) + 1.0) / 2.0
+
+
+def _make_recommender(spec: str | Recommender) -> Recommender:
+    if not isinstance(spec, str):
+        return spec
+    from policies import RECOMMENDERS, _make, _split_params
+
+    name, params = _split_params(spec)
+    return _make(RECOMMENDERS, "recommender", name, params)
+
+
+def _nanmean(values: list[float]) -> float:
+    v = np.asarray(values, dtype=float)
+    v = v[v == v]
+    return float(v.mean()) if v.size else float("nan")
+
+
+def _require(value: Any, name: str, low: float, high: float, *, integer: bool = False,
+             open_low: bool = False, open_high: bool = False) -> None:  # fmt: skip
+    """Raise ValueError naming ``name`` and its allowed range unless value lies in it."""
+    ok_type = isinstance(value, int) if integer else isinstance(value, int | float)
+    ok = ok_type and not isinstance(value, bool) and value == value
+    if ok:
+        ok = (value > low if open_low else value >= low) and (value < high if open_high else value <= high)
+    if not ok:
+        lb, rb = ("(" if open_low else "["), (")" if open_high else "]")
+        kind = "an integer" if integer else "a number"
+        raise ValueError(f"{name} must be {kind} in {lb}{low:g}, {high:g}{rb}, got {value!r}")

@@ -1,0 +1,74 @@
+"""Reinforcement-learning policies of durable-recourse-rl §4 (SAC, stable-baselines3).
+
+Registered names (artefacts are loaded by path; see ``recourse-abm train``):
+
+* goal selector ``rl`` (learned predictor μ, ``path=DIR``) and recommender ``rl``
+  (learned recommender φ, ``path=DIR``), usable in composites such as ``rl:path=P+ustun``;
+* ``rl-recommender``: last threshold + learned φ (``path=DIR`` of the recommender);
+* ``hybrid-exact-linear``, ``hybrid-ustun``, ``hybrid-wachter``, ``hybrid-dice``:
+  learned μ (``path=DIR`` of a predictor) + a baseline recommender (other parameters go
+  to the recommender);
+* ``rl``: learned μ + learned φ, the paper's method (``path=DIR`` of a predictor trained
+  with φ; ``recommender=DIR`` overrides the φ named in its manifest).
+
+SB3 zips are pickles: load only artefacts from trusted sources (docs/rl.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+HYBRID_RECOMMENDERS = ("exact-linear", "ustun", "wachter", "dice")
+
+
+def _learned_goal(**params: Any):
+    from policies.rl.learned import LearnedGoal
+
+    return LearnedGoal(**params)
+
+
+def _learned_recommender(**params: Any):
+    from policies.rl.learned import LearnedRecommender
+
+    return LearnedRecommender(**params)
+
+
+def _rl_recommender_policy(path: str | None = None):
+    from policies.composite import CompositePolicy
+    from policies.goals import LastThreshold
+    from policies.rl.learned import DEFAULT_RECOMMENDER, LearnedRecommender
+
+    return CompositePolicy(LastThreshold(), LearnedRecommender(path or DEFAULT_RECOMMENDER))
+
+
+def _hybrid(recommender: str):
+    def factory(path: str | None = None, **rec_params: Any):
+        from policies import RECOMMENDERS, _make
+        from policies.composite import CompositePolicy
+        from policies.rl.learned import DEFAULT_PREDICTOR_HYBRID, LearnedGoal
+
+        rec = _make(RECOMMENDERS, "recommender", recommender, rec_params)
+        return CompositePolicy(LearnedGoal(path or DEFAULT_PREDICTOR_HYBRID), rec)
+
+    return factory
+
+
+def _rl_policy(path: str | None = None, recommender: str | None = None):
+    from policies.rl.learned import DEFAULT_PREDICTOR_RL, LearnedPolicy
+
+    return LearnedPolicy(path or DEFAULT_PREDICTOR_RL, recommender)
+
+
+def register() -> None:
+    from policies import register_goal, register_policy, register_recommender
+
+    register_goal("rl", _learned_goal, "learned predictor mu (SAC); path=DIR of a trained predictor")
+    register_recommender("rl", _learned_recommender,
+                         "learned recommender phi (SAC); path=DIR of a trained recommender")  # fmt: skip
+    register_policy("rl-recommender", _rl_recommender_policy,
+                    "last threshold + learned recommender phi; path=DIR")  # fmt: skip
+    for name in HYBRID_RECOMMENDERS:
+        register_policy(f"hybrid-{name}", _hybrid(name),
+                        f"learned predictor mu + {name} recommender (paper hybrid); path=DIR")  # fmt: skip
+    register_policy("rl", _rl_policy,
+                    "learned predictor mu + learned recommender phi (the paper's method); path=DIR")  # fmt: skip

@@ -1,0 +1,319 @@
+"""Pareto-front study of durable-recourse-rl §5 (Figure 2, Tables 1 and 3), resumable.
+
+For one setting (T, β): train φ, then for every (α, τ) of the grid a predictor with φ
+inside (``rl``) and one with ``exact-linear`` inside (shared by every ``hybrid-<rec>``:
+the paper trains one per recommender, which costs an ustun/DiCE episode per 100 steps);
+evaluate baselines, hybrids and ``rl`` on paired episodes; write ``points.csv``
+(appended per evaluation), ``table3.csv``, ``table1.csv`` and ``pareto.png``. Finished
+artefacts and evaluated rows are skipped when the study is run again.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SETTINGS: dict[str, tuple[int, float]] = {
+    "T1-b005": (1, 0.05),
+    "T1-b001": (1, 0.01),
+    "T5-b005": (5, 0.05),
+    "T5-b001": (5, 0.01),
+}
+# durable-recourse-rl Table 3 (T = 1): RF at RR ≈ 0.95
+PAPER_TABLE3 = {
+    ("rl", 0.05): 0.707, ("rl", 0.01): 0.365,
+    ("hybrid-ustun", 0.05): 0.625, ("hybrid-ustun", 0.01): 0.256,
+    ("hybrid-wachter", 0.05): 0.606, ("hybrid-wachter", 0.01): 0.303,
+    ("hybrid-dice", 0.05): 0.550, ("hybrid-dice", 0.01): 0.247,
+}  # fmt: skip
+PAPER_TABLE1 = {"rl": (1.9e-3, 5.9e-2), "ustun": (2.2e-16, 0.30), "wachter": (2.6e-3, 0.27),
+                "dice": (1.6e-2, 0.36)}  # fmt: skip
+TARGET_RR = 0.95
+TABLE3_COLUMNS = ("method", "T", "beta", "rf_at_rr095", "rr", "n_predictors")
+POINT_COLUMNS = ("method", "family", "alpha", "tau", "policy", "rr", "rr_std", "rf", "rf_std",
+                 "gini", "cost", "n_unadvised", "episodes", "seconds")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """What one run of the study trains and evaluates (defaults: a reduced CPU budget)."""
+
+    setting: str = "T1-b005"
+    grid: tuple[tuple[float, float], ...] = ((1.0, 4.0), (1.0, 1.0), (4.0, 1.0), (10.0, 1.0))
+    recommenders: tuple[str, ...] = ("exact-linear", "wachter")
+    predictor_steps: int = 1500
+    rec_warmup_episodes: int = 1000
+    rec_episodes: int = 9000
+    episodes: int = 10
+    seed: int = 0
+    eval_seed: int = 0
+    workers: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from policies.rl import HYBRID_RECOMMENDERS
+
+        if self.setting not in SETTINGS:
+            raise ValueError(f"setting must be one of {', '.join(SETTINGS)}, got {self.setting!r}")
+        bad = [r for r in self.recommenders if r not in HYBRID_RECOMMENDERS]
+        if bad or not self.recommenders:
+            raise ValueError(f"recommenders must be a non-empty subset of {', '.join(HYBRID_RECOMMENDERS)}, got {bad}")
+        if not self.grid or any(not (0 <= a <= 1e6 and 0 <= t <= 1e6) or a + t == 0 for a, t in self.grid):
+            raise ValueError("grid: every (alpha, tau) must lie in [0, 1e6]^2 and not both be 0")
+
+    @property
+    def overrides(self) -> dict[str, Any]:
+        T, beta = SETTINGS[self.setting]
+        return {"validity": T, "beta": beta}
+
+
+def parse_grid(text: str) -> tuple[tuple[float, float], ...]:
+    """``1:4,1:1,4:1`` -> ((1, 4), (1, 1), (4, 1)) as (alpha, tau) pairs."""
+    out = []
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        a, sep, t = item.partition(":")
+        try:
+            out.append((float(a), float(t)))
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise ValueError(f"--grid must be comma-separated ALPHA:TAU pairs, e.g. 1:4,1:1; got {item!r}")
+    if not out:
+        raise ValueError("--grid must name at least one ALPHA:TAU pair")
+    return tuple(out)
+
+
+def run_study(cfg: StudyConfig, out: str | Path, log: Callable[[str], None] = print,
+              progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+    """Train, evaluate and summarise; returns {"table3": rows, "table1": rows, "points": path}."""
+    from policies import POLICIES
+    from policies.rl.training import PREDICTOR_SAC, train_predictor, train_recommender
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "study.json").write_text(json.dumps({**cfg.__dict__, "grid": [list(g) for g in cfg.grid]}, indent=2))
+    ov = cfg.overrides
+    report = progress or (lambda what, done, total: None)
+
+    rec_dir = out / "recommender"
+    if not (rec_dir / "manifest.json").is_file():
+        log(f"training φ ({cfg.rec_warmup_episodes} + {cfg.rec_episodes} episodes)")
+        train_recommender(rec_dir, "paper", seed=cfg.seed, warmup_episodes=cfg.rec_warmup_episodes,
+                          episodes=cfg.rec_episodes, checkpoint_every=5000, resume=True,
+                          progress=lambda d, t: report("φ episodes", d, t), **ov)  # fmt: skip
+    predictors = []
+    for alpha, tau in cfg.grid:
+        for family, rec in (("rl", f"rl:path={rec_dir}"), ("hybrid", "exact-linear")):
+            pdir = out / "predictors" / f"{family}-a{alpha:g}-t{tau:g}"
+            predictors.append((family, alpha, tau, pdir))
+            if (pdir / "manifest.json").is_file():
+                continue
+            log(f"training μ for {family} (α={alpha:g}, τ={tau:g}, {cfg.predictor_steps} steps)")
+            train_predictor(pdir, "paper", alpha=alpha, tau=tau, recommender=rec, seed=cfg.seed,
+                            steps=cfg.predictor_steps, sac=PREDICTOR_SAC, resume=True,
+                            progress=lambda d, t, a=alpha, b=tau, f=family: report(f"μ {f} α={a:g} τ={b:g}", d, t),
+                            **ov)  # fmt: skip
+
+    jobs = [("threshold" if r == "exact-linear" else f"threshold-{r}", "baseline", None, None,
+             "threshold" if r == "exact-linear" else f"threshold-{r}") for r in cfg.recommenders]  # fmt: skip
+    jobs.append(("rl-recommender", "baseline", None, None, f"rl-recommender:path={rec_dir}"))
+    for family, alpha, tau, pdir in predictors:
+        if family == "rl":
+            jobs.append(("rl", "rl", alpha, tau, f"rl:path={pdir}"))
+        else:
+            jobs += [(f"hybrid-{r}", "hybrid", alpha, tau, f"hybrid-{r}:path={pdir}") for r in cfg.recommenders]
+    if "lookahead" in POLICIES:
+        jobs.append(("lookahead", "lookahead", None, None, "lookahead"))
+    else:
+        log("policy 'lookahead' is not registered: left out of the fronts")
+    points_path = out / "points.csv"
+    done = {(r["method"], r["alpha"], r["tau"]) for r in _read_rows(points_path)}
+    for i, (method, family, alpha, tau, policy) in enumerate(jobs):
+        key = (method, _fmt(alpha), _fmt(tau))
+        report("evaluations", i, len(jobs))
+        if key in done:
+            continue
+        row = _evaluate(cfg, method, family, alpha, tau, policy, log)
+        _append(points_path, row)
+    report("evaluations", len(jobs), len(jobs))
+
+    rows = _read_rows(points_path)
+    T, beta = SETTINGS[cfg.setting]
+    table3 = rf_at_rr(rows, T, beta)
+    _write(out / "table3.csv", table3, TABLE3_COLUMNS)
+    table1 = recommender_table(rec_dir, cfg)
+    _write(out / "table1.csv", table1, ("recommender", "error", "cost", "paper_error", "paper_cost", "d_error", "n_failed"))
+    plot_fronts(rows, out / "pareto.png", f"{cfg.setting}: T={T}, β={beta:g}, {cfg.episodes} episodes per point")
+    return {"table3": table3, "table1": table1, "points": points_path}
+
+
+def _evaluate(cfg, method, family, alpha, tau, policy, log) -> dict[str, Any]:
+    from abm.evaluation import evaluate
+
+    start = time.perf_counter()
+    try:
+        r = evaluate("paper", policy, episodes=cfg.episodes, seed=cfg.eval_seed, workers=cfg.workers,
+                     **cfg.overrides)  # fmt: skip
+    except (ValueError, TypeError, RuntimeError) as exc:
+        # a policy that cannot run here (e.g. lookahead with other parameters) is logged, not fatal
+        log(f"{method} could not be evaluated: {exc}")
+        r = {k: float("nan") for k in ("rr_mean", "rr_std", "rf_mean", "rf_std", "gini_mean", "cost_mean")}
+        r["n_unadvised"] = 0
+    seconds = time.perf_counter() - start
+    log(f"{method:22s} α={_fmt(alpha):>4} τ={_fmt(tau):>4}  RR {r['rr_mean']:.3f}  RF {r['rf_mean']:.3f}  ({seconds:.0f} s)")
+    return {"method": method, "family": family, "alpha": _fmt(alpha), "tau": _fmt(tau), "policy": policy,
+            "rr": r["rr_mean"], "rr_std": r["rr_std"], "rf": r["rf_mean"], "rf_std": r["rf_std"],
+            "gini": r["gini_mean"], "cost": r["cost_mean"], "n_unadvised": r["n_unadvised"],
+            "episodes": cfg.episodes, "seconds": round(seconds, 2)}  # fmt: skip
+
+
+def pareto_front(rr: np.ndarray, rf: np.ndarray) -> np.ndarray:
+    """Indices of the non-dominated points (higher RR and RF are better), by increasing RR."""
+    keep = [i for i in range(rr.shape[0])
+            if np.isfinite(rr[i]) and np.isfinite(rf[i])
+            and not np.any((rr >= rr[i]) & (rf >= rf[i]) & ((rr > rr[i]) | (rf > rf[i])))]  # fmt: skip
+    return np.array(sorted(keep, key=lambda i: rr[i]), dtype=int)
+
+
+def rf_at_rr(rows: list[dict], T: int, beta: float, target: float = TARGET_RR) -> list[dict]:
+    """RF at RR ≈ ``target`` per method, read off its Pareto front.
+
+    If the front spans ``target``, RF is interpolated linearly between the two front
+    points around it (``rr`` = target); otherwise the front point with RR closest to
+    ``target`` is taken and its own RR is reported.
+    """
+    out = []
+    for method in dict.fromkeys(r["method"] for r in rows):
+        pts = [r for r in rows if r["method"] == method]
+        rr = np.array([float(r["rr"]) for r in pts])
+        rf = np.array([float(r["rf"]) for r in pts])
+        front = pareto_front(rr, rf)
+        if front.size == 0:
+            continue
+        fr, ff = rr[front], rf[front]
+        if fr[0] <= target <= fr[-1] and front.size > 1:
+            value, at = float(np.interp(target, fr, ff)), target
+        else:
+            j = int(np.argmin(np.abs(fr - target)))
+            value, at = float(ff[j]), float(fr[j])
+        out.append({"method": method, "T": T, "beta": beta, "rf_at_rr095": round(value, 4),
+                    "rr": round(at, 4), "n_predictors": len(pts) if pts[0]["alpha"] != "" else 0})
+    return out
+
+
+def recommender_table(rec_dir: Path, cfg: StudyConfig, n: int = 200) -> list[dict]:
+    """Table 1 protocol (same draws as ``bench-recommenders``) for φ and the chosen baselines."""
+    from abm.evaluation import benchmark_recommenders
+    from policies.rl.artefacts import read_manifest
+
+    ov = cfg.overrides
+    names = ["ustun" if r == "ustun" else r for r in cfg.recommenders if r != "dice"]
+    base = benchmark_recommenders(n=n, seed=cfg.seed, names=names, **ov)
+    rows = [{"recommender": b["recommender"], "error": b["error"], "cost": b["cost"],
+             "paper_error": PAPER_TABLE1.get(b["recommender"], ("", ""))[0],
+             "paper_cost": PAPER_TABLE1.get(b["recommender"], ("", ""))[1], "d_error": "",
+             "n_failed": b["n_failed"]} for b in base]  # fmt: skip
+    learned = benchmark_learned(rec_dir, n=n, seed=cfg.seed, **ov)
+    manifest = read_manifest(rec_dir, "recommender")
+    rows.insert(0, {"recommender": "rl (learned φ)", "error": learned["error"], "cost": learned["cost"],
+                    "paper_error": PAPER_TABLE1["rl"][0], "paper_cost": PAPER_TABLE1["rl"][1],
+                    "d_error": manifest["d_error"], "n_failed": 0})  # fmt: skip
+    return rows
+
+
+def benchmark_learned(rec_dir: Path, n: int = 200, seed: int = 0, goal_max: float = 0.95,
+                      **overrides: Any) -> dict[str, float]:  # fmt: skip
+    """Error and true cost of φ on the draws of :func:`abm.evaluation.benchmark_recommenders`.
+
+    The draws are rebuilt exactly as there (same stream, same rejection loop), so the
+    numbers sit in one table with the baselines'.
+    """
+    from abm.model import RecourseModel
+    from abm.rng import stream
+    from policies.rl.learned import LearnedRecommender
+
+    model = RecourseModel("paper", "none", seed=seed, agents=False, record_events=False, **overrides)
+    ctx, world = model.context, model.world
+    rng = stream(seed, "bench-recommenders")
+    X = np.empty((0, ctx.n_features))
+    while X.shape[0] < n:
+        draw = world.generator.sample(n, rng)
+        X = np.concatenate([X, draw[ctx.model.score(draw) < goal_max]])[:n]
+    s = ctx.model.score(X)
+    goals = s + rng.uniform(0.0, 1.0, n) * (goal_max - s)
+    rec = LearnedRecommender(rec_dir)
+    rec.prepare(ctx)
+    X_cf = rec.recommend(X, goals, stream(seed, "bench-rl"))
+    return {"error": float(np.abs(ctx.model.score(X_cf) - goals).mean()),
+            "cost": float((np.abs(X_cf - X) @ ctx.difficulty).mean())}  # fmt: skip
+
+
+COLOURS = {"rl": "tab:blue", "hybrid": "tab:orange", "baseline": "tab:green", "lookahead": "tab:purple"}
+
+
+def plot_fronts(rows: list[dict], path: Path, title: str) -> None:
+    """RR (x) vs RF (y): one line per learned method's front, one marker per baseline."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 5))
+    markers = iter("o^sDvP*X")
+    for method in dict.fromkeys(r["method"] for r in rows):
+        pts = [r for r in rows if r["method"] == method]
+        family = pts[0]["family"]
+        rr = np.array([float(r["rr"]) for r in pts])
+        rf = np.array([float(r["rf"]) for r in pts])
+        if family in ("rl", "hybrid"):
+            front = pareto_front(rr, rf)
+            mk = next(markers, "o")
+            ax.scatter(rr, rf, color=COLOURS[family], marker=mk, alpha=0.35, s=18)
+            ax.plot(rr[front], rf[front], color=COLOURS[family], marker=mk, label=method,
+                    linestyle="-" if family == "rl" else "--")  # fmt: skip
+        else:
+            ax.scatter(rr, rf, color=COLOURS[family], marker=next(markers, "o"), s=60, label=method,
+                       edgecolor="black")  # fmt: skip
+    ax.axvline(TARGET_RR, color="grey", linewidth=0.8, linestyle=":")
+    ax.set_xlabel("recourse reliability RR (mean of 10 episodes)")
+    ax.set_ylabel("recourse feasibility RF")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _fmt(v: float | None) -> str:
+    return "" if v is None else f"{v:g}"
+
+
+def _read_rows(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _append(path: Path, row: dict[str, Any]) -> None:
+    new = not path.is_file()
+    with open(path, "a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=POINT_COLUMNS)
+        if new:
+            w.writeheader()
+        w.writerow(row)
+
+
+def _write(path: Path, rows: list[dict], columns: tuple[str, ...]) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)

@@ -1,0 +1,129 @@
+"""RL environments (gymnasium check_env), reward eq. 16 and the observation encoding."""
+
+import warnings
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from abm.envs import (
+    PopulationEnv,
+    RecommenderEnv,
+    encode_observation,
+    observation_size,
+    reward_eq16,
+)
+from abm.model import RecourseModel
+
+
+def _check(env):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "no spec / render modes" notes, not failures
+        check_env(env, skip_render_check=True)
+
+
+def test_recommender_env_passes_check_env():
+    _check(RecommenderEnv("paper", warmup_episodes=1))
+
+
+@pytest.mark.parametrize("validity", [1, 3])
+def test_population_env_passes_check_env(validity):
+    env = PopulationEnv("paper", alpha=1.0, tau=1.0, ticks=8, validity=validity)
+    _check(env)
+    env.close()
+
+
+def test_recommender_env_reward_is_eq15_and_estimates_difficulty():
+    env = RecommenderEnv("paper", warmup_episodes=1, phi=10.0, psi=300.0, epsilon=0.01)
+    env.reset(seed=3)
+    x, g = env._x.copy(), env._g
+    a = np.full(10, 0.05, dtype=np.float32)
+    _, r, *_ , info = env.step(a)
+    x_cf = np.clip(x + 0.05, 0, 1)
+    e = abs(env.ctx.model.score(x_cf[None])[0] - g)
+    assert info["error"] == pytest.approx(e)
+    assert r == pytest.approx(-300 * max(0.0, e - 0.01))  # warm-up: error only
+    assert not np.allclose(env.estimator.d, 0.5)  # d̂ moved from d̂⁰ after one attempt
+    env.reset()  # second episode: the cost term is on
+    x, g = env._x.copy(), env._g
+    d_hat = env.estimator.d.copy()
+    _, r, *_ , info = env.step(a)
+    x_cf = np.clip(x + 0.05, 0, 1)
+    c_hat = np.abs(x_cf - x) @ d_hat
+    assert r == pytest.approx(-10 * c_hat - 300 * max(0.0, info["error"] - 0.01))
+
+
+def test_reward_eq16_handles_undefined_and_zero_ratios():
+    assert reward_eq16(1.0, 1.0, 2.0, 3.0, 1e-3) == pytest.approx(5.0)
+    assert reward_eq16(float("nan"), float("nan"), 2.0, 3.0, 1e-3) == 0.0
+    assert reward_eq16(float("nan"), 0.5, 0.0, 1.0, 1e-3) == pytest.approx(1 + 0.9 * np.log(0.5))
+    assert reward_eq16(0.0, 1.0, 1.0, 0.0, 1e-3) == pytest.approx(1 + 0.9 * np.log(1e-3))
+
+
+def test_population_env_drives_the_model_and_matches_a_plain_run():
+    """Constant goals through the env give the same ticks as the model run on its own."""
+    env = PopulationEnv("paper", alpha=1.0, tau=1.0, ticks=15)
+    obs, info = env.reset(seed=11)
+    assert obs.shape == (observation_size(10, 1),) and env.observation_space.contains(obs)
+    steps, done = 0, False
+    while not done:
+        obs, r, done, trunc, _ = env.step(np.array([0.3], dtype=np.float32))  # g = 0.65
+        steps += 1
+    assert steps == 15
+    ours = env.model.tick_table()
+    from policies.composite import CompositePolicy
+    from policies.goals import LastThreshold
+    from policies.recommenders import ExactLinear
+
+    class Fixed(LastThreshold):
+        def select(self, obs, rng):
+            return 0.65
+
+    plain = RecourseModel("paper", CompositePolicy(Fixed(), ExactLinear()), seed=info["seed"],
+                          agents=False, record_events=False, ticks=15).run().tick_table()  # fmt: skip
+    np.testing.assert_allclose(ours[["rr", "rf", "mean_goal"]].to_numpy(np.float64),
+                               plain[["rr", "rf", "mean_goal"]].to_numpy(np.float64), atol=1e-7)
+    env.close()
+
+
+def test_population_env_abandons_an_episode_cleanly():
+    env = PopulationEnv("paper", ticks=10)
+    env.reset(seed=0)
+    env.step(np.array([0.0], dtype=np.float32))
+    first = env._thread
+    env.reset(seed=1)  # the half-run episode's thread is stopped
+    assert not first.is_alive()
+    env.close()
+    assert env._thread is None
+
+
+def test_encoding_is_order_invariant():
+    seen = []
+
+    class Spy:
+        def prepare(self, ctx):
+            pass
+
+        def recommend(self, obs, rng):
+            seen.append(obs)
+            from abm.interfaces import Recommendation
+
+            return Recommendation(goal=np.full(obs.n_rejected, 0.7), X_cf=obs.X.copy())
+
+        def observe(self, fb):
+            pass
+
+    RecourseModel("paper", Spy(), seed=0, agents=False, ticks=3).run()
+    obs = seen[-1]
+    s = np.arange(obs.history.ids.shape[0]) * 0.01
+    a = encode_observation(obs, s, 9, 100, 1)
+    assert a.shape == (observation_size(10, 1),) and np.isfinite(a).all()
+    perm = np.random.default_rng(0).permutation(s.shape[0])
+    b = encode_observation(obs, s[perm], 9, 100, 1)
+    np.testing.assert_allclose(a, b)
+
+
+@pytest.mark.parametrize("bad", [dict(alpha=-1.0), dict(tau=float("nan")), dict(log_floor=0.0)])
+def test_population_env_rejects_bad_parameters(bad):
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        PopulationEnv("paper", **bad)
