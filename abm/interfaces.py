@@ -47,7 +47,9 @@ class PolicyContext:
     """Fixed facts about the world a policy may use, handed over once in ``prepare``.
 
     ``lower``/``upper``/``immutable``/``difficulty`` have shape (z,). ``difficulty`` is
-    the true d: only oracle policies should read it.
+    the true d: only oracle policies should read it. Likewise ``extra["simulator"]``, when
+    present (:class:`RecourseModel` always sets it), is a :class:`Simulator` of the true
+    model: only privileged planning references (``lookahead``) should call it.
     """
 
     model: Scorer
@@ -71,6 +73,21 @@ class PolicyContext:
     def mutable(self) -> np.ndarray:
         """(z,) bool: features a recommendation may change."""
         return ~self.immutable
+
+
+class Simulator(Protocol):
+    """Privileged rollouts of the true model, ``PolicyContext.extra["simulator"]``.
+
+    Callable only from inside ``recommend`` at tick t: it finishes tick t on a detached
+    copy of the model (same policy object, whose ``observe`` is not called; the policy
+    recognises its own re-entrant calls and answers them), then runs ticks t+1, ...,
+    t+ticks, the last up to its selection. The copy draws from streams derived from
+    (seed, t, key) only: the real run is untouched, and equal keys replay equal draws.
+    Returns one dict per simulated tick: ``tick``, ``n_succ``, ``n_succ_accepted``,
+    ``n_rejected_window``, ``rr``, ``rf`` (NaN when undefined).
+    """
+
+    def __call__(self, ticks: int, key: int = 0) -> list[dict[str, float]]: ...
 
 
 @dataclass(frozen=True)

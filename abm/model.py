@@ -8,6 +8,7 @@ implementation -> tick record. Every stage is vectorised over the population arr
 from __future__ import annotations
 
 import functools
+import zlib
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -123,7 +124,12 @@ class RecourseModel(mesa.Model):
             beta=config.beta,
             ticks=config.ticks,
             X_train=self.world.X_train,
+            # privileged: rollouts of this model (planning references only; see _simulate)
+            extra={"simulator": self._simulate},
         )
+        self._decided: _Decided | None = None  # set while the policy recommends
+        self._simulating = False
+        self._rollout_streams: dict[tuple[int, int], _RolloutStreams] = {}  # this tick's
         self.policy.prepare(self.context)
 
         self.tick = 0
@@ -141,8 +147,11 @@ class RecourseModel(mesa.Model):
 
     # -- the tick -----------------------------------------------------------------
     def step(self) -> None:
-        """Advance one tick."""
-        t = self.tick
+        """Advance one tick: who applies and who is accepted, then advice and response."""
+        self._respond(self._decide(self.tick))
+
+    def _decide(self, t: int) -> _Decided:
+        """Reapplications, arrivals, scores and the top-k selection of tick ``t``."""
         c = self.config
         reapplying = self._reapplications(t)
         returning = self.population.take(reapplying)
@@ -157,10 +166,14 @@ class RecourseModel(mesa.Model):
         accepted, threshold = self.decision_maker.select(scores, self.streams.ties)
         if feedback is not None:
             self.policy.observe(feedback(accepted[: len(returning)]))
+        return _Decided(t, threshold, applicants, scores, accepted, len(returning), n_window)
 
-        rej = np.flatnonzero(~accepted)
-        advice = self._recommend(t, threshold, applicants, scores, accepted, rej)
-        dropped = self._dropout(applicants, rej, scores[rej], advice)
+    def _respond(self, d: _Decided, record: bool = True) -> None:
+        """Advice to the rejected of ``d``, dropout, implementation, the tick record."""
+        t, c, applicants = d.t, self.config, d.applicants
+        rej = np.flatnonzero(~d.accepted)
+        advice = self._recommend(d, rej)
+        dropped = self._dropout(applicants, rej, d.scores[rej], advice)
         leaving = applicants.take(rej[dropped])
         stayers = applicants.take(rej[~dropped])
         for part, mask in ((leaving, dropped), (stayers, ~dropped)):
@@ -173,10 +186,10 @@ class RecourseModel(mesa.Model):
 
         self._dropped_window.append((t, leaving))
         self.population = Population.concat([self.population, stayers], c.n_features)
-        if self.use_agents:  # before recording, so agent reporters read the new rows
-            self._sync_handles(applicants.ids[accepted], leaving.ids, stayers.ids)
-        self._record(t, threshold, applicants, scores, accepted, len(returning), rej, advice,
-                     dropped, leaving, outcome, n_window)  # fmt: skip
+        if record:
+            if self.use_agents:  # before recording, so agent reporters read the new rows
+                self._sync_handles(applicants.ids[d.accepted], leaving.ids, stayers.ids)
+            self._record(d, rej, advice, dropped, leaving, outcome)
         self.tick += 1
         if self.tick >= c.ticks:
             self.running = False
@@ -234,8 +247,10 @@ class RecourseModel(mesa.Model):
         cf, after = returning.X_cf[adv], returning.X[adv]
         return lambda accepted: Feedback(t, ids, before, cf, after, accepted[adv])
 
-    def _recommend(self, t, threshold, applicants, scores, accepted, rej) -> _Advice:
+    def _recommend(self, d: _Decided, rej: np.ndarray) -> _Advice:
         """Ask the policy for advice to every rejected applicant; validate what comes back."""
+        t, threshold, applicants, scores = d.t, d.threshold, d.applicants, d.scores
+        accepted = d.accepted
         n, z = rej.shape[0], self.config.n_features
         X = applicants.X_obs[rej]
         if n == 0:
@@ -254,7 +269,11 @@ class RecourseModel(mesa.Model):
             history_fn=functools.partial(self._history, self.population, tuple(self._dropped_window)),
             extra={"risk_aversion": applicants.risk_aversion[rej]},
         )
-        rec = self.policy.recommend(obs, self.streams.policy)
+        self._decided = d  # the point the simulator forks from (see _simulate)
+        try:
+            rec = self.policy.recommend(obs, self.streams.policy)
+        finally:
+            self._decided = None
         goal = np.asarray(rec.goal, dtype=float).reshape(-1)
         X_cf = np.asarray(rec.X_cf, dtype=float)
         name = self.policy_name
@@ -327,12 +346,10 @@ class RecourseModel(mesa.Model):
         )
 
     # -- records ------------------------------------------------------------------
-    def _record(self, t, threshold, applicants, scores, accepted, n_ret, rej, advice, dropped,
-                leaving, outcome, n_window) -> None:  # fmt: skip
-        returned = slice(0, n_ret)
-        succ = applicants.advised[returned] & applicants.implemented[returned]
-        n_succ = np.count_nonzero(succ)
-        n_succ_acc = np.count_nonzero(succ & accepted[returned])
+    def _record(self, d: _Decided, rej, advice, dropped, leaving, outcome) -> None:
+        t, threshold, applicants, scores = d.t, d.threshold, d.applicants, d.scores
+        accepted, n_ret, n_window = d.accepted, d.n_ret, d.n_window
+        n_succ, n_succ_acc = d.success_counts()
         adv = advice.advised
         all_advised = advice.all_advised
         cf_scores = np.full(rej.shape[0], np.nan)
@@ -444,6 +461,75 @@ class RecourseModel(mesa.Model):
                 self._handles[cid] = Candidate(self, cid)
         self._rows = {cid: i for i, cid in enumerate(self.population.ids.tolist())}
 
+    # -- simulation (privileged planning) ----------------------------------------------
+    def _simulate(self, ticks: int, key: int = 0) -> list[dict[str, float]]:
+        """Roll a detached copy of this model ``ticks`` ticks ahead from the advice stage.
+
+        Offered to policies as ``PolicyContext.extra["simulator"]`` (see
+        :class:`abm.interfaces.Simulator`); callable only while the policy is recommending
+        at tick t. The copy finishes tick t with the same policy object (its ``observe``
+        is never called), then runs ticks t+1, ..., t+ticks, the last one up to its
+        selection. Its random streams derive from (seed, t, key), never from this model's
+        streams, so the real run is unchanged and equal keys give equal draws (common
+        random numbers across the plans a caller compares). Populations are never written
+        in place once stored, so the copy shares their arrays: forking costs no copies.
+
+        Returns one dict per tick t+1, ..., t+ticks: ``tick``, ``n_succ``,
+        ``n_succ_accepted``, ``n_rejected_window``, ``rr`` and ``rf`` (NaN when undefined).
+        """
+        d = self._decided
+        if d is None:
+            raise RuntimeError("the simulator can only be called while the policy recommends")
+        if self._simulating:
+            raise RuntimeError("simulations cannot be nested")
+        if not (isinstance(ticks, int | np.integer) and ticks >= 1):
+            raise ValueError(f"ticks must be an integer >= 1, got {ticks!r}")
+        self._simulating = True
+        try:
+            fork = self._fork(d.t, int(key))
+            fork._respond(d, record=False)
+            rows = []
+            for i in range(ticks):
+                nxt = fork._decide(fork.tick)
+                n_succ, n_acc = nxt.success_counts()
+                rows.append({
+                    "tick": nxt.t,
+                    "n_succ": n_succ,
+                    "n_succ_accepted": n_acc,
+                    "n_rejected_window": nxt.n_window,
+                    "rr": metrics.recourse_reliability(n_acc, n_succ),
+                    "rf": metrics.recourse_feasibility(n_succ, nxt.n_window),
+                })  # fmt: skip
+                if i + 1 < ticks:
+                    fork._respond(nxt, record=False)
+            return rows
+        finally:
+            self._simulating = False
+
+    def _fork(self, t: int, key: int) -> RecourseModel:
+        """A detached copy for :meth:`_simulate`: no agents, records or feedback, own streams."""
+        fork = object.__new__(type(self))
+        state = dict(self.__dict__)
+        for name in ("step", "_user_step"):  # Mesa's step wrapper, bound to this model
+            state.pop(name, None)
+        fork.__dict__.update(state)
+        cache = self._rollout_streams
+        streams = cache.get((t, key))
+        if streams is None:
+            if any(tk[0] != t for tk in cache):
+                cache.clear()  # a new tick: earlier rollouts' streams are never used again
+            streams = cache[t, key] = _RolloutStreams(self.config.seed, t, key)
+        else:
+            streams.rewind()  # seeding costs ~30 us a stream; rewinding ~2
+        fork.streams = streams
+        fork.policy = _WithoutFeedback(self.policy)
+        fork.use_agents = False
+        fork.record_events = False
+        fork._dropped_window = deque(self._dropped_window)
+        fork._handles, fork._rows, fork._events = {}, {}, []
+        fork._decided, fork._simulating = None, True
+        return fork
+
     # -- public views ---------------------------------------------------------------
     def row_of(self, cid: int) -> int:
         """Row of candidate ``cid`` in :attr:`population` (waiting candidates only)."""
@@ -497,6 +583,65 @@ class RecourseModel(mesa.Model):
         }
         out.update(metrics.episode_summary(self.tick_table()))
         return out
+
+
+class _Decided:
+    """Tick ``t`` up to the selection: applicants (returning first, ``n_ret`` of them),
+    their scores and decisions, the threshold, and the size of the RF window."""
+
+    __slots__ = ("t", "threshold", "applicants", "scores", "accepted", "n_ret", "n_window")
+
+    def __init__(self, t, threshold, applicants, scores, accepted, n_ret, n_window) -> None:
+        self.t, self.threshold, self.applicants = t, threshold, applicants
+        self.scores, self.accepted, self.n_ret, self.n_window = scores, accepted, n_ret, n_window
+
+    def success_counts(self) -> tuple[int, int]:
+        """(|I^succ|, |I^succ and accepted|): reapplicants who did everything asked."""
+        returned = slice(0, self.n_ret)
+        succ = self.applicants.advised[returned] & self.applicants.implemented[returned]
+        return int(np.count_nonzero(succ)), int(np.count_nonzero(succ & self.accepted[returned]))
+
+
+class _RolloutStreams:
+    """Random streams of a simulation, created on first use.
+
+    Stream ``name`` of the rollout with ``key`` forked at tick ``t`` is
+    ``SeedSequence(seed, spawn_key=(crc32("simulator"), t, key, crc32(name)))``: disjoint
+    from the episode's own streams (whose spawn keys have one element) and reproducible.
+    """
+
+    def __init__(self, seed: int, t: int, key: int) -> None:
+        self.seed = seed
+        self._key = (zlib.crc32(b"simulator"), t, key)
+        self._gens: dict[str, np.random.Generator] = {}
+        self._start: dict[str, dict] = {}
+
+    def get(self, name: str) -> np.random.Generator:
+        gen = self._gens.get(name)
+        if gen is None:
+            key = self._key + (zlib.crc32(name.encode()),)
+            seq = np.random.SeedSequence(self.seed, spawn_key=key)
+            gen = self._gens[name] = np.random.Generator(np.random.PCG64(seq))
+            self._start[name] = gen.bit_generator.state
+        return gen
+
+    def rewind(self) -> None:
+        """Every stream back to its first draw (the next rollout with this key)."""
+        for name, gen in self._gens.items():
+            gen.bit_generator.state = self._start[name]
+
+    def __getattr__(self, name: str) -> np.random.Generator:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self.get(name)
+
+
+class _WithoutFeedback:
+    """A policy seen by a simulation: it recommends, but learns nothing from the rollout."""
+
+    def __init__(self, policy: RecoursePolicy) -> None:
+        self.recommend = policy.recommend
+        self.observe = None  # the model then builds no feedback
 
 
 class _Advice:

@@ -1,0 +1,255 @@
+"""The lookahead goal selector (a privileged planning reference) and the model's simulator hook."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from abm import RecourseModel
+from abm.interfaces import PolicyContext
+from policies import GOALS, POLICIES, CompositePolicy, ExactLinear, make_policy
+from policies.lookahead import Lookahead, eq16_reward
+
+TICKS = 20
+
+
+class Recording(Lookahead):
+    """Lookahead that remembers the goal it chose each (real) tick."""
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.chosen = {}
+        self.plans = {}
+
+    def select(self, obs, rng):
+        goal = super().select(obs, rng)
+        if self._rollout_margin is None:  # not one of our own rollouts
+            self.chosen[obs.tick] = goal
+            self.plans[obs.tick] = self.last_plan
+        return goal
+
+
+class Scripted:
+    """Replays given goals tick by tick."""
+
+    def __init__(self, goals):
+        self.goals = goals
+
+    def prepare(self, ctx):
+        pass
+
+    def select(self, obs, rng):
+        return self.goals[obs.tick]
+
+
+def _run(policy, scenario="paper", seed=3, ticks=TICKS, **kw):
+    return RecourseModel(scenario, policy, seed=seed, ticks=ticks, agents=False, **kw).run()
+
+
+def test_registered_and_labelled_privileged():
+    assert "PRIVILEGED" in GOALS["lookahead"].description
+    assert "PRIVILEGED" in POLICIES["lookahead"].description
+    policy = make_policy("lookahead:goals=5,alpha=2")
+    assert isinstance(policy, CompositePolicy) and isinstance(policy.recommender, ExactLinear)
+    assert policy.goal.n_goals == 5 and policy.goal.alpha == 2.0 and policy.goal.privileged
+    composite = make_policy("lookahead:alpha=1,tau=1,rollouts=1+exact-linear:weights=true")
+    assert isinstance(composite.goal, Lookahead) and composite.recommender.weights == "true"
+    assert _run(composite, ticks=3).tick == 3
+
+
+@pytest.mark.parametrize("scenario, horizon", [("paper", None), ("paper-T5", 2)])
+def test_same_seed_same_results(scenario, horizon):
+    spec = "lookahead:goals=4,rollouts=2" + (f",horizon={horizon}" if horizon else "")
+    a, b = _run(spec, scenario), _run(spec, scenario)
+    pd.testing.assert_frame_equal(a.tick_table(), b.tick_table())
+    pd.testing.assert_frame_equal(a.candidate_table(), b.candidate_table())
+
+
+def test_real_run_depends_on_the_chosen_goals_only():
+    # replaying the chosen goals without any simulation gives the very same episode:
+    # the rollouts never touch the model's own streams or state
+    look = Recording(goals=5, max_margin=0.1, rollouts=2)
+    planned = _run(CompositePolicy(look, ExactLinear()))
+    assert len(set(look.chosen.values())) > 1  # it did move the goal
+    replay = _run(CompositePolicy(Scripted(look.chosen), ExactLinear()))
+    pd.testing.assert_frame_equal(planned.tick_table(), replay.tick_table())
+    pd.testing.assert_frame_equal(planned.candidate_table(), replay.candidate_table())
+
+
+def test_single_goal_grid_is_the_threshold_policy():
+    pd.testing.assert_frame_equal(
+        _run("lookahead:goals=1").tick_table(), _run("threshold").tick_table()
+    )
+
+
+class Probe:
+    """Calls the simulator from inside recommend and checks that nothing real moved."""
+
+    def __init__(self):
+        self.inner = make_policy("threshold")
+        self.model = None
+        self.calls = 0
+
+    def prepare(self, ctx):
+        self.simulate = ctx.extra["simulator"]
+        self.inner.prepare(ctx)
+
+    def recommend(self, obs, rng):
+        m = self.model
+        if m._simulating:  # called by the rollout itself: just advise
+            return self.inner.recommend(obs, rng)
+        before = {n: g.bit_generator.state for n, g in m.streams._gens.items()}
+        pop, tick, next_id = m.population, m.tick, m._next_id
+        rows = self.simulate(2, key=0)
+        again = self.simulate(2, key=0)
+        other = [self.simulate(2, key=k) for k in (1, 2, 3)]
+        table = pd.DataFrame(rows)
+        assert table.equals(pd.DataFrame(again))  # equal keys replay equal draws
+        assert not all(table.equals(pd.DataFrame(o)) for o in other)
+        assert [r["tick"] for r in rows] == [obs.tick + 1, obs.tick + 2]
+        assert {n: g.bit_generator.state for n, g in m.streams._gens.items()} == before
+        assert m.population is pop and m.tick == tick and m._next_id == next_id
+        self.calls += 1
+        return self.inner.recommend(obs, rng)
+
+    def observe(self, feedback):
+        self.inner.observe(feedback)
+
+
+def test_simulator_leaves_the_real_model_alone():
+    probe = Probe()
+    model = RecourseModel("paper-T5", probe, seed=1, ticks=12, agents=False)
+    probe.model = model
+    model.run()
+    assert probe.calls == 12
+    pd.testing.assert_frame_equal(
+        model.tick_table(), _run("threshold", "paper-T5", seed=1, ticks=12).tick_table()
+    )
+    with pytest.raises(RuntimeError, match="only be called while the policy recommends"):
+        probe.simulate(1)
+
+
+def test_simulations_cannot_nest():
+    class Nesting(Probe):
+        def recommend(self, obs, rng):
+            if self.model._simulating:  # inside the rollout: try to fork again
+                self.simulate(1)
+            with pytest.raises(RuntimeError, match="cannot be nested"):
+                self.simulate(1)
+            self.calls += 1
+            return self.inner.recommend(obs, rng)
+
+    probe = Nesting()
+    model = RecourseModel("paper", probe, seed=0, ticks=2, agents=False)
+    probe.model = model
+    model.run()
+    assert probe.calls == 2
+
+
+def test_choice_is_the_argmax_of_the_simulated_reward():
+    # recompute every candidate's reward by hand from the simulator and check the choice
+    look = Recording(goals=6, max_margin=0.15, rollouts=3, alpha=2.0, tau=0.5, floor=0.01)
+    policy = CompositePolicy(look, ExactLinear())
+    checked = []
+
+    class Check:
+        def prepare(self, ctx):
+            self.simulate = ctx.extra["simulator"]
+            policy.prepare(ctx)
+
+        def recommend(self, obs, rng):
+            if look._rollout_margin is not None:  # a rollout's own tick
+                return policy.recommend(obs, rng)
+            rec = policy.recommend(obs, rng)
+            if look.last_plan is None:  # the last tick: nothing left to score
+                return rec
+            goals, values, best = look.last_plan
+            by_hand = []
+            for margin in look.margins:
+                look._rollout_margin = float(margin)
+                rows = [row for r in range(3) for row in self.simulate(1, key=r)]
+                look._rollout_margin = None
+                terms = []
+                for row in rows:
+                    rr = row["rr"] if row["rr"] >= 0.01 else 0.01  # NaN fails: floor
+                    rf = row["rf"] if row["rf"] >= 0.01 else 0.01
+                    terms.append(2.0 * (1 + 0.9 * math.log(rr)) + 0.5 * (1 + 0.9 * math.log(rf)))
+                by_hand.append(sum(terms) / len(terms))
+            np.testing.assert_allclose(values, by_hand, rtol=1e-12)
+            assert best == int(np.argmax(by_hand))
+            assert rec.goal[0] == goals[best] == min(obs.threshold + look.margins[best], 1.0)
+            checked.append(obs.tick)
+            return rec
+
+        def observe(self, feedback):
+            policy.observe(feedback)
+
+    RecourseModel("paper", Check(), seed=2, ticks=6, agents=False).run()
+    assert checked == [0, 1, 2, 3, 4]
+
+
+def test_objective_steers_the_margin():
+    # RR only: aim higher than with RF only, and reach a higher reliability
+    reliable, feasible = Recording(alpha=1, tau=0, rollouts=2), Recording(alpha=0, tau=1, rollouts=2)
+    a = _run(CompositePolicy(reliable, ExactLinear()), ticks=30)
+    b = _run(CompositePolicy(feasible, ExactLinear()), ticks=30)
+    margins = {}
+    for name, look, model in (("rr", reliable, a), ("rf", feasible, b)):
+        th = model.tick_table().set_index("tick")["threshold"]
+        margins[name] = np.mean([g - th[t] for t, g in look.chosen.items()])
+    assert margins["rr"] > margins["rf"] + 0.02
+    assert a.summary()["rr"] > b.summary()["rr"] and b.summary()["rf"] > a.summary()["rf"]
+
+
+def test_horizon_defaults_to_validity_and_stops_at_the_episode_end():
+    look = Recording(goals=3, rollouts=1)
+    model = _run(CompositePolicy(look, ExactLinear()), "paper-T5", ticks=8)
+    assert look.horizon == 5
+    th = model.tick_table().set_index("tick")["threshold"]
+    assert look.plans[7] is None and look.chosen[7] == th[7]  # nothing left to score
+    assert look.plans[6] is not None  # one tick left: horizon cut to 1
+
+
+def test_eq16_reward_floor_and_nan():
+    r = eq16_reward([1.0, 0.5, 0.0, np.nan], [1.0, 1.0, 1.0, 1.0], alpha=1, tau=2, floor=1e-3)
+    floor_term = 1 + 0.9 * math.log(1e-3)
+    np.testing.assert_allclose(r, [3.0, 1 + 0.9 * math.log(0.5) + 2, floor_term + 2, floor_term + 2])
+    assert eq16_reward([np.nan], [0.0], alpha=0, tau=1, floor=0.1)[0] == pytest.approx(
+        1 + 0.9 * math.log(0.1)
+    )
+
+
+@pytest.mark.parametrize(
+    "spec, field, allowed",
+    [
+        ("lookahead:goals=0", "goals", "[1, 1000]"),
+        ("lookahead:goals=2.5", "goals", "[1, 1000]"),
+        ("lookahead:horizon=0", "horizon", "[1, 1000]"),
+        ("lookahead:rollouts=0", "rollouts", "[1, 1000]"),
+        ("lookahead:alpha=-1", "alpha", "[0, inf)"),
+        ("lookahead:tau=nan", "tau", "[0, inf)"),
+        ("lookahead:alpha=0,tau=0", "alpha and tau", "[0, inf)"),
+        ("lookahead:floor=0", "floor", "(0, 1)"),
+        ("lookahead:floor=1", "floor", "(0, 1)"),
+        ("lookahead:min_margin=-1", "min_margin", "(-1, 1)"),
+        ("lookahead:min_margin=0.1,max_margin=0.05", "max_margin", "[min_margin, 1]"),
+        ("lookahead:max_margin=1.5+exact-linear", "max_margin", "[min_margin, 1]"),
+        ("lookahead:goals=many", "goals", "[1, 1000]"),
+    ],
+)
+def test_bad_parameters_name_field_and_range(spec, field, allowed):
+    with pytest.raises(ValueError) as err:
+        make_policy(spec)
+    assert field in str(err.value) and allowed in str(err.value)
+
+
+def test_unknown_parameter_and_missing_simulator():
+    with pytest.raises(ValueError, match="bad parameters for goal selector 'lookahead'"):
+        make_policy("lookahead:gamma=1+exact-linear")
+    ctx = PolicyContext(
+        model=None, lower=np.zeros(2), upper=np.ones(2), immutable=np.zeros(2, bool),
+        difficulty=np.ones(2), k=1, m=1, validity=1, beta=0.05, ticks=10,
+    )  # fmt: skip
+    with pytest.raises(RuntimeError, match="simulator"):
+        Lookahead().prepare(ctx)
