@@ -252,7 +252,11 @@ def reward_eq16(rr: float, rf: float, alpha: float, tau: float, floor: float) ->
 class PopulationEnv(gym.Env):
     """SAC learns the predictor μ: observation of tick t -> goal score g_t (§4.2).
 
-    Action (1,) in [-1, 1] maps to g = (a + 1) / 2 in [0, 1]. Observation: see
+    Action (1,) in [-1, 1] is the margin above the last threshold th_t:
+    g = min(th_t + ``max_margin`` (a + 1) / 2, 1) (:func:`goal_from_action`). A goal below
+    th_t is advice that cannot get anyone in; allowing it lets SAC buy RF = 1 with no
+    advice at all (every "change" is empty), which is what unconstrained predictors
+    learned first. Observation: see
     :func:`encode_observation`. One env step = one tick: ``step(a)`` lets the model
     finish tick t with goal g (advice, dropout, implementation, tick record) and run up
     to the goal decision of tick t + 1. The reward is eq. 16 over the tick records
@@ -272,12 +276,14 @@ class PopulationEnv(gym.Env):
 
     def __init__(self, scenario: ScenarioConfig | str | Path = "paper", *, alpha: float = 1.0,
                  tau: float = 1.0, recommender: str | Recommender = "exact-linear",
-                 log_floor: float = 1e-3, **overrides: Any) -> None:  # fmt: skip
+                 log_floor: float = 1e-3, max_margin: float = 0.3, **overrides: Any) -> None:  # fmt: skip
         from abm.model import resolve_scenario
 
         _require(alpha, "alpha", 0.0, 1e6)
         _require(tau, "tau", 0.0, 1e6)
         _require(log_floor, "log_floor", 0.0, 1.0, open_low=True)
+        _require(max_margin, "max_margin", 0.0, 1.0, open_low=True)
+        self.max_margin = float(max_margin)
         config = resolve_scenario(scenario)
         self.config = config.replace(**overrides) if overrides else config
         self.alpha, self.tau, self.log_floor = float(alpha), float(tau), float(log_floor)
@@ -330,6 +336,7 @@ class PopulationEnv(gym.Env):
                 rows.append(payload)
             elif kind == "obs":
                 self._last_obs = self._encode(payload)
+                self._threshold = payload.threshold
                 return rows, False
             elif kind == "end":
                 self._thread.join()
@@ -366,7 +373,7 @@ class PopulationEnv(gym.Env):
     def step(self, action: np.ndarray):
         if self._thread is None:
             raise RuntimeError("call reset() before step()")
-        goal = float((np.clip(np.asarray(action, dtype=float).reshape(-1)[0], -1.0, 1.0) + 1.0) / 2.0)
+        goal = float(goal_from_action(action, self._threshold, self.max_margin)[0])
         self._to_model.put(goal)
         rows, done = self._advance()
         rows = self._pending + rows
@@ -383,9 +390,14 @@ class PopulationEnv(gym.Env):
         self._stop()
 
 
-def goal_from_action(action: np.ndarray) -> np.ndarray:
-    """g = (a + 1) / 2 for actions (n, 1) in [-1, 1]; shape (n,)."""
-    return (np.clip(np.asarray(action, dtype=float).reshape(-1), -1.0, 1.0) + 1.0) / 2.0
+def goal_from_action(action: np.ndarray, threshold: float, max_margin: float) -> np.ndarray:
+    """g = min(th + max_margin (a + 1) / 2, 1) for actions (n, 1) in [-1, 1]; shape (n,).
+
+    An undefined threshold (fewer applicants than places) counts as 0.
+    """
+    a = np.clip(np.asarray(action, dtype=float).reshape(-1), -1.0, 1.0)
+    th = float(threshold) if np.isfinite(threshold) else 0.0
+    return np.minimum(th + max_margin * (a + 1.0) / 2.0, 1.0)
 
 
 def _make_recommender(spec: str | Recommender) -> Recommender:

@@ -61,13 +61,14 @@ def test_reward_eq16_handles_undefined_and_zero_ratios():
 
 
 def test_population_env_drives_the_model_and_matches_a_plain_run():
-    """Constant goals through the env give the same ticks as the model run on its own."""
+    """A constant action through the env gives the same ticks as the model run on its own."""
     env = PopulationEnv("paper", alpha=1.0, tau=1.0, ticks=15)
     obs, info = env.reset(seed=11)
     assert obs.shape == (observation_size(10, 1),) and env.observation_space.contains(obs)
     steps, done = 0, False
     while not done:
-        obs, r, done, trunc, _ = env.step(np.array([0.3], dtype=np.float32))  # g = 0.65
+        # a = 0: half of max_margin (0.3) above the last threshold
+        obs, r, done, trunc, info_step = env.step(np.array([0.0], dtype=np.float32))
         steps += 1
     assert steps == 15
     ours = env.model.tick_table()
@@ -75,11 +76,7 @@ def test_population_env_drives_the_model_and_matches_a_plain_run():
     from policies.goals import LastThreshold
     from policies.recommenders import ExactLinear
 
-    class Fixed(LastThreshold):
-        def select(self, obs, rng):
-            return 0.65
-
-    plain = RecourseModel("paper", CompositePolicy(Fixed(), ExactLinear()), seed=info["seed"],
+    plain = RecourseModel("paper", CompositePolicy(LastThreshold(margin=0.15), ExactLinear()), seed=info["seed"],
                           agents=False, record_events=False, ticks=15).run().tick_table()  # fmt: skip
     np.testing.assert_allclose(ours[["rr", "rf", "mean_goal"]].to_numpy(np.float64),
                                plain[["rr", "rf", "mean_goal"]].to_numpy(np.float64), atol=1e-7)
@@ -127,3 +124,14 @@ def test_encoding_is_order_invariant():
 def test_population_env_rejects_bad_parameters(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
         PopulationEnv("paper", **bad)
+
+
+def test_predictor_action_is_a_margin_above_the_last_threshold():
+    from abm.envs import goal_from_action
+
+    a = np.array([[-1.0], [0.0], [1.0], [5.0]])
+    np.testing.assert_allclose(goal_from_action(a, 0.6, 0.3), [0.6, 0.75, 0.9, 0.9])
+    np.testing.assert_allclose(goal_from_action(a[2:3], 0.9, 0.3), [1.0])  # capped at 1
+    np.testing.assert_allclose(goal_from_action(a[1:2], float("nan"), 0.3), [0.15])
+    with pytest.raises(ValueError, match=r"max_margin must be a number in \(0, 1\]"):
+        PopulationEnv("paper", max_margin=0.0)

@@ -100,6 +100,8 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int, typer.Option(help="training seed")] = 0,
         steps: Annotated[int, typer.Option(help="SAC steps = ticks (paper 7000)")] = 7000,
         checkpoint_every: Annotated[int, typer.Option(help="checkpoint every N steps")] = 1000,
+        max_margin: Annotated[float, typer.Option(
+            help="goal = last threshold + up to this margin, in (0, 1]")] = 0.3,  # fmt: skip
         resume: Annotated[bool, typer.Option(help="continue from the latest checkpoint in --out")] = False,
         net: NetOpt = None, lr: LrOpt = None, batch_size: BatchOpt = None, gamma: GammaOpt = None,
         learning_starts: StartsOpt = None, threads: ThreadsOpt = 1, set_: SetOpt = None,
@@ -114,7 +116,7 @@ def register(app: typer.Typer) -> None:
             task = bar.add_task(f"training μ (α={alpha:g}, τ={tau:g})", total=steps)
             m = train_predictor(out, scenario, alpha=alpha, tau=tau, recommender=recommender,
                                 seed=seed, steps=steps, sac=sac, checkpoint_every=checkpoint_every,
-                                resume=resume, progress=bar_progress(bar, task),
+                                max_margin=max_margin, resume=resume, progress=bar_progress(bar, task),
                                 **parse_overrides(set_))  # fmt: skip
         console.print(f"μ: {m['steps']} steps, CPU {m['cpu_seconds']:.0f} s; written to [bold]{out}[/]")
 

@@ -62,6 +62,10 @@ class LearnedGoal:
         self.ctx = ctx
         self.manifest, self.sac = load_sac(self.path, "predictor", n_features=ctx.n_features,
                                            obs_dim=observation_size(ctx.n_features, ctx.validity))  # fmt: skip
+        if "max_margin" not in self.manifest:
+            raise ArtefactError(f"predictor {self.path} has no max_margin in its manifest: it was "
+                                "trained by an older recourse-abm (goals in [0, 1]); train it again")  # fmt: skip
+        self.max_margin = float(self.manifest["max_margin"])
 
     def select(self, obs: RecourseObs, rng: np.random.Generator) -> float:
         from abm.envs import encode_window, goal_from_action
@@ -69,7 +73,7 @@ class LearnedGoal:
         c = self.ctx
         x = encode_window(obs, c.model, c.k, c.ticks, c.validity)
         action, _ = self.sac.predict(x[None, :], deterministic=True)
-        return float(goal_from_action(action)[0])
+        return float(goal_from_action(action, obs.threshold, self.max_margin)[0])
 
     def recommender_path(self) -> Path:
         """The learned recommender this predictor was trained with (after ``prepare``)."""

@@ -107,7 +107,8 @@ def train_predictor(out: str | Path, scenario: str = "paper", *, alpha: float, t
                     recommender: str = "exact-linear", seed: int = 0, steps: int = 7000,
                     sac: SACParams = PREDICTOR_SAC, checkpoint_every: int = 1000,
                     resume: bool = False, progress: Callable[[int, int], None] | None = None,
-                    log_floor: float = 1e-3, **overrides: Any) -> dict[str, Any]:  # fmt: skip
+                    log_floor: float = 1e-3, max_margin: float = 0.3,
+                    **overrides: Any) -> dict[str, Any]:  # fmt: skip
     """Train μ in :class:`abm.envs.PopulationEnv` with reward weights (alpha, tau) for
     ``steps`` ticks, the paper's recommender part fixed to ``recommender`` (a registry
     spec; ``rl:path=DIR`` for a learned φ). Returns the manifest."""
@@ -118,14 +119,15 @@ def train_predictor(out: str | Path, scenario: str = "paper", *, alpha: float, t
     out = Path(out)
     rec = _make_recommender(recommender)  # unknown names fail before any training
     env = PopulationEnv(scenario, alpha=alpha, tau=tau, recommender=recommender,
-                        log_floor=log_floor, **overrides)  # fmt: skip
+                        log_floor=log_floor, max_margin=max_margin, **overrides)  # fmt: skip
     manifest = {
         "kind": "predictor",
         "scenario": env.config.to_dict(),
         "seed": seed,
         "n_features": env.config.n_features,
         "obs_dim": int(env.observation_space.shape[0]),
-        "action": "g = (a + 1) / 2, a in [-1, 1]",
+        "action": "g = min(th + max_margin (a + 1) / 2, 1), a in [-1, 1]",
+        "max_margin": float(max_margin),
         "alpha": float(alpha),
         "tau": float(tau),
         "log_floor": log_floor,
