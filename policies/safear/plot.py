@@ -18,6 +18,17 @@ from .risk import rollout
 from .solvers import Policy
 
 
+def finish_figure(fig, path=None, title: str | None = None):
+    """Title, tight layout and (when ``path`` is given) save ``fig`` as PNG; returns it."""
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    if path is not None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=120)
+    return fig
+
+
 def top_outcomes(mdp: RecourseMDP, policy: Policy, start: int, *, rng: np.random.Generator,
                  n_rollouts: int = 2000, top_k: int = 6) -> list[dict]:
     """The ``top_k`` most frequent rollouts from ``start``.
@@ -85,10 +96,4 @@ def plot_policy_rollouts(mdp: RecourseMDP, policies: Policy | Mapping[str, Polic
         ax.set_title(name, fontsize=10, loc="left")
         ax.spines[["left", "top", "right"]].set_visible(False)
     axes[-1, 0].set_xlabel("total cost (trace length); thickness = probability; dashed, red x = failed attempt")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    if path is not None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=120)
-    return fig
+    return finish_figure(fig, path, title)

@@ -128,12 +128,6 @@ def plot_population(summary: pd.DataFrame, path=None, title: str | None = None):
         ax.set_xticks(x, labels, rotation=45, ha="right", fontsize=8)
         ax.set_title(name, fontsize=10)
         ax.spines[["top", "right"]].set_visible(False)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    if path is not None:
-        from pathlib import Path
+    from .plot import finish_figure
 
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=120)
-    return fig
+    return finish_figure(fig, path, title)
