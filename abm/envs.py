@@ -1,7 +1,8 @@
 """Gymnasium environments of durable-recourse-rl §4 that drive the simulation.
 
-* :class:`RecommenderEnv` (§4.1, App. C): one candidate, state (x, g), action x^CF,
-  reward eq. 15, online difficulty estimates d̂ (eqs. 12-14).
+* :class:`RecommenderEnv` (§4.1, App. C): one candidate, state (x, g) (observed with
+  M(x), the gaps and d̂), action -> x^CF (the paper's direct change, or a direction whose
+  step length reaches g), reward eq. 15, online difficulty estimates d̂ (eqs. 12-14).
 * :class:`PopulationEnv` (§4.2): the full population of :class:`~abm.model.RecourseModel`,
   action = goal score g, reward eq. 16. The env never re-implements the dynamics: it
   steps a RecourseModel whose policy is ``ExternalGoal + recommender``.
@@ -27,19 +28,40 @@ from abm.interfaces import PolicyContext, Recommender, RecourseObs
 # -- the single-candidate recommender environment (§4.1) -------------------------------
 
 
+RECOMMENDER_ACTIONS = ("direct", "direction")
+
+
 class RecommenderEnv(gym.Env):
     """One candidate reaching a goal score; SAC learns φ: (x, g) -> x^CF.
 
-    Observation (z + 1,) float32 in [0, 1]: features x, then the goal g. Action (z,) in
-    [-1, 1]: the change, x^CF = clip(x + a, 0, 1) with immutable features kept, so the
-    action determines x^CF one-to-one for a given x and "no change" is the zero action
-    (SAC's initial mean). Each step the candidate tries the advice with eq. 8's
-    probability per changed feature (true d, the scenario's β) and reapplies next step
-    (validity T = 1). The episode ends when M(x) >= g, or is truncated after
-    ``max_steps``. Reward eq. 15: -φ ĉ - ψ max(0, e - ε), e = |M(x^CF) - g|,
-    ĉ = Σ|Δ_i| d̂_i; the cost term is off during the first ``warmup_episodes`` episodes.
-    d̂ is updated after every attempt by the project's DifficultyEstimator (d̂⁰, η₀) and
-    persists across episodes (see :meth:`get_state`).
+    Observation (:func:`recommender_observation`, 2z + 4, float32): the paper's state
+    (x, g) followed by functions of the environment's state that SAC would otherwise have
+    to learn: the current score M(x), the gap g - M(x) and in logit units, and the current
+    estimate d̂ (the
+    reward's cost term depends on d̂, which changes during training, so it belongs to the
+    state: without it the problem is not Markov). At inference :class:`LearnedRecommender`
+    builds the same vector with the d̂ learned in training.
+
+    Action (z,) in [-1, 1], two mappings (``action``):
+
+    * ``"direct"`` (the paper's): the change, x^CF = clip(x + ``max_step`` a, 0, 1) with
+      immutable features kept (:func:`action_to_counterfactual`). ``max_step`` < 1 scales
+      the action to the size of the changes actually needed (Σ|Δ| ~ 0.1-0.4), which gives
+      the actor 1/max_step times the resolution; max_step = 1 is the paper's range.
+    * ``"direction"`` (a deviation): a non-negative direction u = (a + 1) / 2 over the
+      mutable features; the step length along u that reaches g is found by bisection on
+      M's score (:func:`direction_to_counterfactual`, uses only ``M.score``), so the
+      error is ~0 by construction and RL learns only the cost-aware direction.
+
+    Each step the candidate tries the advice with eq. 8's probability per changed feature
+    (true d, the scenario's β) and reapplies next step (validity T = 1). The episode ends
+    when M(x) >= g, or is truncated after ``max_steps``. Reward eq. 15:
+    -φ ĉ - ψ max(0, e - ε), e = |M(x^CF) - g|, ĉ = Σ|Δ_i| d̂_i; the cost term is off during
+    the first ``warmup_episodes`` episodes. SAC is trained on eq. 15 divided by
+    ``reward_scale`` (a positive constant: the optimum is unchanged, only the magnitude
+    SAC sees, ~-100 for errors ~0.3 at ψ = 300, is brought to O(1)); ``info["reward_eq15"]``
+    carries eq. 15 itself. d̂ is updated after every attempt by the project's
+    DifficultyEstimator (d̂⁰, η₀) and persists across episodes (see :meth:`get_state`).
     """
 
     metadata = {"render_modes": []}
@@ -47,13 +69,18 @@ class RecommenderEnv(gym.Env):
     def __init__(self, scenario: ScenarioConfig | str = "paper", *, max_steps: int = 10,
                  epsilon: float = 0.01, phi: float = 10.0, psi: float = 300.0,
                  warmup_episodes: int = 3000, goal_max: float = 0.95, d0: float = 0.5,
-                 eta0: float = 0.05, **overrides: Any) -> None:  # fmt: skip
+                 eta0: float = 0.05, max_step: float = 0.5, action: str = "direct",
+                 reward_scale: float = 30.0, **overrides: Any) -> None:  # fmt: skip
         from abm.model import RecourseModel
         from policies.recommenders import DifficultyEstimator
 
         _require(max_steps, "max_steps", 1, 10_000, integer=True)
         _require(warmup_episodes, "warmup_episodes", 0, 10**9, integer=True)
         _require(goal_max, "goal_max", 0.0, 1.0, open_low=True, open_high=True)
+        _require(max_step, "max_step", 0.0, 1.0, open_low=True)
+        _require(reward_scale, "reward_scale", 0.0, 1e9, open_low=True)
+        if action not in RECOMMENDER_ACTIONS:
+            raise ValueError(f"action must be one of {', '.join(RECOMMENDER_ACTIONS)}, got {action!r}")
         for name, v in (("epsilon", epsilon), ("phi", phi), ("psi", psi)):
             _require(v, name, 0.0, 1e9)
         # the world (generator, M, bounds, true d) of the scenario, without running it
@@ -63,11 +90,13 @@ class RecommenderEnv(gym.Env):
         self.generator = model.world.generator
         self.max_steps, self.goal_max = max_steps, goal_max
         self.epsilon, self.phi, self.psi = epsilon, phi, psi
+        self.max_step, self.action_mode, self.reward_scale = float(max_step), action, float(reward_scale)
         self.warmup_episodes = warmup_episodes
         self._estimator_args = (self.ctx.n_features, self.ctx.beta, d0, eta0)
         self.estimator = DifficultyEstimator(*self._estimator_args)
         z = self.ctx.n_features
-        self.observation_space = gym.spaces.Box(0.0, 1.0, (z + 1,), np.float32)
+        low, high = recommender_observation_bounds(z)
+        self.observation_space = gym.spaces.Box(low, high, (recommender_observation_size(z),), np.float32)
         self.action_space = gym.spaces.Box(-1.0, 1.0, (z,), np.float32)
         self.episodes = 0  # finished resets, for the warm-up phase
         self._x = np.zeros(z)
@@ -100,8 +129,9 @@ class RecommenderEnv(gym.Env):
 
     def step(self, action: np.ndarray):
         x = self._x
-        x_cf = self.counterfactual(x[None, :], np.asarray(action, dtype=float)[None, :])[0]
         m = self.ctx.model
+        x_cf = self.counterfactual(x[None, :], np.asarray(action, dtype=float)[None, :],
+                                   np.array([self._g]))[0]  # fmt: skip
         error = abs(float(m.score(x_cf[None, :])[0]) - self._g)
         cost_hat = float(np.abs(x_cf - x) @ self.estimator.d)
         cost = float(np.abs(x_cf - x) @ self.ctx.difficulty)
@@ -122,12 +152,12 @@ class RecommenderEnv(gym.Env):
         terminated = bool(m.score(x_new[None, :])[0] >= self._g)
         truncated = not terminated and self._t >= self.max_steps
         info = {"error": error, "cost": cost, "cost_hat": cost_hat, "warmup": self.warming_up,
-                "d_error": self.difficulty_error()}  # fmt: skip
-        return self._obs(), float(reward), terminated, truncated, info
+                "d_error": self.difficulty_error(), "reward_eq15": reward}  # fmt: skip
+        return self._obs(), float(reward / self.reward_scale), terminated, truncated, info
 
-    def counterfactual(self, X: np.ndarray, A: np.ndarray) -> np.ndarray:
-        """x^CF (n, z) of features X (n, z) under actions A (n, z) in [-1, 1]."""
-        return action_to_counterfactual(X, A, self.ctx.immutable)
+    def counterfactual(self, X: np.ndarray, A: np.ndarray, goals: np.ndarray) -> np.ndarray:
+        """x^CF (n, z) of features X (n, z) with goals (n,) under actions A (n, z) in [-1, 1]."""
+        return recommender_counterfactual(X, A, goals, self.ctx, self.action_mode, self.max_step)
 
     def difficulty_error(self) -> float:
         """Eq. 17: Σ|d_i - d̂_i|."""
@@ -147,14 +177,95 @@ class RecommenderEnv(gym.Env):
         self.estimator.updates = np.asarray(state["updates"], dtype=np.int64)
 
     def _obs(self) -> np.ndarray:
-        return np.concatenate([self._x, [self._g]]).astype(np.float32)
+        s = self.ctx.model.score(self._x[None, :])
+        return recommender_observation(self._x[None, :], np.array([self._g]), s, self.estimator.d)[0]
 
 
-def action_to_counterfactual(X: np.ndarray, A: np.ndarray, immutable: np.ndarray) -> np.ndarray:
-    """clip(X + A, 0, 1) with immutable columns of X kept; X, A (n, z)."""
-    X_cf = np.clip(X + np.clip(A, -1.0, 1.0), 0.0, 1.0)
+LOGIT_GAP_SCALE = 10.0  # the logit gap is observed as clip(gap / 10, -1, 1)
+
+
+def recommender_observation_size(z: int) -> int:
+    """Length of :func:`recommender_observation`'s vector for z features."""
+    return 2 * z + 4
+
+
+def recommender_observation_bounds(z: int) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) of :func:`recommender_observation` for z features."""
+    low = np.zeros(recommender_observation_size(z), np.float32)
+    high = np.ones(recommender_observation_size(z), np.float32)
+    low[z + 2 : z + 4] = -1.0  # the gaps are negative once the goal is met
+    return low, high
+
+
+def recommender_observation(X: np.ndarray, goals: np.ndarray, scores: np.ndarray,
+                            d_hat: np.ndarray) -> np.ndarray:  # fmt: skip
+    """φ's observation (n, 2z + 4) float32: [x (z), g, M(x), g - M(x), logit gap, d̂ (z)].
+
+    X (n, z), goals (n,), scores = M(X) (n,), d_hat (z,) shared by every row. The logit
+    gap is clip((logit g - logit M(x)) / 10, -1, 1), probabilities clipped to [1e-6, 1 - 1e-6]:
+    for a score that is a sigmoid of a roughly linear function (logistic regression, as
+    here) the change needed is about linear in it, which a small network fits far more
+    precisely than the same change as a function of g - M(x). It uses M's scores only.
+    """
+    n = X.shape[0]
+    d = np.broadcast_to(np.asarray(d_hat, dtype=float), (n, X.shape[1]))
+    g, s = np.clip(goals, 1e-6, 1 - 1e-6), np.clip(scores, 1e-6, 1 - 1e-6)
+    logit_gap = np.clip((np.log(g / (1 - g)) - np.log(s / (1 - s))) / LOGIT_GAP_SCALE, -1.0, 1.0)
+    cols = [X, goals[:, None], scores[:, None], (goals - scores)[:, None], logit_gap[:, None], d]
+    return np.concatenate(cols, axis=1).astype(np.float32)
+
+
+def recommender_counterfactual(X: np.ndarray, A: np.ndarray, goals: np.ndarray, ctx: PolicyContext,
+                               action: str, max_step: float) -> np.ndarray:  # fmt: skip
+    """x^CF of φ's actions A (n, z) under the mapping ``action`` (see :class:`RecommenderEnv`)."""
+    if action == "direct":
+        return action_to_counterfactual(X, A, ctx.immutable, max_step)
+    if action == "direction":
+        return direction_to_counterfactual(X, A, goals, ctx.model.score, ctx.immutable)
+    raise ValueError(f"action must be one of {', '.join(RECOMMENDER_ACTIONS)}, got {action!r}")
+
+
+def action_to_counterfactual(X: np.ndarray, A: np.ndarray, immutable: np.ndarray,
+                             max_step: float = 1.0) -> np.ndarray:  # fmt: skip
+    """clip(X + max_step A, 0, 1) with A clipped to [-1, 1] and immutable columns of X kept; X, A (n, z)."""
+    X_cf = np.clip(X + max_step * np.clip(A, -1.0, 1.0), 0.0, 1.0)
     X_cf[:, immutable] = X[:, immutable]
     return X_cf
+
+
+def direction_to_counterfactual(X: np.ndarray, A: np.ndarray, goals: np.ndarray, score,
+                                immutable: np.ndarray, iters: int = 60) -> np.ndarray:  # fmt: skip
+    """x(t) = clip(X + t u, 0, 1), u = (A + 1) / 2 on mutable features, at the smallest t found
+    by bisection with M(x(t)) >= g (``score`` is M.score: model-agnostic).
+
+    t ranges over [0, t_max], t_max the step at which every feature with u_i > 0 sits at
+    its upper bound; a goal out of reach along u gives x(t_max); rows whose goal is met
+    are unchanged. The bisection keeps the upper end, so a reachable goal is met with an
+    error of at most the score change over t_max 2^-iters.
+    """
+    X = np.asarray(X, dtype=float)
+    U = (np.clip(A, -1.0, 1.0) + 1.0) / 2.0
+    U[:, immutable] = 0.0
+    U = np.maximum(U, 1e-3)  # a zero direction would never move; 1e-3 keeps t_max finite
+    U[:, immutable] = 0.0
+    with np.errstate(divide="ignore"):
+        t_max = np.where(U > 0, (1.0 - X) / np.where(U > 0, U, 1.0), 0.0).max(axis=1)
+
+    def at(t: np.ndarray) -> np.ndarray:
+        out = np.clip(X + t[:, None] * U, 0.0, 1.0)
+        out[:, immutable] = X[:, immutable]
+        return out
+
+    lo, hi = np.zeros(X.shape[0]), t_max.copy()
+    for _ in range(iters):
+        mid = (lo + hi) / 2.0
+        up = score(at(mid)) >= goals
+        hi = np.where(up, mid, hi)
+        lo = np.where(up, lo, mid)
+    out = at(hi)
+    met = ~(score(X) < goals)
+    out[met] = X[met]
+    return out
 
 
 # -- the population environment (§4.2) -------------------------------------------------

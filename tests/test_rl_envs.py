@@ -34,15 +34,17 @@ def test_population_env_passes_check_env(validity):
 
 
 def test_recommender_env_reward_is_eq15_and_estimates_difficulty():
-    env = RecommenderEnv("paper", warmup_episodes=1, phi=10.0, psi=300.0, epsilon=0.01)
+    env = RecommenderEnv("paper", warmup_episodes=1, phi=10.0, psi=300.0, epsilon=0.01,
+                         max_step=0.5, reward_scale=30.0)  # fmt: skip
     env.reset(seed=3)
     x, g = env._x.copy(), env._g
-    a = np.full(10, 0.05, dtype=np.float32)
+    a = np.full(10, 0.1, dtype=np.float32)
     _, r, *_ , info = env.step(a)
-    x_cf = np.clip(x + 0.05, 0, 1)
+    x_cf = np.clip(x + 0.5 * 0.1, 0, 1)  # Δ = max_step a
     e = abs(env.ctx.model.score(x_cf[None])[0] - g)
     assert info["error"] == pytest.approx(e)
-    assert r == pytest.approx(-300 * max(0.0, e - 0.01))  # warm-up: error only
+    assert info["reward_eq15"] == pytest.approx(-300 * max(0.0, e - 0.01))  # warm-up: error only
+    assert r == pytest.approx(info["reward_eq15"] / 30.0)  # SAC sees eq. 15 / reward_scale
     assert not np.allclose(env.estimator.d, 0.5)  # d̂ moved from d̂⁰ after one attempt
     env.reset()  # second episode: the cost term is on
     x, g = env._x.copy(), env._g
@@ -50,7 +52,45 @@ def test_recommender_env_reward_is_eq15_and_estimates_difficulty():
     _, r, *_ , info = env.step(a)
     x_cf = np.clip(x + 0.05, 0, 1)
     c_hat = np.abs(x_cf - x) @ d_hat
-    assert r == pytest.approx(-10 * c_hat - 300 * max(0.0, info["error"] - 0.01))
+    assert info["reward_eq15"] == pytest.approx(-10 * c_hat - 300 * max(0.0, info["error"] - 0.01))
+
+
+def test_recommender_observation_is_x_g_score_gap_and_d_hat():
+    env = RecommenderEnv("paper", warmup_episodes=1)
+    obs, _ = env.reset(seed=4)
+    z = 10
+    s = env.ctx.model.score(env._x[None])[0]
+    assert obs.shape == (2 * z + 4,) and env.observation_space.contains(obs)
+    np.testing.assert_allclose(obs[:z], env._x, rtol=1e-6)
+    logit_gap = (np.log(env._g / (1 - env._g)) - np.log(s / (1 - s))) / 10
+    np.testing.assert_allclose(obs[z:z + 4], [env._g, s, env._g - s, logit_gap], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(obs[z + 4:], env.estimator.d, rtol=1e-6)
+    obs, *_ = env.step(np.zeros(z, np.float32))  # d̂ in the observation follows the estimator
+    np.testing.assert_allclose(obs[z + 4:], env.estimator.d, rtol=1e-6)
+
+
+def test_direction_action_reaches_the_goal_along_the_direction():
+    from abm.envs import direction_to_counterfactual
+
+    env = RecommenderEnv("paper", warmup_episodes=0, action="direction")
+    _check(env)
+    m = env.ctx.model
+    rng = np.random.default_rng(0)
+    X = env.generator.sample(50, rng)
+    s = m.score(X)
+    goals = np.clip(s + rng.uniform(0, 0.3, 50), 0, 0.95)
+    A = rng.uniform(-1, 1, (50, 10))
+    X_cf = direction_to_counterfactual(X, A, goals, m.score, env.ctx.immutable)
+    reach = goals > s
+    assert np.all(m.score(X_cf[reach]) >= goals[reach] - 1e-12)
+    assert np.abs(m.score(X_cf[reach]) - goals[reach]).max() < 1e-6
+    np.testing.assert_array_equal(X_cf[~reach], X[~reach])  # goal met: unchanged
+    delta = X_cf[reach] - X[reach]
+    assert np.all(delta >= -1e-12)  # non-negative direction u = (a + 1) / 2
+    with pytest.raises(ValueError, match="action must be one of"):
+        RecommenderEnv("paper", action="absolute")
+    with pytest.raises(ValueError, match=r"max_step must be a number in \(0, 1\]"):
+        RecommenderEnv("paper", max_step=0.0)
 
 
 def test_reward_eq16_handles_undefined_and_zero_ratios():

@@ -14,7 +14,14 @@ from abm.evaluation import evaluate
 from abm.model import RecourseModel
 from policies import make_policy
 from policies.rl.artefacts import ArtefactError, load_sac, read_manifest
-from policies.rl.training import PREDICTOR_SAC, RECOMMENDER_SAC, train_predictor, train_recommender
+from policies.rl.training import (
+    PREDICTOR_SAC,
+    RECOMMENDER_MAX_STEP,
+    RECOMMENDER_OBSERVATION,
+    RECOMMENDER_SAC,
+    train_predictor,
+    train_recommender,
+)
 
 TINY = dict(ticks=10)
 SAC_TINY = replace(PREDICTOR_SAC, net=(32, 32), learning_starts=30, batch_size=64, learning_rate=3e-3, gamma=0.5)
@@ -69,7 +76,39 @@ def test_manifest_round_trip_and_learning_curve(trained):
     assert (pred / "learning_curve.csv").read_text().startswith("episode,timesteps,reward")
     r = read_manifest(rec, "recommender")
     assert len(r["d_hat"]) == 10 and r["d_error"] >= 0
+    assert r["obs_dim"] == 24 and r["action_mode"] == "direction" and r["max_step"] == RECOMMENDER_MAX_STEP
+    assert r["env"]["reward_scale"] == 1.0
+    assert r["observation"] == RECOMMENDER_OBSERVATION
     assert read_manifest(pred_rl, "predictor")["recommender_path"] == "../rec"
+
+
+def test_learned_recommender_rebuilds_the_training_observation(trained, tmp_path):
+    """φ at inference = the SAC actor on [x, g, M(x), gaps, d̂ from the manifest], both mappings."""
+    from abm.envs import recommender_counterfactual, recommender_observation
+    from policies.rl.learned import LearnedRecommender
+
+    _, rec, _, _ = trained
+    direct = tmp_path / "direct"
+    train_recommender(direct, warmup_episodes=2, episodes=3, checkpoint_every=50, action="direct",
+                      max_step=0.25, sac=replace(RECOMMENDER_SAC, net=(16,), learning_starts=10, batch_size=8))  # fmt: skip
+    assert read_manifest(direct, "recommender")["env"]["reward_scale"] == 30.0
+    ctx = RecourseModel("paper", "none", ticks=1).context
+    X = np.random.default_rng(1).uniform(0, 1, (20, 10))
+    s = ctx.model.score(X)
+    goals = np.minimum(s + 0.2, 0.95)
+    for path, mode, step in ((rec, "direction", RECOMMENDER_MAX_STEP), (direct, "direct", 0.25)):
+        phi = LearnedRecommender(path)
+        phi.prepare(ctx)
+        assert (phi.action_mode, phi.max_step) == (mode, step)
+        _, sac = load_sac(path, "recommender")
+        obs = recommender_observation(X, goals, s, np.asarray(phi.manifest["d_hat"]))
+        want = recommender_counterfactual(X, sac.predict(obs, deterministic=True)[0], goals, ctx, mode, step)
+        want[~(s < goals)] = X[~(s < goals)]
+        got = phi.recommend(X, goals, np.random.default_rng(0))
+        np.testing.assert_allclose(got, want)
+        if mode == "direction":  # meets every reachable goal, whatever φ learned
+            reach = s < goals
+            assert np.abs(ctx.model.score(got[reach]) - goals[reach]).max() < 1e-6
 
 
 def test_learned_policies_run_deterministically(trained):
@@ -121,6 +160,14 @@ def test_bad_artefacts_are_refused(trained, tmp_path):
         RecourseModel("paper", f"hybrid-exact-linear:path={pred}", validity=5, ticks=1)
     with pytest.raises(FileNotFoundError):
         load_sac(tmp_path / "nowhere", "predictor")
+    old_phi = _copy(rec, tmp_path / "old-phi")  # a φ from before observation (x, g, M, gap, d̂)
+    m = json.loads((old_phi / "manifest.json").read_text())
+    for key in ("observation", "action_mode", "max_step"):
+        del m[key]
+    m["obs_dim"] = 11
+    (old_phi / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(ArtefactError, match="older recourse-abm.*train it again"):
+        RecourseModel("paper", f"rl-recommender:path={old_phi}", ticks=1)
 
 
 def test_resume_continues_from_the_latest_checkpoint(tmp_path):
@@ -144,3 +191,18 @@ def test_cli_bad_input_exits_2(tmp_path):
         r = runner.invoke(app, args)
         assert r.exit_code == 2, (args, r.output)
         assert "error:" in r.output
+
+
+def test_shipped_artefacts_load_and_act_deterministically():
+    """The default `rl` and `hybrid-*` policies load the artefacts shipped in results/pareto."""
+    from policies.rl.learned import DEFAULT_PREDICTOR_RL, DEFAULT_RECOMMENDER
+
+    assert read_manifest(DEFAULT_RECOMMENDER, "recommender", n_features=10)["action_mode"] == "direction"
+    assert read_manifest(DEFAULT_PREDICTOR_RL, "predictor", n_features=10)["max_margin"] > 0
+    runs = [RecourseModel("paper", name, seed=3, ticks=8, agents=False, record_events=False).run().tick_table()
+            for name in ("rl", "rl", "hybrid-exact-linear")]  # fmt: skip
+    np.testing.assert_array_equal(runs[0].to_numpy(np.float64), runs[1].to_numpy(np.float64))
+    # the learned predictor aims above the last threshold: goals never fall below it
+    for t in (runs[0], runs[2]):
+        advised = t["mean_goal"].notna()
+        assert (t.loc[advised, "mean_goal"] >= t.loc[advised, "threshold"] - 1e-12).all()

@@ -210,12 +210,12 @@ def register(app: typer.Typer) -> None:
     def pareto(
         setting: Annotated[str, typer.Option(help="T1-b005 | T1-b001 | T5-b005 | T5-b001 (T and beta)")] = "T1-b005",
         out: Annotated[Path | None, typer.Option(help="output directory (default results/pareto/SETTING)")] = None,
-        grid: Annotated[str, typer.Option(help="ALPHA:TAU pairs of eq. 16, one predictor each")] = "1:4,1:1,4:1,10:1",
+        grid: Annotated[str, typer.Option(help="ALPHA:TAU pairs of eq. 16, one predictor each")] = "1:4,1:1,2:1,4:1,10:1,30:1",
         recommenders: Annotated[str, typer.Option(
-            help="baseline recommenders for threshold-* and hybrid-*: exact-linear,ustun,wachter,dice")] = "exact-linear,wachter",
-        predictor_steps: Annotated[int, typer.Option(help="SAC steps per predictor (paper 7000)")] = 1500,
-        rec_warmup_episodes: Annotated[int, typer.Option(help="φ warm-up episodes (paper 3000)")] = 1000,
-        rec_episodes: Annotated[int, typer.Option(help="φ episodes with cost (paper 20000)")] = 9000,
+            help="baseline recommenders for threshold-* and hybrid-*: exact-linear,ustun,wachter,dice")] = "exact-linear,wachter,ustun",
+        predictor_steps: Annotated[int, typer.Option(help="SAC steps per predictor (paper 7000)")] = 7000,
+        rec_warmup_episodes: Annotated[int, typer.Option(help="φ warm-up episodes (paper 3000)")] = 0,
+        rec_episodes: Annotated[int, typer.Option(help="φ episodes with cost (paper 20000)")] = 20_000,
         episodes: Annotated[int, typer.Option(help="evaluation episodes per point (paired seeds)")] = 10,
         seed: Annotated[int, typer.Option(help="training seed")] = 0,
         workers: Annotated[int, typer.Option(help="parallel evaluation processes")] = 1,

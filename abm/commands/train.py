@@ -66,9 +66,17 @@ def register(app: typer.Typer) -> None:
         scenario: Annotated[str, typer.Option("--scenario", "-s", help="preset or .toml")] = "paper",
         out: Annotated[Path, typer.Option(help="artefact directory")] = Path("results/artefacts/recommender"),
         seed: Annotated[int, typer.Option(help="training seed")] = 0,
-        warmup_episodes: Annotated[int, typer.Option(help="episodes rewarded on error only (paper 3000)")] = 3000,
+        warmup_episodes: Annotated[int, typer.Option(help="episodes rewarded on error only (paper 3000; 0 suits --action direction)")] = 0,
         episodes: Annotated[int, typer.Option(help="episodes with error and cost (paper 20000)")] = 20_000,
         checkpoint_every: Annotated[int, typer.Option(help="checkpoint every N steps")] = 10_000,
+        max_step: Annotated[float, typer.Option(
+            help="direct action: x_cf = clip(x + max_step a, 0, 1), in (0, 1] (paper 1)")] = 0.5,
+        action: Annotated[str, typer.Option(
+            help="direction (a sets a direction of change; the step length reaching g is found on "
+                 "M's score) or direct (the paper's: a is the change)")] = "direction",
+        reward_scale: Annotated[float | None, typer.Option(
+            help="SAC is trained on eq. 15 / this (> 0; default 1 for direction, 30 for direct); "
+                 "the learning curve shows eq. 15")] = None,
         resume: Annotated[bool, typer.Option(help="continue from the latest checkpoint in --out")] = False,
         net: NetOpt = None, lr: LrOpt = None, batch_size: BatchOpt = None, gamma: GammaOpt = None,
         learning_starts: StartsOpt = None, threads: ThreadsOpt = 1, set_: SetOpt = None,
@@ -83,6 +91,7 @@ def register(app: typer.Typer) -> None:
             task = bar.add_task("training φ (episodes)", total=warmup_episodes + episodes)
             m = train_recommender(out, scenario, seed=seed, warmup_episodes=warmup_episodes,
                                   episodes=episodes, sac=sac, checkpoint_every=checkpoint_every,
+                                  max_step=max_step, action=action, reward_scale=reward_scale,
                                   resume=resume, progress=bar_progress(bar, task),
                                   **parse_overrides(set_))  # fmt: skip
         console.print(f"φ: {m['steps']} steps, {m['episodes_trained']} episodes, Σ|d - d̂| = "

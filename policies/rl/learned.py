@@ -14,30 +14,61 @@ from abm.interfaces import Feedback, PolicyContext, RecourseObs
 from policies.composite import CompositePolicy
 from policies.rl.artefacts import ArtefactError, load_sac
 
-DEFAULT_RECOMMENDER = "results/artefacts/recommender"
-DEFAULT_PREDICTOR_RL = "results/artefacts/predictor-rl"
-DEFAULT_PREDICTOR_HYBRID = "results/artefacts/predictor-hybrid"
+# the shipped T = 1, beta = 0.05 artefacts (results/pareto/T1-b005, `reproduce pareto`):
+# phi, and the predictors whose front point is closest to RR = 0.95 (alpha:tau = 10:1)
+_SHIPPED = Path(__file__).resolve().parents[2] / "results" / "pareto" / "T1-b005"
+DEFAULT_RECOMMENDER = _SHIPPED / "recommender"
+DEFAULT_PREDICTOR_RL = _SHIPPED / "predictors" / "rl-a10-t1"
+DEFAULT_PREDICTOR_HYBRID = _SHIPPED / "predictors" / "hybrid-a10-t1"
 
 
 class LearnedRecommender:
-    """φ: (x, g) -> x^CF from a ``recommender`` artefact; rows already at their goal stay."""
+    """φ: (x, g) -> x^CF from a ``recommender`` artefact; rows already at their goal stay.
+
+    Builds the training observation [x, g, M(x), g - M(x), d̂] with the d̂ learned in
+    training (the manifest's ``d_hat``) and maps actions with the manifest's
+    ``action_mode`` and ``max_step`` (:func:`abm.envs.recommender_counterfactual`).
+    Artefacts from before these fields existed (observation (x, g), x^CF = x + a) are
+    refused: they must be trained again.
+    """
 
     def __init__(self, path: str | Path | None = DEFAULT_RECOMMENDER) -> None:
         self.path = path
 
     def prepare(self, ctx: PolicyContext) -> None:
+        from abm.envs import RECOMMENDER_ACTIONS, recommender_observation_size
+        from policies.rl.training import RECOMMENDER_OBSERVATION
+
         if self.path is None:
             raise ValueError("the learned recommender needs path=DIR of a trained recommender")
         self.ctx = ctx
-        self.manifest, self.sac = load_sac(self.path, "recommender", n_features=ctx.n_features)
+        z = ctx.n_features
+        manifest, sac = load_sac(self.path, "recommender", n_features=z)
+        missing = [k for k in ("observation", "action_mode", "max_step", "d_hat") if k not in manifest]
+        if missing or manifest["observation"] != RECOMMENDER_OBSERVATION or manifest.get("obs_dim") != recommender_observation_size(z):
+            raise ArtefactError(
+                f"recommender {self.path} was trained by an older recourse-abm (observation "
+                f"{manifest.get('observation', '(x, g)')!r}, no {', '.join(missing) or 'matching obs_dim'}): "
+                f"this version needs observation {RECOMMENDER_OBSERVATION!r}, action_mode and max_step "
+                "in the manifest; train it again with `recourse-abm train recommender`"
+            )  # fmt: skip
+        if manifest["action_mode"] not in RECOMMENDER_ACTIONS or not 0 < float(manifest["max_step"]) <= 1:
+            raise ArtefactError(f"recommender {self.path}: action_mode {manifest['action_mode']!r} / "
+                                f"max_step {manifest['max_step']!r} not understood")  # fmt: skip
+        if len(manifest["d_hat"]) != z:
+            raise ArtefactError(f"recommender {self.path}: d_hat has {len(manifest['d_hat'])} entries, not {z}")
+        self.manifest, self.sac = manifest, sac
+        self.action_mode, self.max_step = manifest["action_mode"], float(manifest["max_step"])
 
     def recommend(self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        from abm.envs import action_to_counterfactual
+        from abm.envs import recommender_counterfactual, recommender_observation
 
-        obs = np.concatenate([X, goals[:, None]], axis=1).astype(np.float32)
+        scores = self.ctx.model.score(X)
+        obs = recommender_observation(X, goals, scores, self.difficulty_estimate)
         actions, _ = self.sac.predict(obs, deterministic=True)
-        X_cf = action_to_counterfactual(X, np.asarray(actions, dtype=float), self.ctx.immutable)
-        met = ~(self.ctx.model.score(X) < goals)
+        X_cf = recommender_counterfactual(X, np.asarray(actions, dtype=float), goals, self.ctx,
+                                          self.action_mode, self.max_step)  # fmt: skip
+        met = ~(scores < goals)
         X_cf[met] = X[met]
         return X_cf
 

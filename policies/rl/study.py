@@ -43,14 +43,16 @@ POINT_COLUMNS = ("method", "family", "alpha", "tau", "policy", "rr", "rr_std", "
 
 @dataclass(frozen=True)
 class StudyConfig:
-    """What one run of the study trains and evaluates (defaults: a reduced CPU budget)."""
+    """What one run of the study trains and evaluates (defaults: the shipped T = 1 runs)."""
 
     setting: str = "T1-b005"
-    grid: tuple[tuple[float, float], ...] = ((1.0, 4.0), (1.0, 1.0), (4.0, 1.0), (10.0, 1.0))
-    recommenders: tuple[str, ...] = ("exact-linear", "wachter")
-    predictor_steps: int = 1500
-    rec_warmup_episodes: int = 1000
-    rec_episodes: int = 9000
+    grid: tuple[tuple[float, float], ...] = ((1.0, 4.0), (1.0, 1.0), (2.0, 1.0), (4.0, 1.0),
+                                             (10.0, 1.0), (30.0, 1.0))  # fmt: skip
+    recommenders: tuple[str, ...] = ("exact-linear", "wachter", "ustun")
+    predictor_steps: int = 7000
+    # no warm-up: with the default direction mapping the error-only reward is always 0
+    rec_warmup_episodes: int = 0
+    rec_episodes: int = 20_000
     episodes: int = 10
     seed: int = 0
     eval_seed: int = 0

@@ -68,33 +68,62 @@ class SACParams:
                 "policy_kwargs": {"net_arch": list(self.net)}, **self.extra}  # fmt: skip
 
 
-RECOMMENDER_SAC = SACParams(gamma=0.9, learning_starts=1000)
-PREDICTOR_SAC = SACParams(gamma=0.99, learning_starts=200)
+# φ: a step's reward is the outcome of that one attempt (the next step is a new attempt
+# from wherever the candidate got), so a short horizon is enough; gamma = 0 makes the
+# critic a one-step (contextual-bandit) value, simpler to fit than with gamma 0.9. With
+# the default "direction" mapping, train without warm-up (docs/rl.md).
+RECOMMENDER_SAC = SACParams(gamma=0.0, learning_rate=1e-3, learning_starts=300)
+RECOMMENDER_MAX_STEP = 0.5
+# eq. 15 is divided by this before SAC sees it (None: per action mapping). Direct: ψ = 300
+# times errors ~0.3 gives ~-100, /30 gives O(1). Direction: the error is ~0 by
+# construction, so eq. 15 is -φ ĉ, already O(1).
+RECOMMENDER_REWARD_SCALES = {"direct": 30.0, "direction": 1.0}
+# φ's observation layout (abm.envs.recommender_observation); artefacts without it are refused
+RECOMMENDER_OBSERVATION = "x, g, M(x), g - M(x), (logit g - logit M(x)) / 10, d_hat"
+# A goal acts on the next tick (T = 1) or the next few: gamma 0.9 (a ~10-tick horizon)
+# assigns that credit within the paper's 7,000 steps; with 0.99, alpha:tau = 10:1 still sat
+# at RR 0.65 after 7,000 steps, with 0.9 it reached RR 0.93 (the fixed-margin front's end).
+PREDICTOR_SAC = SACParams(gamma=0.9, learning_starts=200)
 
 
 def train_recommender(out: str | Path, scenario: str = "paper", *, seed: int = 0,
-                      warmup_episodes: int = 3000, episodes: int = 20_000,
+                      warmup_episodes: int = 0, episodes: int = 20_000,
                       sac: SACParams = RECOMMENDER_SAC, checkpoint_every: int = 10_000,
+                      max_step: float = RECOMMENDER_MAX_STEP, action: str = "direction",
+                      reward_scale: float | None = None,
                       resume: bool = False, progress: Callable[[int, int], None] | None = None,
                       env_params: dict[str, Any] | None = None, **overrides: Any) -> dict[str, Any]:  # fmt: skip
     """Train φ in :class:`abm.envs.RecommenderEnv`: ``warmup_episodes`` on error only, then
     ``episodes`` with cost (App. D). Returns the manifest. ``progress(done, total)``
-    reports finished episodes."""
+    reports finished episodes. ``max_step``, ``action`` (``direct``, the paper's, or
+    ``direction``) and ``reward_scale`` are :class:`abm.envs.RecommenderEnv`'s; the
+    manifest records them (and the observation layout) for :class:`LearnedRecommender`.
+    The learning curve's ``reward`` is eq. 15 itself, not the scaled reward SAC sees."""
     from abm.envs import RecommenderEnv
 
     _positive_int(warmup_episodes, "warmup_episodes", 0)
     _positive_int(episodes, "episodes", 1)
-    env = RecommenderEnv(scenario, warmup_episodes=warmup_episodes, **(env_params or {}), **overrides)
+    if reward_scale is None:
+        reward_scale = RECOMMENDER_REWARD_SCALES.get(action, 1.0)
+    env = RecommenderEnv(scenario, warmup_episodes=warmup_episodes, max_step=max_step, action=action,
+                         reward_scale=reward_scale, **(env_params or {}), **overrides)  # fmt: skip
     total_episodes = warmup_episodes + episodes
+    described = {"direct": "x_cf = clip(x + max_step a, 0, 1), immutable features kept; a in [-1, 1]^z",
+                 "direction": "u = (a + 1) / 2 on mutable features, x_cf = clip(x + t u, 0, 1) with the "
+                              "smallest t such that M(x_cf) >= g (bisection on M.score)"}  # fmt: skip
     manifest = {
         "kind": "recommender",
         "scenario": env.config.to_dict(),
         "seed": seed,
         "n_features": env.ctx.n_features,
         "obs_dim": int(env.observation_space.shape[0]),
-        "action": "x_cf = clip(x + a, 0, 1), immutable features kept; a in [-1, 1]^z",
+        "observation": RECOMMENDER_OBSERVATION,
+        "action_mode": env.action_mode,
+        "max_step": env.max_step,
+        "action": described[env.action_mode],
         "env": {"max_steps": env.max_steps, "epsilon": env.epsilon, "phi": env.phi, "psi": env.psi,
-                "goal_max": env.goal_max, "warmup_episodes": warmup_episodes, "episodes": episodes},
+                "goal_max": env.goal_max, "warmup_episodes": warmup_episodes, "episodes": episodes,
+                "reward_scale": env.reward_scale},
         "sac": asdict(sac),
     }  # fmt: skip
     result = _train(out, env, manifest, sac, seed, total_steps=total_episodes * env.max_steps,
@@ -230,7 +259,8 @@ class _Callback:
 
             def _on_step(self) -> bool:
                 info = self.locals["infos"][0]
-                reward = float(self.locals["rewards"][0])
+                # φ's env trains on eq. 15 / reward_scale; the curve reports eq. 15 itself
+                reward = float(info.get("reward_eq15", self.locals["rewards"][0]))
                 ep = self._ep
                 ep.setdefault("reward", []).append(reward)
                 for key in ("error", "cost", "rr", "rf", "goal"):
