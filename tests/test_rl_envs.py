@@ -175,3 +175,16 @@ def test_predictor_action_is_a_margin_above_the_last_threshold():
     np.testing.assert_allclose(goal_from_action(a[1:2], float("nan"), 0.3), [0.15])
     with pytest.raises(ValueError, match=r"max_margin must be a number in \(0, 1\]"):
         PopulationEnv("paper", max_margin=0.0)
+
+
+def test_study_points_retry_failures_and_keep_the_latest_row(tmp_path):
+    from policies.rl.study import _append, _read_rows
+
+    path = tmp_path / "points.csv"
+    base = {"family": "hybrid", "policy": "p", "rr_std": 0, "rf_std": 0, "gini": 0, "cost": 0,
+            "n_unadvised": 0, "episodes": 10, "seconds": 1}  # fmt: skip
+    _append(path, {**base, "method": "hybrid-ustun", "alpha": "1", "tau": "4", "rr": "nan", "rf": "nan"})
+    _append(path, {**base, "method": "hybrid-ustun", "alpha": "1", "tau": "1", "rr": 0.5, "rf": 0.4})
+    _append(path, {**base, "method": "hybrid-ustun", "alpha": "1", "tau": "1", "rr": 0.6, "rf": 0.3})
+    rows = _read_rows(path)
+    assert [(r["alpha"], r["tau"], float(r["rr"])) for r in rows] == [("1", "1", 0.6)]

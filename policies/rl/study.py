@@ -299,10 +299,19 @@ def _fmt(v: float | None) -> str:
 
 
 def _read_rows(path: Path) -> list[dict]:
+    """The evaluated points: one per (method, alpha, tau), the latest appended wins.
+
+    A failed evaluation (RR and RF both NaN) is not a result: it is left out, so the
+    next run of the study tries that point again.
+    """
     if not path.is_file():
         return []
     with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+        latest = {}
+        for r in csv.DictReader(f):
+            if float(r["rr"]) == float(r["rr"]) or float(r["rf"]) == float(r["rf"]):
+                latest[(r["method"], r["alpha"], r["tau"])] = r
+    return list(latest.values())
 
 
 def _append(path: Path, row: dict[str, Any]) -> None:
