@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -126,22 +127,29 @@ def _check_keys(data: dict[str, Any]) -> None:
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value)
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and not math.isnan(value)
 
 
-def _require_int(name: str, value: Any, low: int, high: float = math.inf) -> None:
+def _bound(value: float) -> str:
+    return "inf" if value == math.inf else f"{value:g}"
+
+
+def require_int(name: str, value: Any, low: int, high: float = math.inf) -> int:
+    """``value`` as an int, or a :class:`ConfigError` naming ``name`` and [low, high]."""
     if not _is_int(value) or not low <= value <= high:
         upper = "inf" if high == math.inf else str(int(high))
         raise ConfigError(f"{name} must be an integer in [{low}, {upper}], got {value!r}")
+    return int(value)
 
 
-def _require_number(
+def require_number(
     name: str, value: Any, low: float, high: float, *, low_open: bool = False, high_open: bool = False
-) -> None:
+) -> float:
+    """``value`` as a float, or a :class:`ConfigError` naming ``name`` and its interval."""
     ok = _is_number(value)
     if ok:
         ok = (value > low if low_open else value >= low) and (
@@ -150,7 +158,8 @@ def _require_number(
     if not ok:
         lb = "(" if low_open else "["
         hb = ")" if high_open else "]"
-        raise ConfigError(f"{name} must be a number in {lb}{low}, {high}{hb}, got {value!r}")
+        raise ConfigError(f"{name} must be a number in {lb}{_bound(low)}, {_bound(high)}{hb}, got {value!r}")
+    return float(value)
 
 
 def _require_range(name: str, value: Any, low: float, high: float) -> None:
@@ -166,7 +175,7 @@ def _require_range(name: str, value: Any, low: float, high: float) -> None:
 
 
 def _validate(c: ScenarioConfig) -> None:
-    _require_int("n_features", c.n_features, 1, 10_000)
+    require_int("n_features", c.n_features, 1, 10_000)
     _require_range("mean_range", c.mean_range, 0.0, 1.0)
     _require_range("std_range", c.std_range, 0.0, 10.0)
     if c.std_range[1] <= 0:
@@ -174,8 +183,8 @@ def _validate(c: ScenarioConfig) -> None:
     _require_range("weight_range", c.weight_range, 0.0, math.inf)
     if c.weight_range[1] <= 0:
         raise ConfigError(f"weight_range must allow a positive weight, got {c.weight_range!r}")
-    _require_number("label_noise", c.label_noise, 0.0, math.inf)
-    _require_int("n_train", c.n_train, 10)
+    require_number("label_noise", c.label_noise, 0.0, math.inf)
+    require_int("n_train", c.n_train, 10)
     if c.decision_model not in DECISION_MODELS:
         raise ConfigError(
             f"decision_model must be one of {', '.join(DECISION_MODELS)}, got {c.decision_model!r}"
@@ -189,26 +198,26 @@ def _validate(c: ScenarioConfig) -> None:
             )
     if len(set(c.immutable)) == c.n_features:
         raise ConfigError("immutable must leave at least one feature mutable")
-    _require_int("n_initial", c.n_initial, 0)
-    _require_int("k", c.k, 1)
-    _require_int("m", c.m, 0)
+    require_int("n_initial", c.n_initial, 0)
+    require_int("k", c.k, 1)
+    require_int("m", c.m, 0)
     if c.n_initial + c.m == 0:
         raise ConfigError("n_initial and m cannot both be 0 (nobody would ever apply)")
-    _require_int("ticks", c.ticks, 1, 1_000_000)
-    _require_int("validity", c.validity, 1, 10_000)
+    require_int("ticks", c.ticks, 1, 1_000_000)
+    require_int("validity", c.validity, 1, 10_000)
     # beta = inf is the limiting case "every change succeeds"
-    _require_number("beta", c.beta, 0.0, math.inf, low_open=True)
+    require_number("beta", c.beta, 0.0, math.inf, low_open=True)
     if not isinstance(c.difficulty, tuple) or len(c.difficulty) != c.n_features:
         raise ConfigError(
             f"difficulty must list one value per feature (n_features={c.n_features}), "
             f"got {len(c.difficulty) if isinstance(c.difficulty, tuple) else c.difficulty!r}"
         )
     for i, d in enumerate(c.difficulty):
-        _require_number(f"difficulty[{i}]", d, 0.0, 1.0, low_open=True)
+        require_number(f"difficulty[{i}]", d, 0.0, 1.0, low_open=True)
     for name in ("rho", "chi", "omega", "nu"):
-        _require_number(name, getattr(c, name), 0.0, math.inf, high_open=True)
+        require_number(name, getattr(c, name), 0.0, math.inf, high_open=True)
     _require_range("risk_aversion", c.risk_aversion, 0.0, 100.0)
-    _require_int("seed", c.seed, 0, 2**63 - 1)
-    _require_int("world_seed", c.world_seed, 0, 2**63 - 1)
+    require_int("seed", c.seed, 0, 2**63 - 1)
+    require_int("world_seed", c.world_seed, 0, 2**63 - 1)
     if not isinstance(c.name, str) or not c.name:
         raise ConfigError("name must be a non-empty string")

@@ -22,7 +22,7 @@ import gymnasium as gym
 import numpy as np
 
 from abm.behaviour import change_success_probability
-from abm.config import ScenarioConfig
+from abm.config import ScenarioConfig, require_int, require_number
 from abm.interfaces import PolicyContext, Recommender, RecourseObs
 
 # -- the single-candidate recommender environment (§4.1) -------------------------------
@@ -74,15 +74,15 @@ class RecommenderEnv(gym.Env):
         from abm.model import RecourseModel
         from policies.recommenders import DifficultyEstimator
 
-        _require(max_steps, "max_steps", 1, 10_000, integer=True)
-        _require(warmup_episodes, "warmup_episodes", 0, 10**9, integer=True)
-        _require(goal_max, "goal_max", 0.0, 1.0, open_low=True, open_high=True)
-        _require(max_step, "max_step", 0.0, 1.0, open_low=True)
-        _require(reward_scale, "reward_scale", 0.0, 1e9, open_low=True)
+        require_int("max_steps", max_steps, 1, 10_000)
+        require_int("warmup_episodes", warmup_episodes, 0, 10**9)
+        require_number("goal_max", goal_max, 0.0, 1.0, low_open=True, high_open=True)
+        require_number("max_step", max_step, 0.0, 1.0, low_open=True)
+        require_number("reward_scale", reward_scale, 0.0, 1e9, low_open=True)
         if action not in RECOMMENDER_ACTIONS:
             raise ValueError(f"action must be one of {', '.join(RECOMMENDER_ACTIONS)}, got {action!r}")
         for name, v in (("epsilon", epsilon), ("phi", phi), ("psi", psi)):
-            _require(v, name, 0.0, 1e9)
+            require_number(name, v, 0.0, 1e9)
         # the world (generator, M, bounds, true d) of the scenario, without running it
         model = RecourseModel(scenario, "none", agents=False, record_events=False, **overrides)
         self.config = model.config
@@ -390,10 +390,10 @@ class PopulationEnv(gym.Env):
                  log_floor: float = 1e-3, max_margin: float = 0.3, **overrides: Any) -> None:  # fmt: skip
         from abm.model import resolve_scenario
 
-        _require(alpha, "alpha", 0.0, 1e6)
-        _require(tau, "tau", 0.0, 1e6)
-        _require(log_floor, "log_floor", 0.0, 1.0, open_low=True)
-        _require(max_margin, "max_margin", 0.0, 1.0, open_low=True)
+        require_number("alpha", alpha, 0.0, 1e6)
+        require_number("tau", tau, 0.0, 1e6)
+        require_number("log_floor", log_floor, 0.0, 1.0, low_open=True)
+        require_number("max_margin", max_margin, 0.0, 1.0, low_open=True)
         self.max_margin = float(max_margin)
         config = resolve_scenario(scenario)
         self.config = config.replace(**overrides) if overrides else config
@@ -524,16 +524,3 @@ def _nanmean(values: list[float]) -> float:
     v = np.asarray(values, dtype=float)
     v = v[v == v]
     return float(v.mean()) if v.size else float("nan")
-
-
-def _require(value: Any, name: str, low: float, high: float, *, integer: bool = False,
-             open_low: bool = False, open_high: bool = False) -> None:  # fmt: skip
-    """Raise ValueError naming ``name`` and its allowed range unless value lies in it."""
-    ok_type = isinstance(value, int) if integer else isinstance(value, int | float)
-    ok = ok_type and not isinstance(value, bool) and value == value
-    if ok:
-        ok = (value > low if open_low else value >= low) and (value < high if open_high else value <= high)
-    if not ok:
-        lb, rb = ("(" if open_low else "["), (")" if open_high else "]")
-        kind = "an integer" if integer else "a number"
-        raise ValueError(f"{name} must be {kind} in {lb}{low:g}, {high:g}{rb}, got {value!r}")

@@ -51,7 +51,7 @@ def test_run_with_overrides_and_toml(tmp_path):
     [
         (["run", "--policy", "bogus"], "unknown policy 'bogus'"),
         (["run", "--scenario", "nope"], "unknown scenario 'nope'"),
-        (["run", "--set", "beta=-1"], "beta must be a number in (0.0, inf]"),
+        (["run", "--set", "beta=-1"], "beta must be a number in (0, inf]"),
         (["run", "--set", "kk=3"], "unknown scenario field(s): kk"),
         (["run", "--set", "k"], "--set expects KEY=VALUE"),
         (["run", "--ticks", "0"], "ticks must be an integer in [1, 1000000]"),

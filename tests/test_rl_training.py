@@ -206,3 +206,45 @@ def test_shipped_artefacts_load_and_act_deterministically():
     for t in (runs[0], runs[2]):
         advised = t["mean_goal"].notna()
         assert (t.loc[advised, "mean_goal"] >= t.loc[advised, "threshold"] - 1e-12).all()
+
+
+def test_pareto_study_runs_every_piece_on_a_tiny_budget(tmp_path):
+    """`reproduce pareto` end to end: own hybrid predictors, φ reused across T, merged Table 3,
+    resume without new work, and a φ of the wrong β refused."""
+    import csv
+
+    runner = CliRunner()
+    tiny = ["--grid", "1:1", "--recommenders", "exact-linear,wachter", "--predictor-steps", "30",
+            "--rec-episodes", "15", "--episodes", "1", "--no-lookahead", "--summary", str(tmp_path)]  # fmt: skip
+    t1 = tmp_path / "T1"
+    r = runner.invoke(app, ["reproduce", "pareto", "--setting", "T1-b005", "--out", str(t1),
+                            "--hybrid-predictors", "own", *tiny])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert {p.name for p in (t1 / "predictors").iterdir()} == {"rl-a1-t1", "hybrid-a1-t1", "hybrid-wachter-a1-t1"}
+    with open(t1 / "points.csv") as f:
+        points = list(csv.DictReader(f))
+    policies = {p["method"]: p["policy"] for p in points}
+    assert policies["hybrid-wachter"].endswith("hybrid-wachter-a1-t1")
+    assert policies["hybrid-exact-linear"].endswith("hybrid-a1-t1")
+    assert {"threshold", "threshold-wachter", "rl-recommender", "rl"} <= set(policies)
+    with open(t1 / "table3.csv") as f:
+        assert next(csv.reader(f)) == ["method", "T", "beta", "rf_at_rr095", "rr", "n_predictors"]
+
+    rerun = runner.invoke(app, ["reproduce", "pareto", "--setting", "T1-b005", "--out", str(t1),
+                                "--hybrid-predictors", "own", *tiny])  # fmt: skip
+    assert rerun.exit_code == 0, rerun.output
+    assert len((t1 / "points.csv").read_text().splitlines()) == len(points) + 1  # nothing re-evaluated
+
+    t5 = tmp_path / "T5"
+    r = runner.invoke(app, ["reproduce", "pareto", "--setting", "T5-b005", "--out", str(t5),
+                            "--phi", str(t1 / "recommender"), *tiny])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert not (t5 / "recommender").exists()
+    with open(tmp_path / "table3.csv") as f:
+        merged = list(csv.DictReader(f))
+    assert {(m["T"], m["beta"]) for m in merged} == {("1", "0.05"), ("5", "0.05")}
+    assert (tmp_path / "pareto-T1-b005.png").is_file() and (tmp_path / "pareto-T5-b005.png").is_file()
+
+    wrong = runner.invoke(app, ["reproduce", "pareto", "--setting", "T1-b001", "--out", str(tmp_path / "b001"),
+                                "--phi", str(t1 / "recommender"), *tiny])  # fmt: skip
+    assert wrong.exit_code == 2 and "beta" in wrong.output

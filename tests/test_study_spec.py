@@ -96,7 +96,7 @@ def test_toml_file_and_relative_scenario(tmp_path):
         ({"sweep": {"k": {"registered": ["a"]}}}, "use it for policy only"),
         ({"sweep": {"k": [3]}, "set": {"k": 4}}, "k is set or swept twice"),
         ({"policy": "nope"}, "policy: unknown policy 'nope'"),
-        ({"set": {"beta": -1}}, "[set]: beta must be a number in (0.0, inf]"),
+        ({"set": {"beta": -1}}, "[set]: beta must be a number in (0, inf]"),
         ({"set": {"bogus": 1}}, "unknown scenario field(s): bogus"),
         ({"seeds": 0}, "seeds must be a positive count"),
         ({"seeds": [1, 1]}, "more than once"),

@@ -220,19 +220,29 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int, typer.Option(help="training seed")] = 0,
         workers: Annotated[int, typer.Option(help="parallel evaluation processes")] = 1,
         threads: Annotated[int, typer.Option(help="torch CPU threads")] = 1,
+        hybrid_predictors: Annotated[str, typer.Option(
+            help="shared: one exact-linear-trained predictor for every hybrid; own: one per recommender (the paper)")] = "shared",
+        phi: Annotated[Path | None, typer.Option(
+            help="use this trained φ instead of training one (φ depends on β only: T5-b005 can reuse T1-b005's)")] = None,
+        lookahead: Annotated[bool, typer.Option(help="evaluate the privileged lookahead planner too")] = True,
+        summary: Annotated[str, typer.Option(
+            help="also merge this setting's rows into SUMMARY/table3.csv and copy the plot to "
+                 "SUMMARY/pareto-SETTING.png; '' for neither")] = "results",
     ) -> None:
         """durable-recourse-rl Figure 2 / Tables 1 and 3: RR-RF fronts of baselines, hybrids and rl."""
         import time as _time
 
         from abm.cli import console, progress_bar
         from abm.commands.train import set_threads
-        from policies.rl.study import PAPER_TABLE3, StudyConfig, parse_grid, run_study
+        from policies.rl.study import PAPER_TABLE3, StudyConfig, merge_table3, parse_grid, run_study
 
         set_threads(threads)
         recs = tuple(r.strip() for r in recommenders.split(",") if r.strip())
         cfg = StudyConfig(setting=setting, grid=parse_grid(grid), recommenders=recs,
                           predictor_steps=predictor_steps, rec_warmup_episodes=rec_warmup_episodes,
-                          rec_episodes=rec_episodes, episodes=episodes, seed=seed, workers=workers)
+                          rec_episodes=rec_episodes, episodes=episodes, seed=seed, workers=workers,
+                          hybrid_predictors=hybrid_predictors, lookahead=lookahead,
+                          recommender_from=None if phi is None else str(phi))  # fmt: skip
         out = out or Path("results/pareto") / setting
         cpu0, wall0 = _time.process_time(), _time.perf_counter()
         with progress_bar(transient=False) as bar:
@@ -251,6 +261,12 @@ def register(app: typer.Typer) -> None:
                        for m, T, b in zip(t3["method"], t3["T"], t3["beta"], strict=True)]
         _print_df(t3, f"Table 3 ({setting}): RF at RR ≈ 0.95, ours vs paper")
         _print_df(pd.DataFrame(res["table1"]), "Table 1 protocol: recommender error / true cost, Σ|d − d̂|")
+        if summary:
+            import shutil
+
+            merge_table3(Path(summary) / "table3.csv", res["table3"])
+            shutil.copyfile(out / "pareto.png", Path(summary) / f"pareto-{setting}.png")
+            console.print(f"merged into [bold]{Path(summary) / 'table3.csv'}[/] (other settings' rows kept)")
         console.print(f"this run: CPU {_time.process_time() - cpu0:.0f} s (this process), "
                       f"wall {_time.perf_counter() - wall0:.0f} s; results in [bold]{out}[/]")
 

@@ -45,10 +45,10 @@ def _hybrid(recommender: str):
     def factory(path: str | None = None, **rec_params: Any):
         from policies import RECOMMENDERS, _make
         from policies.composite import CompositePolicy
-        from policies.rl.learned import DEFAULT_PREDICTOR_HYBRID, LearnedGoal
+        from policies.rl.learned import LearnedGoal, default_hybrid_predictor
 
         rec = _make(RECOMMENDERS, "recommender", recommender, rec_params)
-        return CompositePolicy(LearnedGoal(path or DEFAULT_PREDICTOR_HYBRID), rec)
+        return CompositePolicy(LearnedGoal(path or default_hybrid_predictor(recommender)), rec)
 
     return factory
 

@@ -22,6 +22,13 @@ DEFAULT_PREDICTOR_RL = _SHIPPED / "predictors" / "rl-a10-t1"
 DEFAULT_PREDICTOR_HYBRID = _SHIPPED / "predictors" / "hybrid-a10-t1"
 
 
+def default_hybrid_predictor(recommender: str) -> Path:
+    """The shipped predictor for ``hybrid-<recommender>``: its own (trained with that
+    recommender inside, as in the paper) where one ships, else the shared exact-linear one."""
+    own = _SHIPPED / "predictors" / f"hybrid-{recommender}-a10-t1"
+    return own if (own / "manifest.json").is_file() else DEFAULT_PREDICTOR_HYBRID
+
+
 class LearnedRecommender:
     """φ: (x, g) -> x^CF from a ``recommender`` artefact; rows already at their goal stay.
 

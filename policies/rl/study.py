@@ -1,11 +1,14 @@
 """Pareto-front study of durable-recourse-rl §5 (Figure 2, Tables 1 and 3), resumable.
 
-For one setting (T, β): train φ, then for every (α, τ) of the grid a predictor with φ
-inside (``rl``) and one with ``exact-linear`` inside (shared by every ``hybrid-<rec>``:
-the paper trains one per recommender, which costs an ustun/DiCE episode per 100 steps);
-evaluate baselines, hybrids and ``rl`` on paired episodes; write ``points.csv``
-(appended per evaluation), ``table3.csv``, ``table1.csv`` and ``pareto.png``. Finished
-artefacts and evaluated rows are skipped when the study is run again.
+For one setting (T, β): train φ (or reuse one: φ's environment depends on β only), then
+for every (α, τ) of the grid a predictor with φ inside (``rl``) and predictors for the
+hybrids: with ``hybrid_predictors="shared"`` one trained with ``exact-linear`` inside and
+shared by every ``hybrid-<rec>``; with ``"own"`` one per recommender, as in the paper
+(each training step is a tick with that recommender inside, so ustun and DiCE predictors
+cost 10-100x more). Evaluate baselines, hybrids and ``rl`` on paired episodes; write
+``points.csv`` (appended per evaluation), ``table3.csv``, ``table1.csv`` and
+``pareto.png``. Finished artefacts and evaluated (method, α, τ, policy) rows are skipped
+when the study is run again; the latest evaluation of a (method, α, τ) is the one used.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ PAPER_TABLE3 = {
 PAPER_TABLE1 = {"rl": (1.9e-3, 5.9e-2), "ustun": (2.2e-16, 0.30), "wachter": (2.6e-3, 0.27),
                 "dice": (1.6e-2, 0.36)}  # fmt: skip
 TARGET_RR = 0.95
+HYBRID_PREDICTORS = ("shared", "own")
 TABLE3_COLUMNS = ("method", "T", "beta", "rf_at_rr095", "rr", "n_predictors")
 POINT_COLUMNS = ("method", "family", "alpha", "tau", "policy", "rr", "rr_std", "rf", "rf_std",
                  "gini", "cost", "n_unadvised", "episodes", "seconds")  # fmt: skip
@@ -57,6 +61,10 @@ class StudyConfig:
     seed: int = 0
     eval_seed: int = 0
     workers: int = 1
+    hybrid_predictors: str = "shared"
+    lookahead: bool = True
+    # a trained φ to use instead of training one (its β must be the setting's)
+    recommender_from: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -69,6 +77,9 @@ class StudyConfig:
             raise ValueError(f"recommenders must be a non-empty subset of {', '.join(HYBRID_RECOMMENDERS)}, got {bad}")
         if not self.grid or any(not (0 <= a <= 1e6 and 0 <= t <= 1e6) or a + t == 0 for a, t in self.grid):
             raise ValueError("grid: every (alpha, tau) must lie in [0, 1e6]^2 and not both be 0")
+        if self.hybrid_predictors not in HYBRID_PREDICTORS:
+            raise ValueError(f"hybrid_predictors must be one of {', '.join(HYBRID_PREDICTORS)}, "
+                             f"got {self.hybrid_predictors!r}")  # fmt: skip
 
     @property
     def overrides(self) -> dict[str, Any]:
@@ -105,40 +116,53 @@ def run_study(cfg: StudyConfig, out: str | Path, log: Callable[[str], None] = pr
     report = progress or (lambda what, done, total: None)
 
     rec_dir = out / "recommender"
-    if not (rec_dir / "manifest.json").is_file():
+    if cfg.recommender_from is not None:
+        rec_dir = Path(cfg.recommender_from)
+        _check_reused_recommender(rec_dir, cfg)
+    elif not (rec_dir / "manifest.json").is_file():
         log(f"training φ ({cfg.rec_warmup_episodes} + {cfg.rec_episodes} episodes)")
         train_recommender(rec_dir, "paper", seed=cfg.seed, warmup_episodes=cfg.rec_warmup_episodes,
                           episodes=cfg.rec_episodes, checkpoint_every=5000, resume=True,
                           progress=lambda d, t: report("φ episodes", d, t), **ov)  # fmt: skip
+    # (family, recommender inside, directory stem): the hybrid's own recommender, or
+    # exact-linear for every hybrid when shared (exact-linear's own is that shared one)
+    trainings = [("rl", f"rl:path={rec_dir}", "rl")]
+    if cfg.hybrid_predictors == "own":
+        trainings += [("hybrid", r, "hybrid" if r == "exact-linear" else f"hybrid-{r}") for r in cfg.recommenders]
+    else:
+        trainings.append(("hybrid", "exact-linear", "hybrid"))
     predictors = []
     for alpha, tau in cfg.grid:
-        for family, rec in (("rl", f"rl:path={rec_dir}"), ("hybrid", "exact-linear")):
-            pdir = out / "predictors" / f"{family}-a{alpha:g}-t{tau:g}"
-            predictors.append((family, alpha, tau, pdir))
+        for family, rec, stem in trainings:
+            pdir = out / "predictors" / f"{stem}-a{alpha:g}-t{tau:g}"
+            predictors.append((family, rec, alpha, tau, pdir))
             if (pdir / "manifest.json").is_file():
                 continue
-            log(f"training μ for {family} (α={alpha:g}, τ={tau:g}, {cfg.predictor_steps} steps)")
+            log(f"training μ for {stem} (α={alpha:g}, τ={tau:g}, {cfg.predictor_steps} steps, {rec} inside)")
             train_predictor(pdir, "paper", alpha=alpha, tau=tau, recommender=rec, seed=cfg.seed,
                             steps=cfg.predictor_steps, sac=PREDICTOR_SAC, resume=True,
-                            progress=lambda d, t, a=alpha, b=tau, f=family: report(f"μ {f} α={a:g} τ={b:g}", d, t),
+                            progress=lambda d, t, a=alpha, b=tau, f=stem: report(f"μ {f} α={a:g} τ={b:g}", d, t),
                             **ov)  # fmt: skip
 
     jobs = [("threshold" if r == "exact-linear" else f"threshold-{r}", "baseline", None, None,
              "threshold" if r == "exact-linear" else f"threshold-{r}") for r in cfg.recommenders]  # fmt: skip
     jobs.append(("rl-recommender", "baseline", None, None, f"rl-recommender:path={rec_dir}"))
-    for family, alpha, tau, pdir in predictors:
+    for family, rec, alpha, tau, pdir in predictors:
         if family == "rl":
             jobs.append(("rl", "rl", alpha, tau, f"rl:path={pdir}"))
         else:
-            jobs += [(f"hybrid-{r}", "hybrid", alpha, tau, f"hybrid-{r}:path={pdir}") for r in cfg.recommenders]
-    if "lookahead" in POLICIES:
+            users = cfg.recommenders if cfg.hybrid_predictors == "shared" else (rec,)
+            jobs += [(f"hybrid-{r}", "hybrid", alpha, tau, f"hybrid-{r}:path={pdir}") for r in users]
+    if not cfg.lookahead:
+        pass
+    elif "lookahead" in POLICIES:
         jobs.append(("lookahead", "lookahead", None, None, "lookahead"))
     else:
         log("policy 'lookahead' is not registered: left out of the fronts")
     points_path = out / "points.csv"
-    done = {(r["method"], r["alpha"], r["tau"]) for r in _read_rows(points_path)}
+    done = {(r["method"], r["alpha"], r["tau"], r["policy"]) for r in _read_rows(points_path, latest=False)}
     for i, (method, family, alpha, tau, policy) in enumerate(jobs):
-        key = (method, _fmt(alpha), _fmt(tau))
+        key = (method, _fmt(alpha), _fmt(tau), policy)
         report("evaluations", i, len(jobs))
         if key in done:
             continue
@@ -298,8 +322,9 @@ def _fmt(v: float | None) -> str:
     return "" if v is None else f"{v:g}"
 
 
-def _read_rows(path: Path) -> list[dict]:
-    """The evaluated points: one per (method, alpha, tau), the latest appended wins.
+def _read_rows(path: Path, latest: bool = True) -> list[dict]:
+    """The evaluated points: one per (method, alpha, tau), the latest appended wins
+    (``latest=False``: one per (method, alpha, tau, policy)).
 
     A failed evaluation (RR and RF both NaN) is not a result: it is left out, so the
     next run of the study tries that point again.
@@ -307,11 +332,39 @@ def _read_rows(path: Path) -> list[dict]:
     if not path.is_file():
         return []
     with open(path, newline="") as f:
-        latest = {}
+        rows = {}
         for r in csv.DictReader(f):
             if float(r["rr"]) == float(r["rr"]) or float(r["rf"]) == float(r["rf"]):
-                latest[(r["method"], r["alpha"], r["tau"])] = r
-    return list(latest.values())
+                key = (r["method"], r["alpha"], r["tau"]) + (() if latest else (r["policy"],))
+                rows[key] = r
+    return list(rows.values())
+
+
+def _check_reused_recommender(rec_dir: Path, cfg: StudyConfig) -> None:
+    from policies.rl.artefacts import read_manifest
+
+    beta = read_manifest(rec_dir, "recommender")["scenario"]["beta"]
+    if beta != cfg.overrides["beta"]:
+        raise ValueError(f"--phi: {rec_dir} was trained at beta={beta:g}, the setting {cfg.setting} "
+                         f"has beta={cfg.overrides['beta']:g}")  # fmt: skip
+
+
+def merge_table3(path: Path, rows: list[dict]) -> list[dict]:
+    """Write ``rows`` into the combined Table 3 at ``path``, replacing its rows of the
+    same (T, beta) and keeping the other settings'; returns the merged rows (by T, beta desc)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    settings = {(int(r["T"]), float(r["beta"])) for r in rows}
+    kept = [r for r in _read_csv(path) if (int(r["T"]), float(r["beta"])) not in settings]
+    merged = sorted(kept + list(rows), key=lambda r: (int(r["T"]), -float(r["beta"])))
+    _write(path, merged, TABLE3_COLUMNS)
+    return merged
+
+
+def _read_csv(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
 
 
 def _append(path: Path, row: dict[str, Any]) -> None:

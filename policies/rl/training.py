@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from abm.config import require_int
 from policies.rl.artefacts import MODEL_FILE, write_manifest
 
 
@@ -101,8 +102,8 @@ def train_recommender(out: str | Path, scenario: str = "paper", *, seed: int = 0
     The learning curve's ``reward`` is eq. 15 itself, not the scaled reward SAC sees."""
     from abm.envs import RecommenderEnv
 
-    _positive_int(warmup_episodes, "warmup_episodes", 0)
-    _positive_int(episodes, "episodes", 1)
+    require_int("warmup_episodes", warmup_episodes, 0, 10**9)
+    require_int("episodes", episodes, 1, 10**9)
     if reward_scale is None:
         reward_scale = RECOMMENDER_REWARD_SCALES.get(action, 1.0)
     env = RecommenderEnv(scenario, warmup_episodes=warmup_episodes, max_step=max_step, action=action,
@@ -112,11 +113,7 @@ def train_recommender(out: str | Path, scenario: str = "paper", *, seed: int = 0
                  "direction": "u = (a + 1) / 2 on mutable features, x_cf = clip(x + t u, 0, 1) with the "
                               "smallest t such that M(x_cf) >= g (bisection on M.score)"}  # fmt: skip
     manifest = {
-        "kind": "recommender",
-        "scenario": env.config.to_dict(),
-        "seed": seed,
-        "n_features": env.ctx.n_features,
-        "obs_dim": int(env.observation_space.shape[0]),
+        **_base_manifest(env, "recommender", seed),
         "observation": RECOMMENDER_OBSERVATION,
         "action_mode": env.action_mode,
         "max_step": env.max_step,
@@ -144,17 +141,13 @@ def train_predictor(out: str | Path, scenario: str = "paper", *, alpha: float, t
     from abm.envs import PopulationEnv, _make_recommender
     from policies.rl.learned import LearnedRecommender
 
-    _positive_int(steps, "steps", 1)
+    require_int("steps", steps, 1, 10**9)
     out = Path(out)
     rec = _make_recommender(recommender)  # unknown names fail before any training
     env = PopulationEnv(scenario, alpha=alpha, tau=tau, recommender=recommender,
                         log_floor=log_floor, max_margin=max_margin, **overrides)  # fmt: skip
     manifest = {
-        "kind": "predictor",
-        "scenario": env.config.to_dict(),
-        "seed": seed,
-        "n_features": env.config.n_features,
-        "obs_dim": int(env.observation_space.shape[0]),
+        **_base_manifest(env, "predictor", seed),
         "action": "g = min(th + max_margin (a + 1) / 2, 1), a in [-1, 1]",
         "max_margin": float(max_margin),
         "alpha": float(alpha),
@@ -172,6 +165,12 @@ def train_predictor(out: str | Path, scenario: str = "paper", *, alpha: float, t
                   progress_total=steps)  # fmt: skip
 
 
+def _base_manifest(env, kind: str, seed: int) -> dict[str, Any]:
+    """The manifest keys every artefact has: what it is and the world it was trained in."""
+    return {"kind": kind, "scenario": env.config.to_dict(), "seed": seed,
+            "n_features": env.config.n_features, "obs_dim": int(env.observation_space.shape[0])}  # fmt: skip
+
+
 # -- the shared loop ----------------------------------------------------------------------
 
 
@@ -181,7 +180,7 @@ def _train(out, env, manifest, sac: SACParams, seed: int, *, total_steps: int,
     from stable_baselines3 import SAC
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    _positive_int(checkpoint_every, "checkpoint_every", 1)
+    require_int("checkpoint_every", checkpoint_every, 1, 10**9)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ckdir = out / "checkpoints"
@@ -339,8 +338,3 @@ def _relpath(target: Path, start: Path) -> str:
     import os
 
     return os.path.relpath(target.resolve(), start.resolve())
-
-
-def _positive_int(value: Any, name: str, low: int) -> None:
-    if not (isinstance(value, int) and not isinstance(value, bool) and low <= value <= 10**9):
-        raise ValueError(f"{name} must be an integer in [{low}, 1e9], got {value!r}")

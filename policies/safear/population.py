@@ -41,6 +41,7 @@ import math
 import numpy as np
 
 from abm.behaviour import change_success_probability
+from abm.config import require_int
 from abm.interfaces import Feedback, PolicyContext, Recommendation, RecourseObs
 
 from .mdp import GOAL_ACTION, RecourseMDP
@@ -50,12 +51,6 @@ from .solvers import grsvi
 # grid points on the goal boundary count as reaching it (the model's tolerance is 1e-6)
 _GOAL_SLACK = 1e-12
 _FD_STEP = 1e-4
-
-
-def _positive_int(name: str, value, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= value <= hi:
-        raise ValueError(f"safear: {name} must be an integer in [{lo}, {hi}], got {value!r}")
-    return int(value)
 
 
 class SafeARPolicy:
@@ -77,11 +72,11 @@ class SafeARPolicy:
                                       or not math.isfinite(beta_risk) or not 0 <= beta_risk <= 100):
             raise ValueError(f"safear: beta_risk must be a number in [0, 100], got {beta_risk!r}")
         self.beta_risk = None if beta_risk is None else float(beta_risk)
-        self.n_features = _positive_int("n_features", n_features, 1, 4)
-        self.levels = _positive_int("levels", levels, 2, 8)
-        self.max_jump = self.levels - 1 if max_jump is None else _positive_int("max_jump", max_jump, 1, self.levels - 1)
-        self.horizon = _positive_int("horizon", horizon, 1, 50)
-        self.rollouts = _positive_int("rollouts", rollouts, 1, 100_000)
+        self.n_features = require_int("safear: n_features", n_features, 1, 4)
+        self.levels = require_int("safear: levels", levels, 2, 8)
+        self.max_jump = self.levels - 1 if max_jump is None else require_int("safear: max_jump", max_jump, 1, self.levels - 1)
+        self.horizon = require_int("safear: horizon", horizon, 1, 50)
+        self.rollouts = require_int("safear: rollouts", rollouts, 1, 100_000)
         if isinstance(fail_cost, bool) or not isinstance(fail_cost, (int, float)) or not 0 <= fail_cost < math.inf:
             raise ValueError(f"safear: fail_cost must be a finite number >= 0, got {fail_cost!r}")
         self.fail_cost = float(fail_cost)
