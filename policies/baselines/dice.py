@@ -82,6 +82,9 @@ class Dice:
         df = pd.DataFrame(rows, columns=self.names)
         df["score"] = ctx.model.score(np.asarray(rows, dtype=float))
         data = dice_ml.Data(dataframe=df, continuous_features=self.names, outcome_name="score")
+        # dice-ml re-derives each feature's decimal precision from the data's modes on every
+        # query (half of a query's time); the data never change, so fix the values it derives
+        data.continuous_features_precision = data.get_decimal_precisions(output_type="dict")
         model = dice_ml.Model(model=_ScoreRegressor(ctx.model), backend="sklearn",
                               model_type="regressor")  # fmt: skip
         self.explainer = dice_ml.Dice(data, model, method=self.method)
