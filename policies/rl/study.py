@@ -111,7 +111,11 @@ def run_study(cfg: StudyConfig, out: str | Path, log: Callable[[str], None] = pr
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "study.json").write_text(json.dumps({**cfg.__dict__, "grid": [list(g) for g in cfg.grid]}, indent=2))
+    config = {**cfg.__dict__, "grid": [list(g) for g in cfg.grid]}
+    (out / "study.json").write_text(json.dumps(config, indent=2))
+    # a setting's points often come from several runs (other recommenders, grids): keep them all
+    with open(out / "runs.jsonl", "a") as f:
+        f.write(json.dumps({"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **config}) + "\n")
     ov = cfg.overrides
     report = progress or (lambda what, done, total: None)
 
@@ -281,7 +285,22 @@ def benchmark_learned(rec_dir: Path, n: int = 200, seed: int = 0, goal_max: floa
             "cost": float((np.abs(X_cf - X) @ ctx.difficulty).mean())}  # fmt: skip
 
 
-COLOURS = {"rl": "tab:blue", "hybrid": "tab:orange", "baseline": "tab:green", "lookahead": "tab:purple"}
+# one hue per recommender: a baseline (marker) and its hybrid (dashed front) share it
+REC_COLOURS = {"exact-linear": "tab:grey", "ustun": "tab:orange", "wachter": "tab:green", "dice": "tab:red"}
+REC_MARKERS = {"exact-linear": "o", "ustun": "s", "wachter": "^", "dice": "D"}
+
+
+def _style(method: str, family: str) -> tuple[str, str, str]:
+    """(colour, marker, legend label) of a method in the front plots."""
+    if method == "rl":
+        return "tab:blue", "o", "rl (learned μ + φ)"
+    if method == "rl-recommender":
+        return "tab:blue", "X", "rl-recommender (threshold + φ)"
+    if family == "lookahead":
+        # lookahead knows the behaviour model: a yardstick, not a competitor
+        return "tab:purple", "P", f"{method} (privileged)"
+    rec = method.split("-", 1)[1] if "-" in method else "exact-linear"
+    return REC_COLOURS.get(rec, "black"), REC_MARKERS.get(rec, "v"), method
 
 
 def plot_fronts(rows: list[dict], path: Path, title: str) -> None:
@@ -291,22 +310,20 @@ def plot_fronts(rows: list[dict], path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 5))
-    markers = iter("o^sDvP*X")
+    fig, ax = plt.subplots(figsize=(7.5, 5.5))
     for method in dict.fromkeys(r["method"] for r in rows):
         pts = [r for r in rows if r["method"] == method]
         family = pts[0]["family"]
+        colour, marker, label = _style(method, family)
         rr = np.array([float(r["rr"]) for r in pts])
         rf = np.array([float(r["rf"]) for r in pts])
         if family in ("rl", "hybrid"):
             front = pareto_front(rr, rf)
-            mk = next(markers, "o")
-            ax.scatter(rr, rf, color=COLOURS[family], marker=mk, alpha=0.35, s=18)
-            ax.plot(rr[front], rf[front], color=COLOURS[family], marker=mk, label=method,
+            ax.scatter(rr, rf, color=colour, marker=marker, alpha=0.35, s=18)
+            ax.plot(rr[front], rf[front], color=colour, marker=marker, label=label,
                     linestyle="-" if family == "rl" else "--")  # fmt: skip
         else:
-            ax.scatter(rr, rf, color=COLOURS[family], marker=next(markers, "o"), s=60, label=method,
-                       edgecolor="black")  # fmt: skip
+            ax.scatter(rr, rf, color=colour, marker=marker, s=70, label=label, edgecolor="black", zorder=3)
     ax.axvline(TARGET_RR, color="grey", linewidth=0.8, linestyle=":")
     ax.set_xlabel("recourse reliability RR (mean of 10 episodes)")
     ax.set_ylabel("recourse feasibility RF")
