@@ -221,7 +221,8 @@ def register(app: typer.Typer) -> None:
         workers: Annotated[int, typer.Option(help="parallel evaluation processes")] = 1,
         threads: Annotated[int, typer.Option(help="torch CPU threads")] = 1,
         hybrid_predictors: Annotated[str, typer.Option(
-            help="shared: one exact-linear-trained predictor for every hybrid; own: one per recommender (the paper)")] = "shared",
+            help="shared: one exact-linear-trained predictor for every hybrid; own: one per recommender "
+                 "(the paper); none: no hybrids")] = "shared",
         phi: Annotated[Path | None, typer.Option(
             help="use this trained φ instead of training one (φ depends on β only: T5-b005 can reuse T1-b005's)")] = None,
         lookahead: Annotated[bool, typer.Option(help="evaluate the privileged lookahead planner too")] = True,

@@ -5,7 +5,7 @@ for every (α, τ) of the grid a predictor with φ inside (``rl``) and predictor
 hybrids: with ``hybrid_predictors="shared"`` one trained with ``exact-linear`` inside and
 shared by every ``hybrid-<rec>``; with ``"own"`` one per recommender, as in the paper
 (each training step is a tick with that recommender inside, so ustun and DiCE predictors
-cost 10-100x more). Evaluate baselines, hybrids and ``rl`` on paired episodes; write
+cost 10-100x more); with ``"none"`` no hybrids (a study of ``rl`` alone). Evaluate baselines, hybrids and ``rl`` on paired episodes; write
 ``points.csv`` (appended per evaluation), ``table3.csv``, ``table1.csv`` and
 ``pareto.png``. Finished artefacts and evaluated (method, α, τ, policy) rows are skipped
 when the study is run again; the latest evaluation of a (method, α, τ) is the one used.
@@ -39,7 +39,8 @@ PAPER_TABLE3 = {
 PAPER_TABLE1 = {"rl": (1.9e-3, 5.9e-2), "ustun": (2.2e-16, 0.30), "wachter": (2.6e-3, 0.27),
                 "dice": (1.6e-2, 0.36)}  # fmt: skip
 TARGET_RR = 0.95
-HYBRID_PREDICTORS = ("shared", "own")
+HYBRID_PREDICTORS = ("shared", "own", "none")
+PAPER_PREDICTOR_STEPS = 7000
 TABLE3_COLUMNS = ("method", "T", "beta", "rf_at_rr095", "rr", "n_predictors")
 POINT_COLUMNS = ("method", "family", "alpha", "tau", "policy", "rr", "rr_std", "rf", "rf_std",
                  "gini", "cost", "n_unadvised", "episodes", "seconds")  # fmt: skip
@@ -53,7 +54,7 @@ class StudyConfig:
     grid: tuple[tuple[float, float], ...] = ((1.0, 4.0), (1.0, 1.0), (2.0, 1.0), (4.0, 1.0),
                                              (10.0, 1.0), (30.0, 1.0))  # fmt: skip
     recommenders: tuple[str, ...] = ("exact-linear", "wachter", "ustun")
-    predictor_steps: int = 7000
+    predictor_steps: int = PAPER_PREDICTOR_STEPS
     # no warm-up: with the default direction mapping the error-only reward is always 0
     rec_warmup_episodes: int = 0
     rec_episodes: int = 20_000
@@ -133,12 +134,14 @@ def run_study(cfg: StudyConfig, out: str | Path, log: Callable[[str], None] = pr
     trainings = [("rl", f"rl:path={rec_dir}", "rl")]
     if cfg.hybrid_predictors == "own":
         trainings += [("hybrid", r, "hybrid" if r == "exact-linear" else f"hybrid-{r}") for r in cfg.recommenders]
-    else:
+    elif cfg.hybrid_predictors == "shared":
         trainings.append(("hybrid", "exact-linear", "hybrid"))
+    # other budgets than the paper's live beside its predictors, never in their place
+    budget = "" if cfg.predictor_steps == PAPER_PREDICTOR_STEPS else f"-s{cfg.predictor_steps}"
     predictors = []
     for alpha, tau in cfg.grid:
         for family, rec, stem in trainings:
-            pdir = out / "predictors" / f"{stem}-a{alpha:g}-t{tau:g}"
+            pdir = out / "predictors" / f"{stem}-a{alpha:g}-t{tau:g}{budget}"
             predictors.append((family, rec, alpha, tau, pdir))
             if (pdir / "manifest.json").is_file():
                 continue
