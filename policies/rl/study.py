@@ -64,6 +64,7 @@ class StudyConfig:
     workers: int = 1
     hybrid_predictors: str = "shared"
     lookahead: bool = True
+    rl: bool = True  # False: no predictors with φ inside (e.g. to add hybrid predictors only)
     # a trained φ to use instead of training one (its β must be the setting's)
     recommender_from: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -131,7 +132,7 @@ def run_study(cfg: StudyConfig, out: str | Path, log: Callable[[str], None] = pr
                           progress=lambda d, t: report("φ episodes", d, t), **ov)  # fmt: skip
     # (family, recommender inside, directory stem): the hybrid's own recommender, or
     # exact-linear for every hybrid when shared (exact-linear's own is that shared one)
-    trainings = [("rl", f"rl:path={rec_dir}", "rl")]
+    trainings = [("rl", f"rl:path={rec_dir}", "rl")] if cfg.rl else []
     if cfg.hybrid_predictors == "own":
         trainings += [("hybrid", r, "hybrid" if r == "exact-linear" else f"hybrid-{r}") for r in cfg.recommenders]
     elif cfg.hybrid_predictors == "shared":
