@@ -236,6 +236,11 @@ def test_pareto_study_runs_every_piece_on_a_tiny_budget(tmp_path):
                                 "--hybrid-predictors", "own", *tiny])  # fmt: skip
     assert rerun.exit_code == 0, rerun.output
     assert len((t1 / "points.csv").read_text().splitlines()) == len(points) + 1  # nothing re-evaluated
+    (t1 / "table3.csv").unlink()
+    report = runner.invoke(app, ["reproduce", "pareto", "--setting", "T1-b005", "--out", str(t1),
+                                 "--report-only", "--summary", ""])  # fmt: skip
+    assert report.exit_code == 0, report.output
+    assert (t1 / "table3.csv").is_file() and len((t1 / "points.csv").read_text().splitlines()) == len(points) + 1
 
     t5 = tmp_path / "T5"
     r = runner.invoke(app, ["reproduce", "pareto", "--setting", "T5-b005", "--out", str(t5),

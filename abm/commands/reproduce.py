@@ -227,6 +227,8 @@ def register(app: typer.Typer) -> None:
             help="use this trained φ instead of training one (φ depends on β only: T5-b005 can reuse T1-b005's)")] = None,
         lookahead: Annotated[bool, typer.Option(help="evaluate the privileged lookahead planner too")] = True,
         rl: Annotated[bool, typer.Option(help="train and evaluate rl predictors (learned φ inside)")] = True,
+        report_only: Annotated[bool, typer.Option(
+            help="train and evaluate nothing: rebuild tables and plot from points.csv as it stands")] = False,
         summary: Annotated[str, typer.Option(
             help="also merge this setting's rows into SUMMARY/table3.csv and copy the plot to "
                  "SUMMARY/pareto-SETTING.png; '' for neither")] = "results",
@@ -244,6 +246,7 @@ def register(app: typer.Typer) -> None:
                           predictor_steps=predictor_steps, rec_warmup_episodes=rec_warmup_episodes,
                           rec_episodes=rec_episodes, episodes=episodes, seed=seed, workers=workers,
                           hybrid_predictors=hybrid_predictors, lookahead=lookahead, rl=rl,
+                          report_only=report_only,
                           recommender_from=None if phi is None else str(phi))  # fmt: skip
         out = out or Path("results/pareto") / setting
         cpu0, wall0 = _time.process_time(), _time.perf_counter()

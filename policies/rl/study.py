@@ -65,6 +65,7 @@ class StudyConfig:
     hybrid_predictors: str = "shared"
     lookahead: bool = True
     rl: bool = True  # False: no predictors with φ inside (e.g. to add hybrid predictors only)
+    report_only: bool = False
     # a trained φ to use instead of training one (its β must be the setting's)
     recommender_from: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -107,29 +108,42 @@ def parse_grid(text: str) -> tuple[tuple[float, float], ...]:
 
 def run_study(cfg: StudyConfig, out: str | Path, log: Callable[[str], None] = print,
               progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
-    """Train, evaluate and summarise; returns {"table3": rows, "table1": rows, "points": path}."""
-    from policies import POLICIES
-    from policies.rl.training import PREDICTOR_SAC, train_predictor, train_recommender
+    """Train, evaluate and summarise; returns {"table3": rows, "table1": rows, "points": path}.
+
+    With ``cfg.report_only`` nothing is trained or evaluated: the reports are rebuilt from
+    ``points.csv`` as it stands (e.g. after an interrupted run).
+    """
+    from policies.rl.training import train_recommender
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    report = progress or (lambda what, done, total: None)
+    rec_dir = out / "recommender"
+    if cfg.recommender_from is not None:
+        rec_dir = Path(cfg.recommender_from)
+        _check_reused_recommender(rec_dir, cfg)
+    if cfg.report_only:
+        return write_reports(cfg, out, rec_dir)
     config = {**cfg.__dict__, "grid": [list(g) for g in cfg.grid]}
     (out / "study.json").write_text(json.dumps(config, indent=2))
     # a setting's points often come from several runs (other recommenders, grids): keep them all
     with open(out / "runs.jsonl", "a") as f:
         f.write(json.dumps({"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **config}) + "\n")
-    ov = cfg.overrides
-    report = progress or (lambda what, done, total: None)
-
-    rec_dir = out / "recommender"
-    if cfg.recommender_from is not None:
-        rec_dir = Path(cfg.recommender_from)
-        _check_reused_recommender(rec_dir, cfg)
-    elif not (rec_dir / "manifest.json").is_file():
+    if not (rec_dir / "manifest.json").is_file():
         log(f"training φ ({cfg.rec_warmup_episodes} + {cfg.rec_episodes} episodes)")
         train_recommender(rec_dir, "paper", seed=cfg.seed, warmup_episodes=cfg.rec_warmup_episodes,
                           episodes=cfg.rec_episodes, checkpoint_every=5000, resume=True,
-                          progress=lambda d, t: report("φ episodes", d, t), **ov)  # fmt: skip
+                          progress=lambda d, t: report("φ episodes", d, t), **cfg.overrides)  # fmt: skip
+    predictors = _train_predictors(cfg, out, rec_dir, log, report)
+    _evaluate_all(cfg, out, rec_dir, predictors, log, report)
+    return write_reports(cfg, out, rec_dir)
+
+
+def _train_predictors(cfg: StudyConfig, out: Path, rec_dir: Path, log, report) -> list[tuple]:
+    """Train (or find) every predictor of the grid; returns (family, recommender, α, τ, dir)."""
+    from policies.rl.training import PREDICTOR_SAC, train_predictor
+
+    ov = cfg.overrides
     # (family, recommender inside, directory stem): the hybrid's own recommender, or
     # exact-linear for every hybrid when shared (exact-linear's own is that shared one)
     trainings = [("rl", f"rl:path={rec_dir}", "rl")] if cfg.rl else []
@@ -151,6 +165,12 @@ def run_study(cfg: StudyConfig, out: str | Path, log: Callable[[str], None] = pr
                             steps=cfg.predictor_steps, sac=PREDICTOR_SAC, resume=True,
                             progress=lambda d, t, a=alpha, b=tau, f=stem: report(f"μ {f} α={a:g} τ={b:g}", d, t),
                             **ov)  # fmt: skip
+    return predictors
+
+
+def _evaluate_all(cfg: StudyConfig, out: Path, rec_dir: Path, predictors: list[tuple], log, report) -> None:
+    """Evaluate baselines, hybrids, rl and lookahead; each new row is appended to points.csv."""
+    from policies import POLICIES
 
     jobs = [("threshold" if r == "exact-linear" else f"threshold-{r}", "baseline", None, None,
              "threshold" if r == "exact-linear" else f"threshold-{r}") for r in cfg.recommenders]  # fmt: skip
@@ -178,12 +198,18 @@ def run_study(cfg: StudyConfig, out: str | Path, log: Callable[[str], None] = pr
         _append(points_path, row)
     report("evaluations", len(jobs), len(jobs))
 
+
+
+def write_reports(cfg: StudyConfig, out: Path, rec_dir: Path) -> dict[str, Any]:
+    """table3.csv, table1.csv (when φ exists) and pareto.png from points.csv as it stands."""
+    points_path = out / "points.csv"
     rows = _read_rows(points_path)
     T, beta = SETTINGS[cfg.setting]
     table3 = rf_at_rr(rows, T, beta)
     _write(out / "table3.csv", table3, TABLE3_COLUMNS)
-    table1 = recommender_table(rec_dir, cfg)
-    _write(out / "table1.csv", table1, ("recommender", "error", "cost", "paper_error", "paper_cost", "d_error", "n_failed"))
+    table1 = recommender_table(rec_dir, cfg) if (rec_dir / "manifest.json").is_file() else []
+    if table1:
+        _write(out / "table1.csv", table1, ("recommender", "error", "cost", "paper_error", "paper_cost", "d_error", "n_failed"))
     plot_fronts(rows, out / "pareto.png", f"{cfg.setting}: T={T}, β={beta:g}, {cfg.episodes} episodes per point")
     return {"table3": table3, "table1": table1, "points": points_path}
 
