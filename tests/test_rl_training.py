@@ -200,10 +200,10 @@ def test_shipped_artefacts_load_and_act_deterministically():
     assert read_manifest(DEFAULT_RECOMMENDER, "recommender", n_features=10)["action_mode"] == "direction"
     assert read_manifest(DEFAULT_PREDICTOR_RL, "predictor", n_features=10)["max_margin"] > 0
     runs = [RecourseModel("paper", name, seed=3, ticks=8, agents=False, record_events=False).run().tick_table()
-            for name in ("rl", "rl", "hybrid-exact-linear")]  # fmt: skip
+            for name in ("rl", "rl", "hybrid-exact-linear", "hybrid-wachter")]  # fmt: skip
     np.testing.assert_array_equal(runs[0].to_numpy(np.float64), runs[1].to_numpy(np.float64))
     # the learned predictor aims above the last threshold: goals never fall below it
-    for t in (runs[0], runs[2]):
+    for t in (runs[0], runs[2], runs[3]):
         advised = t["mean_goal"].notna()
         assert (t.loc[advised, "mean_goal"] >= t.loc[advised, "threshold"] - 1e-12).all()
 

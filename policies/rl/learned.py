@@ -22,11 +22,14 @@ DEFAULT_PREDICTOR_RL = _SHIPPED / "predictors" / "rl-a10-t1"
 DEFAULT_PREDICTOR_HYBRID = _SHIPPED / "predictors" / "hybrid-a10-t1"
 
 
+# per recommender, the shipped alpha:tau = 10:1 predictor (as for rl): Wachter's own
+# (trained with Wachter inside, 21,000 steps), the shared exact-linear-trained one otherwise
+_DEFAULT_HYBRID = {"wachter": "hybrid-wachter-a10-t1-s21000"}
+
+
 def default_hybrid_predictor(recommender: str) -> Path:
-    """The shipped predictor for ``hybrid-<recommender>``: its own (trained with that
-    recommender inside, as in the paper) where one ships, else the shared exact-linear one."""
-    own = _SHIPPED / "predictors" / f"hybrid-{recommender}-a10-t1"
-    return own if (own / "manifest.json").is_file() else DEFAULT_PREDICTOR_HYBRID
+    """The shipped predictor that ``hybrid-<recommender>`` loads when no path is given."""
+    return _SHIPPED / "predictors" / _DEFAULT_HYBRID.get(recommender, DEFAULT_PREDICTOR_HYBRID.name)
 
 
 class LearnedRecommender:

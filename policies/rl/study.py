@@ -274,7 +274,7 @@ def recommender_table(rec_dir: Path, cfg: StudyConfig, n: int = 200) -> list[dic
     from policies.rl.artefacts import read_manifest
 
     ov = cfg.overrides
-    names = ["ustun" if r == "ustun" else r for r in cfg.recommenders if r != "dice"]
+    names = list(cfg.recommenders)
     base = benchmark_recommenders(n=n, seed=cfg.seed, names=names, **ov)
     rows = [{"recommender": b["recommender"], "error": b["error"], "cost": b["cost"],
              "paper_error": PAPER_TABLE1.get(b["recommender"], ("", ""))[0],
@@ -340,7 +340,7 @@ def plot_fronts(rows: list[dict], path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7.5, 5.5))
+    fig, ax = plt.subplots(figsize=(9.5, 5.5))
     for method in dict.fromkeys(r["method"] for r in rows):
         pts = [r for r in rows if r["method"] == method]
         family = pts[0]["family"]
@@ -358,7 +358,7 @@ def plot_fronts(rows: list[dict], path: Path, title: str) -> None:
     ax.set_xlabel("recourse reliability RR (mean of 10 episodes)")
     ax.set_ylabel("recourse feasibility RF")
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: never over a point
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
