@@ -5,9 +5,9 @@ for every (α, τ) of the grid a predictor with φ inside (``rl``) and predictor
 hybrids: with ``hybrid_predictors="shared"`` one trained with ``exact-linear`` inside and
 shared by every ``hybrid-<rec>``; with ``"own"`` one per recommender, as in the paper
 (each training step is a tick with that recommender inside, so ustun and DiCE predictors
-cost 10-100x more); with ``"none"`` no hybrids (a study of ``rl`` alone). Evaluate baselines, hybrids and ``rl`` on paired episodes; write
-``points.csv`` (appended per evaluation), ``table3.csv``, ``table1.csv`` and
-``pareto.png``. Finished artefacts and evaluated (method, α, τ, policy) rows are skipped
+cost 10-100x more); with ``"none"`` no hybrids (a study of ``rl`` alone). Evaluate
+baselines, hybrids and ``rl`` on paired episodes; write ``points.csv`` (appended per
+evaluation), ``table3.csv``, ``table1.csv`` and ``pareto.png``. Finished artefacts and evaluated (method, α, τ, policy) rows are skipped
 when the study is run again; the latest evaluation of a (method, α, τ) is the one used.
 """
 
@@ -181,11 +181,9 @@ def _evaluate_all(cfg: StudyConfig, out: Path, rec_dir: Path, predictors: list[t
         else:
             users = cfg.recommenders if cfg.hybrid_predictors == "shared" else (rec,)
             jobs += [(f"hybrid-{r}", "hybrid", alpha, tau, f"hybrid-{r}:path={pdir}") for r in users]
-    if not cfg.lookahead:
-        pass
-    elif "lookahead" in POLICIES:
+    if cfg.lookahead and "lookahead" in POLICIES:
         jobs.append(("lookahead", "lookahead", None, None, "lookahead"))
-    else:
+    elif cfg.lookahead:
         log("policy 'lookahead' is not registered: left out of the fronts")
     points_path = out / "points.csv"
     done = {(r["method"], r["alpha"], r["tau"], r["policy"]) for r in _read_rows(points_path, latest=False)}
@@ -197,7 +195,6 @@ def _evaluate_all(cfg: StudyConfig, out: Path, rec_dir: Path, predictors: list[t
         row = _evaluate(cfg, method, family, alpha, tau, policy, log)
         _append(points_path, row)
     report("evaluations", len(jobs), len(jobs))
-
 
 
 def write_reports(cfg: StudyConfig, out: Path, rec_dir: Path) -> dict[str, Any]:
@@ -376,14 +373,10 @@ def _read_rows(path: Path, latest: bool = True) -> list[dict]:
     A failed evaluation (RR and RF both NaN) is not a result: it is left out, so the
     next run of the study tries that point again.
     """
-    if not path.is_file():
-        return []
-    with open(path, newline="") as f:
-        rows = {}
-        for r in csv.DictReader(f):
-            if float(r["rr"]) == float(r["rr"]) or float(r["rf"]) == float(r["rf"]):
-                key = (r["method"], r["alpha"], r["tau"]) + (() if latest else (r["policy"],))
-                rows[key] = r
+    rows = {}
+    for r in _read_csv(path):
+        if float(r["rr"]) == float(r["rr"]) or float(r["rf"]) == float(r["rf"]):
+            rows[(r["method"], r["alpha"], r["tau"]) + (() if latest else (r["policy"],))] = r
     return list(rows.values())
 
 
