@@ -122,5 +122,7 @@ class Candidate(mesa.Agent):
         c = self.model.config
         gap = behaviour.score_gap(np.array([self.goal]), np.array([self._get("score_now")]))
         return float(
-            behaviour.reapply_probability(gap, np.array([tick - self.last_application]), c.validity, c.nu)[0]
+            behaviour.reapply_probability(
+                gap, np.array([tick - self.last_application]), c.validity, c.nu
+            )[0]
         )

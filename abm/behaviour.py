@@ -31,7 +31,9 @@ def attainability(X: np.ndarray, X_cf: np.ndarray) -> np.ndarray:
     return a
 
 
-def change_success_probability(x: np.ndarray, x_cf: np.ndarray, beta: float, d: np.ndarray) -> np.ndarray:
+def change_success_probability(
+    x: np.ndarray, x_cf: np.ndarray, beta: float, d: np.ndarray
+) -> np.ndarray:
     """Eq. 8, 1 - exp(-beta a / d), for entries that do change (x != x_cf); any shape.
 
     beta = inf is allowed: every change with positive attainability then succeeds.
@@ -51,7 +53,9 @@ def success_probability(X: np.ndarray, X_cf: np.ndarray, beta: float, d: np.ndar
     return np.where(X_cf == X, 1.0, change_success_probability(X, X_cf, beta, d))
 
 
-def reapply_probability(gap: np.ndarray, elapsed: np.ndarray, validity: int, nu: float) -> np.ndarray:
+def reapply_probability(
+    gap: np.ndarray, elapsed: np.ndarray, validity: int, nu: float
+) -> np.ndarray:
     """Eqs. 9-11: (1 - u) exp(-nu b) + u with u = (t - l) / T, shape (n,)."""
     u = np.minimum(np.asarray(elapsed, dtype=float) / validity, 1.0)
     return (1.0 - u) * np.exp(-nu * gap) + u

@@ -129,7 +129,9 @@ def run(
     if ticks is not None:
         overrides["ticks"] = ticks
     config = resolve_scenario(scenario)
-    model = RecourseModel(config, policy, seed=seed, agents=False, record_events=events, **overrides)
+    model = RecourseModel(
+        config, policy, seed=seed, agents=False, record_events=events, **overrides
+    )
     with progress_bar() as bar:
         task = bar.add_task(f"{model.config.name} · {policy}", total=model.config.ticks)
         model.run(progress=lambda: bar.advance(task))
@@ -167,7 +169,9 @@ def policies() -> None:
     for name, text in registry.available_policies().items():
         table.add_row(name, text)
     console.print(table)
-    parts = Table(title="composite parts: --policy 'GOAL+RECOMMENDER[:key=value,...]'", header_style="bold")
+    parts = Table(
+        title="composite parts: --policy 'GOAL+RECOMMENDER[:key=value,...]'", header_style="bold"
+    )
     parts.add_column("kind")
     parts.add_column("name")
     parts.add_column("description", overflow="fold")

@@ -67,7 +67,14 @@ class ScenarioConfig:
 
     def __post_init__(self) -> None:
         # TOML and the CLI hand over lists; store tuples so the record stays hashable
-        for name in ("mean_range", "std_range", "weight_range", "difficulty", "immutable", "risk_aversion"):
+        for name in (
+            "mean_range",
+            "std_range",
+            "weight_range",
+            "difficulty",
+            "immutable",
+            "risk_aversion",
+        ):
             value = getattr(self, name)
             if isinstance(value, list):
                 object.__setattr__(self, name, tuple(value))
@@ -147,7 +154,13 @@ def require_int(name: str, value: Any, low: int, high: float = math.inf) -> int:
 
 
 def require_number(
-    name: str, value: Any, low: float, high: float, *, low_open: bool = False, high_open: bool = False
+    name: str,
+    value: Any,
+    low: float,
+    high: float,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
 ) -> float:
     """``value`` as a float, or a :class:`ConfigError` naming ``name`` and its interval."""
     ok = _is_number(value)
@@ -158,7 +171,9 @@ def require_number(
     if not ok:
         lb = "(" if low_open else "["
         hb = ")" if high_open else "]"
-        raise ConfigError(f"{name} must be a number in {lb}{_bound(low)}, {_bound(high)}{hb}, got {value!r}")
+        raise ConfigError(
+            f"{name} must be a number in {lb}{_bound(low)}, {_bound(high)}{hb}, got {value!r}"
+        )
     return float(value)
 
 

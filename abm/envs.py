@@ -80,7 +80,9 @@ class RecommenderEnv(gym.Env):
         require_number("max_step", max_step, 0.0, 1.0, low_open=True)
         require_number("reward_scale", reward_scale, 0.0, 1e9, low_open=True)
         if action not in RECOMMENDER_ACTIONS:
-            raise ValueError(f"action must be one of {', '.join(RECOMMENDER_ACTIONS)}, got {action!r}")
+            raise ValueError(
+                f"action must be one of {', '.join(RECOMMENDER_ACTIONS)}, got {action!r}"
+            )
         for name, v in (("epsilon", epsilon), ("phi", phi), ("psi", psi)):
             require_number(name, v, 0.0, 1e9)
         # the world (generator, M, bounds, true d) of the scenario, without running it
@@ -90,13 +92,19 @@ class RecommenderEnv(gym.Env):
         self.generator = model.world.generator
         self.max_steps, self.goal_max = max_steps, goal_max
         self.epsilon, self.phi, self.psi = epsilon, phi, psi
-        self.max_step, self.action_mode, self.reward_scale = float(max_step), action, float(reward_scale)
+        self.max_step, self.action_mode, self.reward_scale = (
+            float(max_step),
+            action,
+            float(reward_scale),
+        )
         self.warmup_episodes = warmup_episodes
         self._estimator_args = (self.ctx.n_features, self.ctx.beta, d0, eta0)
         self.estimator = DifficultyEstimator(*self._estimator_args)
         z = self.ctx.n_features
         low, high = recommender_observation_bounds(z)
-        self.observation_space = gym.spaces.Box(low, high, (recommender_observation_size(z),), np.float32)
+        self.observation_space = gym.spaces.Box(
+            low, high, (recommender_observation_size(z),), np.float32
+        )
         self.action_space = gym.spaces.Box(-1.0, 1.0, (z,), np.float32)
         self.episodes = 0  # finished resets, for the warm-up phase
         self._x = np.zeros(z)
@@ -178,7 +186,9 @@ class RecommenderEnv(gym.Env):
 
     def _obs(self) -> np.ndarray:
         s = self.ctx.model.score(self._x[None, :])
-        return recommender_observation(self._x[None, :], np.array([self._g]), s, self.estimator.d)[0]
+        return recommender_observation(self._x[None, :], np.array([self._g]), s, self.estimator.d)[
+            0
+        ]
 
 
 LOGIT_GAP_SCALE = 10.0  # the logit gap is observed as clip(gap / 10, -1, 1)
@@ -304,8 +314,14 @@ def encode_observation(obs: RecourseObs, window_scores: np.ndarray, k: int, tick
     ages = np.bincount(np.clip(obs.tick - h.last_tick, 1, validity) - 1, minlength=validity)
     apps = np.bincount(np.clip(h.n_applications, 1, N_APPS) - 1, minlength=N_APPS)
     parts = [
-        np.array([obs.tick / ticks, np.nan_to_num(obs.threshold), obs.applicant_ids.shape[0] / scale,
-                  w / scale]),  # fmt: skip
+        np.array(
+            [
+                obs.tick / ticks,
+                np.nan_to_num(obs.threshold),
+                obs.applicant_ids.shape[0] / scale,
+                w / scale,
+            ]
+        ),  # fmt: skip
         hist(obs.applicant_scores),
         hist(window_scores),
         hist(h.goal[has_goal]),
@@ -470,7 +486,9 @@ class PopulationEnv(gym.Env):
         super().reset(seed=seed)
         self._stop()
         episode_seed = int(self.np_random.integers(0, 2**31 - 1))
-        policy = CompositePolicy(ExternalGoal(self._handoff), _make_recommender(self.recommender_spec))
+        policy = CompositePolicy(
+            ExternalGoal(self._handoff), _make_recommender(self.recommender_spec)
+        )
         self.model = RecourseModel(self.config, policy, seed=episode_seed, agents=False,
                                    record_events=False)  # fmt: skip
         self._thread = threading.Thread(target=self._run_model, args=(self.model,), daemon=True)
@@ -489,7 +507,9 @@ class PopulationEnv(gym.Env):
         rows, done = self._advance()
         rows = self._pending + rows
         self._pending = []
-        reward = sum(reward_eq16(r["rr"], r["rf"], self.alpha, self.tau, self.log_floor) for r in rows)
+        reward = sum(
+            reward_eq16(r["rr"], r["rf"], self.alpha, self.tau, self.log_floor) for r in rows
+        )
         info: dict[str, Any] = {"goal": goal, "ticks": len(rows)}
         for key in ("rr", "rf"):  # undefined (NaN) ratios are left out
             v = _nanmean([r[key] for r in rows])

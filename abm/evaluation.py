@@ -24,7 +24,9 @@ def run_episode(scenario: ScenarioConfig | str | Path, policy: str, seed: int,
     """Episode means of one run (agents and events off): rr, rf, gini, mean_cost, n_unadvised."""
     from abm.model import RecourseModel
 
-    model = RecourseModel(scenario, policy, seed=seed, agents=False, record_events=False, **overrides)
+    model = RecourseModel(
+        scenario, policy, seed=seed, agents=False, record_events=False, **overrides
+    )
     model.run()
     s = model.summary()
     out = {k: float(s[k]) for k in METRICS}
@@ -54,7 +56,9 @@ def _map(fn, jobs: list, workers: int) -> list:
 
 def _aggregate(scenario, policy, episodes, seed, per_episode, overrides) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "scenario": scenario if isinstance(scenario, str) else getattr(scenario, "name", str(scenario)),
+        "scenario": scenario
+        if isinstance(scenario, str)
+        else getattr(scenario, "name", str(scenario)),
         "policy": policy,
         "episodes": episodes,
         "seed": seed,
@@ -95,7 +99,9 @@ def evaluate_many(scenario: ScenarioConfig | str | Path, policies: list[str], ep
     jobs = [(config, p, seed + i, {}) for p in policies for i in range(episodes)]
     results = _map(_run_episode_args, jobs, workers)
     return [
-        _aggregate(scenario, p, episodes, seed, results[j * episodes : (j + 1) * episodes], overrides)
+        _aggregate(
+            scenario, p, episodes, seed, results[j * episodes : (j + 1) * episodes], overrides
+        )
         for j, p in enumerate(policies)
     ]
 
@@ -128,7 +134,9 @@ def benchmark_recommenders(n: int = 200, seed: int = 0, scenario: str = "paper",
         raise ValueError(f"n must be an integer in [1, 1000000], got {n!r}")
     if not 0.0 < goal_max < 1.0:
         raise ValueError(f"goal_max must be in (0, 1), got {goal_max!r}")
-    model = RecourseModel(scenario, "none", seed=seed, agents=False, record_events=False, **overrides)
+    model = RecourseModel(
+        scenario, "none", seed=seed, agents=False, record_events=False, **overrides
+    )
     ctx, world = model.context, model.world
     rng = stream(seed, "bench-recommenders")
     X = np.empty((0, ctx.n_features))
@@ -198,7 +206,9 @@ def calibrate(grid: dict[str, list[Any]] | None = None, policy: str = "threshold
                     progress()
     rows = []
     for k, point in enumerate(points):
-        agg = _aggregate(scenario, policy, episodes, seed, results[k * episodes : (k + 1) * episodes], {})
+        agg = _aggregate(
+            scenario, policy, episodes, seed, results[k * episodes : (k + 1) * episodes], {}
+        )
         row = {key: (list(v) if isinstance(v, tuple) else v) for key, v in point.items()}
         row.update({m: agg[m] for m in ("rr_mean", "rr_std", "rf_mean", "rf_std", "cost_mean")})
         row["distance"] = abs(agg["rr_mean"] - target_rr)

@@ -72,7 +72,8 @@ class MLPClassifier(ClassifierMixin, BaseEstimator):
                     opt.step()
         self.layers_ = [
             (m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy())
-            for m in net if isinstance(m, torch.nn.Linear)
+            for m in net
+            if isinstance(m, torch.nn.Linear)
         ]
         self.n_features_in_ = X.shape[1]
         return self

@@ -266,7 +266,9 @@ class RecourseModel(mesa.Model):
             X=X,
             scores=scores[rej],
             n_applications=applicants.n_apps[rej] + 1,
-            history_fn=functools.partial(self._history, self.population, tuple(self._dropped_window)),
+            history_fn=functools.partial(
+                self._history, self.population, tuple(self._dropped_window)
+            ),
             extra={"risk_aversion": applicants.risk_aversion[rej]},
         )
         self._decided = d  # the point the simulator forks from (see _simulate)
@@ -283,7 +285,9 @@ class RecourseModel(mesa.Model):
                 f"expected ({n},) and ({n}, {z})"
             )
         all_advised = rec.advised is None or bool(rec.advised.all())
-        advised = np.ones(n, dtype=bool) if rec.advised is None else np.asarray(rec.advised, dtype=bool)
+        advised = (
+            np.ones(n, dtype=bool) if rec.advised is None else np.asarray(rec.advised, dtype=bool)
+        )
         if not all_advised:
             X_cf = np.where(advised[:, None], X_cf, X)
             goal = np.where(advised, goal, np.nan)

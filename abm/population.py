@@ -55,7 +55,9 @@ class Population:
         return cls(data, n_features)
 
     @classmethod
-    def entrants(cls, ids: np.ndarray, X: np.ndarray, tick: int, risk_aversion: np.ndarray) -> Population:
+    def entrants(
+        cls, ids: np.ndarray, X: np.ndarray, tick: int, risk_aversion: np.ndarray
+    ) -> Population:
         """New candidates with ids (n,), features X (n, z) and traits (n,), entering at ``tick``."""
         n, z = X.shape
         zeros_i = np.zeros(n, dtype=np.int64)

@@ -52,6 +52,8 @@ def write_run(model, out: str | Path) -> dict[str, Any]:
     summary["config"] = model.config.to_dict()
     write_json(out / "summary.json", summary)
     plot_metrics(
-        ticks, out / "metrics.png", title=f"{model.config.name} · {model.policy_name} · seed {model.config.seed}"
+        ticks,
+        out / "metrics.png",
+        title=f"{model.config.name} · {model.policy_name} · seed {model.config.seed}",
     )
     return summary

@@ -175,7 +175,9 @@ def _build_world(key: tuple, estimator: Any | None) -> World:
     s = X @ w + rng.normal(0.0, noise, size=n_train)
     y = (s > 0.5).astype(np.int8)
     if y.min() == y.max():
-        raise ValueError("the drawn historical labels are all equal; widen mean_range or label_noise")
+        raise ValueError(
+            "the drawn historical labels are all equal; widen mean_range or label_noise"
+        )
     if estimator is None:
         estimator = make_estimator(kind, world_seed)
     try:
@@ -184,4 +186,6 @@ def _build_world(key: tuple, estimator: Any | None) -> World:
         estimator = clone(estimator).fit(X, y)
     for arr in (mean, std, lo, hi, X, w, y):
         arr.setflags(write=False)
-    return World(generator=gen, label_weights=w, X_train=X, y_train=y, model=DecisionModel(estimator))
+    return World(
+        generator=gen, label_weights=w, X_train=X, y_train=y, model=DecisionModel(estimator)
+    )

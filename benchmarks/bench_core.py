@@ -74,7 +74,9 @@ def main() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="skip the 1,000,000 pool")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--episode", action="store_true", help=argparse.SUPPRESS)
@@ -89,7 +91,12 @@ def main() -> None:
 
     console = Console()
     episode = Table(title="paper-scale episode (N0=20, k=9, m=10, 100 ticks), median of 15")
-    for col in ("agent handles", "run (ms)", "construct + run (ms)", f"target < {TARGET_EPISODE_MS:.0f} ms"):
+    for col in (
+        "agent handles",
+        "run (ms)",
+        "construct + run (ms)",
+        f"target < {TARGET_EPISODE_MS:.0f} ms",
+    ):
         episode.add_column(col, justify="right")
     for agents in (False, True):
         r = spawn("--episode", *(["--agents"] if agents else []))

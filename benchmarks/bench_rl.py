@@ -92,8 +92,10 @@ def main(argv=None) -> None:
         print(f"{name:34s} {raw:12,.0f} {trained:12,.0f} {1 - trained / raw:10.0%}")
     seconds = 7000 / predictor_rate
     verdict = "meets" if seconds <= TARGET_PREDICTOR_SECONDS else "misses"
-    print(f"one 7,000-step predictor (exact-linear inside): {seconds:.0f} s, "
-          f"{verdict} the {TARGET_PREDICTOR_SECONDS:.0f} s target")
+    print(
+        f"one 7,000-step predictor (exact-linear inside): {seconds:.0f} s, "
+        f"{verdict} the {TARGET_PREDICTOR_SECONDS:.0f} s target"
+    )
     print(f"\n{'policy (100-tick paper episode)':34s} {'median ms':>10s} {'vs threshold':>13s}")
     base = episode_ms("threshold", args.episodes)
     for policy in ("threshold", "rl-recommender", "hybrid-exact-linear", "rl"):

@@ -42,15 +42,21 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--episodes", type=int, default=10_000)
-    ap.add_argument("--synthetic", action="store_true", help="use the synthetic goal rule even if the data exist")
+    ap.add_argument(
+        "--synthetic",
+        action="store_true",
+        help="use the synthetic goal rule even if the data exist",
+    )
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     mdp, source, start = german_sized_mdp(synthetic=args.synthetic)
     build = time.perf_counter() - t0
     S, A, H = mdp.n_states, mdp.n_actions, mdp.horizon
-    print(f"German-Credit-sized MDP: S={S:,} states, A={A} actions, H={H}, "
-          f"{mdp.indices.size:,} transitions, {mdp.goal.mean():.0%} goal states "
-          f"(goals from {source}); build {build:.2f} s")
+    print(
+        f"German-Credit-sized MDP: S={S:,} states, A={A} actions, H={H}, "
+        f"{mdp.indices.size:,} transitions, {mdp.goal.mean():.0%} goal states "
+        f"(goals from {source}); build {build:.2f} s"
+    )
     for risk, beta in (("std", 0.0), ("std", 0.5), ("lpsd", 0.5)):
         times = []
         for _ in range(args.repeats):
@@ -58,13 +64,17 @@ def main(argv=None) -> None:
             grsvi(mdp, beta, risk=risk)
             times.append(time.perf_counter() - t)
         best = min(times)
-        print(f"G-RSVI  beta={beta:<4} risk={risk:<4}: {best:.3f} s (best of {args.repeats}); "
-              f"{S * H / best:,.0f} state-steps/s, {S / best:,.0f} states/s (full sweep of H={H})")
+        print(
+            f"G-RSVI  beta={beta:<4} risk={risk:<4}: {best:.3f} s (best of {args.repeats}); "
+            f"{S * H / best:,.0f} state-steps/s, {S / best:,.0f} states/s (full sweep of H={H})"
+        )
     t = time.perf_counter()
     grsevi(mdp, start, 0.5, rng=np.random.default_rng(0), episodes=args.episodes)
     dt = time.perf_counter() - t
-    print(f"G-RSEVI beta=0.5 from one state, {args.episodes:,} episodes: {dt:.2f} s "
-          f"({args.episodes / dt:,.0f} episodes/s)")
+    print(
+        f"G-RSEVI beta=0.5 from one state, {args.episodes:,} episodes: {dt:.2f} s "
+        f"({args.episodes / dt:,.0f} episodes/s)"
+    )
 
 
 if __name__ == "__main__":

@@ -75,7 +75,9 @@ def main() -> None:
         s, r, st = timed(lambda c: run_study(study, tmp / "serial", workers=1, progress=c))
         assert st.completed == n and st.errors == 0
         rows.append(("serial (1 process)", s, r, None))
-        s, r, st = timed(lambda c: run_study(study, tmp / "local", workers=args.workers, progress=c))
+        s, r, st = timed(
+            lambda c: run_study(study, tmp / "local", workers=args.workers, progress=c)
+        )
         assert st.completed == n and st.errors == 0
         rows.append((f"{args.workers} local worker processes", s, r, None))
         t0 = time.perf_counter()
@@ -85,29 +87,39 @@ def main() -> None:
             s, r, st = timed(lambda c: run_study(study, tmp / "dask", scheduler=cluster.scheduler_address,
                                                  progress=c))  # fmt: skip
         assert st.completed == n and st.errors == 0
-        rows.append((f"Dask LocalCluster, {args.workers} worker processes", s + startup, r, startup))
+        rows.append(
+            (f"Dask LocalCluster, {args.workers} worker processes", s + startup, r, startup)
+        )
 
         ref_t, ref_r = load_study(tmp / "serial")
         for other in ("local", "dask"):
             t, r = load_study(tmp / other)
             pd.testing.assert_frame_equal(ref_t, t)
-            pd.testing.assert_frame_equal(ref_r.drop(columns=list(TIMING_COLUMNS)), r.drop(columns=list(TIMING_COLUMNS)))
+            pd.testing.assert_frame_equal(
+                ref_r.drop(columns=list(TIMING_COLUMNS)), r.drop(columns=list(TIMING_COLUMNS))
+            )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
     serial_rate, serial_steady = n / rows[0][1], rows[0][2]
     print(f"study: {n} runs of {args.ticks} ticks (paper scenario, threshold); dask {dask_version}")
-    print("runs/s over the whole study (worker start-up included) and steady (first to last result)")
+    print(
+        "runs/s over the whole study (worker start-up included) and steady (first to last result)"
+    )
     print(f"{'backend':<40} {'seconds':>8} {'runs/s':>7} {'eff.':>5} {'steady':>7} {'eff.':>5}")
     for i, (label, seconds, steady, startup) in enumerate(rows):
         rate = n / seconds
         eff = "-" if i == 0 else f"{rate / (args.workers * serial_rate):.0%}"
         eff_steady = "-" if i == 0 else f"{steady / (args.workers * serial_steady):.0%}"
         note = "" if startup is None else f"  (cluster start {startup:.1f} s included)"
-        print(f"{label:<40} {seconds:8.2f} {rate:7.1f} {eff:>5} {steady:7.1f} {eff_steady:>5}{note}")
+        print(
+            f"{label:<40} {seconds:8.2f} {rate:7.1f} {eff:>5} {steady:7.1f} {eff_steady:>5}{note}"
+        )
     print("results identical across backends: yes")
     # other processes on the machine take cores from the parallel backends
-    print(f"CPUs: {os.cpu_count()}; load average before/after: {load0[0]:.1f} / {os.getloadavg()[0]:.1f}")
+    print(
+        f"CPUs: {os.cpu_count()}; load average before/after: {load0[0]:.1f} / {os.getloadavg()[0]:.1f}"
+    )
 
 
 if __name__ == "__main__":

@@ -71,14 +71,21 @@ def _colour(field: str, colours: dict[str, str], title: str | None = None) -> di
             "scale": {"domain": list(colours), "range": list(colours.values())}}  # fmt: skip
 
 
-def time_series(model: DashboardModel, columns: dict[str, str], title: str, y_title: str,
-                unit_range: bool = False) -> dict[str, Any]:
+def time_series(
+    model: DashboardModel,
+    columns: dict[str, str],
+    title: str,
+    y_title: str,
+    unit_range: bool = False,
+) -> dict[str, Any]:
     """Lines of tick-table columns over ticks, one colour each."""
     t = model.ticks()
     ticks = t["tick"].to_numpy(dtype=int)
     values = []
     for c in columns:
-        values += _records({"tick": ticks, "measure": np.full(len(t), c), "value": t[c].to_numpy(dtype=float)})
+        values += _records(
+            {"tick": ticks, "measure": np.full(len(t), c), "value": t[c].to_numpy(dtype=float)}
+        )
     y = {"field": "value", "type": "quantitative", "title": y_title}
     if unit_range:
         y["scale"] = UNIT
@@ -88,14 +95,20 @@ def time_series(model: DashboardModel, columns: dict[str, str], title: str, y_ti
             "x": {"field": "tick", "type": "quantitative", "axis": {"tickMinStep": 1}},
             "y": y,
             "color": _colour("measure", columns),
-            "tooltip": [{"field": "measure"}, {"field": "tick"}, {"field": "value", "format": ".3f"}],
+            "tooltip": [
+                {"field": "measure"},
+                {"field": "tick"},
+                {"field": "value", "format": ".3f"},
+            ],
         },
     }
     return spec(title, body, values)
 
 
 def rr_rf(model: DashboardModel) -> dict[str, Any]:
-    return time_series(model, METRIC_COLOURS, "recourse reliability RR and feasibility RF", "RR, RF", True)
+    return time_series(
+        model, METRIC_COLOURS, "recourse reliability RR and feasibility RF", "RR, RF", True
+    )
 
 
 def threshold_goals(model: DashboardModel) -> dict[str, Any]:
@@ -104,7 +117,9 @@ def threshold_goals(model: DashboardModel) -> dict[str, Any]:
 
 
 def pool(model: DashboardModel) -> dict[str, Any]:
-    return time_series(model, POOL_COLOURS, "pool: new, reapplied, waiting, accepted, dropped", "candidates")
+    return time_series(
+        model, POOL_COLOURS, "pool: new, reapplied, waiting, accepted, dropped", "candidates"
+    )
 
 
 def score_histogram(model: DashboardModel, bins: int = 25) -> dict[str, Any]:
@@ -126,9 +141,19 @@ def score_histogram(model: DashboardModel, bins: int = 25) -> dict[str, Any]:
             "encoding": {
                 "x": {"field": "lo", "type": "quantitative", "title": "score M(x)", "scale": UNIT},
                 "x2": {"field": "hi"},
-                "y": {"field": "count", "type": "quantitative", "title": "applicants", "stack": True},
+                "y": {
+                    "field": "count",
+                    "type": "quantitative",
+                    "title": "applicants",
+                    "stack": True,
+                },
                 "color": _colour("decision", decision),
-                "tooltip": [{"field": "decision"}, {"field": "count"}, {"field": "lo"}, {"field": "hi"}],
+                "tooltip": [
+                    {"field": "decision"},
+                    {"field": "count"},
+                    {"field": "lo"},
+                    {"field": "hi"},
+                ],
             },
         }
     ]

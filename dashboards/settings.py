@@ -109,7 +109,8 @@ class Settings:
         """The validated scenario; raises :class:`ConfigError` naming the bad field."""
         base = get_scenario(self.preset)
         overrides = {
-            name: getattr(self, name) for name in ("k", "m", "n_initial", "validity", "ticks", "seed")
+            name: getattr(self, name)
+            for name in ("k", "m", "n_initial", "validity", "ticks", "seed")
         }
         overrides["beta"] = _toml_value("beta", self.beta)
         overrides["difficulty"] = _toml_value("difficulty", self.difficulty)
@@ -228,7 +229,16 @@ def current_candidates(model: DashboardModel) -> pd.DataFrame:
     ev = model.events()
     if ev.empty:
         return pd.DataFrame(
-            columns=["id", "application", "score", "status", "goal", "cf_score", "advice", "outcome"]
+            columns=[
+                "id",
+                "application",
+                "score",
+                "status",
+                "goal",
+                "cf_score",
+                "advice",
+                "outcome",
+            ]
         )
     ev = ev[ev["tick"].to_numpy() == model.tick - 1]
     z = model.config.n_features
@@ -245,7 +255,9 @@ def current_candidates(model: DashboardModel) -> pd.DataFrame:
             outcome.append("—")
         else:
             bad = changed[ok[row, changed] == 0]
-            outcome.append("all done" if bad.size == 0 else "failed: " + " ".join(f"x{i}" for i in bad))
+            outcome.append(
+                "all done" if bad.size == 0 else "failed: " + " ".join(f"x{i}" for i in bad)
+            )
     out = pd.DataFrame(
         {
             "id": ev["cid"].to_numpy(),
@@ -261,7 +273,9 @@ def current_candidates(model: DashboardModel) -> pd.DataFrame:
     return out.sort_values("score", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def recent_applications(model: DashboardModel, window: int = 20, limit: int = 3_000) -> pd.DataFrame:
+def recent_applications(
+    model: DashboardModel, window: int = 20, limit: int = 3_000
+) -> pd.DataFrame:
     """Applications of the last ``window`` ticks (tick, score, status, id), at most ``limit``
     rows (the most recent)."""
     ev = model.events()

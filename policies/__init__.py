@@ -42,7 +42,9 @@ def register_policy(name: str, factory: Callable[..., RecoursePolicy], descripti
     POLICIES[name] = Entry(factory, description)
 
 
-def composite(goal: str, recommender: str, **recommender_params: Any) -> Callable[..., RecoursePolicy]:
+def composite(
+    goal: str, recommender: str, **recommender_params: Any
+) -> Callable[..., RecoursePolicy]:
     """A factory for ``goal + recommender``; its keyword arguments go to the recommender."""
 
     def factory(**params: Any) -> RecoursePolicy:

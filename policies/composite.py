@@ -33,7 +33,9 @@ class CompositePolicy:
         goals = np.full(obs.n_rejected, np.nan)
         goals[:] = self.goal.select(obs, rng)  # a scalar or one goal per candidate
         X_cf = self.recommender.recommend(obs.X, goals, rng)
-        if not np.isnan(np.add.reduce(X_cf, axis=None)):  # advice lies in [0, 1]: NaN iff a row failed
+        if not np.isnan(
+            np.add.reduce(X_cf, axis=None)
+        ):  # advice lies in [0, 1]: NaN iff a row failed
             return Recommendation(goal=goals, X_cf=X_cf)
         failed = np.isnan(X_cf).any(axis=1)
         # a recommender marks goals it could not reach with NaN rows: those candidates get

@@ -47,7 +47,9 @@ def _number(name: str, value: Any, lo: float, hi: float, interval: str) -> float
     return value
 
 
-def eq16_reward(rr: np.ndarray, rf: np.ndarray, alpha: float, tau: float, floor: float) -> np.ndarray:
+def eq16_reward(
+    rr: np.ndarray, rf: np.ndarray, alpha: float, tau: float, floor: float
+) -> np.ndarray:
     """R = α(1 + 0.9 log RR) + τ(1 + 0.9 log RF) (durable-recourse-rl eq. 16), elementwise.
 
     RR and RF below ``floor`` are raised to it, so log 0 is finite. An undefined ratio

@@ -16,7 +16,10 @@ def test_evaluate_is_paired_and_reproducible():
     a = evaluate("paper", "threshold", episodes=3, seed=5, ticks=20)
     b = evaluate("paper", "threshold", episodes=3, seed=5, ticks=20)
     assert a == b
-    assert a["per_episode"][0] == evaluate("paper", "threshold", episodes=1, seed=5, ticks=20)["per_episode"][0]
+    assert (
+        a["per_episode"][0]
+        == evaluate("paper", "threshold", episodes=1, seed=5, ticks=20)["per_episode"][0]
+    )
     assert {"rr_mean", "rr_std", "rf_mean", "rf_std", "gini_mean", "cost_mean"} <= set(a)
     with pytest.raises(ValueError, match="episodes must be an integer"):
         evaluate("paper", "threshold", episodes=0)

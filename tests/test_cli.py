@@ -23,10 +23,14 @@ def test_run_writes_everything(tmp_path):
     assert result.exit_code == 0, result.output
     assert "recourse reliability" in result.output
     ticks = pd.read_parquet(out / "ticks.parquet")
-    assert list(ticks.columns[: len(TICK_COLUMNS)]) != [] and set(TICK_COLUMNS) <= set(ticks.columns)
+    assert list(ticks.columns[: len(TICK_COLUMNS)]) != [] and set(TICK_COLUMNS) <= set(
+        ticks.columns
+    )
     assert len(ticks) == 30
     cands = pd.read_parquet(out / "candidates.parquet")
-    assert {"cid", "tick", "score", "accepted", "goal", "dx_0", "ok_0", "exit"} <= set(cands.columns)
+    assert {"cid", "tick", "score", "accepted", "goal", "dx_0", "ok_0", "exit"} <= set(
+        cands.columns
+    )
     summary = json.loads((out / "summary.json").read_text())
     assert set(SUMMARY_KEYS) <= set(summary)
     assert summary["ticks"] == 30 and summary["seed"] == 2 and summary["scenario"] == "paper-T5"
@@ -55,7 +59,10 @@ def test_run_with_overrides_and_toml(tmp_path):
         (["run", "--set", "kk=3"], "unknown scenario field(s): kk"),
         (["run", "--set", "k"], "--set expects KEY=VALUE"),
         (["run", "--ticks", "0"], "ticks must be an integer in [1, 1000000]"),
-        (["run", "--policy", "last-threshold+exact-linear:weights=wrong"], "weights must be one of"),
+        (
+            ["run", "--policy", "last-threshold+exact-linear:weights=wrong"],
+            "weights must be one of",
+        ),
     ],
 )
 def test_bad_input_is_one_line_exit_2(args, message, tmp_path):
@@ -68,6 +75,10 @@ def test_bad_input_is_one_line_exit_2(args, message, tmp_path):
 
 def test_listings():
     result = runner.invoke(app, ["scenarios"])
-    assert result.exit_code == 0 and "motivating-example" in result.output and "paper-T5-hard" in result.output
+    assert (
+        result.exit_code == 0
+        and "motivating-example" in result.output
+        and "paper-T5-hard" in result.output
+    )
     result = runner.invoke(app, ["policies"])
     assert result.exit_code == 0 and "threshold" in result.output and "none" in result.output

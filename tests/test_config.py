@@ -39,7 +39,12 @@ def test_unknown_field_is_an_error():
 
 
 def test_paper_presets_match_appendix_d():
-    for name, T, beta in [("paper", 1, 0.05), ("paper-T5", 5, 0.05), ("paper-hard", 1, 0.01), ("paper-T5-hard", 5, 0.01)]:
+    for name, T, beta in [
+        ("paper", 1, 0.05),
+        ("paper-T5", 5, 0.05),
+        ("paper-hard", 1, 0.01),
+        ("paper-T5-hard", 5, 0.01),
+    ]:
         c = get_scenario(name)
         assert (c.n_initial, c.k, c.m, c.ticks, c.validity, c.beta) == (20, 9, 10, 100, T, beta)
         assert c.difficulty == (0.84, 0.15, 0.85, 0.78, 0.25, 0.18, 0.29, 0.83, 0.91, 0.10)
@@ -49,7 +54,9 @@ def test_paper_presets_match_appendix_d():
 
 def test_toml_roundtrip_and_base(tmp_path):
     path = tmp_path / "mine.toml"
-    path.write_text('base = "paper-T5"\nbeta = 0.02\nk = 5\ndifficulty = [0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5]\n')
+    path.write_text(
+        'base = "paper-T5"\nbeta = 0.02\nk = 5\ndifficulty = [0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5]\n'
+    )
     c = ScenarioConfig.from_toml(path)
     assert (c.name, c.validity, c.beta, c.k) == ("mine", 5, 0.02, 5)
     assert c.difficulty == (0.5,) * 10

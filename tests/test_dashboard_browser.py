@@ -22,7 +22,9 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-b
         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 
 if not (os.path.exists(CHROMIUM) or shutil.which("chromium")):
-    pytest.skip(f"chromium not found at {CHROMIUM}: run scripts/setup-browser.sh", allow_module_level=True)
+    pytest.skip(
+        f"chromium not found at {CHROMIUM}: run scripts/setup-browser.sh", allow_module_level=True
+    )
 playwright_api = pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed: run scripts/setup-browser.sh"
 )
@@ -46,7 +48,9 @@ def server():
         deadline = time.monotonic() + 60
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"solara exited with {proc.returncode}: {proc.stdout.read().decode()[-2000:]}")
+                pytest.fail(
+                    f"solara exited with {proc.returncode}: {proc.stdout.read().decode()[-2000:]}"
+                )
             try:
                 urllib.request.urlopen(url, timeout=2).read()
                 break
@@ -55,7 +59,9 @@ def server():
                     pytest.fail("solara did not answer within 60 s")
                 time.sleep(0.3)
         if not cdn.exists():
-            pytest.fail(f"Solara's front-end assets are missing ({cdn}): run scripts/setup-browser.sh")
+            pytest.fail(
+                f"Solara's front-end assets are missing ({cdn}): run scripts/setup-browser.sh"
+            )
         yield url
     finally:
         proc.terminate()
@@ -100,7 +106,10 @@ def field(page, label: str):
 
 def choose(page, label: str, option: str) -> None:
     field(page, label).locator(".v-select__slot").click()
-    menu = page.locator(".menuable__content__active .v-list-item", has_text=re.compile(rf"^\s*{re.escape(option)}\s*$"))
+    menu = page.locator(
+        ".menuable__content__active .v-list-item",
+        has_text=re.compile(rf"^\s*{re.escape(option)}\s*$"),
+    )
     menu.click()
 
 
@@ -110,7 +119,9 @@ def test_page_loads_with_charts_and_controls(server, browser):
     for name in ("Reset", "Step"):
         assert page.get_by_role("button", name=name, exact=True).is_visible()
     # six Vega charts drawn (canvas or svg), plus the comparison hint and the table
-    page.wait_for_function("document.querySelectorAll('.rabm-chart canvas, .rabm-chart svg').length >= 6")
+    page.wait_for_function(
+        "document.querySelectorAll('.rabm-chart canvas, .rabm-chart svg').length >= 6"
+    )
     assert page.get_by_text("Side by side").is_visible()
     assert page.locator(".rabm-table").count() == 1
     page.context.close()
@@ -121,7 +132,9 @@ def test_change_policy_then_step_updates_tick_and_charts(server, browser):
     choose(page, "policy", "none")
     page.get_by_text(re.compile(r"policy none")).wait_for()
     chart = page.locator(".rabm-chart").nth(1)  # the score histogram
-    page.wait_for_function("document.querySelectorAll('.rabm-chart canvas, .rabm-chart svg').length >= 6")
+    page.wait_for_function(
+        "document.querySelectorAll('.rabm-chart canvas, .rabm-chart svg').length >= 6"
+    )
     before = chart.screenshot()
     step(page, 1)
     page.wait_for_timeout(500)  # let Vega redraw

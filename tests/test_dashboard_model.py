@@ -36,7 +36,10 @@ def test_settings_follow_the_preset_and_resolve_to_its_config():
         ({"beta": "-1"}, "beta must be a number in (0, inf], got -1"),
         ({"beta": "abc"}, "beta must be a number"),
         ({"difficulty": "0.5, 0.5"}, "difficulty must list one value per feature (n_features=10)"),
-        ({"difficulty": "2, 0.15, 0.85, 0.78, 0.25, 0.18, 0.29, 0.83, 0.91, 0.10"}, "difficulty[0]"),
+        (
+            {"difficulty": "2, 0.15, 0.85, 0.78, 0.25, 0.18, 0.29, 0.83, 0.91, 0.10"},
+            "difficulty[0]",
+        ),
         ({"n_initial": 0, "m": 0}, "n_initial and m cannot both be 0"),
     ],
 )
@@ -124,8 +127,13 @@ def test_chart_specs_are_json_with_the_model_data():
     assert [None if np.isnan(x) else x for x in expected] == rr
     hist = specs["scores"]["data"]["values"]
     assert sum(v["count"] for v in hist) == len(model.last_tick.ids)
-    assert specs["scores"]["layer"][1]["data"]["values"][0]["threshold"] == model.last_tick.threshold
-    assert {v["policy"] for v in specs["compare"]["data"]["values"]} == {"threshold", "threshold-true"}
+    assert (
+        specs["scores"]["layer"][1]["data"]["values"][0]["threshold"] == model.last_tick.threshold
+    )
+    assert {v["policy"] for v in specs["compare"]["data"]["values"]} == {
+        "threshold",
+        "threshold-true",
+    }
 
 
 def test_large_presets_are_left_to_the_cli():

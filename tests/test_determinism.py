@@ -57,7 +57,9 @@ print(json.dumps({"rr": t["rr"].tolist(), "threshold": t["threshold"].tolist(), 
 
 def test_two_processes_identical():
     outs = [
-        subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, check=True).stdout
+        subprocess.run(
+            [sys.executable, "-c", CHILD], capture_output=True, text=True, check=True
+        ).stdout
         for _ in range(2)
     ]
     here = RecourseModel("paper-T5", "threshold", seed=21).run().tick_table()

@@ -62,13 +62,20 @@ def test_batch_equals_rows():
     mutable = np.ones(z, dtype=bool)
     cost = rng.uniform(0.1, 1, size=z)
     batch = exact_linear_counterfactuals(X, goals, w, b, cost, mutable)
-    rows = np.vstack([exact_linear_counterfactuals(X[i:i + 1], goals[i:i + 1], w, b, cost, mutable) for i in range(n)])
+    rows = np.vstack(
+        [
+            exact_linear_counterfactuals(X[i : i + 1], goals[i : i + 1], w, b, cost, mutable)
+            for i in range(n)
+        ]
+    )
     np.testing.assert_array_equal(batch, rows)
 
 
 def test_goal_already_met_changes_nothing():
     x = np.array([[0.9, 0.9]])
-    out = exact_linear_counterfactuals(x, np.array([0.5]), np.array([1.0, 1.0]), 0.0, np.ones(2), np.ones(2, bool))
+    out = exact_linear_counterfactuals(
+        x, np.array([0.5]), np.array([1.0, 1.0]), 0.0, np.ones(2), np.ones(2, bool)
+    )
     np.testing.assert_array_equal(out, x)
 
 
@@ -92,7 +99,9 @@ def test_difficulty_estimator_learns_true_difficulties():
 def test_policy_reaches_threshold_in_simulation(weights):
     from abm import RecourseModel
 
-    m = RecourseModel("paper", f"last-threshold+exact-linear:weights={weights}", seed=1, ticks=40).run()
+    m = RecourseModel(
+        "paper", f"last-threshold+exact-linear:weights={weights}", seed=1, ticks=40
+    ).run()
     ticks = m.tick_table()
     assert ticks["n_unreached"].sum() == 0
     assert ticks["mean_error"].max() < 1e-6

@@ -191,7 +191,10 @@ def test_choice_is_the_argmax_of_the_simulated_reward():
 
 def test_objective_steers_the_margin():
     # RR only: aim higher than with RF only, and reach a higher reliability
-    reliable, feasible = Recording(alpha=1, tau=0, rollouts=2), Recording(alpha=0, tau=1, rollouts=2)
+    reliable, feasible = (
+        Recording(alpha=1, tau=0, rollouts=2),
+        Recording(alpha=0, tau=1, rollouts=2),
+    )
     a = _run(CompositePolicy(reliable, ExactLinear()), ticks=30)
     b = _run(CompositePolicy(feasible, ExactLinear()), ticks=30)
     margins = {}
@@ -214,7 +217,9 @@ def test_horizon_defaults_to_validity_and_stops_at_the_episode_end():
 def test_eq16_reward_floor_and_nan():
     r = eq16_reward([1.0, 0.5, 0.0, np.nan], [1.0, 1.0, 1.0, 1.0], alpha=1, tau=2, floor=1e-3)
     floor_term = 1 + 0.9 * math.log(1e-3)
-    np.testing.assert_allclose(r, [3.0, 1 + 0.9 * math.log(0.5) + 2, floor_term + 2, floor_term + 2])
+    np.testing.assert_allclose(
+        r, [3.0, 1 + 0.9 * math.log(0.5) + 2, floor_term + 2, floor_term + 2]
+    )
     assert eq16_reward([np.nan], [0.0], alpha=0, tau=1, floor=0.1)[0] == pytest.approx(
         1 + 0.9 * math.log(0.1)
     )

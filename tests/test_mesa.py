@@ -8,8 +8,14 @@ from abm import RecourseModel
 def test_batch_run_over_k_and_seed():
     results = mesa.batch_run(
         RecourseModel,
-        parameters={"scenario": "paper", "policy": "threshold", "k": [5, 9], "seed": [0, 1],
-                    "ticks": 10, "agents": False},  # fmt: skip
+        parameters={
+            "scenario": "paper",
+            "policy": "threshold",
+            "k": [5, 9],
+            "seed": [0, 1],
+            "ticks": 10,
+            "agents": False,
+        },  # fmt: skip
         iterations=1,
         max_steps=50,
         number_processes=1,
@@ -19,7 +25,9 @@ def test_batch_run_over_k_and_seed():
     assert len(results) == 4
     for row in results:
         # Mesa reports the 0-based index of the last collected step: tick 9 of 10
-        assert row["Step"] == row["tick"] == 9 and row["n_accepted"] == min(row["k"], row["n_applicants"])
+        assert row["Step"] == row["tick"] == 9 and row["n_accepted"] == min(
+            row["k"], row["n_applicants"]
+        )
 
 
 def test_datacollector_holds_one_row_per_tick(paper_run):

@@ -80,8 +80,13 @@ def test_hidden_changes_are_invisible_until_reapplication(spy_policy):
     model = RecourseModel("paper-T5", spy, seed=0, ticks=60)
     hidden_seen = 0
     while model.running:
-        truth = {cid: x.copy() for cid, x in zip(model.population.ids, model.population.X, strict=True)}
-        seen_obs = {cid: x.copy() for cid, x in zip(model.population.ids, model.population.X_obs, strict=True)}
+        truth = {
+            cid: x.copy() for cid, x in zip(model.population.ids, model.population.X, strict=True)
+        }
+        seen_obs = {
+            cid: x.copy()
+            for cid, x in zip(model.population.ids, model.population.X_obs, strict=True)
+        }
         model.step()
         obs = spy.seen[-1]
         hist = obs.history
@@ -98,17 +103,22 @@ def test_hidden_changes_are_invisible_until_reapplication(spy_policy):
 
 def test_rf_window_for_T1_is_last_ticks_rejections(paper_run):
     ticks = paper_run.tick_table()
-    np.testing.assert_array_equal(ticks["n_rejected_window"].to_numpy()[1:], ticks["n_rejected"].to_numpy()[:-1])
+    np.testing.assert_array_equal(
+        ticks["n_rejected_window"].to_numpy()[1:], ticks["n_rejected"].to_numpy()[:-1]
+    )
 
 
 def test_undefined_ratios_are_nan_not_zero(paper_run):
     ticks = paper_run.tick_table()
-    assert np.isnan(ticks.loc[0, "rr"]) and np.isnan(ticks.loc[0, "rf"])  # nobody can reapply at t=0
+    assert np.isnan(ticks.loc[0, "rr"]) and np.isnan(
+        ticks.loc[0, "rf"]
+    )  # nobody can reapply at t=0
     no_succ = ticks["n_succ"] == 0
     assert ticks.loc[no_succ, "rr"].isna().all()
     defined = ~no_succ
     np.testing.assert_allclose(
-        ticks.loc[defined, "rr"], ticks.loc[defined, "n_succ_accepted"] / ticks.loc[defined, "n_succ"]
+        ticks.loc[defined, "rr"],
+        ticks.loc[defined, "n_succ_accepted"] / ticks.loc[defined, "n_succ"],
     )
 
 
@@ -132,7 +142,9 @@ def test_limit_beta_infinite_every_change_succeeds():
 
 
 def test_limit_no_dropout_when_coefficients_zero():
-    model = RecourseModel("paper-hard", "threshold", seed=4, ticks=50, rho=0.0, chi=0.0, omega=0.0).run()
+    model = RecourseModel(
+        "paper-hard", "threshold", seed=4, ticks=50, rho=0.0, chi=0.0, omega=0.0
+    ).run()
     assert model.tick_table()["n_dropped"].sum() == 0
 
 
@@ -192,7 +204,9 @@ def test_recommender_failures_become_explicit_no_advice():
             out[1::2] = np.nan
             return out
 
-    model = RecourseModel("paper", CompositePolicy(LastThreshold(), FailsOnOddRows()), seed=0, ticks=20).run()
+    model = RecourseModel(
+        "paper", CompositePolicy(LastThreshold(), FailsOnOddRows()), seed=0, ticks=20
+    ).run()
     ticks = model.tick_table()
     assert (ticks["n_unadvised"] == ticks["n_rejected"] // 2).all()
     events = model.candidate_table()

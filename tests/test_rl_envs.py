@@ -39,7 +39,7 @@ def test_recommender_env_reward_is_eq15_and_estimates_difficulty():
     env.reset(seed=3)
     x, g = env._x.copy(), env._g
     a = np.full(10, 0.1, dtype=np.float32)
-    _, r, *_ , info = env.step(a)
+    _, r, *_, info = env.step(a)
     x_cf = np.clip(x + 0.5 * 0.1, 0, 1)  # Δ = max_step a
     e = abs(env.ctx.model.score(x_cf[None])[0] - g)
     assert info["error"] == pytest.approx(e)
@@ -49,7 +49,7 @@ def test_recommender_env_reward_is_eq15_and_estimates_difficulty():
     env.reset()  # second episode: the cost term is on
     x, g = env._x.copy(), env._g
     d_hat = env.estimator.d.copy()
-    _, r, *_ , info = env.step(a)
+    _, r, *_, info = env.step(a)
     x_cf = np.clip(x + 0.05, 0, 1)
     c_hat = np.abs(x_cf - x) @ d_hat
     assert info["reward_eq15"] == pytest.approx(-10 * c_hat - 300 * max(0.0, info["error"] - 0.01))
@@ -63,10 +63,12 @@ def test_recommender_observation_is_x_g_score_gap_and_d_hat():
     assert obs.shape == (2 * z + 4,) and env.observation_space.contains(obs)
     np.testing.assert_allclose(obs[:z], env._x, rtol=1e-6)
     logit_gap = (np.log(env._g / (1 - env._g)) - np.log(s / (1 - s))) / 10
-    np.testing.assert_allclose(obs[z:z + 4], [env._g, s, env._g - s, logit_gap], rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(obs[z + 4:], env.estimator.d, rtol=1e-6)
+    np.testing.assert_allclose(
+        obs[z : z + 4], [env._g, s, env._g - s, logit_gap], rtol=1e-5, atol=1e-7
+    )
+    np.testing.assert_allclose(obs[z + 4 :], env.estimator.d, rtol=1e-6)
     obs, *_ = env.step(np.zeros(z, np.float32))  # d̂ in the observation follows the estimator
-    np.testing.assert_allclose(obs[z + 4:], env.estimator.d, rtol=1e-6)
+    np.testing.assert_allclose(obs[z + 4 :], env.estimator.d, rtol=1e-6)
 
 
 def test_direction_action_reaches_the_goal_along_the_direction():
@@ -118,8 +120,11 @@ def test_population_env_drives_the_model_and_matches_a_plain_run():
 
     plain = RecourseModel("paper", CompositePolicy(LastThreshold(margin=0.15), ExactLinear()), seed=info["seed"],
                           agents=False, record_events=False, ticks=15).run().tick_table()  # fmt: skip
-    np.testing.assert_allclose(ours[["rr", "rf", "mean_goal"]].to_numpy(np.float64),
-                               plain[["rr", "rf", "mean_goal"]].to_numpy(np.float64), atol=1e-7)
+    np.testing.assert_allclose(
+        ours[["rr", "rf", "mean_goal"]].to_numpy(np.float64),
+        plain[["rr", "rf", "mean_goal"]].to_numpy(np.float64),
+        atol=1e-7,
+    )
     env.close()
 
 
@@ -183,8 +188,14 @@ def test_study_points_retry_failures_and_keep_the_latest_row(tmp_path):
     path = tmp_path / "points.csv"
     base = {"family": "hybrid", "policy": "p", "rr_std": 0, "rf_std": 0, "gini": 0, "cost": 0,
             "n_unadvised": 0, "episodes": 10, "seconds": 1}  # fmt: skip
-    _append(path, {**base, "method": "hybrid-ustun", "alpha": "1", "tau": "4", "rr": "nan", "rf": "nan"})
-    _append(path, {**base, "method": "hybrid-ustun", "alpha": "1", "tau": "1", "rr": 0.5, "rf": 0.4})
-    _append(path, {**base, "method": "hybrid-ustun", "alpha": "1", "tau": "1", "rr": 0.6, "rf": 0.3})
+    _append(
+        path, {**base, "method": "hybrid-ustun", "alpha": "1", "tau": "4", "rr": "nan", "rf": "nan"}
+    )
+    _append(
+        path, {**base, "method": "hybrid-ustun", "alpha": "1", "tau": "1", "rr": 0.5, "rf": 0.4}
+    )
+    _append(
+        path, {**base, "method": "hybrid-ustun", "alpha": "1", "tau": "1", "rr": 0.6, "rf": 0.3}
+    )
     rows = _read_rows(path)
     assert [(r["alpha"], r["tau"], float(r["rr"])) for r in rows] == [("1", "1", 0.6)]

@@ -24,7 +24,9 @@ from policies.rl.training import (
 )
 
 TINY = dict(ticks=10)
-SAC_TINY = replace(PREDICTOR_SAC, net=(32, 32), learning_starts=30, batch_size=64, learning_rate=3e-3, gamma=0.5)
+SAC_TINY = replace(
+    PREDICTOR_SAC, net=(32, 32), learning_starts=30, batch_size=64, learning_rate=3e-3, gamma=0.5
+)
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +78,11 @@ def test_manifest_round_trip_and_learning_curve(trained):
     assert (pred / "learning_curve.csv").read_text().startswith("episode,timesteps,reward")
     r = read_manifest(rec, "recommender")
     assert len(r["d_hat"]) == 10 and r["d_error"] >= 0
-    assert r["obs_dim"] == 24 and r["action_mode"] == "direction" and r["max_step"] == RECOMMENDER_MAX_STEP
+    assert (
+        r["obs_dim"] == 24
+        and r["action_mode"] == "direction"
+        and r["max_step"] == RECOMMENDER_MAX_STEP
+    )
     assert r["env"]["reward_scale"] == 1.0
     assert r["observation"] == RECOMMENDER_OBSERVATION
     assert read_manifest(pred_rl, "predictor")["recommender_path"] == "../rec"
@@ -102,7 +108,9 @@ def test_learned_recommender_rebuilds_the_training_observation(trained, tmp_path
         assert (phi.action_mode, phi.max_step) == (mode, step)
         _, sac = load_sac(path, "recommender")
         obs = recommender_observation(X, goals, s, np.asarray(phi.manifest["d_hat"]))
-        want = recommender_counterfactual(X, sac.predict(obs, deterministic=True)[0], goals, ctx, mode, step)
+        want = recommender_counterfactual(
+            X, sac.predict(obs, deterministic=True)[0], goals, ctx, mode, step
+        )
         want[~(s < goals)] = X[~(s < goals)]
         got = phi.recommend(X, goals, np.random.default_rng(0))
         np.testing.assert_allclose(got, want)
@@ -138,7 +146,8 @@ def test_bad_artefacts_are_refused(trained, tmp_path):
     wrong_kind = _copy(pred, tmp_path / "kind")
     with pytest.raises(ArtefactError, match="expected 'recommender'"):
         make_policy(f"rl-recommender:path={wrong_kind}").prepare(
-            RecourseModel("paper", "none", ticks=1).context)
+            RecourseModel("paper", "none", ticks=1).context
+        )
     tampered = _copy(pred, tmp_path / "tampered")
     m = json.loads((tampered / "manifest.json").read_text())
     m["kind"] = "recommender"
@@ -197,7 +206,10 @@ def test_shipped_artefacts_load_and_act_deterministically():
     """The default `rl` and `hybrid-*` policies load the artefacts shipped in results/pareto."""
     from policies.rl.learned import DEFAULT_PREDICTOR_RL, DEFAULT_RECOMMENDER
 
-    assert read_manifest(DEFAULT_RECOMMENDER, "recommender", n_features=10)["action_mode"] == "direction"
+    assert (
+        read_manifest(DEFAULT_RECOMMENDER, "recommender", n_features=10)["action_mode"]
+        == "direction"
+    )
     assert read_manifest(DEFAULT_PREDICTOR_RL, "predictor", n_features=10)["max_margin"] > 0
     runs = [RecourseModel("paper", name, seed=3, ticks=8, agents=False, record_events=False).run().tick_table()
             for name in ("rl", "rl", "hybrid-exact-linear", "hybrid-wachter")]  # fmt: skip
@@ -235,12 +247,16 @@ def test_pareto_study_runs_every_piece_on_a_tiny_budget(tmp_path):
     rerun = runner.invoke(app, ["reproduce", "pareto", "--setting", "T1-b005", "--out", str(t1),
                                 "--hybrid-predictors", "own", *tiny])  # fmt: skip
     assert rerun.exit_code == 0, rerun.output
-    assert len((t1 / "points.csv").read_text().splitlines()) == len(points) + 1  # nothing re-evaluated
+    assert (
+        len((t1 / "points.csv").read_text().splitlines()) == len(points) + 1
+    )  # nothing re-evaluated
     (t1 / "table3.csv").unlink()
     report = runner.invoke(app, ["reproduce", "pareto", "--setting", "T1-b005", "--out", str(t1),
                                  "--report-only", "--summary", ""])  # fmt: skip
     assert report.exit_code == 0, report.output
-    assert (t1 / "table3.csv").is_file() and len((t1 / "points.csv").read_text().splitlines()) == len(points) + 1
+    assert (t1 / "table3.csv").is_file() and len(
+        (t1 / "points.csv").read_text().splitlines()
+    ) == len(points) + 1
 
     t5 = tmp_path / "T5"
     r = runner.invoke(app, ["reproduce", "pareto", "--setting", "T5-b005", "--out", str(t5),
@@ -250,7 +266,9 @@ def test_pareto_study_runs_every_piece_on_a_tiny_budget(tmp_path):
     with open(tmp_path / "table3.csv") as f:
         merged = list(csv.DictReader(f))
     assert {(m["T"], m["beta"]) for m in merged} == {("1", "0.05"), ("5", "0.05")}
-    assert (tmp_path / "pareto-T1-b005.png").is_file() and (tmp_path / "pareto-T5-b005.png").is_file()
+    assert (tmp_path / "pareto-T1-b005.png").is_file() and (
+        tmp_path / "pareto-T5-b005.png"
+    ).is_file()
 
     wrong = runner.invoke(app, ["reproduce", "pareto", "--setting", "T1-b001", "--out", str(tmp_path / "b001"),
                                 "--phi", str(t1 / "recommender"), *tiny])  # fmt: skip

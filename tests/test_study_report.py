@@ -47,13 +47,17 @@ def study_dir(tmp_path_factory):
                     'metrics = ["rr", "rf", "threshold"]\nreport_metrics = ["rr", "rf", "threshold"]\n'
                     '[sweep]\nbeta = [0.02, 0.05]\nvalidity = [1, 3]\npolicy = ["threshold", "threshold-true"]\n')  # fmt: skip
     out = tmp / "out"
-    result = CliRunner().invoke(app, ["study", "run", str(path), "--out", str(out), "--workers", "1"])
+    result = CliRunner().invoke(
+        app, ["study", "run", str(path), "--out", str(out), "--workers", "1"]
+    )
     assert result.exit_code == 0, result.output
     return out
 
 
 def test_report_prints_intervals_and_writes_plots(study_dir, tmp_path):
-    result = CliRunner().invoke(app, ["study", "report", str(study_dir), "--plots", str(tmp_path / "p")])
+    result = CliRunner().invoke(
+        app, ["study", "report", str(study_dir), "--plots", str(tmp_path / "p")]
+    )
     assert result.exit_code == 0, result.output
     assert "mean ± 95 % CI" in result.output and "±" in result.output
     names = sorted(p.name for p in (tmp_path / "p").glob("*.png"))

@@ -41,7 +41,9 @@ def assert_same_results(a: Path, b: Path) -> None:
     (ta, ra), (tb, rb) = load_study(a), load_study(b)
     pd.testing.assert_frame_equal(ta, tb)
     # wall times are the only columns that may differ
-    pd.testing.assert_frame_equal(ra.drop(columns=list(TIMING_COLUMNS)), rb.drop(columns=list(TIMING_COLUMNS)))
+    pd.testing.assert_frame_equal(
+        ra.drop(columns=list(TIMING_COLUMNS)), rb.drop(columns=list(TIMING_COLUMNS))
+    )
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +61,9 @@ def test_results_match_a_direct_model_run(serial_reference):
     assert list(ticks.columns) == ["run_id", "policy", "k", "seed", "tick", "rr", "rf", "threshold",
                                    "n_accepted"]  # fmt: skip
     row = runs[(runs.policy == "threshold") & (runs.k == 3) & (runs.seed == 1)].iloc[0]
-    model = RecourseModel("paper", "threshold", seed=1, agents=False, record_events=False, k=3, ticks=8).run()
+    model = RecourseModel(
+        "paper", "threshold", seed=1, agents=False, record_events=False, k=3, ticks=8
+    ).run()
     expect = model.tick_table()
     got = ticks[ticks.run_id == row.run_id]
     np.testing.assert_array_equal(got["threshold"].to_numpy(), expect["threshold"].to_numpy())
@@ -140,9 +144,14 @@ def test_a_failing_run_is_recorded_and_the_study_goes_on(tmp_path, monkeypatch):
     assert (status.completed, status.errors) == (4, 2)
     ticks, runs = load_study(out)
     bad = runs[runs.policy == "exploding"]
-    assert (bad.status == "error").all() and bad.error.str.contains("RuntimeError: boom at recommend").all()
+    assert (bad.status == "error").all() and bad.error.str.contains(
+        "RuntimeError: boom at recommend"
+    ).all()
     assert bad.traceback.str.contains("Traceback").all() and bad.rr.isna().all()
-    assert set(ticks.policy) == {"threshold"} and (runs[runs.policy == "threshold"].status == "ok").all()
+    assert (
+        set(ticks.policy) == {"threshold"}
+        and (runs[runs.policy == "threshold"].status == "ok").all()
+    )
     # errors count as finished; --retry-errors runs them again
     assert run_study(study, out, workers=1).completed == 0
     assert finished_runs(out, include_errors=False) == set(runs[runs.status == "ok"].run_id)
@@ -198,7 +207,9 @@ def test_a_killed_worker_process_loses_only_its_run(tmp_path):
     out = tmp_path / "worker"
     proc = _cli(study, out, workers=2)
     _wait_for_runs(out, 2, proc)
-    workers = [c for c in psutil.Process(proc.pid).children() if "spawn_main" in " ".join(c.cmdline())]
+    workers = [
+        c for c in psutil.Process(proc.pid).children() if "spawn_main" in " ".join(c.cmdline())
+    ]
     assert workers, "no worker processes found"
     workers[0].kill()
     assert len(finished_runs(out)) < 40, "the worker must be killed mid-study"

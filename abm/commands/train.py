@@ -18,7 +18,9 @@ def parse_net(text: str) -> tuple[int, ...]:
     try:
         net = tuple(int(x) for x in text.split(","))
     except ValueError:
-        raise ValueError(f"--net must be comma-separated layer sizes in [1, 4096], e.g. 64,64; got {text!r}") from None
+        raise ValueError(
+            f"--net must be comma-separated layer sizes in [1, 4096], e.g. 64,64; got {text!r}"
+        ) from None
     return net
 
 
@@ -63,23 +65,53 @@ def register(app: typer.Typer) -> None:
     @train_app.command("recommender")
     @friendly_errors
     def recommender(
-        scenario: Annotated[str, typer.Option("--scenario", "-s", help="preset or .toml")] = "paper",
-        out: Annotated[Path, typer.Option(help="artefact directory")] = Path("results/artefacts/recommender"),
+        scenario: Annotated[
+            str, typer.Option("--scenario", "-s", help="preset or .toml")
+        ] = "paper",
+        out: Annotated[Path, typer.Option(help="artefact directory")] = Path(
+            "results/artefacts/recommender"
+        ),
         seed: Annotated[int, typer.Option(help="training seed")] = 0,
-        warmup_episodes: Annotated[int, typer.Option(help="episodes rewarded on error only (paper 3000; 0 suits --action direction)")] = 0,
-        episodes: Annotated[int, typer.Option(help="episodes with error and cost (paper 20000)")] = 20_000,
+        warmup_episodes: Annotated[
+            int,
+            typer.Option(
+                help="episodes rewarded on error only (paper 3000; 0 suits --action direction)"
+            ),
+        ] = 0,
+        episodes: Annotated[
+            int, typer.Option(help="episodes with error and cost (paper 20000)")
+        ] = 20_000,
         checkpoint_every: Annotated[int, typer.Option(help="checkpoint every N steps")] = 10_000,
-        max_step: Annotated[float, typer.Option(
-            help="direct action: x_cf = clip(x + max_step a, 0, 1), in (0, 1] (paper 1)")] = 0.5,
-        action: Annotated[str, typer.Option(
-            help="direction (a sets a direction of change; the step length reaching g is found on "
-                 "M's score) or direct (the paper's: a is the change)")] = "direction",
-        reward_scale: Annotated[float | None, typer.Option(
-            help="SAC is trained on eq. 15 / this (> 0; default 1 for direction, 30 for direct); "
-                 "the learning curve shows eq. 15")] = None,
-        resume: Annotated[bool, typer.Option(help="continue from the latest checkpoint in --out")] = False,
-        net: NetOpt = None, lr: LrOpt = None, batch_size: BatchOpt = None, gamma: GammaOpt = None,
-        learning_starts: StartsOpt = None, threads: ThreadsOpt = 1, set_: SetOpt = None,
+        max_step: Annotated[
+            float,
+            typer.Option(
+                help="direct action: x_cf = clip(x + max_step a, 0, 1), in (0, 1] (paper 1)"
+            ),
+        ] = 0.5,
+        action: Annotated[
+            str,
+            typer.Option(
+                help="direction (a sets a direction of change; the step length reaching g is found on "
+                "M's score) or direct (the paper's: a is the change)"
+            ),
+        ] = "direction",
+        reward_scale: Annotated[
+            float | None,
+            typer.Option(
+                help="SAC is trained on eq. 15 / this (> 0; default 1 for direction, 30 for direct); "
+                "the learning curve shows eq. 15"
+            ),
+        ] = None,
+        resume: Annotated[
+            bool, typer.Option(help="continue from the latest checkpoint in --out")
+        ] = False,
+        net: NetOpt = None,
+        lr: LrOpt = None,
+        batch_size: BatchOpt = None,
+        gamma: GammaOpt = None,
+        learning_starts: StartsOpt = None,
+        threads: ThreadsOpt = 1,
+        set_: SetOpt = None,
     ) -> None:
         """Learned recommender φ in the single-candidate environment (§4.1, App. C)."""
         from abm.cli import console, progress_bar
@@ -102,18 +134,34 @@ def register(app: typer.Typer) -> None:
     def predictor(
         alpha: Annotated[float, typer.Option(help="weight of RR in eq. 16, in [0, 1e6]")],
         tau: Annotated[float, typer.Option(help="weight of RF in eq. 16, in [0, 1e6]")],
-        recommender: Annotated[str, typer.Option(
-            help="recommender inside the env: registry spec, e.g. exact-linear, ustun, rl:path=DIR")] = "exact-linear",  # fmt: skip
-        scenario: Annotated[str, typer.Option("--scenario", "-s", help="preset or .toml")] = "paper",
-        out: Annotated[Path, typer.Option(help="artefact directory")] = Path("results/artefacts/predictor"),
+        recommender: Annotated[
+            str,
+            typer.Option(
+                help="recommender inside the env: registry spec, e.g. exact-linear, ustun, rl:path=DIR"
+            ),
+        ] = "exact-linear",  # fmt: skip
+        scenario: Annotated[
+            str, typer.Option("--scenario", "-s", help="preset or .toml")
+        ] = "paper",
+        out: Annotated[Path, typer.Option(help="artefact directory")] = Path(
+            "results/artefacts/predictor"
+        ),
         seed: Annotated[int, typer.Option(help="training seed")] = 0,
         steps: Annotated[int, typer.Option(help="SAC steps = ticks (paper 7000)")] = 7000,
         checkpoint_every: Annotated[int, typer.Option(help="checkpoint every N steps")] = 1000,
-        max_margin: Annotated[float, typer.Option(
-            help="goal = last threshold + up to this margin, in (0, 1]")] = 0.3,  # fmt: skip
-        resume: Annotated[bool, typer.Option(help="continue from the latest checkpoint in --out")] = False,
-        net: NetOpt = None, lr: LrOpt = None, batch_size: BatchOpt = None, gamma: GammaOpt = None,
-        learning_starts: StartsOpt = None, threads: ThreadsOpt = 1, set_: SetOpt = None,
+        max_margin: Annotated[
+            float, typer.Option(help="goal = last threshold + up to this margin, in (0, 1]")
+        ] = 0.3,  # fmt: skip
+        resume: Annotated[
+            bool, typer.Option(help="continue from the latest checkpoint in --out")
+        ] = False,
+        net: NetOpt = None,
+        lr: LrOpt = None,
+        batch_size: BatchOpt = None,
+        gamma: GammaOpt = None,
+        learning_starts: StartsOpt = None,
+        threads: ThreadsOpt = 1,
+        set_: SetOpt = None,
     ) -> None:
         """Learned predictor μ (goal scores) in the population environment (§4.2)."""
         from abm.cli import console, progress_bar
@@ -127,6 +175,8 @@ def register(app: typer.Typer) -> None:
                                 seed=seed, steps=steps, sac=sac, checkpoint_every=checkpoint_every,
                                 max_margin=max_margin, resume=resume, progress=bar_progress(bar, task),
                                 **parse_overrides(set_))  # fmt: skip
-        console.print(f"μ: {m['steps']} steps, CPU {m['cpu_seconds']:.0f} s; written to [bold]{out}[/]")
+        console.print(
+            f"μ: {m['steps']} steps, CPU {m['cpu_seconds']:.0f} s; written to [bold]{out}[/]"
+        )
 
     app.add_typer(train_app, name="train")

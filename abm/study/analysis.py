@@ -21,7 +21,9 @@ from abm.study.runner import MANIFEST  # noqa: E402
 def read_manifest(out: str | Path) -> dict[str, Any]:
     path = Path(out) / MANIFEST
     if not path.is_file():
-        raise ConfigError(f"{out} is not a study directory (no {MANIFEST}); run `recourse-abm study run` first")
+        raise ConfigError(
+            f"{out} is not a study directory (no {MANIFEST}); run `recourse-abm study run` first"
+        )
     return json.loads(path.read_text())
 
 
@@ -99,8 +101,15 @@ def _numeric(series: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(series)
 
 
-def plot_sweep(table: pd.DataFrame, x: str, metric: str, facet: list[str], path: Path,
-               title: str = "", xlabel: str | None = None) -> Path:
+def plot_sweep(
+    table: pd.DataFrame,
+    x: str,
+    metric: str,
+    facet: list[str],
+    path: Path,
+    title: str = "",
+    xlabel: str | None = None,
+) -> Path:
     """``metric`` (mean ± 95 % CI) against the swept ``x``, one colour per policy and one
     panel per combination of the ``facet`` fields. Up to four x values are drawn side by
     side with error bars, more as lines with a CI band."""
@@ -121,7 +130,10 @@ def plot_sweep(table: pd.DataFrame, x: str, metric: str, facet: list[str], path:
         for j, (policy, g) in enumerate(panel.groupby("policy", sort=False)):
             y, ci = g[metric].to_numpy(float), g[f"{metric}_ci"].to_numpy(float)
             if categorical:
-                xs = np.array([levels.index(v) for v in g[x]]) + (j - (len(policies) - 1) / 2) * width
+                xs = (
+                    np.array([levels.index(v) for v in g[x]])
+                    + (j - (len(policies) - 1) / 2) * width
+                )
                 ax.errorbar(xs, y, yerr=np.nan_to_num(ci), fmt="o", color=colors[policy], label=policy,
                             ms=4, capsize=2, lw=1)  # fmt: skip
             else:
@@ -132,13 +144,17 @@ def plot_sweep(table: pd.DataFrame, x: str, metric: str, facet: list[str], path:
                 ax.fill_between(xs, y - np.nan_to_num(ci), y + np.nan_to_num(ci), color=colors[policy],
                                 alpha=0.18, lw=0)  # fmt: skip
         if categorical:
-            ax.set_xticks(range(len(levels)), [f"{v:g}" if _numeric(table[x]) else str(v) for v in levels])
+            ax.set_xticks(
+                range(len(levels)), [f"{v:g}" if _numeric(table[x]) else str(v) for v in levels]
+            )
         numeric = not categorical
         if numeric and table[x].min() > 0 and table[x].max() / table[x].min() >= 50:
             ax.set_xscale("log")
         if facet:
             key = key if isinstance(key, tuple) else (key,)
-            ax.set_title(", ".join(f"{_label(f)} = {v}" for f, v in zip(facet, key, strict=True)), fontsize=9)
+            ax.set_title(
+                ", ".join(f"{_label(f)} = {v}" for f, v in zip(facet, key, strict=True)), fontsize=9
+            )
         ax.set_xlabel(xlabel or _label(x))
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel(_label(metric))
@@ -170,8 +186,13 @@ def _short(field: str) -> str:
     return {"beta": "β", "validity": "T"}.get(field, field)
 
 
-def plot_pareto(table: pd.DataFrame, runs: pd.DataFrame, path: Path, title: str = "",
-                label_fields: tuple[str, ...] = ()) -> Path:
+def plot_pareto(
+    table: pd.DataFrame,
+    runs: pd.DataFrame,
+    path: Path,
+    title: str = "",
+    label_fields: tuple[str, ...] = (),
+) -> Path:
     """RF (x) against RR (y): each run faint, each sweep point's mean solid, and each
     policy's Pareto front (higher is better on both)."""
     fig, ax = plt.subplots(figsize=(5.6, 4.4), constrained_layout=True)
@@ -184,7 +205,10 @@ def plot_pareto(table: pd.DataFrame, runs: pd.DataFrame, path: Path, title: str 
         ax.scatter(g["rf"], g["rr"], s=22, color=color, label=policy, edgecolor="k", lw=0.4)
         if label_fields and len(table) <= 16:  # few points: say which sweep point each is
             for _, row in g.iterrows():
-                text = ",".join(f"{_short(f)}={row[f]:g}" if _numeric(g[f]) else str(row[f]) for f in label_fields)
+                text = ",".join(
+                    f"{_short(f)}={row[f]:g}" if _numeric(g[f]) else str(row[f])
+                    for f in label_fields
+                )
                 ax.annotate(text, (row["rf"], row["rr"]), fontsize=6, xytext=(3, 2),
                             textcoords="offset points", color=color)  # fmt: skip
         if len(g):
@@ -200,8 +224,9 @@ def plot_pareto(table: pd.DataFrame, runs: pd.DataFrame, path: Path, title: str 
     return path
 
 
-def report(out: str | Path, metrics: list[str] | None = None,
-           plots: str | Path | None = None) -> tuple[pd.DataFrame, list[Path]]:
+def report(
+    out: str | Path, metrics: list[str] | None = None, plots: str | Path | None = None
+) -> tuple[pd.DataFrame, list[Path]]:
     """Summary table (mean ± CI per sweep point) and PNG plots of a study directory.
 
     Plots go to ``plots`` (default ``out/report``): ``<metric>_vs_<field>.png`` for every
@@ -231,7 +256,9 @@ def report(out: str | Path, metrics: list[str] | None = None,
         facet = [f for f in leads if f != x]
         xlabel = _label(x) + (f" (with {', '.join(groups[x][1:])})" if len(groups[x]) > 1 else "")
         for m in metrics:
-            written.append(plot_sweep(table, x, m, facet, plot_dir / f"{m}_vs_{x}.png", title, xlabel))
+            written.append(
+                plot_sweep(table, x, m, facet, plot_dir / f"{m}_vs_{x}.png", title, xlabel)
+            )
     if {"rr", "rf"} <= set(runs.columns) and {"rr", "rf"} <= set(metrics):
         written.append(plot_pareto(table, runs, plot_dir / "rr_rf_pareto.png", title, tuple(leads)))
     table.to_csv(plot_dir / "summary.csv", index=False)

@@ -116,7 +116,9 @@ def finished_runs(out: str | Path, include_errors: bool = True) -> set[str]:
     done = {p.stem for p in runs_dir.glob("*.parquet")}
     if not include_errors and done:
         for rid in list(done):
-            status = pq.read_table(runs_dir / f"{rid}.parquet", columns=["status"]).column(0)[0].as_py()
+            status = (
+                pq.read_table(runs_dir / f"{rid}.parquet", columns=["status"]).column(0)[0].as_py()
+            )
             if status != "ok":
                 done.discard(rid)
     return done
@@ -323,7 +325,9 @@ def run_study(
         raise ConfigError(f"workers must be an integer >= 1, got {workers}")
     tasks = [r.task(study.metrics) for r in todo]
     if scheduler is not None:
-        status.backend = f"dask {scheduler if isinstance(scheduler, str) else scheduler.scheduler.address}"
+        status.backend = (
+            f"dask {scheduler if isinstance(scheduler, str) else scheduler.scheduler.address}"
+        )
         results = _dask(tasks, scheduler)
     elif workers == 1 or len(tasks) <= 1:
         status.backend = "serial"

@@ -142,7 +142,9 @@ class Study:
         data = dict(data)
         unknown = sorted(set(data) - set(TOP_KEYS))
         if unknown:
-            raise ConfigError(f"unknown study key(s): {', '.join(unknown)}; allowed: {', '.join(TOP_KEYS)}")
+            raise ConfigError(
+                f"unknown study key(s): {', '.join(unknown)}; allowed: {', '.join(TOP_KEYS)}"
+            )
         if "scenario" not in data:
             raise ConfigError("study needs a `scenario` (a preset name or a scenario .toml)")
         base = _base_scenario(data["scenario"], base_dir)
@@ -181,7 +183,9 @@ class Study:
             for key, raw in group.items():
                 _check_axis_field(key, f"zip[{i}].{key}", seen)
                 if isinstance(raw, dict) and "registered" in raw:
-                    raise ConfigError(f"zip[{i}].{key}: `registered` selections belong under [sweep]")
+                    raise ConfigError(
+                        f"zip[{i}].{key}: `registered` selections belong under [sweep]"
+                    )
                 columns.append(_axis_values(key, raw, f"zip[{i}].{key}", POLICIES, skipped))
             lengths = {len(c) for c in columns}
             if len(lengths) != 1:
@@ -192,15 +196,21 @@ class Study:
         policy = data.get("policy", "threshold")
         if "policy" in seen:
             if "policy" in data:
-                raise ConfigError("give `policy` either at the top level or as a sweep axis, not both")
+                raise ConfigError(
+                    "give `policy` either at the top level or as a sweep axis, not both"
+                )
         else:
             if not isinstance(policy, str):
-                raise ConfigError(f"policy must be a policy name (sweep it under [sweep] to try several), got {policy!r}")
+                raise ConfigError(
+                    f"policy must be a policy name (sweep it under [sweep] to try several), got {policy!r}"
+                )
             _check_policy(policy, "policy")
 
         seeds = _seeds(data.get("seeds", 1))
         metrics = _metrics(data.get("metrics", list(METRIC_COLUMNS)), "metrics", METRIC_COLUMNS)
-        report_default = [m for m in metrics if m in ("rr", "rf", "gini", "mean_cost")] or list(metrics[:4])
+        report_default = [m for m in metrics if m in ("rr", "rf", "gini", "mean_cost")] or list(
+            metrics[:4]
+        )
         report = _metrics(data.get("report_metrics", report_default), "report_metrics",
                           tuple(dict.fromkeys(SUMMARY_COLUMNS + metrics)))  # fmt: skip
         name = data.get("name", "study")
@@ -285,7 +295,9 @@ def _base_scenario(value: Any, base_dir: str | Path | None) -> ScenarioConfig:
     if isinstance(value, ScenarioConfig):
         return value
     if not isinstance(value, str) or not value:
-        raise ConfigError(f"scenario must be a preset name or a path to a .toml file, got {value!r}")
+        raise ConfigError(
+            f"scenario must be a preset name or a path to a .toml file, got {value!r}"
+        )
     if value.endswith(".toml") and base_dir is not None and not Path(value).is_absolute():
         value = str(Path(base_dir) / value)
     try:
@@ -332,7 +344,9 @@ def _axis_values(key: str, raw: Any, where: str, registry: dict, skipped: list[s
         values = [n for n in names if n.partition(":")[0] in registry]
         skipped.extend(n for n in names if n not in values)
         if not values:
-            raise ConfigError(f"{where}: none of {names} is registered; available: {', '.join(sorted(registry))}")
+            raise ConfigError(
+                f"{where}: none of {names} is registered; available: {', '.join(sorted(registry))}"
+            )
     elif isinstance(raw, dict):
         values = _range(raw, where)
     elif isinstance(raw, list):
@@ -366,7 +380,9 @@ def _as_field_type(key: str, value: Any) -> Any:
         return float(value)
     if isinstance(default, tuple) and isinstance(value, list | tuple) and default:
         if all(isinstance(d, float) for d in default):
-            return [float(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in value]
+            return [
+                float(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in value
+            ]
     return value
 
 
@@ -392,7 +408,12 @@ def _range(raw: dict[str, Any], where: str) -> list[Any]:
         step = raw["step"]
         if log:
             raise ConfigError(f"{where}: log = true needs `num`, not `step`")
-        if not (isinstance(step, int | float) and not isinstance(step, bool) and step > 0 and math.isfinite(step)):
+        if not (
+            isinstance(step, int | float)
+            and not isinstance(step, bool)
+            and step > 0
+            and math.isfinite(step)
+        ):
             raise ConfigError(f"{where}: range step must be a positive number, got {step!r}")
         n = int(math.floor((stop - start) / step + 1e-9)) + 1
         if n > MAX_RUNS:
@@ -433,7 +454,9 @@ def _seeds(raw: Any) -> tuple[int, ...]:
         raw.setdefault("step", 1)
         seeds = _range(raw, "seeds")
     else:
-        raise ConfigError(f"seeds must be a count, a list of integers or {{start, stop}}, got {raw!r}")
+        raise ConfigError(
+            f"seeds must be a count, a list of integers or {{start, stop}}, got {raw!r}"
+        )
     if not seeds:
         raise ConfigError("seeds is empty: list at least one seed")
     for s in seeds:
@@ -451,7 +474,9 @@ def _metrics(raw: Any, where: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
         raise ConfigError(f"{where} must be a non-empty list of names")
     bad = [m for m in raw if m not in allowed]
     if bad:
-        raise ConfigError(f"{where}: unknown metric(s) {', '.join(map(str, bad))}; allowed: {', '.join(allowed)}")
+        raise ConfigError(
+            f"{where}: unknown metric(s) {', '.join(map(str, bad))}; allowed: {', '.join(allowed)}"
+        )
     return tuple(dict.fromkeys(raw))
 
 

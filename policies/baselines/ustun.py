@@ -142,10 +142,14 @@ class Ustun:
             return out
         groups = [blocks] if self.batch else [[b] for b in blocks]
         for group in groups:
-            for (i, feat, length, _, _, _), delta in zip(group, self._solve(group, need), strict=True):
+            for (i, feat, length, _, _, _), delta in zip(
+                group, self._solve(group, need), strict=True
+            ):
                 x_cf = X[i].copy()
                 np.add.at(x_cf, feat, length * delta)
-                out[i] = self._snap(x_cf, X[i], need[i] + linear_logit(X[i : i + 1], self.w, self.b)[0], feat)
+                out[i] = self._snap(
+                    x_cf, X[i], need[i] + linear_logit(X[i : i + 1], self.w, self.b)[0], feat
+                )
         return out
 
     def _solve(self, group, need) -> list[np.ndarray]:
@@ -203,7 +207,9 @@ class Ustun:
             raise RuntimeError(f"ustun: HiGHS found no solution ({res.message})")
         return [np.clip(res.x[o : o + s], 0.0, 1.0) for o, s in offsets]
 
-    def _snap(self, x_cf: np.ndarray, x0: np.ndarray, target: float, feat: np.ndarray) -> np.ndarray:
+    def _snap(
+        self, x_cf: np.ndarray, x0: np.ndarray, target: float, feat: np.ndarray
+    ) -> np.ndarray:
         """Remove the solver's feasibility slack so that w.x_cf + b hits ``target`` exactly.
 
         The residual (about 1e-9 logit units) goes to the changed feature with the

@@ -58,7 +58,13 @@ class Wachter:
             raise ValueError(f"check must be an integer >= 1, got {check!r}")
         if not 0 < lr <= 1:
             raise ValueError(f"lr must be in (0, 1], got {lr!r}")
-        self.lam, self.tol, self.max_iter, self.check, self.lr = float(lam), tol, max_iter, check, lr
+        self.lam, self.tol, self.max_iter, self.check, self.lr = (
+            float(lam),
+            tol,
+            max_iter,
+            check,
+            lr,
+        )
         self.xtol, self.min_iter = float(xtol), int(min_iter)
 
     def prepare(self, ctx: PolicyContext) -> None:

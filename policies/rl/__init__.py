@@ -62,7 +62,9 @@ def _rl_policy(path: str | None = None, recommender: str | None = None):
 def register() -> None:
     from policies import register_goal, register_policy, register_recommender
 
-    register_goal("rl", _learned_goal, "learned predictor mu (SAC); path=DIR of a trained predictor")
+    register_goal(
+        "rl", _learned_goal, "learned predictor mu (SAC); path=DIR of a trained predictor"
+    )
     register_recommender("rl", _learned_recommender,
                          "learned recommender phi (SAC); path=DIR of a trained recommender")  # fmt: skip
     register_policy("rl-recommender", _rl_recommender_policy,

@@ -48,7 +48,9 @@ def write_manifest(directory: Path, manifest: dict[str, Any]) -> Path:
     """Complete ``manifest`` (format, model hash, versions) and write it next to model.zip."""
     directory = Path(directory)
     if manifest.get("kind") not in KINDS:
-        raise ArtefactError(f"manifest kind must be one of {', '.join(KINDS)}, got {manifest.get('kind')!r}")
+        raise ArtefactError(
+            f"manifest kind must be one of {', '.join(KINDS)}, got {manifest.get('kind')!r}"
+        )
     full = {"format": FORMAT, **manifest, "model_sha256": sha256(directory / MODEL_FILE),
             "versions": versions()}  # fmt: skip
     path = directory / MANIFEST_FILE
@@ -75,7 +77,9 @@ def read_manifest(path: str | Path, kind: str, n_features: int | None = None,
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise ArtefactError(f"{mpath}: unsupported manifest (format must be {FORMAT})")
     if manifest.get("kind") != kind:
-        raise ArtefactError(f"{directory} holds a {manifest.get('kind')!r} artefact; expected {kind!r}")
+        raise ArtefactError(
+            f"{directory} holds a {manifest.get('kind')!r} artefact; expected {kind!r}"
+        )
     for key, want in (("n_features", n_features), ("obs_dim", obs_dim)):
         if want is not None and manifest.get(key) != want:
             raise ArtefactError(f"{directory}: {key} is {manifest.get(key)!r} in the manifest; "
@@ -84,11 +88,15 @@ def read_manifest(path: str | Path, kind: str, n_features: int | None = None,
     if not zpath.is_file():
         raise ArtefactError(f"{directory}: {MODEL_FILE} is missing")
     if sha256(zpath) != manifest.get("model_sha256"):
-        raise ArtefactError(f"{zpath} does not match its manifest (sha256 differs): refusing to load it")
+        raise ArtefactError(
+            f"{zpath} does not match its manifest (sha256 differs): refusing to load it"
+        )
     return manifest
 
 
-def load_sac(path: str | Path, kind: str, n_features: int | None = None, obs_dim: int | None = None):
+def load_sac(
+    path: str | Path, kind: str, n_features: int | None = None, obs_dim: int | None = None
+):
     """(manifest, SAC model on CPU) of a validated artefact; cached per file content."""
     manifest = read_manifest(path, kind, n_features, obs_dim)
     return manifest, _load_sac(str(_directory(path) / MODEL_FILE), manifest["model_sha256"])
@@ -109,9 +117,13 @@ def _directory(path: str | Path) -> Path:
     if p.name == MODEL_FILE or p.name == MANIFEST_FILE:
         p = p.parent
     if not p.exists():
-        raise FileNotFoundError(f"no trained artefact at {p} (train one with `recourse-abm train ...`)")
+        raise FileNotFoundError(
+            f"no trained artefact at {p} (train one with `recourse-abm train ...`)"
+        )
     if not p.is_dir():
-        raise ArtefactError(f"{p} is not an artefact directory (expected {MODEL_FILE} + {MANIFEST_FILE})")
+        raise ArtefactError(
+            f"{p} is not an artefact directory (expected {MODEL_FILE} + {MANIFEST_FILE})"
+        )
     return p
 
 

@@ -54,19 +54,30 @@ class LearnedRecommender:
         self.ctx = ctx
         z = ctx.n_features
         manifest, sac = load_sac(self.path, "recommender", n_features=z)
-        missing = [k for k in ("observation", "action_mode", "max_step", "d_hat") if k not in manifest]
-        if missing or manifest["observation"] != RECOMMENDER_OBSERVATION or manifest.get("obs_dim") != recommender_observation_size(z):
+        missing = [
+            k for k in ("observation", "action_mode", "max_step", "d_hat") if k not in manifest
+        ]
+        if (
+            missing
+            or manifest["observation"] != RECOMMENDER_OBSERVATION
+            or manifest.get("obs_dim") != recommender_observation_size(z)
+        ):
             raise ArtefactError(
                 f"recommender {self.path} was trained by an older recourse-abm (observation "
                 f"{manifest.get('observation', '(x, g)')!r}, no {', '.join(missing) or 'matching obs_dim'}): "
                 f"this version needs observation {RECOMMENDER_OBSERVATION!r}, action_mode and max_step "
                 "in the manifest; train it again with `recourse-abm train recommender`"
             )  # fmt: skip
-        if manifest["action_mode"] not in RECOMMENDER_ACTIONS or not 0 < float(manifest["max_step"]) <= 1:
+        if (
+            manifest["action_mode"] not in RECOMMENDER_ACTIONS
+            or not 0 < float(manifest["max_step"]) <= 1
+        ):
             raise ArtefactError(f"recommender {self.path}: action_mode {manifest['action_mode']!r} / "
                                 f"max_step {manifest['max_step']!r} not understood")  # fmt: skip
         if len(manifest["d_hat"]) != z:
-            raise ArtefactError(f"recommender {self.path}: d_hat has {len(manifest['d_hat'])} entries, not {z}")
+            raise ArtefactError(
+                f"recommender {self.path}: d_hat has {len(manifest['d_hat'])} entries, not {z}"
+            )
         self.manifest, self.sac = manifest, sac
         self.action_mode, self.max_step = manifest["action_mode"], float(manifest["max_step"])
 
@@ -130,7 +141,9 @@ class LearnedGoal:
 class LearnedPolicy(CompositePolicy):
     """The paper's method: learned μ + learned φ (φ from the predictor's manifest by default)."""
 
-    def __init__(self, path: str | Path = DEFAULT_PREDICTOR_RL, recommender: str | Path | None = None) -> None:
+    def __init__(
+        self, path: str | Path = DEFAULT_PREDICTOR_RL, recommender: str | Path | None = None
+    ) -> None:
         super().__init__(LearnedGoal(path), LearnedRecommender(recommender))
 
     def prepare(self, ctx: PolicyContext) -> None:

@@ -77,8 +77,12 @@ class StudyConfig:
             raise ValueError(f"setting must be one of {', '.join(SETTINGS)}, got {self.setting!r}")
         bad = [r for r in self.recommenders if r not in HYBRID_RECOMMENDERS]
         if bad or not self.recommenders:
-            raise ValueError(f"recommenders must be a non-empty subset of {', '.join(HYBRID_RECOMMENDERS)}, got {bad}")
-        if not self.grid or any(not (0 <= a <= 1e6 and 0 <= t <= 1e6) or a + t == 0 for a, t in self.grid):
+            raise ValueError(
+                f"recommenders must be a non-empty subset of {', '.join(HYBRID_RECOMMENDERS)}, got {bad}"
+            )
+        if not self.grid or any(
+            not (0 <= a <= 1e6 and 0 <= t <= 1e6) or a + t == 0 for a, t in self.grid
+        ):
             raise ValueError("grid: every (alpha, tau) must lie in [0, 1e6]^2 and not both be 0")
         if self.hybrid_predictors not in HYBRID_PREDICTORS:
             raise ValueError(f"hybrid_predictors must be one of {', '.join(HYBRID_PREDICTORS)}, "
@@ -100,14 +104,20 @@ def parse_grid(text: str) -> tuple[tuple[float, float], ...]:
         except ValueError:
             sep = ""
         if not sep:
-            raise ValueError(f"--grid must be comma-separated ALPHA:TAU pairs, e.g. 1:4,1:1; got {item!r}")
+            raise ValueError(
+                f"--grid must be comma-separated ALPHA:TAU pairs, e.g. 1:4,1:1; got {item!r}"
+            )
     if not out:
         raise ValueError("--grid must name at least one ALPHA:TAU pair")
     return tuple(out)
 
 
-def run_study(cfg: StudyConfig, out: str | Path, log: Callable[[str], None] = print,
-              progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+def run_study(
+    cfg: StudyConfig,
+    out: str | Path,
+    log: Callable[[str], None] = print,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
     """Train, evaluate and summarise; returns {"table3": rows, "table1": rows, "points": path}.
 
     With ``cfg.report_only`` nothing is trained or evaluated: the reports are rebuilt from
@@ -148,7 +158,10 @@ def _train_predictors(cfg: StudyConfig, out: Path, rec_dir: Path, log, report) -
     # exact-linear for every hybrid when shared (exact-linear's own is that shared one)
     trainings = [("rl", f"rl:path={rec_dir}", "rl")] if cfg.rl else []
     if cfg.hybrid_predictors == "own":
-        trainings += [("hybrid", r, "hybrid" if r == "exact-linear" else f"hybrid-{r}") for r in cfg.recommenders]
+        trainings += [
+            ("hybrid", r, "hybrid" if r == "exact-linear" else f"hybrid-{r}")
+            for r in cfg.recommenders
+        ]
     elif cfg.hybrid_predictors == "shared":
         trainings.append(("hybrid", "exact-linear", "hybrid"))
     # other budgets than the paper's live beside its predictors, never in their place
@@ -160,7 +173,9 @@ def _train_predictors(cfg: StudyConfig, out: Path, rec_dir: Path, log, report) -
             predictors.append((family, rec, alpha, tau, pdir))
             if (pdir / "manifest.json").is_file():
                 continue
-            log(f"training μ for {stem} (α={alpha:g}, τ={tau:g}, {cfg.predictor_steps} steps, {rec} inside)")
+            log(
+                f"training μ for {stem} (α={alpha:g}, τ={tau:g}, {cfg.predictor_steps} steps, {rec} inside)"
+            )
             train_predictor(pdir, "paper", alpha=alpha, tau=tau, recommender=rec, seed=cfg.seed,
                             steps=cfg.predictor_steps, sac=PREDICTOR_SAC, resume=True,
                             progress=lambda d, t, a=alpha, b=tau, f=stem: report(f"μ {f} α={a:g} τ={b:g}", d, t),
@@ -168,7 +183,9 @@ def _train_predictors(cfg: StudyConfig, out: Path, rec_dir: Path, log, report) -
     return predictors
 
 
-def _evaluate_all(cfg: StudyConfig, out: Path, rec_dir: Path, predictors: list[tuple], log, report) -> None:
+def _evaluate_all(
+    cfg: StudyConfig, out: Path, rec_dir: Path, predictors: list[tuple], log, report
+) -> None:
     """Evaluate baselines, hybrids, rl and lookahead; each new row is appended to points.csv."""
     from policies import POLICIES
 
@@ -180,13 +197,18 @@ def _evaluate_all(cfg: StudyConfig, out: Path, rec_dir: Path, predictors: list[t
             jobs.append(("rl", "rl", alpha, tau, f"rl:path={pdir}"))
         else:
             users = cfg.recommenders if cfg.hybrid_predictors == "shared" else (rec,)
-            jobs += [(f"hybrid-{r}", "hybrid", alpha, tau, f"hybrid-{r}:path={pdir}") for r in users]
+            jobs += [
+                (f"hybrid-{r}", "hybrid", alpha, tau, f"hybrid-{r}:path={pdir}") for r in users
+            ]
     if cfg.lookahead and "lookahead" in POLICIES:
         jobs.append(("lookahead", "lookahead", None, None, "lookahead"))
     elif cfg.lookahead:
         log("policy 'lookahead' is not registered: left out of the fronts")
     points_path = out / "points.csv"
-    done = {(r["method"], r["alpha"], r["tau"], r["policy"]) for r in _read_rows(points_path, latest=False)}
+    done = {
+        (r["method"], r["alpha"], r["tau"], r["policy"])
+        for r in _read_rows(points_path, latest=False)
+    }
     for i, (method, family, alpha, tau, policy) in enumerate(jobs):
         key = (method, _fmt(alpha), _fmt(tau), policy)
         report("evaluations", i, len(jobs))
@@ -206,8 +228,16 @@ def write_reports(cfg: StudyConfig, out: Path, rec_dir: Path) -> dict[str, Any]:
     _write(out / "table3.csv", table3, TABLE3_COLUMNS)
     table1 = recommender_table(rec_dir, cfg) if (rec_dir / "manifest.json").is_file() else []
     if table1:
-        _write(out / "table1.csv", table1, ("recommender", "error", "cost", "paper_error", "paper_cost", "d_error", "n_failed"))
-    plot_fronts(rows, out / "pareto.png", f"{cfg.setting}: T={T}, β={beta:g}, {cfg.episodes} episodes per point")
+        _write(
+            out / "table1.csv",
+            table1,
+            ("recommender", "error", "cost", "paper_error", "paper_cost", "d_error", "n_failed"),
+        )
+    plot_fronts(
+        rows,
+        out / "pareto.png",
+        f"{cfg.setting}: T={T}, β={beta:g}, {cfg.episodes} episodes per point",
+    )
     return {"table3": table3, "table1": table1, "points": points_path}
 
 
@@ -221,10 +251,15 @@ def _evaluate(cfg, method, family, alpha, tau, policy, log) -> dict[str, Any]:
     except (ValueError, TypeError, RuntimeError) as exc:
         # a policy that cannot run here (e.g. lookahead with other parameters) is logged, not fatal
         log(f"{method} could not be evaluated: {exc}")
-        r = {k: float("nan") for k in ("rr_mean", "rr_std", "rf_mean", "rf_std", "gini_mean", "cost_mean")}
+        r = {
+            k: float("nan")
+            for k in ("rr_mean", "rr_std", "rf_mean", "rf_std", "gini_mean", "cost_mean")
+        }
         r["n_unadvised"] = 0
     seconds = time.perf_counter() - start
-    log(f"{method:22s} α={_fmt(alpha):>4} τ={_fmt(tau):>4}  RR {r['rr_mean']:.3f}  RF {r['rf_mean']:.3f}  ({seconds:.0f} s)")
+    log(
+        f"{method:22s} α={_fmt(alpha):>4} τ={_fmt(tau):>4}  RR {r['rr_mean']:.3f}  RF {r['rf_mean']:.3f}  ({seconds:.0f} s)"
+    )
     return {"method": method, "family": family, "alpha": _fmt(alpha), "tau": _fmt(tau), "policy": policy,
             "rr": r["rr_mean"], "rr_std": r["rr_std"], "rf": r["rf_mean"], "rf_std": r["rf_std"],
             "gini": r["gini_mean"], "cost": r["cost_mean"], "n_unadvised": r["n_unadvised"],
@@ -260,8 +295,16 @@ def rf_at_rr(rows: list[dict], T: int, beta: float, target: float = TARGET_RR) -
         else:
             j = int(np.argmin(np.abs(fr - target)))
             value, at = float(ff[j]), float(fr[j])
-        out.append({"method": method, "T": T, "beta": beta, "rf_at_rr095": round(value, 4),
-                    "rr": round(at, 4), "n_predictors": len(pts) if pts[0]["alpha"] != "" else 0})
+        out.append(
+            {
+                "method": method,
+                "T": T,
+                "beta": beta,
+                "rf_at_rr095": round(value, 4),
+                "rr": round(at, 4),
+                "n_predictors": len(pts) if pts[0]["alpha"] != "" else 0,
+            }
+        )
     return out
 
 
@@ -296,7 +339,9 @@ def benchmark_learned(rec_dir: Path, n: int = 200, seed: int = 0, goal_max: floa
     from abm.rng import stream
     from policies.rl.learned import LearnedRecommender
 
-    model = RecourseModel("paper", "none", seed=seed, agents=False, record_events=False, **overrides)
+    model = RecourseModel(
+        "paper", "none", seed=seed, agents=False, record_events=False, **overrides
+    )
     ctx, world = model.context, model.world
     rng = stream(seed, "bench-recommenders")
     X = np.empty((0, ctx.n_features))
@@ -313,7 +358,12 @@ def benchmark_learned(rec_dir: Path, n: int = 200, seed: int = 0, goal_max: floa
 
 
 # one hue per recommender: a baseline (marker) and its hybrid (dashed front) share it
-REC_COLOURS = {"exact-linear": "tab:grey", "ustun": "tab:orange", "wachter": "tab:green", "dice": "tab:red"}
+REC_COLOURS = {
+    "exact-linear": "tab:grey",
+    "ustun": "tab:orange",
+    "wachter": "tab:green",
+    "dice": "tab:red",
+}
 REC_MARKERS = {"exact-linear": "o", "ustun": "s", "wachter": "^", "dice": "D"}
 
 
@@ -350,12 +400,16 @@ def plot_fronts(rows: list[dict], path: Path, title: str) -> None:
             ax.plot(rr[front], rf[front], color=colour, marker=marker, label=label,
                     linestyle="-" if family == "rl" else "--")  # fmt: skip
         else:
-            ax.scatter(rr, rf, color=colour, marker=marker, s=70, label=label, edgecolor="black", zorder=3)
+            ax.scatter(
+                rr, rf, color=colour, marker=marker, s=70, label=label, edgecolor="black", zorder=3
+            )
     ax.axvline(TARGET_RR, color="grey", linewidth=0.8, linestyle=":")
     ax.set_xlabel("recourse reliability RR (mean of 10 episodes)")
     ax.set_ylabel("recourse feasibility RF")
     ax.set_title(title)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: never over a point
+    ax.legend(
+        fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0)
+    )  # outside: never over a point
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -273,7 +273,9 @@ class _Callback:
                         if key in ep:
                             row[f"mean_{key}"] = float(np.mean(ep[key]))
                     if self.manifest["kind"] == "recommender":
-                        row["warmup"] = int(self.episodes <= self.manifest["env"]["warmup_episodes"])
+                        row["warmup"] = int(
+                            self.episodes <= self.manifest["env"]["warmup_episodes"]
+                        )
                         row["d_error"] = self.env_.difficulty_error()
                     _append_row(self.curve_path, row)
                     self._ep = {}
@@ -299,7 +301,11 @@ class _Callback:
                 # the JSON is written last: a checkpoint counts only once it exists
                 stem.with_suffix(".json").write_text(json.dumps(state))
                 for old in sorted(self.ckdir.glob("step_*.json"))[:-2]:
-                    for f in (old, old.with_suffix(".zip"), old.with_name(old.stem + "_buffer.pkl")):
+                    for f in (
+                        old,
+                        old.with_suffix(".zip"),
+                        old.with_name(old.stem + "_buffer.pkl"),
+                    ):
                         f.unlink(missing_ok=True)
 
         return Impl(*args, **kwargs)

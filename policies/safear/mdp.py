@@ -114,7 +114,9 @@ class RecourseMDP:
         else:
             stacked = sparse.csr_matrix(transitions)
         _check(
-            stacked.shape[1] == n_states and stacked.shape[0] % n_states == 0 and stacked.shape[0] > 0,
+            stacked.shape[1] == n_states
+            and stacked.shape[0] % n_states == 0
+            and stacked.shape[0] > 0,
             f"stacked transitions must have shape (A*S, S) with S={n_states}, got {stacked.shape}",
         )
         n_actions = stacked.shape[0] // n_states
@@ -129,7 +131,10 @@ class RecourseMDP:
                 if isinstance(costs, (list, tuple))
                 else sparse.csr_matrix(costs)
             )
-            _check(cmat.shape == stacked.shape, f"per-transition costs must have shape {stacked.shape}, got {cmat.shape}")
+            _check(
+                cmat.shape == stacked.shape,
+                f"per-transition costs must have shape {stacked.shape}, got {cmat.shape}",
+            )
             cost = np.asarray(cmat[rows, stacked.indices]).ravel().astype(np.float64)
         else:
             c = np.asarray(costs, dtype=np.float64)
@@ -141,9 +146,17 @@ class RecourseMDP:
             )
             cost = c.reshape(-1)[rows]
         return cls.from_arrays(
-            stacked.indptr, stacked.indices, stacked.data, cost, goal, horizon,
-            features=features, action_names=action_names, feature_names=feature_names,
-            ordinal=ordinal, meta=meta,
+            stacked.indptr,
+            stacked.indices,
+            stacked.data,
+            cost,
+            goal,
+            horizon,
+            features=features,
+            action_names=action_names,
+            feature_names=feature_names,
+            ordinal=ordinal,
+            meta=meta,
         )
 
     @classmethod
@@ -164,11 +177,16 @@ class RecourseMDP:
     ) -> RecourseMDP:
         """Build from raw CSR arrays of the stacked ``(A*S, S)`` matrix, validating all inputs."""
         _check(
-            isinstance(horizon, (int, np.integer)) and not isinstance(horizon, bool) and horizon >= 1,
+            isinstance(horizon, (int, np.integer))
+            and not isinstance(horizon, bool)
+            and horizon >= 1,
             f"horizon H must be an integer >= 1, got {horizon!r}",
         )
         goal = np.asarray(goal)
-        _check(goal.ndim == 1 and goal.size >= 1, f"goal must be a non-empty 1-D array (S,), got shape {goal.shape}")
+        _check(
+            goal.ndim == 1 and goal.size >= 1,
+            f"goal must be a non-empty 1-D array (S,), got shape {goal.shape}",
+        )
         _check(goal.dtype == bool or np.isin(goal, (0, 1)).all(), "goal must be boolean (or 0/1)")
         goal = goal.astype(bool)
         n_states = goal.size
@@ -183,16 +201,29 @@ class RecourseMDP:
         )
         n_actions = (indptr.size - 1) // n_states
         nnz = indices.size
-        _check(indptr[0] == 0 and indptr[-1] == nnz and np.all(np.diff(indptr) >= 0),
-               "indptr must start at 0, be non-decreasing and end at len(indices)")
-        _check(prob.shape == (nnz,), f"prob must have shape ({nnz},) like indices, got {prob.shape}")
-        _check(cost.shape == (nnz,), f"cost must have shape ({nnz},) like indices, got {cost.shape}")
-        _check(nnz == 0 or (indices.min() >= 0 and indices.max() < n_states),
-               f"next-state indices must lie in [0, S) = [0, {n_states})")
-        _check(np.all(np.isfinite(prob)) and np.all(prob >= 0) and np.all(prob <= 1 + _PROB_TOL),
-               "transition probabilities must be finite and in [0, 1]")
+        _check(
+            indptr[0] == 0 and indptr[-1] == nnz and np.all(np.diff(indptr) >= 0),
+            "indptr must start at 0, be non-decreasing and end at len(indices)",
+        )
+        _check(
+            prob.shape == (nnz,), f"prob must have shape ({nnz},) like indices, got {prob.shape}"
+        )
+        _check(
+            cost.shape == (nnz,), f"cost must have shape ({nnz},) like indices, got {cost.shape}"
+        )
+        _check(
+            nnz == 0 or (indices.min() >= 0 and indices.max() < n_states),
+            f"next-state indices must lie in [0, S) = [0, {n_states})",
+        )
+        _check(
+            np.all(np.isfinite(prob)) and np.all(prob >= 0) and np.all(prob <= 1 + _PROB_TOL),
+            "transition probabilities must be finite and in [0, 1]",
+        )
         _check(np.all(np.isfinite(cost)), "costs must be finite")
-        _check(np.all(cost >= 0), f"costs must be >= 0 (costs are minimised); smallest given: {cost.min() if cost.size else 0:.6g}")
+        _check(
+            np.all(cost >= 0),
+            f"costs must be >= 0 (costs are minimised); smallest given: {cost.min() if cost.size else 0:.6g}",
+        )
 
         # Zero-probability entries carry no information and would only create
         # phantom outcomes for the variance computation.
@@ -225,27 +256,52 @@ class RecourseMDP:
                 "every non-goal state needs at least one action"
             )
 
-        names = tuple(action_names) if action_names is not None else tuple(f"a{i}" for i in range(n_actions))
-        _check(len(names) == n_actions, f"action_names must have A = {n_actions} entries, got {len(names)}")
+        names = (
+            tuple(action_names)
+            if action_names is not None
+            else tuple(f"a{i}" for i in range(n_actions))
+        )
+        _check(
+            len(names) == n_actions,
+            f"action_names must have A = {n_actions} entries, got {len(names)}",
+        )
         if features is not None:
             features = np.asarray(features)
-            _check(features.ndim == 2 and features.shape[0] == n_states,
-                   f"features must have shape (S, D) with S = {n_states}, got {features.shape}")
+            _check(
+                features.ndim == 2 and features.shape[0] == n_states,
+                f"features must have shape (S, D) with S = {n_states}, got {features.shape}",
+            )
             features = features.astype(np.int64)
             d = features.shape[1]
-            fnames = tuple(feature_names) if feature_names is not None else tuple(f"x{i}" for i in range(d))
+            fnames = (
+                tuple(feature_names)
+                if feature_names is not None
+                else tuple(f"x{i}" for i in range(d))
+            )
             _check(len(fnames) == d, f"feature_names must have D = {d} entries, got {len(fnames)}")
             ordinal = np.ones(d, bool) if ordinal is None else np.asarray(ordinal, bool)
-            _check(ordinal.shape == (d,), f"ordinal must have shape (D,) = ({d},), got {ordinal.shape}")
+            _check(
+                ordinal.shape == (d,), f"ordinal must have shape (D,) = ({d},), got {ordinal.shape}"
+            )
         else:
             fnames, ordinal = (), None
         for arr in (indptr, indices, prob, cost, available, goal):
             arr.setflags(write=False)
         return cls(
-            n_states=n_states, n_actions=n_actions, horizon=int(horizon),
-            indptr=indptr, indices=indices, prob=prob, cost=cost,
-            available=available, goal=goal, features=features,
-            action_names=names, feature_names=fnames, ordinal=ordinal, meta=dict(meta or {}),
+            n_states=n_states,
+            n_actions=n_actions,
+            horizon=int(horizon),
+            indptr=indptr,
+            indices=indices,
+            prob=prob,
+            cost=cost,
+            available=available,
+            goal=goal,
+            features=features,
+            action_names=names,
+            feature_names=fnames,
+            ordinal=ordinal,
+            meta=dict(meta or {}),
         )
 
     @classmethod
@@ -266,18 +322,36 @@ class RecourseMDP:
         nxt = np.asarray(next_state)
         p = np.asarray(prob, dtype=np.float64)
         _check(nxt.ndim == 3, f"next_state must have shape (A, S, K), got {nxt.shape}")
-        _check(p.shape == nxt.shape, f"prob must have the shape of next_state {nxt.shape}, got {p.shape}")
+        _check(
+            p.shape == nxt.shape,
+            f"prob must have the shape of next_state {nxt.shape}, got {p.shape}",
+        )
         c = np.asarray(cost, dtype=np.float64)
         if c.ndim == 2:
-            _check(c.shape == nxt.shape[:2], f"cost must have shape (A, S) = {nxt.shape[:2]} or (A, S, K), got {c.shape}")
+            _check(
+                c.shape == nxt.shape[:2],
+                f"cost must have shape (A, S) = {nxt.shape[:2]} or (A, S, K), got {c.shape}",
+            )
             c = np.broadcast_to(c[..., None], nxt.shape)
-        _check(c.shape == nxt.shape, f"cost must have shape (A, S) or (A, S, K) = {nxt.shape}, got {c.shape}")
+        _check(
+            c.shape == nxt.shape,
+            f"cost must have shape (A, S) or (A, S, K) = {nxt.shape}, got {c.shape}",
+        )
         n_actions, n_states, k = nxt.shape
         goal = np.asarray(goal)
-        _check(goal.shape == (n_states,), f"goal must have shape (S,) = ({n_states},), got {goal.shape}")
-        _check(np.all((nxt >= 0) & (nxt < n_states)), f"next_state entries must lie in [0, S) = [0, {n_states})")
+        _check(
+            goal.shape == (n_states,),
+            f"goal must have shape (S,) = ({n_states},), got {goal.shape}",
+        )
+        _check(
+            np.all((nxt >= 0) & (nxt < n_states)),
+            f"next_state entries must lie in [0, S) = [0, {n_states})",
+        )
         _check(np.all(np.isfinite(p)) and np.all(p >= 0), "prob must be finite and >= 0")
-        _check(np.all(np.isfinite(c)) and np.all(c >= 0), "cost must be finite and >= 0 (costs are minimised)")
+        _check(
+            np.all(np.isfinite(c)) and np.all(c >= 0),
+            "cost must be finite and >= 0 (costs are minimised)",
+        )
         rows = np.repeat(np.arange(n_actions * n_states), k)
         shape = (n_actions * n_states, n_states)
         m = sparse.coo_matrix((p.ravel(), (rows, nxt.ravel())), shape=shape).tocsr()
@@ -307,13 +381,15 @@ class RecourseMDP:
     @property
     def P(self) -> sparse.csr_matrix:
         """Stacked transition matrix, shape ``(A*S, S)``."""
-        return sparse.csr_matrix((self.prob, self.indices, self.indptr),
-                                 shape=(self.n_actions * self.n_states, self.n_states))
+        return sparse.csr_matrix(
+            (self.prob, self.indices, self.indptr),
+            shape=(self.n_actions * self.n_states, self.n_states),
+        )
 
     def transitions(self, action: int) -> sparse.csr_matrix:
         """Transition matrix of one action, shape ``(S, S)``."""
         s = self.n_states
-        return self.P[action * s:(action + 1) * s]
+        return self.P[action * s : (action + 1) * s]
 
     def outcomes(self, state: int, action: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(next_states (k,), probs (k,), costs (k,)) of taking ``action`` in ``state``."""
@@ -324,9 +400,16 @@ class RecourseMDP:
     def with_horizon(self, horizon: int) -> RecourseMDP:
         """Same MDP, different horizon."""
         return RecourseMDP.from_arrays(
-            self.indptr, self.indices, self.prob, self.cost, self.goal, horizon,
-            features=self.features, action_names=self.action_names,
-            feature_names=self.feature_names or None, ordinal=self.ordinal,
+            self.indptr,
+            self.indices,
+            self.prob,
+            self.cost,
+            self.goal,
+            horizon,
+            features=self.features,
+            action_names=self.action_names,
+            feature_names=self.feature_names or None,
+            ordinal=self.ordinal,
             meta={k: v for k, v in self.meta.items() if not k.startswith("_")},
         )
 
@@ -350,8 +433,14 @@ class Feature:
 
     def __post_init__(self):
         _check(len(self.levels) >= 1, f"feature {self.name!r}: levels must be non-empty")
-        _check(len(set(self.levels)) == len(self.levels), f"feature {self.name!r}: levels must be distinct")
-        _check(self.kind in FEATURE_KINDS, f"feature {self.name!r}: kind must be one of {FEATURE_KINDS}, got {self.kind!r}")
+        _check(
+            len(set(self.levels)) == len(self.levels),
+            f"feature {self.name!r}: levels must be distinct",
+        )
+        _check(
+            self.kind in FEATURE_KINDS,
+            f"feature {self.name!r}: kind must be one of {FEATURE_KINDS}, got {self.kind!r}",
+        )
 
 
 @dataclass(frozen=True)
@@ -397,33 +486,52 @@ def build_feature_mdp(
     radix = np.array([len(f.levels) for f in features], dtype=np.int64)
     n_states = int(np.prod(radix))
     codes = np.stack(np.unravel_index(np.arange(n_states), tuple(radix)), axis=1).astype(np.int64)
-    strides = np.array([int(np.prod(radix[i + 1:])) for i in range(len(radix))], dtype=np.int64)
+    strides = np.array([int(np.prod(radix[i + 1 :])) for i in range(len(radix))], dtype=np.int64)
 
     goal = is_goal(codes) if callable(is_goal) else is_goal
     goal = np.asarray(goal).astype(bool).reshape(-1)
-    _check(goal.shape == (n_states,), f"is_goal must give shape (S,) = ({n_states},), got {goal.shape}")
+    _check(
+        goal.shape == (n_states,), f"is_goal must give shape (S,) = ({n_states},), got {goal.shape}"
+    )
 
     _check(len(actions) >= 1, "actions must be non-empty")
     all_next, all_p, all_rows, all_cost = [], [], [], []
     for ai, act in enumerate(actions):
-        _check(act.feature in fidx, f"action {act.name!r}: unknown feature {act.feature!r}; known: {names}")
+        _check(
+            act.feature in fidx,
+            f"action {act.name!r}: unknown feature {act.feature!r}; known: {names}",
+        )
         fi = fidx[act.feature]
         feat = features[fi]
-        _check(feat.kind == "actionable",
-               f"action {act.name!r}: feature {act.feature!r} is {feat.kind}, only actionable features can be acted on")
-        _check(np.isfinite(act.cost) and act.cost >= 0, f"action {act.name!r}: cost must be finite and >= 0, got {act.cost}")
-        _check(act.mode in ("increment", "set"), f"action {act.name!r}: mode must be 'increment' or 'set', got {act.mode!r}")
+        _check(
+            feat.kind == "actionable",
+            f"action {act.name!r}: feature {act.feature!r} is {feat.kind}, only actionable features can be acted on",
+        )
+        _check(
+            np.isfinite(act.cost) and act.cost >= 0,
+            f"action {act.name!r}: cost must be finite and >= 0, got {act.cost}",
+        )
+        _check(
+            act.mode in ("increment", "set"),
+            f"action {act.name!r}: mode must be 'increment' or 'set', got {act.mode!r}",
+        )
         cur = codes[:, fi]
         if act.mode == "increment":
             _check(feat.ordinal, f"action {act.name!r}: increment needs an ordinal feature")
             new = cur + 1
             if act.jump:
                 for src, dst in act.jump.items():
-                    _check(src in feat.levels and dst in feat.levels, f"action {act.name!r}: jump levels must be levels of {feat.name!r}")
+                    _check(
+                        src in feat.levels and dst in feat.levels,
+                        f"action {act.name!r}: jump levels must be levels of {feat.name!r}",
+                    )
                     new = np.where(cur == feat.levels.index(src), feat.levels.index(dst), new)
             ok = new < radix[fi]
         else:
-            _check(act.target in feat.levels, f"action {act.name!r}: target must be one of {feat.levels}, got {act.target!r}")
+            _check(
+                act.target in feat.levels,
+                f"action {act.name!r}: target must be one of {feat.levels}, got {act.target!r}",
+            )
             new = np.full(n_states, feat.levels.index(act.target))
             ok = cur != new
         if act.from_levels is not None:
@@ -433,20 +541,32 @@ def build_feature_mdp(
         if isinstance(act.success, Mapping):
             table = np.zeros(radix[fi])
             for lv, p in act.success.items():
-                _check(lv in feat.levels, f"action {act.name!r}: success level {lv!r} not in {feat.levels}")
-                _check(0 <= p <= 1, f"action {act.name!r}: success probability for {lv!r} must be in [0, 1], got {p}")
+                _check(
+                    lv in feat.levels,
+                    f"action {act.name!r}: success level {lv!r} not in {feat.levels}",
+                )
+                _check(
+                    0 <= p <= 1,
+                    f"action {act.name!r}: success probability for {lv!r} must be in [0, 1], got {p}",
+                )
                 table[feat.levels.index(lv)] = p
             psucc = table[newc]
             ok &= np.isin(newc, [feat.levels.index(lv) for lv in act.success])
         else:
-            _check(0 <= float(act.success) <= 1, f"action {act.name!r}: success must be in [0, 1], got {act.success}")
+            _check(
+                0 <= float(act.success) <= 1,
+                f"action {act.name!r}: success must be in [0, 1], got {act.success}",
+            )
             psucc = np.full(n_states, float(act.success))
         ok &= ~goal
         nxt = np.arange(n_states) + (newc - cur) * strides[fi]
         for se in act.side_effects:
             _check(se in fidx, f"action {act.name!r}: unknown side-effect feature {se!r}")
             si = fidx[se]
-            _check(features[si].kind != "immutable", f"action {act.name!r}: side effect on immutable feature {se!r}")
+            _check(
+                features[si].kind != "immutable",
+                f"action {act.name!r}: side effect on immutable feature {se!r}",
+            )
             up = codes[:, si] < radix[si] - 1
             nxt = nxt + up * strides[si]
         s = np.flatnonzero(ok)
@@ -466,8 +586,15 @@ def build_feature_mdp(
     n_rows = len(actions) * n_states
     indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n_rows))])
     return RecourseMDP.from_arrays(
-        indptr, nxt, p, c, goal, horizon,
-        features=codes, action_names=[a.name for a in actions], feature_names=names,
+        indptr,
+        nxt,
+        p,
+        c,
+        goal,
+        horizon,
+        features=codes,
+        action_names=[a.name for a in actions],
+        feature_names=names,
         ordinal=np.array([f.ordinal for f in features]),
         meta={"radix": radix, "feature_specs": tuple(features), "action_specs": tuple(actions)},
     )

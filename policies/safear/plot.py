@@ -29,8 +29,15 @@ def finish_figure(fig, path=None, title: str | None = None):
     return fig
 
 
-def top_outcomes(mdp: RecourseMDP, policy: Policy, start: int, *, rng: np.random.Generator,
-                 n_rollouts: int = 2000, top_k: int = 6) -> list[dict]:
+def top_outcomes(
+    mdp: RecourseMDP,
+    policy: Policy,
+    start: int,
+    *,
+    rng: np.random.Generator,
+    n_rollouts: int = 2000,
+    top_k: int = 6,
+) -> list[dict]:
     """The ``top_k`` most frequent rollouts from ``start``.
 
     Each entry: ``prob`` (frequency), ``cost`` (total), ``steps``: list of
@@ -43,7 +50,7 @@ def top_outcomes(mdp: RecourseMDP, policy: Policy, start: int, *, rng: np.random
     H = policy.horizon
     out = []
     for key, cnt in counts.most_common(top_k):
-        st, ac = key[:H + 1], key[H + 1:]
+        st, ac = key[: H + 1], key[H + 1 :]
         steps = []
         for h, a in enumerate(ac):
             if a == GOAL_ACTION:
@@ -51,13 +58,28 @@ def top_outcomes(mdp: RecourseMDP, policy: Policy, start: int, *, rng: np.random
             nxt, _, co = mdp.outcomes(st[h], a)
             c = float(co[list(nxt).index(st[h + 1])])
             steps.append((mdp.action_names[a], c, st[h + 1] != st[h]))
-        out.append({"prob": cnt / n_rollouts, "cost": sum(s[1] for s in steps), "steps": steps,
-                    "goal": bool(mdp.goal[st[-1]])})
+        out.append(
+            {
+                "prob": cnt / n_rollouts,
+                "cost": sum(s[1] for s in steps),
+                "steps": steps,
+                "goal": bool(mdp.goal[st[-1]]),
+            }
+        )
     return out
 
 
-def plot_policy_rollouts(mdp: RecourseMDP, policies: Policy | Mapping[str, Policy], start: int, path=None, *,
-                         rng: np.random.Generator, n_rollouts: int = 2000, top_k: int = 6, title: str | None = None):
+def plot_policy_rollouts(
+    mdp: RecourseMDP,
+    policies: Policy | Mapping[str, Policy],
+    start: int,
+    path=None,
+    *,
+    rng: np.random.Generator,
+    n_rollouts: int = 2000,
+    top_k: int = 6,
+    title: str | None = None,
+):
     """Draw the most probable rollouts of each policy (one panel per policy); save PNG to ``path`` if given.
 
     Returns the matplotlib Figure.
@@ -70,11 +92,16 @@ def plot_policy_rollouts(mdp: RecourseMDP, policies: Policy | Mapping[str, Polic
     if isinstance(policies, Policy):
         policies = {f"beta={policies.beta:g}": policies}
     names = list(policies)
-    data = {n: top_outcomes(mdp, policies[n], start, rng=rng, n_rollouts=n_rollouts, top_k=top_k) for n in names}
+    data = {
+        n: top_outcomes(mdp, policies[n], start, rng=rng, n_rollouts=n_rollouts, top_k=top_k)
+        for n in names
+    }
     xmax = max((o["cost"] for outs in data.values() for o in outs), default=1.0)
     cmap = plt.get_cmap("tab10")
     colour = {a: cmap(i % 10) for i, a in enumerate(mdp.action_names)}
-    fig, axes = plt.subplots(len(names), 1, figsize=(10, 1.2 + 0.55 * top_k * len(names)), squeeze=False)
+    fig, axes = plt.subplots(
+        len(names), 1, figsize=(10, 1.2 + 0.55 * top_k * len(names)), squeeze=False
+    )
     for ax, name in zip(axes[:, 0], names, strict=True):
         outs = data[name]
         for rank, o in enumerate(outs):
@@ -82,18 +109,46 @@ def plot_policy_rollouts(mdp: RecourseMDP, policies: Policy | Mapping[str, Polic
             x = 0.0
             lw = 1.0 + 14.0 * o["prob"]
             for a, c, ok in o["steps"]:
-                ax.plot([x, x + c], [y, y], color=colour[a], lw=lw, solid_capstyle="butt",
-                        linestyle="-" if ok else (0, (2, 1)))
+                ax.plot(
+                    [x, x + c],
+                    [y, y],
+                    color=colour[a],
+                    lw=lw,
+                    solid_capstyle="butt",
+                    linestyle="-" if ok else (0, (2, 1)),
+                )
                 if c > 0.08 * xmax:
-                    ax.text(x + c / 2, y + 0.28, a if ok else "x", ha="center", va="bottom", fontsize=7,
-                            color="black" if ok else "red")
+                    ax.text(
+                        x + c / 2,
+                        y + 0.28,
+                        a if ok else "x",
+                        ha="center",
+                        va="bottom",
+                        fontsize=7,
+                        color="black" if ok else "red",
+                    )
                 x += c
-            ax.plot([x], [y], marker="o" if o["goal"] else "X", color="green" if o["goal"] else "red", ms=8, zorder=3)
-            ax.text(x + 0.02 * xmax, y, f"p={o['prob']:.3f}  cost={o['cost']:.2f}", va="center", fontsize=8)
+            ax.plot(
+                [x],
+                [y],
+                marker="o" if o["goal"] else "X",
+                color="green" if o["goal"] else "red",
+                ms=8,
+                zorder=3,
+            )
+            ax.text(
+                x + 0.02 * xmax,
+                y,
+                f"p={o['prob']:.3f}  cost={o['cost']:.2f}",
+                va="center",
+                fontsize=8,
+            )
         ax.set_ylim(-top_k + 0.4, 0.9)
         ax.set_xlim(0, xmax * 1.3 + 1e-9)
         ax.set_yticks([])
         ax.set_title(name, fontsize=10, loc="left")
         ax.spines[["left", "top", "right"]].set_visible(False)
-    axes[-1, 0].set_xlabel("total cost (trace length); thickness = probability; dashed, red x = failed attempt")
+    axes[-1, 0].set_xlabel(
+        "total cost (trace length); thickness = probability; dashed, red x = failed attempt"
+    )
     return finish_figure(fig, path, title)

@@ -65,19 +65,41 @@ class SafeARPolicy:
     candidate, for VaR/CVaR), ``risk`` (``std`` or ``lpsd``).
     """
 
-    def __init__(self, beta_risk: float | None = None, n_features: int = 3, levels: int = 5,
-                 max_jump: int | None = None, horizon: int = 8, fail_cost: float = 1.0,
-                 margin: float = 0.0, rollouts: int = 200, risk: str = "std", retry: int = 0) -> None:
-        if beta_risk is not None and (isinstance(beta_risk, bool) or not isinstance(beta_risk, (int, float))
-                                      or not math.isfinite(beta_risk) or not 0 <= beta_risk <= 100):
+    def __init__(
+        self,
+        beta_risk: float | None = None,
+        n_features: int = 3,
+        levels: int = 5,
+        max_jump: int | None = None,
+        horizon: int = 8,
+        fail_cost: float = 1.0,
+        margin: float = 0.0,
+        rollouts: int = 200,
+        risk: str = "std",
+        retry: int = 0,
+    ) -> None:
+        if beta_risk is not None and (
+            isinstance(beta_risk, bool)
+            or not isinstance(beta_risk, (int, float))
+            or not math.isfinite(beta_risk)
+            or not 0 <= beta_risk <= 100
+        ):
             raise ValueError(f"safear: beta_risk must be a number in [0, 100], got {beta_risk!r}")
         self.beta_risk = None if beta_risk is None else float(beta_risk)
         self.n_features = require_int("safear: n_features", n_features, 1, 4)
         self.levels = require_int("safear: levels", levels, 2, 8)
-        self.max_jump = self.levels - 1 if max_jump is None else require_int("safear: max_jump", max_jump, 1, self.levels - 1)
+        self.max_jump = (
+            self.levels - 1
+            if max_jump is None
+            else require_int("safear: max_jump", max_jump, 1, self.levels - 1)
+        )
         self.horizon = require_int("safear: horizon", horizon, 1, 50)
         self.rollouts = require_int("safear: rollouts", rollouts, 1, 100_000)
-        if isinstance(fail_cost, bool) or not isinstance(fail_cost, (int, float)) or not 0 <= fail_cost < math.inf:
+        if (
+            isinstance(fail_cost, bool)
+            or not isinstance(fail_cost, (int, float))
+            or not 0 <= fail_cost < math.inf
+        ):
             raise ValueError(f"safear: fail_cost must be a finite number >= 0, got {fail_cost!r}")
         self.fail_cost = float(fail_cost)
         if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not -1 < margin < 1:
@@ -108,17 +130,23 @@ class SafeARPolicy:
         else:
             beta = np.asarray(obs.extra.get("risk_aversion", np.zeros(n)), dtype=float).reshape(-1)
             if beta.shape != (n,):
-                raise ValueError(f"safear: obs.extra['risk_aversion'] must have shape ({n},), got {beta.shape}")
+                raise ValueError(
+                    f"safear: obs.extra['risk_aversion'] must have shape ({n},), got {beta.shape}"
+                )
         return self.plan(obs.X, goal, beta, rng)
 
     # ------------------------------------------------------------------ planning
-    def plan(self, X: np.ndarray, goal: np.ndarray, beta: np.ndarray, rng: np.random.Generator) -> Recommendation:
+    def plan(
+        self, X: np.ndarray, goal: np.ndarray, beta: np.ndarray, rng: np.random.Generator
+    ) -> Recommendation:
         """Plan for candidates ``X`` (n, z) with goals (n,) and risk aversions (n,)."""
         X = np.asarray(X, dtype=float)
         n, z = X.shape
         model, ctx = self.ctx.model, self.ctx
         X_cf = X.copy()
-        info = {k: np.full(n, np.nan) for k in ("exp_cost", "cost_var", "var95", "cvar95", "plan_rho")}
+        info = {
+            k: np.full(n, np.nan) for k in ("exp_cost", "cost_var", "var95", "cvar95", "plan_rho")
+        }
         info["beta_risk"] = np.asarray(beta, dtype=float).copy()
         advised = np.ones(n, dtype=bool)
         if n == 0:
@@ -143,7 +171,11 @@ class SafeARPolicy:
         x0 = np.take_along_axis(Xt, sel, axis=1)
         dirs = np.take_along_axis(direction, sel, axis=1)
         lo_b, hi_b = ctx.lower[sel], ctx.upper[sel]
-        vals = np.clip(x0[..., None] + dirs[..., None] * reach[..., None] * frac, lo_b[..., None], hi_b[..., None])
+        vals = np.clip(
+            x0[..., None] + dirs[..., None] * reach[..., None] * frac,
+            lo_b[..., None],
+            hi_b[..., None],
+        )
         vals[..., 0] = x0
 
         strides, codes, S1 = self._grid(F)
@@ -152,7 +184,7 @@ class SafeARPolicy:
         Xs = np.repeat(Xt, S1, axis=0).reshape(m, S1, z)
         rows, cols = np.arange(m)[:, None], np.arange(S1)[None, :]
         for f in range(F):
-            Xs[rows, cols, sel[:, f:f + 1]] = vals[:, f, codes[:, f]]
+            Xs[rows, cols, sel[:, f : f + 1]] = vals[:, f, codes[:, f]]
         Xs = Xs.reshape(m * S1, z)
         # sums of grid fractions that equal 1 land on the goal up to rounding
         grid_goal = (model.score(Xs) >= np.repeat(gt, S1) - _GOAL_SLACK).reshape(m, S1)
@@ -179,8 +211,13 @@ class SafeARPolicy:
         mean, var, rho = self._moments(mdp, pol, starts)
         ro = rollout(mdp, pol, starts, self.rollouts, rng=rng)
         ps = per_start_measures(mdp, ro, alphas=(0.95,))
-        for key, v in (("exp_cost", mean), ("cost_var", var), ("plan_rho", rho),
-                       ("var95", ps["var95"].to_numpy()), ("cvar95", ps["cvar95"].to_numpy())):
+        for key, v in (
+            ("exp_cost", mean),
+            ("cost_var", var),
+            ("plan_rho", rho),
+            ("var95", ps["var95"].to_numpy()),
+            ("cvar95", ps["cvar95"].to_numpy()),
+        ):
             info[key][todo] = np.where(ok, v, np.nan)
         return Recommendation(goal=goal, X_cf=X_cf, advised=advised, info=info)
 
@@ -220,17 +257,26 @@ class SafeARPolicy:
             g_sel = np.take_along_axis(gain, sel, axis=1)
             r_sel = np.take_along_axis(room, sel, axis=1)
             # the move that alone closes the gap (a hair beyond, so the top level reaches it)
-            alone = np.divide(need[:, None] * (1 + 1e-9), g_sel, out=np.full(g_sel.shape, np.inf), where=g_sel > 0)
+            alone = np.divide(
+                need[:, None] * (1 + 1e-9), g_sel, out=np.full(g_sel.shape, np.inf), where=g_sel > 0
+            )
             reach = np.minimum(alone, r_sel)
             # if the best features by rate cannot reach the goal together, use the
             # features with the largest attainable gain instead
             short = (g_sel * r_sel).sum(axis=1) < need
             if short.any():
-                alt = np.argsort(-np.where(usable, gain * room, -np.inf), axis=1, kind="stable")[:, :F]
+                alt = np.argsort(-np.where(usable, gain * room, -np.inf), axis=1, kind="stable")[
+                    :, :F
+                ]
                 sel[short] = alt[short]
                 g_alt = np.take_along_axis(gain, alt, axis=1)[short]
                 r_alt = np.take_along_axis(room, alt, axis=1)[short]
-                a_alt = np.divide(need[short, None] * (1 + 1e-9), g_alt, out=np.full(g_alt.shape, np.inf), where=g_alt > 0)
+                a_alt = np.divide(
+                    need[short, None] * (1 + 1e-9),
+                    g_alt,
+                    out=np.full(g_alt.shape, np.inf),
+                    where=g_alt > 0,
+                )
                 reach[short] = np.minimum(a_alt, r_alt)
         else:
             reach = np.take_along_axis(room, sel, axis=1)
@@ -242,8 +288,8 @@ class SafeARPolicy:
         if lay is None:
             L = self.levels
             strides = L ** np.arange(F - 1, -1, -1)
-            codes = np.stack(np.unravel_index(np.arange(L ** F), (L,) * F), axis=1)
-            lay = (strides, codes, L ** F)
+            codes = np.stack(np.unravel_index(np.arange(L**F), (L,) * F), axis=1)
+            lay = (strides, codes, L**F)
             self._layout[F] = lay
         return lay
 
@@ -274,13 +320,13 @@ class SafeARPolicy:
                 x = vals[:, f, k]  # (m, S1)
                 x2 = vals[:, f, k2c]
                 dx = np.abs(x2 - x)
-                p = change_success_probability(x, x2, self.ctx.beta, d_sel[:, f:f + 1])
+                p = change_success_probability(x, x2, self.ctx.beta, d_sel[:, f : f + 1])
                 live = can[None, :] & (dx > 0) & (p > 0)
                 nxt[a, :, :S1, 0] = here + j * strides[f] * can
                 nxt[a, :, :S1, 1] = fail
                 prob[a, :, :S1, 0] = np.where(live, p, 0.0)
                 prob[a, :, :S1, 1] = np.where(live, 1.0 - p, 0.0)
-                cost[a, :, :S1] = np.where(live, dx * d_sel[:, f:f + 1], 0.0)
+                cost[a, :, :S1] = np.where(live, dx * d_sel[:, f : f + 1], 0.0)
         nxt, prob, cost = nxt.reshape(A, S, 2), prob.reshape(A, S, 2), cost.reshape(A, S)
         base = np.arange(S)
         # the sink and dead ends (no move with a chance left) stay put at zero cost;
@@ -295,7 +341,9 @@ class SafeARPolicy:
         # an attempt with zero success chance is an unavailable action
         return RecourseMDP.from_outcomes(nxt, prob, cost, is_goal, self.horizon)
 
-    def _intended_target(self, mdp: RecourseMDP, pol, starts: np.ndarray, strides: np.ndarray) -> np.ndarray:
+    def _intended_target(
+        self, mdp: RecourseMDP, pol, starts: np.ndarray, strides: np.ndarray
+    ) -> np.ndarray:
         """(m,) state reached when every planned attempt succeeds."""
         J = self.max_jump
         moves = np.append(((np.arange(strides.size * J) % J) + 1) * np.repeat(strides, J), 0)
@@ -323,8 +371,11 @@ class SafeARPolicy:
             r = np.bincount(row_of, weights=p * R[nx], minlength=nrows)
             idx = np.where(a >= 0, a, 0) * S + np.arange(S)
             goal = mdp.goal | (a < 0)
-            E1, E2, R = (np.where(goal, 0.0, e1[idx]), np.where(goal, 0.0, e2[idx]),
-                         np.where(goal, mdp.goal.astype(float), r[idx]))
+            E1, E2, R = (
+                np.where(goal, 0.0, e1[idx]),
+                np.where(goal, 0.0, e2[idx]),
+                np.where(goal, mdp.goal.astype(float), r[idx]),
+            )
         mean = E1[starts]
         return mean, np.maximum(E2[starts] - mean * mean, 0.0), R[starts]
 
@@ -334,7 +385,8 @@ def register() -> None:
     from policies import register_policy
 
     register_policy(
-        "safear", SafeARPolicy,
+        "safear",
+        SafeARPolicy,
         "risk-averse plans (G-RSVI per candidate, beta_risk from the candidate or safear:beta_risk=B); "
         "records exp_cost, var95, cvar95",
     )

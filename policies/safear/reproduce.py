@@ -31,14 +31,16 @@ from .risk import (
 from .solvers import grsvi
 
 # Paper values of Table 17 (App. B), for side-by-side comparison only.
-PAPER_TABLE17 = pd.DataFrame({
-    "beta": [0.0, 0.5, 1.0],
-    "rho": [0.999, 1.000, 1.000],
-    "cost_mean": [1.9, 2.2, 3.0],
-    "cost_var": [1.7, 0.2, 0.0],
-    "var95": [5.0, 3.0, 3.0],
-    "cvar95": [6.5, 4.1, np.nan],
-})
+PAPER_TABLE17 = pd.DataFrame(
+    {
+        "beta": [0.0, 0.5, 1.0],
+        "rho": [0.999, 1.000, 1.000],
+        "cost_mean": [1.9, 2.2, 3.0],
+        "cost_var": [1.7, 0.2, 0.0],
+        "var95": [5.0, 3.0, 3.0],
+        "cvar95": [6.5, 4.1, np.nan],
+    }
+)
 
 _PAPER_ROWS = """
 adult all 25923 0 0.994 3.49 1.23 3.81 6.31 4.76 7.53 2.09 2.87
@@ -70,10 +72,41 @@ german Male 178 0.5 1.000 1.65 0.29 1.84 3.50 2.33 4.29 1.40 1.46
 # Paper values of Tables 1 and 3 (H = 12, 100 trials per individual), for comparison only.
 PAPER_DATASET_TABLES = pd.DataFrame(
     [line.split() for line in _PAPER_ROWS.strip().splitlines()],
-    columns=["dataset", "group", "n", "beta", "rho", "cost_mean", "cost_var", "var80", "cvar80",
-             "var95", "cvar95", "sparsity", "proximity"],
-).astype({"n": int, **{c: float for c in ("beta", "rho", "cost_mean", "cost_var", "var80", "cvar80",
-                                            "var95", "cvar95", "sparsity", "proximity")}})
+    columns=[
+        "dataset",
+        "group",
+        "n",
+        "beta",
+        "rho",
+        "cost_mean",
+        "cost_var",
+        "var80",
+        "cvar80",
+        "var95",
+        "cvar95",
+        "sparsity",
+        "proximity",
+    ],
+).astype(
+    {
+        "n": int,
+        **{
+            c: float
+            for c in (
+                "beta",
+                "rho",
+                "cost_mean",
+                "cost_var",
+                "var80",
+                "cvar80",
+                "var95",
+                "cvar95",
+                "sparsity",
+                "proximity",
+            )
+        },
+    }
+)
 
 # The paper's example individuals (Table 1, Figs. 5-6): "Instance #16" (Adult) and "#44"
 # (German). Their feature values are not given; here they are read as positions in the
@@ -83,7 +116,17 @@ PAPER_BETAS = (0.0, 0.25, 0.5)
 EXAMPLE_BETAS = (0.0, 0.5, 0.75)
 
 TABLE17_COLUMNS = ["beta", "rho", "cost_mean", "cost_var", "var95", "cvar95"]
-METRIC_COLUMNS = ["rho", "cost_mean", "cost_var", "var80", "cvar80", "var95", "cvar95", "sparsity", "proximity"]
+METRIC_COLUMNS = [
+    "rho",
+    "cost_mean",
+    "cost_var",
+    "var80",
+    "cvar80",
+    "var95",
+    "cvar95",
+    "sparsity",
+    "proximity",
+]
 
 
 def _write(df: pd.DataFrame, out_dir, name: str) -> None:
@@ -94,9 +137,14 @@ def _write(df: pd.DataFrame, out_dir, name: str) -> None:
         df.to_csv(p / name, index=False, na_rep="")
 
 
-def reproduce_insurance(out_dir=None, n_rollouts: int = 1000, seed: int = 0,
-                        betas: Sequence[float] = (0.0, 0.5, 1.0), horizon: int = 8,
-                        exact: bool = False) -> pd.DataFrame:
+def reproduce_insurance(
+    out_dir=None,
+    n_rollouts: int = 1000,
+    seed: int = 0,
+    betas: Sequence[float] = (0.0, 0.5, 1.0),
+    horizon: int = 8,
+    exact: bool = False,
+) -> pd.DataFrame:
     """Table 17: G-RSVI policies for the insurance example, measured from ``s0``.
 
     Monte-Carlo with ``n_rollouts`` rollouts per policy (the paper used 1000),
@@ -160,8 +208,11 @@ def reproduce_dataset_full(
     computed per individual and then averaged (undefined CVaRs skipped).
     Writes ``{name}_table.csv`` and ``{name}_mannwhitney.csv`` to ``out_dir``.
     """
-    d = prebuilt if prebuilt is not None else build_dataset_mdp(
-        name, horizon, seed=seed, table=table, n_estimators=n_estimators)
+    d = (
+        prebuilt
+        if prebuilt is not None
+        else build_dataset_mdp(name, horizon, seed=seed, table=table, n_estimators=n_estimators)
+    )
     mdp = d.mdp if d.mdp.horizon == horizon else d.mdp.with_horizon(horizon)
     rng = np.random.default_rng(seed)
     rows_idx = np.flatnonzero(d.predicted == 0)
@@ -180,7 +231,11 @@ def reproduce_dataset_full(
         ps.insert(0, "group", gender)
         ps.insert(0, "beta", float(beta))
         per.append(ps)
-        for grp, mask in (("all", np.ones(len(ps), bool)), ("Female", gender == "Female"), ("Male", gender == "Male")):
+        for grp, mask in (
+            ("all", np.ones(len(ps), bool)),
+            ("Female", gender == "Female"),
+            ("Male", gender == "Male"),
+        ):
             s = summarize(ps.loc[mask].drop(columns=["beta"]))
             tables.append({"dataset": name, "group": grp, "beta": float(beta), **s})
         mw = group_disparity(ps.drop(columns=["beta", "group"]), gender, pair=("Female", "Male"))
@@ -188,11 +243,22 @@ def reproduce_dataset_full(
         mw.insert(0, "dataset", name)
         tests.append(mw)
     tab = pd.DataFrame(tables)
-    tab = tab[["dataset", "group", "n", "beta", *[c for c in tab.columns if c not in ("dataset", "group", "n", "beta")]]]
+    tab = tab[
+        [
+            "dataset",
+            "group",
+            "n",
+            "beta",
+            *[c for c in tab.columns if c not in ("dataset", "group", "n", "beta")],
+        ]
+    ]
     res = DatasetReproduction(
-        table=tab, mannwhitney=pd.concat(tests, ignore_index=True),
-        per_individual=pd.concat(per, ignore_index=True), accuracy=d.accuracy,
-        n_states=mdp.n_states, solve_seconds=solve_s,
+        table=tab,
+        mannwhitney=pd.concat(tests, ignore_index=True),
+        per_individual=pd.concat(per, ignore_index=True),
+        accuracy=d.accuracy,
+        n_states=mdp.n_states,
+        solve_seconds=solve_s,
     )
     _write(res.table, out_dir, f"{name}_table.csv")
     _write(res.mannwhitney, out_dir, f"{name}_mannwhitney.csv")
@@ -203,14 +269,23 @@ def rejected_start(d: DatasetMDP, position: int) -> tuple[int, int]:
     """(dataset row, state) of the ``position``-th individual the classifier rejects."""
     rows = np.flatnonzero(d.predicted == 0)
     if not 0 <= position < rows.size:
-        raise ValueError(f"instance must be in [0, {rows.size}) (rejected individuals of {d.name}), got {position}")
+        raise ValueError(
+            f"instance must be in [0, {rows.size}) (rejected individuals of {d.name}), got {position}"
+        )
     r = int(rows[position])
     return r, int(d.states[r])
 
 
-def reproduce_example(d: DatasetMDP, position: int, betas: Sequence[float] = EXAMPLE_BETAS, seed: int = 0,
-                      n_rollouts: int = 100, horizon: int = 12, risk: str = "std",
-                      alphas: Sequence[float] = DEFAULT_ALPHAS) -> pd.DataFrame:
+def reproduce_example(
+    d: DatasetMDP,
+    position: int,
+    betas: Sequence[float] = EXAMPLE_BETAS,
+    seed: int = 0,
+    n_rollouts: int = 100,
+    horizon: int = 12,
+    risk: str = "std",
+    alphas: Sequence[float] = DEFAULT_ALPHAS,
+) -> pd.DataFrame:
     """Table 1's example-instance rows: one rejected individual, ``n_rollouts`` trials per policy."""
     mdp = d.mdp if d.mdp.horizon == horizon else d.mdp.with_horizon(horizon)
     row, start = rejected_start(d, position)
@@ -219,8 +294,16 @@ def reproduce_example(d: DatasetMDP, position: int, betas: Sequence[float] = EXA
     for beta in betas:
         ro = rollout(mdp, grsvi(mdp, beta, risk=risk), [start], n_rollouts, rng=rng)
         m = summarize(per_start_measures(mdp, ro, alphas))
-        rows.append({"dataset": d.name, "group": "example", "instance": position, "row": row, "beta": float(beta),
-                     **{k: v for k, v in m.items() if k != "n"}})
+        rows.append(
+            {
+                "dataset": d.name,
+                "group": "example",
+                "instance": position,
+                "row": row,
+                "beta": float(beta),
+                **{k: v for k, v in m.items() if k != "n"},
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -244,15 +327,22 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     ap = argparse.ArgumentParser(description="Reproduce SafeAR Tables 1, 3, 10-12 and 17")
     ap.add_argument("out_dir")
-    ap.add_argument("--quick", action="store_true", help="small configuration (200 individuals, 30 rollouts)")
+    ap.add_argument(
+        "--quick", action="store_true", help="small configuration (200 individuals, 30 rollouts)"
+    )
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     pd.set_option("display.width", 200)
     print(reproduce_insurance(args.out_dir, seed=args.seed).round(3).to_string(index=False))
     mdp = insurance_mdp(8)
-    plot_policy_rollouts(mdp, {f"beta={b:g}": grsvi(mdp, b) for b in (0.0, 0.5, 1.0)}, 0,
-                         Path(args.out_dir) / "insurance_policies.png", rng=np.random.default_rng(args.seed),
-                         title="Synthetic insurance example (H=8)")
+    plot_policy_rollouts(
+        mdp,
+        {f"beta={b:g}": grsvi(mdp, b) for b in (0.0, 0.5, 1.0)},
+        0,
+        Path(args.out_dir) / "insurance_policies.png",
+        rng=np.random.default_rng(args.seed),
+        title="Synthetic insurance example (H=8)",
+    )
     kw = {"n_individuals": 200, "n_rollouts": 30} if args.quick else {}
     for name in ("german", "adult"):
         res = reproduce_dataset_full(name, args.out_dir, seed=args.seed, **kw)

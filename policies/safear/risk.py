@@ -49,7 +49,11 @@ def var_cvar(values, probs=None, alpha: float = 0.95) -> tuple[float, float]:
     x = np.asarray(values, dtype=np.float64).ravel()
     if x.size == 0:
         raise ValueError("values must be non-empty")
-    p = np.full(x.size, 1.0 / x.size) if probs is None else np.asarray(probs, dtype=np.float64).ravel()
+    p = (
+        np.full(x.size, 1.0 / x.size)
+        if probs is None
+        else np.asarray(probs, dtype=np.float64).ravel()
+    )
     if p.shape != x.shape:
         raise ValueError(f"probs must have the shape of values {x.shape}, got {p.shape}")
     order = np.argsort(x, kind="stable")
@@ -90,7 +94,9 @@ class CostDistribution:
         return var_cvar(self.values, self.probs, alpha)
 
 
-def exact_distribution(mdp: RecourseMDP, policy: Policy, start: int, max_support: int = 200_000) -> CostDistribution:
+def exact_distribution(
+    mdp: RecourseMDP, policy: Policy, start: int, max_support: int = 200_000
+) -> CostDistribution:
     """Propagate the joint law of (state, accumulated cost) for ``H`` steps.
 
     Exact, but the support can grow quickly: meant for small MDPs or single
@@ -123,8 +129,11 @@ def exact_distribution(mdp: RecourseMDP, policy: Policy, start: int, max_support
     vals = np.array(sorted(by_cost))
     states = np.array(sorted(by_state), dtype=np.int64)
     return CostDistribution(
-        values=vals, probs=np.array([by_cost[v] for v in vals]), success=success,
-        final_states=states, final_probs=np.array([by_state[int(s)] for s in states]),
+        values=vals,
+        probs=np.array([by_cost[v] for v in vals]),
+        success=success,
+        final_states=states,
+        final_probs=np.array([by_state[int(s)] for s in states]),
     )
 
 
@@ -201,14 +210,18 @@ def rollout(
         if record:
             states[:, h + 1] = s
     return Rollouts(
-        starts=starts, cost=total.reshape(n, r), success=mdp.goal[s].reshape(n, r),
+        starts=starts,
+        cost=total.reshape(n, r),
+        success=mdp.goal[s].reshape(n, r),
         final=s.reshape(n, r),
         states=None if states is None else states.reshape(n, r, H + 1),
         actions=None if acts is None else acts.reshape(n, r, H),
     )
 
 
-def _distance(mdp: RecourseMDP, a_states: np.ndarray, b_states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _distance(
+    mdp: RecourseMDP, a_states: np.ndarray, b_states: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     if mdp.features is None:
         nan = np.full(np.shape(a_states), np.nan)
         return nan, nan
@@ -220,7 +233,9 @@ def _distance(mdp: RecourseMDP, a_states: np.ndarray, b_states: np.ndarray) -> t
     return sparsity.astype(float), prox.astype(float)
 
 
-def per_start_measures(mdp: RecourseMDP, ro: Rollouts, alphas: Sequence[float] = DEFAULT_ALPHAS) -> pd.DataFrame:
+def per_start_measures(
+    mdp: RecourseMDP, ro: Rollouts, alphas: Sequence[float] = DEFAULT_ALPHAS
+) -> pd.DataFrame:
     """One row per start state (individual): rho, cost_mean, cost_var, var{a}, cvar{a}, sparsity, proximity."""
     cost = ro.cost
     n, r = cost.shape
@@ -271,8 +286,9 @@ def risk_measures(
     return summarize(per_start_measures(mdp, ro, alphas)) | {"n_rollouts": n_rollouts}
 
 
-def exact_measures(mdp: RecourseMDP, policy: Policy, start: int,
-                   alphas: Sequence[float] = DEFAULT_ALPHAS) -> dict[str, float]:
+def exact_measures(
+    mdp: RecourseMDP, policy: Policy, start: int, alphas: Sequence[float] = DEFAULT_ALPHAS
+) -> dict[str, float]:
     """Exact counterparts of :func:`risk_measures` (small reachable sets only)."""
     d = exact_distribution(mdp, policy, start)
     out = {"rho": d.success, "cost_mean": d.mean, "cost_var": d.var}
@@ -286,8 +302,9 @@ def exact_measures(mdp: RecourseMDP, policy: Policy, start: int,
     return out
 
 
-def group_disparity(per_start: pd.DataFrame, groups, metrics: Sequence[str] | None = None,
-                    pair: tuple | None = None) -> pd.DataFrame:
+def group_disparity(
+    per_start: pd.DataFrame, groups, metrics: Sequence[str] | None = None, pair: tuple | None = None
+) -> pd.DataFrame:
     """Per-group means and a two-sided Mann-Whitney U test between two groups.
 
     per_start : output of :func:`per_start_measures` (N rows); groups : (N,) labels.
@@ -300,7 +317,11 @@ def group_disparity(per_start: pd.DataFrame, groups, metrics: Sequence[str] | No
     labels = list(pair) if pair is not None else sorted(set(groups.tolist()), key=str)
     if len(labels) != 2:
         raise ValueError(f"need exactly two groups for the Mann-Whitney U test, got {labels}")
-    metrics = list(metrics) if metrics is not None else [c for c in per_start.columns if c not in ("start", "group")]
+    metrics = (
+        list(metrics)
+        if metrics is not None
+        else [c for c in per_start.columns if c not in ("start", "group")]
+    )
     g0, g1 = labels
     rows = []
     for m in metrics:
@@ -312,7 +333,15 @@ def group_disparity(per_start: pd.DataFrame, groups, metrics: Sequence[str] | No
             u, pv = float(res.statistic), float(res.pvalue)
         else:
             u, pv = math.nan, math.nan if not (a.size and b.size) else 1.0
-        rows.append({"metric": m, f"mean_{g0}": a.mean() if a.size else math.nan,
-                     f"mean_{g1}": b.mean() if b.size else math.nan, "U": u, "p_value": pv,
-                     f"n_{g0}": a.size, f"n_{g1}": b.size})
+        rows.append(
+            {
+                "metric": m,
+                f"mean_{g0}": a.mean() if a.size else math.nan,
+                f"mean_{g1}": b.mean() if b.size else math.nan,
+                "U": u,
+                "p_value": pv,
+                f"n_{g0}": a.size,
+                f"n_{g1}": b.size,
+            }
+        )
     return pd.DataFrame(rows)

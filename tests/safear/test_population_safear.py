@@ -29,8 +29,18 @@ class Linear:
 def context(w=(2.0, 2.0, 2.0), b=-3.0, d=(0.9, 0.3, 0.6), beta=0.05, immutable=None):
     z = len(w)
     imm = np.zeros(z, bool) if immutable is None else np.asarray(immutable, bool)
-    return PolicyContext(model=Linear(w, b), lower=np.zeros(z), upper=np.ones(z), immutable=imm,
-                         difficulty=np.asarray(d, float), k=1, m=1, validity=1, beta=beta, ticks=1)
+    return PolicyContext(
+        model=Linear(w, b),
+        lower=np.zeros(z),
+        upper=np.ones(z),
+        immutable=imm,
+        difficulty=np.asarray(d, float),
+        k=1,
+        m=1,
+        validity=1,
+        beta=beta,
+        ticks=1,
+    )
 
 
 def plan(beta_risk, X, goal=0.5, ctx=None, **kw):
@@ -44,9 +54,19 @@ def obs(X, threshold, risk=None):
     n = X.shape[0]
     ids = np.arange(n)
     extra = {} if risk is None else {"risk_aversion": np.asarray(risk, float)}
-    return RecourseObs(tick=0, threshold=threshold, applicant_ids=ids, applicant_X=X,
-                       applicant_scores=np.zeros(n), accepted=np.zeros(n, bool), ids=ids, X=X,
-                       scores=np.zeros(n), n_applications=np.ones(n, int), extra=extra)
+    return RecourseObs(
+        tick=0,
+        threshold=threshold,
+        applicant_ids=ids,
+        applicant_X=X,
+        applicant_scores=np.zeros(n),
+        accepted=np.zeros(n, bool),
+        ids=ids,
+        X=X,
+        scores=np.zeros(n),
+        n_applications=np.ones(n, int),
+        extra=extra,
+    )
 
 
 X0 = np.random.default_rng(0).uniform(0.2, 0.5, (120, 3))
@@ -131,8 +151,15 @@ def test_in_model_info_columns_determinism_and_immutables():
 
 
 def test_bad_parameters_are_rejected():
-    for spec in ("safear:beta_risk=-1", "safear:levels=1", "safear:n_features=9", "safear:risk=cvar",
-                 "safear:max_jump=7", "safear:retry=2", "safear:fail_cost=-1"):
+    for spec in (
+        "safear:beta_risk=-1",
+        "safear:levels=1",
+        "safear:n_features=9",
+        "safear:risk=cvar",
+        "safear:max_jump=7",
+        "safear:retry=2",
+        "safear:fail_cost=-1",
+    ):
         with pytest.raises(ValueError, match="safear"):
             make_policy(spec)
     pol = SafeARPolicy()

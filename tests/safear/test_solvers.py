@@ -75,7 +75,9 @@ def test_beta0_equals_bruteforce_over_all_markov_policies(seed):
 
 @pytest.mark.parametrize("seed", range(5))
 def test_beta0_equals_value_iteration(seed):
-    mdp = random_mdp(np.random.default_rng(100 + seed), n_states=30, n_actions=4, horizon=7, n_goals=3)
+    mdp = random_mdp(
+        np.random.default_rng(100 + seed), n_states=30, n_actions=4, horizon=7, n_goals=3
+    )
     a, b = grsvi(mdp, 0.0), value_iteration(mdp)
     assert np.allclose(a.values, b.values, atol=1e-10)
 
