@@ -1,9 +1,37 @@
-"""recourse-abm: agent-based simulation of algorithmic recourse in competitive top-k settings."""
+"""recourse-abm: agent-based simulation of algorithmic recourse in competitive top-k settings.
 
-from abm.config import ConfigError, ScenarioConfig
-from abm.model import RecourseModel
-from abm.scenarios import available_scenarios, get_scenario
+The public names load on first use, so ``import abm.interfaces`` (what a policy needs)
+does not pull in Mesa, scikit-learn or the model.
+"""
 
-__version__ = "0.1.0"
+from __future__ import annotations
 
-__all__ = ["ConfigError", "RecourseModel", "ScenarioConfig", "available_scenarios", "get_scenario"]
+import importlib
+from typing import Any
+
+__version__ = "0.2.0"
+
+_PUBLIC = {
+    "ConfigError": "abm.validation",
+    "ScenarioConfig": "abm.config",
+    "RecourseModel": "abm.model",
+    "available_scenarios": "abm.scenarios",
+    "get_scenario": "abm.scenarios",
+    "make_policy": "abm.registry",
+    "REGISTRY": "abm.registry",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'abm' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

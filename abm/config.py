@@ -11,16 +11,13 @@ import math
 import numbers
 import tomllib
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any
+
+from abm.validation import ConfigError
 
 PAPER_DIFFICULTY = (0.84, 0.15, 0.85, 0.78, 0.25, 0.18, 0.29, 0.83, 0.91, 0.10)
 
 DECISION_MODELS = ("logistic", "mlp")
-
-
-class ConfigError(ValueError):
-    """A scenario parameter is out of range; the message names the field."""
 
 
 @dataclass(frozen=True)
@@ -100,26 +97,6 @@ class ScenarioConfig:
         if base is None:
             return cls(**data)
         return dataclasses.replace(base, **data)
-
-    @classmethod
-    def from_toml(cls, path: str | Path) -> ScenarioConfig:
-        """Load a scenario file. An optional ``base = "preset-name"`` key starts from a preset."""
-        path = Path(path)
-        try:
-            data = tomllib.loads(path.read_text())
-        except FileNotFoundError:
-            raise ConfigError(f"scenario file not found: {path}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"scenario file {path} is not valid TOML: {exc}") from None
-        data = dict(data.get("scenario", data))
-        base_name = data.pop("base", None)
-        base = None
-        if base_name is not None:
-            from abm.scenarios import get_scenario
-
-            base = get_scenario(str(base_name))
-        data.setdefault("name", path.stem)
-        return cls.from_dict(data, base=base)
 
 
 FIELD_NAMES = tuple(f.name for f in fields(ScenarioConfig))
@@ -236,3 +213,17 @@ def _validate(c: ScenarioConfig) -> None:
     require_int("world_seed", c.world_seed, 0, 2**63 - 1)
     if not isinstance(c.name, str) or not c.name:
         raise ConfigError("name must be a non-empty string")
+
+
+def parse_overrides(items: list[str] | None) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs; VALUE is read as a TOML value (numbers, lists, booleans, inf)."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = tomllib.loads(f"v = {value.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            out[key.strip()] = value.strip()
+    return out

@@ -29,7 +29,9 @@ from abm.interfaces import (
     RecoursePolicy,
 )
 from abm.population import Population
+from abm.registry import make_policy
 from abm.rng import Streams
+from abm.scenarios import resolve_scenario
 from abm.world import build_world
 
 # tolerance for a policy's counterfactual leaving the [0, 1] box (then clipped)
@@ -45,23 +47,9 @@ TICK_COLUMNS = (
 )  # fmt: skip
 
 
-def resolve_scenario(scenario: ScenarioConfig | str | Path) -> ScenarioConfig:
-    """A config from a config, a preset name or a path to a TOML file."""
-    if isinstance(scenario, ScenarioConfig):
-        return scenario
-    text = str(scenario)
-    if text.endswith(".toml") or Path(text).is_file():
-        return ScenarioConfig.from_toml(text)
-    from abm.scenarios import get_scenario
-
-    return get_scenario(text)
-
-
 def resolve_policy(policy: RecoursePolicy | str) -> RecoursePolicy:
     """A policy object from an object or a registry name (see ``policies``)."""
     if isinstance(policy, str):
-        from policies import make_policy
-
         return make_policy(policy)
     if not isinstance(policy, RecoursePolicy):
         raise TypeError(f"policy must be a registry name or a RecoursePolicy, got {policy!r}")

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+import tomllib
+from pathlib import Path
 
-from abm.config import ConfigError, ScenarioConfig
+from abm.config import ScenarioConfig
+from abm.validation import ConfigError
 
 _PAPER = ScenarioConfig(
     name="paper",
@@ -61,3 +64,29 @@ def get_scenario(name: str) -> ScenarioConfig:
 def available_scenarios() -> dict[str, str]:
     """Preset name -> description."""
     return {name: cfg.description for name, cfg in PRESETS.items()}
+
+
+def scenario_from_toml(path: str | Path) -> ScenarioConfig:
+    """Load a scenario file. An optional ``base = "preset-name"`` key starts from a preset."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"scenario file not found: {path}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"scenario file {path} is not valid TOML: {exc}") from None
+    data = dict(data.get("scenario", data))
+    base_name = data.pop("base", None)
+    base = None if base_name is None else get_scenario(str(base_name))
+    data.setdefault("name", path.stem)
+    return ScenarioConfig.from_dict(data, base=base)
+
+
+def resolve_scenario(scenario: ScenarioConfig | str | Path) -> ScenarioConfig:
+    """A config from a config, a preset name or a path to a TOML file."""
+    if isinstance(scenario, ScenarioConfig):
+        return scenario
+    text = str(scenario)
+    if text.endswith(".toml") or Path(text).is_file():
+        return scenario_from_toml(text)
+    return get_scenario(text)

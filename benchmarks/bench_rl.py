@@ -45,7 +45,7 @@ def sac_rate(env, steps: int, seed: int = 0) -> float:
 
     from stable_baselines3 import SAC
 
-    from policies.rl.training import PREDICTOR_SAC
+    from abm.app.experiments.rl_training import PREDICTOR_SAC
 
     sac = replace(PREDICTOR_SAC, learning_starts=min(200, steps // 4))
     model = SAC("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **sac.sb3_kwargs())
@@ -73,7 +73,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     import torch
 
-    from abm.envs import PopulationEnv, RecommenderEnv
+    from abm.app.envs import PopulationEnv, RecommenderEnv
 
     torch.set_num_threads(1)
     print(f"{'environment':34s} {'env steps/s':>12s} {'SAC steps/s':>12s} {'SAC share':>10s}")

@@ -27,8 +27,8 @@ from mesa.visualization import Slider, SolaraViz  # noqa: E402
 from mesa.visualization.solara_viz import UserInputs  # noqa: E402
 from mesa.visualization.utils import update_counter  # noqa: E402
 
-import policies as registry  # noqa: E402
 from abm.config import ConfigError  # noqa: E402
+from abm.registry import REGISTRY  # noqa: E402
 from dashboards import charts  # noqa: E402
 from dashboards.demos import available_demos  # noqa: E402
 from dashboards.settings import (  # noqa: E402
@@ -171,7 +171,7 @@ def Deeper(children=[]):  # noqa: B006 (solara's children convention)
 @solara.component
 def Page():
     demos = available_demos()
-    policies = list(registry.available_policies())
+    policies = list(REGISTRY.describe("policy"))
     initial = solara.use_memo(Settings.from_preset, [])
     draft = solara.use_reactive(initial)  # what the inputs show (may be invalid)
     valid = solara.use_reactive(initial)  # what the model was built from

@@ -104,7 +104,7 @@ DEMOS: tuple[Demo, ...] = (
 def available_demos(policies: dict[str, str] | None = None) -> dict[str, Demo]:
     """Demo name -> demo, for demos whose policies are registered now."""
     if policies is None:
-        from policies import available_policies
+        from abm.registry import available_policies
 
         policies = available_policies()
     return {d.name: d for d in DEMOS if all(p in policies for p in d.required_policies)}

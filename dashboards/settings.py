@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from abm.config import ConfigError, ScenarioConfig
+from abm.config import ScenarioConfig, parse_overrides
 from abm.model import RecourseModel
 from abm.scenarios import PRESETS, get_scenario
+from abm.validation import ConfigError
 
 # presets bigger than this per tick are left to the CLI: the agent view would be unreadable
 MAX_DASHBOARD_POOL = 5_000
@@ -48,7 +49,6 @@ def _fmt_number(x: float) -> str:
 
 def _toml_value(key: str, text: str) -> Any:
     """Read ``text`` as ``--set key=text`` would (a TOML value; otherwise the raw text)."""
-    from abm.cli import parse_overrides
 
     text = text.strip()
     if key == "difficulty" and not text.startswith("["):
@@ -124,7 +124,7 @@ class Settings:
 
 def check_policy(name: str, field: str = "policy") -> None:
     """Raise ValueError unless ``name`` builds a policy (registry name or composite)."""
-    from policies import make_policy
+    from abm.registry import make_policy
 
     try:
         make_policy(name)

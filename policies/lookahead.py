@@ -25,6 +25,9 @@ from typing import Any
 import numpy as np
 
 from abm.interfaces import PolicyContext, RecourseObs
+from abm.registry import Registry
+from policies.composite import CompositePolicy
+from policies.recommenders import ExactLinear
 
 _MAX_GRID = 1000
 
@@ -165,22 +168,17 @@ class Lookahead:
 
 
 def _policy(**params: Any):
-    from policies.composite import CompositePolicy
-    from policies.recommenders import ExactLinear
-
     return CompositePolicy(Lookahead(**params), ExactLinear())
 
 
-def register() -> None:
-    from policies import register_goal, register_policy
-
-    register_goal(
+def register(registry: Registry) -> None:
+    registry.goal(
         "lookahead", Lookahead,
         "PRIVILEGED upper reference (simulates the true model): best margin over the "
         "threshold by eq.-16 reward of rollouts; goals, min_margin, max_margin, horizon, "
         "rollouts, alpha, tau, floor",
     )  # fmt: skip
-    register_policy(
+    registry.policy(
         "lookahead", _policy,
         "PRIVILEGED upper reference: lookahead goal (simulates the true model) + exact-linear "
         "(uniform); parameters go to the goal selector",

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from abm.cli import app
-from abm.evaluation import evaluate
+from abm.app.cli import app
+from abm.app.evaluation import evaluate
 
 runner = CliRunner()
 

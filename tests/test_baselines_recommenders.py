@@ -6,7 +6,7 @@ import torch
 
 from abm.interfaces import PolicyContext
 from abm.model import RecourseModel
-from policies import make_policy
+from abm.registry import make_policy
 from policies.baselines.ustun import Ustun
 from policies.baselines.wachter import Wachter
 from policies.recommenders import ExactLinear, exact_linear_counterfactuals

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from abm.cli import app
+from abm.app.cli import app
 
 runner = CliRunner()
 

@@ -8,8 +8,10 @@ import pytest
 
 from abm import RecourseModel
 from abm.interfaces import PolicyContext
-from policies import GOALS, POLICIES, CompositePolicy, ExactLinear, make_policy
+from abm.registry import REGISTRY, make_policy
+from policies.composite import CompositePolicy
 from policies.lookahead import Lookahead, eq16_reward
+from policies.recommenders import ExactLinear
 
 TICKS = 20
 
@@ -48,8 +50,8 @@ def _run(policy, scenario="paper", seed=3, ticks=TICKS, **kw):
 
 
 def test_registered_and_labelled_privileged():
-    assert "PRIVILEGED" in GOALS["lookahead"].description
-    assert "PRIVILEGED" in POLICIES["lookahead"].description
+    assert "PRIVILEGED" in REGISTRY.describe("goal")["lookahead"]
+    assert "PRIVILEGED" in REGISTRY.describe("policy")["lookahead"]
     policy = make_policy("lookahead:goals=5,alpha=2")
     assert isinstance(policy, CompositePolicy) and isinstance(policy.recommender, ExactLinear)
     assert policy.goal.n_goals == 5 and policy.goal.alpha == 2.0 and policy.goal.privileged

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from abm import RecourseModel
-from policies import make_policy
+from abm.registry import make_policy
 
 POLICIES = ["threshold", "threshold-true", "threshold-estimated", "none"]
 

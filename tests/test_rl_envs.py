@@ -6,14 +6,9 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from abm.envs import (
-    PopulationEnv,
-    RecommenderEnv,
-    encode_observation,
-    observation_size,
-    reward_eq16,
-)
+from abm.app.envs import PopulationEnv, RecommenderEnv, reward_eq16
 from abm.model import RecourseModel
+from policies.rl.encoding import encode_observation, observation_size
 
 
 def _check(env):
@@ -72,7 +67,7 @@ def test_recommender_observation_is_x_g_score_gap_and_d_hat():
 
 
 def test_direction_action_reaches_the_goal_along_the_direction():
-    from abm.envs import direction_to_counterfactual
+    from policies.rl.encoding import direction_to_counterfactual
 
     env = RecommenderEnv("paper", warmup_episodes=0, action="direction")
     _check(env)
@@ -172,7 +167,7 @@ def test_population_env_rejects_bad_parameters(bad):
 
 
 def test_predictor_action_is_a_margin_above_the_last_threshold():
-    from abm.envs import goal_from_action
+    from policies.rl.encoding import goal_from_action
 
     a = np.array([[-1.0], [0.0], [1.0], [5.0]])
     np.testing.assert_allclose(goal_from_action(a, 0.6, 0.3), [0.6, 0.75, 0.9, 0.9])
@@ -183,7 +178,7 @@ def test_predictor_action_is_a_margin_above_the_last_threshold():
 
 
 def test_study_points_retry_failures_and_keep_the_latest_row(tmp_path):
-    from policies.rl.study import _append, _read_rows
+    from abm.app.experiments.pareto import _append, _read_rows
 
     path = tmp_path / "points.csv"
     base = {"family": "hybrid", "policy": "p", "rr_std": 0, "rf_std": 0, "gini": 0, "cost": 0,

@@ -8,13 +8,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from abm.cli import app
-from abm.envs import PopulationEnv
-from abm.evaluation import evaluate
-from abm.model import RecourseModel
-from policies import make_policy
-from policies.rl.artefacts import ArtefactError, load_sac, read_manifest
-from policies.rl.training import (
+from abm.app.cli import app
+from abm.app.envs import PopulationEnv
+from abm.app.evaluation import evaluate
+from abm.app.experiments.rl_training import (
     PREDICTOR_SAC,
     RECOMMENDER_MAX_STEP,
     RECOMMENDER_OBSERVATION,
@@ -22,6 +19,9 @@ from policies.rl.training import (
     train_predictor,
     train_recommender,
 )
+from abm.model import RecourseModel
+from abm.registry import make_policy
+from policies.rl.artefacts import ArtefactError, load_sac, read_manifest
 
 TINY = dict(ticks=10)
 SAC_TINY = replace(
@@ -90,7 +90,7 @@ def test_manifest_round_trip_and_learning_curve(trained):
 
 def test_learned_recommender_rebuilds_the_training_observation(trained, tmp_path):
     """φ at inference = the SAC actor on [x, g, M(x), gaps, d̂ from the manifest], both mappings."""
-    from abm.envs import recommender_counterfactual, recommender_observation
+    from policies.rl.encoding import recommender_counterfactual, recommender_observation
     from policies.rl.learned import LearnedRecommender
 
     _, rec, _, _ = trained

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from abm.cli import app
-from abm.study import pareto_front, summarize
+from abm.app.cli import app
+from abm.app.study import pareto_front, summarize
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -67,7 +67,7 @@ def test_report_prints_intervals_and_writes_plots(study_dir, tmp_path):
     table = pd.read_csv(tmp_path / "p" / "summary.csv")
     assert len(table) == 2 * 2 * 2 and set(table["n"]) == {3}
     # threshold per run is the mean over ticks of the kept column
-    from abm.study import load_study
+    from abm.app.study import load_study
 
     ticks, runs = load_study(study_dir)
     first = runs.iloc[0]

@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from abm import RecourseModel
-from abm.cli import app
-from abm.study import TIMING_COLUMNS, Study, finished_runs, load_study, run_study
+from abm.app.cli import app
+from abm.app.study import TIMING_COLUMNS, Study, finished_runs, load_study, run_study
 
 ROOT = Path(__file__).parents[1]
 
@@ -171,7 +171,7 @@ k = [3, 5, 7, 9]
 
 def _cli(study: Path, out: Path, workers: int) -> subprocess.Popen:
     # own session, so the test can kill exactly this study and its workers
-    return subprocess.Popen([sys.executable, "-m", "abm.cli", "study", "run", str(study), "--out", str(out),
+    return subprocess.Popen([sys.executable, "-m", "abm.app.cli", "study", "run", str(study), "--out", str(out),
                              "--workers", str(workers)], cwd=ROOT, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
 

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
+from abm.app.study import Study, run_id
 from abm.config import ConfigError
-from abm.study import Study, run_id
 
 
 def build(**keys):

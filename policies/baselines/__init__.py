@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from abm.registry import Registry
+
 
 def _ustun(**params: Any):
     from policies.baselines.ustun import Ustun
@@ -29,23 +31,21 @@ def _dice(**params: Any):
     return Dice(**params)
 
 
-def register() -> None:
-    from policies import composite, register_policy, register_recommender
-
-    register_recommender(
+def register(registry: Registry) -> None:
+    registry.recommender(
         "ustun", _ustun,
         "Ustun-style MILP (HiGHS), minimal percentile shift, linear models; levels=10, batch=0",
     )  # fmt: skip
-    register_recommender(
+    registry.recommender(
         "wachter", _wachter,
         "Wachter-style gradient descent on lam (M(x')-g)^2 + |x'-x|_1 (torch); lam, tol, max_iter",
     )  # fmt: skip
-    register_recommender(
+    registry.recommender(
         "dice", _dice,
         "DiCE via dice-ml, desired score range from g to g+width, cheapest (L1) CF; method, cfs, width",
     )  # fmt: skip
     for name in ("ustun", "wachter", "dice"):
-        register_policy(
-            f"threshold-{name}", composite("last-threshold", name),
+        registry.policy(
+            f"threshold-{name}", registry.composite("last-threshold", name),
             f"last threshold + {name} recommender (paper baseline)",
         )  # fmt: skip

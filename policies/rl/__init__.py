@@ -18,6 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from abm.registry import Registry
+from policies.composite import CompositePolicy
+from policies.goals import LastThreshold
+
 HYBRID_RECOMMENDERS = ("exact-linear", "ustun", "wachter", "dice")
 
 
@@ -34,20 +38,16 @@ def _learned_recommender(**params: Any):
 
 
 def _rl_recommender_policy(path: str | None = None):
-    from policies.composite import CompositePolicy
-    from policies.goals import LastThreshold
     from policies.rl.learned import DEFAULT_RECOMMENDER, LearnedRecommender
 
     return CompositePolicy(LastThreshold(), LearnedRecommender(path or DEFAULT_RECOMMENDER))
 
 
-def _hybrid(recommender: str):
+def _hybrid(registry: Registry, recommender: str):
     def factory(path: str | None = None, **rec_params: Any):
-        from policies import RECOMMENDERS, _make
-        from policies.composite import CompositePolicy
         from policies.rl.learned import LearnedGoal, default_hybrid_predictor
 
-        rec = _make(RECOMMENDERS, "recommender", recommender, rec_params)
+        rec = registry.make("recommender", recommender, **rec_params)
         return CompositePolicy(LearnedGoal(path or default_hybrid_predictor(recommender)), rec)
 
     return factory
@@ -59,18 +59,16 @@ def _rl_policy(path: str | None = None, recommender: str | None = None):
     return LearnedPolicy(path or DEFAULT_PREDICTOR_RL, recommender)
 
 
-def register() -> None:
-    from policies import register_goal, register_policy, register_recommender
-
-    register_goal(
+def register(registry: Registry) -> None:
+    registry.goal(
         "rl", _learned_goal, "learned predictor mu (SAC); path=DIR of a trained predictor"
     )
-    register_recommender("rl", _learned_recommender,
+    registry.recommender("rl", _learned_recommender,
                          "learned recommender phi (SAC); path=DIR of a trained recommender")  # fmt: skip
-    register_policy("rl-recommender", _rl_recommender_policy,
+    registry.policy("rl-recommender", _rl_recommender_policy,
                     "last threshold + learned recommender phi; path=DIR")  # fmt: skip
     for name in HYBRID_RECOMMENDERS:
-        register_policy(f"hybrid-{name}", _hybrid(name),
+        registry.policy(f"hybrid-{name}", _hybrid(registry, name),
                         f"learned predictor mu + {name} recommender (paper hybrid); path=DIR")  # fmt: skip
-    register_policy("rl", _rl_policy,
+    registry.policy("rl", _rl_policy,
                     "learned predictor mu + learned recommender phi (the paper's method); path=DIR")  # fmt: skip

@@ -13,6 +13,16 @@ import numpy as np
 from abm.interfaces import Feedback, PolicyContext, RecourseObs
 from policies.composite import CompositePolicy
 from policies.rl.artefacts import ArtefactError, load_sac
+from policies.rl.encoding import (
+    RECOMMENDER_ACTIONS,
+    RECOMMENDER_OBSERVATION,
+    encode_window,
+    goal_from_action,
+    observation_size,
+    recommender_counterfactual,
+    recommender_observation,
+    recommender_observation_size,
+)
 
 # the shipped T = 1, beta = 0.05 artefacts (results/pareto/T1-b005, `reproduce pareto`):
 # phi, and the predictors whose front point is closest to RR = 0.95 (alpha:tau = 10:1)
@@ -37,7 +47,7 @@ class LearnedRecommender:
 
     Builds the training observation [x, g, M(x), g - M(x), d̂] with the d̂ learned in
     training (the manifest's ``d_hat``) and maps actions with the manifest's
-    ``action_mode`` and ``max_step`` (:func:`abm.envs.recommender_counterfactual`).
+    ``action_mode`` and ``max_step`` (:func:`policies.rl.encoding.recommender_counterfactual`).
     Artefacts from before these fields existed (observation (x, g), x^CF = x + a) are
     refused: they must be trained again.
     """
@@ -46,8 +56,6 @@ class LearnedRecommender:
         self.path = path
 
     def prepare(self, ctx: PolicyContext) -> None:
-        from abm.envs import RECOMMENDER_ACTIONS, recommender_observation_size
-        from policies.rl.training import RECOMMENDER_OBSERVATION
 
         if self.path is None:
             raise ValueError("the learned recommender needs path=DIR of a trained recommender")
@@ -82,7 +90,6 @@ class LearnedRecommender:
         self.action_mode, self.max_step = manifest["action_mode"], float(manifest["max_step"])
 
     def recommend(self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        from abm.envs import recommender_counterfactual, recommender_observation
 
         scores = self.ctx.model.score(X)
         obs = recommender_observation(X, goals, scores, self.difficulty_estimate)
@@ -109,7 +116,6 @@ class LearnedGoal:
         self.path = path
 
     def prepare(self, ctx: PolicyContext) -> None:
-        from abm.envs import observation_size
 
         self.ctx = ctx
         self.manifest, self.sac = load_sac(self.path, "predictor", n_features=ctx.n_features,
@@ -120,7 +126,6 @@ class LearnedGoal:
         self.max_margin = float(self.manifest["max_margin"])
 
     def select(self, obs: RecourseObs, rng: np.random.Generator) -> float:
-        from abm.envs import encode_window, goal_from_action
 
         c = self.ctx
         x = encode_window(obs, c.model, c.k, c.ticks, c.validity)

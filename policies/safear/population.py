@@ -43,10 +43,10 @@ import numpy as np
 from abm.behaviour import change_success_probability
 from abm.config import require_int
 from abm.interfaces import Feedback, PolicyContext, Recommendation, RecourseObs
-
-from .mdp import GOAL_ACTION, RecourseMDP
-from .risk import per_start_measures, rollout
-from .solvers import grsvi
+from abm.registry import Registry
+from policies.safear.mdp import GOAL_ACTION, RecourseMDP
+from policies.safear.risk import per_start_measures, rollout
+from policies.safear.solvers import grsvi
 
 # grid points on the goal boundary count as reaching it (the model's tolerance is 1e-6)
 _GOAL_SLACK = 1e-12
@@ -380,11 +380,9 @@ class SafeARPolicy:
         return mean, np.maximum(E2[starts] - mean * mean, 0.0), R[starts]
 
 
-def register() -> None:
-    """Add ``safear`` to the policy registry (called from :func:`policies.safear.register`)."""
-    from policies import register_policy
-
-    register_policy(
+def register(registry: Registry) -> None:
+    """Add ``safear`` to the policy registry."""
+    registry.policy(
         "safear",
         SafeARPolicy,
         "risk-averse plans (G-RSVI per candidate, beta_risk from the candidate or safear:beta_risk=B); "

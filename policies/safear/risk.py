@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .mdp import GOAL_ACTION, RecourseMDP
-from .solvers import Policy
+from policies.safear.mdp import GOAL_ACTION, RecourseMDP
+from policies.safear.solvers import Policy
 
 DEFAULT_ALPHAS = (0.80, 0.95)
 _TOL = 1e-9

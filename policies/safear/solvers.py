@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .mdp import GOAL_ACTION, RecourseMDP
+from policies.safear.mdp import GOAL_ACTION, RecourseMDP
 
 RISKS = ("std", "lpsd")
 

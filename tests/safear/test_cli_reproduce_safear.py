@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from abm.cli import app
-from policies.safear import PAPER_TABLE17, data_available
+from abm.app.cli import app
+from abm.app.experiments.safear import PAPER_TABLE17, data_available
 
 runner = CliRunner()
 

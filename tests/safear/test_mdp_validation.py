@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from policies.safear import Action, Feature, RecourseMDP, build_feature_mdp, geometric_mdp
+from abm.app.experiments.safear import geometric_mdp
+from policies.safear import Action, Feature, RecourseMDP, build_feature_mdp
 
 
 def _tables():

@@ -7,7 +7,7 @@ from scipy.special import expit
 
 from abm import RecourseModel
 from abm.interfaces import PolicyContext, RecourseObs, linear_logit
-from policies import make_policy
+from abm.registry import make_policy
 from policies.safear import SafeARPolicy
 
 

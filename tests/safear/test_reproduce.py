@@ -6,16 +6,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from policies.safear import (
+from abm.app.experiments.safear import (
     PAPER_TABLE17,
     build_dataset_mdp,
     data_available,
-    grsvi,
     insurance_mdp,
     plot_policy_rollouts,
     reproduce_dataset_full,
     reproduce_insurance,
 )
+from policies.safear import grsvi
 
 # Tolerances for the paper's 1000-rollout Table 17: rho +-0.01, mean +-0.15,
 # variance +-0.5 (sampling sd of the beta=0 variance is ~0.15), VaR exact,

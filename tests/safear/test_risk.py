@@ -6,13 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from abm.app.experiments.safear import geometric_mdp, insurance_mdp
 from policies.safear import (
     exact_distribution,
     exact_measures,
-    geometric_mdp,
     group_disparity,
     grsvi,
-    insurance_mdp,
     per_start_measures,
     risk_measures,
     rollout,

@@ -5,16 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
-from policies.safear import (
-    GOAL_ACTION,
-    Policy,
-    exact_distribution,
-    grsevi,
-    grsvi,
-    insurance_mdp,
-    random_mdp,
-    value_iteration,
-)
+from abm.app.experiments.safear import insurance_mdp, random_mdp
+from policies.safear import GOAL_ACTION, Policy, exact_distribution, grsevi, grsvi, value_iteration
 
 
 def _reference_grsvi(mdp, beta, risk="std"):

@@ -11,7 +11,7 @@ from rich.table import Table
 
 
 def register(app: typer.Typer) -> None:
-    from abm.cli import fmt, friendly_errors, parse_overrides
+    from abm.app.cli import fmt, friendly_errors, parse_overrides
 
     @app.command()
     @friendly_errors
@@ -30,8 +30,8 @@ def register(app: typer.Typer) -> None:
         set_: Annotated[list[str] | None, typer.Option("--set", help="KEY=VALUE override")] = None,
     ) -> None:
         """Mean ± std of RR, RF, Gini and cost over paired episodes, per policy."""
-        from abm.cli import console
-        from abm.evaluation import evaluate_many
+        from abm.app.cli import console
+        from abm.app.evaluation import evaluate_many
 
         policies = policy or ["threshold"]
         results = evaluate_many(
@@ -73,8 +73,8 @@ def register(app: typer.Typer) -> None:
         """Table 1 protocol: error |M(x_cf) - g| and true cost of each recommender."""
         import pandas as pd
 
-        from abm.cli import console
-        from abm.evaluation import benchmark_recommenders
+        from abm.app.cli import console
+        from abm.app.evaluation import benchmark_recommenders
 
         rows = benchmark_recommenders(n=n, seed=seed, goal_max=goal_max, names=recommender)
         table = Table(title=f"recommenders · {n} candidates · seed {seed}", header_style="bold")
@@ -105,9 +105,9 @@ def register(app: typer.Typer) -> None:
         """Grid search of the unreported parameters so that POLICY lands at RR ≈ target."""
         import pandas as pd
 
-        from abm.cli import console, progress_bar
-        from abm.evaluation import CALIBRATION_GRID
-        from abm.evaluation import calibrate as run_calibration
+        from abm.app.cli import console, progress_bar
+        from abm.app.evaluation import CALIBRATION_GRID
+        from abm.app.evaluation import calibrate as run_calibration
 
         if grid is None:
             points = CALIBRATION_GRID

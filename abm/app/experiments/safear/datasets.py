@@ -19,7 +19,7 @@ import pandas as pd
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.model_selection import train_test_split
 
-from .mdp import Action, Feature, RecourseMDP, build_feature_mdp
+from policies.safear.mdp import Action, Feature, RecourseMDP, build_feature_mdp
 
 DATASETS = ("adult", "german")
 

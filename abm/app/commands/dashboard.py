@@ -39,7 +39,7 @@ def solara_command(host: str, port: int, open_browser: bool, production: bool) -
 
 
 def register(app: typer.Typer) -> None:
-    from abm.cli import friendly_errors
+    from abm.app.cli import friendly_errors
 
     @app.command()
     @friendly_errors

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from abm.config import ScenarioConfig
+from abm.registry import REGISTRY
 
 METRICS = ("rr", "rf", "gini", "mean_cost")
 
@@ -89,13 +90,12 @@ def evaluate_many(scenario: ScenarioConfig | str | Path, policies: list[str], ep
                   seed: int = 0, workers: int = 1, **overrides: Any) -> list[dict[str, Any]]:  # fmt: skip
     """:func:`evaluate` for several policies on the same paired seeds."""
     _check(episodes, seed, workers)
-    from abm.model import resolve_scenario
-    from policies import make_policy
+    from abm.scenarios import resolve_scenario
 
     config = resolve_scenario(scenario)
     config = config.replace(**overrides) if overrides else config  # validate once, up front
     for p in policies:
-        make_policy(p)  # unknown names fail here, before any process starts
+        REGISTRY.make_policy(p)  # unknown names fail here, before any process starts
     jobs = [(config, p, seed + i, {}) for p in policies for i in range(episodes)]
     results = _map(_run_episode_args, jobs, workers)
     return [
@@ -128,7 +128,6 @@ def benchmark_recommenders(n: int = 200, seed: int = 0, scenario: str = "paper",
     """
     from abm.model import RecourseModel
     from abm.rng import stream
-    from policies import RECOMMENDERS
 
     if not (isinstance(n, int) and 1 <= n <= 1_000_000):
         raise ValueError(f"n must be an integer in [1, 1000000], got {n!r}")
@@ -149,7 +148,7 @@ def benchmark_recommenders(n: int = 200, seed: int = 0, scenario: str = "paper",
     for label, name, params in BENCH_RECOMMENDERS:
         if names is not None and name not in names and label not in names:
             continue
-        rec = RECOMMENDERS[name].factory(**params)
+        rec = REGISTRY.make("recommender", name, **params)
         rec.prepare(ctx)
         start = time.perf_counter()
         X_cf = rec.recommend(X, goals, stream(seed, f"bench-{name}"))
@@ -187,7 +186,7 @@ def calibrate(grid: dict[str, list[Any]] | None = None, policy: str = "threshold
     grid = CALIBRATION_GRID if grid is None else grid
     keys = list(grid)
     points = [dict(zip(keys, values, strict=True)) for values in itertools.product(*grid.values())]
-    from abm.model import resolve_scenario
+    from abm.scenarios import resolve_scenario
 
     base = resolve_scenario(scenario)
     configs = [base.replace(**p) for p in points]  # validates every point up front

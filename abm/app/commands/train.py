@@ -60,7 +60,7 @@ SetOpt = Annotated[list[str] | None, typer.Option("--set", help="scenario overri
 
 
 def register(app: typer.Typer) -> None:
-    from abm.cli import friendly_errors, parse_overrides
+    from abm.app.cli import friendly_errors, parse_overrides
 
     @train_app.command("recommender")
     @friendly_errors
@@ -114,8 +114,8 @@ def register(app: typer.Typer) -> None:
         set_: SetOpt = None,
     ) -> None:
         """Learned recommender φ in the single-candidate environment (§4.1, App. C)."""
-        from abm.cli import console, progress_bar
-        from policies.rl.training import RECOMMENDER_SAC, train_recommender
+        from abm.app.cli import console, progress_bar
+        from abm.app.experiments.rl_training import RECOMMENDER_SAC, train_recommender
 
         set_threads(threads)
         sac = sac_params(RECOMMENDER_SAC, net, lr, batch_size, gamma, learning_starts)
@@ -164,8 +164,8 @@ def register(app: typer.Typer) -> None:
         set_: SetOpt = None,
     ) -> None:
         """Learned predictor μ (goal scores) in the population environment (§4.2)."""
-        from abm.cli import console, progress_bar
-        from policies.rl.training import PREDICTOR_SAC, train_predictor
+        from abm.app.cli import console, progress_bar
+        from abm.app.experiments.rl_training import PREDICTOR_SAC, train_predictor
 
         set_threads(threads)
         sac = sac_params(PREDICTOR_SAC, net, lr, batch_size, gamma, learning_starts)

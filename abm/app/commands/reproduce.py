@@ -48,7 +48,7 @@ def _side_by_side(ours, paper, keys, cols):
 
 
 def _print_df(df, title: str) -> None:
-    from abm.cli import console
+    from abm.app.cli import console
 
     console.print(f"[bold]{title}[/]")
     console.print(df.to_string(index=False, na_rep="-"), highlight=False, soft_wrap=True)
@@ -99,6 +99,7 @@ def _dataset(
     import numpy as np
     import pandas as pd
 
+    from abm.app.experiments.safear.reproduce import EXAMPLE_BETAS, EXAMPLE_INSTANCE, rejected_start
     from policies.safear import (
         PAPER_DATASET_TABLES,
         build_dataset_mdp,
@@ -108,7 +109,6 @@ def _dataset(
         reproduce_dataset_full,
         reproduce_example,
     )
-    from policies.safear.reproduce import EXAMPLE_BETAS, EXAMPLE_INSTANCE, rejected_start
 
     if not data_available(name):
         raise FileNotFoundError(
@@ -173,8 +173,8 @@ def _dataset(
 def _population(
     out: Path, scenario: str, seeds: int, betas, ticks: int | None, overrides: dict
 ) -> None:
-    from abm.cli import progress_bar
-    from policies.safear.study import compare_population, plot_population
+    from abm.app.cli import progress_bar
+    from abm.app.experiments.safear.population_study import compare_population, plot_population
 
     overrides = dict(overrides)
     # traits come from their own stream: arrivals stay paired across policies
@@ -224,7 +224,7 @@ def _population(
 
 
 def register(app: typer.Typer) -> None:
-    from abm.cli import friendly_errors, parse_overrides
+    from abm.app.cli import friendly_errors, parse_overrides
 
     @reproduce_app.command("safear")
     @friendly_errors
@@ -300,7 +300,7 @@ def register(app: typer.Typer) -> None:
             _dataset(case, out, seed, rollouts, bs, individuals, instance, estimators)
         else:
             _population(out, scenario, seeds, bs, ticks, overrides)
-        from abm.cli import console
+        from abm.app.cli import console
 
         console.print(f"results written to [bold]{out}[/]")
 
@@ -373,9 +373,15 @@ def register(app: typer.Typer) -> None:
         """durable-recourse-rl Figure 2 / Tables 1 and 3: RR-RF fronts of baselines, hybrids and rl."""
         import time as _time
 
-        from abm.cli import console, progress_bar
-        from abm.commands.train import set_threads
-        from policies.rl.study import PAPER_TABLE3, StudyConfig, merge_table3, parse_grid, run_study
+        from abm.app.cli import console, progress_bar
+        from abm.app.commands.train import set_threads
+        from abm.app.experiments.pareto import (
+            PAPER_TABLE3,
+            StudyConfig,
+            merge_table3,
+            parse_grid,
+            run_study,
+        )
 
         set_threads(threads)
         recs = tuple(r.strip() for r in recommenders.split(",") if r.strip())

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from abm.registry import REGISTRY
+
 SETTINGS: dict[str, tuple[int, float]] = {
     "T1-b005": (1, 0.05),
     "T1-b001": (1, 0.01),
@@ -123,7 +125,7 @@ def run_study(
     With ``cfg.report_only`` nothing is trained or evaluated: the reports are rebuilt from
     ``points.csv`` as it stands (e.g. after an interrupted run).
     """
-    from policies.rl.training import train_recommender
+    from abm.app.experiments.rl_training import train_recommender
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -151,7 +153,7 @@ def run_study(
 
 def _train_predictors(cfg: StudyConfig, out: Path, rec_dir: Path, log, report) -> list[tuple]:
     """Train (or find) every predictor of the grid; returns (family, recommender, α, τ, dir)."""
-    from policies.rl.training import PREDICTOR_SAC, train_predictor
+    from abm.app.experiments.rl_training import PREDICTOR_SAC, train_predictor
 
     ov = cfg.overrides
     # (family, recommender inside, directory stem): the hybrid's own recommender, or
@@ -187,8 +189,6 @@ def _evaluate_all(
     cfg: StudyConfig, out: Path, rec_dir: Path, predictors: list[tuple], log, report
 ) -> None:
     """Evaluate baselines, hybrids, rl and lookahead; each new row is appended to points.csv."""
-    from policies import POLICIES
-
     jobs = [("threshold" if r == "exact-linear" else f"threshold-{r}", "baseline", None, None,
              "threshold" if r == "exact-linear" else f"threshold-{r}") for r in cfg.recommenders]  # fmt: skip
     jobs.append(("rl-recommender", "baseline", None, None, f"rl-recommender:path={rec_dir}"))
@@ -200,7 +200,7 @@ def _evaluate_all(
             jobs += [
                 (f"hybrid-{r}", "hybrid", alpha, tau, f"hybrid-{r}:path={pdir}") for r in users
             ]
-    if cfg.lookahead and "lookahead" in POLICIES:
+    if cfg.lookahead and "lookahead" in REGISTRY:
         jobs.append(("lookahead", "lookahead", None, None, "lookahead"))
     elif cfg.lookahead:
         log("policy 'lookahead' is not registered: left out of the fronts")
@@ -242,7 +242,7 @@ def write_reports(cfg: StudyConfig, out: Path, rec_dir: Path) -> dict[str, Any]:
 
 
 def _evaluate(cfg, method, family, alpha, tau, policy, log) -> dict[str, Any]:
-    from abm.evaluation import evaluate
+    from abm.app.evaluation import evaluate
 
     start = time.perf_counter()
     try:
@@ -310,7 +310,7 @@ def rf_at_rr(rows: list[dict], T: int, beta: float, target: float = TARGET_RR) -
 
 def recommender_table(rec_dir: Path, cfg: StudyConfig, n: int = 200) -> list[dict]:
     """Table 1 protocol (same draws as ``bench-recommenders``) for φ and the chosen baselines."""
-    from abm.evaluation import benchmark_recommenders
+    from abm.app.evaluation import benchmark_recommenders
     from policies.rl.artefacts import read_manifest
 
     ov = cfg.overrides
@@ -330,7 +330,7 @@ def recommender_table(rec_dir: Path, cfg: StudyConfig, n: int = 200) -> list[dic
 
 def benchmark_learned(rec_dir: Path, n: int = 200, seed: int = 0, goal_max: float = 0.95,
                       **overrides: Any) -> dict[str, float]:  # fmt: skip
-    """Error and true cost of φ on the draws of :func:`abm.evaluation.benchmark_recommenders`.
+    """Error and true cost of φ on the draws of :func:`abm.app.evaluation.benchmark_recommenders`.
 
     The draws are rebuilt exactly as there (same stream, same rejection loop), so the
     numbers sit in one table with the baselines'.

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .mdp import GOAL_ACTION, RecourseMDP
-from .risk import rollout
-from .solvers import Policy
+from policies.safear.mdp import GOAL_ACTION, RecourseMDP
+from policies.safear.risk import rollout
+from policies.safear.solvers import Policy
 
 
 def finish_figure(fig, path=None, title: str | None = None):

@@ -29,9 +29,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from abm.app.results import versions, write_json
+from abm.app.study.spec import RunSpec, Study
 from abm.config import ConfigError, ScenarioConfig
-from abm.results import versions, write_json
-from abm.study.spec import RunSpec, Study
 
 MANIFEST = "manifest.json"
 # a run that is in flight when a worker process dies this many times is recorded as failed

@@ -28,6 +28,7 @@ import numpy as np
 
 from abm.config import require_int
 from policies.rl.artefacts import MODEL_FILE, write_manifest
+from policies.rl.encoding import RECOMMENDER_OBSERVATION
 
 
 @dataclass(frozen=True)
@@ -79,8 +80,7 @@ RECOMMENDER_MAX_STEP = 0.5
 # times errors ~0.3 gives ~-100, /30 gives O(1). Direction: the error is ~0 by
 # construction, so eq. 15 is -φ ĉ, already O(1).
 RECOMMENDER_REWARD_SCALES = {"direct": 30.0, "direction": 1.0}
-# φ's observation layout (abm.envs.recommender_observation); artefacts without it are refused
-RECOMMENDER_OBSERVATION = "x, g, M(x), g - M(x), (logit g - logit M(x)) / 10, d_hat"
+# φ's observation layout (abm.app.envs.recommender_observation); artefacts without it are refused
 # A goal acts on the next tick (T = 1) or the next few: gamma 0.9 (a ~10-tick horizon)
 # assigns that credit within the paper's 7,000 steps; with 0.99, alpha:tau = 10:1 still sat
 # at RR 0.65 after 7,000 steps, with 0.9 it reached RR 0.93 (the fixed-margin front's end).
@@ -94,13 +94,13 @@ def train_recommender(out: str | Path, scenario: str = "paper", *, seed: int = 0
                       reward_scale: float | None = None,
                       resume: bool = False, progress: Callable[[int, int], None] | None = None,
                       env_params: dict[str, Any] | None = None, **overrides: Any) -> dict[str, Any]:  # fmt: skip
-    """Train φ in :class:`abm.envs.RecommenderEnv`: ``warmup_episodes`` on error only, then
+    """Train φ in :class:`abm.app.envs.RecommenderEnv`: ``warmup_episodes`` on error only, then
     ``episodes`` with cost (App. D). Returns the manifest. ``progress(done, total)``
     reports finished episodes. ``max_step``, ``action`` (``direct``, the paper's, or
-    ``direction``) and ``reward_scale`` are :class:`abm.envs.RecommenderEnv`'s; the
+    ``direction``) and ``reward_scale`` are :class:`abm.app.envs.RecommenderEnv`'s; the
     manifest records them (and the observation layout) for :class:`LearnedRecommender`.
     The learning curve's ``reward`` is eq. 15 itself, not the scaled reward SAC sees."""
-    from abm.envs import RecommenderEnv
+    from abm.app.envs import RecommenderEnv
 
     require_int("warmup_episodes", warmup_episodes, 0, 10**9)
     require_int("episodes", episodes, 1, 10**9)
@@ -135,10 +135,10 @@ def train_predictor(out: str | Path, scenario: str = "paper", *, alpha: float, t
                     resume: bool = False, progress: Callable[[int, int], None] | None = None,
                     log_floor: float = 1e-3, max_margin: float = 0.3,
                     **overrides: Any) -> dict[str, Any]:  # fmt: skip
-    """Train μ in :class:`abm.envs.PopulationEnv` with reward weights (alpha, tau) for
+    """Train μ in :class:`abm.app.envs.PopulationEnv` with reward weights (alpha, tau) for
     ``steps`` ticks, the paper's recommender part fixed to ``recommender`` (a registry
     spec; ``rl:path=DIR`` for a learned φ). Returns the manifest."""
-    from abm.envs import PopulationEnv, _make_recommender
+    from abm.app.envs import PopulationEnv, _make_recommender
     from policies.rl.learned import LearnedRecommender
 
     require_int("steps", steps, 1, 10**9)

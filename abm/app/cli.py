@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import sys
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,7 +13,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from abm.config import ConfigError
+from abm.config import parse_overrides
+from abm.registry import REGISTRY
+from abm.validation import ConfigError
 
 app = typer.Typer(
     help="Agent-based simulation of algorithmic recourse in competitive top-k settings.",
@@ -43,20 +44,6 @@ def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             fail(str(exc))
 
     return wrapper
-
-
-def parse_overrides(items: list[str] | None) -> dict[str, Any]:
-    """``KEY=VALUE`` pairs; VALUE is read as a TOML value (numbers, lists, booleans, inf)."""
-    out: dict[str, Any] = {}
-    for item in items or []:
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
-        try:
-            out[key.strip()] = tomllib.loads(f"v = {value.strip()}")["v"]
-        except tomllib.TOMLDecodeError:
-            out[key.strip()] = value.strip()
-    return out
 
 
 def progress_bar(transient: bool = True) -> Progress:
@@ -122,8 +109,9 @@ def run(
     set_: SetOpt = None,
 ) -> None:
     """Run one episode, print a summary and write tables, summary.json and metrics.png."""
-    from abm.model import RecourseModel, resolve_scenario
-    from abm.results import write_run
+    from abm.app.results import write_run
+    from abm.model import RecourseModel
+    from abm.scenarios import resolve_scenario
 
     overrides = parse_overrides(set_)
     if ticks is not None:
@@ -161,12 +149,10 @@ def scenarios() -> None:
 @app.command()
 def policies() -> None:
     """List the recourse policies (and the parts composite policies are built from)."""
-    import policies as registry
-
     table = Table(title="policies", header_style="bold")
     table.add_column("name", no_wrap=True)
     table.add_column("description", overflow="fold")
-    for name, text in registry.available_policies().items():
+    for name, text in REGISTRY.describe("policy").items():
         table.add_row(name, text)
     console.print(table)
     parts = Table(
@@ -175,9 +161,9 @@ def policies() -> None:
     parts.add_column("kind")
     parts.add_column("name")
     parts.add_column("description", overflow="fold")
-    for kind, entries in (("goal", registry.GOALS), ("recommender", registry.RECOMMENDERS)):
-        for name, entry in sorted(entries.items()):
-            parts.add_row(kind, name, entry.description)
+    for kind in ("goal", "recommender"):
+        for name, text in REGISTRY.describe(kind).items():
+            parts.add_row(kind, name, text)
     console.print(parts)
 
 
@@ -185,10 +171,10 @@ def _register_subcommands() -> None:
     import importlib
     import pkgutil
 
-    import abm.commands
+    import abm.app.commands
 
-    for info in sorted(pkgutil.iter_modules(abm.commands.__path__), key=lambda i: i.name):
-        importlib.import_module(f"abm.commands.{info.name}").register(app)
+    for info in sorted(pkgutil.iter_modules(abm.app.commands.__path__), key=lambda i: i.name):
+        importlib.import_module(f"abm.app.commands.{info.name}").register(app)
 
 
 _register_subcommands()

@@ -14,8 +14,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from abm.app.study.runner import MANIFEST  # noqa: E402
 from abm.config import ConfigError  # noqa: E402
-from abm.study.runner import MANIFEST  # noqa: E402
 
 
 def read_manifest(out: str | Path) -> dict[str, Any]:

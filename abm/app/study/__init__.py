@@ -1,7 +1,7 @@
 """Batch scenario studies: sweeps × seeds, resumable, serial, on local workers or on Dask.
 
 ```python
-from abm.study import Study, run_study, load_study, report
+from abm.app.study import Study, run_study, load_study, report
 
 study = Study.from_toml("studies/threshold-trap.toml")     # or Study.build("paper", sweep=..., seeds=5)
 run_study(study, "results/trap", workers=2)               # or scheduler="tcp://host:8786"
@@ -10,17 +10,17 @@ table, pngs = report("results/trap")                      # mean ± 95 % CI per 
 ```
 """
 
-from abm.study.runner import StudyRun, execute_run, finished_runs, run_study
-from abm.study.spec import TIMING_COLUMNS, Axis, RunSpec, Study, run_id
+from abm.app.study.runner import StudyRun, execute_run, finished_runs, run_study
+from abm.app.study.spec import TIMING_COLUMNS, Axis, RunSpec, Study, run_id
 
 
 def __getattr__(name: str):
     # the report side pulls in matplotlib and scipy: worker processes never need them
     if name in ("load_study", "pareto_front", "report", "summarize"):
-        from abm.study import analysis as _analysis
+        from abm.app.study import analysis as _analysis
 
         return getattr(_analysis, name)
-    raise AttributeError(f"module 'abm.study' has no attribute {name!r}")
+    raise AttributeError(f"module 'abm.app.study' has no attribute {name!r}")
 
 
 __all__ = [

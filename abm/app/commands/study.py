@@ -1,4 +1,4 @@
-"""``recourse-abm study check|run|report``: batch scenario studies (see :mod:`abm.study`)."""
+"""``recourse-abm study check|run|report``: batch scenario studies (see :mod:`abm.app.study`)."""
 
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ def _plan_text(study) -> str:
 
 def check(file: FileArg) -> None:
     """Validate a study file and print its plan (runs, axes, seeds)."""
-    from abm.cli import console
-    from abm.study import Study
+    from abm.app.cli import console
+    from abm.app.study import Study
 
     console.print(_plan_text(Study.from_toml(file)), highlight=False)
 
@@ -51,8 +51,8 @@ def run(
     retry_errors: Annotated[bool, typer.Option(help="rerun runs recorded as errors")] = False,
 ) -> None:
     """Run every unfinished run of a study; results append to partitioned Parquet under --out."""
-    from abm.cli import console, progress_bar
-    from abm.study import Study, run_study
+    from abm.app.cli import console, progress_bar
+    from abm.app.study import Study, run_study
 
     study = Study.from_toml(file)
     console.print(_plan_text(study), highlight=False)
@@ -88,9 +88,9 @@ def report(
     """Print mean ± 95 % CI per sweep point and write plots (PNG) and summary.csv."""
     from rich.table import Table
 
-    from abm.cli import console, fmt
-    from abm.study import report as make_report
-    from abm.study.analysis import read_manifest
+    from abm.app.cli import console, fmt
+    from abm.app.study import report as make_report
+    from abm.app.study.analysis import read_manifest
 
     chosen = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
     table, written = make_report(out, chosen, plots)
@@ -117,7 +117,7 @@ def report(
 
 
 def register(app: typer.Typer) -> None:
-    from abm.cli import friendly_errors
+    from abm.app.cli import friendly_errors
 
     study_app.command("check")(friendly_errors(check))
     study_app.command("run")(friendly_errors(run))

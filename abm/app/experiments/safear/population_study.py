@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .risk import var_cvar
+from policies.safear.risk import var_cvar
 
 DEFAULT_POLICIES = (
     "threshold",
@@ -176,6 +176,6 @@ def plot_population(summary: pd.DataFrame, path=None, title: str | None = None):
         ax.set_xticks(x, labels, rotation=45, ha="right", fontsize=8)
         ax.set_title(name, fontsize=10)
         ax.spines[["top", "right"]].set_visible(False)
-    from .plot import finish_figure
+    from abm.app.experiments.safear.plot import finish_figure
 
     return finish_figure(fig, path, title)

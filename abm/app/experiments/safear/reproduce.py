@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .datasets import DatasetMDP, build_dataset_mdp
-from .examples import insurance_mdp
-from .risk import (
+from abm.app.experiments.safear.datasets import DatasetMDP, build_dataset_mdp
+from abm.app.experiments.safear.examples import insurance_mdp
+from policies.safear.risk import (
     DEFAULT_ALPHAS,
     exact_measures,
     group_disparity,
@@ -28,7 +28,7 @@ from .risk import (
     rollout,
     summarize,
 )
-from .solvers import grsvi
+from policies.safear.solvers import grsvi
 
 # Paper values of Table 17 (App. B), for side-by-side comparison only.
 PAPER_TABLE17 = pd.DataFrame(
@@ -320,10 +320,10 @@ def reproduce_dataset(
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m policies.safear.reproduce OUT_DIR [--quick]``: write all tables and the insurance plot."""
+    """``python -m abm.app.experiments.safear.reproduce OUT_DIR [--quick]``: write all tables and the insurance plot."""
     import argparse
 
-    from .plot import plot_policy_rollouts
+    from abm.app.experiments.safear.plot import plot_policy_rollouts
 
     ap = argparse.ArgumentParser(description="Reproduce SafeAR Tables 1, 3, 10-12 and 17")
     ap.add_argument("out_dir")

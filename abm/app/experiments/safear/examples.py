@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .mdp import RecourseMDP
+from policies.safear.mdp import RecourseMDP
 
 INSURANCE_STATES = ("s0", "T1", "b1", "T2", "c1", "c2", "T3")
 INSURANCE_ACTIONS = ("quit-drinking", "quit-smoking", "move-midwest", "healthy-diet", "exercise")

@@ -9,7 +9,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from abm.plots import plot_metrics
+from abm.app.plots import plot_metrics
 
 VERSIONED = ("recourse-abm", "mesa", "numpy", "scipy", "scikit-learn", "pandas", "torch")
 

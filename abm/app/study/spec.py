@@ -41,7 +41,9 @@ from pathlib import Path
 from typing import Any
 
 from abm.config import FIELD_NAMES, ConfigError, ScenarioConfig
-from abm.model import TICK_COLUMNS, resolve_scenario
+from abm.model import TICK_COLUMNS
+from abm.registry import REGISTRY
+from abm.scenarios import resolve_scenario
 
 TOP_KEYS = ("name", "description", "scenario", "policy", "seeds", "ticks", "metrics",
             "report_metrics", "set", "sweep", "zip")  # fmt: skip
@@ -79,7 +81,7 @@ class RunSpec:
     config: dict[str, Any]
 
     def task(self, metrics: tuple[str, ...]) -> dict[str, Any]:
-        """The picklable job handed to a worker (see :func:`abm.study.runner.execute_run`)."""
+        """The picklable job handed to a worker (see :func:`abm.app.study.runner.execute_run`)."""
         return {"run_id": self.run_id, "policy": self.policy, "config": self.config,
                 "metrics": list(metrics)}  # fmt: skip
 
@@ -167,14 +169,12 @@ class Study:
             zips = [zips]
         if not isinstance(zips, list) or not all(isinstance(z, dict) for z in zips):
             raise ConfigError("zip must be a table or an array of tables ([[zip]])")
-        from policies import POLICIES
-
         skipped: list[str] = []
         axes: list[Axis] = []
         seen: set[str] = set(fixed)
         for key, raw in sweep.items():
             _check_axis_field(key, f"sweep.{key}", seen)
-            values = _axis_values(key, raw, f"sweep.{key}", POLICIES, skipped)
+            values = _axis_values(key, raw, f"sweep.{key}", REGISTRY.entries("policy"), skipped)
             axes.append(Axis((key,), tuple((v,) for v in values)))
         for i, group in enumerate(zips):
             if not group:
@@ -186,7 +186,9 @@ class Study:
                     raise ConfigError(
                         f"zip[{i}].{key}: `registered` selections belong under [sweep]"
                     )
-                columns.append(_axis_values(key, raw, f"zip[{i}].{key}", POLICIES, skipped))
+                columns.append(
+                    _axis_values(key, raw, f"zip[{i}].{key}", REGISTRY.entries("policy"), skipped)
+                )
             lengths = {len(c) for c in columns}
             if len(lengths) != 1:
                 sizes = ", ".join(f"{k}: {len(c)}" for k, c in zip(group, columns, strict=True))
@@ -324,10 +326,8 @@ def _check_axis_field(key: str, where: str, seen: set[str]) -> None:
 
 
 def _check_policy(spec: str, where: str) -> None:
-    from policies import make_policy
-
     try:
-        make_policy(spec)
+        REGISTRY.make_policy(spec)
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"{where}: {exc}") from None
 

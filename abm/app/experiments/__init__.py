@@ -1,0 +1,1 @@
+"""Experiments run by the application: RL training, the papers' reproductions and studies."""

@@ -1,0 +1,175 @@
+"""What a learned policy sees and how its actions become advice (durable-recourse-rl §4).
+
+Pure functions shared by the trained policies (decision time) and the gymnasium
+environments that train them, so both encode observations identically. Shapes: n rows,
+z features, w candidates in the history window, T = validity.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from abm.interfaces import PolicyContext, RecourseObs
+
+RECOMMENDER_ACTIONS = ("direct", "direction")
+# names the recommender observation layout; stored in manifests so stale artefacts are refused
+RECOMMENDER_OBSERVATION = "x, g, M(x), g - M(x), (logit g - logit M(x)) / 10, d_hat"
+
+LOGIT_GAP_SCALE = 10.0  # the logit gap is observed as clip(gap / 10, -1, 1)
+
+
+def recommender_observation_size(z: int) -> int:
+    """Length of :func:`recommender_observation`'s vector for z features."""
+    return 2 * z + 4
+
+
+def recommender_observation_bounds(z: int) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) of :func:`recommender_observation` for z features."""
+    low = np.zeros(recommender_observation_size(z), np.float32)
+    high = np.ones(recommender_observation_size(z), np.float32)
+    low[z + 2 : z + 4] = -1.0  # the gaps are negative once the goal is met
+    return low, high
+
+
+def recommender_observation(X: np.ndarray, goals: np.ndarray, scores: np.ndarray,
+                            d_hat: np.ndarray) -> np.ndarray:  # fmt: skip
+    """φ's observation (n, 2z + 4) float32: [x (z), g, M(x), g - M(x), logit gap, d̂ (z)].
+
+    X (n, z), goals (n,), scores = M(X) (n,), d_hat (z,) shared by every row. The logit
+    gap is clip((logit g - logit M(x)) / 10, -1, 1), probabilities clipped to [1e-6, 1 - 1e-6]:
+    for a score that is a sigmoid of a roughly linear function (logistic regression, as
+    here) the change needed is about linear in it, which a small network fits far more
+    precisely than the same change as a function of g - M(x). It uses M's scores only.
+    """
+    n = X.shape[0]
+    d = np.broadcast_to(np.asarray(d_hat, dtype=float), (n, X.shape[1]))
+    g, s = np.clip(goals, 1e-6, 1 - 1e-6), np.clip(scores, 1e-6, 1 - 1e-6)
+    logit_gap = np.clip((np.log(g / (1 - g)) - np.log(s / (1 - s))) / LOGIT_GAP_SCALE, -1.0, 1.0)
+    cols = [X, goals[:, None], scores[:, None], (goals - scores)[:, None], logit_gap[:, None], d]
+    return np.concatenate(cols, axis=1).astype(np.float32)
+
+
+def recommender_counterfactual(X: np.ndarray, A: np.ndarray, goals: np.ndarray, ctx: PolicyContext,
+                               action: str, max_step: float) -> np.ndarray:  # fmt: skip
+    """x^CF of φ's actions A (n, z) under the mapping ``action`` (see :class:`RecommenderEnv`)."""
+    if action == "direct":
+        return action_to_counterfactual(X, A, ctx.immutable, max_step)
+    if action == "direction":
+        return direction_to_counterfactual(X, A, goals, ctx.model.score, ctx.immutable)
+    raise ValueError(f"action must be one of {', '.join(RECOMMENDER_ACTIONS)}, got {action!r}")
+
+
+def action_to_counterfactual(X: np.ndarray, A: np.ndarray, immutable: np.ndarray,
+                             max_step: float = 1.0) -> np.ndarray:  # fmt: skip
+    """clip(X + max_step A, 0, 1) with A clipped to [-1, 1] and immutable columns of X kept; X, A (n, z)."""
+    X_cf = np.clip(X + max_step * np.clip(A, -1.0, 1.0), 0.0, 1.0)
+    X_cf[:, immutable] = X[:, immutable]
+    return X_cf
+
+
+def direction_to_counterfactual(X: np.ndarray, A: np.ndarray, goals: np.ndarray, score,
+                                immutable: np.ndarray, iters: int = 60) -> np.ndarray:  # fmt: skip
+    """x(t) = clip(X + t u, 0, 1), u = (A + 1) / 2 on mutable features, at the smallest t found
+    by bisection with M(x(t)) >= g (``score`` is M.score: model-agnostic).
+
+    t ranges over [0, t_max], t_max the step at which every feature with u_i > 0 sits at
+    its upper bound; a goal out of reach along u gives x(t_max); rows whose goal is met
+    are unchanged. The bisection keeps the upper end, so a reachable goal is met with an
+    error of at most the score change over t_max 2^-iters.
+    """
+    X = np.asarray(X, dtype=float)
+    U = (np.clip(A, -1.0, 1.0) + 1.0) / 2.0
+    U[:, immutable] = 0.0
+    U = np.maximum(U, 1e-3)  # a zero direction would never move; 1e-3 keeps t_max finite
+    U[:, immutable] = 0.0
+    with np.errstate(divide="ignore"):
+        t_max = np.where(U > 0, (1.0 - X) / np.where(U > 0, U, 1.0), 0.0).max(axis=1)
+
+    def at(t: np.ndarray) -> np.ndarray:
+        out = np.clip(X + t[:, None] * U, 0.0, 1.0)
+        out[:, immutable] = X[:, immutable]
+        return out
+
+    lo, hi = np.zeros(X.shape[0]), t_max.copy()
+    for _ in range(iters):
+        mid = (lo + hi) / 2.0
+        up = score(at(mid)) >= goals
+        hi = np.where(up, mid, hi)
+        lo = np.where(up, lo, mid)
+    out = at(hi)
+    met = ~(score(X) < goals)
+    out[met] = X[met]
+    return out
+
+
+# -- the population environment (§4.2) -------------------------------------------------
+
+N_BINS = 10  # score histogram bins over [0, 1]
+N_APPS = 4  # n_applications histogram: 1, 2, 3, 4+
+
+
+def observation_size(n_features: int, validity: int) -> int:
+    """Length of :func:`encode_observation`'s vector."""
+    return 4 + 3 * N_BINS + 1 + validity + N_APPS + 2 * n_features
+
+
+def encode_observation(obs: RecourseObs, window_scores: np.ndarray, k: int, ticks: int,
+                       validity: int) -> np.ndarray:  # fmt: skip
+    """Fixed-size, permutation-invariant encoding of what the goal selector sees, float32.
+
+    Layout (z features, B = :data:`N_BINS`, T = validity): progress t / ticks, the
+    threshold, #applicants / k, #window / k; histograms (counts / k) of the applicants'
+    scores (B), of the window's last-seen scores ``window_scores`` (w,) (B) and of its last goals (B, plus
+    one count of window members with no goal); the window's ages t - l in 1..T (T); its
+    application counts 1, 2, 3, 4+ (:data:`N_APPS`); the mean features of the applicants
+    (z) and of the window (z). Candidates are exchangeable, so a histogram loses only
+    their order; ids carry no information once the order is gone and are left out.
+    """
+    h = obs.history
+    scale = float(k)
+    edges = np.linspace(0.0, 1.0, N_BINS + 1)
+
+    def hist(v: np.ndarray) -> np.ndarray:
+        return np.histogram(np.clip(v, 0.0, 1.0), bins=edges)[0] / scale
+
+    z = obs.applicant_X.shape[1]
+    w = h.ids.shape[0]
+    has_goal = np.isfinite(h.goal)
+    ages = np.bincount(np.clip(obs.tick - h.last_tick, 1, validity) - 1, minlength=validity)
+    apps = np.bincount(np.clip(h.n_applications, 1, N_APPS) - 1, minlength=N_APPS)
+    parts = [
+        np.array(
+            [
+                obs.tick / ticks,
+                np.nan_to_num(obs.threshold),
+                obs.applicant_ids.shape[0] / scale,
+                w / scale,
+            ]
+        ),  # fmt: skip
+        hist(obs.applicant_scores),
+        hist(window_scores),
+        hist(h.goal[has_goal]),
+        np.array([np.count_nonzero(~has_goal) / scale]),
+        ages[:validity] / scale,
+        apps[:N_APPS] / scale,
+        obs.applicant_X.mean(axis=0) if obs.applicant_X.shape[0] else np.zeros(z),
+        h.X.mean(axis=0) if w else np.zeros(z),
+    ]
+    return np.concatenate(parts).astype(np.float32)
+
+
+def encode_window(obs: RecourseObs, scorer, k: int, ticks: int, validity: int) -> np.ndarray:
+    """:func:`encode_observation` with the window scored by the decision model ``scorer``."""
+    X = obs.history.X
+    scores = scorer.score(X) if X.shape[0] else np.zeros(0)
+    return encode_observation(obs, scores, k, ticks, validity)
+
+
+def goal_from_action(action: np.ndarray, threshold: float, max_margin: float) -> np.ndarray:
+    """g = min(th + max_margin (a + 1) / 2, 1) for actions (n, 1) in [-1, 1]; shape (n,).
+
+    An undefined threshold (fewer applicants than places) counts as 0.
+    """
+    a = np.clip(np.asarray(action, dtype=float).reshape(-1), -1.0, 1.0)
+    th = float(threshold) if np.isfinite(threshold) else 0.0
+    return np.minimum(th + max_margin * (a + 1.0) / 2.0, 1.0)
