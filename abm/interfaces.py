@@ -52,7 +52,7 @@ class PolicyContext:
     model: only privileged planning references (``lookahead``) should call it.
     """
 
-    model: Scorer
+    decision_model: Scorer
     lower: np.ndarray
     upper: np.ndarray
     immutable: np.ndarray

@@ -99,9 +99,9 @@ class RecourseModel(mesa.Model):
         self.difficulty = np.asarray(config.difficulty, dtype=float)
         self.immutable = np.zeros(z, dtype=bool)
         self.immutable[list(config.immutable)] = True
-        self.decision_maker = DecisionMaker(self, self.world.model, config.k)
+        self.decision_maker = DecisionMaker(self, self.world.decision_model, config.k)
         self.context = PolicyContext(
-            model=self.world.model,
+            decision_model=self.world.decision_model,
             lower=np.zeros(z),
             upper=np.ones(z),
             immutable=self.immutable,

@@ -117,7 +117,7 @@ class World:
     label_weights: np.ndarray
     X_train: np.ndarray
     y_train: np.ndarray
-    model: DecisionModel
+    decision_model: DecisionModel
 
 
 def make_estimator(kind: str, seed: int) -> Any:
@@ -187,5 +187,9 @@ def _build_world(key: tuple, estimator: Any | None) -> World:
     for arr in (mean, std, lo, hi, X, w, y):
         arr.setflags(write=False)
     return World(
-        generator=gen, label_weights=w, X_train=X, y_train=y, model=DecisionModel(estimator)
+        generator=gen,
+        label_weights=w,
+        X_train=X,
+        y_train=y,
+        decision_model=DecisionModel(estimator),
     )

@@ -107,7 +107,7 @@ class ExactLinear:
         self.estimator: DifficultyEstimator | None = None
 
     def prepare(self, ctx: PolicyContext) -> None:
-        if not ctx.model.is_linear:
+        if not ctx.decision_model.is_linear:
             raise TypeError("exact-linear needs a linear decision model (logistic regression)")
         self.ctx = ctx
         self._order = None
@@ -124,7 +124,7 @@ class ExactLinear:
         return self._uniform
 
     def recommend(self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        m = self.ctx.model
+        m = self.ctx.decision_model
         cost = self.cost_weights()
         if self._order is None or self.estimator is not None:  # learned costs move
             self._order = fill_order(m.weights, cost, self.ctx.mutable)

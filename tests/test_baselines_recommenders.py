@@ -21,8 +21,8 @@ def _context(decision_model="logistic", immutable=(2, 5)):
 def _draws(ctx, world, n, seed, goal_max=0.9):
     rng = np.random.default_rng(seed)
     X = world.generator.sample(4 * n, rng)
-    X = X[ctx.model.score(X) < goal_max][:n]
-    s = ctx.model.score(X)
+    X = X[ctx.decision_model.score(X) < goal_max][:n]
+    s = ctx.decision_model.score(X)
     return X, s + rng.uniform(0.05, 1.0, X.shape[0]) * (goal_max - s)
 
 
@@ -31,7 +31,7 @@ def _check_valid(ctx, X, X_cf, goals, tol):
     assert ok.any()
     assert (X_cf[ok] >= ctx.lower).all() and (X_cf[ok] <= ctx.upper).all()
     assert (X_cf[ok][:, ctx.immutable] == X[ok][:, ctx.immutable]).all()
-    err = ctx.model.score(X_cf[ok]) - goals[ok]
+    err = ctx.decision_model.score(X_cf[ok]) - goals[ok]
     return ok, err
 
 
@@ -54,7 +54,7 @@ def test_ustun_reaches_goal_exactly_and_beats_other_feasible_points(linear):
     wrng = np.random.default_rng(7)
     for _ in range(40):
         cost = wrng.uniform(0.01, 1.0, ctx.n_features)
-        other = exact_linear_counterfactuals(X, goals, ctx.model.weights, ctx.model.intercept,
+        other = exact_linear_counterfactuals(X, goals, ctx.decision_model.weights, ctx.decision_model.intercept,
                                              cost, ctx.mutable)  # fmt: skip
         assert (mine <= ust.percentile_cost(X, other) + 1e-7).all()
     el = ExactLinear("true")
@@ -79,7 +79,7 @@ def test_ustun_marks_unreachable_goals_and_leaves_met_goals(linear):
     X_cf = ust.recommend(X, goals, None)
     assert np.isnan(X_cf[0]).all()
     assert np.array_equal(X_cf[1], X[1])
-    assert abs(ctx.model.score(X_cf[2:])[0] - goals[2]) < 1e-12
+    assert abs(ctx.decision_model.score(X_cf[2:])[0] - goals[2]) < 1e-12
 
 
 def test_ustun_needs_linear_model():
@@ -107,7 +107,7 @@ def test_wachter_iteration_cap_marks_unreached(linear):
     w = Wachter(max_iter=1, check=1)
     w.prepare(ctx)
     X_cf = w.recommend(X, goals, None)
-    reached = ctx.model.score(np.where(np.isnan(X_cf), X, X_cf)) >= goals - 1e-3
+    reached = ctx.decision_model.score(np.where(np.isnan(X_cf), X, X_cf)) >= goals - 1e-3
     assert np.isnan(X_cf).any(axis=1).tolist() == (~reached).tolist()
 
 
@@ -149,12 +149,12 @@ def test_mlp_decision_model():
     from abm.mlp import MLPClassifier
 
     ctx, world = _context("mlp", ())
-    est = world.model.estimator
-    assert isinstance(est, MLPClassifier) and not ctx.model.is_linear
+    est = world.decision_model.estimator
+    assert isinstance(est, MLPClassifier) and not ctx.decision_model.is_linear
     assert (est.predict(world.X_train) == world.y_train).mean() > 0.65
     # scores are row-independent and match the differentiable torch version
     X = world.X_train[:300]
-    assert np.array_equal(ctx.model.score(X[:7]), ctx.model.score(X)[:7])
+    assert np.array_equal(ctx.decision_model.score(X[:7]), ctx.decision_model.score(X)[:7])
     t = est.torch_score(torch.from_numpy(np.array(X))).numpy()
     np.testing.assert_allclose(t, est.predict_proba(X)[:, 1], atol=1e-12)
     small = dict(hidden=(4,), epochs=2)

@@ -255,7 +255,7 @@ def test_unknown_parameter_and_missing_simulator():
     with pytest.raises(ValueError, match="bad parameters for goal selector 'lookahead'"):
         make_policy("lookahead:gamma=1+exact-linear")
     ctx = PolicyContext(
-        model=None, lower=np.zeros(2), upper=np.ones(2), immutable=np.zeros(2, bool),
+        decision_model=None, lower=np.zeros(2), upper=np.ones(2), immutable=np.zeros(2, bool),
         difficulty=np.ones(2), k=1, m=1, validity=1, beta=0.05, ticks=10,
     )  # fmt: skip
     with pytest.raises(RuntimeError, match="simulator"):

@@ -36,7 +36,7 @@ def test_recommender_env_reward_is_eq15_and_estimates_difficulty():
     a = np.full(10, 0.1, dtype=np.float32)
     _, r, *_, info = env.step(a)
     x_cf = np.clip(x + 0.5 * 0.1, 0, 1)  # Δ = max_step a
-    e = abs(env.ctx.model.score(x_cf[None])[0] - g)
+    e = abs(env.ctx.decision_model.score(x_cf[None])[0] - g)
     assert info["error"] == pytest.approx(e)
     assert info["reward_eq15"] == pytest.approx(-300 * max(0.0, e - 0.01))  # warm-up: error only
     assert r == pytest.approx(info["reward_eq15"] / 30.0)  # SAC sees eq. 15 / reward_scale
@@ -54,7 +54,7 @@ def test_recommender_observation_is_x_g_score_gap_and_d_hat():
     env = RecommenderEnv("paper", warmup_episodes=1)
     obs, _ = env.reset(seed=4)
     z = 10
-    s = env.ctx.model.score(env._x[None])[0]
+    s = env.ctx.decision_model.score(env._x[None])[0]
     assert obs.shape == (2 * z + 4,) and env.observation_space.contains(obs)
     np.testing.assert_allclose(obs[:z], env._x, rtol=1e-6)
     logit_gap = (np.log(env._g / (1 - env._g)) - np.log(s / (1 - s))) / 10
@@ -71,7 +71,7 @@ def test_direction_action_reaches_the_goal_along_the_direction():
 
     env = RecommenderEnv("paper", warmup_episodes=0, action="direction")
     _check(env)
-    m = env.ctx.model
+    m = env.ctx.decision_model
     rng = np.random.default_rng(0)
     X = env.generator.sample(50, rng)
     s = m.score(X)

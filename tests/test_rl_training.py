@@ -100,7 +100,7 @@ def test_learned_recommender_rebuilds_the_training_observation(trained, tmp_path
     assert read_manifest(direct, "recommender")["env"]["reward_scale"] == 30.0
     ctx = RecourseModel("paper", "none", ticks=1).context
     X = np.random.default_rng(1).uniform(0, 1, (20, 10))
-    s = ctx.model.score(X)
+    s = ctx.decision_model.score(X)
     goals = np.minimum(s + 0.2, 0.95)
     for path, mode, step in ((rec, "direction", RECOMMENDER_MAX_STEP), (direct, "direct", 0.25)):
         phi = LearnedRecommender(path)
@@ -116,7 +116,7 @@ def test_learned_recommender_rebuilds_the_training_observation(trained, tmp_path
         np.testing.assert_allclose(got, want)
         if mode == "direction":  # meets every reachable goal, whatever φ learned
             reach = s < goals
-            assert np.abs(ctx.model.score(got[reach]) - goals[reach]).max() < 1e-6
+            assert np.abs(ctx.decision_model.score(got[reach]) - goals[reach]).max() < 1e-6
 
 
 def test_learned_policies_run_deterministically(trained):

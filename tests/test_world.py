@@ -39,7 +39,7 @@ def test_fast_linear_score_equals_predict_proba():
 )
 def test_any_probabilistic_classifier_plugs_in(estimator):
     model = RecourseModel("paper", "none", ticks=5, estimator=estimator).run()
-    assert not model.world.model.is_linear
+    assert not model.world.decision_model.is_linear
     assert (model.tick_table()["n_accepted"] == 9).all()
 
 

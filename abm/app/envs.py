@@ -132,7 +132,7 @@ class RecommenderEnv(gym.Env):
         if seed is not None:
             self.estimator = DifficultyEstimator(*self._estimator_args)
             self.episodes = 0
-        score = self.ctx.model.score
+        score = self.ctx.decision_model.score
         while True:  # a candidate who can still improve, and a goal above its score
             x = self.generator.sample(1, self.np_random)
             s = float(score(x)[0])
@@ -146,7 +146,7 @@ class RecommenderEnv(gym.Env):
 
     def step(self, action: np.ndarray):
         x = self._x
-        m = self.ctx.model
+        m = self.ctx.decision_model
         x_cf = self.counterfactual(x[None, :], np.asarray(action, dtype=float)[None, :],
                                    np.array([self._g]))[0]  # fmt: skip
         error = abs(float(m.score(x_cf[None, :])[0]) - self._g)
@@ -194,7 +194,7 @@ class RecommenderEnv(gym.Env):
         self.estimator.updates = np.asarray(state["updates"], dtype=np.int64)
 
     def _obs(self) -> np.ndarray:
-        s = self.ctx.model.score(self._x[None, :])
+        s = self.ctx.decision_model.score(self._x[None, :])
         return recommender_observation(self._x[None, :], np.array([self._g]), s, self.estimator.d)[
             0
         ]
@@ -334,7 +334,7 @@ class PopulationEnv(gym.Env):
 
     def _encode(self, obs: RecourseObs) -> np.ndarray:
         c = self.config
-        return encode_window(obs, self.model.world.model, c.k, c.ticks, c.validity)
+        return encode_window(obs, self.model.world.decision_model, c.k, c.ticks, c.validity)
 
     # gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):

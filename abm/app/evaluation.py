@@ -141,8 +141,8 @@ def benchmark_recommenders(n: int = 200, seed: int = 0, scenario: str = "paper",
     X = np.empty((0, ctx.n_features))
     while X.shape[0] < n:  # keep candidates who can still improve
         draw = world.generator.sample(n, rng)
-        X = np.concatenate([X, draw[ctx.model.score(draw) < goal_max]])[:n]
-    s = ctx.model.score(X)
+        X = np.concatenate([X, draw[ctx.decision_model.score(draw) < goal_max]])[:n]
+    s = ctx.decision_model.score(X)
     goals = s + rng.uniform(0.0, 1.0, n) * (goal_max - s)
     rows = []
     for label, name, params in BENCH_RECOMMENDERS:
@@ -154,7 +154,7 @@ def benchmark_recommenders(n: int = 200, seed: int = 0, scenario: str = "paper",
         X_cf = rec.recommend(X, goals, stream(seed, f"bench-{name}"))
         elapsed = time.perf_counter() - start
         ok = ~np.isnan(X_cf).any(axis=1)
-        err = np.abs(ctx.model.score(X_cf[ok]) - goals[ok])
+        err = np.abs(ctx.decision_model.score(X_cf[ok]) - goals[ok])
         cost = np.abs(X_cf[ok] - X[ok]) @ ctx.difficulty
         rows.append({
             "recommender": label,

@@ -80,12 +80,12 @@ class Dice:
         else:  # only the ranges matter to DiCE's random method
             rows = np.stack([ctx.lower, ctx.upper])
         df = pd.DataFrame(rows, columns=self.names)
-        df["score"] = ctx.model.score(np.asarray(rows, dtype=float))
+        df["score"] = ctx.decision_model.score(np.asarray(rows, dtype=float))
         data = dice_ml.Data(dataframe=df, continuous_features=self.names, outcome_name="score")
         # dice-ml re-derives each feature's decimal precision from the data's modes on every
         # query (half of a query's time); the data never change, so fix the values it derives
         data.continuous_features_precision = data.get_decimal_precisions(output_type="dict")
-        model = dice_ml.Model(model=_ScoreRegressor(ctx.model), backend="sklearn",
+        model = dice_ml.Model(model=_ScoreRegressor(ctx.decision_model), backend="sklearn",
                               model_type="regressor")  # fmt: skip
         self.explainer = dice_ml.Dice(data, model, method=self.method)
         self.vary = [self.names[j] for j in np.flatnonzero(ctx.mutable)]
@@ -96,7 +96,7 @@ class Dice:
         X = np.asarray(X, dtype=float)
         goals = np.broadcast_to(np.asarray(goals, dtype=float), X.shape[:1])
         out = X.copy()
-        scores = self.ctx.model.score(X)
+        scores = self.ctx.decision_model.score(X)
         for i in np.flatnonzero(scores < goals):
             seed = int(rng.integers(2**31 - 1))
             out[i] = self._one(X[i], float(goals[i]), seed)
@@ -134,7 +134,7 @@ class Dice:
         C = np.clip(C, lower, upper)
         C[:, self.ctx.immutable] = x[self.ctx.immutable]
         C = np.where(np.abs(C - x) < 1e-6, x, C)
-        sc = self.ctx.model.score(C)
+        sc = self.ctx.decision_model.score(C)
         valid = (sc >= goal) & (sc <= goal + self.width)
         if not valid.any():
             return np.full_like(x, np.nan)

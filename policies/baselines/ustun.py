@@ -89,11 +89,11 @@ class Ustun:
         self.gap = float(gap)
 
     def prepare(self, ctx: PolicyContext) -> None:
-        if not ctx.model.is_linear:
+        if not ctx.decision_model.is_linear:
             raise TypeError("ustun needs a linear decision model (logistic regression)")
         self.ctx = ctx
-        self.w = np.asarray(ctx.model.weights, dtype=float)
-        self.b = float(ctx.model.intercept)
+        self.w = np.asarray(ctx.decision_model.weights, dtype=float)
+        self.b = float(ctx.decision_model.intercept)
         self.grid = quantile_grid(ctx.X_train, ctx.lower, ctx.upper, self.levels)
         self.useful = np.flatnonzero(ctx.mutable & (self.w != 0))
 

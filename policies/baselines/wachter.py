@@ -69,7 +69,7 @@ class Wachter:
 
     def prepare(self, ctx: PolicyContext) -> None:
         self.ctx = ctx
-        self.f = torch_scorer(ctx.model)
+        self.f = torch_scorer(ctx.decision_model)
 
     def recommend(self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         import torch
@@ -79,7 +79,9 @@ class Wachter:
         X = np.asarray(X, dtype=float)
         goals = np.broadcast_to(np.asarray(goals, dtype=float), X.shape[:1])
         out = X.copy()
-        need = np.flatnonzero(self.ctx.model.score(X) < goals)  # goals already met: no change
+        need = np.flatnonzero(
+            self.ctx.decision_model.score(X) < goals
+        )  # goals already met: no change
         if need.size == 0:
             return out
         with torch_threads(1), torch.no_grad():

@@ -55,7 +55,7 @@ def recommender_counterfactual(X: np.ndarray, A: np.ndarray, goals: np.ndarray, 
     if action == "direct":
         return action_to_counterfactual(X, A, ctx.immutable, max_step)
     if action == "direction":
-        return direction_to_counterfactual(X, A, goals, ctx.model.score, ctx.immutable)
+        return direction_to_counterfactual(X, A, goals, ctx.decision_model.score, ctx.immutable)
     raise ValueError(f"action must be one of {', '.join(RECOMMENDER_ACTIONS)}, got {action!r}")
 
 

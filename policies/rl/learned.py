@@ -91,7 +91,7 @@ class LearnedRecommender:
 
     def recommend(self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
-        scores = self.ctx.model.score(X)
+        scores = self.ctx.decision_model.score(X)
         obs = recommender_observation(X, goals, scores, self.difficulty_estimate)
         actions, _ = self.sac.predict(obs, deterministic=True)
         X_cf = recommender_counterfactual(X, np.asarray(actions, dtype=float), goals, self.ctx,
@@ -128,7 +128,7 @@ class LearnedGoal:
     def select(self, obs: RecourseObs, rng: np.random.Generator) -> float:
 
         c = self.ctx
-        x = encode_window(obs, c.model, c.k, c.ticks, c.validity)
+        x = encode_window(obs, c.decision_model, c.k, c.ticks, c.validity)
         action, _ = self.sac.predict(x[None, :], deterministic=True)
         return float(goal_from_action(action, obs.threshold, self.max_margin)[0])
 

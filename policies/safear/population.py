@@ -142,7 +142,7 @@ class SafeARPolicy:
         """Plan for candidates ``X`` (n, z) with goals (n,) and risk aversions (n,)."""
         X = np.asarray(X, dtype=float)
         n, z = X.shape
-        model, ctx = self.ctx.model, self.ctx
+        model, ctx = self.ctx.decision_model, self.ctx
         X_cf = X.copy()
         info = {
             k: np.full(n, np.nan) for k in ("exp_cost", "cost_var", "var95", "cvar95", "plan_rho")
@@ -224,7 +224,7 @@ class SafeARPolicy:
     # ------------------------------------------------------------------ helpers
     def _directions(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(m, z) direction (+1 / -1) that raises the score and (m, z) gain per unit move."""
-        model = self.ctx.model
+        model = self.ctx.decision_model
         if model.is_linear:
             w = np.asarray(model.weights, dtype=float)
             direction = np.broadcast_to(np.where(w >= 0, 1.0, -1.0), X.shape)
@@ -243,7 +243,7 @@ class SafeARPolicy:
 
     def _select(self, X, goal, direction, gain, room):
         """The F most useful features per candidate (m, F) and how far each may move (m, F)."""
-        model = self.ctx.model
+        model = self.ctx.decision_model
         F = min(self.n_features, max(int(self.mutable.sum()), 1))
         score_rate = gain / self.d
         usable = (gain > 0) & (room > 1e-12)

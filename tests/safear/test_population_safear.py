@@ -30,7 +30,7 @@ def context(w=(2.0, 2.0, 2.0), b=-3.0, d=(0.9, 0.3, 0.6), beta=0.05, immutable=N
     z = len(w)
     imm = np.zeros(z, bool) if immutable is None else np.asarray(immutable, bool)
     return PolicyContext(
-        model=Linear(w, b),
+        decision_model=Linear(w, b),
         lower=np.zeros(z),
         upper=np.ones(z),
         immutable=imm,
@@ -80,7 +80,7 @@ def test_recommendations_reach_goal_and_respect_bounds_and_immutables():
     ok = np.isfinite(rec.info["exp_cost"])
     assert ok.mean() > 0.9
     # where the plan can succeed, its target reaches the goal; moves only go up (w > 0)
-    assert np.all(ctx.model.score(rec.X_cf[ok]) >= 0.5 - 1e-9)
+    assert np.all(ctx.decision_model.score(rec.X_cf[ok]) >= 0.5 - 1e-9)
     assert np.all(rec.X_cf >= X0 - 1e-15)
     assert np.all((rec.info["plan_rho"][ok] > 0) & (rec.info["plan_rho"][ok] <= 1))
 

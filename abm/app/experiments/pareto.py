@@ -347,13 +347,13 @@ def benchmark_learned(rec_dir: Path, n: int = 200, seed: int = 0, goal_max: floa
     X = np.empty((0, ctx.n_features))
     while X.shape[0] < n:
         draw = world.generator.sample(n, rng)
-        X = np.concatenate([X, draw[ctx.model.score(draw) < goal_max]])[:n]
-    s = ctx.model.score(X)
+        X = np.concatenate([X, draw[ctx.decision_model.score(draw) < goal_max]])[:n]
+    s = ctx.decision_model.score(X)
     goals = s + rng.uniform(0.0, 1.0, n) * (goal_max - s)
     rec = LearnedRecommender(rec_dir)
     rec.prepare(ctx)
     X_cf = rec.recommend(X, goals, stream(seed, "bench-rl"))
-    return {"error": float(np.abs(ctx.model.score(X_cf) - goals).mean()),
+    return {"error": float(np.abs(ctx.decision_model.score(X_cf) - goals).mean()),
             "cost": float((np.abs(X_cf - X) @ ctx.difficulty).mean())}  # fmt: skip
 
 
