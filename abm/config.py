@@ -1,227 +1,215 @@
 """Scenario configuration: every parameter of the simulated world in one frozen record.
 
 Symbols follow durable-recourse-rl (App. B, App. D); the README's parameter table
-says where each default comes from.
+says where each default comes from. :class:`ScenarioConfig` is a frozen pydantic model:
+each field declares its bounds, bad input raises :class:`~abm.validation.ConfigError`
+with one line naming the field, the value and the allowed range.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import numbers
 import tomllib
-from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
 
-from abm.validation import ConfigError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationError,
+    model_validator,
+)
+
+from abm.validation import (
+    ConfigError,
+    config_error,
+    not_allowed,
+    number_text,
+    problem,
+    require_int,
+    require_number,
+)
+
+__all__ = [
+    "DECISION_MODELS",
+    "FIELD_NAMES",
+    "PAPER_DIFFICULTY",
+    "ConfigError",
+    "ScenarioConfig",
+    "parse_overrides",
+    "require_int",
+    "require_number",
+]
 
 PAPER_DIFFICULTY = (0.84, 0.15, 0.85, 0.78, 0.25, 0.18, 0.29, 0.83, 0.91, 0.10)
 
-DECISION_MODELS = ("logistic", "mlp")
+DecisionModel = Literal["logistic", "mlp"]
+DECISION_MODELS: tuple[str, ...] = get_args(DecisionModel)
+
+_SEED_MAX = 2**63 - 1
 
 
-@dataclass(frozen=True)
-class ScenarioConfig:
+def _integral(value: Any) -> Any:
+    # numpy integers are integers too (a sweep may hand them over); bools are not
+    if type(value) is int:  # the common case, without the slow ABC check below
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    return value
+
+
+# Strict leaves: no bool as a number, no "3" as 3, no 2.5 truncated to 2. Floats take ints
+# (1 -> 1.0, exact) so a field has one type whatever the TOML file wrote.
+Int = Annotated[int, BeforeValidator(_integral), Strict()]
+Float = Annotated[float, Strict()]
+
+
+def _range(low: float, high: float, positive_high: bool = False) -> Any:
+    """A [lo, hi] pair with low <= lo <= hi <= high (and hi > 0 if ``positive_high``)."""
+    allowed = f"a pair [lo, hi] with {number_text(low)} <= lo <= hi <= {number_text(high)}"
+    allowed += " and hi > 0" if positive_high else ""
+
+    def check(value: tuple[float, float]) -> tuple[float, float]:
+        lo, hi = value
+        # comparisons with NaN are False, so NaN fails here too
+        if not (low <= lo <= hi <= high) or (positive_high and not hi > 0):
+            raise not_allowed(allowed)
+        return value
+
+    return Annotated[
+        tuple[Float, Float], AfterValidator(check), Field(json_schema_extra={"allowed": allowed})
+    ]
+
+
+MeanRange = _range(0.0, 1.0)
+StdRange = _range(0.0, 10.0, positive_high=True)
+WeightRange = _range(0.0, math.inf, positive_high=True)
+RiskRange = _range(0.0, 100.0)
+_DIFFICULTY_TEXT = "one number in (0, 1] per feature (n_features of them)"
+_IMMUTABLE_TEXT = "feature indices in [0, n_features - 1], leaving one feature mutable"
+
+
+class ScenarioConfig(BaseModel):
     """All parameters of one scenario (world + population dynamics + seeds).
 
     Attributes mirror the paper's symbols: ``k`` places per tick, ``m`` entrants per
     tick, ``validity`` is T, ``beta`` the global difficulty, ``difficulty`` the
     per-feature d (length ``n_features``), ``rho``/``chi``/``omega`` the dropout
-    coefficients (eq. 6) and ``nu`` the reapplication decay (eq. 9).
+    coefficients (eq. 6) and ``nu`` the reapplication decay (eq. 9). Equality and the
+    hash ignore ``description`` (a label; it does not change results).
     """
 
-    name: str = "custom"
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: Annotated[str, Strict()] = Field("custom", min_length=1)
     # world (App. B.1)
-    n_features: int = 10
-    mean_range: tuple[float, float] = (0.3, 0.7)
-    std_range: tuple[float, float] = (0.05, 0.2)
-    weight_range: tuple[float, float] = (0.1, 1.0)
-    label_noise: float = 0.05
-    n_train: int = 10_000
-    decision_model: str = "logistic"
-    immutable: tuple[int, ...] = ()
+    n_features: Int = Field(10, ge=1, le=10_000)
+    mean_range: MeanRange = (0.3, 0.7)
+    std_range: StdRange = (0.05, 0.2)
+    weight_range: WeightRange = (0.1, 1.0)
+    label_noise: Float = Field(0.05, ge=0.0)
+    n_train: Int = Field(10_000, ge=10)
+    decision_model: DecisionModel = "logistic"
+    immutable: tuple[Int, ...] = Field((), json_schema_extra={"allowed": _IMMUTABLE_TEXT})
     # population (App. D)
-    n_initial: int = 20
-    k: int = 9
-    m: int = 10
-    ticks: int = 100
-    validity: int = 1
-    beta: float = 0.05
-    difficulty: tuple[float, ...] = PAPER_DIFFICULTY
+    n_initial: Int = Field(20, ge=0)
+    k: Int = Field(9, ge=1)
+    m: Int = Field(10, ge=0)
+    ticks: Int = Field(100, ge=1, le=1_000_000)
+    validity: Int = Field(1, ge=1, le=10_000)
+    # beta = inf is the limiting case "every change succeeds"
+    beta: Float = Field(0.05, gt=0.0)
+    difficulty: tuple[Float, ...] = Field(
+        PAPER_DIFFICULTY, json_schema_extra={"allowed": _DIFFICULTY_TEXT}
+    )
     # behaviour (App. B.2-B.4); not reported by the paper
-    rho: float = 1.0
-    chi: float = 0.0
-    omega: float = 0.0
-    nu: float = 10.0
+    rho: Float = Field(1.0, ge=0.0, allow_inf_nan=False)
+    chi: Float = Field(0.0, ge=0.0, allow_inf_nan=False)
+    omega: Float = Field(0.0, ge=0.0, allow_inf_nan=False)
+    nu: Float = Field(10.0, ge=0.0, allow_inf_nan=False)
     # candidates' own risk aversion, drawn U(lo, hi) at entry (lo == hi: one fixed value);
     # read by risk-aware policies (SafeAR), ignored by the others
-    risk_aversion: tuple[float, float] = (0.0, 0.0)
+    risk_aversion: RiskRange = (0.0, 0.0)
     # seeds: the world (feature distributions, labels, decision model) is fixed by
     # world_seed so that episodes with different ``seed`` share one decision model
-    seed: int = 0
-    world_seed: int = 0
-    description: str = field(default="", compare=False)
+    seed: Int = Field(0, ge=0, le=_SEED_MAX)
+    world_seed: Int = Field(0, ge=0, le=_SEED_MAX)
+    description: Annotated[str, Strict()] = ""
 
-    def __post_init__(self) -> None:
-        # TOML and the CLI hand over lists; store tuples so the record stays hashable
-        for name in (
-            "mean_range",
-            "std_range",
-            "weight_range",
-            "difficulty",
-            "immutable",
-            "risk_aversion",
-        ):
-            value = getattr(self, name)
-            if isinstance(value, list):
-                object.__setattr__(self, name, tuple(value))
-        _validate(self)
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise config_error(exc, model=type(self)) from None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ScenarioConfig:
+        """Checks across fields (the per-field bounds are in the declarations)."""
+        z = self.n_features
+        if len(self.difficulty) != z or not all(0.0 < d <= 1.0 for d in self.difficulty):
+            raise not_allowed(
+                f"one number in (0, 1] per feature (n_features = {z} of them)",
+                field="difficulty",
+                value=self.difficulty,
+            )
+        if any(not 0 <= i < z for i in self.immutable) or len(set(self.immutable)) == z:
+            raise not_allowed(
+                f"feature indices in [0, {z - 1}], leaving one feature mutable",
+                field="immutable",
+                value=self.immutable,
+            )
+        if self.n_initial + self.m == 0:
+            raise not_allowed("at least 1 (somebody must apply)", field="n_initial + m", value=0)
+        return self
+
+    # a dataclass-like record: frozen attributes, equality and hash without the label
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"ScenarioConfig is frozen; use .replace({name}=...)")
+
+    def _key(self) -> tuple[Any, ...]:
+        return tuple(v for k, v in self.__dict__.items() if k != "description")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ScenarioConfig):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
     # -- construction helpers -------------------------------------------------------
     def replace(self, **changes: Any) -> ScenarioConfig:
         """A copy with ``changes`` applied (validated); unknown names are errors."""
-        _check_keys(changes)
-        return dataclasses.replace(self, **changes)
+        return type(self)(**{**self.__dict__, **changes})
 
     def to_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        for key, value in out.items():
-            if isinstance(value, tuple):
-                out[key] = list(value)
-        return out
+        """Plain data (tuples as lists), field by field in declaration order."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], base: ScenarioConfig | None = None) -> ScenarioConfig:
         """Build from a mapping; keys must be field names (a misspelling is an error)."""
-        _check_keys(data)
-        if base is None:
-            return cls(**data)
-        return dataclasses.replace(base, **data)
+        return cls(**data) if base is None else base.replace(**data)
 
 
-FIELD_NAMES = tuple(f.name for f in fields(ScenarioConfig))
-
-
-def _check_keys(data: dict[str, Any]) -> None:
-    unknown = sorted(set(data) - set(FIELD_NAMES))
-    if unknown:
-        raise ConfigError(
-            f"unknown scenario field(s): {', '.join(unknown)}; allowed: {', '.join(FIELD_NAMES)}"
-        )
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and not math.isnan(value)
-
-
-def _bound(value: float) -> str:
-    return "inf" if value == math.inf else f"{value:g}"
-
-
-def require_int(name: str, value: Any, low: int, high: float = math.inf) -> int:
-    """``value`` as an int, or a :class:`ConfigError` naming ``name`` and [low, high]."""
-    if not _is_int(value) or not low <= value <= high:
-        upper = "inf" if high == math.inf else str(int(high))
-        raise ConfigError(f"{name} must be an integer in [{low}, {upper}], got {value!r}")
-    return int(value)
-
-
-def require_number(
-    name: str,
-    value: Any,
-    low: float,
-    high: float,
-    *,
-    low_open: bool = False,
-    high_open: bool = False,
-) -> float:
-    """``value`` as a float, or a :class:`ConfigError` naming ``name`` and its interval."""
-    ok = _is_number(value)
-    if ok:
-        ok = (value > low if low_open else value >= low) and (
-            value < high if high_open else value <= high
-        )
-    if not ok:
-        lb = "(" if low_open else "["
-        hb = ")" if high_open else "]"
-        raise ConfigError(
-            f"{name} must be a number in {lb}{_bound(low)}, {_bound(high)}{hb}, got {value!r}"
-        )
-    return float(value)
-
-
-def _require_range(name: str, value: Any, low: float, high: float) -> None:
-    if (
-        not isinstance(value, tuple)
-        or len(value) != 2
-        or not all(_is_number(v) for v in value)
-        or not low <= value[0] <= value[1] <= high
-    ):
-        raise ConfigError(
-            f"{name} must be a pair [lo, hi] with {low} <= lo <= hi <= {high}, got {value!r}"
-        )
-
-
-def _validate(c: ScenarioConfig) -> None:
-    require_int("n_features", c.n_features, 1, 10_000)
-    _require_range("mean_range", c.mean_range, 0.0, 1.0)
-    _require_range("std_range", c.std_range, 0.0, 10.0)
-    if c.std_range[1] <= 0:
-        raise ConfigError(f"std_range must allow a positive std, got {c.std_range!r}")
-    _require_range("weight_range", c.weight_range, 0.0, math.inf)
-    if c.weight_range[1] <= 0:
-        raise ConfigError(f"weight_range must allow a positive weight, got {c.weight_range!r}")
-    require_number("label_noise", c.label_noise, 0.0, math.inf)
-    require_int("n_train", c.n_train, 10)
-    if c.decision_model not in DECISION_MODELS:
-        raise ConfigError(
-            f"decision_model must be one of {', '.join(DECISION_MODELS)}, got {c.decision_model!r}"
-        )
-    if not isinstance(c.immutable, tuple) or not all(_is_int(i) for i in c.immutable):
-        raise ConfigError(f"immutable must be a list of feature indices, got {c.immutable!r}")
-    for i in c.immutable:
-        if not 0 <= i < c.n_features:
-            raise ConfigError(
-                f"immutable entries must be feature indices in [0, {c.n_features - 1}], got {i}"
-            )
-    if len(set(c.immutable)) == c.n_features:
-        raise ConfigError("immutable must leave at least one feature mutable")
-    require_int("n_initial", c.n_initial, 0)
-    require_int("k", c.k, 1)
-    require_int("m", c.m, 0)
-    if c.n_initial + c.m == 0:
-        raise ConfigError("n_initial and m cannot both be 0 (nobody would ever apply)")
-    require_int("ticks", c.ticks, 1, 1_000_000)
-    require_int("validity", c.validity, 1, 10_000)
-    # beta = inf is the limiting case "every change succeeds"
-    require_number("beta", c.beta, 0.0, math.inf, low_open=True)
-    if not isinstance(c.difficulty, tuple) or len(c.difficulty) != c.n_features:
-        raise ConfigError(
-            f"difficulty must list one value per feature (n_features={c.n_features}), "
-            f"got {len(c.difficulty) if isinstance(c.difficulty, tuple) else c.difficulty!r}"
-        )
-    for i, d in enumerate(c.difficulty):
-        require_number(f"difficulty[{i}]", d, 0.0, 1.0, low_open=True)
-    for name in ("rho", "chi", "omega", "nu"):
-        require_number(name, getattr(c, name), 0.0, math.inf, high_open=True)
-    _require_range("risk_aversion", c.risk_aversion, 0.0, 100.0)
-    require_int("seed", c.seed, 0, 2**63 - 1)
-    require_int("world_seed", c.world_seed, 0, 2**63 - 1)
-    if not isinstance(c.name, str) or not c.name:
-        raise ConfigError("name must be a non-empty string")
+FIELD_NAMES: tuple[str, ...] = tuple(ScenarioConfig.model_fields)
 
 
 def parse_overrides(items: list[str] | None) -> dict[str, Any]:
-    """``KEY=VALUE`` pairs; VALUE is read as a TOML value (numbers, lists, booleans, inf)."""
+    """``KEY=VALUE`` pairs; VALUE is read as a TOML value (numbers, lists, booleans, inf).
+
+    A VALUE that is not TOML stays text (``decision_model=mlp``); the config then
+    rejects it, naming the field, if the field wants a number.
+    """
     out: dict[str, Any] = {}
     for item in items or []:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
-            raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
+            raise ConfigError(problem("--set", item, "KEY=VALUE, e.g. beta=0.01"))
         try:
             out[key.strip()] = tomllib.loads(f"v = {value.strip()}")["v"]
         except tomllib.TOMLDecodeError:

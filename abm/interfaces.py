@@ -78,13 +78,14 @@ class PolicyContext:
 class Simulator(Protocol):
     """Privileged rollouts of the true model, ``PolicyContext.extra["simulator"]``.
 
-    Callable only from inside ``recommend`` at tick t: it finishes tick t on a detached
-    copy of the model (same policy object, whose ``observe`` is not called; the policy
-    recognises its own re-entrant calls and answers them), then runs ticks t+1, ...,
-    t+ticks, the last up to its selection. The copy draws from streams derived from
-    (seed, t, key) only: the real run is untouched, and equal keys replay equal draws.
-    Returns one dict per simulated tick: ``tick``, ``n_succ``, ``n_succ_accepted``,
-    ``n_rejected_window``, ``rr``, ``rf`` (NaN when undefined).
+    Callable between the model's ``decide()`` and ``respond()`` at tick t (so from inside
+    ``recommend``): it finishes tick t on a fork of the model (:mod:`abm.planning`; same
+    policy object, whose ``observe`` is not called; the policy recognises its own
+    re-entrant calls and answers them), then runs ticks t+1, ..., t+ticks, the last up to
+    its selection. The fork draws from streams derived from (seed, t, key) only: the real
+    run is untouched, and equal keys replay equal draws. Returns one dict per simulated
+    tick: ``tick``, ``n_succ``, ``n_succ_accepted``, ``n_rejected_window``, ``rr``, ``rf``
+    (NaN when undefined).
     """
 
     def __call__(self, ticks: int, key: int = 0) -> list[dict[str, float]]: ...

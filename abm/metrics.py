@@ -1,7 +1,7 @@
-"""Metrics of durable-recourse-rl §3.2 as pure functions of recorded quantities.
+"""Metrics of durable-recourse-rl §3.2, and the eq. 16 reward, as pure functions.
 
 A ratio whose denominator is empty is undefined for that tick and returned as NaN;
-episode means skip undefined ticks.
+episode means skip undefined ticks (:func:`nanmean`); :func:`reward_eq16` states its rule.
 """
 
 from __future__ import annotations
@@ -54,6 +54,33 @@ def nanmean(values: np.ndarray | pd.Series) -> float:
     v = np.asarray(values, dtype=float)
     v = v[v == v]  # drop NaN without the overhead of np.nanmean on tiny arrays
     return float(np.add.reduce(v) / v.size) if v.size else float("nan")
+
+
+def reward_eq16(rr, rf, alpha: float, tau: float, floor: float):
+    """Eq. 16, R = α(1 + 0.9 log RR) + τ(1 + 0.9 log RF), per tick (elementwise).
+
+    ``rr``, ``rf``: scalars or arrays of one tick's eq. 2 and eq. 3; returns a float for
+    scalars, else an array. RR and RF below ``floor`` are raised to it, so RR = 0 or
+    RF = 0 costs 1 + 0.9 log(floor) per unit weight instead of -inf.
+
+    The one NaN rule: a tick whose RF is undefined (nobody was rejected within the
+    window, so nothing could be measured) has reward 0. On every other tick eq. 16 has
+    both terms, as in the paper: an undefined RR there means nobody carried out their
+    advice (RF = 0), the outcome RF was introduced to punish, and RR counts as ``floor``.
+    Dropping the RR term instead would let a goal selector escape a low RR by making
+    advice unattainable.
+    """
+    rr = np.asarray(rr, dtype=float)
+    rf = np.asarray(rf, dtype=float)
+    measured = rf == rf
+    out = np.zeros(np.broadcast(rr, rf).shape)
+    if alpha:
+        out += alpha * (1.0 + 0.9 * np.log(np.fmax(rr, floor)))  # fmax: the number over a NaN
+    if tau:
+        out += tau * (1.0 + 0.9 * np.log(np.fmax(rf, floor)))
+    if not measured.all():
+        out = np.where(measured, out, 0.0)
+    return float(out) if out.ndim == 0 else out
 
 
 EPISODE_METRICS = ("rr", "rf", "gini", "mean_cost")

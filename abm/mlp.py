@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+from abm.validation import ConfigError, problem, require_int, require_number
+
 
 @contextlib.contextmanager
 def torch_threads(n: int = 1):
@@ -48,14 +50,27 @@ class MLPClassifier(ClassifierMixin, BaseEstimator):
         self.lr = lr
         self.random_state = random_state
 
+    def _check_params(self) -> None:
+        """sklearn's convention: parameters are checked when ``fit`` uses them."""
+        if not isinstance(self.hidden, tuple | list) or not self.hidden:
+            raise ConfigError(problem("hidden", self.hidden, "a non-empty tuple of layer widths"))
+        for i, width in enumerate(self.hidden):
+            require_int(f"hidden[{i}]", width, 1, 10_000)
+        require_int("epochs", self.epochs, 1, 1_000_000)
+        require_int("batch_size", self.batch_size, 1)
+        require_number("lr", self.lr, 0.0, 10.0, low_open=True)
+        require_int("random_state", self.random_state, 0, 2**63 - 1)
+
     def fit(self, X: np.ndarray, y: np.ndarray) -> MLPClassifier:
+        """Train on X (n, z) and labels y (n,) of exactly two classes."""
         import torch
 
+        self._check_params()
         X = np.array(X, dtype=np.float64)  # a writable copy: torch shares its memory
         y = np.asarray(y)
         self.classes_ = np.unique(y)
         if self.classes_.shape[0] != 2:
-            raise ValueError(f"MLPClassifier needs two classes, got {self.classes_.tolist()}")
+            raise ConfigError(problem("y", self.classes_.tolist(), "labels of exactly two classes"))
         target = (y == self.classes_[1]).astype(np.float64)
         gen = torch.Generator().manual_seed(int(self.random_state))
         with torch_threads(1):

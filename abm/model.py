@@ -1,14 +1,16 @@
 """RecourseModel: the competitive top-k recourse world as a Mesa model.
 
-One tick (durable-recourse-rl §3.1, App. B):
-reapplications -> arrivals -> scores -> top-k -> recommendations -> dropout ->
-implementation -> tick record. Every stage is vectorised over the population arrays.
+One tick (durable-recourse-rl §3.1, App. B) in two public halves:
+``decide()``: reapplications -> arrivals -> scores -> top-k -> the observation;
+the policy's ``recommend``; ``respond(recommendation)``: validation -> dropout ->
+implementation -> tick record. ``step()`` is the three in a row; the RL environment
+calls the halves itself and planners fork the model through :mod:`abm.planning`.
+Every stage is vectorised over the population arrays.
 """
 
 from __future__ import annotations
 
 import functools
-import zlib
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -25,9 +27,11 @@ from abm.interfaces import (
     Feedback,
     HistoryWindow,
     PolicyContext,
+    Recommendation,
     RecourseObs,
     RecoursePolicy,
 )
+from abm.planning import Simulator, Snapshot
 from abm.population import Population
 from abm.registry import make_policy
 from abm.rng import Streams
@@ -56,6 +60,16 @@ def resolve_policy(policy: RecoursePolicy | str) -> RecoursePolicy:
     return policy
 
 
+def _configure(
+    scenario: ScenarioConfig | str | Path, seed: int | None, overrides: dict
+) -> ScenarioConfig:
+    """The scenario with ``seed`` and the keyword ``overrides`` applied (validated)."""
+    config = resolve_scenario(scenario)
+    if seed is not None:
+        overrides = {**overrides, "seed": seed}
+    return config.replace(**overrides) if overrides else config
+
+
 class RecourseModel(mesa.Model):
     """Candidates compete for ``k`` places per tick and receive recourse from a policy.
 
@@ -82,11 +96,7 @@ class RecourseModel(mesa.Model):
         estimator: Any | None = None,
         **overrides: Any,
     ) -> None:
-        config = resolve_scenario(scenario)
-        if seed is not None:
-            overrides["seed"] = seed
-        if overrides:
-            config = config.replace(**overrides)
+        config = _configure(scenario, seed, overrides)
         self.config = config
         self.streams = Streams(config.seed)
         super().__init__(rng=self.streams.mesa)
@@ -95,36 +105,14 @@ class RecourseModel(mesa.Model):
         self.policy = resolve_policy(policy)
         self.use_agents = agents
         self.record_events = record_events
-        z = config.n_features
-        self.difficulty = np.asarray(config.difficulty, dtype=float)
-        self.immutable = np.zeros(z, dtype=bool)
-        self.immutable[list(config.immutable)] = True
+        self._recording = True
+        self._set_feature_facts(config)
         self.decision_maker = DecisionMaker(self, self.world.decision_model, config.k)
-        self.context = PolicyContext(
-            decision_model=self.world.decision_model,
-            lower=np.zeros(z),
-            upper=np.ones(z),
-            immutable=self.immutable,
-            difficulty=self.difficulty,
-            k=config.k,
-            m=config.m,
-            validity=config.validity,
-            beta=config.beta,
-            ticks=config.ticks,
-            X_train=self.world.X_train,
-            # privileged: rollouts of this model (planning references only; see _simulate)
-            extra={"simulator": self._simulate},
-        )
-        self._decided: _Decided | None = None  # set while the policy recommends
-        self._simulating = False
-        self._rollout_streams: dict[tuple[int, int], _RolloutStreams] = {}  # this tick's
+        # privileged: rollouts of this model (planning references only, see abm.planning)
+        self.simulator = Simulator(self, type(self).from_snapshot)
+        self.context = self._policy_context()
         self.policy.prepare(self.context)
-
-        self.tick = 0
-        self.population = Population.empty(z)
-        self._next_id = 0
-        # rejected-and-dropped rows of the last T ticks: they stay in the window (eq. 3)
-        self._dropped_window: deque[tuple[int, Population]] = deque()
+        self._start_episode()
         self._handles: dict[int, Candidate] = {}
         self._rows: dict[int, int] = {}
         self._events: list[dict[str, np.ndarray]] = []
@@ -133,10 +121,117 @@ class RecourseModel(mesa.Model):
         self.datacollector = TickCollector(model_reporters={c: _reporter(c) for c in TICK_COLUMNS})
         self.running = True
 
+    def _set_feature_facts(self, config: ScenarioConfig) -> None:
+        """True difficulties d (z,) and the immutable mask (z,)."""
+        self.difficulty = np.asarray(config.difficulty, dtype=float)
+        self.immutable = np.zeros(config.n_features, dtype=bool)
+        self.immutable[list(config.immutable)] = True
+
+    def _policy_context(self) -> PolicyContext:
+        c, z = self.config, self.config.n_features
+        return PolicyContext(
+            decision_model=self.world.decision_model,
+            lower=np.zeros(z),
+            upper=np.ones(z),
+            immutable=self.immutable,
+            difficulty=self.difficulty,
+            k=c.k,
+            m=c.m,
+            validity=c.validity,
+            beta=c.beta,
+            ticks=c.ticks,
+            X_train=self.world.X_train,
+            extra={"simulator": self.simulator},
+        )
+
+    def _start_episode(self) -> None:
+        """The model's own state before tick 0: nobody waiting, nothing decided."""
+        self.tick = 0
+        self.population = Population.empty(self.config.n_features)
+        self._next_id = 0
+        # rejected-and-dropped rows of the last T ticks: they stay in the window (eq. 3)
+        self._dropped_window: deque[tuple[int, Population]] = deque()
+        self._pending: _Decided | None = None  # set between decide() and respond()
+
+    # -- planning: snapshots and forks (see abm.planning) ------------------------------
+    def snapshot(self) -> Snapshot:
+        """The model's own state now (shares arrays: populations are never written in place)."""
+        return Snapshot(
+            config=self.config,
+            world=self.world,
+            decision_maker=self.decision_maker,
+            tick=self.tick,
+            next_id=self._next_id,
+            population=self.population,
+            dropped=tuple(self._dropped_window),
+            pending=self._pending,
+        )
+
+    @classmethod
+    def from_snapshot(cls, snap: Snapshot, streams: Any, policy: Any) -> RecourseModel:
+        """A fork: a model at ``snap`` drawing from ``streams``, advised by ``policy``.
+
+        Mesa's constructor is not run: the fork has no agents, no data collector and no
+        Mesa registration, and records nothing; ``decide``/``respond``/``step`` work as
+        in the model. ``policy`` is used as given (``prepare`` is not called).
+        """
+        fork = object.__new__(cls)
+        fork.config, fork.world, fork.decision_maker = snap.config, snap.world, snap.decision_maker
+        fork.streams, fork.policy = streams, policy
+        fork.policy_name = f"fork of {type(policy).__name__}"
+        fork.use_agents = fork.record_events = fork._recording = False
+        fork._set_feature_facts(snap.config)
+        fork.tick, fork._next_id, fork.population = snap.tick, snap.next_id, snap.population
+        fork._dropped_window = deque(snap.dropped)
+        fork._pending = snap.pending
+        fork.running = snap.tick < snap.config.ticks
+        return fork
+
+    def pending_observation(self) -> RecourseObs:
+        """The observation returned by the pending ``decide()``."""
+        return self._require_pending().obs
+
+    def pending_success(self) -> tuple[int, int, int]:
+        """(|I^succ|, |I^succ and accepted|, |I^rej window|) of the pending decision (eqs. 2-3)."""
+        d = self._require_pending()
+        return (*d.success_counts(), d.n_window)
+
+    def _require_pending(self) -> _Decided:
+        if self._pending is None:
+            raise RuntimeError("no decision is pending: call decide() first")
+        return self._pending
+
     # -- the tick -----------------------------------------------------------------
     def step(self) -> None:
-        """Advance one tick: who applies and who is accepted, then advice and response."""
-        self._respond(self._decide(self.tick))
+        """Advance one tick: decide, ask the policy, respond (a pending decision is kept)."""
+        obs = self.decide() if self._pending is None else self._pending.obs
+        # nobody rejected: the policy is not asked
+        rec = self.policy.recommend(obs, self.streams.policy) if obs.n_rejected else None
+        self.respond(rec)
+
+    def decide(self) -> RecourseObs:
+        """First half of a tick: reapplications, arrivals, scores and the top-k selection.
+
+        Feedback on the reapplicants goes to ``policy.observe`` here, once the decisions
+        are known. Returns what the decision-maker sees; :meth:`respond` must follow.
+        """
+        if self._pending is not None:
+            raise RuntimeError(f"tick {self.tick} is already decided: call respond() first")
+        d = self._decide(self.tick)
+        d.obs = self._observation(d)
+        self._pending = d
+        return d.obs
+
+    def respond(self, recommendation: Recommendation | None) -> None:
+        """Second half of a tick: advice, dropout, implementation, the tick record.
+
+        ``recommendation`` covers the rejected of the last :meth:`decide` (None, or an
+        empty one, when nobody was rejected); it is validated before anything changes.
+        """
+        d = self._require_pending()
+        advice = self._validate(d, recommendation)
+        self._pending = None
+        self._respond(d, advice)
 
     def _decide(self, t: int) -> _Decided:
         """Reapplications, arrivals, scores and the top-k selection of tick ``t``."""
@@ -156,11 +251,9 @@ class RecourseModel(mesa.Model):
             self.policy.observe(feedback(accepted[: len(returning)]))
         return _Decided(t, threshold, applicants, scores, accepted, len(returning), n_window)
 
-    def _respond(self, d: _Decided, record: bool = True) -> None:
-        """Advice to the rejected of ``d``, dropout, implementation, the tick record."""
-        t, c, applicants = d.t, self.config, d.applicants
-        rej = np.flatnonzero(~d.accepted)
-        advice = self._recommend(d, rej)
+    def _respond(self, d: _Decided, advice: _Advice) -> None:
+        """Dropout, implementation, the waiting pool and the tick record of ``d``."""
+        t, c, applicants, rej = d.t, self.config, d.applicants, d.rej
         dropped = self._dropout(applicants, rej, d.scores[rej], advice)
         leaving = applicants.take(rej[dropped])
         stayers = applicants.take(rej[~dropped])
@@ -174,10 +267,10 @@ class RecourseModel(mesa.Model):
 
         self._dropped_window.append((t, leaving))
         self.population = Population.concat([self.population, stayers], c.n_features)
-        if record:
+        if self._recording:
             if self.use_agents:  # before recording, so agent reporters read the new rows
                 self._sync_handles(applicants.ids[d.accepted], leaving.ids, stayers.ids)
-            self._record(d, rej, advice, dropped, leaving, outcome)
+            self._record(d, advice, dropped, leaving, outcome)
         self.tick += 1
         if self.tick >= c.ticks:
             self.running = False
@@ -235,23 +328,18 @@ class RecourseModel(mesa.Model):
         cf, after = returning.X_cf[adv], returning.X[adv]
         return lambda accepted: Feedback(t, ids, before, cf, after, accepted[adv])
 
-    def _recommend(self, d: _Decided, rej: np.ndarray) -> _Advice:
-        """Ask the policy for advice to every rejected applicant; validate what comes back."""
-        t, threshold, applicants, scores = d.t, d.threshold, d.applicants, d.scores
-        accepted = d.accepted
-        n, z = rej.shape[0], self.config.n_features
-        X = applicants.X_obs[rej]
-        if n == 0:
-            return _Advice(np.empty(0), X, X.copy(), np.zeros(0, bool), {}, True)
-        obs = RecourseObs(
-            tick=t,
-            threshold=threshold,
+    def _observation(self, d: _Decided) -> RecourseObs:
+        """What the decision-maker sees of tick ``d.t`` after the selection."""
+        applicants, scores, rej = d.applicants, d.scores, d.rej
+        return RecourseObs(
+            tick=d.t,
+            threshold=d.threshold,
             applicant_ids=applicants.ids,
             applicant_X=applicants.X_obs,
             applicant_scores=scores,
-            accepted=accepted,
+            accepted=d.accepted,
             ids=applicants.ids[rej],
-            X=X,
+            X=applicants.X_obs[rej],
             scores=scores[rej],
             n_applications=applicants.n_apps[rej] + 1,
             history_fn=functools.partial(
@@ -259,14 +347,20 @@ class RecourseModel(mesa.Model):
             ),
             extra={"risk_aversion": applicants.risk_aversion[rej]},
         )
-        self._decided = d  # the point the simulator forks from (see _simulate)
-        try:
-            rec = self.policy.recommend(obs, self.streams.policy)
-        finally:
-            self._decided = None
+
+    def _validate(self, d: _Decided, rec: Recommendation | None) -> _Advice:
+        """The policy's advice to the rejected of ``d``, checked: shapes, [0, 1], immutables."""
+        X = d.obs.X
+        n, z = X.shape
+        name = self.policy_name
+        if n == 0:
+            if rec is not None and np.asarray(rec.goal).size:
+                raise RuntimeError(f"policy {name!r} advised candidates although none was rejected")
+            return _Advice(np.empty(0), X, X.copy(), np.zeros(0, bool), {}, True)
+        if not isinstance(rec, Recommendation):
+            raise TypeError(f"respond() needs a Recommendation for {n} rejected, got {rec!r}")
         goal = np.asarray(rec.goal, dtype=float).reshape(-1)
         X_cf = np.asarray(rec.X_cf, dtype=float)
-        name = self.policy_name
         if goal.shape != (n,) or X_cf.shape != (n, z):
             raise RuntimeError(
                 f"policy {name!r} returned goal {goal.shape} and X_cf {X_cf.shape}; "
@@ -309,10 +403,11 @@ class RecourseModel(mesa.Model):
         d = self.difficulty[cols]
         p = behaviour.change_success_probability(x, x_cf, self.config.beta, d)
         ok = self.streams.implementation.random(rows.shape[0]) < p
+        rows_ok, x_cf_ok = rows[ok], x_cf[ok]
         X_new = X.copy()
-        X_new[rows[ok], cols[ok]] = x_cf[ok]
+        X_new[rows_ok, cols[ok]] = x_cf_ok
         n = len(stayers)
-        effort = np.bincount(rows[ok], weights=np.abs(x_cf[ok] - x[ok]) * d[ok], minlength=n)
+        effort = np.bincount(rows_ok, weights=np.abs(x_cf_ok - x[ok]) * d[ok], minlength=n)
         failed = np.zeros(n, dtype=bool)
         failed[rows[~ok]] = True
         stayers.X[:] = X_new
@@ -338,70 +433,79 @@ class RecourseModel(mesa.Model):
         )
 
     # -- records ------------------------------------------------------------------
-    def _record(self, d: _Decided, rej, advice, dropped, leaving, outcome) -> None:
-        t, threshold, applicants, scores = d.t, d.threshold, d.applicants, d.scores
-        accepted, n_ret, n_window = d.accepted, d.n_ret, d.n_window
-        n_succ, n_succ_acc = d.success_counts()
-        adv = advice.advised
-        all_advised = advice.all_advised
-        cf_scores = np.full(rej.shape[0], np.nan)
-        cf_adv = self.decision_maker.score(advice.X_cf if all_advised else advice.X_cf[adv])
-        cf_scores[adv] = cf_adv
-        goal_adv = advice.goal if all_advised else advice.goal[adv]
-        cost = metrics.recommendation_cost(advice.X, advice.X_cf, self.difficulty)
-        implemented = np.zeros(rej.shape[0], dtype=bool)
-        implemented[~dropped] = outcome.implemented
-        has_goal = np.isfinite(goal_adv)
-        err = metrics.recommendation_error(cf_adv[has_goal], goal_adv[has_goal])
-        tta = t - applicants.entered[accepted]
-        row = {
-            "tick": t,
-            "threshold": threshold,
-            "n_applicants": len(applicants),
-            "n_new": len(applicants) - n_ret,
-            "n_reapplied": n_ret,
-            "n_accepted": np.count_nonzero(accepted),
-            "n_rejected": int(rej.shape[0]),
-            "n_dropped": np.count_nonzero(dropped),
-            "n_waiting": len(self.population),
-            "n_succ": n_succ,
-            "n_succ_accepted": n_succ_acc,
-            "n_rejected_window": n_window,
-            "rr": metrics.recourse_reliability(n_succ_acc, n_succ),
-            "rf": metrics.recourse_feasibility(n_succ, n_window),
-            "gini": metrics.gini(cf_adv),
-            "mean_goal": metrics.nanmean(goal_adv),
-            "mean_cf_score": metrics.nanmean(cf_adv),
-            "mean_error": metrics.nanmean(err),
-            "n_unadvised": int(rej.shape[0]) - np.count_nonzero(adv),
-            "n_unreached": np.count_nonzero(cf_adv[has_goal] < goal_adv[has_goal] - _GOAL_TOL),
-            "mean_cost": metrics.nanmean(cost[adv]),
-            "effort": float(np.add.reduce(outcome.effort)),
-            "wasted_effort": float(np.add.reduce(leaving.effort)),
-            "n_implemented": np.count_nonzero(implemented),
-            "mean_time_to_accept": metrics.nanmean(tta),
-        }
-        self.last_row = row
+    def _record(self, d: _Decided, advice: _Advice, dropped, leaving, outcome) -> None:
+        """The tick's row (:data:`TICK_COLUMNS`), dashboard arrays and candidate events."""
+        r = self._responses(d, advice, dropped, outcome)
+        self.last_row = self._tick_row(d, advice, r, leaving, outcome)
         self.last_tick = TickState(
-            tick=t,
-            threshold=threshold,
-            ids=applicants.ids,
-            scores=scores,
-            accepted=accepted,
-            n_reapplied=n_ret,
-            rejected_ids=applicants.ids[rej],
+            tick=d.t,
+            threshold=d.threshold,
+            ids=d.applicants.ids,
+            scores=d.scores,
+            accepted=d.accepted,
+            n_reapplied=d.n_ret,
+            rejected_ids=d.applicants.ids[d.rej],
             goal=advice.goal,
-            cf_scores=cf_scores,
+            cf_scores=r.cf_scores,
             dropped=dropped,
-            implemented=implemented,
+            implemented=r.implemented,
         )
         self.datacollector.collect(self)
         if self.record_events:
-            self._record_events(t, applicants, scores, accepted, n_ret, rej, advice, cf_scores,
-                                cost, dropped, implemented, outcome)  # fmt: skip
+            self._record_events(d, advice, r, outcome)
 
-    def _record_events(self, t, applicants, scores, accepted, n_ret, rej, advice, cf_scores,
-                       cost, dropped, implemented, outcome) -> None:  # fmt: skip
+    def _responses(self, d: _Decided, advice: _Advice, dropped, outcome) -> _Responses:
+        """Per-rejected figures of the advice and of what the candidates made of it."""
+        n, adv = d.rej.shape[0], advice.advised
+        cf_scores = np.full(n, np.nan)
+        cf_adv = self.decision_maker.score(advice.X_cf if advice.all_advised else advice.X_cf[adv])
+        cf_scores[adv] = cf_adv
+        goal_adv = advice.goal if advice.all_advised else advice.goal[adv]
+        cost = metrics.recommendation_cost(advice.X, advice.X_cf, self.difficulty)
+        implemented = np.zeros(n, dtype=bool)
+        implemented[~dropped] = outcome.implemented
+        return _Responses(cf_scores, cf_adv, goal_adv, cost, dropped, implemented)
+
+    def _tick_row(self, d: _Decided, advice: _Advice, r: _Responses, leaving, outcome) -> dict:
+        """One row of the tick table (SPEC §2)."""
+        applicants, n_ret, n_rej = d.applicants, d.n_ret, int(d.rej.shape[0])
+        n_succ, n_succ_acc = d.success_counts()
+        has_goal = np.isfinite(r.goal_adv)
+        cf_goal, goal = r.cf_adv[has_goal], r.goal_adv[has_goal]
+        return {
+            "tick": d.t,
+            "threshold": d.threshold,
+            "n_applicants": len(applicants),
+            "n_new": len(applicants) - n_ret,
+            "n_reapplied": n_ret,
+            "n_accepted": np.count_nonzero(d.accepted),
+            "n_rejected": n_rej,
+            "n_dropped": np.count_nonzero(r.dropped),
+            "n_waiting": len(self.population),
+            "n_succ": n_succ,
+            "n_succ_accepted": n_succ_acc,
+            "n_rejected_window": d.n_window,
+            "rr": metrics.recourse_reliability(n_succ_acc, n_succ),
+            "rf": metrics.recourse_feasibility(n_succ, d.n_window),
+            "gini": metrics.gini(r.cf_adv),
+            "mean_goal": metrics.nanmean(r.goal_adv),
+            "mean_cf_score": metrics.nanmean(r.cf_adv),
+            "mean_error": metrics.nanmean(metrics.recommendation_error(cf_goal, goal)),
+            "n_unadvised": n_rej - np.count_nonzero(advice.advised),
+            "n_unreached": np.count_nonzero(cf_goal < goal - _GOAL_TOL),
+            "mean_cost": metrics.nanmean(r.cost[advice.advised]),
+            "effort": float(np.add.reduce(outcome.effort)),
+            "wasted_effort": float(np.add.reduce(leaving.effort)),
+            "n_implemented": np.count_nonzero(r.implemented),
+            "mean_time_to_accept": metrics.nanmean(d.t - applicants.entered[d.accepted]),
+        }
+
+    def _record_events(self, d: _Decided, advice: _Advice, r: _Responses, outcome) -> None:
+        """One candidate-table row per applicant of the tick (see :meth:`candidate_table`)."""
+        t, applicants, scores, accepted, n_ret, rej = (
+            d.t, d.applicants, d.scores, d.accepted, d.n_ret, d.rej
+        )  # fmt: skip
+        cf_scores, cost, dropped, implemented = r.cf_scores, r.cost, r.dropped, r.implemented
         a, z = len(applicants), self.config.n_features
 
         def per_applicant(values, fill):
@@ -452,75 +556,6 @@ class RecourseModel(mesa.Model):
             if cid not in self._handles:
                 self._handles[cid] = Candidate(self, cid)
         self._rows = {cid: i for i, cid in enumerate(self.population.ids.tolist())}
-
-    # -- simulation (privileged planning) ----------------------------------------------
-    def _simulate(self, ticks: int, key: int = 0) -> list[dict[str, float]]:
-        """Roll a detached copy of this model ``ticks`` ticks ahead from the advice stage.
-
-        Offered to policies as ``PolicyContext.extra["simulator"]`` (see
-        :class:`abm.interfaces.Simulator`); callable only while the policy is recommending
-        at tick t. The copy finishes tick t with the same policy object (its ``observe``
-        is never called), then runs ticks t+1, ..., t+ticks, the last one up to its
-        selection. Its random streams derive from (seed, t, key), never from this model's
-        streams, so the real run is unchanged and equal keys give equal draws (common
-        random numbers across the plans a caller compares). Populations are never written
-        in place once stored, so the copy shares their arrays: forking costs no copies.
-
-        Returns one dict per tick t+1, ..., t+ticks: ``tick``, ``n_succ``,
-        ``n_succ_accepted``, ``n_rejected_window``, ``rr`` and ``rf`` (NaN when undefined).
-        """
-        d = self._decided
-        if d is None:
-            raise RuntimeError("the simulator can only be called while the policy recommends")
-        if self._simulating:
-            raise RuntimeError("simulations cannot be nested")
-        if not (isinstance(ticks, int | np.integer) and ticks >= 1):
-            raise ValueError(f"ticks must be an integer >= 1, got {ticks!r}")
-        self._simulating = True
-        try:
-            fork = self._fork(d.t, int(key))
-            fork._respond(d, record=False)
-            rows = []
-            for i in range(ticks):
-                nxt = fork._decide(fork.tick)
-                n_succ, n_acc = nxt.success_counts()
-                rows.append({
-                    "tick": nxt.t,
-                    "n_succ": n_succ,
-                    "n_succ_accepted": n_acc,
-                    "n_rejected_window": nxt.n_window,
-                    "rr": metrics.recourse_reliability(n_acc, n_succ),
-                    "rf": metrics.recourse_feasibility(n_succ, nxt.n_window),
-                })  # fmt: skip
-                if i + 1 < ticks:
-                    fork._respond(nxt, record=False)
-            return rows
-        finally:
-            self._simulating = False
-
-    def _fork(self, t: int, key: int) -> RecourseModel:
-        """A detached copy for :meth:`_simulate`: no agents, records or feedback, own streams."""
-        fork = object.__new__(type(self))
-        state = dict(self.__dict__)
-        for name in ("step", "_user_step"):  # Mesa's step wrapper, bound to this model
-            state.pop(name, None)
-        fork.__dict__.update(state)
-        cache = self._rollout_streams
-        streams = cache.get((t, key))
-        if streams is None:
-            if any(tk[0] != t for tk in cache):
-                cache.clear()  # a new tick: earlier rollouts' streams are never used again
-            streams = cache[t, key] = _RolloutStreams(self.config.seed, t, key)
-        else:
-            streams.rewind()  # seeding costs ~30 us a stream; rewinding ~2
-        fork.streams = streams
-        fork.policy = _WithoutFeedback(self.policy)
-        fork.use_agents = False
-        fork.record_events = False
-        fork._dropped_window = deque(self._dropped_window)
-        fork._handles, fork._rows, fork._events = {}, {}, []
-        fork._decided, fork._simulating = None, True
-        return fork
 
     # -- public views ---------------------------------------------------------------
     def row_of(self, cid: int) -> int:
@@ -579,61 +614,23 @@ class RecourseModel(mesa.Model):
 
 class _Decided:
     """Tick ``t`` up to the selection: applicants (returning first, ``n_ret`` of them),
-    their scores and decisions, the threshold, and the size of the RF window."""
+    their scores and decisions, the rows ``rej`` of the rejected, the threshold, the size
+    of the RF window and (set by ``decide``) the observation handed out."""
 
-    __slots__ = ("t", "threshold", "applicants", "scores", "accepted", "n_ret", "n_window")
+    __slots__ = ("t", "threshold", "applicants", "scores", "accepted", "rej", "n_ret",
+                 "n_window", "obs")  # fmt: skip
 
     def __init__(self, t, threshold, applicants, scores, accepted, n_ret, n_window) -> None:
         self.t, self.threshold, self.applicants = t, threshold, applicants
         self.scores, self.accepted, self.n_ret, self.n_window = scores, accepted, n_ret, n_window
+        self.rej = np.flatnonzero(~accepted)
+        self.obs: RecourseObs | None = None
 
     def success_counts(self) -> tuple[int, int]:
         """(|I^succ|, |I^succ and accepted|): reapplicants who did everything asked."""
         returned = slice(0, self.n_ret)
         succ = self.applicants.advised[returned] & self.applicants.implemented[returned]
         return int(np.count_nonzero(succ)), int(np.count_nonzero(succ & self.accepted[returned]))
-
-
-class _RolloutStreams:
-    """Random streams of a simulation, created on first use.
-
-    Stream ``name`` of the rollout with ``key`` forked at tick ``t`` is
-    ``SeedSequence(seed, spawn_key=(crc32("simulator"), t, key, crc32(name)))``: disjoint
-    from the episode's own streams (whose spawn keys have one element) and reproducible.
-    """
-
-    def __init__(self, seed: int, t: int, key: int) -> None:
-        self.seed = seed
-        self._key = (zlib.crc32(b"simulator"), t, key)
-        self._gens: dict[str, np.random.Generator] = {}
-        self._start: dict[str, dict] = {}
-
-    def get(self, name: str) -> np.random.Generator:
-        gen = self._gens.get(name)
-        if gen is None:
-            key = self._key + (zlib.crc32(name.encode()),)
-            seq = np.random.SeedSequence(self.seed, spawn_key=key)
-            gen = self._gens[name] = np.random.Generator(np.random.PCG64(seq))
-            self._start[name] = gen.bit_generator.state
-        return gen
-
-    def rewind(self) -> None:
-        """Every stream back to its first draw (the next rollout with this key)."""
-        for name, gen in self._gens.items():
-            gen.bit_generator.state = self._start[name]
-
-    def __getattr__(self, name: str) -> np.random.Generator:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return self.get(name)
-
-
-class _WithoutFeedback:
-    """A policy seen by a simulation: it recommends, but learns nothing from the rollout."""
-
-    def __init__(self, policy: RecoursePolicy) -> None:
-        self.recommend = policy.recommend
-        self.observe = None  # the model then builds no feedback
 
 
 class _Advice:
@@ -644,6 +641,17 @@ class _Advice:
     def __init__(self, goal, X, X_cf, advised, info, all_advised) -> None:
         self.goal, self.X, self.X_cf, self.advised, self.info = goal, X, X_cf, advised, info
         self.all_advised = all_advised
+
+
+class _Responses:
+    """Per-rejected figures of one tick: M(x_cf) (n,) with NaN where unadvised, the advised
+    ones' M(x_cf) and goals (a,), cost (n,), dropped (n,) and implemented (n,)."""
+
+    __slots__ = ("cf_scores", "cf_adv", "goal_adv", "cost", "dropped", "implemented")
+
+    def __init__(self, cf_scores, cf_adv, goal_adv, cost, dropped, implemented) -> None:
+        self.cf_scores, self.cf_adv, self.goal_adv = cf_scores, cf_adv, goal_adv
+        self.cost, self.dropped, self.implemented = cost, dropped, implemented
 
 
 class _Outcome:

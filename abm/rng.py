@@ -32,6 +32,8 @@ class Streams:
         self._gens = {name: stream(seed, name) for name in names}
 
     def __getattr__(self, name: str) -> np.random.Generator:
+        if name.startswith("_"):  # not a stream (e.g. copy's probes before __init__ ran)
+            raise AttributeError(name)
         try:
             return self._gens[name]
         except KeyError:

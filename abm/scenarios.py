@@ -1,4 +1,4 @@
-"""Named scenario presets."""
+"""Named scenario presets, scenario files (TOML) and the lookup that takes either."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 
 from abm.config import ScenarioConfig
-from abm.validation import ConfigError
+from abm.validation import ConfigError, problem
 
 _PAPER = ScenarioConfig(
     name="paper",
@@ -56,9 +56,8 @@ def get_scenario(name: str) -> ScenarioConfig:
     try:
         return PRESETS[name]
     except KeyError:
-        raise ConfigError(
-            f"unknown scenario {name!r}; presets: {', '.join(PRESETS)} (or a path to a .toml file)"
-        ) from None
+        allowed = f"a preset ({', '.join(PRESETS)}) or a path to a .toml file"
+        raise ConfigError(problem("scenario", name, allowed, verb="is not a preset")) from None
 
 
 def available_scenarios() -> dict[str, str]:
@@ -67,17 +66,25 @@ def available_scenarios() -> dict[str, str]:
 
 
 def scenario_from_toml(path: str | Path) -> ScenarioConfig:
-    """Load a scenario file. An optional ``base = "preset-name"`` key starts from a preset."""
+    """Load a scenario file: field = value lines, optionally under a ``[scenario]`` table.
+
+    An optional ``base = "preset-name"`` key starts from a preset; the file's name is the
+    scenario's name unless it sets ``name``.
+    """
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
-        raise ConfigError(f"scenario file not found: {path}") from None
+        raise ConfigError(
+            problem("scenario", str(path), "an existing .toml file", verb="does not exist")
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"scenario file {path} is not valid TOML: {exc}") from None
     data = dict(data.get("scenario", data))
     base_name = data.pop("base", None)
-    base = None if base_name is None else get_scenario(str(base_name))
+    if base_name is not None and not isinstance(base_name, str):
+        raise ConfigError(problem("base", base_name, f"a preset name ({', '.join(PRESETS)})"))
+    base = None if base_name is None else get_scenario(base_name)
     data.setdefault("name", path.stem)
     return ScenarioConfig.from_dict(data, base=base)
 

@@ -41,13 +41,11 @@ def env_rate(env, steps: int, seed: int = 0) -> float:
 
 def sac_rate(env, steps: int, seed: int = 0) -> float:
     """SAC training steps per second (one gradient step per environment step)."""
-    from dataclasses import replace
-
     from stable_baselines3 import SAC
 
     from abm.app.experiments.rl_training import PREDICTOR_SAC
 
-    sac = replace(PREDICTOR_SAC, learning_starts=min(200, steps // 4))
+    sac = PREDICTOR_SAC.replace(learning_starts=min(200, steps // 4))
     model = SAC("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **sac.sb3_kwargs())
     start = time.perf_counter()
     model.learn(total_timesteps=steps)

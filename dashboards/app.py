@@ -27,8 +27,8 @@ from mesa.visualization import Slider, SolaraViz  # noqa: E402
 from mesa.visualization.solara_viz import UserInputs  # noqa: E402
 from mesa.visualization.utils import update_counter  # noqa: E402
 
-from abm.config import ConfigError  # noqa: E402
 from abm.registry import REGISTRY  # noqa: E402
+from abm.validation import ConfigError  # noqa: E402
 from dashboards import charts  # noqa: E402
 from dashboards.demos import available_demos  # noqa: E402
 from dashboards.settings import (  # noqa: E402

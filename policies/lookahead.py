@@ -19,55 +19,51 @@ goal selector). See docs/lookahead.md.
 
 from __future__ import annotations
 
-import math
+import functools
+import inspect
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from abm.interfaces import PolicyContext, RecourseObs
+from abm.metrics import reward_eq16
 from abm.registry import Registry
+from abm.validation import ConfigError, one_line, problem
 from policies.composite import CompositePolicy
 from policies.recommenders import ExactLinear
 
 _MAX_GRID = 1000
 
 
-def _integer(name: str, value: Any, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or not lo <= value <= hi:
-        raise ValueError(f"lookahead: {name} must be an integer in [{lo}, {hi}], got {value!r}")
-    return int(value)
+class LookaheadParams(BaseModel):
+    """The bounds of :class:`Lookahead`'s parameters (see its docstring)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    goals: int = Field(11, ge=1, le=_MAX_GRID)
+    min_margin: float = Field(0.0, gt=-1.0, lt=1.0)
+    max_margin: float = Field(0.2, le=1.0, allow_inf_nan=False)
+    horizon: int | None = Field(None, ge=1, le=_MAX_GRID)
+    rollouts: int = Field(4, ge=1, le=_MAX_GRID)
+    alpha: float = Field(1.0, ge=0.0, allow_inf_nan=False)
+    tau: float = Field(1.0, ge=0.0, allow_inf_nan=False)
+    floor: float = Field(1e-3, gt=0.0, lt=1.0)
 
 
-def _number(name: str, value: Any, lo: float, hi: float, interval: str) -> float:
-    """A real number in an interval written like ``[0, inf)`` (brackets say which ends count)."""
-    ok = isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
-    if ok:
-        value = float(value)
-        ok = math.isfinite(value) and (lo <= value if interval[0] == "[" else lo < value)
-        ok = ok and (value <= hi if interval[-1] == "]" else value < hi)
-    if not ok:
-        raise ValueError(f"lookahead: {name} must be a number in {interval}, got {value!r}")
-    return value
-
-
-def eq16_reward(
-    rr: np.ndarray, rf: np.ndarray, alpha: float, tau: float, floor: float
-) -> np.ndarray:
-    """R = α(1 + 0.9 log RR) + τ(1 + 0.9 log RF) (durable-recourse-rl eq. 16), elementwise.
-
-    RR and RF below ``floor`` are raised to it, so log 0 is finite. An undefined ratio
-    (NaN) also counts as ``floor``: at a simulated tick with a non-empty window, RR is NaN
-    only when nobody carried out their advice (RF = 0), and that is the failure the reward
-    should punish; skipping it would let a planner make advice unattainable on purpose.
-    """
-    rr = np.fmax(np.asarray(rr, dtype=float), floor)  # fmax takes the number over a NaN
-    rf = np.fmax(np.asarray(rf, dtype=float), floor)
-    out = np.zeros(np.broadcast(rr, rf).shape)
-    if alpha:
-        out += alpha * (1.0 + 0.9 * np.log(rr))
-    if tau:
-        out += tau * (1.0 + 0.9 * np.log(rf))
-    return out
+def _validated(**params: Any) -> LookaheadParams:
+    """Bounds, then the rules that tie two parameters; errors are one line naming the field."""
+    try:
+        p = LookaheadParams.model_validate(params)
+    except ValidationError as exc:
+        raise ConfigError(f"lookahead: {one_line(exc)}") from None
+    if p.max_margin < p.min_margin:
+        allowed = f"a number in [min_margin = {p.min_margin:g}, 1]"
+        raise ConfigError(f"lookahead: {problem('max_margin', p.max_margin, allowed)}")
+    if p.alpha == 0 and p.tau == 0:
+        allowed = "numbers >= 0, not both 0"
+        raise ConfigError(f"lookahead: {problem('alpha and tau', (p.alpha, p.tau), allowed)}")
+    return p
 
 
 class Lookahead:
@@ -82,7 +78,8 @@ class Lookahead:
         rollouts: simulations per candidate; rollout r of every candidate uses the same
             random streams (common random numbers), derived from (seed, tick, r).
         alpha, tau: weights of the RR and RF terms of eq. 16 (>= 0, not both 0).
-        floor: RR and RF below it (and undefined ones) count as ``floor`` in the log.
+        floor: RR and RF below it count as ``floor`` in the log; undefined ones follow
+            :func:`abm.metrics.reward_eq16`'s rule.
 
     During a rollout the selector keeps its candidate margin over the horizon (goal
     min(th' + δ, 1) at each simulated tick with threshold th'), so a candidate is "advise
@@ -104,17 +101,13 @@ class Lookahead:
         tau: float = 1.0,
         floor: float = 1e-3,
     ) -> None:
-        self.n_goals = _integer("goals", goals, 1, _MAX_GRID)
-        self.min_margin = _number("min_margin", min_margin, -1.0, 1.0, "(-1, 1)")
-        self.max_margin = _number("max_margin", max_margin, self.min_margin, 1.0, "[min_margin, 1]")
-        self.horizon_param = None if horizon is None else _integer("horizon", horizon, 1, _MAX_GRID)
-        self.horizon = self.horizon_param or 1  # set in prepare (default: the validity T)
-        self.rollouts = _integer("rollouts", rollouts, 1, _MAX_GRID)
-        self.alpha = _number("alpha", alpha, 0.0, math.inf, "[0, inf)")
-        self.tau = _number("tau", tau, 0.0, math.inf, "[0, inf)")
-        if self.alpha == 0 and self.tau == 0:
-            raise ValueError("lookahead: alpha and tau must not both be 0 (each in [0, inf))")
-        self.floor = _number("floor", floor, 0.0, 1.0, "(0, 1)")
+        p = _validated(goals=goals, min_margin=min_margin, max_margin=max_margin,
+                       horizon=horizon, rollouts=rollouts, alpha=alpha, tau=tau, floor=floor)  # fmt: skip
+        self.params = p
+        self.n_goals, self.min_margin, self.max_margin = p.goals, p.min_margin, p.max_margin
+        self.horizon_param = p.horizon
+        self.horizon = p.horizon or 1  # set in prepare (default: the validity T)
+        self.rollouts, self.alpha, self.tau, self.floor = p.rollouts, p.alpha, p.tau, p.floor
         self.margins = np.linspace(self.min_margin, self.max_margin, self.n_goals)
         self._simulate = None
         self._ticks = 0
@@ -158,7 +151,7 @@ class Lookahead:
                         rf.append(row["rf"])
             finally:
                 self._rollout_margin = None
-            values[j] = eq16_reward(rr, rf, self.alpha, self.tau, self.floor).mean()
+            values[j] = reward_eq16(rr, rf, self.alpha, self.tau, self.floor).mean()
         goals = np.array([self._goal(obs.threshold, m) for m in self.margins])
         return goals, values
 
@@ -167,8 +160,13 @@ class Lookahead:
         return float(min(threshold + margin, 1.0))
 
 
-def _policy(**params: Any):
+@functools.wraps(Lookahead.__init__, assigned=("__annotations__",), updated=())
+def _policy(**params: Any) -> CompositePolicy:
+    """Lookahead + exact-linear; takes (and the registry types) the goal selector's parameters."""
     return CompositePolicy(Lookahead(**params), ExactLinear())
+
+
+_policy.__signature__ = inspect.signature(Lookahead)  # type: ignore[attr-defined]
 
 
 def register(registry: Registry) -> None:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Annotated, Literal, get_args
+
 import numpy as np
+from pydantic import Field
 from scipy.special import logit
 
 from abm.behaviour import attainability
 from abm.interfaces import Feedback, PolicyContext, linear_logit
 
-COST_WEIGHTS = ("uniform", "true", "estimated")
+CostWeights = Literal["uniform", "true", "estimated"]
+COST_WEIGHTS: tuple[str, ...] = get_args(CostWeights)
 
 
 class DifficultyEstimator:
@@ -96,12 +100,22 @@ class ExactLinear:
     """Exactly optimal weighted-L1 recourse for linear (logistic) decision models.
 
     ``weights``: ``uniform`` (plain L1), ``true`` (oracle difficulties d) or
-    ``estimated`` (d learned online from observed implementation outcomes).
+    ``estimated`` (d learned online from observed implementation outcomes, eqs. 12-14,
+    starting at ``d0`` with step size ``eta0``).
     """
 
-    def __init__(self, weights: str = "uniform", d0: float = 0.5, eta0: float = 0.05) -> None:
+    def __init__(
+        self,
+        weights: CostWeights = "uniform",
+        d0: Annotated[float, Field(gt=0.0, le=1.0)] = 0.5,
+        eta0: Annotated[float, Field(ge=0.0)] = 0.05,
+    ) -> None:
         if weights not in COST_WEIGHTS:
             raise ValueError(f"weights must be one of {', '.join(COST_WEIGHTS)}, got {weights!r}")
+        if not 0.0 < d0 <= 1.0:
+            raise ValueError(f"d0 must be in (0, 1], got {d0!r}")
+        if not 0.0 <= eta0 < float("inf"):
+            raise ValueError(f"eta0 must be a finite number >= 0, got {eta0!r}")
         self.weights = weights
         self.d0, self.eta0 = d0, eta0
         self.estimator: DifficultyEstimator | None = None

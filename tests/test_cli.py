@@ -4,9 +4,12 @@ import json
 
 import pandas as pd
 import pytest
+import typer
 from typer.testing import CliRunner
 
-from abm.app.cli import app
+from abm.app import cli
+from abm.app.cli import app, friendly_errors, run
+from abm.validation import ConfigError
 
 runner = CliRunner()
 
@@ -53,32 +56,68 @@ def test_run_with_overrides_and_toml(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["run", "--policy", "bogus"], "unknown policy 'bogus'"),
-        (["run", "--scenario", "nope"], "unknown scenario 'nope'"),
-        (["run", "--set", "beta=-1"], "beta must be a number in (0, inf]"),
-        (["run", "--set", "kk=3"], "unknown scenario field(s): kk"),
-        (["run", "--set", "k"], "--set expects KEY=VALUE"),
-        (["run", "--ticks", "0"], "ticks must be an integer in [1, 1000000]"),
-        (
-            ["run", "--policy", "last-threshold+exact-linear:weights=wrong"],
-            "weights must be one of",
-        ),
+        # ours: the registry, the presets, the scenario config
+        (["run", "--policy", "bogus"], "policy = 'bogus' is not registered; allowed: "),
+        (["run", "--scenario", "nope"], "scenario = 'nope' is not a preset; allowed: a preset ("),
+        (["run", "--set", "beta=-1"], "beta = -1 is not allowed; allowed: a number in (0, inf]"),
+        (["run", "--set", "k=abc"], "k = 'abc' is not allowed; allowed: an integer >= 1"),
+        (["run", "--set", "kk=3"], "kk = 3 is not a known field; allowed: name, n_features"),
+        (["run", "--set", "k"], "--set = 'k' is not allowed; allowed: KEY=VALUE"),
+        (["run", "--policy", "last-threshold+exact-linear:weights=wrong"],
+         "weights = 'wrong' is not allowed; allowed: one of uniform, true, estimated"),
+        # typer's: bounds from ScenarioConfig, unknown options and commands
+        (["run", "--ticks", "0"], "--ticks = 0 is not allowed; allowed: an integer in [1, 1000000]"),
+        (["run", "--ticks", "abc"], "--ticks = abc is not allowed; allowed: an integer in [1, "),
+        (["run", "--seed=-1"], "--seed = -1 is not allowed; allowed: an integer in [0, 2**63 - 1]"),
+        (["run", "--tiks", "3"], "option = --tiks is not an option of `run`; "
+                                 "allowed: --scenario, --policy, --ticks"),
+        (["bogus"], "command = bogus is unknown; allowed: run, scenarios, policies"),
+        (["dashboard", "--port", "0"], "--port = 0 is not allowed; allowed: an integer in [1, 65535]"),
     ],
-)
+)  # fmt: skip
 def test_bad_input_is_one_line_exit_2(args, message, tmp_path):
-    result = runner.invoke(app, [*args, "--out", str(tmp_path / "x")])
-    assert result.exit_code == 2
-    text = " ".join(result.output.split())
-    assert message in text
-    assert "Traceback" not in result.output
+    if args[0] == "run":
+        args = [*args, "--out", str(tmp_path / "x")]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert message in lines[0]
+    assert not (tmp_path / "x").exists()
 
 
-def test_listings():
+def test_a_bug_is_not_a_bad_input():
+    """friendly_errors reports bad input in one line but lets a TypeError (a bug) through."""
+
+    @friendly_errors
+    def buggy() -> None:
+        raise TypeError("unsupported operand")
+
+    @friendly_errors
+    def bad_input() -> None:
+        raise ConfigError("k = 0 is not allowed; allowed: an integer >= 1")
+
+    with pytest.raises(TypeError):
+        buggy()
+    with pytest.raises(typer.Exit) as info:
+        bad_input()
+    assert info.value.exit_code == 2
+
+
+def test_commands_are_functions_that_raise(tmp_path):
+    """Called from Python, a command raises the one-line ConfigError instead of exiting."""
+    with pytest.raises(ConfigError, match="beta = -1 is not allowed"):
+        run(scenario="paper", ticks=2, out=tmp_path / "r", set_=["beta=-1"])
+    run(scenario="motivating-example", ticks=2, out=tmp_path / "r", events=False)
+    assert (tmp_path / "r" / "summary.json").exists()
+
+
+def test_listings(monkeypatch):
+    monkeypatch.setattr(cli.console, "width", 80)
     result = runner.invoke(app, ["scenarios"])
-    assert (
-        result.exit_code == 0
-        and "motivating-example" in result.output
-        and "paper-T5-hard" in result.output
-    )
+    assert result.exit_code == 0
+    assert "motivating-example" in result.output and "paper-T5-hard" in result.output
+    assert "threshold trap" in result.output and "100,000" in result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 80
     result = runner.invoke(app, ["policies"])
     assert result.exit_code == 0 and "threshold" in result.output and "none" in result.output

@@ -2,40 +2,82 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from abm import ConfigError, RecourseModel, ScenarioConfig, get_scenario
-from abm.scenarios import PRESETS
+from abm.scenarios import PRESETS, resolve_scenario, scenario_from_toml
 
 
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("k", 0, "k must be an integer in [1, inf]"),
-        ("k", 2.5, "k must be an integer"),
-        ("beta", 0.0, "beta must be a number in (0, inf]"),
-        ("beta", -1, "beta"),
-        ("validity", 0, "validity must be an integer in [1, 10000]"),
-        ("rho", -0.1, "rho must be a number in [0, inf)"),
-        ("nu", math.inf, "nu must be a number in [0, inf)"),
-        ("difficulty", (0.5,) * 9, "difficulty must list one value per feature (n_features=10)"),
-        ("difficulty", (0.5,) * 9 + (1.5,), "difficulty[9] must be a number in (0, 1]"),
-        ("mean_range", (0.8, 0.2), "mean_range must be a pair"),
-        ("immutable", (10,), "immutable entries must be feature indices in [0, 9]"),
-        ("decision_model", "svm", "decision_model must be one of"),
-        ("n_initial", -1, "n_initial must be an integer in [0, inf]"),
-        ("seed", -3, "seed must be an integer"),
+        ("k", 0, "k = 0 is not allowed; allowed: an integer >= 1"),
+        ("k", 2.5, "k = 2.5 is not allowed; allowed: an integer >= 1"),
+        ("k", True, "k = True is not allowed; allowed: an integer >= 1"),
+        ("k", "3", "k = '3' is not allowed; allowed: an integer >= 1"),
+        ("beta", 0.0, "beta = 0.0 is not allowed; allowed: a number in (0, inf]"),
+        ("beta", -1, "beta = -1 is not allowed; allowed: a number in (0, inf]"),
+        ("beta", math.nan, "beta = nan is not allowed; allowed: a number in (0, inf]"),
+        ("validity", 0, "validity = 0 is not allowed; allowed: an integer in [1, 10000]"),
+        ("rho", -0.1, "rho = -0.1 is not allowed; allowed: a number in [0, inf)"),
+        ("nu", math.inf, "nu = inf is not allowed; allowed: a number in [0, inf)"),
+        ("difficulty", (0.5,) * 9, "allowed: one number in (0, 1] per feature (n_features = 10"),
+        ("difficulty", (0.5,) * 9 + (1.5,), "difficulty = (0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 1.5) is not"),
+        ("difficulty", (0.5,) * 9 + ("x",), "difficulty[9] = 'x' is not allowed; allowed: one"),
+        ("mean_range", (0.8, 0.2), "mean_range = (0.8, 0.2) is not allowed; allowed: a pair"),
+        ("mean_range", (0.1, 0.2, 0.3), "allowed: a pair [lo, hi] with 0 <= lo <= hi <= 1"),
+        ("std_range", (0.0, 0.0), "std_range = (0.0, 0.0) is not allowed; allowed: a pair [lo, "
+                                  "hi] with 0 <= lo <= hi <= 10 and hi > 0"),
+        ("immutable", (10,), "immutable = (10,) is not allowed; allowed: feature indices in [0, 9]"),
+        ("immutable", tuple(range(10)), "leaving one feature mutable"),
+        ("decision_model", "svm", "decision_model = 'svm' is not allowed; allowed: one of "
+                                  "logistic, mlp"),
+        ("n_initial", -1, "n_initial = -1 is not allowed; allowed: an integer >= 0"),
+        ("seed", -3, "seed = -3 is not allowed; allowed: an integer in [0, 2**63 - 1]"),
+        ("name", "", "name = '' is not allowed; allowed: a non-empty string"),
     ],
-)
-def test_validation_names_field_and_range(field, value, message):
+)  # fmt: skip
+def test_validation_names_field_value_and_range(field, value, message):
     with pytest.raises(ConfigError) as info:
         ScenarioConfig().replace(**{field: value})
     assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_cross_field_checks_name_the_fields():
+    with pytest.raises(
+        ConfigError, match=r"n_initial \+ m = 0 is not allowed; allowed: at least 1"
+    ):
+        ScenarioConfig(n_initial=0, m=0)
+    # the difficulty check follows n_features
+    c = ScenarioConfig(n_features=3, difficulty=(0.5, 0.5, 0.5), immutable=(2,))
+    assert (c.n_features, c.difficulty, c.immutable) == (3, (0.5, 0.5, 0.5), (2,))
+    with pytest.raises(ConfigError, match=r"immutable = \(3,\).*indices in \[0, 2\]"):
+        c.replace(immutable=(3,))
+
+
+def test_types_are_kept_exact():
+    """Ints stay ints; numbers for float fields become floats, exactly; lists become tuples."""
+    c = ScenarioConfig().replace(k=np.int64(4), beta=1, difficulty=[1] * 10, mean_range=[0, 1])
+    assert type(c.k) is int and c.k == 4
+    assert type(c.beta) is float and c.beta == 1.0
+    assert c.difficulty == (1.0,) * 10 and all(type(d) is float for d in c.difficulty)
+    assert c.mean_range == (0.0, 1.0)
+    assert ScenarioConfig().replace(beta=math.inf).beta == math.inf  # "every change succeeds"
 
 
 def test_unknown_field_is_an_error():
-    with pytest.raises(ConfigError, match="unknown scenario field.*betta"):
+    with pytest.raises(ConfigError, match=r"betta = 0.1 is not a known field; allowed: name, "):
         ScenarioConfig().replace(betta=0.1)
+    with pytest.raises(ConfigError, match="kk = 3 is not a known field"):
+        ScenarioConfig.from_dict({"kk": 3})
+
+
+def test_description_is_a_label():
+    a, b = ScenarioConfig(description="one"), ScenarioConfig(description="two")
+    assert a == b and hash(a) == hash(b)
+    assert a != ScenarioConfig(k=8)
 
 
 def test_paper_presets_match_appendix_d():
@@ -57,7 +99,7 @@ def test_toml_roundtrip_and_base(tmp_path):
     path.write_text(
         'base = "paper-T5"\nbeta = 0.02\nk = 5\ndifficulty = [0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5]\n'
     )
-    c = ScenarioConfig.from_toml(path)
+    c = scenario_from_toml(path)
     assert (c.name, c.validity, c.beta, c.k) == ("mine", 5, 0.02, 5)
     assert c.difficulty == (0.5,) * 10
     model = RecourseModel(str(path), "threshold", ticks=3).run()
@@ -67,19 +109,25 @@ def test_toml_roundtrip_and_base(tmp_path):
 def test_toml_unknown_key_and_bad_syntax(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("kk = 3\n")
-    with pytest.raises(ConfigError, match="unknown scenario field.*kk"):
-        ScenarioConfig.from_toml(bad)
+    with pytest.raises(ConfigError, match="kk = 3 is not a known field"):
+        scenario_from_toml(bad)
     broken = tmp_path / "broken.toml"
     broken.write_text("k = = 3\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
-        ScenarioConfig.from_toml(broken)
-    with pytest.raises(ConfigError, match="not found"):
-        ScenarioConfig.from_toml(tmp_path / "missing.toml")
+        scenario_from_toml(broken)
+    with pytest.raises(ConfigError, match="missing.toml' does not exist; allowed: an existing"):
+        scenario_from_toml(tmp_path / "missing.toml")
+    with pytest.raises(ConfigError, match="scenario = 'nope' is not a preset; allowed: .*paper-T5"):
+        resolve_scenario("nope")
+    based = tmp_path / "based.toml"
+    based.write_text("base = 3\n")
+    with pytest.raises(ConfigError, match="base = 3 is not allowed; allowed: a preset name"):
+        scenario_from_toml(based)
 
 
 def test_config_is_frozen_and_hashable():
     c = get_scenario("paper")
-    with pytest.raises(AttributeError):
+    with pytest.raises(AttributeError, match="frozen"):
         c.k = 3  # type: ignore[misc]
     assert hash(c) == hash(get_scenario("paper"))
 

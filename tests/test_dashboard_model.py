@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("solara")
 
 from abm import RecourseModel  # noqa: E402
-from abm.config import ConfigError  # noqa: E402
+from abm.validation import ConfigError  # noqa: E402
 from dashboards import charts  # noqa: E402
 from dashboards.demos import DEMOS, available_demos  # noqa: E402
 from dashboards.settings import (  # noqa: E402
@@ -33,14 +33,18 @@ def test_settings_follow_the_preset_and_resolve_to_its_config():
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"beta": "-1"}, "beta must be a number in (0, inf], got -1"),
-        ({"beta": "abc"}, "beta must be a number"),
-        ({"difficulty": "0.5, 0.5"}, "difficulty must list one value per feature (n_features=10)"),
+        ({"beta": "-1"}, "beta = -1 is not allowed; allowed: a number in (0, inf]"),
+        ({"beta": "abc"}, "beta = 'abc' is not allowed; allowed: a number in (0, inf]"),
+        (
+            {"difficulty": "0.5, 0.5"},
+            "difficulty = (0.5, 0.5) is not allowed; allowed: one number in (0, 1] per feature "
+            "(n_features = 10 of them)",
+        ),
         (
             {"difficulty": "2, 0.15, 0.85, 0.78, 0.25, 0.18, 0.29, 0.83, 0.91, 0.10"},
-            "difficulty[0]",
+            "difficulty = (2.0, 0.15,",
         ),
-        ({"n_initial": 0, "m": 0}, "n_initial and m cannot both be 0"),
+        ({"n_initial": 0, "m": 0}, "n_initial + m = 0 is not allowed; allowed: at least 1"),
     ],
 )
 def test_bad_settings_raise_the_cli_message(changes, message):
@@ -166,6 +170,6 @@ def test_page_steps_and_shows_errors(page):
     beta = [w for w in rc.find(v.TextField).widgets if "β" in str(w.label)][0]
     beta.v_model = "-1"
     beta.fire_event("keyup.enter", None)  # solara.InputText applies on Enter / focus out
-    assert "beta must be a number in (0, inf], got -1" in _text(rc, v)
+    assert "beta = -1 is not allowed; allowed: a number in (0, inf]" in _text(rc, v)
     # the model kept running: Step still works
     rc.find(v.Btn, children=["Step"]).widget.click()

@@ -8,9 +8,10 @@ import pytest
 
 from abm import RecourseModel
 from abm.interfaces import PolicyContext
+from abm.metrics import reward_eq16
 from abm.registry import REGISTRY, make_policy
 from policies.composite import CompositePolicy
-from policies.lookahead import Lookahead, eq16_reward
+from policies.lookahead import Lookahead
 from policies.recommenders import ExactLinear
 
 TICKS = 20
@@ -99,7 +100,7 @@ class Probe:
 
     def recommend(self, obs, rng):
         m = self.model
-        if m._simulating:  # called by the rollout itself: just advise
+        if self.simulate.running:  # called by the rollout itself: just advise
             return self.inner.recommend(obs, rng)
         before = {n: g.bit_generator.state for n, g in m.streams._gens.items()}
         pop, tick, next_id = m.population, m.tick, m._next_id
@@ -128,14 +129,14 @@ def test_simulator_leaves_the_real_model_alone():
     pd.testing.assert_frame_equal(
         model.tick_table(), _run("threshold", "paper-T5", seed=1, ticks=12).tick_table()
     )
-    with pytest.raises(RuntimeError, match="only be called while the policy recommends"):
+    with pytest.raises(RuntimeError, match="between decide\\(\\) and respond\\(\\)"):
         probe.simulate(1)
 
 
 def test_simulations_cannot_nest():
     class Nesting(Probe):
         def recommend(self, obs, rng):
-            if self.model._simulating:  # inside the rollout: try to fork again
+            if self.simulate.running:  # inside the rollout: try to fork again
                 self.simulate(1)
             with pytest.raises(RuntimeError, match="cannot be nested"):
                 self.simulate(1)
@@ -174,6 +175,9 @@ def test_choice_is_the_argmax_of_the_simulated_reward():
                 look._rollout_margin = None
                 terms = []
                 for row in rows:
+                    if row["rf"] != row["rf"]:  # nothing to measure: reward 0
+                        terms.append(0.0)
+                        continue
                     rr = row["rr"] if row["rr"] >= 0.01 else 0.01  # NaN fails: floor
                     rf = row["rf"] if row["rf"] >= 0.01 else 0.01
                     terms.append(2.0 * (1 + 0.9 * math.log(rr)) + 0.5 * (1 + 0.9 * math.log(rf)))
@@ -216,44 +220,56 @@ def test_horizon_defaults_to_validity_and_stops_at_the_episode_end():
     assert look.plans[6] is not None  # one tick left: horizon cut to 1
 
 
-def test_eq16_reward_floor_and_nan():
-    r = eq16_reward([1.0, 0.5, 0.0, np.nan], [1.0, 1.0, 1.0, 1.0], alpha=1, tau=2, floor=1e-3)
+def test_planner_scores_with_the_one_eq16_reward():
+    # lookahead scores rollouts with abm.metrics.reward_eq16 (its floor and NaN rule)
+    r = reward_eq16([1.0, 0.5, 0.0, np.nan], [1.0, 1.0, 1.0, 0.0], alpha=1, tau=2, floor=1e-3)
     floor_term = 1 + 0.9 * math.log(1e-3)
     np.testing.assert_allclose(
-        r, [3.0, 1 + 0.9 * math.log(0.5) + 2, floor_term + 2, floor_term + 2]
+        r, [3.0, 1 + 0.9 * math.log(0.5) + 2, floor_term + 2, 3 * floor_term]
     )
-    assert eq16_reward([np.nan], [0.0], alpha=0, tau=1, floor=0.1)[0] == pytest.approx(
-        1 + 0.9 * math.log(0.1)
-    )
+    assert reward_eq16([np.nan], [np.nan], alpha=1, tau=1, floor=0.1)[0] == 0.0
 
 
 @pytest.mark.parametrize(
     "spec, field, allowed",
     [
-        ("lookahead:goals=0", "goals", "[1, 1000]"),
-        ("lookahead:goals=2.5", "goals", "[1, 1000]"),
-        ("lookahead:horizon=0", "horizon", "[1, 1000]"),
-        ("lookahead:rollouts=0", "rollouts", "[1, 1000]"),
-        ("lookahead:alpha=-1", "alpha", "[0, inf)"),
-        ("lookahead:tau=nan", "tau", "[0, inf)"),
-        ("lookahead:alpha=0,tau=0", "alpha and tau", "[0, inf)"),
-        ("lookahead:floor=0", "floor", "(0, 1)"),
-        ("lookahead:floor=1", "floor", "(0, 1)"),
-        ("lookahead:min_margin=-1", "min_margin", "(-1, 1)"),
-        ("lookahead:min_margin=0.1,max_margin=0.05", "max_margin", "[min_margin, 1]"),
-        ("lookahead:max_margin=1.5+exact-linear", "max_margin", "[min_margin, 1]"),
-        ("lookahead:goals=many", "goals", "[1, 1000]"),
+        ("lookahead:goals=0", "goals = 0", ">= 1"),
+        ("lookahead:goals=1001", "goals = 1001", "<= 1000"),
+        ("lookahead:goals=2.5", "goals = '2.5'", "an integer"),
+        ("lookahead:horizon=0", "horizon = 0", ">= 1"),
+        ("lookahead:rollouts=0", "rollouts = 0", ">= 1"),
+        ("lookahead:alpha=-1", "alpha = -1.0", ">= 0"),
+        ("lookahead:tau=nan", "tau = ", "a number"),
+        ("lookahead:alpha=0,tau=0", "alpha and tau", "not both 0"),
+        ("lookahead:floor=0", "floor = 0.0", "> 0"),
+        ("lookahead:floor=1", "floor = 1.0", "< 1"),
+        ("lookahead:min_margin=-1", "min_margin = -1.0", "> -1"),
+        ("lookahead:min_margin=0.1,max_margin=0.05", "max_margin = 0.05", "[min_margin = 0.1, 1]"),
+        ("lookahead:max_margin=1.5+exact-linear", "max_margin = 1.5", "<= 1"),
+        ("lookahead:goals=many", "goals = 'many'", "an integer"),
     ],
 )
 def test_bad_parameters_name_field_and_range(spec, field, allowed):
     with pytest.raises(ValueError) as err:
         make_policy(spec)
-    assert field in str(err.value) and allowed in str(err.value)
+    message = str(err.value)
+    assert "lookahead" in message and field in message and allowed in message
+    assert "\n" not in message
+
+
+def test_parameters_are_typed():
+    look = make_policy("lookahead:goals=4,rollouts=2,alpha=2,horizon=3").goal
+    assert (look.n_goals, look.rollouts, look.horizon_param) == (4, 2, 3)
+    assert isinstance(look.n_goals, int) and isinstance(look.alpha, float)
+    with pytest.raises(ValueError, match="goals = 0"):
+        Lookahead(goals=0)  # built directly, the same bounds hold
 
 
 def test_unknown_parameter_and_missing_simulator():
-    with pytest.raises(ValueError, match="bad parameters for goal selector 'lookahead'"):
+    with pytest.raises(ValueError, match="goal selector 'lookahead' has no parameter 'gamma'"):
         make_policy("lookahead:gamma=1+exact-linear")
+    with pytest.raises(ValueError, match="policy 'lookahead' has no parameter 'gamma'"):
+        make_policy("lookahead:gamma=1")
     ctx = PolicyContext(
         decision_model=None, lower=np.zeros(2), upper=np.ones(2), immutable=np.zeros(2, bool),
         difficulty=np.ones(2), k=1, m=1, validity=1, beta=0.05, ticks=10,

@@ -1,19 +1,21 @@
 """RL environments (gymnasium check_env), reward eq. 16 and the observation encoding."""
 
+import hashlib
 import warnings
 
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from abm.app.envs import PopulationEnv, RecommenderEnv, reward_eq16
+from abm.app.envs import PopulationEnv, RecommenderEnv
+from abm.metrics import reward_eq16
 from abm.model import RecourseModel
 from policies.rl.encoding import encode_observation, observation_size
 
 
 def _check(env):
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "no spec / render modes" notes, not failures
+        warnings.simplefilter("error")  # a check_env warning is a failure
         check_env(env, skip_render_check=True)
 
 
@@ -86,15 +88,72 @@ def test_direction_action_reaches_the_goal_along_the_direction():
     assert np.all(delta >= -1e-12)  # non-negative direction u = (a + 1) / 2
     with pytest.raises(ValueError, match="action must be one of"):
         RecommenderEnv("paper", action="absolute")
-    with pytest.raises(ValueError, match=r"max_step must be a number in \(0, 1\]"):
+    with pytest.raises(
+        ValueError, match=r"max_step = 0.0 is not allowed; allowed: a number in \(0, 1\]"
+    ):
         RecommenderEnv("paper", max_step=0.0)
 
 
 def test_reward_eq16_handles_undefined_and_zero_ratios():
+    floor_term = 1 + 0.9 * np.log(1e-3)
     assert reward_eq16(1.0, 1.0, 2.0, 3.0, 1e-3) == pytest.approx(5.0)
+    # an empty window (RF undefined): nothing to measure, reward 0
     assert reward_eq16(float("nan"), float("nan"), 2.0, 3.0, 1e-3) == 0.0
+    # nobody carried out their advice (RR undefined, RF = 0): both terms at the floor
+    assert reward_eq16(float("nan"), 0.0, 2.0, 3.0, 1e-3) == pytest.approx(5 * floor_term)
     assert reward_eq16(float("nan"), 0.5, 0.0, 1.0, 1e-3) == pytest.approx(1 + 0.9 * np.log(0.5))
-    assert reward_eq16(0.0, 1.0, 1.0, 0.0, 1e-3) == pytest.approx(1 + 0.9 * np.log(1e-3))
+    assert reward_eq16(0.0, 1.0, 1.0, 0.0, 1e-3) == pytest.approx(floor_term)
+    # elementwise over ticks, the same numbers as one tick at a time
+    rr, rf = [1.0, np.nan, 0.2, np.nan], [0.5, 0.0, 0.3, np.nan]
+    many = reward_eq16(rr, rf, 7.0, 5.0, 1e-3)
+    assert many.tolist() == [reward_eq16(a, b, 7.0, 5.0, 1e-3) for a, b in zip(rr, rf, strict=True)]
+
+
+# Recorded from the threaded PopulationEnv before it drove decide/respond itself:
+# SHA-256 of the float32 observations and of repr() of the (ticks, rr, rf, goal) infos
+# over two 100-tick episodes (reset(seed=7), then reset()), actions sin(0.7 i + episode).
+# The rewards' digest is the one of eq. 16 with the NaN rule of abm.metrics.reward_eq16.
+_FINGERPRINT = {
+    "default": (
+        "24eea9f982064ec779140efea1688f8b25a3ba796b2c5169ac5f9416e850fc2e",
+        "c423a289e74c13cc51a7e8bbd3d771d096ba8bec2b348af1e366c29461bb2789",
+        "b260c0382ce394444b1e4276f87328b466824637a04aefbe5a2d31443f443802",
+    ),
+    "T5": (
+        "c12e6c03001337540291f4313ed8a7645915e51e86cc7baa1acaf23d5e899cbe",
+        "45c0f8d7b466b48501eda2b48b159cd6dcf81c39019c18ca0050dbc8f496ca6f",
+        "6a95f983e2c4287186d4d47ee91319f7ea66ef1465168cf12926de353a94b806",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "name, kwargs", [("default", {}), ("T5", dict(validity=5, alpha=2.0, tau=0.5))]
+)
+def test_population_env_sequence_is_unchanged(name, kwargs):
+    env = PopulationEnv("paper", **kwargs)
+    obs_digest = hashlib.sha256()
+    rewards, infos, seeds = [], [], []
+    for episode in range(2):
+        obs, info = env.reset(seed=7) if episode == 0 else env.reset()
+        obs_digest.update(obs.tobytes())
+        seeds.append(info["seed"])
+        for i in range(200):
+            action = np.array([np.sin(0.7 * i + episode)], dtype=np.float32)
+            obs, r, terminated, truncated, info = env.step(action)
+            obs_digest.update(obs.tobytes())
+            rewards.append(r)
+            infos.append((info["ticks"], info.get("rr"), info.get("rf"), info["goal"]))
+            assert not truncated
+            if terminated:
+                break
+    assert seeds == [2029167940, 1342382291] and len(rewards) == 200
+    got = (
+        obs_digest.hexdigest(),
+        hashlib.sha256(repr(infos).encode()).hexdigest(),
+        hashlib.sha256(repr(rewards).encode()).hexdigest(),
+    )
+    assert got == _FINGERPRINT[name]
 
 
 def test_population_env_drives_the_model_and_matches_a_plain_run():
@@ -125,13 +184,35 @@ def test_population_env_drives_the_model_and_matches_a_plain_run():
 
 def test_population_env_abandons_an_episode_cleanly():
     env = PopulationEnv("paper", ticks=10)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(np.array([0.0], dtype=np.float32))
     env.reset(seed=0)
     env.step(np.array([0.0], dtype=np.float32))
-    first = env._thread
-    env.reset(seed=1)  # the half-run episode's thread is stopped
-    assert not first.is_alive()
+    half_run = env.model
+    obs, _ = env.reset(seed=1)  # a new model; the half-run one is simply dropped
+    assert env.model is not half_run and env.model.tick == 0
+    fresh, _ = PopulationEnv("paper", ticks=10).reset(seed=1)
+    np.testing.assert_array_equal(obs, fresh)
+    done = False
+    while not done:
+        *_, done, _, _ = env.step(np.array([0.0], dtype=np.float32))
+    with pytest.raises(RuntimeError, match="reset"):  # the episode is over
+        env.step(np.array([0.0], dtype=np.float32))
     env.close()
-    assert env._thread is None
+
+
+def test_population_env_reward_is_eq16_over_the_step_ticks():
+    env = PopulationEnv("paper", alpha=2.0, tau=0.5, ticks=12)
+    env.reset(seed=3)
+    rewards = []
+    done = False
+    while not done:
+        _, r, done, _, info = env.step(np.array([-0.5], dtype=np.float32))
+        rewards.append(r)
+        assert info["ticks"] == 1  # m > k: every tick has rejected applicants to advise
+    t = env.model.tick_table()
+    expected = [reward_eq16(a, b, 2.0, 0.5, 1e-3) for a, b in zip(t["rr"], t["rf"], strict=True)]
+    assert rewards == expected
 
 
 def test_encoding_is_order_invariant():
@@ -173,24 +254,7 @@ def test_predictor_action_is_a_margin_above_the_last_threshold():
     np.testing.assert_allclose(goal_from_action(a, 0.6, 0.3), [0.6, 0.75, 0.9, 0.9])
     np.testing.assert_allclose(goal_from_action(a[2:3], 0.9, 0.3), [1.0])  # capped at 1
     np.testing.assert_allclose(goal_from_action(a[1:2], float("nan"), 0.3), [0.15])
-    with pytest.raises(ValueError, match=r"max_margin must be a number in \(0, 1\]"):
+    with pytest.raises(
+        ValueError, match=r"max_margin = 0.0 is not allowed; allowed: a number in \(0, 1\]"
+    ):
         PopulationEnv("paper", max_margin=0.0)
-
-
-def test_study_points_retry_failures_and_keep_the_latest_row(tmp_path):
-    from abm.app.experiments.pareto import _append, _read_rows
-
-    path = tmp_path / "points.csv"
-    base = {"family": "hybrid", "policy": "p", "rr_std": 0, "rf_std": 0, "gini": 0, "cost": 0,
-            "n_unadvised": 0, "episodes": 10, "seconds": 1}  # fmt: skip
-    _append(
-        path, {**base, "method": "hybrid-ustun", "alpha": "1", "tau": "4", "rr": "nan", "rf": "nan"}
-    )
-    _append(
-        path, {**base, "method": "hybrid-ustun", "alpha": "1", "tau": "1", "rr": 0.5, "rf": 0.4}
-    )
-    _append(
-        path, {**base, "method": "hybrid-ustun", "alpha": "1", "tau": "1", "rr": 0.6, "rf": 0.3}
-    )
-    rows = _read_rows(path)
-    assert [(r["alpha"], r["tau"], float(r["rr"])) for r in rows] == [("1", "1", 0.6)]

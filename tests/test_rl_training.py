@@ -1,8 +1,8 @@
 """SAC training smoke test, artefacts (round trip, tampering), learned policies, resume, CLI."""
 
 import json
+import pickle
 import shutil
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -16,17 +16,30 @@ from abm.app.experiments.rl_training import (
     RECOMMENDER_MAX_STEP,
     RECOMMENDER_OBSERVATION,
     RECOMMENDER_SAC,
+    SACParams,
     train_predictor,
     train_recommender,
 )
 from abm.model import RecourseModel
 from abm.registry import make_policy
-from policies.rl.artefacts import ArtefactError, load_sac, read_manifest
+from abm.validation import ConfigError
+from policies.rl.artefacts import ArtefactError, load_sac, read_manifest, sha256
 
 TINY = dict(ticks=10)
-SAC_TINY = replace(
-    PREDICTOR_SAC, net=(32, 32), learning_starts=30, batch_size=64, learning_rate=3e-3, gamma=0.5
+SAC_TINY = PREDICTOR_SAC.replace(
+    net=(32, 32), learning_starts=30, batch_size=64, learning_rate=3e-3, gamma=0.5
 )
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """Training runs on one torch thread, as `recourse-abm train` does."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +48,7 @@ def trained(tmp_path_factory):
     root = tmp_path_factory.mktemp("rl")
     rec = root / "rec"
     train_recommender(rec, warmup_episodes=5, episodes=10, checkpoint_every=50,
-                      sac=replace(RECOMMENDER_SAC, net=(32, 32), learning_starts=30, batch_size=32))  # fmt: skip
+                      sac=RECOMMENDER_SAC.replace(net=(32, 32), learning_starts=30, batch_size=32))  # fmt: skip
     pred = root / "pred"
     train_predictor(pred, alpha=0.0, tau=1.0, recommender="exact-linear", steps=300, seed=0,
                     sac=SAC_TINY, checkpoint_every=100, **TINY)  # fmt: skip
@@ -78,6 +91,9 @@ def test_manifest_round_trip_and_learning_curve(trained):
     assert (pred / "learning_curve.csv").read_text().startswith("episode,timesteps,reward")
     r = read_manifest(rec, "recommender")
     assert len(r["d_hat"]) == 10 and r["d_error"] >= 0
+    # StopTrainingOnMaxEpisodes ends φ's training after warm-up + episodes, one curve row each
+    assert r["episodes_trained"] == 15
+    assert len((rec / "learning_curve.csv").read_text().splitlines()) == 1 + 15
     assert (
         r["obs_dim"] == 24
         and r["action_mode"] == "direction"
@@ -96,7 +112,7 @@ def test_learned_recommender_rebuilds_the_training_observation(trained, tmp_path
     _, rec, _, _ = trained
     direct = tmp_path / "direct"
     train_recommender(direct, warmup_episodes=2, episodes=3, checkpoint_every=50, action="direct",
-                      max_step=0.25, sac=replace(RECOMMENDER_SAC, net=(16,), learning_starts=10, batch_size=8))  # fmt: skip
+                      max_step=0.25, sac=RECOMMENDER_SAC.replace(net=(16,), learning_starts=10, batch_size=8))  # fmt: skip
     assert read_manifest(direct, "recommender")["env"]["reward_scale"] == 30.0
     ctx = RecourseModel("paper", "none", ticks=1).context
     X = np.random.default_rng(1).uniform(0, 1, (20, 10))
@@ -155,7 +171,7 @@ def test_bad_artefacts_are_refused(trained, tmp_path):
     with pytest.raises(ArtefactError, match="sha256|n_features|obs_dim"):
         load_sac(tampered, "recommender", n_features=10, obs_dim=11)
     swapped = _copy(pred, tmp_path / "swapped")
-    shutil.copy(rec / "model.zip", swapped / "model.zip")
+    shutil.copy(rec / "actor.safetensors", swapped / "actor.safetensors")
     with pytest.raises(ArtefactError, match="sha256"):
         load_sac(swapped, "predictor")
     missing = _copy(pred, tmp_path / "missing")
@@ -179,11 +195,96 @@ def test_bad_artefacts_are_refused(trained, tmp_path):
         RecourseModel("paper", f"rl-recommender:path={old_phi}", ticks=1)
 
 
+class _Boom:
+    """A pickle that would create ``path`` when unpickled."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (type(self.path).touch, (self.path,))
+
+
+def test_crafted_artefact_is_refused_without_running_code(trained, tmp_path):
+    """A pickle (plain, or torch's zip of one) disguised as the weights, with the manifest's
+    hash updated to match, is refused as not safetensors; its code never runs."""
+    import torch
+
+    _, _, pred, _ = trained
+    marker = tmp_path / "code-ran"
+    for name, write in (("pickle", lambda f: f.write_bytes(pickle.dumps(_Boom(marker)))),
+                        ("torch", lambda f: torch.save({"w": _Boom(marker)}, f))):  # fmt: skip
+        crafted = _copy(pred, tmp_path / name)
+        write(crafted / "actor.safetensors")
+        m = json.loads((crafted / "manifest.json").read_text())
+        m["weights_sha256"] = sha256(crafted / "actor.safetensors")
+        (crafted / "manifest.json").write_text(json.dumps(m))
+        with pytest.raises(ArtefactError, match="not a safetensors file"):
+            load_sac(crafted, "predictor")
+        assert not marker.exists(), name
+    # a format-1 artefact (SB3 zip, pickles inside) is refused before anything is read
+    old = _copy(pred, tmp_path / "format1")
+    (old / "model.zip").write_bytes(pickle.dumps(_Boom(marker)))
+    m = json.loads((old / "manifest.json").read_text())
+    m["format"] = 1
+    (old / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(ArtefactError, match="format-1.*convert_artefacts"):
+        load_sac(old, "predictor")
+    # weights of another architecture than the manifest's policy
+    other = _copy(pred, tmp_path / "arch")
+    m = json.loads((other / "manifest.json").read_text())
+    m["policy"]["net_arch"] = [16]
+    (other / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(ArtefactError, match="does not fit the manifest's policy"):
+        load_sac(other, "predictor")
+    assert not marker.exists()
+
+
+def test_training_parameters_are_frozen_validated_models():
+    with pytest.raises(ConfigError, match=r"^net\[0\] = 0 is not allowed; allowed: a number >= 1$"):
+        SACParams.make(net=(0, 64))
+    with pytest.raises(ConfigError, match="gama.*allowed: net, learning_rate"):
+        PREDICTOR_SAC.replace(gama=0.5)
+    with pytest.raises(ConfigError, match="^gamma = 1.5 is not allowed; allowed: a number <= 1$"):
+        PREDICTOR_SAC.replace(gamma=1.5)
+    with pytest.raises(ValueError):  # frozen
+        PREDICTOR_SAC.gamma = 0.5
+    assert PREDICTOR_SAC.replace(gamma=0.5).sb3_kwargs()["gamma"] == 0.5
+    with pytest.raises(ConfigError, match="^alpha = -1.0 is not allowed"):
+        train_predictor("unused", alpha=-1.0, tau=1.0)
+    with pytest.raises(ConfigError, match="^action = 'sideways' is not allowed; allowed: one of"):
+        train_recommender("unused", action="sideways")
+
+
+def test_same_seed_same_learning_curve_and_weights_with_or_without_evaluation(tmp_path):
+    """EvalCallback evaluates on its own environment and never perturbs training."""
+    kw = dict(alpha=1.0, tau=1.0, seed=4, steps=60, sac=SAC_TINY, checkpoint_every=1000, **TINY)
+    a = train_predictor(tmp_path / "a", **kw)
+    b = train_predictor(tmp_path / "b", eval_every=20, eval_episodes=1, **kw)
+    curve = [(tmp_path / d / "learning_curve.csv").read_text() for d in "ab"]
+    assert curve[0] == curve[1] and len(curve[0].splitlines()) == 1 + 60 // TINY["ticks"]
+    assert a["weights_sha256"] == b["weights_sha256"]
+    with np.load(tmp_path / "b" / "evaluations.npz", allow_pickle=False) as ev:
+        assert ev["timesteps"].tolist() == [20, 40, 60]
+        assert ev["results"].shape == (3, 1) and np.isfinite(ev["results"]).all()
+    assert b["evaluations"] == "evaluations.npz" and "evaluations" not in a
+
+
 def test_resume_continues_from_the_latest_checkpoint(tmp_path):
+    import torch
+
     out = tmp_path / "p"
     kw = dict(alpha=1.0, tau=1.0, seed=3, sac=SAC_TINY, checkpoint_every=40, **TINY)
     train_predictor(out, steps=80, **kw)
     curve_rows = len((out / "learning_curve.csv").read_text().splitlines())
+    # checkpoints hold tensors, arrays and JSON only: each reads back with pickles refused
+    files = sorted(f.name for f in (out / "checkpoints").iterdir())
+    assert files == [f"step_0000000{s}{x}" for s in (40, 80)
+                     for x in (".json", ".pt", "_buffer.npz")]  # fmt: skip
+    torch.load(out / "checkpoints" / "step_000000080.pt", weights_only=True)
+    with np.load(out / "checkpoints" / "step_000000080_buffer.npz", allow_pickle=False) as buf:
+        # SB3 stores a step's transition after the callbacks ran: step 80 keeps 79
+        assert buf["observations"].shape[0] == 79
     m = train_predictor(out, steps=120, resume=True, **kw)  # "interrupted" at 80, asked for 120
     assert m["steps"] == 120
     assert len((out / "learning_curve.csv").read_text().splitlines()) > curve_rows
@@ -220,6 +321,7 @@ def test_shipped_artefacts_load_and_act_deterministically():
         assert (t.loc[advised, "mean_goal"] >= t.loc[advised, "threshold"] - 1e-12).all()
 
 
+@pytest.mark.slow
 def test_pareto_study_runs_every_piece_on_a_tiny_budget(tmp_path):
     """`reproduce pareto` end to end: own hybrid predictors, φ reused across T, merged Table 3,
     resume without new work, and a φ of the wrong β refused."""

@@ -75,6 +75,7 @@ def test_results_match_a_direct_model_run(serial_reference):
         (3, "threshold", 0), (3, "threshold", 1), (3, "none", 0)]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_local_workers_match_serial(tmp_path, serial_reference):
     status = run_study(Study.from_toml(tiny_study(tmp_path)), tmp_path / "local", workers=2)
     assert status.backend == "local x2" and status.completed == 8
@@ -135,9 +136,14 @@ class Exploding:
 
 
 def test_a_failing_run_is_recorded_and_the_study_goes_on(tmp_path, monkeypatch):
-    import policies
+    from abm.registry import REGISTRY, Registry
 
-    monkeypatch.setitem(policies.POLICIES, "exploding", policies.Entry(Exploding, "test"))
+    scratch = Registry(load_plugins=False)
+    scratch.policy("exploding", Exploding, "test")
+    REGISTRY.entries("policy")  # the plugins load first, then the test policy joins them
+    monkeypatch.setitem(
+        REGISTRY._entries["policy"], "exploding", scratch.get("policy", "exploding")
+    )
     study = Study.build("paper", ticks=4, seeds=2, sweep={"policy": ["threshold", "exploding"]})
     out = tmp_path / "out"
     status = run_study(study, out, workers=1)
@@ -217,3 +223,125 @@ def test_a_killed_worker_process_loses_only_its_run(tmp_path):
     assert proc.returncode == 0, output.decode()
     run_study(Study.from_toml(study), tmp_path / "clean", workers=1)
     assert_same_results(tmp_path / "clean", out)
+
+
+# -- other experiments on the same runner ------------------------------------------------
+def test_recommender_bench_study_end_to_end(tmp_path):
+    from abm.app.evaluation import benchmark_recommenders
+    from abm.app.study import report
+
+    study = Study.build("paper", experiment="recommender-bench", seeds=[1], set={"n": 12},
+                        sweep={"recommender": ["exact-linear (true d)", "ustun"]})  # fmt: skip
+    status = run_study(study, tmp_path / "bench", workers=1)
+    assert (status.completed, status.errors) == (2, 0)
+    ticks, runs = load_study(tmp_path / "bench")
+    assert ticks.empty and "policy" not in runs
+    bench = benchmark_recommenders(n=12, seed=1, names=["exact-linear", "ustun"])
+    direct = {r["recommender"]: r for r in bench}
+    for row in runs.itertuples():
+        assert (row.error, row.cost) == (
+            direct[row.recommender]["error"],
+            direct[row.recommender]["cost"],
+        )
+    assert runs.set_index("recommender").loc["ustun", "error"] < 1e-12
+    table, pngs = report(tmp_path / "bench", plots=tmp_path / "plots")
+    assert list(table["recommender"]) == ["exact-linear (true d)", "ustun"] and len(pngs) == 2
+
+
+def test_safear_population_study_end_to_end(tmp_path):
+    from abm.app.experiments.safear.population_study import run_episode
+
+    study = Study.build("paper", experiment="safear-population", ticks=4, seeds=2,
+                        set={"risk_aversion": [0.0, 1.0]},
+                        sweep={"policy": ["threshold", "safear:beta_risk=1"]})  # fmt: skip
+    status = run_study(study, tmp_path / "pop", workers=1)
+    assert (status.completed, status.errors) == (4, 0)
+    _, runs = load_study(tmp_path / "pop")
+    for row in runs.to_dict("records"):
+        direct = run_episode("paper", row["policy"], row["seed"], ticks=4, risk_aversion=(0.0, 1.0))
+        got = {k: row[k] for k in direct}
+        assert json.dumps(got) == json.dumps(direct)  # NaN-aware equality
+    assert runs.loc[runs.policy == "safear:beta_risk=1", "plan_exp_cost"].notna().all()
+
+
+def test_pareto_eval_point_is_the_paired_evaluation(tmp_path):
+    from abm.app.evaluation import evaluate
+
+    study = Study.build("paper", experiment="pareto-eval", ticks=5, seeds=[3],
+                        set={"episodes": 2, "method": "threshold"}, policy="threshold")  # fmt: skip
+    run_study(study, tmp_path / "p", workers=1)
+    _, runs = load_study(tmp_path / "p")
+    ev = evaluate("paper", "threshold", episodes=2, seed=3, ticks=5)
+    row = runs.iloc[0]
+    assert (row.rr, row.rr_std, row.rf, row.cost) == (ev["rr_mean"], ev["rr_std"], ev["rf_mean"],
+                                                      ev["cost_mean"])  # fmt: skip
+    assert row.n_unadvised == ev["n_unadvised"] and row.episodes == 2
+
+
+# -- the Pareto study's evaluations: a study store, an older points.csv converted once ---------
+def _points_csv(path, rows):
+    import csv
+
+    from abm.app.experiments.pareto import POINT_COLUMNS
+
+    base = {"family": "hybrid", "rr_std": 0, "rf_std": 0, "gini": 0, "cost": 0, "n_unadvised": 0,
+            "episodes": 10, "seconds": 1}  # fmt: skip
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=POINT_COLUMNS)
+        w.writeheader()
+        for r in rows:
+            w.writerow({**base, **r})
+
+
+def test_points_csv_is_converted_once_failures_dropped_and_the_latest_row_kept(tmp_path):
+    from abm.app.experiments.pareto import StudyConfig, convert_points_csv, read_points
+
+    _points_csv(tmp_path / "points.csv", [
+        {"method": "hybrid-ustun", "alpha": "1", "tau": "4", "policy": "hybrid-ustun:path=a",
+         "rr": "nan", "rf": "nan"},
+        {"method": "hybrid-ustun", "alpha": "1", "tau": "1", "policy": "hybrid-ustun:path=b",
+         "rr": 0.5, "rf": 0.4},
+        {"method": "threshold", "family": "baseline", "alpha": "", "tau": "", "policy": "threshold",
+         "rr": 0.45, "rf": 0.55},
+        {"method": "hybrid-ustun", "alpha": "1", "tau": "1", "policy": "hybrid-ustun:path=c",
+         "rr": 0.6, "rf": 0.3},
+    ])  # fmt: skip
+    cfg = StudyConfig.of(setting="T1-b005")
+    assert convert_points_csv(tmp_path, cfg) == 3
+    assert convert_points_csv(tmp_path, cfg) == 0  # the store exists: read once
+    rows = read_points(tmp_path)
+    assert [(r["method"], r["alpha"], r["tau"], r["rr"]) for r in rows] == [
+        ("hybrid-ustun", "1", "1", 0.6), ("threshold", "", "", 0.45)]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_report_only_on_shipped_points_gives_the_shipped_table3(tmp_path):
+    import csv
+    import shutil
+
+    shipped = ROOT / "results" / "pareto" / "T5-b001"
+    out = tmp_path / "T5-b001"
+    out.mkdir()
+    for name in ("points.csv", "study.json"):
+        shutil.copyfile(shipped / name, out / name)
+    args = ["reproduce", "pareto", "--setting", "T5-b001", "--out", str(out), "--report-only",
+            "--summary", str(tmp_path / "summary")]  # fmt: skip
+    for _ in range(2):  # converted on the first call, read from the store on the second
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        with open(tmp_path / "summary" / "table3.csv") as f:
+            ours = list(csv.DictReader(f))
+        with open(ROOT / "results" / "table3.csv") as f:
+            expected = [r for r in csv.DictReader(f) if (r["T"], r["beta"]) == ("5", "0.01")]
+        assert ours == expected and len(ours) == 4
+    assert (out / "evaluations" / "manifest.json").is_file() and (out / "pareto.png").is_file()
+
+
+def test_pareto_front_is_one_function():
+    from abm.app.experiments import pareto
+    from abm.app.study import analysis
+
+    assert pareto.pareto_front is analysis.pareto_front
+    rr = np.array([0.5, 0.9, np.nan, 0.7, 0.7])
+    rf = np.array([0.6, 0.2, 0.9, 0.4, 0.4])
+    assert pareto.pareto_front(rr, rf).tolist() == [0, 3, 1]  # NaN never on it, duplicates once

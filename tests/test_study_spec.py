@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from abm.app.study import Study, run_id
+from abm.app.study import EXPERIMENTS, Study, paired_seeds, parse_seeds, run_id
+from abm.app.study.spec import ExperimentName, StudyFile
 from abm.config import ConfigError
 
 
@@ -83,47 +84,53 @@ def test_toml_file_and_relative_scenario(tmp_path):
     [
         ({"sweep": {"kk": [1]}}, "unknown scenario field 'kk'"),
         ({"sweep": {"k": []}}, "sweep.k is empty"),
-        ({"sweep": {"k": 5}}, "sweep.k must be a list or a range"),
+        ({"sweep": {"k": 5}}, "sweep.k = 5 is not allowed; allowed: a list or a range"),
         ({"sweep": {"k": {"start": 5, "stop": 1, "step": 1}}}, "stop (1) must be >= start (5)"),
-        ({"sweep": {"k": {"start": 1, "stop": 5, "step": 0}}}, "step must be a positive number"),
+        ({"sweep": {"k": {"start": 1, "stop": 5, "step": 0}}}, "sweep.k.step = 0 is not allowed"),
         ({"sweep": {"k": {"start": 1, "stop": 5}}}, "exactly one of `step` or `num`"),
-        ({"sweep": {"k": {"start": 1, "stop": 5, "num": 0}}}, "num must be an integer"),
+        ({"sweep": {"k": {"start": 1, "stop": 5, "num": 0}}}, "sweep.k.num = 0 is not allowed"),
         (
             {"sweep": {"beta": {"start": 0, "stop": 1, "num": 3, "log": True}}},
             "log range needs start > 0",
         ),
-        ({"sweep": {"k": {"start": 1, "stop": 5, "by": 1}}}, "unknown range key(s) by"),
-        ({"sweep": {"k": [0, 3]}}, "k must be an integer in [1, inf]"),
+        ({"sweep": {"k": {"start": 1, "stop": 5, "by": 1}}}, "sweep.k.by"),
+        ({"sweep": {"k": [0, 3]}}, "sweep point k=0: k = 0 is not allowed"),
         ({"sweep": {"k": [3, 3]}}, "lists 3 more than once"),
         ({"sweep": {"seed": [1, 2]}}, "use the top-level `seeds` key"),
-        ({"sweep": {"policy": ["threshold", "nope"]}}, "unknown policy 'nope'"),
+        ({"sweep": {"policy": ["threshold", "nope"]}}, "sweep.policy[1]: policy = 'nope' is not"),
         ({"sweep": {"policy": {"registered": ["a", "b"]}}}, "none of ['a', 'b'] is registered"),
         ({"sweep": {"k": {"registered": ["a"]}}}, "use it for policy only"),
         ({"sweep": {"k": [3]}, "set": {"k": 4}}, "k is set or swept twice"),
-        ({"policy": "nope"}, "policy: unknown policy 'nope'"),
-        ({"set": {"beta": -1}}, "[set]: beta must be a number in (0, inf]"),
-        ({"set": {"bogus": 1}}, "unknown scenario field(s): bogus"),
-        ({"seeds": 0}, "seeds must be a positive count"),
+        ({"policy": "nope"}, "policy: policy = 'nope' is not registered"),
+        ({"set": {"beta": -1}}, "[set]: beta = -1 is not allowed"),
+        ({"set": {"bogus": 1}}, "[set]: bogus"),
+        ({"seeds": 0}, "seeds: 0 is not allowed; allowed: a count N"),
+        ({"seeds": "9-3"}, "seeds: '9-3' is not allowed"),
+        ({"seeds": "a-b"}, "seeds: 'a-b' is not allowed"),
         ({"seeds": [1, 1]}, "more than once"),
-        ({"seeds": [-1]}, "seeds must be integers"),
+        ({"seeds": [-1]}, "seeds: [-1] is not allowed"),
         ({"metrics": ["rr", "speed"]}, "unknown metric(s) speed"),
         ({"report_metrics": ["nope"]}, "report_metrics: unknown metric(s) nope"),
         ({"zip": [{"m": [1, 2], "k": [1]}]}, "lists must have equal lengths, got m: 2, k: 1"),
-        ({"sweepz": {}}, "unknown study key(s): sweepz"),
-        ({"ticks": 0}, "ticks must be an integer in [1, 1000000]"),
+        ({"sweepz": {}}, "sweepz"),
+        ({"experiment": "nope"}, "experiment = 'nope' is not allowed; allowed: one of episode"),
+        ({"experiment": "recommender-bench", "policy": "threshold"}, "takes no policy"),
+        ({"experiment": "recommender-bench", "set": {"n": 0}}, "set.n = 0 is not allowed"),
+        ({"experiment": "recommender-bench", "metrics": ["rr"]}, "keeps no tick columns"),
+        ({"ticks": "5"}, "ticks = '5' is not allowed"),
+        ({"ticks": 0}, "ticks = 0 is not allowed"),
     ],
 )
 def test_validation_errors_name_the_field(keys, message):
     with pytest.raises(ConfigError) as err:
         build(**keys)
     assert message in str(err.value)
+    assert "\n" not in str(err.value)
 
 
 def test_sweep_point_errors_name_the_point():
     # each value is valid alone; together with n_features=2 the difficulty length is wrong
-    with pytest.raises(
-        ConfigError, match=r"sweep point n_features=2: difficulty must list one value"
-    ):
+    with pytest.raises(ConfigError, match=r"sweep point n_features=2: difficulty = "):
         build(sweep={"n_features": [2]})
 
 
@@ -148,3 +155,43 @@ def test_shipped_studies_validate():
         s = Study.from_toml(f)
         assert s.n_runs == len(s.runs()) > 0
         assert not math.isnan(s.base.beta)
+
+
+@pytest.mark.parametrize(
+    ("raw", "seeds"),
+    [(3, (0, 1, 2)), ("3", (0, 1, 2)), ("5-7", (5, 6, 7)), ("4,1,9", (4, 1, 9)), ([2, 0], (2, 0)),
+     ({"start": 2, "stop": 6, "step": 2}, (2, 4, 6))],
+)  # fmt: skip
+def test_one_seed_syntax(raw, seeds):
+    assert parse_seeds(raw) == seeds
+    assert build(seeds=raw).seeds == seeds
+
+
+def test_paired_seeds_and_their_bounds():
+    assert paired_seeds(5, 3) == (5, 6, 7)
+    with pytest.raises(ConfigError, match="episodes = 0 is not allowed"):
+        paired_seeds(0, 0)
+    with pytest.raises(ConfigError, match="seed = -1 is not allowed"):
+        paired_seeds(-1, 2)
+
+
+def test_the_spec_model_is_frozen_and_lists_every_experiment():
+    assert set(ExperimentName.__args__) == set(EXPERIMENTS)
+    spec = StudyFile(scenario="paper")
+    with pytest.raises(Exception, match="frozen"):
+        spec.name = "x"
+
+
+def test_experiment_parameters_are_set_swept_and_part_of_the_run_id():
+    s = build(experiment="recommender-bench", set={"n": 20}, seeds="0-1",
+              sweep={"recommender": ["ustun", "wachter"]})  # fmt: skip
+    runs = s.runs()
+    assert [(r.settings["recommender"], r.settings["n"], r.seed) for r in runs] == [
+        ("ustun", 20, 0), ("ustun", 20, 1), ("wachter", 20, 0), ("wachter", 20, 1)]  # fmt: skip
+    assert s.report_metrics == ("error", "cost") and s.metrics == ()
+    other = build(experiment="recommender-bench", set={"n": 21}, seeds="0-1",
+                  sweep={"recommender": ["ustun", "wachter"]})  # fmt: skip
+    assert not {r.run_id for r in runs} & {r.run_id for r in other.runs()}
+    # an episode keeps the id of its configuration and policy alone
+    episode = build(seeds=1).runs()[0]
+    assert episode.run_id == run_id(episode.config, episode.policy)

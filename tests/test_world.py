@@ -30,7 +30,7 @@ def test_fast_linear_score_equals_predict_proba():
     w = build_world(get_scenario("paper"))
     X = w.X_train[:500]
     np.testing.assert_allclose(
-        w.model.score(X), w.model.estimator.predict_proba(X)[:, 1], rtol=1e-12
+        w.decision_model.score(X), w.decision_model.estimator.predict_proba(X)[:, 1], rtol=1e-12
     )
 
 

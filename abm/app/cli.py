@@ -1,67 +1,147 @@
-"""The ``recourse-abm`` command line."""
+"""The ``recourse-abm`` command line.
+
+Every user-facing error, typer's own (bounds, choices, unknown options) as well as ours
+(:class:`~abm.validation.ConfigError`, pydantic), prints one line ``error: FIELD = VALUE
+... allowed: ...`` and exits with status 2; a bug (``TypeError``, ...) keeps its traceback.
+The commands are plain functions: called from Python they raise instead of exiting.
+"""
 
 from __future__ import annotations
 
-import functools
+import contextlib
+import importlib
+import importlib.util
+import pkgutil
 import sys
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
+import annotated_types
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich import box
 from rich.table import Table
+from typer.core import TyperGroup
 
-from abm.config import parse_overrides
+from abm.app.terminal import (
+    USER_ERRORS,
+    console,
+    err_console,
+    fail,
+    fmt,
+    friendly_errors,
+    progress_bar,
+)
+from abm.config import ScenarioConfig, parse_overrides
 from abm.registry import REGISTRY
-from abm.validation import ConfigError
+from abm.validation import ConfigError, interval, message, problem
+
+__all__ = [
+    "app",
+    "console",
+    "err_console",
+    "fail",
+    "fmt",
+    "friendly_errors",
+    "main",
+    "parse_overrides",
+    "progress_bar",
+]
+
+
+# -- typer's errors in the same one-line style ---------------------------------------------
+class _Typed(str):
+    """A command-line token, shown as typed (no quotes) in an error message."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _param_allowed(param: Any) -> str | None:
+    """What a typer option accepts (its ``min``/``max``, choices or type), in
+    :func:`abm.validation.interval`'s words; None when typer says nothing more."""
+    kind = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    choices = getattr(getattr(param, "type_descriptor", None), "choices", None)
+    low, high = getattr(param, "min", None), getattr(param, "max", None)
+    if choices:
+        return "one of " + ", ".join(str(getattr(c, "value", c)) for c in choices)
+    if kind in (int, float) and (low is not None or high is not None):
+        return interval(low, high, integer=kind is int)
+    return {int: "an integer", float: "a number", bool: "true or false"}.get(kind)
+
+
+def _typed_value(param: Any, argv: list[str]) -> str | None:
+    """The text given to option ``param`` in ``argv`` (the last one wins, as in typer)."""
+    value = None
+    names = [*getattr(param, "opts", ()), *getattr(param, "secondary_opts", ())]
+    for i, token in enumerate(argv):
+        for name in names:
+            if token == name and i + 1 < len(argv):
+                value = argv[i + 1]
+            elif token.startswith(name + "="):
+                value = token[len(name) + 1 :]
+    return value
+
+
+def usage_message(exc: typer.TyperException, argv: list[str]) -> str:
+    """A typer usage error as one line: option, value, what is allowed."""
+    param, ctx = getattr(exc, "param", None), getattr(exc, "ctx", None)
+    if param is not None and getattr(param, "opts", None):
+        name = max(param.opts, key=len)
+        allowed, value = _param_allowed(param), _typed_value(param, argv)
+        if allowed is not None and value is not None:
+            return problem(name, _Typed(value), allowed)
+        return f"{name}: {' '.join(exc.format_message().split())}"
+    option = getattr(exc, "option_name", None)
+    if option is not None and ctx is not None and getattr(exc, "possibilities", None) is not None:
+        # an unknown option: list the command's own
+        options = [o for p in ctx.command.params for o in p.opts if o.startswith("--")]
+        verb = f"is not an option of `{ctx.info_name}`"
+        return problem("option", _Typed(option), ", ".join(options), verb=verb)
+    return " ".join(exc.format_message().split())
+
+
+@contextlib.contextmanager
+def _one_line_errors(argv: list[str]) -> Iterator[None]:
+    try:
+        yield
+    except typer.TyperException as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            raise  # prints the help, as asked
+        fail(usage_message(exc, argv))
+    except USER_ERRORS as exc:
+        fail(message(exc))
+
+
+class OneLineErrorGroup(TyperGroup):
+    """typer's command group, reporting every user-facing error on one line (exit 2)."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent=None, **extra: Any):
+        argv = list(args)
+        with _one_line_errors(argv):
+            ctx = super().make_context(info_name, args, parent=parent, **extra)
+        ctx.meta["recourse_abm.argv"] = argv
+        return ctx
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        with _one_line_errors(ctx.meta.get("recourse_abm.argv", [])):
+            return super().invoke(ctx)
+
+    def resolve_command(self, ctx: typer.Context, args: list[str]) -> Any:
+        name = args[0] if args else None
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            allowed = ", ".join(self.list_commands(ctx))
+            raise ConfigError(problem("command", _Typed(name), allowed, verb="is unknown"))
+        return super().resolve_command(ctx, args)
+
 
 app = typer.Typer(
+    cls=OneLineErrorGroup,
     help="Agent-based simulation of algorithmic recourse in competitive top-k settings.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-console = Console()
-err_console = Console(stderr=True)
-
-
-def fail(message: str) -> None:
-    """Print a one-line error and exit with status 2."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code=2)
-
-
-def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn bad-input exceptions into a one-line message and exit code 2."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except (ConfigError, ValueError, TypeError, FileNotFoundError) as exc:
-            fail(str(exc))
-
-    return wrapper
-
-
-def progress_bar(transient: bool = True) -> Progress:
-    return Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=transient,
-        disable=not err_console.is_terminal,
-    )
-
-
-def fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return "n/a" if value != value else f"{value:.4g}"
-    return str(value)
 
 
 def summary_table(summary: dict[str, Any], title: str) -> Table:
@@ -87,6 +167,18 @@ def summary_table(summary: dict[str, Any], title: str) -> Table:
     return table
 
 
+def _option_bounds(field: str) -> dict[str, Any]:
+    """typer's ``min``/``max`` for an option that sets a scenario field (bounds live in
+    :class:`ScenarioConfig`, once)."""
+    out: dict[str, Any] = {}
+    for meta in ScenarioConfig.model_fields[field].metadata:
+        if isinstance(meta, annotated_types.Ge):
+            out["min"] = meta.ge
+        elif isinstance(meta, annotated_types.Le):
+            out["max"] = meta.le
+    return out
+
+
 ScenarioOpt = Annotated[
     str, typer.Option("--scenario", "-s", help="preset name or path to a .toml scenario file")
 ]
@@ -95,20 +187,27 @@ SetOpt = Annotated[
     list[str] | None,
     typer.Option("--set", help="override a scenario field, KEY=VALUE (repeatable), e.g. beta=0.01"),
 ]
+TicksOpt = Annotated[
+    int | None,
+    typer.Option(**_option_bounds("ticks"), help="number of ticks (default: scenario's)"),
+]
+SeedOpt = Annotated[
+    int | None, typer.Option(**_option_bounds("seed"), help="episode seed (default: scenario's)")
+]
 
 
 @app.command()
-@friendly_errors
 def run(
     scenario: ScenarioOpt = "paper",
     policy: PolicyOpt = "threshold",
-    ticks: Annotated[int | None, typer.Option(help="number of ticks (default: scenario's)")] = None,
-    seed: Annotated[int | None, typer.Option(help="episode seed (default: scenario's)")] = None,
+    ticks: TicksOpt = None,
+    seed: SeedOpt = None,
     out: Annotated[Path, typer.Option(help="output directory")] = Path("results/run"),
     events: Annotated[bool, typer.Option(help="write the per-application candidate table")] = True,
     set_: SetOpt = None,
 ) -> None:
     """Run one episode, print a summary and write tables, summary.json and metrics.png."""
+    # the model (Mesa, scikit-learn) loads only when a command needs it: listings stay fast
     from abm.app.results import write_run
     from abm.model import RecourseModel
     from abm.scenarios import resolve_scenario
@@ -135,15 +234,21 @@ def scenarios() -> None:
     """List the scenario presets."""
     from abm.scenarios import PRESETS
 
-    table = Table(title="scenario presets", header_style="bold")
+    # the figures first, the descriptions below them: both fit an 80-column terminal
+    table = Table(title="scenario presets", header_style="bold", box=box.SIMPLE_HEAD)
     table.add_column("name", no_wrap=True)
     for col in ("N0", "k", "m", "T", "beta", "ticks"):
-        table.add_column(col, justify="right")
-    table.add_column("description", overflow="fold")
+        table.add_column(col, justify="right", no_wrap=True)
     for name, c in PRESETS.items():
-        table.add_row(name, str(c.n_initial), str(c.k), str(c.m), str(c.validity), fmt(c.beta),
-                      str(c.ticks), c.description)  # fmt: skip
+        table.add_row(name, f"{c.n_initial:,}", f"{c.k:,}", f"{c.m:,}", str(c.validity),
+                      fmt(c.beta), f"{c.ticks:,}")  # fmt: skip
     console.print(table)
+    notes = Table.grid(padding=(0, 2))
+    notes.add_column(no_wrap=True, style="bold")
+    notes.add_column(overflow="fold")
+    for name, c in PRESETS.items():
+        notes.add_row(name, c.description)
+    console.print(notes)
 
 
 @app.command()
@@ -167,14 +272,20 @@ def policies() -> None:
     console.print(parts)
 
 
+COMMANDS = "abm.app.commands"
+
+
 def _register_subcommands() -> None:
-    import importlib
-    import pkgutil
+    """Each module of :mod:`abm.app.commands` adds its commands (``register(app)``).
 
-    import abm.app.commands
-
-    for info in sorted(pkgutil.iter_modules(abm.app.commands.__path__), key=lambda i: i.name):
-        importlib.import_module(f"abm.app.commands.{info.name}").register(app)
+    The modules are found by name, like plugins: they import this module for its helpers,
+    this module does not import them.
+    """
+    spec = importlib.util.find_spec(COMMANDS)
+    assert spec is not None and spec.submodule_search_locations is not None
+    modules = pkgutil.iter_modules(spec.submodule_search_locations)
+    for info in sorted(modules, key=lambda i: i.name):
+        importlib.import_module(f"{COMMANDS}.{info.name}").register(app)
 
 
 _register_subcommands()

@@ -13,8 +13,6 @@ integer seed from it, so a run is reproducible from the first reset seed.
 
 from __future__ import annotations
 
-import queue
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ import numpy as np
 from abm.behaviour import change_success_probability
 from abm.config import ScenarioConfig, require_int, require_number
 from abm.interfaces import PolicyContext, Recommender, RecourseObs
+from abm.metrics import nanmean, reward_eq16
 from abm.model import RecourseModel
 from abm.registry import REGISTRY
 from abm.scenarios import resolve_scenario
@@ -200,39 +199,20 @@ class RecommenderEnv(gym.Env):
         ]
 
 
-class ExternalGoal:
-    """Goal selector whose goal is set from outside, one decision per tick.
+class ChosenGoal:
+    """Goal selector whose goal is the one last set in :attr:`goal` (one per tick).
 
-    ``select`` hands the observation to ``handoff`` (a callable returning the goal);
-    :class:`PopulationEnv` uses it to let SAC choose g after seeing tick t's applicants.
+    :class:`PopulationEnv` sets it from SAC's action before asking the policy for advice.
     """
 
-    def __init__(self, handoff) -> None:
-        self.handoff = handoff
+    def __init__(self) -> None:
+        self.goal = float("nan")
 
     def prepare(self, ctx: PolicyContext) -> None:
-        self.ctx = ctx
+        pass
 
     def select(self, obs: RecourseObs, rng: np.random.Generator) -> float:
-        return self.handoff(obs)
-
-
-class _Abort(Exception):
-    """Stops a model thread whose episode was abandoned."""
-
-
-def reward_eq16(rr: float, rf: float, alpha: float, tau: float, floor: float) -> float:
-    """Eq. 16, α(1 + 0.9 log RR) + τ(1 + 0.9 log RF), for one tick.
-
-    An undefined ratio (NaN: nobody to measure) contributes 0; a defined one is floored
-    at ``floor`` before the log, so RR = 0 or RF = 0 costs 1 + 0.9 log(floor) per unit
-    weight instead of -inf.
-    """
-    r = 0.0
-    for weight, v in ((alpha, rr), (tau, rf)):
-        if v == v:
-            r += weight * (1.0 + 0.9 * np.log(max(v, floor)))
-    return float(r)
+        return self.goal
 
 
 class PopulationEnv(gym.Env):
@@ -244,18 +224,16 @@ class PopulationEnv(gym.Env):
     advice at all (every "change" is empty), which is what unconstrained predictors
     learned first. Observation: see
     :func:`encode_observation`. One env step = one tick: ``step(a)`` lets the model
-    finish tick t with goal g (advice, dropout, implementation, tick record) and run up
-    to the goal decision of tick t + 1. The reward is eq. 16 over the tick records
-    completed in the step (:func:`reward_eq16`); as at T = 1 a goal's effect shows at the
-    next tick, the reward lags the action by one step, and the window in the observation
-    (last goals and features) keeps the process Markov. Episodes are the scenario's
-    ``ticks`` (100) long; each reset builds a new RecourseModel (new population) with a
-    seed drawn from ``self.np_random``.
-
-    The model runs in a helper thread that pauses inside ``ExternalGoal.select`` until
-    the action arrives: only one of the two threads runs at any time, so results are
-    deterministic. ``recommender`` is a registry spec (``exact-linear``,
-    ``ustun:levels=10``, ``rl:path=...``) or a Recommender object.
+    finish tick t with goal g (``respond``: advice, dropout, implementation, tick record)
+    and run up to the goal decision of tick t + 1 (``decide``; ticks where nobody is
+    rejected need no decision and are finished in the same step). The reward is eq. 16
+    over the tick records completed in the step (:func:`abm.metrics.reward_eq16`); as at
+    T = 1 a goal's effect shows at the next tick, the reward lags the action by one step,
+    and the window in the observation (last goals and features) keeps the process Markov.
+    Episodes are the scenario's ``ticks`` (100) long; each reset builds a new
+    RecourseModel (new population) with a seed drawn from ``self.np_random``.
+    ``recommender`` is a registry spec (``exact-linear``, ``ustun:levels=10``,
+    ``rl:path=...``) or a Recommender object.
     """
 
     metadata = {"render_modes": []}
@@ -279,58 +257,24 @@ class PopulationEnv(gym.Env):
         cap = max(1.0, (c.n_initial + c.m * c.ticks) / c.k)
         self.observation_space = gym.spaces.Box(0.0, cap, (observation_size(z, T),), np.float32)
         self.action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
-        self.model = None
-        self._thread: threading.Thread | None = None
-        self._to_model: queue.Queue = queue.Queue(maxsize=1)
-        self._to_env: queue.Queue = queue.Queue()
+        self.model: RecourseModel | None = None
+        self._goal = ChosenGoal()
+        self._obs: RecourseObs | None = None  # the pending decision's observation
         self._last_obs = np.zeros(self.observation_space.shape, np.float32)
 
-    # the model thread -------------------------------------------------------------
-    def _handoff(self, obs: RecourseObs) -> float:
-        self._to_env.put(("obs", obs))
-        goal = self._to_model.get()
-        if goal is None:
-            raise _Abort
-        return goal
-
-    def _run_model(self, model) -> None:
-        try:
-            while model.running:
-                model.step()
-                self._to_env.put(("tick", dict(model.last_row)))
-            self._to_env.put(("end", None))
-        except _Abort:
-            pass
-        except BaseException as exc:  # surfaced in the env's thread
-            self._to_env.put(("error", exc))
-
-    def _stop(self) -> None:
-        if self._thread is not None and self._thread.is_alive():
-            self._to_model.put(None)
-            self._thread.join()
-        self._thread = None
-        self._to_env = queue.Queue()
-        self._to_model = queue.Queue(maxsize=1)
-
-    def _advance(self) -> tuple[list[dict], bool]:
-        """Collect tick records until the next goal decision (or the episode's end)."""
-        rows = []
-        while True:
-            kind, payload = self._to_env.get()
-            if kind == "tick":
-                rows.append(payload)
-            elif kind == "obs":
-                self._last_obs = self._encode(payload)
-                self._threshold = payload.threshold
-                return rows, False
-            elif kind == "end":
-                self._thread.join()
-                self._thread = None
-                return rows, True
-            else:
-                self._thread.join()
-                self._thread = None
-                raise payload
+    def _advance(self) -> list[dict]:
+        """Run to the next goal decision (or the episode's end); the tick rows completed."""
+        model, rows = self.model, []
+        while model.running:
+            obs = model.decide()
+            if obs.n_rejected:
+                self._obs = obs
+                self._last_obs = self._encode(obs)
+                return rows
+            model.respond(None)  # nobody to advise: no decision to take
+            rows.append(dict(model.last_row))
+        self._obs = None
+        return rows
 
     def _encode(self, obs: RecourseObs) -> np.ndarray:
         c = self.config
@@ -340,50 +284,38 @@ class PopulationEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
 
         super().reset(seed=seed)
-        self._stop()
         episode_seed = int(self.np_random.integers(0, 2**31 - 1))
-        policy = CompositePolicy(
-            ExternalGoal(self._handoff), _make_recommender(self.recommender_spec)
-        )
+        policy = CompositePolicy(self._goal, _make_recommender(self.recommender_spec))
         self.model = RecourseModel(self.config, policy, seed=episode_seed, agents=False,
                                    record_events=False)  # fmt: skip
-        self._thread = threading.Thread(target=self._run_model, args=(self.model,), daemon=True)
-        self._thread.start()
-        rows, done = self._advance()
-        if done:
+        rows = self._advance()
+        if self._obs is None:
             raise RuntimeError("the episode ended before any goal decision (nobody was rejected)")
         self._pending = rows  # ticks before the first decision (none with m > k)
         return self._last_obs.copy(), {"seed": episode_seed}
 
     def step(self, action: np.ndarray):
-        if self._thread is None:
+        if self._obs is None:
             raise RuntimeError("call reset() before step()")
-        goal = float(goal_from_action(action, self._threshold, self.max_margin)[0])
-        self._to_model.put(goal)
-        rows, done = self._advance()
-        rows = self._pending + rows
+        model = self.model
+        goal = float(goal_from_action(action, self._obs.threshold, self.max_margin)[0])
+        self._goal.goal = goal
+        model.respond(model.policy.recommend(self._obs, model.streams.policy))
+        rows = self._pending + [dict(model.last_row)] + self._advance()
         self._pending = []
+        done = self._obs is None
         reward = sum(
             reward_eq16(r["rr"], r["rf"], self.alpha, self.tau, self.log_floor) for r in rows
         )
         info: dict[str, Any] = {"goal": goal, "ticks": len(rows)}
         for key in ("rr", "rf"):  # undefined (NaN) ratios are left out
-            v = _nanmean([r[key] for r in rows])
+            v = nanmean([r[key] for r in rows])
             if v == v:
                 info[key] = v
         return self._last_obs.copy(), float(reward), done, False, info
-
-    def close(self) -> None:
-        self._stop()
 
 
 def _make_recommender(spec: str | Recommender) -> Recommender:
     if not isinstance(spec, str):
         return spec
     return REGISTRY.make("recommender", spec)
-
-
-def _nanmean(values: list[float]) -> float:
-    v = np.asarray(values, dtype=float)
-    v = v[v == v]
-    return float(v.mean()) if v.size else float("nan")

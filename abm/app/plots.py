@@ -1,14 +1,14 @@
-"""Plots of simulation results (matplotlib, Agg backend: no display needed)."""
+"""Plots of simulation results, drawn on :class:`matplotlib.figure.Figure` objects.
+
+Figures are built directly (no pyplot, no backend switch): nothing here changes
+matplotlib's process-wide state, and no display is needed.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+import pandas as pd
 
 
 def _rolling(series: pd.Series, window: int) -> pd.Series:
@@ -18,8 +18,11 @@ def _rolling(series: pd.Series, window: int) -> pd.Series:
 
 def plot_metrics(ticks: pd.DataFrame, path: str | Path, title: str = "", window: int = 10) -> Path:
     """RR, RF (per tick and a rolling mean) and the threshold over time, as a PNG."""
+    from matplotlib.figure import Figure
+
     path = Path(path)
-    fig, axes = plt.subplots(3, 1, figsize=(8, 7.5), sharex=True, constrained_layout=True)
+    fig = Figure(figsize=(8, 7.5), layout="constrained")
+    axes = fig.subplots(3, 1, sharex=True)
     t = ticks["tick"]
     for ax, col, label, color in (
         (axes[0], "rr", "Recourse reliability RR", "tab:blue"),
@@ -41,5 +44,4 @@ def plot_metrics(ticks: pd.DataFrame, path: str | Path, title: str = "", window:
     if title:
         fig.suptitle(title)
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path

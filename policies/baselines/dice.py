@@ -14,13 +14,15 @@ import contextlib
 import io
 import random
 import warnings
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
 
 import numpy as np
+from pydantic import Field
 
 from abm.interfaces import Feedback, PolicyContext
 
-METHODS = ("random", "genetic")
+Method = Literal["random", "genetic"]
+METHODS: tuple[str, ...] = get_args(Method)
 
 
 @contextlib.contextmanager
@@ -51,8 +53,14 @@ class Dice:
     ``samples`` random draws per query (random method), ``n_data`` training rows shown to
     DiCE (it reads feature ranges and, for genetic, a KD-tree from them)."""
 
-    def __init__(self, method: str = "random", cfs: int = 4, samples: int = 200,
-                 n_data: int = 2000, width: float = 0.04) -> None:  # fmt: skip
+    def __init__(
+        self,
+        method: Method = "random",
+        cfs: Annotated[int, Field(ge=1)] = 4,
+        samples: Annotated[int, Field(ge=10)] = 200,
+        n_data: Annotated[int, Field(ge=10)] = 2000,
+        width: Annotated[float, Field(gt=0.0, le=1.0)] = 0.04,
+    ) -> None:
         if method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
         for name, value, low in (("cfs", cfs, 1), ("samples", samples, 10), ("n_data", n_data, 10)):

@@ -16,10 +16,10 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from typing import Annotated
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import coo_array
+from pydantic import Field
 from scipy.special import logit
 
 from abm.interfaces import Feedback, PolicyContext, linear_logit
@@ -79,7 +79,12 @@ class Ustun:
     per candidate (slower: HiGHS' search grows faster than linearly). Goals out of reach inside the box give a NaN row (no advice).
     """
 
-    def __init__(self, levels: int = 10, batch: int = 0, gap: float = 1e-9) -> None:
+    def __init__(
+        self,
+        levels: Annotated[int, Field(ge=1, le=1000)] = 10,
+        batch: bool = False,
+        gap: Annotated[float, Field(ge=0.0, lt=1.0)] = 1e-9,
+    ) -> None:
         if not (isinstance(levels, int) and 1 <= levels <= 1000):
             raise ValueError(f"levels must be an integer in [1, 1000], got {levels!r}")
         if not 0.0 <= gap < 1.0:
@@ -154,6 +159,10 @@ class Ustun:
 
     def _solve(self, group, need) -> list[np.ndarray]:
         """One MILP over the candidates in ``group``; the segment fills of each."""
+        # scipy.optimize takes a second to import: load it when a program is solved
+        from scipy.optimize import Bounds, LinearConstraint, milp
+        from scipy.sparse import coo_array
+
         c, gains_rows, gains_cols, gains_vals, rhs = [], [], [], [], []
         link_rows, link_cols, link_vals = [], [], []
         integrality, offsets = [], []

@@ -9,9 +9,10 @@ optimised together as one (n, z) tensor; rows are independent.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import Field
 
 from abm.interfaces import Feedback, PolicyContext
 
@@ -46,8 +47,16 @@ class Wachter:
     moves by ``xtol`` or ``min_iter`` iterations have passed.
     """
 
-    def __init__(self, lam: float = 10.0, tol: float = 1e-3, max_iter: int = 1000,
-                 check: int = 20, lr: float = 0.5, xtol: float = 1e-7, min_iter: int = 100) -> None:  # fmt: skip
+    def __init__(
+        self,
+        lam: Annotated[float, Field(gt=0.0)] = 10.0,
+        tol: Annotated[float, Field(gt=0.0, lt=1.0)] = 1e-3,
+        max_iter: Annotated[int, Field(ge=1, le=1_000_000)] = 1000,
+        check: Annotated[int, Field(ge=1)] = 20,
+        lr: Annotated[float, Field(gt=0.0, le=1.0)] = 0.5,
+        xtol: Annotated[float, Field(ge=0.0)] = 1e-7,
+        min_iter: Annotated[int, Field(ge=0)] = 100,
+    ) -> None:
         if not lam > 0:
             raise ValueError(f"lam must be > 0, got {lam!r}")
         if not 0 < tol < 1:

@@ -20,55 +20,36 @@ from typing import Any
 
 from abm.registry import Registry
 from policies.composite import CompositePolicy
-from policies.goals import LastThreshold
+from policies.rl.learned import (
+    LearnedGoal,
+    LearnedPolicy,
+    LearnedRecommender,
+    default_hybrid_predictor,
+)
 
 HYBRID_RECOMMENDERS = ("exact-linear", "ustun", "wachter", "dice")
 
 
-def _learned_goal(**params: Any):
-    from policies.rl.learned import LearnedGoal
-
-    return LearnedGoal(**params)
-
-
-def _learned_recommender(**params: Any):
-    from policies.rl.learned import LearnedRecommender
-
-    return LearnedRecommender(**params)
-
-
-def _rl_recommender_policy(path: str | None = None):
-    from policies.rl.learned import DEFAULT_RECOMMENDER, LearnedRecommender
-
-    return CompositePolicy(LastThreshold(), LearnedRecommender(path or DEFAULT_RECOMMENDER))
-
-
 def _hybrid(registry: Registry, recommender: str):
-    def factory(path: str | None = None, **rec_params: Any):
-        from policies.rl.learned import LearnedGoal, default_hybrid_predictor
+    """``hybrid-<recommender>``: learned μ (``path``) + the recommender, which gets the
+    other keywords (typed against it by the registry)."""
 
+    def factory(path: str | None = None, **rec_params: Any) -> CompositePolicy:
         rec = registry.make("recommender", recommender, **rec_params)
         return CompositePolicy(LearnedGoal(path or default_hybrid_predictor(recommender)), rec)
 
     return factory
 
 
-def _rl_policy(path: str | None = None, recommender: str | None = None):
-    from policies.rl.learned import DEFAULT_PREDICTOR_RL, LearnedPolicy
-
-    return LearnedPolicy(path or DEFAULT_PREDICTOR_RL, recommender)
-
-
 def register(registry: Registry) -> None:
-    registry.goal(
-        "rl", _learned_goal, "learned predictor mu (SAC); path=DIR of a trained predictor"
-    )
-    registry.recommender("rl", _learned_recommender,
+    registry.goal("rl", LearnedGoal, "learned predictor mu (SAC); path=DIR of a trained predictor")
+    registry.recommender("rl", LearnedRecommender,
                          "learned recommender phi (SAC); path=DIR of a trained recommender")  # fmt: skip
-    registry.policy("rl-recommender", _rl_recommender_policy,
+    registry.policy("rl-recommender", registry.composite("last-threshold", "rl"),
                     "last threshold + learned recommender phi; path=DIR")  # fmt: skip
     for name in HYBRID_RECOMMENDERS:
         registry.policy(f"hybrid-{name}", _hybrid(registry, name),
-                        f"learned predictor mu + {name} recommender (paper hybrid); path=DIR")  # fmt: skip
-    registry.policy("rl", _rl_policy,
+                        f"learned predictor mu + {name} recommender (paper hybrid); path=DIR",
+                        forward=("recommender", name))  # fmt: skip
+    registry.policy("rl", LearnedPolicy,
                     "learned predictor mu + learned recommender phi (the paper's method); path=DIR")  # fmt: skip

@@ -37,8 +37,10 @@ Dependencies: :mod:`abm.interfaces` and, for the implementation model, :mod:`abm
 from __future__ import annotations
 
 import math
+from typing import Annotated, Literal
 
 import numpy as np
+from pydantic import Field
 
 from abm.behaviour import change_success_probability
 from abm.config import require_int
@@ -67,16 +69,16 @@ class SafeARPolicy:
 
     def __init__(
         self,
-        beta_risk: float | None = None,
-        n_features: int = 3,
-        levels: int = 5,
-        max_jump: int | None = None,
-        horizon: int = 8,
-        fail_cost: float = 1.0,
-        margin: float = 0.0,
-        rollouts: int = 200,
-        risk: str = "std",
-        retry: int = 0,
+        beta_risk: Annotated[float, Field(ge=0.0, le=100.0)] | None = None,
+        n_features: Annotated[int, Field(ge=1, le=4)] = 3,
+        levels: Annotated[int, Field(ge=2, le=8)] = 5,
+        max_jump: Annotated[int, Field(ge=1, le=7)] | None = None,
+        horizon: Annotated[int, Field(ge=1, le=50)] = 8,
+        fail_cost: Annotated[float, Field(ge=0.0)] = 1.0,
+        margin: Annotated[float, Field(gt=-1.0, lt=1.0)] = 0.0,
+        rollouts: Annotated[int, Field(ge=1, le=100_000)] = 200,
+        risk: Literal["std", "lpsd"] = "std",
+        retry: Annotated[int, Field(ge=0, le=1)] = 0,
     ) -> None:
         if beta_risk is not None and (
             isinstance(beta_risk, bool)

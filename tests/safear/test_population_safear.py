@@ -108,7 +108,7 @@ def test_higher_risk_aversion_lowers_cost_variance():
 def test_one_level_moves_and_retries_are_options():
     rec = plan(0.5, X0, max_jump=1, retry=1, horizon=12)
     ok = np.isfinite(rec.info["exp_cost"])
-    assert ok.any() and np.all(context().model.score(rec.X_cf[ok]) >= 0.5 - 1e-9)
+    assert ok.any() and np.all(context().decision_model.score(rec.X_cf[ok]) >= 0.5 - 1e-9)
 
 
 def test_per_candidate_risk_aversion_is_used_and_parameter_overrides_it():

@@ -11,12 +11,16 @@ from typing import Annotated
 
 import typer
 
+from abm.validation import ConfigError
+
 
 def app_path() -> Path:
-    """Location of the dashboard's Solara app."""
-    import dashboards
-
-    return Path(dashboards.__file__).resolve().parent / "app.py"
+    """Location of the dashboard's Solara app (found, not imported: the dashboard sits above
+    the application layer)."""
+    spec = importlib.util.find_spec("dashboards")
+    if spec is None or spec.origin is None:
+        raise ConfigError("the dashboards package is not installed next to abm")
+    return Path(spec.origin).resolve().parent / "app.py"
 
 
 def solara_command(host: str, port: int, open_browser: bool, production: bool) -> list[str]:
@@ -38,31 +42,28 @@ def solara_command(host: str, port: int, open_browser: bool, production: bool) -
     return cmd
 
 
-def register(app: typer.Typer) -> None:
-    from abm.app.cli import friendly_errors
+def dashboard(
+    host: Annotated[str, typer.Option(help="address to serve on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="port to serve on")] = 8765,
+    open_browser: Annotated[
+        bool, typer.Option("--open/--no-open", help="open a browser tab")
+    ] = True,
+    production: Annotated[bool, typer.Option(help="production mode (no auto-reload)")] = True,
+) -> None:
+    """Explore the simulation in the browser (Solara + Mesa SolaraViz); Ctrl-C stops it."""
+    if importlib.util.find_spec("solara") is None:
+        raise ConfigError(
+            "the dashboard needs solara: pip install 'solara' 'ipyvuetify<2' 'ipyvue<2'"
+        )
+    env = {**os.environ, "REACTON_FAST": os.environ.get("REACTON_FAST", "1")}
+    typer.echo(f"serving the dashboard on http://{host}:{port}/ (Ctrl-C stops it)")
+    try:
+        raise typer.Exit(
+            subprocess.call(solara_command(host, port, open_browser, production), env=env)
+        )
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None
 
-    @app.command()
-    @friendly_errors
-    def dashboard(
-        host: Annotated[str, typer.Option(help="address to serve on")] = "127.0.0.1",
-        port: Annotated[int, typer.Option(help="port to serve on (1-65535)")] = 8765,
-        open_browser: Annotated[
-            bool, typer.Option("--open/--no-open", help="open a browser tab")
-        ] = True,
-        production: Annotated[bool, typer.Option(help="production mode (no auto-reload)")] = True,
-    ) -> None:
-        """Explore the simulation in the browser (Solara + Mesa SolaraViz); Ctrl-C stops it."""
-        if not 1 <= port <= 65535:
-            raise ValueError(f"port must be an integer in [1, 65535], got {port}")
-        if importlib.util.find_spec("solara") is None:
-            raise ValueError(
-                "the dashboard needs solara: pip install 'solara' 'ipyvuetify<2' 'ipyvue<2'"
-            )
-        env = {**os.environ, "REACTON_FAST": os.environ.get("REACTON_FAST", "1")}
-        typer.echo(f"serving the dashboard on http://{host}:{port}/ (Ctrl-C stops it)")
-        try:
-            raise typer.Exit(
-                subprocess.call(solara_command(host, port, open_browser, production), env=env)
-            )
-        except KeyboardInterrupt:
-            raise typer.Exit(0) from None
+
+def register(app: typer.Typer) -> None:
+    app.command()(dashboard)

@@ -51,19 +51,20 @@ def _print_df(df, title: str) -> None:
     from abm.app.cli import console
 
     console.print(f"[bold]{title}[/]")
+    # to_string prints every column unwrapped: no pandas display options needed
     console.print(df.to_string(index=False, na_rep="-"), highlight=False, soft_wrap=True)
 
 
 def _insurance(out: Path, seed: int, rollouts: int, betas) -> None:
     import numpy as np
 
-    from policies.safear import (
+    from abm.app.experiments.safear import (
         PAPER_TABLE17,
-        grsvi,
         insurance_mdp,
         plot_policy_rollouts,
         reproduce_insurance,
     )
+    from policies.safear import grsvi
 
     mc = reproduce_insurance(out, n_rollouts=rollouts, seed=seed, betas=betas)
     exact = reproduce_insurance(None, seed=seed, betas=betas, exact=True)
@@ -99,16 +100,16 @@ def _dataset(
     import numpy as np
     import pandas as pd
 
-    from abm.app.experiments.safear.reproduce import EXAMPLE_BETAS, EXAMPLE_INSTANCE, rejected_start
-    from policies.safear import (
+    from abm.app.experiments.safear import (
         PAPER_DATASET_TABLES,
         build_dataset_mdp,
         data_available,
-        grsvi,
         plot_policy_rollouts,
         reproduce_dataset_full,
         reproduce_example,
     )
+    from abm.app.experiments.safear.reproduce import EXAMPLE_BETAS, EXAMPLE_INSTANCE, rejected_start
+    from policies.safear import grsvi
 
     if not data_available(name):
         raise FileNotFoundError(
@@ -171,7 +172,13 @@ def _dataset(
 
 
 def _population(
-    out: Path, scenario: str, seeds: int, betas, ticks: int | None, overrides: dict
+    out: Path,
+    scenario: str,
+    seeds: tuple[int, ...],
+    betas,
+    ticks: int | None,
+    overrides: dict,
+    workers: int,
 ) -> None:
     from abm.app.cli import progress_bar
     from abm.app.experiments.safear.population_study import compare_population, plot_population
@@ -189,9 +196,14 @@ def _population(
         "safear",
     ]
     with progress_bar() as bar:
-        task = bar.add_task("population episodes", total=len(policies) * seeds)
+        task = bar.add_task("population episodes", total=len(policies) * len(seeds))
         ep, summary = compare_population(
-            scenario, policies, n_seeds=seeds, progress=lambda: bar.advance(task), **overrides
+            scenario,
+            policies,
+            n_seeds=list(seeds),
+            workers=workers,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+            **overrides,
         )
     ep.to_csv(out / "population_episodes.csv", index=False, na_rep="")
     summary.to_csv(out / "population.csv", index=False, na_rep="")
@@ -213,13 +225,13 @@ def _population(
     shown["policy"] = shown["policy"].replace({"safear": f"safear (own beta ~ U{tuple(ra)})"})
     _print_df(
         shown.round(4),
-        f"{scenario}: safear vs threshold, means over {seeds} paired seeds "
+        f"{scenario}: safear vs threshold, means over {len(seeds)} paired seeds "
         "(effort tails per candidate; s.e. in population.csv)",
     )
     plot_population(
         summary,
         out / "population.png",
-        title=f"{scenario}: {seeds} paired episodes (error bars: s.e. over seeds)",
+        title=f"{scenario}: {len(seeds)} paired episodes (error bars: s.e. over seeds)",
     )
 
 
@@ -266,7 +278,13 @@ def register(app: typer.Typer) -> None:
         scenario: Annotated[
             str, typer.Option(help="population: scenario preset or .toml")
         ] = "paper",
-        seeds: Annotated[int, typer.Option(help="population: paired episodes (seeds 0..N-1)")] = 10,
+        seeds: Annotated[
+            str,
+            typer.Option(help="population: paired episodes' seeds: N (0..N-1), A-B or A,B,C"),
+        ] = "10",
+        workers: Annotated[
+            int, typer.Option(min=1, help="population: parallel worker processes")
+        ] = 1,
         ticks: Annotated[int | None, typer.Option(help="population: ticks per episode")] = None,
         set_: Annotated[
             list[str] | None,
@@ -280,8 +298,9 @@ def register(app: typer.Typer) -> None:
             rollouts = 1000 if case == "insurance" else 100
         if rollouts < 1:
             raise ValueError(f"--rollouts must be >= 1, got {rollouts}")
-        if seeds < 1:
-            raise ValueError(f"--seeds must be >= 1, got {seeds}")
+        from abm.app.study import parse_seeds
+
+        run_seeds = parse_seeds(seeds, "--seeds")
         if individuals is not None and individuals < 1:
             raise ValueError(f"--individuals must be >= 1, got {individuals}")
         if estimators < 1:
@@ -290,16 +309,12 @@ def register(app: typer.Typer) -> None:
         bs = parse_betas(betas, default)
         overrides = parse_overrides(set_)
         out.mkdir(parents=True, exist_ok=True)
-        import pandas as pd
-
-        pd.set_option("display.width", 250)
-        pd.set_option("display.max_columns", 40)
         if case == "insurance":
             _insurance(out, seed, rollouts, bs)
         elif case in ("german", "adult"):
             _dataset(case, out, seed, rollouts, bs, individuals, instance, estimators)
         else:
-            _population(out, scenario, seeds, bs, ticks, overrides)
+            _population(out, scenario, run_seeds, bs, ticks, overrides, workers)
         from abm.app.cli import console
 
         console.print(f"results written to [bold]{out}[/]")
@@ -385,7 +400,7 @@ def register(app: typer.Typer) -> None:
 
         set_threads(threads)
         recs = tuple(r.strip() for r in recommenders.split(",") if r.strip())
-        cfg = StudyConfig(setting=setting, grid=parse_grid(grid), recommenders=recs,
+        cfg = StudyConfig.of(setting=setting, grid=parse_grid(grid), recommenders=recs,
                           predictor_steps=predictor_steps, rec_warmup_episodes=rec_warmup_episodes,
                           rec_episodes=rec_episodes, episodes=episodes, seed=seed, workers=workers,
                           hybrid_predictors=hybrid_predictors, lookahead=lookahead, rl=rl,

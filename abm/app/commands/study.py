@@ -1,4 +1,5 @@
-"""``recourse-abm study check|run|report``: batch scenario studies (see :mod:`abm.app.study`)."""
+"""``recourse-abm study plan|check|run|report``: studies of any registered experiment
+(see :mod:`abm.app.study`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Annotated
 import typer
 
 study_app = typer.Typer(
-    help="Batch studies: parameter sweeps x seeds from a TOML file, resumable, local or on Dask.",
+    help="Studies: an experiment over parameter sweeps x seeds from a TOML file, resumable, "
+    "local or on Dask.",
     no_args_is_help=True,
 )
 
@@ -23,12 +25,14 @@ def _plan_text(study) -> str:
     )
     text = (f"{study.name}: {study.n_runs} runs = {axes}; {len(study.seeds)} seed(s); "
             f"{study.base.ticks} ticks; base {study.base.name}")  # fmt: skip
+    if study.experiment != "episode":
+        text += f"; experiment {study.experiment}"
     if study.skipped_policies:
         text += f"\nnot registered, skipped: {', '.join(study.skipped_policies)}"
     return text
 
 
-def check(file: FileArg) -> None:
+def plan(file: FileArg) -> None:
     """Validate a study file and print its plan (runs, axes, seeds)."""
     from abm.app.cli import console
     from abm.app.study import Study
@@ -119,7 +123,8 @@ def report(
 def register(app: typer.Typer) -> None:
     from abm.app.cli import friendly_errors
 
-    study_app.command("check")(friendly_errors(check))
+    study_app.command("plan")(friendly_errors(plan))
+    study_app.command("check", help="Same as `plan`.")(friendly_errors(plan))
     study_app.command("run")(friendly_errors(run))
     study_app.command("report")(friendly_errors(report))
     app.add_typer(study_app, name="study")

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from abm.validation import ConfigError
+
 train_app = typer.Typer(
     help="Train the learned recommender φ or predictor μ with SAC (stable-baselines3, CPU).",
     no_args_is_help=True,
@@ -18,26 +20,26 @@ def parse_net(text: str) -> tuple[int, ...]:
     try:
         net = tuple(int(x) for x in text.split(","))
     except ValueError:
-        raise ValueError(
-            f"--net must be comma-separated layer sizes in [1, 4096], e.g. 64,64; got {text!r}"
+        raise ConfigError(
+            f"net = {text!r} is not allowed; allowed: comma-separated layer sizes in [1, 4096], "
+            "e.g. 64,64"
         ) from None
     return net
 
 
 def sac_params(base, net, lr, batch_size, gamma, learning_starts):
-    from dataclasses import replace
-
+    """``base`` (a :class:`SACParams`) with the options given on the command line (validated)."""
     changes = {k: v for k, v in (("learning_rate", lr), ("batch_size", batch_size), ("gamma", gamma),
                                  ("learning_starts", learning_starts)) if v is not None}  # fmt: skip
     if net is not None:
         changes["net"] = parse_net(net)
-    return replace(base, **changes)
+    return base.replace(**changes)
 
 
 def set_threads(threads: int) -> None:
     """Torch's intra-op threads for this process (a CLI choice, never set by the library)."""
     if not 1 <= threads <= 256:
-        raise ValueError(f"--threads must be an integer in [1, 256], got {threads}")
+        raise ConfigError(f"threads = {threads!r} is not allowed; allowed: an integer in [1, 256]")
     import torch
 
     torch.set_num_threads(threads)
@@ -56,6 +58,10 @@ BatchOpt = Annotated[int | None, typer.Option(help="SAC minibatch size")]
 GammaOpt = Annotated[float | None, typer.Option(help="discount in [0, 1]")]
 StartsOpt = Annotated[int | None, typer.Option(help="random-action steps before learning")]
 ThreadsOpt = Annotated[int, typer.Option(help="torch CPU threads (1 is fastest for small nets)")]
+EvalEveryOpt = Annotated[
+    int, typer.Option(help="evaluate (SB3 EvalCallback, deterministic) every N steps; 0: never")
+]
+EvalEpisodesOpt = Annotated[int, typer.Option(help="episodes per evaluation")]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="scenario override KEY=VALUE")]
 
 
@@ -110,6 +116,8 @@ def register(app: typer.Typer) -> None:
         batch_size: BatchOpt = None,
         gamma: GammaOpt = None,
         learning_starts: StartsOpt = None,
+        eval_every: EvalEveryOpt = 0,
+        eval_episodes: EvalEpisodesOpt = 20,
         threads: ThreadsOpt = 1,
         set_: SetOpt = None,
     ) -> None:
@@ -124,6 +132,7 @@ def register(app: typer.Typer) -> None:
             m = train_recommender(out, scenario, seed=seed, warmup_episodes=warmup_episodes,
                                   episodes=episodes, sac=sac, checkpoint_every=checkpoint_every,
                                   max_step=max_step, action=action, reward_scale=reward_scale,
+                                  eval_every=eval_every, eval_episodes=eval_episodes,
                                   resume=resume, progress=bar_progress(bar, task),
                                   **parse_overrides(set_))  # fmt: skip
         console.print(f"φ: {m['steps']} steps, {m['episodes_trained']} episodes, Σ|d - d̂| = "
@@ -160,6 +169,8 @@ def register(app: typer.Typer) -> None:
         batch_size: BatchOpt = None,
         gamma: GammaOpt = None,
         learning_starts: StartsOpt = None,
+        eval_every: EvalEveryOpt = 0,
+        eval_episodes: EvalEpisodesOpt = 3,
         threads: ThreadsOpt = 1,
         set_: SetOpt = None,
     ) -> None:
@@ -173,7 +184,9 @@ def register(app: typer.Typer) -> None:
             task = bar.add_task(f"training μ (α={alpha:g}, τ={tau:g})", total=steps)
             m = train_predictor(out, scenario, alpha=alpha, tau=tau, recommender=recommender,
                                 seed=seed, steps=steps, sac=sac, checkpoint_every=checkpoint_every,
-                                max_margin=max_margin, resume=resume, progress=bar_progress(bar, task),
+                                max_margin=max_margin, eval_every=eval_every,
+                                eval_episodes=eval_episodes, resume=resume,
+                                progress=bar_progress(bar, task),
                                 **parse_overrides(set_))  # fmt: skip
         console.print(
             f"μ: {m['steps']} steps, CPU {m['cpu_seconds']:.0f} s; written to [bold]{out}[/]"

@@ -5,10 +5,16 @@ for every (α, τ) of the grid a predictor with φ inside (``rl``) and predictor
 hybrids: with ``hybrid_predictors="shared"`` one trained with ``exact-linear`` inside and
 shared by every ``hybrid-<rec>``; with ``"own"`` one per recommender, as in the paper
 (each training step is a tick with that recommender inside, so ustun and DiCE predictors
-cost 10-100x more); with ``"none"`` no hybrids (a study of ``rl`` alone). Evaluate
-baselines, hybrids and ``rl`` on paired episodes; write ``points.csv`` (appended per
-evaluation), ``table3.csv``, ``table1.csv`` and ``pareto.png``. Finished artefacts and evaluated (method, α, τ, policy) rows are skipped
-when the study is run again; the latest evaluation of a (method, α, τ) is the one used.
+cost 10-100x more); with ``"none"`` no hybrids (a study of ``rl`` alone).
+
+Baselines, hybrids and ``rl`` are evaluated on paired episodes by the study runner: each
+point is one run of the ``pareto-eval`` experiment, stored under ``evaluations/`` keyed
+by everything that determines it (resumable; ``--workers`` evaluates points in
+parallel). The reports (``points.csv``, ``table3.csv``, ``table1.csv``, ``pareto.png``) are
+rebuilt from that store; the latest evaluation of a (method, α, τ) is the one used. A
+``points.csv`` written by earlier versions (a CSV appended per evaluation) is converted
+into the store once. Finished artefacts and evaluated points are skipped when the study
+is run again.
 """
 
 from __future__ import annotations
@@ -17,13 +23,20 @@ import csv
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from abm.app.study import Study, load_study, pareto_front, run_id
+from abm.app.study import runner as study_runner
+from abm.app.study.experiments import ParetoParams
+from abm.provenance import write_json
 from abm.registry import REGISTRY
+from abm.scenarios import resolve_scenario
+from abm.validation import ConfigError, one_line
+from policies.rl import HYBRID_RECOMMENDERS
 
 SETTINGS: dict[str, tuple[int, float]] = {
     "T1-b005": (1, 0.05),
@@ -46,49 +59,62 @@ PAPER_PREDICTOR_STEPS = 7000
 TABLE3_COLUMNS = ("method", "T", "beta", "rf_at_rr095", "rr", "n_predictors")
 POINT_COLUMNS = ("method", "family", "alpha", "tau", "policy", "rr", "rr_std", "rf", "rf_std",
                  "gini", "cost", "n_unadvised", "episodes", "seconds")  # fmt: skip
+# the evaluations: a study store of the `pareto-eval` experiment, one run per point
+EVALUATIONS = "evaluations"
+
+Weight = Annotated[float, Field(ge=0.0, le=1e6, allow_inf_nan=False)]
 
 
-@dataclass(frozen=True)
-class StudyConfig:
-    """What one run of the study trains and evaluates (defaults: the shipped T = 1 runs)."""
+class StudyConfig(BaseModel):
+    """What one run of the study trains and evaluates (defaults: the shipped T = 1 runs).
 
-    setting: str = "T1-b005"
-    grid: tuple[tuple[float, float], ...] = ((1.0, 4.0), (1.0, 1.0), (2.0, 1.0), (4.0, 1.0),
-                                             (10.0, 1.0), (30.0, 1.0))  # fmt: skip
-    recommenders: tuple[str, ...] = ("exact-linear", "wachter", "ustun")
-    predictor_steps: int = PAPER_PREDICTOR_STEPS
+    Build with :meth:`of` for one-line errors (field, value, allowed range).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    setting: Literal["T1-b005", "T1-b001", "T5-b005", "T5-b001"] = "T1-b005"
+    grid: tuple[tuple[Weight, Weight], ...] = Field(
+        ((1.0, 4.0), (1.0, 1.0), (2.0, 1.0), (4.0, 1.0), (10.0, 1.0), (30.0, 1.0)), min_length=1
+    )
+    recommenders: tuple[str, ...] = Field(("exact-linear", "wachter", "ustun"), min_length=1)
+    predictor_steps: int = Field(PAPER_PREDICTOR_STEPS, ge=1)
     # no warm-up: with the default direction mapping the error-only reward is always 0
-    rec_warmup_episodes: int = 0
-    rec_episodes: int = 20_000
-    episodes: int = 10
-    seed: int = 0
-    eval_seed: int = 0
-    workers: int = 1
-    hybrid_predictors: str = "shared"
+    rec_warmup_episodes: int = Field(0, ge=0)
+    rec_episodes: int = Field(20_000, ge=1)
+    episodes: int = Field(10, ge=1, le=100_000)
+    seed: int = Field(0, ge=0)
+    eval_seed: int = Field(0, ge=0)
+    workers: int = Field(1, ge=1)
+    hybrid_predictors: Literal["shared", "own", "none"] = "shared"
     lookahead: bool = True
     rl: bool = True  # False: no predictors with φ inside (e.g. to add hybrid predictors only)
     report_only: bool = False
     # a trained φ to use instead of training one (its β must be the setting's)
     recommender_from: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        from policies.rl import HYBRID_RECOMMENDERS
+    @classmethod
+    def of(cls, **values: Any) -> StudyConfig:
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            raise ConfigError(one_line(exc, allowed_fields=tuple(cls.model_fields))) from None
 
-        if self.setting not in SETTINGS:
-            raise ValueError(f"setting must be one of {', '.join(SETTINGS)}, got {self.setting!r}")
-        bad = [r for r in self.recommenders if r not in HYBRID_RECOMMENDERS]
-        if bad or not self.recommenders:
+    @field_validator("grid")
+    @classmethod
+    def _not_both_zero(cls, grid: tuple[tuple[float, float], ...]) -> Any:
+        if any(a + t == 0 for a, t in grid):
+            raise ValueError("every (alpha, tau) must lie in [0, 1e6]^2 and not both be 0")
+        return grid
+
+    @field_validator("recommenders")
+    @classmethod
+    def _hybrid_recommenders(cls, recs: tuple[str, ...]) -> Any:
+        bad = [r for r in recs if r not in HYBRID_RECOMMENDERS]
+        if bad:
             raise ValueError(
-                f"recommenders must be a non-empty subset of {', '.join(HYBRID_RECOMMENDERS)}, got {bad}"
+                f"{bad[0]!r} is not allowed; allowed: {', '.join(HYBRID_RECOMMENDERS)}"
             )
-        if not self.grid or any(
-            not (0 <= a <= 1e6 and 0 <= t <= 1e6) or a + t == 0 for a, t in self.grid
-        ):
-            raise ValueError("grid: every (alpha, tau) must lie in [0, 1e6]^2 and not both be 0")
-        if self.hybrid_predictors not in HYBRID_PREDICTORS:
-            raise ValueError(f"hybrid_predictors must be one of {', '.join(HYBRID_PREDICTORS)}, "
-                             f"got {self.hybrid_predictors!r}")  # fmt: skip
+        return recs
 
     @property
     def overrides(self) -> dict[str, Any]:
@@ -123,7 +149,7 @@ def run_study(
     """Train, evaluate and summarise; returns {"table3": rows, "table1": rows, "points": path}.
 
     With ``cfg.report_only`` nothing is trained or evaluated: the reports are rebuilt from
-    ``points.csv`` as it stands (e.g. after an interrupted run).
+    the evaluations as they stand (e.g. after an interrupted run).
     """
     from abm.app.experiments.rl_training import train_recommender
 
@@ -136,8 +162,8 @@ def run_study(
         _check_reused_recommender(rec_dir, cfg)
     if cfg.report_only:
         return write_reports(cfg, out, rec_dir)
-    config = {**cfg.__dict__, "grid": [list(g) for g in cfg.grid]}
-    (out / "study.json").write_text(json.dumps(config, indent=2))
+    config = cfg.model_dump(mode="json")
+    write_json(out / "study.json", config)
     # a setting's points often come from several runs (other recommenders, grids): keep them all
     with open(out / "runs.jsonl", "a") as f:
         f.write(json.dumps({"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **config}) + "\n")
@@ -185,10 +211,8 @@ def _train_predictors(cfg: StudyConfig, out: Path, rec_dir: Path, log, report) -
     return predictors
 
 
-def _evaluate_all(
-    cfg: StudyConfig, out: Path, rec_dir: Path, predictors: list[tuple], log, report
-) -> None:
-    """Evaluate baselines, hybrids, rl and lookahead; each new row is appended to points.csv."""
+def _jobs(cfg: StudyConfig, rec_dir: Path, predictors: list[tuple], log) -> list[tuple]:
+    """(method, family, alpha, tau, policy) of every point to evaluate."""
     jobs = [("threshold" if r == "exact-linear" else f"threshold-{r}", "baseline", None, None,
              "threshold" if r == "exact-linear" else f"threshold-{r}") for r in cfg.recommenders]  # fmt: skip
     jobs.append(("rl-recommender", "baseline", None, None, f"rl-recommender:path={rec_dir}"))
@@ -204,25 +228,139 @@ def _evaluate_all(
         jobs.append(("lookahead", "lookahead", None, None, "lookahead"))
     elif cfg.lookahead:
         log("policy 'lookahead' is not registered: left out of the fronts")
-    points_path = out / "points.csv"
-    done = {
-        (r["method"], r["alpha"], r["tau"], r["policy"])
-        for r in _read_rows(points_path, latest=False)
-    }
-    for i, (method, family, alpha, tau, policy) in enumerate(jobs):
-        key = (method, _fmt(alpha), _fmt(tau), policy)
-        report("evaluations", i, len(jobs))
-        if key in done:
-            continue
-        row = _evaluate(cfg, method, family, alpha, tau, policy, log)
-        _append(points_path, row)
-    report("evaluations", len(jobs), len(jobs))
+    return jobs
+
+
+def evaluation_study(
+    cfg: StudyConfig, jobs: list[tuple], episodes: list[int] | None = None
+) -> Study:
+    """The ``pareto-eval`` study of ``jobs`` (method, family, alpha, tau, policy): one run
+    per point, its episodes on the paired seeds ``eval_seed + i``."""
+    columns: dict[str, list[Any]] = {"method": [], "family": [], "alpha": [], "tau": [],
+                                     "policy": []}  # fmt: skip
+    for job in jobs:
+        for key, value in zip(columns, job, strict=True):
+            columns[key].append(value)
+    settings: dict[str, Any] = {**cfg.overrides}
+    if episodes is None:
+        settings["episodes"] = cfg.episodes
+    else:  # points converted from an older points.csv keep their own episode counts
+        columns["episodes"] = episodes
+    return Study.build(resolve_scenario("paper"), name=f"pareto-{cfg.setting}",
+                       experiment="pareto-eval", overrides=settings, seeds=[cfg.eval_seed],
+                       zip=[columns])  # fmt: skip
+
+
+def _evaluate_all(
+    cfg: StudyConfig, out: Path, rec_dir: Path, predictors: list[tuple], log, report
+) -> None:
+    """Evaluate baselines, hybrids, rl and lookahead: the points not yet in the store (and
+    those that failed before) run on the study runner, ``cfg.workers`` at a time."""
+    study = evaluation_study(cfg, _jobs(cfg, rec_dir, predictors, log))
+    store = out / EVALUATIONS
+    convert_points_csv(out, cfg)
+    # every invocation adds its grid to the same store: `force`, and failures run again
+    status = study_runner.run_study(study, store, workers=cfg.workers, force=True, retry_errors=True,
+                       progress=lambda done, total: report("evaluations", done, total))  # fmt: skip
+    mine = {r.run_id for r in study.runs()}
+    _, runs = load_study(store)
+    for r in runs[runs["run_id"].isin(mine)].itertuples():
+        where = f"{r.method:22s} α={_fmt(_none(r.alpha)):>4} τ={_fmt(_none(r.tau)):>4}"
+        if r.status != "ok":
+            # a policy that cannot run here (e.g. lookahead with other parameters) is logged
+            log(f"{where}  could not be evaluated: {r.error}")
+        else:
+            log(f"{where}  RR {r.rr:.3f}  RF {r.rf:.3f}  ({r.seconds:.0f} s)")
+    log(f"{status.completed} point(s) evaluated now, {status.skipped} already in {store}")
+
+
+def convert_points_csv(out: Path, cfg: StudyConfig) -> int:
+    """Move the points of an older ``points.csv`` (a CSV appended per evaluation) into
+    the evaluation store, once: each row becomes the finished run of its point, in file
+    order (``finished_at`` = its line number, so a later line still wins). Returns the
+    number of points converted; 0 when the store exists already or there is no file."""
+    path = out / "points.csv"
+    if (out / EVALUATIONS / "manifest.json").is_file() or not path.is_file():
+        return 0
+    rows = [r for r in _read_csv(path) if _defined(r)]  # a failed evaluation is no result
+    if not rows:
+        return 0
+    seed = _eval_seed(out, cfg)
+    config = resolve_scenario("paper").replace(**cfg.overrides, seed=seed).to_dict()
+    by_id: dict[str, tuple[int, dict]] = {}
+    jobs, episodes = [], []
+    for line, r in enumerate(rows, start=2):
+        job = (r["method"], r["family"], _num(r["alpha"]), _num(r["tau"]), r["policy"])
+        params = ParetoParams(method=job[0], family=job[1], alpha=job[2], tau=job[3],
+                              episodes=int(r["episodes"])).model_dump(mode="json")  # fmt: skip
+        rid = run_id(config, job[4], "pareto-eval", params)
+        if rid not in by_id:
+            jobs.append(job)
+            episodes.append(int(r["episodes"]))
+        by_id[rid] = (line, r)  # the same point evaluated twice: the later line wins
+    study = evaluation_study(cfg.model_copy(update={"eval_seed": seed}), jobs, episodes)
+    results = {}
+    for rid, (line, r) in by_id.items():
+        row = {c: float(r[c]) for c in ("rr", "rr_std", "rf", "rf_std", "gini", "cost", "seconds")}
+        row.update(n_unadvised=int(r["n_unadvised"]), episodes=int(r["episodes"]))
+        results[rid] = {"run_id": rid, "status": "ok", "error": "", "traceback": "",
+                        "elapsed_s": row["seconds"], "rows": [row], "finished_at": float(line)}  # fmt: skip
+    study_runner.record_runs(study, out / EVALUATIONS, results)
+    return len(results)
+
+
+def _eval_seed(out: Path, cfg: StudyConfig) -> int:
+    # the seed the converted points were evaluated on: study.json records it
+    try:
+        return int(json.loads((out / "study.json").read_text()).get("eval_seed", cfg.eval_seed))
+    except (OSError, ValueError):
+        return cfg.eval_seed
+
+
+def _num(text: str) -> float | None:
+    return None if text in ("", None) else float(text)
+
+
+def _none(value: Any) -> float | None:
+    return None if value is None or value != value else float(value)
+
+
+def _defined(r: dict[str, Any]) -> bool:
+    rr, rf = float(r["rr"]), float(r["rf"])
+    return rr == rr or rf == rf
+
+
+def read_points(out: Path) -> list[dict[str, Any]]:
+    """The evaluated points: one per (method, alpha, tau), the latest evaluation wins,
+    in the order each (method, alpha, tau) was first evaluated.
+
+    A failed evaluation (an error, or RR and RF both undefined) is left out. ``alpha``
+    and ``tau`` are texts ("" for baselines), as in ``points.csv``.
+    """
+    store = out / EVALUATIONS
+    if not (store / "manifest.json").is_file():
+        return []
+    _, runs = load_study(store)
+    if runs.empty:
+        return []
+    runs = runs[runs["status"] == "ok"].sort_values("finished_at", kind="stable")
+    latest: dict[tuple, dict[str, Any]] = {}
+    for r in runs.to_dict("records"):
+        row = {c: r[c] for c in POINT_COLUMNS}
+        row["alpha"], row["tau"] = _fmt(_none(r["alpha"])), _fmt(_none(r["tau"]))
+        row["n_unadvised"], row["episodes"] = int(row["n_unadvised"]), int(row["episodes"])
+        if _defined(row):
+            latest[(row["method"], row["alpha"], row["tau"])] = row
+    return list(latest.values())
 
 
 def write_reports(cfg: StudyConfig, out: Path, rec_dir: Path) -> dict[str, Any]:
-    """table3.csv, table1.csv (when φ exists) and pareto.png from points.csv as it stands."""
+    """points.csv, table3.csv, table1.csv (when φ exists) and pareto.png from the
+    evaluations as they stand (an older points.csv is converted first)."""
+    convert_points_csv(out, cfg)
+    rows = read_points(out)
     points_path = out / "points.csv"
-    rows = _read_rows(points_path)
+    _write(points_path, rows, POINT_COLUMNS)
     T, beta = SETTINGS[cfg.setting]
     table3 = rf_at_rr(rows, T, beta)
     _write(out / "table3.csv", table3, TABLE3_COLUMNS)
@@ -239,39 +377,6 @@ def write_reports(cfg: StudyConfig, out: Path, rec_dir: Path) -> dict[str, Any]:
         f"{cfg.setting}: T={T}, β={beta:g}, {cfg.episodes} episodes per point",
     )
     return {"table3": table3, "table1": table1, "points": points_path}
-
-
-def _evaluate(cfg, method, family, alpha, tau, policy, log) -> dict[str, Any]:
-    from abm.app.evaluation import evaluate
-
-    start = time.perf_counter()
-    try:
-        r = evaluate("paper", policy, episodes=cfg.episodes, seed=cfg.eval_seed, workers=cfg.workers,
-                     **cfg.overrides)  # fmt: skip
-    except (ValueError, TypeError, RuntimeError) as exc:
-        # a policy that cannot run here (e.g. lookahead with other parameters) is logged, not fatal
-        log(f"{method} could not be evaluated: {exc}")
-        r = {
-            k: float("nan")
-            for k in ("rr_mean", "rr_std", "rf_mean", "rf_std", "gini_mean", "cost_mean")
-        }
-        r["n_unadvised"] = 0
-    seconds = time.perf_counter() - start
-    log(
-        f"{method:22s} α={_fmt(alpha):>4} τ={_fmt(tau):>4}  RR {r['rr_mean']:.3f}  RF {r['rf_mean']:.3f}  ({seconds:.0f} s)"
-    )
-    return {"method": method, "family": family, "alpha": _fmt(alpha), "tau": _fmt(tau), "policy": policy,
-            "rr": r["rr_mean"], "rr_std": r["rr_std"], "rf": r["rf_mean"], "rf_std": r["rf_std"],
-            "gini": r["gini_mean"], "cost": r["cost_mean"], "n_unadvised": r["n_unadvised"],
-            "episodes": cfg.episodes, "seconds": round(seconds, 2)}  # fmt: skip
-
-
-def pareto_front(rr: np.ndarray, rf: np.ndarray) -> np.ndarray:
-    """Indices of the non-dominated points (higher RR and RF are better), by increasing RR."""
-    keep = [i for i in range(rr.shape[0])
-            if np.isfinite(rr[i]) and np.isfinite(rf[i])
-            and not np.any((rr >= rr[i]) & (rf >= rf[i]) & ((rr > rr[i]) | (rf > rf[i])))]  # fmt: skip
-    return np.array(sorted(keep, key=lambda i: rr[i]), dtype=int)
 
 
 def rf_at_rr(rows: list[dict], T: int, beta: float, target: float = TARGET_RR) -> list[dict]:
@@ -309,52 +414,24 @@ def rf_at_rr(rows: list[dict], T: int, beta: float, target: float = TARGET_RR) -
 
 
 def recommender_table(rec_dir: Path, cfg: StudyConfig, n: int = 200) -> list[dict]:
-    """Table 1 protocol (same draws as ``bench-recommenders``) for φ and the chosen baselines."""
+    """Table 1 protocol (same draws as ``bench-recommenders``) for φ and the chosen
+    baselines: a ``recommender-bench`` study with φ as the recommender ``rl:path=DIR``."""
     from abm.app.evaluation import benchmark_recommenders
     from policies.rl.artefacts import read_manifest
 
-    ov = cfg.overrides
-    names = list(cfg.recommenders)
-    base = benchmark_recommenders(n=n, seed=cfg.seed, names=names, **ov)
+    phi = f"rl:path={rec_dir}"
+    bench = benchmark_recommenders(n=n, seed=cfg.seed, names=[*cfg.recommenders, phi],
+                                   workers=cfg.workers, **cfg.overrides)  # fmt: skip
+    learned = next(b for b in bench if b["recommender"] == phi)
     rows = [{"recommender": b["recommender"], "error": b["error"], "cost": b["cost"],
              "paper_error": PAPER_TABLE1.get(b["recommender"], ("", ""))[0],
              "paper_cost": PAPER_TABLE1.get(b["recommender"], ("", ""))[1], "d_error": "",
-             "n_failed": b["n_failed"]} for b in base]  # fmt: skip
-    learned = benchmark_learned(rec_dir, n=n, seed=cfg.seed, **ov)
+             "n_failed": b["n_failed"]} for b in bench if b is not learned]  # fmt: skip
     manifest = read_manifest(rec_dir, "recommender")
     rows.insert(0, {"recommender": "rl (learned φ)", "error": learned["error"], "cost": learned["cost"],
                     "paper_error": PAPER_TABLE1["rl"][0], "paper_cost": PAPER_TABLE1["rl"][1],
-                    "d_error": manifest["d_error"], "n_failed": 0})  # fmt: skip
+                    "d_error": manifest["d_error"], "n_failed": learned["n_failed"]})  # fmt: skip
     return rows
-
-
-def benchmark_learned(rec_dir: Path, n: int = 200, seed: int = 0, goal_max: float = 0.95,
-                      **overrides: Any) -> dict[str, float]:  # fmt: skip
-    """Error and true cost of φ on the draws of :func:`abm.app.evaluation.benchmark_recommenders`.
-
-    The draws are rebuilt exactly as there (same stream, same rejection loop), so the
-    numbers sit in one table with the baselines'.
-    """
-    from abm.model import RecourseModel
-    from abm.rng import stream
-    from policies.rl.learned import LearnedRecommender
-
-    model = RecourseModel(
-        "paper", "none", seed=seed, agents=False, record_events=False, **overrides
-    )
-    ctx, world = model.context, model.world
-    rng = stream(seed, "bench-recommenders")
-    X = np.empty((0, ctx.n_features))
-    while X.shape[0] < n:
-        draw = world.generator.sample(n, rng)
-        X = np.concatenate([X, draw[ctx.decision_model.score(draw) < goal_max]])[:n]
-    s = ctx.decision_model.score(X)
-    goals = s + rng.uniform(0.0, 1.0, n) * (goal_max - s)
-    rec = LearnedRecommender(rec_dir)
-    rec.prepare(ctx)
-    X_cf = rec.recommend(X, goals, stream(seed, "bench-rl"))
-    return {"error": float(np.abs(ctx.decision_model.score(X_cf) - goals).mean()),
-            "cost": float((np.abs(X_cf - X) @ ctx.difficulty).mean())}  # fmt: skip
 
 
 # one hue per recommender: a baseline (marker) and its hybrid (dashed front) share it
@@ -382,12 +459,10 @@ def _style(method: str, family: str) -> tuple[str, str, str]:
 
 def plot_fronts(rows: list[dict], path: Path, title: str) -> None:
     """RR (x) vs RF (y): one line per learned method's front, one marker per baseline."""
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(9.5, 5.5))
+    fig = Figure(figsize=(9.5, 5.5))
+    ax = fig.subplots()
     for method in dict.fromkeys(r["method"] for r in rows):
         pts = [r for r in rows if r["method"] == method]
         family = pts[0]["family"]
@@ -413,25 +488,10 @@ def plot_fronts(rows: list[dict], path: Path, title: str) -> None:
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def _fmt(v: float | None) -> str:
     return "" if v is None else f"{v:g}"
-
-
-def _read_rows(path: Path, latest: bool = True) -> list[dict]:
-    """The evaluated points: one per (method, alpha, tau), the latest appended wins
-    (``latest=False``: one per (method, alpha, tau, policy)).
-
-    A failed evaluation (RR and RF both NaN) is not a result: it is left out, so the
-    next run of the study tries that point again.
-    """
-    rows = {}
-    for r in _read_csv(path):
-        if float(r["rr"]) == float(r["rr"]) or float(r["rf"]) == float(r["rf"]):
-            rows[(r["method"], r["alpha"], r["tau"]) + (() if latest else (r["policy"],))] = r
-    return list(rows.values())
 
 
 def _check_reused_recommender(rec_dir: Path, cfg: StudyConfig) -> None:
@@ -459,15 +519,6 @@ def _read_csv(path: Path) -> list[dict]:
         return []
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
-
-
-def _append(path: Path, row: dict[str, Any]) -> None:
-    new = not path.is_file()
-    with open(path, "a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=POINT_COLUMNS)
-        if new:
-            w.writeheader()
-        w.writerow(row)
 
 
 def _write(path: Path, rows: list[dict], columns: tuple[str, ...]) -> None:

@@ -1,4 +1,5 @@
-"""Batch scenario studies: sweeps × seeds, resumable, serial, on local workers or on Dask.
+"""The experiment runner: sweeps × seeds of any registered experiment, resumable, serial,
+on local workers or on Dask.
 
 ```python
 from abm.app.study import Study, run_study, load_study, report
@@ -8,31 +9,49 @@ run_study(study, "results/trap", workers=2)               # or scheduler="tcp://
 ticks, runs = load_study("results/trap")                  # pandas, one row per run x tick / per run
 table, pngs = report("results/trap")                      # mean ± 95 % CI per sweep point, plots
 ```
+
+An experiment (:data:`EXPERIMENTS`: ``episode``, ``recommender-bench``,
+``safear-population``, ``pareto-eval``) is a function of one parameter point and one
+seed that returns rows; ``evaluate``, ``calibrate``, ``bench-recommenders``, the Pareto
+study and the SafeAR population study are studies of these experiments.
 """
 
-from abm.app.study.runner import StudyRun, execute_run, finished_runs, run_study
-from abm.app.study.spec import TIMING_COLUMNS, Axis, RunSpec, Study, run_id
-
-
-def __getattr__(name: str):
-    # the report side pulls in matplotlib and scipy: worker processes never need them
-    if name in ("load_study", "pareto_front", "report", "summarize"):
-        from abm.app.study import analysis as _analysis
-
-        return getattr(_analysis, name)
-    raise AttributeError(f"module 'abm.app.study' has no attribute {name!r}")
-
+from abm.app.study.analysis import pareto_front, report, summarize
+from abm.app.study.experiments import EXPERIMENTS, Experiment, execute_run
+from abm.app.study.runner import (
+    StudyRun,
+    collect,
+    finished_runs,
+    load_study,
+    read_manifest,
+    run_study,
+)
+from abm.app.study.spec import (
+    TIMING_COLUMNS,
+    Axis,
+    RunSpec,
+    Study,
+    paired_seeds,
+    parse_seeds,
+    run_id,
+)
 
 __all__ = [
+    "EXPERIMENTS",
     "TIMING_COLUMNS",
     "Axis",
+    "Experiment",
     "RunSpec",
     "Study",
     "StudyRun",
+    "collect",
     "execute_run",
     "finished_runs",
     "load_study",
+    "paired_seeds",
     "pareto_front",
+    "parse_seeds",
+    "read_manifest",
     "report",
     "run_id",
     "run_study",

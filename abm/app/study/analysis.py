@@ -1,67 +1,42 @@
-"""Loading study results and summarising them: mean ± 95 % CI per sweep point, plots."""
+"""Summarising study results: mean ± 95 % CI per sweep point, Pareto fronts, plots.
+
+Plots are drawn on :class:`matplotlib.figure.Figure` objects (no pyplot state, no
+backend switch); matplotlib and scipy load only when a report is made.
+"""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+from abm.app.study.runner import load_study, read_manifest
+from abm.validation import ConfigError
 
-from abm.app.study.runner import MANIFEST  # noqa: E402
-from abm.config import ConfigError  # noqa: E402
-
-
-def read_manifest(out: str | Path) -> dict[str, Any]:
-    path = Path(out) / MANIFEST
-    if not path.is_file():
-        raise ConfigError(
-            f"{out} is not a study directory (no {MANIFEST}); run `recourse-abm study run` first"
-        )
-    return json.loads(path.read_text())
+__all__ = ["load_study", "pareto_front", "plot_pareto", "plot_sweep", "read_manifest", "report",
+           "summarize"]  # fmt: skip
 
 
-def _read_parts(folder: Path) -> pd.DataFrame:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Indices of the points no other point beats, maximising both ``x`` and ``y``.
 
-    files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
-    if not files:
-        return pd.DataFrame()
-    # error rows lack the summary columns: permissive promotion fills them with nulls
-    table = pa.concat_tables([pq.read_table(f) for f in files], promote_options="permissive")
-    return table.to_pandas()
-
-
-def load_study(out: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The results of a study directory as ``(ticks_df, runs_df)``.
-
-    ``ticks_df``: one row per run × tick (run_id, policy, swept fields, seed, tick, kept
-    metrics). ``runs_df``: one row per run (the same keys, status, error, elapsed_s and the
-    episode summary). Rows come in grid order (axes as listed in the study, then seed).
-    Swept list-valued fields are JSON text.
+    A point is on the front when no other has x >= and y >= with one of them >. Points
+    with a NaN or infinite coordinate are never on it; of exact duplicates the first is
+    kept. The indices come by increasing x (so y decreases along the front).
     """
-    manifest = read_manifest(out)
-    out = Path(out)
-    runs = _read_parts(out / "runs")
-    ticks = _read_parts(out / "ticks")
-    order = {r["run_id"]: i for i, r in enumerate(manifest["runs"])}
-
-    def ordered(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-        if df.empty:
-            return df
-        # runs from an earlier version of the study (added with --force) go last
-        rank = df["run_id"].map(order).fillna(len(order)).astype(np.int64)
-        df = df.assign(_order=rank).sort_values(["_order", *keys], kind="stable")
-        return df.drop(columns="_order").reset_index(drop=True)
-
-    return ordered(ticks, ["tick"]), ordered(runs, [])
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    idx = np.flatnonzero(np.isfinite(x) & np.isfinite(y))
+    # x descending, ties by y descending; lexsort is stable, so duplicates keep their order
+    order = idx[np.lexsort((-y[idx], -x[idx]))]
+    front, best = [], -np.inf
+    for i in order:
+        if y[i] > best:
+            front.append(i)
+            best = y[i]
+    return np.array(front[::-1], dtype=np.int64)
 
 
 def _t_quantile(n: int) -> float:
@@ -114,11 +89,14 @@ def plot_sweep(
     panel per combination of the ``facet`` fields. Up to four x values are drawn side by
     side with error bars, more as lines with a CI band."""
     panels = [((), table)] if not facet else list(table.groupby(facet, sort=False))
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure
+
     panels = panels[:6]
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels) + 1.2, 3.4), sharey=True,
-                             squeeze=False, constrained_layout=True)  # fmt: skip
+    fig = Figure(figsize=(3.6 * len(panels) + 1.2, 3.4), layout="constrained")
+    axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)
     policies = list(dict.fromkeys(table["policy"]))
-    colors = {p: plt.cm.tab10(i % 10) for i, p in enumerate(policies)}
+    colors = {p: colormaps["tab10"](i % 10) for i, p in enumerate(policies)}
     levels = list(dict.fromkeys(table[x]))
     # few x values: categorical positions, policies side by side with error bars;
     # many: lines with a CI band over the numeric axis
@@ -167,19 +145,7 @@ def plot_sweep(
     if title:
         fig.suptitle(title, fontsize=10)
     fig.savefig(path, dpi=90)
-    plt.close(fig)
     return path
-
-
-def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Indices of the points no other point beats in both x and y (maximising), by x."""
-    order = np.lexsort((-y, -x))  # x descending, ties by y descending
-    front, best = [], -np.inf
-    for i in order:
-        if y[i] > best:
-            front.append(i)
-            best = y[i]
-    return np.array(front[::-1], dtype=np.int64)
 
 
 def _short(field: str) -> str:
@@ -195,10 +161,14 @@ def plot_pareto(
 ) -> Path:
     """RF (x) against RR (y): each run faint, each sweep point's mean solid, and each
     policy's Pareto front (higher is better on both)."""
-    fig, ax = plt.subplots(figsize=(5.6, 4.4), constrained_layout=True)
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(5.6, 4.4), layout="constrained")
+    ax = fig.subplots()
     policies = list(dict.fromkeys(table["policy"]))
     for i, policy in enumerate(policies):
-        color = plt.cm.tab10(i % 10)
+        color = colormaps["tab10"](i % 10)
         r = runs[(runs["policy"] == policy) & (runs["status"] == "ok")]
         ax.scatter(r["rf"], r["rr"], s=6, color=color, alpha=0.2, lw=0)
         g = table[table["policy"] == policy].dropna(subset=["rr", "rf"])
@@ -220,7 +190,6 @@ def plot_pareto(
     ax.legend(fontsize=7, loc="best")
     ax.set_title(title or "RR vs RF per sweep point, Pareto front per policy", fontsize=10)
     fig.savefig(path, dpi=90)
-    plt.close(fig)
     return path
 
 
@@ -237,6 +206,8 @@ def report(
     _, runs = load_study(out)
     if runs.empty:
         raise ConfigError(f"{out} holds no finished runs yet")
+    if "policy" not in runs:  # an experiment without a policy: one series, named after it
+        runs = runs.assign(policy=manifest.get("experiment", "runs"))
     metrics = list(metrics or manifest["report_metrics"])
     missing = [m for m in metrics if m not in runs]
     if missing:

@@ -1,10 +1,14 @@
 """Running a study: serially, on local worker processes or on a Dask cluster.
 
+The one runner of every sweep: a study names an experiment
+(:mod:`abm.app.study.experiments`), and each run is one parameter point and one seed.
 Results go under ``out/`` as they arrive, one Parquet file per finished run::
 
     out/manifest.json            study, resolved runs, git commit, package versions, invocations
-    out/runs/<run_id>.parquet    one row: swept values, seed, status, error, episode summary
-    out/ticks/<run_id>.parquet   one row per tick: run id, swept values, seed, kept metrics
+    out/runs/<run_id>.parquet    the run's rows: swept values, seed, status, error, the
+                                 experiment's figures (an episode: its summary), finished_at
+    out/ticks/<run_id>.parquet   one row per tick (experiments that keep ticks): run id,
+                                 swept values, seed, kept metrics
 
 A run's files are written to a temporary name and renamed, the ticks before the run row,
 so a run counts as finished exactly when its ``runs/`` file exists. Killing the study
@@ -14,62 +18,31 @@ loses only the runs in flight; the same command then resumes with the others.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import datetime as dt
 import json
 import multiprocessing
 import os
-import subprocess
+import tempfile
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from abm.app.results import versions, write_json
+from abm.app.study.experiments import execute_run
 from abm.app.study.spec import RunSpec, Study
-from abm.config import ConfigError, ScenarioConfig
+from abm.provenance import git_info, now, versions, write_json
+from abm.validation import ConfigError
 
 MANIFEST = "manifest.json"
 # a run that is in flight when a worker process dies this many times is recorded as failed
 MAX_WORKER_DEATHS = 3
 
 Progress = Callable[[int, int], None]
-
-
-# -- the job a worker runs (module level: spawn and Dask import it by name) --------
-def execute_run(task: dict[str, Any]) -> dict[str, Any]:
-    """Run one episode; never raises. Returns the kept tick columns and the summary.
-
-    ``task``: run_id, policy, config (ScenarioConfig.to_dict()), metrics (tick columns).
-    """
-    from abm.metrics import nanmean
-    from abm.model import RecourseModel
-
-    start = time.perf_counter()
-    try:
-        config = ScenarioConfig.from_dict(task["config"])
-        model = RecourseModel(config, task["policy"], agents=False, record_events=False)
-        # set-up (world, cached per process, and policy) and the ticks are timed apart
-        setup_s = time.perf_counter() - start
-        model.run()
-        run_s = time.perf_counter() - start - setup_s
-        ticks = model.tick_table()
-        summary = model.summary()
-    except Exception as exc:  # recorded with the run; the study goes on
-        return {"run_id": task["run_id"], "status": "error", "error": f"{type(exc).__name__}: {exc}",
-                "traceback": traceback.format_exc(), "elapsed_s": time.perf_counter() - start}  # fmt: skip
-    metrics = list(task["metrics"])
-    values = {k: summary[k] for k in summary if k not in ("scenario", "policy", "seed")}
-    values.update(setup_s=setup_s, run_s=run_s)
-    for m in metrics:  # kept per-tick columns without an episode figure: their mean
-        values.setdefault(m, nanmean(ticks[m]))
-    return {"run_id": task["run_id"], "status": "ok", "error": "", "traceback": "",
-            "elapsed_s": time.perf_counter() - start, "summary": values,
-            "ticks": ticks[["tick", *metrics]].reset_index(drop=True)}  # fmt: skip
 
 
 # -- storage -------------------------------------------------------------------------
@@ -85,7 +58,9 @@ def _param_value(value: Any) -> Any:
 
 
 def _id_columns(study: Study, run: RunSpec) -> dict[str, Any]:
-    cols: dict[str, Any] = {"run_id": run.run_id, "policy": run.policy}
+    cols: dict[str, Any] = {"run_id": run.run_id}
+    if study.experiment_takes_policy:
+        cols["policy"] = run.policy
     for f in study.axis_fields:
         if f != "policy":
             cols[f] = _param_value(run.params[f])
@@ -94,18 +69,24 @@ def _id_columns(study: Study, run: RunSpec) -> dict[str, Any]:
 
 
 def store_result(out: Path, study: Study, run: RunSpec, result: dict[str, Any]) -> None:
-    """Write one finished run (ticks first, then the run row that marks it done)."""
+    """Write one finished run (ticks first, then the run rows that mark it done).
+
+    Every row carries ``finished_at`` (POSIX seconds): which of two runs came later.
+    """
     ids = _id_columns(study, run)
-    if result["status"] == "ok":
-        ticks = result["ticks"]
+    ticks = result.get("ticks")
+    if result["status"] == "ok" and ticks is not None:
         n = len(ticks)
         columns = {k: pa.array([v] * n) for k, v in ids.items()}
         columns.update({c: pa.array(ticks[c].to_numpy()) for c in ticks.columns})
         _atomic_parquet(pa.table(columns), out / "ticks" / f"{run.run_id}.parquet")
-    row = {**ids, "status": result["status"], "error": result["error"],
-           "traceback": result["traceback"], "elapsed_s": result["elapsed_s"],
-           **result.get("summary", {})}  # fmt: skip
-    _atomic_parquet(pa.Table.from_pylist([row]), out / "runs" / f"{run.run_id}.parquet")
+    head = {**ids, "status": result["status"], "error": result["error"],
+            "traceback": result["traceback"], "elapsed_s": result["elapsed_s"]}  # fmt: skip
+    rows = [{**head, **r} for r in result.get("rows", [])] or [head]
+    finished = result.get("finished_at", time.time())
+    for r in rows:
+        r["finished_at"] = finished
+    _atomic_parquet(pa.Table.from_pylist(rows), out / "runs" / f"{run.run_id}.parquet")
 
 
 def finished_runs(out: str | Path, include_errors: bool = True) -> set[str]:
@@ -124,34 +105,8 @@ def finished_runs(out: str | Path, include_errors: bool = True) -> set[str]:
     return done
 
 
-def git_info() -> dict[str, Any]:
-    """Commit of the checkout this package runs from, and whether it has local changes."""
-    root = Path(__file__).resolve().parents[2]
-    try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                                text=True, timeout=10, check=True).stdout.strip()  # fmt: skip
-        # diff-index reads the index without rewriting it
-        dirty = subprocess.run(["git", "-C", str(root), "diff-index", "--quiet", "HEAD", "--"],
-                               capture_output=True, timeout=10).returncode != 0  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
-    return {"commit": commit, "dirty": dirty}
-
-
 def _versions() -> dict[str, str]:
-    from importlib import metadata
-
-    out = versions()
-    for name in ("pyarrow", "dask", "distributed"):
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    return versions(extra=("pyarrow", "dask", "distributed"))
 
 
 def _write_manifest(out: Path, study: Study, runs: list[RunSpec], force: bool) -> dict[str, Any]:
@@ -164,9 +119,11 @@ def _write_manifest(out: Path, study: Study, runs: list[RunSpec], force: bool) -
                 f"{manifest.get('spec_hash')}); use another --out, or --force to add to it"
             )
     else:
-        manifest = {"created": _now(), "invocations": []}
+        manifest = {"created": now(), "invocations": []}
     manifest.update({
         "name": study.name,
+        "experiment": study.experiment,
+        "settings": study.settings,
         "description": study.description,
         "study_file": study.source,
         "study_text": study.source_text,
@@ -269,6 +226,50 @@ def _failed(task: dict[str, Any], message: str) -> dict[str, Any]:
             "elapsed_s": float("nan")}  # fmt: skip
 
 
+# -- reading back ------------------------------------------------------------------------
+def read_manifest(out: str | Path) -> dict[str, Any]:
+    path = Path(out) / MANIFEST
+    if not path.is_file():
+        raise ConfigError(
+            f"{out} is not a study directory (no {MANIFEST}); run `recourse-abm study run` first"
+        )
+    return json.loads(path.read_text())
+
+
+def _read_parts(folder: Path) -> pd.DataFrame:
+    files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+    if not files:
+        return pd.DataFrame()
+    # error rows lack the summary columns: permissive promotion fills them with nulls
+    table = pa.concat_tables([pq.read_table(f) for f in files], promote_options="permissive")
+    return table.to_pandas()
+
+
+def load_study(out: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The results of a study directory as ``(ticks_df, runs_df)``.
+
+    ``ticks_df``: one row per run × tick (run_id, policy, swept fields, seed, tick, kept
+    metrics). ``runs_df``: one row per run (the same keys, status, error, elapsed_s and the
+    episode summary). Rows come in grid order (axes as listed in the study, then seed).
+    Swept list-valued fields are JSON text.
+    """
+    manifest = read_manifest(out)
+    out = Path(out)
+    runs = _read_parts(out / "runs")
+    ticks = _read_parts(out / "ticks")
+    order = {r["run_id"]: i for i, r in enumerate(manifest["runs"])}
+
+    def ordered(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+        if df.empty:
+            return df
+        # runs from an earlier version of the study (added with --force) go last
+        rank = df["run_id"].map(order).fillna(len(order)).astype(np.int64)
+        df = df.assign(_order=rank).sort_values(["_order", *keys], kind="stable")
+        return df.drop(columns="_order").reset_index(drop=True)
+
+    return ordered(ticks, ["tick"]), ordered(runs, [])
+
+
 # -- the driver ------------------------------------------------------------------------
 @dataclass
 class StudyRun:
@@ -337,7 +338,7 @@ def run_study(
         status.backend = f"local x{workers}"
         results = _local(tasks, workers)
     by_id = {r.run_id: r for r in todo}
-    invocation = {"started": _now(), "backend": status.backend, "skipped": status.skipped}
+    invocation = {"started": now(), "backend": status.backend, "skipped": status.skipped}
     start = time.perf_counter()
     if progress:
         progress(status.skipped, status.total)
@@ -352,8 +353,58 @@ def run_study(
                 progress(status.skipped + status.completed, status.total)
     finally:
         status.seconds = time.perf_counter() - start
-        invocation.update(finished=_now(), completed=status.completed, errors=status.errors,
+        invocation.update(finished=now(), completed=status.completed, errors=status.errors,
                           seconds=round(status.seconds, 3))  # fmt: skip
         manifest["invocations"].append(invocation)
         write_json(out / MANIFEST, manifest)
     return status
+
+
+def record_runs(study: Study, out: str | Path, results: dict[str, dict[str, Any]]) -> None:
+    """Store results obtained elsewhere (e.g. converted from an older format) as finished
+    runs of ``study`` under ``out``, as :func:`run_study` would have: ``results`` maps run
+    ids of ``study`` to results shaped like those of
+    :func:`~abm.app.study.experiments.execute_run` (an optional ``finished_at`` orders them).
+    """
+    out = Path(out)
+    by_id = {r.run_id: r for r in study.runs()}
+    unknown = sorted(set(results) - set(by_id))
+    if unknown:
+        raise ConfigError(f"run id {unknown[0]} is not a run of study {study.name!r}")
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    (out / "ticks").mkdir(parents=True, exist_ok=True)
+    manifest = _write_manifest(out, study, list(by_id.values()), force=True)
+    for rid, result in results.items():
+        store_result(out, study, by_id[rid], result)
+    manifest["invocations"].append({"started": now(), "backend": "recorded", "skipped": 0,
+                                    "finished": now(), "completed": len(results), "errors": 0})  # fmt: skip
+    write_json(out / MANIFEST, manifest)
+
+
+def collect(
+    study: Study,
+    out: str | Path | None = None,
+    *,
+    workers: int = 1,
+    scheduler: Any | None = None,
+    retry_errors: bool = False,
+    progress: Progress | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run ``study`` and return its results as :func:`load_study` does.
+
+    With ``out`` the results stay there: a second call skips the finished runs, and other
+    studies may add theirs (runs are keyed by what determines them, so they never mix up;
+    the tables returned hold only ``study``'s runs, in grid order). Without ``out`` they
+    go to a temporary directory that is removed afterwards. Commands that print or write
+    their own tables (evaluate, calibrate, bench-recommenders, reproductions) run here.
+    """
+    if out is not None:
+        run_study(study, out, workers=workers, scheduler=scheduler, force=True,
+                  retry_errors=retry_errors, progress=progress)  # fmt: skip
+        ticks, runs = load_study(out)
+        mine = {r.run_id for r in study.runs()}
+        return (ticks[ticks["run_id"].isin(mine)].reset_index(drop=True) if len(ticks) else ticks,
+                runs[runs["run_id"].isin(mine)].reset_index(drop=True))  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="recourse-study-") as tmp:
+        run_study(study, tmp, workers=workers, scheduler=scheduler, progress=progress)
+        return load_study(tmp)

@@ -82,12 +82,10 @@ def plot_policy_rollouts(
 ):
     """Draw the most probable rollouts of each policy (one panel per policy); save PNG to ``path`` if given.
 
-    Returns the matplotlib Figure.
+    Returns the :class:`matplotlib.figure.Figure` (no pyplot state is touched).
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure
 
     if isinstance(policies, Policy):
         policies = {f"beta={policies.beta:g}": policies}
@@ -97,11 +95,10 @@ def plot_policy_rollouts(
         for n in names
     }
     xmax = max((o["cost"] for outs in data.values() for o in outs), default=1.0)
-    cmap = plt.get_cmap("tab10")
+    cmap = colormaps["tab10"]
     colour = {a: cmap(i % 10) for i, a in enumerate(mdp.action_names)}
-    fig, axes = plt.subplots(
-        len(names), 1, figsize=(10, 1.2 + 0.55 * top_k * len(names)), squeeze=False
-    )
+    fig = Figure(figsize=(10, 1.2 + 0.55 * top_k * len(names)))
+    axes = fig.subplots(len(names), 1, squeeze=False)
     for ax, name in zip(axes[:, 0], names, strict=True):
         outs = data[name]
         for rank, o in enumerate(outs):

@@ -12,18 +12,23 @@ realised cost distribution from the candidate table:
 * per candidate, both are summed over all its applications; the tail is the 95th
   percentile (VaR95, eq. 4) and CVaR95 (eq. 5) over candidates who were ever advised.
 
-This module drives :class:`abm.model.RecourseModel`; it is a study, not a policy.
+Each (policy, seed) is one run of the ``safear-population`` experiment of the study
+runner (:mod:`abm.app.study.experiments`); this module is a study, not a policy.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from policies.safear.risk import var_cvar
+from abm.app.study import Study, collect, parse_seeds
+from abm.app.study.experiments import POPULATION_COLUMNS, per_candidate_effort, population_row
+from abm.config import ScenarioConfig
+from abm.scenarios import resolve_scenario
 
 DEFAULT_POLICIES = (
     "threshold",
@@ -32,131 +37,63 @@ DEFAULT_POLICIES = (
     "safear:beta_risk=0.5",
     "safear:beta_risk=1",
 )
+EPISODE_COLUMNS = ["policy", "seed", *POPULATION_COLUMNS]
 
-EPISODE_COLUMNS = [
-    "policy",
-    "seed",
-    "rr",
-    "rf",
-    "effort",
-    "wasted_effort",
-    "n_accepted",
-    "n_dropped",
-    "mean_cost",
-    "realised_p95",
-    "realised_cvar95",
-    "attempted_mean",
-    "attempted_p95",
-    "attempted_cvar95",
-    "plan_exp_cost",
-    "plan_var95",
-    "plan_cvar95",
-]
+__all__ = ["DEFAULT_POLICIES", "EPISODE_COLUMNS", "compare_population", "per_candidate_effort",
+           "plot_population", "run_episode"]  # fmt: skip
 
 
-def per_candidate_effort(events: pd.DataFrame, difficulty: Sequence[float]) -> pd.DataFrame:
-    """Realised and attempted effort per candidate (one row per cid ever advised)."""
-    d = np.asarray(difficulty, dtype=float)
-    z = d.size
-    dx = np.abs(events[[f"dx_{i}" for i in range(z)]].to_numpy(dtype=float))
-    ok = events[[f"ok_{i}" for i in range(z)]].to_numpy()
-    realised = ((ok == 1) * dx * d).sum(axis=1)
-    attempted = (((ok == 1) | (ok == 0)) * dx * d).sum(axis=1)
-    advised = np.isfinite(events["goal"].to_numpy(dtype=float))
-    df = pd.DataFrame(
-        {
-            "cid": events["cid"].to_numpy(),
-            "realised": realised,
-            "attempted": attempted,
-            "advised": advised,
-        }
-    )
-    g = df.groupby("cid", sort=True).agg(
-        realised=("realised", "sum"), attempted=("attempted", "sum"), advised=("advised", "any")
-    )
-    return g[g["advised"]].drop(columns="advised").reset_index()
-
-
-def _tail(x: np.ndarray) -> tuple[float, float]:
-    if x.size == 0:
-        return math.nan, math.nan
-    return var_cvar(x, alpha=0.95)
-
-
-def run_episode(scenario, policy: str, seed: int, **overrides) -> dict:
-    """One episode's row of :data:`EPISODE_COLUMNS`."""
-    from abm.model import RecourseModel
-
-    model = RecourseModel(scenario, policy, seed=seed, agents=False, **overrides).run()
-    s = model.summary()
-    ev = model.candidate_table()
-    eff = per_candidate_effort(ev, model.config.difficulty)
-    r95, rc95 = _tail(eff["realised"].to_numpy())
-    a95, ac95 = _tail(eff["attempted"].to_numpy())
-    row = {
-        "policy": policy,
-        "seed": seed,
-        "rr": s["rr"],
-        "rf": s["rf"],
-        "effort": s["effort"],
-        "wasted_effort": s["wasted_effort"],
-        "n_accepted": s["n_accepted"],
-        "n_dropped": s["n_dropped"],
-        "mean_cost": s["mean_cost"],
-        "realised_p95": r95,
-        "realised_cvar95": rc95,
-        "attempted_mean": float(eff["attempted"].mean()) if len(eff) else math.nan,
-        "attempted_p95": a95,
-        "attempted_cvar95": ac95,
-    }
-    for col, key in (
-        ("plan_exp_cost", "exp_cost"),
-        ("plan_var95", "var95"),
-        ("plan_cvar95", "cvar95"),
-    ):
-        row[col] = (
-            float(np.nanmean(ev[key])) if key in ev and np.isfinite(ev[key]).any() else math.nan
-        )
-    return row
+def run_episode(
+    scenario: ScenarioConfig | str | Path, policy: str, seed: int, **overrides: Any
+) -> dict:
+    """One episode's row of :data:`EPISODE_COLUMNS` (the ``safear-population`` experiment)."""
+    config = resolve_scenario(scenario).replace(**overrides, seed=seed)
+    return {"policy": policy, "seed": seed, **population_row(config, policy)}
 
 
 def compare_population(
-    scenario="paper",
+    scenario: ScenarioConfig | str | Path = "paper",
     policies: Sequence[str] = DEFAULT_POLICIES,
-    n_seeds: int = 10,
-    progress=None,
-    **overrides,
+    n_seeds: int | str | Sequence[int] = 10,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    workers: int = 1,
+    store: str | Path | None = None,
+    **overrides: Any,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run every policy on seeds ``0..n_seeds-1``.
+    """Run every policy on the same seeds (``n_seeds``: a count N for 0..N-1, or any seed
+    form of :func:`abm.app.study.parse_seeds`), as a ``safear-population`` study.
 
     Returns (episodes, summary): one row per (policy, seed), and per policy the mean
     and standard error over seeds of every numeric column (``<col>`` and ``<col>_se``).
-    ``overrides`` are scenario fields (e.g. ``ticks=20``, ``risk_aversion=(0, 1)``).
+    ``overrides`` are scenario fields (e.g. ``ticks=20``, ``risk_aversion=(0, 1)``);
+    ``store`` keeps the runs there (a rerun resumes), ``workers`` runs them in parallel.
     """
-    if not isinstance(n_seeds, int) or n_seeds < 1:
-        raise ValueError(f"n_seeds must be an integer >= 1, got {n_seeds!r}")
-    rows = []
-    for pol in policies:
-        for seed in range(n_seeds):
-            rows.append(run_episode(scenario, pol, seed, **overrides))
-            if progress is not None:
-                progress()
-    ep = pd.DataFrame(rows, columns=EPISODE_COLUMNS)
-    num = [c for c in EPISODE_COLUMNS if c not in ("policy", "seed")]
+    seeds = parse_seeds(n_seeds, "n_seeds")
+    policies = list(dict.fromkeys(policies))
+    study = Study.build(resolve_scenario(scenario), name="safear-population",
+                        experiment="safear-population", overrides=overrides, seeds=list(seeds),
+                        sweep={"policy": policies})  # fmt: skip
+    _, runs = collect(study, store, workers=workers, progress=progress)
+    failed = runs[runs["status"] != "ok"]
+    if len(failed):
+        raise RuntimeError(f"{failed['policy'].iloc[0]}, seed {failed['seed'].iloc[0]}: "
+                           f"{failed['error'].iloc[0]}")  # fmt: skip
+    ep = runs[EPISODE_COLUMNS].reset_index(drop=True)
+    num = list(POPULATION_COLUMNS)
     g = ep.groupby("policy", sort=False)[num]
     mean = g.mean()
     se = g.std(ddof=1).div(np.sqrt(g.count())).add_suffix("_se")
     summary = pd.concat([mean, se], axis=1).reset_index()
-    summary.insert(1, "n_seeds", n_seeds)
+    summary.insert(1, "n_seeds", len(seeds))
     return ep, summary
 
 
 def plot_population(summary: pd.DataFrame, path=None, title: str | None = None):
     """Bars of RR, RF, wasted effort and the realised-cost tail per policy (error bars: s.e. over seeds)."""
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    from abm.app.experiments.safear.plot import finish_figure
 
     panels = [
         ("rr", "recourse reliability RR"),
@@ -164,7 +101,8 @@ def plot_population(summary: pd.DataFrame, path=None, title: str | None = None):
         ("wasted_effort", "wasted effort (episode total)"),
         ("attempted_cvar95", "CVaR95 of attempted effort per candidate"),
     ]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.2))
+    fig = Figure(figsize=(4.2 * len(panels), 4.2))
+    axes = fig.subplots(1, len(panels))
     x = np.arange(len(summary))
     labels = [
         p.replace("safear:beta_risk=", "safear β=").replace("threshold-true", "threshold\n(true d)")
@@ -176,6 +114,4 @@ def plot_population(summary: pd.DataFrame, path=None, title: str | None = None):
         ax.set_xticks(x, labels, rotation=45, ha="right", fontsize=8)
         ax.set_title(name, fontsize=10)
         ax.spines[["top", "right"]].set_visible(False)
-    from abm.app.experiments.safear.plot import finish_figure
-
     return finish_figure(fig, path, title)

@@ -332,7 +332,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    pd.set_option("display.width", 200)
     print(reproduce_insurance(args.out_dir, seed=args.seed).round(3).to_string(index=False))
     mdp = insurance_mdp(8)
     plot_policy_rollouts(

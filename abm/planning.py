@@ -1,0 +1,203 @@
+"""Snapshots and forks of a running model, for planners that look ahead.
+
+A :class:`Snapshot` holds the model's own state at one point of a tick: the scenario, the
+world (shared, read only), the tick, the next candidate id, the waiting population, the
+rejected-and-dropped window and, between ``decide()`` and ``respond()``, the decided part
+of the tick (applicants, scores, selection, observation). Populations are never written
+in place once stored (see :class:`abm.population.Population`), so a snapshot shares
+their arrays: taking one copies nothing.
+
+A fork is a :class:`~abm.model.RecourseModel` rebuilt from a snapshot by
+``RecourseModel.from_snapshot``: it runs the same ``decide``/``respond`` stages, but
+Mesa's constructor is not run (no agents, no data collector, no Mesa registration) and it
+records nothing. It draws from :class:`RolloutStreams`, never from the model's streams,
+and its policy is wrapped by :class:`WithoutFeedback`, so forking leaves the real run
+unchanged.
+
+:class:`Simulator` is what ``PolicyContext.extra["simulator"]`` offers policies (see
+:class:`abm.interfaces.Simulator`): rollouts of the true model from the current decision.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from abm import metrics
+from abm.config import ScenarioConfig
+from abm.interfaces import Recommendation, RecourseObs, RecoursePolicy
+from abm.population import Population
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The model's own state at one point of tick ``tick``.
+
+    ``dropped`` holds ``(tick, rejected-and-dropped rows)`` of the last T ticks (they stay
+    in the RF window, eq. 3). ``pending`` is the decided part of the tick while the model
+    waits for ``respond()`` (an opaque object of the model), else None. ``world`` and
+    ``decision_maker`` are shared with the model and only read.
+    """
+
+    config: ScenarioConfig
+    world: Any
+    decision_maker: Any
+    tick: int
+    next_id: int
+    population: Population
+    dropped: tuple[tuple[int, Population], ...]
+    pending: Any = None
+
+
+class Forkable(Protocol):
+    """What :class:`Simulator` needs of a model (``RecourseModel`` satisfies it)."""
+
+    policy: RecoursePolicy
+    streams: Any
+
+    def snapshot(self) -> Snapshot: ...
+
+    def decide(self) -> RecourseObs: ...
+
+    def respond(self, recommendation: Recommendation | None) -> None: ...
+
+    def pending_observation(self) -> RecourseObs: ...
+
+    def pending_success(self) -> tuple[int, int, int]:
+        """(|I^succ|, |I^succ and accepted|, |I^rej window|) of the pending decision."""
+        ...
+
+
+class RolloutStreams:
+    """Random streams of one rollout, created on first use.
+
+    Stream ``name`` of the rollout with ``key`` forked at tick ``t`` is
+    ``SeedSequence(seed, spawn_key=(crc32("simulator"), t, key, crc32(name)))``: disjoint
+    from the episode's own streams (whose spawn keys have one element) and reproducible.
+    Attribute access (``streams.dropout``) and :meth:`get` give the same generator, like
+    :class:`abm.rng.Streams`.
+    """
+
+    def __init__(self, seed: int, t: int, key: int) -> None:
+        self.seed = seed
+        self._key = (zlib.crc32(b"simulator"), t, key)
+        self._gens: dict[str, np.random.Generator] = {}
+        self._start: dict[str, dict] = {}
+
+    def get(self, name: str) -> np.random.Generator:
+        gen = self._gens.get(name)
+        if gen is None:
+            key = self._key + (zlib.crc32(name.encode()),)
+            seq = np.random.SeedSequence(self.seed, spawn_key=key)
+            gen = self._gens[name] = np.random.Generator(np.random.PCG64(seq))
+            self._start[name] = gen.bit_generator.state
+        return gen
+
+    def rewind(self) -> None:
+        """Every stream back to its first draw (the next rollout with this key)."""
+        for name, gen in self._gens.items():
+            gen.bit_generator.state = self._start[name]
+
+    def __getattr__(self, name: str) -> np.random.Generator:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self.get(name)
+
+
+class WithoutFeedback:
+    """A policy as a fork sees it: it recommends, but learns nothing from the rollout.
+
+    ``observe`` is None, so the fork builds no feedback at all.
+    """
+
+    def __init__(self, policy: RecoursePolicy) -> None:
+        self.recommend = policy.recommend
+        self.observe = None
+
+
+class Simulator:
+    """Rollouts of ``model`` from its pending decision (``PolicyContext.extra["simulator"]``).
+
+    ``fork(snapshot, streams, policy)`` rebuilds a model from a snapshot (for a
+    ``RecourseModel``: ``RecourseModel.from_snapshot``). A call ``simulator(ticks, key)``
+    between the model's ``decide()`` and ``respond()`` at tick t forks the model, finishes
+    tick t on the fork with the model's policy (its ``observe`` is not called; a policy
+    recognises its own re-entrant calls and answers them), then runs ticks t+1, ...,
+    t+ticks, the last up to its selection. Streams derive from (seed, t, key) only: the
+    real run is untouched and equal keys replay equal draws (common random numbers across
+    the plans a caller compares).
+
+    Returns one dict per simulated tick: ``tick``, ``n_succ``, ``n_succ_accepted``,
+    ``n_rejected_window``, ``rr`` and ``rf`` (eqs. 2-3, NaN when undefined).
+    """
+
+    def __init__(self, model: Forkable, fork: Callable[..., Forkable]) -> None:
+        self._model = model
+        self._fork = fork
+        self._streams: dict[tuple[int, int], RolloutStreams] = {}  # this tick's only
+        self._running = False
+
+    @property
+    def running(self) -> bool:
+        """True while a rollout runs (a policy called from inside its own rollout)."""
+        return self._running
+
+    def streams(self, seed: int, t: int, key: int) -> RolloutStreams:
+        """The (rewound) streams of rollout ``key`` forked at tick ``t`` of episode ``seed``.
+
+        Kept for the current tick: seeding costs ~30 us a stream, rewinding ~2.
+        """
+        streams = self._streams.get((t, key))
+        if streams is None:
+            if any(tk[0] != t for tk in self._streams):
+                self._streams.clear()  # a new tick: earlier rollouts' streams are done with
+            streams = self._streams[t, key] = RolloutStreams(seed, t, key)
+        else:
+            streams.rewind()
+        return streams
+
+    def fork(self, key: int = 0) -> Forkable:
+        """A fork of the model at its pending decision, with rollout ``key``'s streams."""
+        snap = self._model.snapshot()
+        if snap.pending is None:
+            raise RuntimeError("the simulator can only be called between decide() and respond()")
+        streams = self.streams(snap.config.seed, snap.tick, key)
+        return self._fork(snap, streams, WithoutFeedback(self._model.policy))
+
+    def __call__(self, ticks: int, key: int = 0) -> list[dict[str, float]]:
+        if self._running:
+            raise RuntimeError("simulations cannot be nested")
+        if not (isinstance(ticks, int | np.integer) and ticks >= 1):
+            raise ValueError(f"ticks must be an integer >= 1, got {ticks!r}")
+        self._running = True
+        try:
+            fork = self.fork(int(key))
+            rows = []
+            for _ in range(ticks):
+                fork.respond(_recommend(fork, fork.pending_observation()))
+                obs = fork.decide()
+                rows.append(_rates(obs.tick, *fork.pending_success()))
+            return rows
+        finally:
+            self._running = False
+
+
+def _recommend(fork: Forkable, obs: RecourseObs) -> Recommendation | None:
+    if obs.n_rejected == 0:
+        return None  # nobody to advise: the policy is not asked
+    return fork.policy.recommend(obs, fork.streams.policy)
+
+
+def _rates(tick: int, n_succ: int, n_succ_accepted: int, n_window: int) -> dict[str, float]:
+    return {
+        "tick": tick,
+        "n_succ": n_succ,
+        "n_succ_accepted": n_succ_accepted,
+        "n_rejected_window": n_window,
+        "rr": metrics.recourse_reliability(n_succ_accepted, n_succ),
+        "rf": metrics.recourse_feasibility(n_succ, n_window),
+    }

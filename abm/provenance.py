@@ -1,0 +1,84 @@
+"""Provenance of results: package versions, the git checkout, JSON-safe records.
+
+One home for what every written result carries (run summaries, study manifests,
+trained artefacts), so the records agree on names and on how odd values are written:
+
+* :func:`versions` -- Python and the packages that shape results;
+* :func:`git_info` -- the commit of the checkout this package runs from and whether it
+  has local changes;
+* :func:`json_safe` / :func:`write_json` -- NaN becomes ``null``, +-inf the texts
+  ``"inf"``/``"-inf"``, numpy scalars and arrays plain numbers and lists, tuples lists,
+  paths texts: the file is strict JSON any reader accepts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import platform
+import subprocess
+from collections.abc import Iterable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# packages whose versions can change a simulation's numbers
+VERSIONED = ("recourse-abm", "mesa", "numpy", "scipy", "scikit-learn", "pandas", "torch")
+
+
+def versions(extra: Iterable[str] = ()) -> dict[str, str]:
+    """Versions of Python and of :data:`VERSIONED` plus ``extra`` (installed ones only)."""
+    out = {"python": platform.python_version()}
+    for name in dict.fromkeys((*VERSIONED, *extra)):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def git_info(root: str | Path | None = None) -> dict[str, Any]:
+    """``{"commit": sha or None, "dirty": bool or None}`` of the checkout at ``root``
+    (default: the one this package runs from); ``None`` outside a git checkout."""
+    root = Path(root) if root is not None else Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                                text=True, timeout=10, check=True).stdout.strip()  # fmt: skip
+        # diff-index reads the index without rewriting it (safe beside a running git)
+        dirty = subprocess.run(["git", "-C", str(root), "diff-index", "--quiet", "HEAD", "--"],
+                               capture_output=True, timeout=10).returncode != 0  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": commit, "dirty": dirty}
+
+
+def now() -> str:
+    """The current UTC time, ISO 8601 to the second."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every part strict JSON can hold (see the module docstring)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        return value if math.isfinite(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | np.ndarray):
+        return [json_safe(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def write_json(path: str | Path, data: Any) -> Path:
+    """Write ``json_safe(data)``, indented, to ``path``; returns the path."""
+    path = Path(path)
+    path.write_text(json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n")
+    return path

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The project's checks, in CI's order: formatting, lint, import layers, then the tests.
+#   bash scripts/check.sh                  everything (what CI runs)
+#   bash scripts/check.sh -m "not slow"    the fast tier, under a minute on 2 cores
+# Arguments go to pytest. The three static checks all run (so one pass reports every
+# problem); the tests run only when they pass. Any failure, including pytest's exit
+# code 5 (no tests collected), fails the script.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN=.venv/bin
+[ -x "$BIN/python" ] || { echo "run scripts/setup.sh first (.venv is missing)" >&2; exit 1; }
+
+failed=()
+run() {
+  echo "== $*"
+  "$@" || failed+=("$*")
+}
+run "$BIN/ruff" format --check .
+run "$BIN/ruff" check .
+run "$BIN/lint-imports" --no-cache --no-logo
+if [ ${#failed[@]} -gt 0 ]; then
+  printf 'check failed: %s\n' "${failed[@]}" >&2
+  exit 1
+fi
+
+echo "== pytest -n 2 $*"
+"$BIN/python" -m pytest -q -n 2 "$@"
+status=$?
+if [ "$status" -eq 5 ]; then
+  echo "check failed: pytest collected no tests" >&2
+fi
+exit "$status"

@@ -1,0 +1,131 @@
+"""The public two-phase tick (decide / respond) and snapshots and forks (abm.planning)."""
+
+import copy
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from abm import RecourseModel
+from abm.interfaces import Recommendation
+from abm.planning import RolloutStreams, Simulator, Snapshot, WithoutFeedback
+from abm.registry import make_policy
+
+
+def _model(policy="threshold", scenario="paper-T5", seed=4, ticks=12, **kw):
+    return RecourseModel(scenario, policy, seed=seed, ticks=ticks, agents=False, **kw)
+
+
+def test_step_is_decide_recommend_respond():
+    stepped = _model().run()
+    by_hand = _model()
+    while by_hand.running:
+        obs = by_hand.decide()
+        rec = by_hand.policy.recommend(obs, by_hand.streams.policy) if obs.n_rejected else None
+        by_hand.respond(rec)
+    pd.testing.assert_frame_equal(stepped.tick_table(), by_hand.tick_table())
+    pd.testing.assert_frame_equal(stepped.candidate_table(), by_hand.candidate_table())
+
+
+def test_decide_and_respond_must_alternate():
+    model = _model()
+    with pytest.raises(RuntimeError, match="call decide"):
+        model.respond(None)
+    obs = model.decide()
+    assert obs.tick == 0 and obs.n_rejected > 0
+    with pytest.raises(RuntimeError, match="already decided"):
+        model.decide()
+    with pytest.raises(TypeError, match="needs a Recommendation"):
+        model.respond(None)  # somebody was rejected: advice is required
+    model.respond(model.policy.recommend(obs, model.streams.policy))
+    assert model.tick == 1 and model.last_row["tick"] == 0
+
+
+def test_respond_validates_before_anything_changes():
+    model = _model()
+    obs = model.decide()
+    n, z = obs.X.shape
+    population, tick = model.population, model.tick
+    bad = [
+        (Recommendation(goal=np.full(n - 1, 0.7), X_cf=obs.X[1:]), "expected"),
+        (Recommendation(goal=np.full(n, 0.7), X_cf=obs.X + 2.0), "outside"),
+    ]
+    for rec, message in bad:
+        with pytest.raises(RuntimeError, match=message):
+            model.respond(rec)
+        assert model.population is population and model.tick == tick
+    good = model.policy.recommend(obs, model.streams.policy)
+    model.respond(good)  # the decision was still pending
+    assert model.tick == tick + 1
+
+
+def test_snapshot_shares_state_and_a_fork_replays_the_model():
+    model = _model()
+    model.run(3)
+    model.decide()
+    snap = model.snapshot()
+    assert isinstance(snap, Snapshot) and snap.tick == 3 and snap.pending is not None
+    assert snap.population is model.population  # no copies: populations are never mutated
+    # a fork with copies of the model's own streams and policy runs the very same ticks
+    fork = RecourseModel.from_snapshot(snap, copy.deepcopy(model.streams), model.policy)
+    n_agents = len(model.agents)
+    for _ in range(4):
+        for m in (model, fork):
+            obs = m.pending_observation()
+            m.respond(m.policy.recommend(obs, m.streams.policy))
+            m.decide()
+        assert fork.tick == model.tick
+        np.testing.assert_array_equal(fork.population.ids, model.population.ids)
+        np.testing.assert_array_equal(fork.population.X, model.population.X)
+        assert fork.pending_success() == model.pending_success()
+    assert len(model.agents) == n_agents  # the fork registered nothing with Mesa
+    assert fork.running and not hasattr(fork, "datacollector")
+
+
+def test_a_fork_leaves_the_model_unchanged():
+    model = _model()
+    reference = _model().run()
+    while model.running:
+        obs = model.decide()
+        before = {n: g.bit_generator.state for n, g in model.streams._gens.items()}
+        snap = model.snapshot()
+        fork = RecourseModel.from_snapshot(
+            snap, RolloutStreams(snap.config.seed, snap.tick, 0), WithoutFeedback(model.policy)
+        )
+        fork.run(3)
+        assert {n: g.bit_generator.state for n, g in model.streams._gens.items()} == before
+        assert model.snapshot() == snap
+        model.respond(model.policy.recommend(obs, model.streams.policy))
+    pd.testing.assert_frame_equal(model.tick_table(), reference.tick_table())
+
+
+def test_simulator_serves_callers_outside_the_policy():
+    # an env-like driver can plan between decide() and respond() too
+    model = _model(scenario="paper", ticks=5)
+    simulate = model.context.extra["simulator"]
+    assert isinstance(simulate, Simulator)
+    with pytest.raises(RuntimeError, match="between decide"):
+        simulate(1)
+    obs = model.decide()
+    rows = simulate(2, key=1)
+    assert [r["tick"] for r in rows] == [obs.tick + 1, obs.tick + 2]
+    assert rows == simulate(2, key=1)  # equal keys replay equal draws
+    assert set(rows[0]) == {"tick", "n_succ", "n_succ_accepted", "n_rejected_window", "rr", "rf"}
+    with pytest.raises(ValueError, match="ticks must be an integer >= 1"):
+        simulate(0)
+
+
+def test_rollout_streams_are_those_of_seed_tick_and_key():
+    a, b = RolloutStreams(5, 3, 1), RolloutStreams(5, 3, 1)
+    x = a.dropout.random(4)
+    np.testing.assert_array_equal(x, b.get("dropout").random(4))
+    a.rewind()
+    np.testing.assert_array_equal(x, a.dropout.random(4))
+    assert not np.array_equal(x, RolloutStreams(5, 3, 2).dropout.random(4))
+    assert not np.array_equal(x, RolloutStreams(5, 4, 1).dropout.random(4))
+
+
+def test_without_feedback_hides_observe():
+    policy = make_policy("threshold-estimated")
+    wrapped = WithoutFeedback(policy)
+    assert wrapped.observe is None and wrapped.recommend == policy.recommend
