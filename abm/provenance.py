@@ -3,6 +3,7 @@
 One home for what every written result carries (run summaries, study manifests,
 trained artefacts), so the records agree on names and on how odd values are written:
 
+* :data:`RESULTS_SCHEMA` -- the version of what results mean (see CHANGELOG.md);
 * :func:`versions` -- Python and the packages that shape results;
 * :func:`git_info` -- the commit of the checkout this package runs from and whether it
   has local changes;
@@ -24,6 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+# Version of what results mean: bumped by every change that alters results (summaries, tick
+# or candidate tables, study rows, training rewards), each with a CHANGELOG.md line.
+# 1: up to 0.1.0; 2: 0.2.0 (eq. 16's NaN rule in PopulationEnv rewards, strict JSON).
+RESULTS_SCHEMA = 2
 
 # packages whose versions can change a simulation's numbers
 VERSIONED = ("recourse-abm", "mesa", "numpy", "scipy", "scikit-learn", "pandas", "torch")

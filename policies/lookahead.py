@@ -56,7 +56,7 @@ def _validated(**params: Any) -> LookaheadParams:
     try:
         p = LookaheadParams.model_validate(params)
     except ValidationError as exc:
-        raise ConfigError(f"lookahead: {one_line(exc)}") from None
+        raise ConfigError(f"lookahead: {one_line(exc, model=LookaheadParams)}") from None
     if p.max_margin < p.min_margin:
         allowed = f"a number in [min_margin = {p.min_margin:g}, 1]"
         raise ConfigError(f"lookahead: {problem('max_margin', p.max_margin, allowed)}")

@@ -40,6 +40,7 @@ def linear():
     return _context()
 
 
+@pytest.mark.slow
 def test_ustun_reaches_goal_exactly_and_beats_other_feasible_points(linear):
     ctx, world = linear
     X, goals = _draws(ctx, world, 30, 1)
@@ -82,6 +83,7 @@ def test_ustun_marks_unreachable_goals_and_leaves_met_goals(linear):
     assert abs(ctx.decision_model.score(X_cf[2:])[0] - goals[2]) < 1e-12
 
 
+@pytest.mark.slow
 def test_ustun_needs_linear_model():
     ctx, _ = _context("mlp", ())
     with pytest.raises(TypeError, match="linear decision model"):
@@ -111,6 +113,7 @@ def test_wachter_iteration_cap_marks_unreached(linear):
     assert np.isnan(X_cf).any(axis=1).tolist() == (~reached).tolist()
 
 
+@pytest.mark.slow
 def test_policies_run_in_the_simulation():
     for name in ("threshold-ustun", "threshold-wachter", "last-threshold+wachter:lam=50"):
         model = RecourseModel("paper", name, seed=1, ticks=8, agents=False)
@@ -145,6 +148,7 @@ def test_dice_valid_deterministic_and_leaves_global_state():
     assert np.isnan(impossible).all()
 
 
+@pytest.mark.slow
 def test_mlp_decision_model():
     from abm.mlp import MLPClassifier
 

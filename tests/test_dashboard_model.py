@@ -162,6 +162,7 @@ def _text(rc, v):
     return " ".join(str(w.children) for w in rc.find(v.Alert).widgets)
 
 
+@pytest.mark.slow
 def test_page_steps_and_shows_errors(page):
     rc, v = page
     step = rc.find(v.Btn, children=["Step"]).widget

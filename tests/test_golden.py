@@ -20,7 +20,11 @@ from cases import CASES, case_id, run_case  # noqa: E402
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "golden.json").read_text())
 
 
-@pytest.mark.parametrize("case", CASES, ids=case_id)
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(c, marks=pytest.mark.slow) if c.get("slow") else c for c in CASES],
+    ids=case_id,
+)
 def test_golden_case(case):
     needs = case.get("needs")
     if needs and importlib.util.find_spec(needs) is None:

@@ -70,6 +70,7 @@ def _episode_rewards(env, act, seeds):
     return float(np.mean(out))
 
 
+@pytest.mark.slow
 def test_training_improves_reward_over_random_actions(trained):
     _, _, pred, _ = trained
     _, sac = load_sac(pred, "predictor")
@@ -83,6 +84,7 @@ def test_training_improves_reward_over_random_actions(trained):
     assert learned > random + 1.0, (learned, random)
 
 
+@pytest.mark.slow
 def test_manifest_round_trip_and_learning_curve(trained):
     root, rec, pred, pred_rl = trained
     m = read_manifest(pred, "predictor", n_features=10)
@@ -104,6 +106,7 @@ def test_manifest_round_trip_and_learning_curve(trained):
     assert read_manifest(pred_rl, "predictor")["recommender_path"] == "../rec"
 
 
+@pytest.mark.slow
 def test_learned_recommender_rebuilds_the_training_observation(trained, tmp_path):
     """φ at inference = the SAC actor on [x, g, M(x), gaps, d̂ from the manifest], both mappings."""
     from policies.rl.encoding import recommender_counterfactual, recommender_observation
@@ -135,6 +138,7 @@ def test_learned_recommender_rebuilds_the_training_observation(trained, tmp_path
             assert np.abs(ctx.decision_model.score(got[reach]) - goals[reach]).max() < 1e-6
 
 
+@pytest.mark.slow
 def test_learned_policies_run_deterministically(trained):
     root, rec, pred, pred_rl = trained
     for policy in (f"rl:path={pred_rl}", f"hybrid-exact-linear:path={pred}",
@@ -145,6 +149,7 @@ def test_learned_policies_run_deterministically(trained):
         assert np.isfinite(a["rf_mean"])
 
 
+@pytest.mark.slow
 def test_rl_policy_needs_a_predictor_trained_with_phi(trained):
     _, rec, pred, _ = trained
     with pytest.raises(ArtefactError, match="exact-linear"):
@@ -157,6 +162,7 @@ def _copy(src, dst):
     return dst
 
 
+@pytest.mark.slow
 def test_bad_artefacts_are_refused(trained, tmp_path):
     root, rec, pred, _ = trained
     wrong_kind = _copy(pred, tmp_path / "kind")
@@ -205,6 +211,7 @@ class _Boom:
         return (type(self.path).touch, (self.path,))
 
 
+@pytest.mark.slow
 def test_crafted_artefact_is_refused_without_running_code(trained, tmp_path):
     """A pickle (plain, or torch's zip of one) disguised as the weights, with the manifest's
     hash updated to match, is refused as not safetensors; its code never runs."""
@@ -256,6 +263,7 @@ def test_training_parameters_are_frozen_validated_models():
         train_recommender("unused", action="sideways")
 
 
+@pytest.mark.slow
 def test_same_seed_same_learning_curve_and_weights_with_or_without_evaluation(tmp_path):
     """EvalCallback evaluates on its own environment and never perturbs training."""
     kw = dict(alpha=1.0, tau=1.0, seed=4, steps=60, sac=SAC_TINY, checkpoint_every=1000, **TINY)
@@ -270,6 +278,7 @@ def test_same_seed_same_learning_curve_and_weights_with_or_without_evaluation(tm
     assert b["evaluations"] == "evaluations.npz" and "evaluations" not in a
 
 
+@pytest.mark.slow
 def test_resume_continues_from_the_latest_checkpoint(tmp_path):
     import torch
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from abm.app.plots import plot_metrics
-from abm.provenance import versions, write_json
+from abm.provenance import RESULTS_SCHEMA, versions, write_json
 
 __all__ = ["versions", "write_json", "write_run"]
 
@@ -20,6 +20,7 @@ def write_run(model, out: str | Path) -> dict[str, Any]:
     if model.record_events:
         model.candidate_table().to_parquet(out / "candidates.parquet", index=False)
     summary = model.summary()
+    summary["results_schema"] = RESULTS_SCHEMA
     summary["versions"] = versions()
     summary["config"] = model.config.to_dict()
     write_json(out / "summary.json", summary)

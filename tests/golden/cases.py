@@ -27,24 +27,27 @@ CASES: list[dict[str, Any]] = [
 ]
 CASES += [
     {"scenario": "paper", "policy": "last-threshold:margin=0.05+exact-linear:weights=estimated", "seed": 3},
-    {"scenario": "paper", "policy": "safear", "seed": 0, "ticks": 30, "risk_aversion": [0.0, 2.0]},
+    {"scenario": "paper", "policy": "safear", "seed": 0, "ticks": 30, "risk_aversion": [0.0, 2.0], "slow": True},
     {"scenario": "paper-T5", "policy": "safear:beta_risk=1", "seed": 2, "ticks": 20},
-    {"scenario": "paper", "policy": "threshold-ustun", "seed": 0, "ticks": 15},
-    {"scenario": "paper", "policy": "threshold-wachter", "seed": 0, "ticks": 15},
-    {"scenario": "paper", "policy": "none", "seed": 0, "ticks": 30, "decision_model": "mlp"},
-    {"scenario": "paper", "policy": "threshold-wachter", "seed": 1, "ticks": 10, "decision_model": "mlp"},
+    {"scenario": "paper", "policy": "threshold-ustun", "seed": 0, "ticks": 15, "slow": True},
+    {"scenario": "paper", "policy": "threshold-wachter", "seed": 0, "ticks": 15, "slow": True},
+    {"scenario": "paper", "policy": "none", "seed": 0, "ticks": 30, "decision_model": "mlp", "slow": True},
+    {"scenario": "paper", "policy": "threshold-wachter", "seed": 1, "ticks": 10, "decision_model": "mlp", "slow": True},
     {"scenario": "paper", "policy": "rl", "seed": 0, "ticks": 20},
     {"scenario": "paper", "policy": "rl-recommender", "seed": 0, "ticks": 20},
     {"scenario": "paper", "policy": "hybrid-exact-linear", "seed": 1, "ticks": 20},
     {"scenario": "paper-T5", "policy": "lookahead", "seed": 0, "ticks": 8},
     {"scenario": "large", "policy": "threshold", "seed": 0, "ticks": 4,
      "n_initial": 3000, "m": 3000, "k": 2700},
-    {"scenario": "paper", "policy": "threshold-dice", "seed": 0, "ticks": 2, "needs": "dice_ml"},
+    {"scenario": "paper", "policy": "threshold-dice", "seed": 0, "ticks": 2, "needs": "dice_ml", "slow": True},
 ]  # fmt: skip
 
 
+_TAGS = ("needs", "slow")  # test tags, not parameters of the case
+
+
 def case_id(case: dict[str, Any]) -> str:
-    return ",".join(f"{k}={v}" for k, v in case.items() if k != "needs")
+    return ",".join(f"{k}={v}" for k, v in case.items() if k not in _TAGS)
 
 
 def fingerprint(df: pd.DataFrame) -> str:
@@ -71,7 +74,7 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     """Summary and table fingerprints of one case (imports the model lazily)."""
     from abm import RecourseModel
 
-    kwargs = {k: v for k, v in case.items() if k not in ("scenario", "policy", "seed", "needs")}
+    kwargs = {k: v for k, v in case.items() if k not in ("scenario", "policy", "seed", *_TAGS)}
     model = RecourseModel(
         case["scenario"], case["policy"], seed=case["seed"], agents=False, **kwargs
     )
