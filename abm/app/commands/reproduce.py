@@ -7,36 +7,39 @@ population comparison). Other reproductions add commands to :data:`reproduce_app
 from __future__ import annotations
 
 import math
+import shutil
+import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
-reproduce_app = typer.Typer(
-    help="Reproduce published results (tables as CSV, figures as PNG).",
-    no_args_is_help=True,
-)
+from abm.app.commands.train import set_threads
+from abm.app.terminal import console, progress_bar
+from abm.config import parse_overrides
+from abm.validation import ConfigError, problem
 
-SAFEAR_CASES = ("insurance", "german", "adult", "population")
+# the experiments (abm.app.experiments.*, abm.app.study) load scikit-learn, pandas, the model
+# or torch, and policies.safear loads scipy: the commands import them when they run, so that
+# `recourse-abm --help` stays fast
+
+SafearCase = Literal["insurance", "german", "adult", "population"]
 
 
 def parse_betas(text: str | None, default: tuple[float, ...]) -> tuple[float, ...]:
     """Comma-separated risk aversions, each a finite number in [0, 100]."""
     if text is None:
         return default
+    allowed = "comma-separated numbers in [0, 100]"
     out = []
     for item in text.split(","):
         try:
             b = float(item)
         except ValueError:
-            raise ValueError(
-                f"--betas must be comma-separated numbers in [0, 100], got {item.strip()!r}"
-            ) from None
+            raise ConfigError(problem("--betas", item.strip(), allowed)) from None
         if not (math.isfinite(b) and 0 <= b <= 100):
-            raise ValueError(f"--betas: every beta must be in [0, 100], got {item.strip()!r}")
+            raise ConfigError(problem("--betas", item.strip(), allowed))
         out.append(b)
-    if not out:
-        raise ValueError("--betas must name at least one beta")
     return tuple(out)
 
 
@@ -48,8 +51,6 @@ def _side_by_side(ours, paper, keys, cols):
 
 
 def _print_df(df, title: str) -> None:
-    from abm.app.cli import console
-
     console.print(f"[bold]{title}[/]")
     # to_string prints every column unwrapped: no pandas display options needed
     console.print(df.to_string(index=False, na_rep="-"), highlight=False, soft_wrap=True)
@@ -180,7 +181,6 @@ def _population(
     overrides: dict,
     workers: int,
 ) -> None:
-    from abm.app.cli import progress_bar
     from abm.app.experiments.safear.population_study import compare_population, plot_population
 
     overrides = dict(overrides)
@@ -235,212 +235,200 @@ def _population(
     )
 
 
-def register(app: typer.Typer) -> None:
-    from abm.app.cli import friendly_errors, parse_overrides
+def safear(
+    case: Annotated[SafearCase, typer.Option(help="which reproduction")] = "insurance",
+    out: Annotated[Path, typer.Option(help="output directory")] = Path("results/safear"),
+    seed: Annotated[
+        int, typer.Option(min=0, help="seed (population: episodes use seeds 0..seeds-1)")
+    ] = 0,
+    rollouts: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="rollouts per individual and policy (default: 1000 insurance, 100 german/adult)"
+        ),
+    ] = None,
+    betas: Annotated[
+        str | None,
+        typer.Option(
+            help="comma-separated risk aversions (default: 0,0.5,1; german/adult 0,0.25,0.5)"
+        ),
+    ] = None,
+    individuals: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="german/adult: random subsample of rejected individuals (default: all)"
+        ),
+    ] = None,
+    instance: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="german/adult: example individual (position among the rejected; default 44 / 16)"
+        ),
+    ] = None,
+    estimators: Annotated[
+        int, typer.Option(min=1, help="german/adult: trees of the random forest")
+    ] = 100,
+    scenario: Annotated[
+        str, typer.Option(help="population: scenario preset or .toml")
+    ] = "paper",
+    seeds: Annotated[
+        str,
+        typer.Option(help="population: paired episodes' seeds: N (0..N-1), A-B or A,B,C"),
+    ] = "10",
+    workers: Annotated[
+        int, typer.Option(min=1, help="population: parallel worker processes")
+    ] = 1,
+    ticks: Annotated[int | None, typer.Option(help="population: ticks per episode")] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="population: scenario override KEY=VALUE (repeatable)"),
+    ] = None,
+) -> None:
+    """SafeAR (risk-aware recourse): Table 17, Tables 1/3, or the population comparison."""
+    from abm.app.study import parse_seeds
 
-    @reproduce_app.command("safear")
-    @friendly_errors
-    def safear(
-        case: Annotated[
-            str, typer.Option(help="insurance | german | adult | population")
-        ] = "insurance",
-        out: Annotated[Path, typer.Option(help="output directory")] = Path("results/safear"),
-        seed: Annotated[
-            int, typer.Option(help="seed (population: episodes use seeds 0..seeds-1)")
-        ] = 0,
-        rollouts: Annotated[
-            int | None,
-            typer.Option(
-                help="rollouts per individual and policy (default: 1000 insurance, 100 german/adult)"
-            ),
-        ] = None,
-        betas: Annotated[
-            str | None,
-            typer.Option(
-                help="comma-separated risk aversions (default: 0,0.5,1; german/adult 0,0.25,0.5)"
-            ),
-        ] = None,
-        individuals: Annotated[
-            int | None,
-            typer.Option(
-                help="german/adult: random subsample of rejected individuals (default: all)"
-            ),
-        ] = None,
-        instance: Annotated[
-            int | None,
-            typer.Option(
-                help="german/adult: example individual (position among the rejected; default 44 / 16)"
-            ),
-        ] = None,
-        estimators: Annotated[
-            int, typer.Option(help="german/adult: trees of the random forest")
-        ] = 100,
-        scenario: Annotated[
-            str, typer.Option(help="population: scenario preset or .toml")
-        ] = "paper",
-        seeds: Annotated[
-            str,
-            typer.Option(help="population: paired episodes' seeds: N (0..N-1), A-B or A,B,C"),
-        ] = "10",
-        workers: Annotated[
-            int, typer.Option(min=1, help="population: parallel worker processes")
-        ] = 1,
-        ticks: Annotated[int | None, typer.Option(help="population: ticks per episode")] = None,
-        set_: Annotated[
-            list[str] | None,
-            typer.Option("--set", help="population: scenario override KEY=VALUE (repeatable)"),
-        ] = None,
-    ) -> None:
-        """SafeAR (risk-aware recourse): Table 17, Tables 1/3, or the population comparison."""
-        if case not in SAFEAR_CASES:
-            raise ValueError(f"--case must be one of {', '.join(SAFEAR_CASES)}, got {case!r}")
-        if rollouts is None:
-            rollouts = 1000 if case == "insurance" else 100
-        if rollouts < 1:
-            raise ValueError(f"--rollouts must be >= 1, got {rollouts}")
-        from abm.app.study import parse_seeds
+    if rollouts is None:
+        rollouts = 1000 if case == "insurance" else 100
+    run_seeds = parse_seeds(seeds, "--seeds")
+    default = (0.0, 0.25, 0.5) if case in ("german", "adult") else (0.0, 0.5, 1.0)
+    bs = parse_betas(betas, default)
+    overrides = parse_overrides(set_)
+    out.mkdir(parents=True, exist_ok=True)
+    if case == "insurance":
+        _insurance(out, seed, rollouts, bs)
+    elif case in ("german", "adult"):
+        _dataset(case, out, seed, rollouts, bs, individuals, instance, estimators)
+    else:
+        _population(out, scenario, run_seeds, bs, ticks, overrides, workers)
+    console.print(f"results written to [bold]{out}[/]")
 
-        run_seeds = parse_seeds(seeds, "--seeds")
-        if individuals is not None and individuals < 1:
-            raise ValueError(f"--individuals must be >= 1, got {individuals}")
-        if estimators < 1:
-            raise ValueError(f"--estimators must be >= 1, got {estimators}")
-        default = (0.0, 0.25, 0.5) if case in ("german", "adult") else (0.0, 0.5, 1.0)
-        bs = parse_betas(betas, default)
-        overrides = parse_overrides(set_)
-        out.mkdir(parents=True, exist_ok=True)
-        if case == "insurance":
-            _insurance(out, seed, rollouts, bs)
-        elif case in ("german", "adult"):
-            _dataset(case, out, seed, rollouts, bs, individuals, instance, estimators)
-        else:
-            _population(out, scenario, run_seeds, bs, ticks, overrides, workers)
-        from abm.app.cli import console
 
-        console.print(f"results written to [bold]{out}[/]")
 
-    @reproduce_app.command("pareto")
-    @friendly_errors
-    def pareto(
-        setting: Annotated[
-            str, typer.Option(help="T1-b005 | T1-b001 | T5-b005 | T5-b001 (T and beta)")
-        ] = "T1-b005",
-        out: Annotated[
-            Path | None, typer.Option(help="output directory (default results/pareto/SETTING)")
-        ] = None,
-        grid: Annotated[
-            str, typer.Option(help="ALPHA:TAU pairs of eq. 16, one predictor each")
-        ] = "1:4,1:1,2:1,4:1,10:1,30:1",
-        recommenders: Annotated[
-            str,
-            typer.Option(
-                help="baseline recommenders for threshold-* and hybrid-*: exact-linear,ustun,wachter,dice"
-            ),
-        ] = "exact-linear,wachter,ustun",
-        predictor_steps: Annotated[
-            int, typer.Option(help="SAC steps per predictor (paper 7000)")
-        ] = 7000,
-        rec_warmup_episodes: Annotated[
-            int, typer.Option(help="φ warm-up episodes (paper 3000)")
-        ] = 0,
-        rec_episodes: Annotated[
-            int, typer.Option(help="φ episodes with cost (paper 20000)")
-        ] = 20_000,
-        episodes: Annotated[
-            int, typer.Option(help="evaluation episodes per point (paired seeds)")
-        ] = 10,
-        seed: Annotated[int, typer.Option(help="training seed")] = 0,
-        workers: Annotated[int, typer.Option(help="parallel evaluation processes")] = 1,
-        threads: Annotated[int, typer.Option(help="torch CPU threads")] = 1,
-        hybrid_predictors: Annotated[
-            str,
-            typer.Option(
-                help="shared: one exact-linear-trained predictor for every hybrid; own: one per recommender "
-                "(the paper); none: no hybrids"
-            ),
-        ] = "shared",
-        phi: Annotated[
-            Path | None,
-            typer.Option(
-                help="use this trained φ instead of training one (φ depends on β only: T5-b005 can reuse T1-b005's)"
-            ),
-        ] = None,
-        lookahead: Annotated[
-            bool, typer.Option(help="evaluate the privileged lookahead planner too")
-        ] = True,
-        rl: Annotated[
-            bool, typer.Option(help="train and evaluate rl predictors (learned φ inside)")
-        ] = True,
-        report_only: Annotated[
-            bool,
-            typer.Option(
-                help="train and evaluate nothing: rebuild tables and plot from points.csv as it stands"
-            ),
-        ] = False,
-        summary: Annotated[
-            str,
-            typer.Option(
-                help="also merge this setting's rows into SUMMARY/table3.csv and copy the plot to "
-                "SUMMARY/pareto-SETTING.png; '' for neither"
-            ),
-        ] = "results",
-    ) -> None:
-        """durable-recourse-rl Figure 2 / Tables 1 and 3: RR-RF fronts of baselines, hybrids and rl."""
-        import time as _time
+def pareto(
+    setting: Annotated[
+        str, typer.Option(help="T1-b005 | T1-b001 | T5-b005 | T5-b001 (T and beta)")
+    ] = "T1-b005",
+    out: Annotated[
+        Path | None, typer.Option(help="output directory (default results/pareto/SETTING)")
+    ] = None,
+    grid: Annotated[
+        str, typer.Option(help="ALPHA:TAU pairs of eq. 16, one predictor each")
+    ] = "1:4,1:1,2:1,4:1,10:1,30:1",
+    recommenders: Annotated[
+        str,
+        typer.Option(
+            help="baseline recommenders for threshold-* and hybrid-*: exact-linear,ustun,wachter,dice"
+        ),
+    ] = "exact-linear,wachter,ustun",
+    predictor_steps: Annotated[
+        int, typer.Option(help="SAC steps per predictor (paper 7000)")
+    ] = 7000,
+    rec_warmup_episodes: Annotated[
+        int, typer.Option(help="φ warm-up episodes (paper 3000)")
+    ] = 0,
+    rec_episodes: Annotated[
+        int, typer.Option(help="φ episodes with cost (paper 20000)")
+    ] = 20_000,
+    episodes: Annotated[
+        int, typer.Option(help="evaluation episodes per point (paired seeds)")
+    ] = 10,
+    seed: Annotated[int, typer.Option(help="training seed")] = 0,
+    workers: Annotated[int, typer.Option(help="parallel evaluation processes")] = 1,
+    threads: Annotated[int, typer.Option(min=1, max=256, help="torch CPU threads")] = 1,
+    hybrid_predictors: Annotated[
+        str,
+        typer.Option(
+            help="shared: one exact-linear-trained predictor for every hybrid; own: one per recommender "
+            "(the paper); none: no hybrids"
+        ),
+    ] = "shared",
+    phi: Annotated[
+        Path | None,
+        typer.Option(
+            help="use this trained φ instead of training one (φ depends on β only: T5-b005 can reuse T1-b005's)"
+        ),
+    ] = None,
+    lookahead: Annotated[
+        bool, typer.Option(help="evaluate the privileged lookahead planner too")
+    ] = True,
+    rl: Annotated[
+        bool, typer.Option(help="train and evaluate rl predictors (learned φ inside)")
+    ] = True,
+    report_only: Annotated[
+        bool,
+        typer.Option(
+            help="train and evaluate nothing: rebuild tables and plot from points.csv as it stands"
+        ),
+    ] = False,
+    summary: Annotated[
+        str,
+        typer.Option(
+            help="also merge this setting's rows into SUMMARY/table3.csv and copy the plot to "
+            "SUMMARY/pareto-SETTING.png; '' for neither"
+        ),
+    ] = "results",
+) -> None:
+    """durable-recourse-rl Figure 2 / Tables 1 and 3: RR-RF fronts of baselines, hybrids and rl."""
+    from abm.app.experiments.pareto import StudyConfig, parse_grid, run_study
 
-        from abm.app.cli import console, progress_bar
-        from abm.app.commands.train import set_threads
-        from abm.app.experiments.pareto import (
-            PAPER_TABLE3,
-            StudyConfig,
-            merge_table3,
-            parse_grid,
-            run_study,
+    set_threads(threads)
+    recs = tuple(r.strip() for r in recommenders.split(",") if r.strip())
+    cfg = StudyConfig.of(setting=setting, grid=parse_grid(grid), recommenders=recs,
+                      predictor_steps=predictor_steps, rec_warmup_episodes=rec_warmup_episodes,
+                      rec_episodes=rec_episodes, episodes=episodes, seed=seed, workers=workers,
+                      hybrid_predictors=hybrid_predictors, lookahead=lookahead, rl=rl,
+                      report_only=report_only,
+                      recommender_from=None if phi is None else str(phi))  # fmt: skip
+    out = out or Path("results/pareto") / setting
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    with progress_bar(transient=False) as bar:
+        tasks: dict[str, int] = {}
+
+        def progress(what: str, done: int, total: int) -> None:
+            if what not in tasks:
+                tasks[what] = bar.add_task(what, total=total)
+            bar.update(tasks[what], completed=done, total=total)
+
+        res = run_study(
+            cfg, out, log=lambda m: console.print(m, highlight=False), progress=progress
         )
+    _report_pareto(res, setting, out, summary)
+    console.print(
+        f"this run: CPU {time.process_time() - cpu0:.0f} s (this process), "
+        f"wall {time.perf_counter() - wall0:.0f} s; results in [bold]{out}[/]"
+    )
 
-        set_threads(threads)
-        recs = tuple(r.strip() for r in recommenders.split(",") if r.strip())
-        cfg = StudyConfig.of(setting=setting, grid=parse_grid(grid), recommenders=recs,
-                          predictor_steps=predictor_steps, rec_warmup_episodes=rec_warmup_episodes,
-                          rec_episodes=rec_episodes, episodes=episodes, seed=seed, workers=workers,
-                          hybrid_predictors=hybrid_predictors, lookahead=lookahead, rl=rl,
-                          report_only=report_only,
-                          recommender_from=None if phi is None else str(phi))  # fmt: skip
-        out = out or Path("results/pareto") / setting
-        cpu0, wall0 = _time.process_time(), _time.perf_counter()
-        with progress_bar(transient=False) as bar:
-            tasks: dict[str, int] = {}
 
-            def progress(what: str, done: int, total: int) -> None:
-                if what not in tasks:
-                    tasks[what] = bar.add_task(what, total=total)
-                bar.update(tasks[what], completed=done, total=total)
+def _report_pareto(res: dict, setting: str, out: Path, summary: str) -> None:
+    """Print Tables 3 and 1 of one setting; merge its Table 3 rows into ``summary`` if given."""
+    import pandas as pd
 
-            res = run_study(
-                cfg, out, log=lambda m: console.print(m, highlight=False), progress=progress
-            )
-        import pandas as pd
+    from abm.app.experiments.pareto import PAPER_TABLE3, merge_table3
 
-        t3 = pd.DataFrame(res["table3"])
-        t3["paper"] = [
-            PAPER_TABLE3.get((m, b), float("nan")) if T == 1 else float("nan")
-            for m, T, b in zip(t3["method"], t3["T"], t3["beta"], strict=True)
-        ]
-        _print_df(t3, f"Table 3 ({setting}): RF at RR ≈ 0.95, ours vs paper")
-        _print_df(
-            pd.DataFrame(res["table1"]), "Table 1 protocol: recommender error / true cost, Σ|d − d̂|"
-        )
-        if summary:
-            import shutil
-
-            merge_table3(Path(summary) / "table3.csv", res["table3"])
-            shutil.copyfile(out / "pareto.png", Path(summary) / f"pareto-{setting}.png")
-            console.print(
-                f"merged into [bold]{Path(summary) / 'table3.csv'}[/] (other settings' rows kept)"
-            )
+    t3 = pd.DataFrame(res["table3"])
+    t3["paper"] = [
+        PAPER_TABLE3.get((m, b), float("nan")) if T == 1 else float("nan")
+        for m, T, b in zip(t3["method"], t3["T"], t3["beta"], strict=True)
+    ]
+    _print_df(t3, f"Table 3 ({setting}): RF at RR ≈ 0.95, ours vs paper")
+    _print_df(
+        pd.DataFrame(res["table1"]), "Table 1 protocol: recommender error / true cost, Σ|d − d̂|"
+    )
+    if summary:
+        merge_table3(Path(summary) / "table3.csv", res["table3"])
+        shutil.copyfile(out / "pareto.png", Path(summary) / f"pareto-{setting}.png")
         console.print(
-            f"this run: CPU {_time.process_time() - cpu0:.0f} s (this process), "
-            f"wall {_time.perf_counter() - wall0:.0f} s; results in [bold]{out}[/]"
+            f"merged into [bold]{Path(summary) / 'table3.csv'}[/] (other settings' rows kept)"
         )
 
+
+def register(app: typer.Typer) -> None:
+    reproduce_app = typer.Typer(
+        help="Reproduce published results (tables as CSV, figures as PNG).",
+        no_args_is_help=True,
+    )
+    reproduce_app.command("safear")(safear)
+    reproduce_app.command("pareto")(pareto)
     app.add_typer(reproduce_app, name="reproduce")

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.table import Table
 
-study_app = typer.Typer(
-    help="Studies: an experiment over parameter sweeps x seeds from a TOML file, resumable, "
-    "local or on Dask.",
-    no_args_is_help=True,
-)
+from abm.app.terminal import console, fmt, progress_bar
+
+# abm.app.study loads the model (Mesa, scikit-learn, pandas, pyarrow): the commands import it
+# when they run, so that `recourse-abm --help` stays fast
 
 FileArg = Annotated[Path, typer.Argument(help="study file (.toml)")]
 
@@ -34,7 +34,6 @@ def _plan_text(study) -> str:
 
 def plan(file: FileArg) -> None:
     """Validate a study file and print its plan (runs, axes, seeds)."""
-    from abm.app.cli import console
     from abm.app.study import Study
 
     console.print(_plan_text(Study.from_toml(file)), highlight=False)
@@ -44,7 +43,8 @@ def run(
     file: FileArg,
     out: Annotated[Path, typer.Option(help="results directory (rerun the same command to resume)")],
     workers: Annotated[
-        int | None, typer.Option(help="local worker processes (default: CPU count; 1 = serial)")
+        int | None,
+        typer.Option(min=1, help="local worker processes (default: CPU count; 1 = serial)"),
     ] = None,
     scheduler: Annotated[
         str | None, typer.Option(help="Dask scheduler address, e.g. tcp://host:8786")
@@ -55,7 +55,6 @@ def run(
     retry_errors: Annotated[bool, typer.Option(help="rerun runs recorded as errors")] = False,
 ) -> None:
     """Run every unfinished run of a study; results append to partitioned Parquet under --out."""
-    from abm.app.cli import console, progress_bar
     from abm.app.study import Study, run_study
 
     study = Study.from_toml(file)
@@ -90,9 +89,6 @@ def report(
     ] = None,
 ) -> None:
     """Print mean ± 95 % CI per sweep point and write plots (PNG) and summary.csv."""
-    from rich.table import Table
-
-    from abm.app.cli import console, fmt
     from abm.app.study import report as make_report
     from abm.app.study.analysis import read_manifest
 
@@ -121,10 +117,13 @@ def report(
 
 
 def register(app: typer.Typer) -> None:
-    from abm.app.cli import friendly_errors
-
-    study_app.command("plan")(friendly_errors(plan))
-    study_app.command("check", help="Same as `plan`.")(friendly_errors(plan))
-    study_app.command("run")(friendly_errors(run))
-    study_app.command("report")(friendly_errors(report))
+    study_app = typer.Typer(
+        help="Studies: an experiment over parameter sweeps x seeds from a TOML file, resumable, "
+        "local or on Dask.",
+        no_args_is_help=True,
+    )
+    study_app.command("plan")(plan)
+    study_app.command("check", help="Same as `plan`.")(plan)
+    study_app.command("run")(run)
+    study_app.command("report")(report)
     app.add_typer(study_app, name="study")

@@ -7,12 +7,12 @@ from typing import Annotated
 
 import typer
 
+from abm.app.terminal import console, progress_bar
+from abm.config import parse_overrides
 from abm.validation import ConfigError
 
-train_app = typer.Typer(
-    help="Train the learned recommender φ or predictor μ with SAC (stable-baselines3, CPU).",
-    no_args_is_help=True,
-)
+# abm.app.experiments.rl_training loads torch and stable-baselines3: the commands import it
+# when they run, so that `recourse-abm --help` stays fast
 
 
 def parse_net(text: str) -> tuple[int, ...]:
@@ -57,139 +57,131 @@ LrOpt = Annotated[float | None, typer.Option("--lr", help="learning rate in (0, 
 BatchOpt = Annotated[int | None, typer.Option(help="SAC minibatch size")]
 GammaOpt = Annotated[float | None, typer.Option(help="discount in [0, 1]")]
 StartsOpt = Annotated[int | None, typer.Option(help="random-action steps before learning")]
-ThreadsOpt = Annotated[int, typer.Option(help="torch CPU threads (1 is fastest for small nets)")]
+ThreadsOpt = Annotated[
+    int, typer.Option(min=1, max=256, help="torch CPU threads (1 is fastest for small nets)")
+]
 EvalEveryOpt = Annotated[
     int, typer.Option(help="evaluate (SB3 EvalCallback, deterministic) every N steps; 0: never")
 ]
 EvalEpisodesOpt = Annotated[int, typer.Option(help="episodes per evaluation")]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="scenario override KEY=VALUE")]
+ScenarioOpt = Annotated[str, typer.Option("--scenario", "-s", help="preset or .toml")]
+ResumeOpt = Annotated[bool, typer.Option(help="continue from the latest checkpoint in --out")]
+
+
+def recommender(
+    scenario: ScenarioOpt = "paper",
+    out: Annotated[Path, typer.Option(help="artefact directory")] = Path(
+        "results/artefacts/recommender"
+    ),
+    seed: Annotated[int, typer.Option(help="training seed")] = 0,
+    warmup_episodes: Annotated[
+        int,
+        typer.Option(
+            help="episodes rewarded on error only (paper 3000; 0 suits --action direction)"
+        ),
+    ] = 0,
+    episodes: Annotated[
+        int, typer.Option(help="episodes with error and cost (paper 20000)")
+    ] = 20_000,
+    checkpoint_every: Annotated[int, typer.Option(help="checkpoint every N steps")] = 10_000,
+    max_step: Annotated[
+        float,
+        typer.Option(help="direct action: x_cf = clip(x + max_step a, 0, 1), in (0, 1] (paper 1)"),
+    ] = 0.5,
+    action: Annotated[
+        str,
+        typer.Option(
+            help="direction (a sets a direction of change; the step length reaching g is found on "
+            "M's score) or direct (the paper's: a is the change)"
+        ),
+    ] = "direction",
+    reward_scale: Annotated[
+        float | None,
+        typer.Option(
+            help="SAC is trained on eq. 15 / this (> 0; default 1 for direction, 30 for direct); "
+            "the learning curve shows eq. 15"
+        ),
+    ] = None,
+    resume: ResumeOpt = False,
+    net: NetOpt = None,
+    lr: LrOpt = None,
+    batch_size: BatchOpt = None,
+    gamma: GammaOpt = None,
+    learning_starts: StartsOpt = None,
+    eval_every: EvalEveryOpt = 0,
+    eval_episodes: EvalEpisodesOpt = 20,
+    threads: ThreadsOpt = 1,
+    set_: SetOpt = None,
+) -> None:
+    """Learned recommender φ in the single-candidate environment (§4.1, App. C)."""
+    from abm.app.experiments.rl_training import RECOMMENDER_SAC, train_recommender
+
+    set_threads(threads)
+    sac = sac_params(RECOMMENDER_SAC, net, lr, batch_size, gamma, learning_starts)
+    with progress_bar(transient=False) as bar:
+        task = bar.add_task("training φ (episodes)", total=warmup_episodes + episodes)
+        m = train_recommender(out, scenario, seed=seed, warmup_episodes=warmup_episodes,
+                              episodes=episodes, sac=sac, checkpoint_every=checkpoint_every,
+                              max_step=max_step, action=action, reward_scale=reward_scale,
+                              eval_every=eval_every, eval_episodes=eval_episodes,
+                              resume=resume, progress=bar_progress(bar, task),
+                              **parse_overrides(set_))  # fmt: skip
+    console.print(f"φ: {m['steps']} steps, {m['episodes_trained']} episodes, Σ|d - d̂| = "
+                  f"{m['d_error']:.3g}, CPU {m['cpu_seconds']:.0f} s; written to [bold]{out}[/]")  # fmt: skip
+
+
+def predictor(
+    alpha: Annotated[float, typer.Option(help="weight of RR in eq. 16, in [0, 1e6]")],
+    tau: Annotated[float, typer.Option(help="weight of RF in eq. 16, in [0, 1e6]")],
+    recommender: Annotated[
+        str,
+        typer.Option(
+            help="recommender inside the env: registry spec, e.g. exact-linear, ustun, rl:path=DIR"
+        ),
+    ] = "exact-linear",  # fmt: skip
+    scenario: ScenarioOpt = "paper",
+    out: Annotated[Path, typer.Option(help="artefact directory")] = Path(
+        "results/artefacts/predictor"
+    ),
+    seed: Annotated[int, typer.Option(help="training seed")] = 0,
+    steps: Annotated[int, typer.Option(help="SAC steps = ticks (paper 7000)")] = 7000,
+    checkpoint_every: Annotated[int, typer.Option(help="checkpoint every N steps")] = 1000,
+    max_margin: Annotated[
+        float, typer.Option(help="goal = last threshold + up to this margin, in (0, 1]")
+    ] = 0.3,  # fmt: skip
+    resume: ResumeOpt = False,
+    net: NetOpt = None,
+    lr: LrOpt = None,
+    batch_size: BatchOpt = None,
+    gamma: GammaOpt = None,
+    learning_starts: StartsOpt = None,
+    eval_every: EvalEveryOpt = 0,
+    eval_episodes: EvalEpisodesOpt = 3,
+    threads: ThreadsOpt = 1,
+    set_: SetOpt = None,
+) -> None:
+    """Learned predictor μ (goal scores) in the population environment (§4.2)."""
+    from abm.app.experiments.rl_training import PREDICTOR_SAC, train_predictor
+
+    set_threads(threads)
+    sac = sac_params(PREDICTOR_SAC, net, lr, batch_size, gamma, learning_starts)
+    with progress_bar(transient=False) as bar:
+        task = bar.add_task(f"training μ (α={alpha:g}, τ={tau:g})", total=steps)
+        m = train_predictor(out, scenario, alpha=alpha, tau=tau, recommender=recommender,
+                            seed=seed, steps=steps, sac=sac, checkpoint_every=checkpoint_every,
+                            max_margin=max_margin, eval_every=eval_every,
+                            eval_episodes=eval_episodes, resume=resume,
+                            progress=bar_progress(bar, task),
+                            **parse_overrides(set_))  # fmt: skip
+    console.print(f"μ: {m['steps']} steps, CPU {m['cpu_seconds']:.0f} s; written to [bold]{out}[/]")
 
 
 def register(app: typer.Typer) -> None:
-    from abm.app.cli import friendly_errors, parse_overrides
-
-    @train_app.command("recommender")
-    @friendly_errors
-    def recommender(
-        scenario: Annotated[
-            str, typer.Option("--scenario", "-s", help="preset or .toml")
-        ] = "paper",
-        out: Annotated[Path, typer.Option(help="artefact directory")] = Path(
-            "results/artefacts/recommender"
-        ),
-        seed: Annotated[int, typer.Option(help="training seed")] = 0,
-        warmup_episodes: Annotated[
-            int,
-            typer.Option(
-                help="episodes rewarded on error only (paper 3000; 0 suits --action direction)"
-            ),
-        ] = 0,
-        episodes: Annotated[
-            int, typer.Option(help="episodes with error and cost (paper 20000)")
-        ] = 20_000,
-        checkpoint_every: Annotated[int, typer.Option(help="checkpoint every N steps")] = 10_000,
-        max_step: Annotated[
-            float,
-            typer.Option(
-                help="direct action: x_cf = clip(x + max_step a, 0, 1), in (0, 1] (paper 1)"
-            ),
-        ] = 0.5,
-        action: Annotated[
-            str,
-            typer.Option(
-                help="direction (a sets a direction of change; the step length reaching g is found on "
-                "M's score) or direct (the paper's: a is the change)"
-            ),
-        ] = "direction",
-        reward_scale: Annotated[
-            float | None,
-            typer.Option(
-                help="SAC is trained on eq. 15 / this (> 0; default 1 for direction, 30 for direct); "
-                "the learning curve shows eq. 15"
-            ),
-        ] = None,
-        resume: Annotated[
-            bool, typer.Option(help="continue from the latest checkpoint in --out")
-        ] = False,
-        net: NetOpt = None,
-        lr: LrOpt = None,
-        batch_size: BatchOpt = None,
-        gamma: GammaOpt = None,
-        learning_starts: StartsOpt = None,
-        eval_every: EvalEveryOpt = 0,
-        eval_episodes: EvalEpisodesOpt = 20,
-        threads: ThreadsOpt = 1,
-        set_: SetOpt = None,
-    ) -> None:
-        """Learned recommender φ in the single-candidate environment (§4.1, App. C)."""
-        from abm.app.cli import console, progress_bar
-        from abm.app.experiments.rl_training import RECOMMENDER_SAC, train_recommender
-
-        set_threads(threads)
-        sac = sac_params(RECOMMENDER_SAC, net, lr, batch_size, gamma, learning_starts)
-        with progress_bar(transient=False) as bar:
-            task = bar.add_task("training φ (episodes)", total=warmup_episodes + episodes)
-            m = train_recommender(out, scenario, seed=seed, warmup_episodes=warmup_episodes,
-                                  episodes=episodes, sac=sac, checkpoint_every=checkpoint_every,
-                                  max_step=max_step, action=action, reward_scale=reward_scale,
-                                  eval_every=eval_every, eval_episodes=eval_episodes,
-                                  resume=resume, progress=bar_progress(bar, task),
-                                  **parse_overrides(set_))  # fmt: skip
-        console.print(f"φ: {m['steps']} steps, {m['episodes_trained']} episodes, Σ|d - d̂| = "
-                      f"{m['d_error']:.3g}, CPU {m['cpu_seconds']:.0f} s; written to [bold]{out}[/]")  # fmt: skip
-
-    @train_app.command("predictor")
-    @friendly_errors
-    def predictor(
-        alpha: Annotated[float, typer.Option(help="weight of RR in eq. 16, in [0, 1e6]")],
-        tau: Annotated[float, typer.Option(help="weight of RF in eq. 16, in [0, 1e6]")],
-        recommender: Annotated[
-            str,
-            typer.Option(
-                help="recommender inside the env: registry spec, e.g. exact-linear, ustun, rl:path=DIR"
-            ),
-        ] = "exact-linear",  # fmt: skip
-        scenario: Annotated[
-            str, typer.Option("--scenario", "-s", help="preset or .toml")
-        ] = "paper",
-        out: Annotated[Path, typer.Option(help="artefact directory")] = Path(
-            "results/artefacts/predictor"
-        ),
-        seed: Annotated[int, typer.Option(help="training seed")] = 0,
-        steps: Annotated[int, typer.Option(help="SAC steps = ticks (paper 7000)")] = 7000,
-        checkpoint_every: Annotated[int, typer.Option(help="checkpoint every N steps")] = 1000,
-        max_margin: Annotated[
-            float, typer.Option(help="goal = last threshold + up to this margin, in (0, 1]")
-        ] = 0.3,  # fmt: skip
-        resume: Annotated[
-            bool, typer.Option(help="continue from the latest checkpoint in --out")
-        ] = False,
-        net: NetOpt = None,
-        lr: LrOpt = None,
-        batch_size: BatchOpt = None,
-        gamma: GammaOpt = None,
-        learning_starts: StartsOpt = None,
-        eval_every: EvalEveryOpt = 0,
-        eval_episodes: EvalEpisodesOpt = 3,
-        threads: ThreadsOpt = 1,
-        set_: SetOpt = None,
-    ) -> None:
-        """Learned predictor μ (goal scores) in the population environment (§4.2)."""
-        from abm.app.cli import console, progress_bar
-        from abm.app.experiments.rl_training import PREDICTOR_SAC, train_predictor
-
-        set_threads(threads)
-        sac = sac_params(PREDICTOR_SAC, net, lr, batch_size, gamma, learning_starts)
-        with progress_bar(transient=False) as bar:
-            task = bar.add_task(f"training μ (α={alpha:g}, τ={tau:g})", total=steps)
-            m = train_predictor(out, scenario, alpha=alpha, tau=tau, recommender=recommender,
-                                seed=seed, steps=steps, sac=sac, checkpoint_every=checkpoint_every,
-                                max_margin=max_margin, eval_every=eval_every,
-                                eval_episodes=eval_episodes, resume=resume,
-                                progress=bar_progress(bar, task),
-                                **parse_overrides(set_))  # fmt: skip
-        console.print(
-            f"μ: {m['steps']} steps, CPU {m['cpu_seconds']:.0f} s; written to [bold]{out}[/]"
-        )
-
+    train_app = typer.Typer(
+        help="Train the learned recommender φ or predictor μ with SAC (stable-baselines3, CPU).",
+        no_args_is_help=True,
+    )
+    train_app.command("recommender")(recommender)
+    train_app.command("predictor")(predictor)
     app.add_typer(train_app, name="train")
