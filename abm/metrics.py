@@ -6,8 +6,14 @@ episode means skip undefined ticks (:func:`nanmean`); :func:`reward_eq16` states
 
 from __future__ import annotations
 
+import math
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas is only passed in: importing the metrics must not load it
+    import pandas as pd
 
 
 def ratio(numerator: float, denominator: float) -> float:
@@ -26,17 +32,30 @@ def recourse_feasibility(n_succ: int, n_rejected_window: int) -> float:
 
 
 def gini(goal_scores: np.ndarray) -> float:
-    """Eq. 1 over goal scores g (n,): sum |g_i - g_j| / (2 n sum g); NaN if n = 0 or sum g = 0."""
+    """Eq. 1 over goal scores g (n,): sum |g_i - g_j| / (2 n sum g); NaN if n = 0 or sum g = 0.
+
+    Non-finite scores are left out.
+    """
     g = np.asarray(goal_scores, dtype=float)
-    g = g[np.isfinite(g)]
+    total = np.add.reduce(g, axis=None)
+    if g.ndim != 1 or not g.flags.c_contiguous or not math.isfinite(total):
+        # a finite sum of a contiguous array means every entry is finite: nothing to drop
+        g = g[np.isfinite(g)]
+        total = np.add.reduce(g)
     n = g.shape[0]
-    total = np.add.reduce(g)
     if n == 0 or total <= 0:
         return float("nan")
-    g = np.sort(g)
     # sum over ordered pairs of |g_i - g_j| = 2 sum_i (2i - n - 1) g_(i), i = 1..n
-    pair_sum = 2.0 * np.dot(2.0 * np.arange(1, n + 1) - n - 1, g)
+    pair_sum = 2.0 * np.dot(_rank_weights(n), np.sort(g))
     return float(pair_sum / (2.0 * n * total))
+
+
+@lru_cache(maxsize=64)
+def _rank_weights(n: int) -> np.ndarray:
+    """(2i - n - 1) for i = 1..n, shape (n,) (read only: shared between calls)."""
+    w = 2.0 * np.arange(1, n + 1) - n - 1
+    w.setflags(write=False)
+    return w
 
 
 def recommendation_cost(X: np.ndarray, X_cf: np.ndarray, d: np.ndarray) -> np.ndarray:
@@ -52,6 +71,10 @@ def recommendation_error(cf_scores: np.ndarray, goals: np.ndarray) -> np.ndarray
 def nanmean(values: np.ndarray | pd.Series) -> float:
     """Mean over defined (non-NaN) entries; NaN if none is defined."""
     v = np.asarray(values, dtype=float)
+    if v.ndim == 1 and v.size and v.flags.c_contiguous:
+        total = np.add.reduce(v)
+        if total == total:  # no NaN among the entries: the sum of all of them is the sum
+            return float(total / v.size)
     v = v[v == v]  # drop NaN without the overhead of np.nanmean on tiny arrays
     return float(np.add.reduce(v) / v.size) if v.size else float("nan")
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from abm.validation import ConfigError, problem, require_int, require_number
+from abm.validation import ConfigError, optional_import, problem, require_int, require_number
 
 
 @contextlib.contextmanager
@@ -63,7 +63,7 @@ class MLPClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> MLPClassifier:
         """Train on X (n, z) and labels y (n,) of exactly two classes."""
-        import torch
+        torch = optional_import("torch", "rl", "the mlp decision model")
 
         self._check_params()
         X = np.array(X, dtype=np.float64)  # a writable copy: torch shares its memory

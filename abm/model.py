@@ -255,14 +255,7 @@ class RecourseModel(mesa.Model):
         """Dropout, implementation, the waiting pool and the tick record of ``d``."""
         t, c, applicants, rej = d.t, self.config, d.applicants, d.rej
         dropped = self._dropout(applicants, rej, d.scores[rej], advice)
-        leaving = applicants.take(rej[dropped])
-        stayers = applicants.take(rej[~dropped])
-        for part, mask in ((leaving, dropped), (stayers, ~dropped)):
-            part.X_cf[:] = advice.X_cf[mask]
-            part.goal[:] = advice.goal[mask]
-            part.advised[:] = advice.advised[mask]
-            part.n_apps[:] += 1
-            part.last_tick[:] = t
+        stayers, leaving = self._advised_rows(applicants, rej, dropped, advice, t)
         outcome = self._implement(stayers)
 
         self._dropped_window.append((t, leaving))
@@ -384,6 +377,28 @@ class RecourseModel(mesa.Model):
         info = {key: np.asarray(v) for key, v in rec.info.items()}
         return _Advice(goal, X, X_cf, advised, info, all_advised)
 
+    @staticmethod
+    def _advised_rows(applicants, rej, dropped, advice, t) -> tuple[Population, Population]:
+        """(stayers, leaving): the rejected rows with this tick's advice and application.
+
+        One take of every column for both parts (stayers first, then the dropped, each in
+        applicant order), split into views; the advice columns come from ``advice``.
+        """
+        stay, leave = (~dropped).nonzero()[0], dropped.nonzero()[0]
+        order = np.concatenate([stay, leave])  # positions among the rejected
+        rows = rej.take(order)
+        X_obs = applicants.X_obs.take(rows, axis=0)
+        replace = {
+            "X_obs": X_obs,
+            "X": X_obs,  # seen at this application; _implement gives stayers a new X
+            "X_cf": advice.X_cf.take(order, axis=0),
+            "goal": advice.goal.take(order),
+            "advised": advice.advised.take(order),
+            "n_apps": applicants.n_apps.take(rows) + 1,
+            "last_tick": np.full(rows.shape[0], t, dtype=np.int64),
+        }
+        return applicants.take(rows, replace).split(stay.shape[0])
+
     def _dropout(self, applicants, rej, scores, advice) -> np.ndarray:
         """(n,) bool: rejected applicants who give up now (eq. 6)."""
         c = self.config
@@ -408,13 +423,15 @@ class RecourseModel(mesa.Model):
         X_new[rows_ok, cols[ok]] = x_cf_ok
         n = len(stayers)
         effort = np.bincount(rows_ok, weights=np.abs(x_cf_ok - x[ok]) * d[ok], minlength=n)
-        failed = np.zeros(n, dtype=bool)
-        failed[rows[~ok]] = True
-        stayers.X[:] = X_new
-        stayers.implemented[:] = stayers.advised & ~failed
-        stayers.effort[:] += effort
-        stayers.score_now[:] = self.decision_maker.score(X_new)
-        return _Outcome(rows, cols, ok, effort, stayers.implemented)
+        implemented = stayers.advised.copy()
+        implemented[rows[~ok]] = False  # a failed change
+        # stayers' arrays are fresh (see _advised_rows): new columns replace them
+        data = stayers.data
+        data["X"] = X_new
+        data["implemented"] = implemented
+        data["effort"] = data["effort"] + effort
+        data["score_now"] = self.decision_maker.score(X_new)
+        return _Outcome(rows, cols, ok, effort, implemented)
 
     def _history(self, waiting: Population, dropped: tuple) -> HistoryWindow:
         """Rejected candidates still inside the validity window, as last seen.

@@ -88,18 +88,37 @@ class Population:
     def __len__(self) -> int:
         return self.data["ids"].shape[0]
 
-    def take(self, index: np.ndarray) -> Population:
+    def take(self, index: np.ndarray, replace: dict[str, np.ndarray] | None = None) -> Population:
         """Rows selected by a bool mask or an index array.
 
         Arrays of a stored population are never modified in place, so an all-True mask
         shares them instead of copying (at T = 1 everyone waiting reapplies every tick).
+        ``replace`` holds new columns for the selected rows (already in their order):
+        those columns are used as given instead of being taken.
         """
         if index.dtype == np.bool_:
-            if index.all():
+            n = np.count_nonzero(index)
+            if n == index.shape[0] and not replace:
                 return Population(dict(self.data), self.n_features)
-            if not index.any():
+            if n == 0:
                 return Population.empty(self.n_features)
-        return Population({k: v[index] for k, v in self.data.items()}, self.n_features)
+            index = index.nonzero()[0]  # once, instead of once per column
+        if replace:
+            data = {k: replace[k] if k in replace else v.take(index, axis=0)
+                    for k, v in self.data.items()}  # fmt: skip
+        else:
+            data = {k: v.take(index, axis=0) for k, v in self.data.items()}
+        return Population(data, self.n_features)
+
+    def split(self, at: int) -> tuple[Population, Population]:
+        """(rows [0, at), rows [at, n)): views, so no copy is made.
+
+        For a population just taken (fresh arrays): the two parts are written or stored
+        independently, as their rows do not overlap.
+        """
+        head = {k: v[:at] for k, v in self.data.items()}
+        tail = {k: v[at:] for k, v in self.data.items()}
+        return Population(head, self.n_features), Population(tail, self.n_features)
 
     @staticmethod
     def concat(parts: list[Population], n_features: int) -> Population:

@@ -269,3 +269,22 @@ def message(exc: BaseException) -> str:
     if isinstance(exc, FileNotFoundError) and exc.filename is not None:
         return f"file = {str(exc.filename)!r} does not exist"
     return " ".join(str(exc).split()) or type(exc).__name__
+
+
+class MissingExtra(ConfigError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+
+def optional_import(module: str, extra: str, purpose: str) -> Any:
+    """Import ``module`` or raise :class:`MissingExtra` naming the extra that provides it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or module.split(".")[0] != exc.name.split(".")[0]:
+            raise  # something inside the module is missing: a real error, not an extra
+        raise MissingExtra(
+            f"{purpose} needs {module.split('.')[0]}, which is not installed; "
+            f"install the {extra!r} extra: pip install 'recourse-abm[{extra}]'"
+        ) from None

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from abm.registry import available_policies
+
 
 @dataclass(frozen=True)
 class Demo:
@@ -104,7 +106,5 @@ DEMOS: tuple[Demo, ...] = (
 def available_demos(policies: dict[str, str] | None = None) -> dict[str, Demo]:
     """Demo name -> demo, for demos whose policies are registered now."""
     if policies is None:
-        from abm.registry import available_policies
-
         policies = available_policies()
     return {d.name: d for d in DEMOS if all(p in policies for p in d.required_policies)}

@@ -17,6 +17,7 @@ import pandas as pd
 
 from abm.config import ScenarioConfig, parse_overrides
 from abm.model import RecourseModel
+from abm.registry import make_policy
 from abm.scenarios import PRESETS, get_scenario
 from abm.validation import ConfigError
 
@@ -124,8 +125,6 @@ class Settings:
 
 def check_policy(name: str, field: str = "policy") -> None:
     """Raise ValueError unless ``name`` builds a policy (registry name or composite)."""
-    from abm.registry import make_policy
-
     try:
         make_policy(name)
     except ValueError as exc:

@@ -95,3 +95,15 @@ def test_calibrate_command(tmp_path):
     assert sorted(df["rho"]) == [1.0, 4.0] and df["distance"].is_monotonic_increasing
     bad = runner.invoke(app, ["calibrate", "--grid", '{"rho": [-1]}', "--episodes", "1"])
     assert bad.exit_code == 2 and "rho = -1" in bad.output
+
+
+def test_calibrate_is_a_function_that_raises_on_a_bad_grid():
+    """Called from Python the command raises the one-line error; the CLI prints it (exit 2)."""
+    from abm.app.commands.recommenders import calibrate
+    from abm.validation import ConfigError
+
+    with pytest.raises(ConfigError, match=r"--grid = '\[1\]' is not allowed; allowed: a JSON"):
+        calibrate(grid="[1]")
+    bad = runner.invoke(app, ["calibrate", "--grid", "{nope", "--episodes", "1"])
+    assert bad.exit_code == 2 and bad.output.startswith("error: --grid = '{nope'"), bad.output
+    assert len(bad.output.strip().splitlines()) == 1

@@ -20,6 +20,7 @@ import numpy as np
 from pydantic import Field
 
 from abm.interfaces import Feedback, PolicyContext
+from abm.validation import optional_import
 
 Method = Literal["random", "genetic"]
 METHODS: tuple[str, ...] = get_args(Method)
@@ -72,12 +73,7 @@ class Dice:
         self.width = float(width)
 
     def prepare(self, ctx: PolicyContext) -> None:
-        try:
-            import dice_ml
-        except ModuleNotFoundError:
-            raise ModuleNotFoundError(
-                "the dice recommender needs the dice-ml package: pip install 'dice-ml==0.12'"
-            ) from None
+        dice_ml = optional_import("dice_ml", "dice", "the dice recommender")
         import pandas as pd
 
         self.ctx = ctx

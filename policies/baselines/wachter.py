@@ -15,11 +15,12 @@ import numpy as np
 from pydantic import Field
 
 from abm.interfaces import Feedback, PolicyContext
+from abm.validation import optional_import
 
 
 def torch_scorer(model: Any) -> Callable[[Any], Any]:
     """A differentiable float64 torch function X (n, z) -> M(X) (n,) for ``model``."""
-    import torch
+    torch = optional_import("torch", "rl", "the wachter recommender")
 
     if model.is_linear:
         w = torch.tensor(np.asarray(model.weights), dtype=torch.float64)

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from abm.provenance import versions as provenance_versions
 from abm.provenance import write_json
-from abm.validation import one_line
+from abm.validation import one_line, optional_import
 
 KINDS = ("recommender", "predictor")
 FORMAT = 2
@@ -161,6 +161,8 @@ def load_sac(path: str | Path, kind: str, n_features: int | None = None,
 @lru_cache(maxsize=64)
 def _load_actor(weights_path: str, digest: str, spec_json: str):
     # keyed on the content hash: a retrained artefact at the same path is reloaded
+    for module in ("torch", "safetensors", "stable_baselines3"):
+        optional_import(module, "rl", "a learned (SAC) policy")
     from safetensors import SafetensorError
     from safetensors.torch import load as load_tensors
 

@@ -97,54 +97,9 @@ class RecourseMDP:
         """
         goal = np.asarray(goal)
         _check(goal.ndim == 1, f"goal must be 1-D of shape (S,), got shape {goal.shape}")
-        n_states = goal.shape[0]
-        _check(n_states >= 1, "goal must contain at least one state (S >= 1)")
-        if isinstance(transitions, (list, tuple)):
-            _check(len(transitions) >= 1, "transitions must hold at least one action (A >= 1)")
-            for a, m in enumerate(transitions):
-                _check(
-                    sparse.issparse(m) or isinstance(m, np.ndarray),
-                    f"transitions[{a}] must be a scipy.sparse matrix or ndarray",
-                )
-                _check(
-                    m.shape == (n_states, n_states),
-                    f"transitions[{a}] must have shape (S, S) = ({n_states}, {n_states}), got {m.shape}",
-                )
-            stacked = sparse.vstack([sparse.csr_matrix(m) for m in transitions], format="csr")
-        else:
-            stacked = sparse.csr_matrix(transitions)
-        _check(
-            stacked.shape[1] == n_states
-            and stacked.shape[0] % n_states == 0
-            and stacked.shape[0] > 0,
-            f"stacked transitions must have shape (A*S, S) with S={n_states}, got {stacked.shape}",
-        )
-        n_actions = stacked.shape[0] // n_states
-        stacked = stacked.astype(np.float64)
-        stacked.sum_duplicates()
-        stacked.sort_indices()
-
-        rows = np.repeat(np.arange(stacked.shape[0]), np.diff(stacked.indptr))
-        if isinstance(costs, (list, tuple)) or sparse.issparse(costs):
-            cmat = (
-                sparse.vstack([sparse.csr_matrix(m) for m in costs], format="csr")
-                if isinstance(costs, (list, tuple))
-                else sparse.csr_matrix(costs)
-            )
-            _check(
-                cmat.shape == stacked.shape,
-                f"per-transition costs must have shape {stacked.shape}, got {cmat.shape}",
-            )
-            cost = np.asarray(cmat[rows, stacked.indices]).ravel().astype(np.float64)
-        else:
-            c = np.asarray(costs, dtype=np.float64)
-            if c.ndim == 0:
-                c = np.full((n_actions, n_states), float(c))
-            _check(
-                c.shape == (n_actions, n_states),
-                f"costs must be a scalar or have shape (A, S) = ({n_actions}, {n_states}), got {c.shape}",
-            )
-            cost = c.reshape(-1)[rows]
+        _check(goal.shape[0] >= 1, "goal must contain at least one state (S >= 1)")
+        stacked = _stacked_transitions(transitions, goal.shape[0])
+        cost = _transition_costs(costs, stacked, goal.shape[0])
         return cls.from_arrays(
             stacked.indptr,
             stacked.indices,
@@ -182,80 +137,20 @@ class RecourseMDP:
             and horizon >= 1,
             f"horizon H must be an integer >= 1, got {horizon!r}",
         )
-        goal = np.asarray(goal)
-        _check(
-            goal.ndim == 1 and goal.size >= 1,
-            f"goal must be a non-empty 1-D array (S,), got shape {goal.shape}",
-        )
-        _check(goal.dtype == bool or np.isin(goal, (0, 1)).all(), "goal must be boolean (or 0/1)")
-        goal = goal.astype(bool)
+        goal = _checked_goal(goal)
         n_states = goal.size
-        indptr = np.asarray(indptr, dtype=np.int64)
-        indices = np.asarray(indices, dtype=np.int64)
-        prob = np.asarray(prob, dtype=np.float64)
-        cost = np.asarray(cost, dtype=np.float64)
-        _check(indptr.ndim == 1 and indptr.size >= 2, "indptr must be 1-D of length A*S + 1")
-        _check(
-            (indptr.size - 1) % n_states == 0,
-            f"indptr length - 1 = {indptr.size - 1} must be a multiple of S = {n_states} (rows are (action, state) pairs)",
-        )
+        indptr, indices, prob, cost = _checked_csr(indptr, indices, prob, cost, n_states)
         n_actions = (indptr.size - 1) // n_states
-        nnz = indices.size
-        _check(
-            indptr[0] == 0 and indptr[-1] == nnz and np.all(np.diff(indptr) >= 0),
-            "indptr must start at 0, be non-decreasing and end at len(indices)",
-        )
-        _check(
-            prob.shape == (nnz,), f"prob must have shape ({nnz},) like indices, got {prob.shape}"
-        )
-        _check(
-            cost.shape == (nnz,), f"cost must have shape ({nnz},) like indices, got {cost.shape}"
-        )
-        _check(
-            nnz == 0 or (indices.min() >= 0 and indices.max() < n_states),
-            f"next-state indices must lie in [0, S) = [0, {n_states})",
-        )
-        _check(
-            np.all(np.isfinite(prob)) and np.all(prob >= 0) and np.all(prob <= 1 + _PROB_TOL),
-            "transition probabilities must be finite and in [0, 1]",
-        )
-        _check(np.all(np.isfinite(cost)), "costs must be finite")
-        _check(
-            np.all(cost >= 0),
-            f"costs must be >= 0 (costs are minimised); smallest given: {cost.min() if cost.size else 0:.6g}",
-        )
-
         # Zero-probability entries carry no information and would only create
         # phantom outcomes for the variance computation.
-        keep = prob > 0
-        if not keep.all():
-            rows0 = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
-            counts = np.bincount(rows0[keep], minlength=indptr.size - 1)
-            indptr = np.concatenate([[0], np.cumsum(counts)])
-            indices, prob, cost = indices[keep], prob[keep], cost[keep]
-
-        n_rows = indptr.size - 1
-        row_nnz = np.diff(indptr)
-        row_of = np.repeat(np.arange(n_rows), row_nnz)
-        sums = np.bincount(row_of, weights=prob, minlength=n_rows)
-        available = row_nnz > 0
-        bad = available & (np.abs(sums - 1.0) > 1e-6)
-        if bad.any():
-            r = int(np.flatnonzero(bad)[0])
-            raise ValueError(
-                f"transition probabilities of (action {r // n_states}, state {r % n_states}) sum to "
-                f"{sums[r]:.6g}; every available (action, state) row must sum to 1 (all-zero = unavailable)"
-            )
-        # Renormalise away rounding so rollouts and exact evaluation agree.
-        prob = prob / np.where(available, sums, 1.0)[row_of]
-        available = available.reshape(n_actions, n_states)
+        indptr, indices, prob, cost = _without_zero_prob(indptr, indices, prob, cost)
+        prob, available = _normalised_rows(indptr, prob, n_states)
         stuck = ~goal & ~available.any(axis=0)
         if stuck.any():
             raise ValueError(
                 f"state {int(np.flatnonzero(stuck)[0])} is not a goal and has no available action; "
                 "every non-goal state needs at least one action"
             )
-
         names = (
             tuple(action_names)
             if action_names is not None
@@ -265,26 +160,7 @@ class RecourseMDP:
             len(names) == n_actions,
             f"action_names must have A = {n_actions} entries, got {len(names)}",
         )
-        if features is not None:
-            features = np.asarray(features)
-            _check(
-                features.ndim == 2 and features.shape[0] == n_states,
-                f"features must have shape (S, D) with S = {n_states}, got {features.shape}",
-            )
-            features = features.astype(np.int64)
-            d = features.shape[1]
-            fnames = (
-                tuple(feature_names)
-                if feature_names is not None
-                else tuple(f"x{i}" for i in range(d))
-            )
-            _check(len(fnames) == d, f"feature_names must have D = {d} entries, got {len(fnames)}")
-            ordinal = np.ones(d, bool) if ordinal is None else np.asarray(ordinal, bool)
-            _check(
-                ordinal.shape == (d,), f"ordinal must have shape (D,) = ({d},), got {ordinal.shape}"
-            )
-        else:
-            fnames, ordinal = (), None
+        features, fnames, ordinal = _checked_features(features, feature_names, ordinal, n_states)
         for arr in (indptr, indices, prob, cost, available, goal):
             arr.setflags(write=False)
         return cls(
@@ -421,6 +297,153 @@ class RecourseMDP:
         return np.ravel_multi_index(tuple(codes.T), tuple(radix))
 
 
+# ------------------------------------------------------- building blocks of the constructors
+def _stacked_transitions(transitions, n_states: int) -> sparse.csr_matrix:
+    """Per-action ``(S, S)`` matrices (or one stacked matrix) as one ``(A*S, S)`` float64 CSR
+    with summed duplicates and sorted indices."""
+    if isinstance(transitions, (list, tuple)):
+        _check(len(transitions) >= 1, "transitions must hold at least one action (A >= 1)")
+        for a, m in enumerate(transitions):
+            _check(
+                sparse.issparse(m) or isinstance(m, np.ndarray),
+                f"transitions[{a}] must be a scipy.sparse matrix or ndarray",
+            )
+            _check(
+                m.shape == (n_states, n_states),
+                f"transitions[{a}] must have shape (S, S) = ({n_states}, {n_states}), got {m.shape}",
+            )
+        stacked = sparse.vstack([sparse.csr_matrix(m) for m in transitions], format="csr")
+    else:
+        stacked = sparse.csr_matrix(transitions)
+    _check(
+        stacked.shape[1] == n_states and stacked.shape[0] % n_states == 0 and stacked.shape[0] > 0,
+        f"stacked transitions must have shape (A*S, S) with S={n_states}, got {stacked.shape}",
+    )
+    stacked = stacked.astype(np.float64)
+    stacked.sum_duplicates()
+    stacked.sort_indices()
+    return stacked
+
+
+def _transition_costs(costs, stacked: sparse.csr_matrix, n_states: int) -> np.ndarray:
+    """(nnz,) cost of each stored transition of ``stacked``: from per-transition sparse
+    matrices, or from an ``(A, S)`` array / scalar (cost of the action, whatever the outcome)."""
+    n_actions = stacked.shape[0] // n_states
+    rows = np.repeat(np.arange(stacked.shape[0]), np.diff(stacked.indptr))
+    if isinstance(costs, (list, tuple)) or sparse.issparse(costs):
+        cmat = (
+            sparse.vstack([sparse.csr_matrix(m) for m in costs], format="csr")
+            if isinstance(costs, (list, tuple))
+            else sparse.csr_matrix(costs)
+        )
+        _check(
+            cmat.shape == stacked.shape,
+            f"per-transition costs must have shape {stacked.shape}, got {cmat.shape}",
+        )
+        return np.asarray(cmat[rows, stacked.indices]).ravel().astype(np.float64)
+    c = np.asarray(costs, dtype=np.float64)
+    if c.ndim == 0:
+        c = np.full((n_actions, n_states), float(c))
+    _check(
+        c.shape == (n_actions, n_states),
+        f"costs must be a scalar or have shape (A, S) = ({n_actions}, {n_states}), got {c.shape}",
+    )
+    return c.reshape(-1)[rows]
+
+
+def _checked_goal(goal) -> np.ndarray:
+    """(S,) bool goal flags from a non-empty 1-D boolean or 0/1 array."""
+    goal = np.asarray(goal)
+    _check(
+        goal.ndim == 1 and goal.size >= 1,
+        f"goal must be a non-empty 1-D array (S,), got shape {goal.shape}",
+    )
+    _check(goal.dtype == bool or np.isin(goal, (0, 1)).all(), "goal must be boolean (or 0/1)")
+    return goal.astype(bool)
+
+
+def _checked_csr(indptr, indices, prob, cost, n_states: int):
+    """The raw CSR arrays as int64 / float64, validated (shapes, ranges, finiteness)."""
+    indptr = np.asarray(indptr, dtype=np.int64)
+    indices = np.asarray(indices, dtype=np.int64)
+    prob = np.asarray(prob, dtype=np.float64)
+    cost = np.asarray(cost, dtype=np.float64)
+    _check(indptr.ndim == 1 and indptr.size >= 2, "indptr must be 1-D of length A*S + 1")
+    _check(
+        (indptr.size - 1) % n_states == 0,
+        f"indptr length - 1 = {indptr.size - 1} must be a multiple of S = {n_states} (rows are (action, state) pairs)",
+    )
+    nnz = indices.size
+    _check(
+        indptr[0] == 0 and indptr[-1] == nnz and np.all(np.diff(indptr) >= 0),
+        "indptr must start at 0, be non-decreasing and end at len(indices)",
+    )
+    _check(prob.shape == (nnz,), f"prob must have shape ({nnz},) like indices, got {prob.shape}")
+    _check(cost.shape == (nnz,), f"cost must have shape ({nnz},) like indices, got {cost.shape}")
+    _check(
+        nnz == 0 or (indices.min() >= 0 and indices.max() < n_states),
+        f"next-state indices must lie in [0, S) = [0, {n_states})",
+    )
+    _check(
+        np.all(np.isfinite(prob)) and np.all(prob >= 0) and np.all(prob <= 1 + _PROB_TOL),
+        "transition probabilities must be finite and in [0, 1]",
+    )
+    _check(np.all(np.isfinite(cost)), "costs must be finite")
+    _check(
+        np.all(cost >= 0),
+        f"costs must be >= 0 (costs are minimised); smallest given: {cost.min() if cost.size else 0:.6g}",
+    )
+    return indptr, indices, prob, cost
+
+
+def _without_zero_prob(indptr, indices, prob, cost):
+    """The CSR arrays without their zero-probability entries."""
+    keep = prob > 0
+    if keep.all():
+        return indptr, indices, prob, cost
+    rows0 = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
+    counts = np.bincount(rows0[keep], minlength=indptr.size - 1)
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    return indptr, indices[keep], prob[keep], cost[keep]
+
+
+def _normalised_rows(indptr: np.ndarray, prob: np.ndarray, n_states: int):
+    """Check that every non-empty row sums to 1 and renormalise away its rounding (so rollouts
+    and exact evaluation agree). Returns (prob (nnz,), available (A, S) bool)."""
+    n_rows = indptr.size - 1
+    row_nnz = np.diff(indptr)
+    row_of = np.repeat(np.arange(n_rows), row_nnz)
+    sums = np.bincount(row_of, weights=prob, minlength=n_rows)
+    available = row_nnz > 0
+    bad = available & (np.abs(sums - 1.0) > 1e-6)
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"transition probabilities of (action {r // n_states}, state {r % n_states}) sum to "
+            f"{sums[r]:.6g}; every available (action, state) row must sum to 1 (all-zero = unavailable)"
+        )
+    prob = prob / np.where(available, sums, 1.0)[row_of]
+    return prob, available.reshape(n_rows // n_states, n_states)
+
+
+def _checked_features(features, feature_names, ordinal, n_states: int):
+    """(features (S, D) int64 or None, feature names, ordinal (D,) bool or None), validated."""
+    if features is None:
+        return None, (), None
+    features = np.asarray(features)
+    _check(
+        features.ndim == 2 and features.shape[0] == n_states,
+        f"features must have shape (S, D) with S = {n_states}, got {features.shape}",
+    )
+    features = features.astype(np.int64)
+    d = features.shape[1]
+    fnames = tuple(feature_names) if feature_names is not None else tuple(f"x{i}" for i in range(d))
+    _check(len(fnames) == d, f"feature_names must have D = {d} entries, got {len(fnames)}")
+    ordinal = np.ones(d, bool) if ordinal is None else np.asarray(ordinal, bool)
+    _check(ordinal.shape == (d,), f"ordinal must have shape (D,) = ({d},), got {ordinal.shape}")
+    return features, fnames, ordinal
+
+
 # ---------------------------------------------------------------- features
 @dataclass(frozen=True)
 class Feature:
@@ -467,6 +490,101 @@ class Action:
     jump: Mapping[str, str] | None = None
 
 
+def _reached_level(act: Action, feat: Feature, cur: np.ndarray, n_states: int):
+    """The level ``act`` moves its feature to from each state's level ``cur`` (S,), and
+    whether it can be taken there at all (by its mode and ``from_levels``)."""
+    if act.mode == "increment":
+        _check(feat.ordinal, f"action {act.name!r}: increment needs an ordinal feature")
+        new = cur + 1
+        if act.jump:
+            for src, dst in act.jump.items():
+                _check(
+                    src in feat.levels and dst in feat.levels,
+                    f"action {act.name!r}: jump levels must be levels of {feat.name!r}",
+                )
+                new = np.where(cur == feat.levels.index(src), feat.levels.index(dst), new)
+        ok = new < len(feat.levels)
+    else:
+        _check(
+            act.target in feat.levels,
+            f"action {act.name!r}: target must be one of {feat.levels}, got {act.target!r}",
+        )
+        new = np.full(n_states, feat.levels.index(act.target))
+        ok = cur != new
+    if act.from_levels is not None:
+        allowed = [feat.levels.index(lv) for lv in act.from_levels]
+        ok &= np.isin(cur, allowed)
+    return new, ok
+
+
+def _success_probability(act: Action, feat: Feature, newc: np.ndarray, n_states: int):
+    """P(success) (S,) of reaching level ``newc``, and where that level can be reached at all
+    (a mapping of ``success`` names the reachable levels; None: every level)."""
+    if not isinstance(act.success, Mapping):
+        _check(
+            0 <= float(act.success) <= 1,
+            f"action {act.name!r}: success must be in [0, 1], got {act.success}",
+        )
+        return np.full(n_states, float(act.success)), None
+    table = np.zeros(len(feat.levels))
+    for lv, p in act.success.items():
+        _check(lv in feat.levels, f"action {act.name!r}: success level {lv!r} not in {feat.levels}")
+        _check(
+            0 <= p <= 1,
+            f"action {act.name!r}: success probability for {lv!r} must be in [0, 1], got {p}",
+        )
+        table[feat.levels.index(lv)] = p
+    return table[newc], np.isin(newc, [feat.levels.index(lv) for lv in act.success])
+
+
+def _check_action(act: Action, features: Sequence[Feature], fidx: dict[str, int]) -> None:
+    _check(
+        act.feature in fidx,
+        f"action {act.name!r}: unknown feature {act.feature!r}; known: {list(fidx)}",
+    )
+    feat = features[fidx[act.feature]]
+    _check(
+        feat.kind == "actionable",
+        f"action {act.name!r}: feature {act.feature!r} is {feat.kind}, only actionable features can be acted on",
+    )
+    _check(
+        np.isfinite(act.cost) and act.cost >= 0,
+        f"action {act.name!r}: cost must be finite and >= 0, got {act.cost}",
+    )
+    _check(
+        act.mode in ("increment", "set"),
+        f"action {act.name!r}: mode must be 'increment' or 'set', got {act.mode!r}",
+    )
+    for se in act.side_effects:
+        _check(se in fidx, f"action {act.name!r}: unknown side-effect feature {se!r}")
+        _check(
+            features[fidx[se]].kind != "immutable",
+            f"action {act.name!r}: side effect on immutable feature {se!r}",
+        )
+
+
+def _action_outcomes(act, features, fidx, codes, radix, strides, goal):
+    """Where ``act`` can be taken (states ``s`` (n,)), the state it leads to on success (n,)
+    and P(success) (n,); on failure the state stays ``s``."""
+    n_states = codes.shape[0]
+    fi = fidx[act.feature]
+    feat = features[fi]
+    cur = codes[:, fi]
+    new, ok = _reached_level(act, feat, cur, n_states)
+    newc = np.clip(new, 0, radix[fi] - 1)
+    psucc, reachable = _success_probability(act, feat, newc, n_states)
+    if reachable is not None:
+        ok &= reachable
+    ok &= ~goal
+    nxt = np.arange(n_states) + (newc - cur) * strides[fi]
+    for se in act.side_effects:
+        si = fidx[se]
+        up = codes[:, si] < radix[si] - 1
+        nxt = nxt + up * strides[si]
+    s = np.flatnonzero(ok)
+    return s, nxt[s], psucc[s]
+
+
 def build_feature_mdp(
     features: Sequence[Feature],
     actions: Sequence[Action],
@@ -497,83 +615,13 @@ def build_feature_mdp(
     _check(len(actions) >= 1, "actions must be non-empty")
     all_next, all_p, all_rows, all_cost = [], [], [], []
     for ai, act in enumerate(actions):
-        _check(
-            act.feature in fidx,
-            f"action {act.name!r}: unknown feature {act.feature!r}; known: {names}",
-        )
-        fi = fidx[act.feature]
-        feat = features[fi]
-        _check(
-            feat.kind == "actionable",
-            f"action {act.name!r}: feature {act.feature!r} is {feat.kind}, only actionable features can be acted on",
-        )
-        _check(
-            np.isfinite(act.cost) and act.cost >= 0,
-            f"action {act.name!r}: cost must be finite and >= 0, got {act.cost}",
-        )
-        _check(
-            act.mode in ("increment", "set"),
-            f"action {act.name!r}: mode must be 'increment' or 'set', got {act.mode!r}",
-        )
-        cur = codes[:, fi]
-        if act.mode == "increment":
-            _check(feat.ordinal, f"action {act.name!r}: increment needs an ordinal feature")
-            new = cur + 1
-            if act.jump:
-                for src, dst in act.jump.items():
-                    _check(
-                        src in feat.levels and dst in feat.levels,
-                        f"action {act.name!r}: jump levels must be levels of {feat.name!r}",
-                    )
-                    new = np.where(cur == feat.levels.index(src), feat.levels.index(dst), new)
-            ok = new < radix[fi]
-        else:
-            _check(
-                act.target in feat.levels,
-                f"action {act.name!r}: target must be one of {feat.levels}, got {act.target!r}",
-            )
-            new = np.full(n_states, feat.levels.index(act.target))
-            ok = cur != new
-        if act.from_levels is not None:
-            allowed = [feat.levels.index(lv) for lv in act.from_levels]
-            ok &= np.isin(cur, allowed)
-        newc = np.clip(new, 0, radix[fi] - 1)
-        if isinstance(act.success, Mapping):
-            table = np.zeros(radix[fi])
-            for lv, p in act.success.items():
-                _check(
-                    lv in feat.levels,
-                    f"action {act.name!r}: success level {lv!r} not in {feat.levels}",
-                )
-                _check(
-                    0 <= p <= 1,
-                    f"action {act.name!r}: success probability for {lv!r} must be in [0, 1], got {p}",
-                )
-                table[feat.levels.index(lv)] = p
-            psucc = table[newc]
-            ok &= np.isin(newc, [feat.levels.index(lv) for lv in act.success])
-        else:
-            _check(
-                0 <= float(act.success) <= 1,
-                f"action {act.name!r}: success must be in [0, 1], got {act.success}",
-            )
-            psucc = np.full(n_states, float(act.success))
-        ok &= ~goal
-        nxt = np.arange(n_states) + (newc - cur) * strides[fi]
-        for se in act.side_effects:
-            _check(se in fidx, f"action {act.name!r}: unknown side-effect feature {se!r}")
-            si = fidx[se]
-            _check(
-                features[si].kind != "immutable",
-                f"action {act.name!r}: side effect on immutable feature {se!r}",
-            )
-            up = codes[:, si] < radix[si] - 1
-            nxt = nxt + up * strides[si]
-        s = np.flatnonzero(ok)
+        _check_action(act, features, fidx)
+        s, succ, psucc = _action_outcomes(act, features, fidx, codes, radix, strides, goal)
         rows = ai * n_states + s
+        # two outcomes per (action, state): success and failure (stay), each paying the cost
         all_rows += [rows, rows]
-        all_next += [nxt[s], s]
-        all_p += [psucc[s], 1.0 - psucc[s]]
+        all_next += [succ, s]
+        all_p += [psucc, 1.0 - psucc]
         all_cost += [np.full(s.size, act.cost), np.full(s.size, act.cost)]
     rows = np.concatenate(all_rows)
     nxt = np.concatenate(all_next)

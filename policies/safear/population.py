@@ -143,8 +143,7 @@ class SafeARPolicy:
     ) -> Recommendation:
         """Plan for candidates ``X`` (n, z) with goals (n,) and risk aversions (n,)."""
         X = np.asarray(X, dtype=float)
-        n, z = X.shape
-        model, ctx = self.ctx.decision_model, self.ctx
+        n = X.shape[0]
         X_cf = X.copy()
         info = {
             k: np.full(n, np.nan) for k in ("exp_cost", "cost_var", "var95", "cvar95", "plan_rho")
@@ -153,53 +152,89 @@ class SafeARPolicy:
         advised = np.ones(n, dtype=bool)
         if n == 0:
             return Recommendation(goal=goal, X_cf=X_cf, advised=advised, info=info)
-        scores = model.score(X)
-        met = scores >= goal
+        met = self.ctx.decision_model.score(X) >= goal
         # already at the goal: nothing to do, at no cost and no risk (CVaR undefined)
         for key, v in (("exp_cost", 0.0), ("cost_var", 0.0), ("plan_rho", 1.0), ("var95", 0.0)):
             info[key][met] = v
         todo = np.flatnonzero(~met)
         if todo.size == 0:
             return Recommendation(goal=goal, X_cf=X_cf, advised=advised, info=info)
+        beta_todo = np.asarray(beta, dtype=float)[todo]
+        X_cf[todo], ok, measures = self._plan_unmet(X[todo], goal[todo], beta_todo, rng)
+        for key, v in measures.items():
+            info[key][todo] = np.where(ok, v, np.nan)
+        return Recommendation(goal=goal, X_cf=X_cf, advised=advised, info=info)
 
-        Xt, gt = X[todo], goal[todo]
+    def _plan_unmet(
+        self, Xt: np.ndarray, gt: np.ndarray, beta: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """Plan for ``m`` candidates below their goals: one block-diagonal MDP on their feature
+        grids, solved by G-RSVI with each candidate's own beta.
+
+        Returns the counterfactuals (m, z), whether the plan reaches the goal (m,) and the plan's
+        measures (m,) each: exp_cost, cost_var, plan_rho, var95, cvar95.
+        """
         direction, useful = self._directions(Xt)  # (m, z)
-        room = np.where(direction > 0, ctx.upper - Xt, Xt - ctx.lower)
+        room = np.where(direction > 0, self.ctx.upper - Xt, Xt - self.ctx.lower)
         sel, reach = self._select(Xt, gt, direction, useful, room)  # (m, F), (m, F)
-        L, F = self.levels, sel.shape[1]
-        m = todo.size
-        # grid values (m, F, L): from x towards the helpful bound
-        frac = np.linspace(0.0, 1.0, L)
+        vals = self._grid_values(Xt, direction, sel, reach)  # (m, F, L)
+        m = Xt.shape[0]
+        strides, codes, S1 = self._grid(sel.shape[1])
+        B = S1 + 1  # block of one candidate: the grid and a "failed" sink
+        grid_goal = self._grid_goal(Xt, gt, sel, vals, codes)  # (m, S1)
+        reachable = grid_goal.any(axis=1)
+        is_goal = np.concatenate([grid_goal, np.zeros((m, 1), bool)], axis=1).reshape(m * B)
+
+        mdp = self._build(vals, sel, strides, codes, is_goal, m)
+        pol = grsvi(mdp, np.repeat(beta, B), risk=self.risk, terminal_cost=self.fail_cost)
+        starts = np.arange(m) * B
+        target = self._intended_target(mdp, pol, starts, strides)
+        ok = reachable & mdp.goal[target]
+        tgt_codes = codes[np.minimum(target - starts, S1 - 1)]  # (m, F)
+        cf = self._counterfactuals(Xt, sel, vals, tgt_codes, ok)
+
+        mean, var, rho = self._moments(mdp, pol, starts)
+        ro = rollout(mdp, pol, starts, self.rollouts, rng=rng)
+        ps = per_start_measures(mdp, ro, alphas=(0.95,))
+        measures = {
+            "exp_cost": mean,
+            "cost_var": var,
+            "plan_rho": rho,
+            "var95": ps["var95"].to_numpy(),
+            "cvar95": ps["cvar95"].to_numpy(),
+        }
+        return cf, ok, measures
+
+    def _grid_values(self, Xt, direction, sel, reach) -> np.ndarray:
+        """(m, F, L) grid values of the selected features: from x towards the helpful bound."""
+        frac = np.linspace(0.0, 1.0, self.levels)
         x0 = np.take_along_axis(Xt, sel, axis=1)
         dirs = np.take_along_axis(direction, sel, axis=1)
-        lo_b, hi_b = ctx.lower[sel], ctx.upper[sel]
+        lo_b, hi_b = self.ctx.lower[sel], self.ctx.upper[sel]
         vals = np.clip(
             x0[..., None] + dirs[..., None] * reach[..., None] * frac,
             lo_b[..., None],
             hi_b[..., None],
         )
         vals[..., 0] = x0
+        return vals
 
-        strides, codes, S1 = self._grid(F)
-        B = S1 + 1  # block of one candidate: the grid and a "failed" sink
-        # state features (m * S1, z)
+    def _grid_goal(self, Xt, gt, sel, vals, codes) -> np.ndarray:
+        """(m, S1) whether each grid state's features score at least the candidate's goal."""
+        m, z = Xt.shape
+        S1 = codes.shape[0]
         Xs = np.repeat(Xt, S1, axis=0).reshape(m, S1, z)
         rows, cols = np.arange(m)[:, None], np.arange(S1)[None, :]
-        for f in range(F):
+        for f in range(sel.shape[1]):
             Xs[rows, cols, sel[:, f : f + 1]] = vals[:, f, codes[:, f]]
         Xs = Xs.reshape(m * S1, z)
         # sums of grid fractions that equal 1 land on the goal up to rounding
-        grid_goal = (model.score(Xs) >= np.repeat(gt, S1) - _GOAL_SLACK).reshape(m, S1)
-        reachable = grid_goal.any(axis=1)
-        is_goal = np.concatenate([grid_goal, np.zeros((m, 1), bool)], axis=1).reshape(m * B)
+        score = self.ctx.decision_model.score(Xs)
+        return (score >= np.repeat(gt, S1) - _GOAL_SLACK).reshape(m, S1)
 
-        mdp = self._build(vals, sel, strides, codes, is_goal, m)
-        b_state = np.repeat(np.asarray(beta, dtype=float)[todo], B)
-        pol = grsvi(mdp, b_state, risk=self.risk, terminal_cost=self.fail_cost)
-        starts = np.arange(m) * B
-        target = self._intended_target(mdp, pol, starts, strides)
-        ok = reachable & mdp.goal[target]
-        tgt_codes = codes[np.minimum(target - starts, S1 - 1)]  # (m, F)
+    @staticmethod
+    def _counterfactuals(Xt, sel, vals, tgt_codes, ok) -> np.ndarray:
+        """(m, z) counterfactuals: the planned target's values where it reaches the goal."""
         new_vals = np.take_along_axis(vals, tgt_codes[..., None], axis=2)[..., 0]
         rows_ok = np.flatnonzero(ok)
         cf = Xt.copy()
@@ -208,20 +243,7 @@ class SafeARPolicy:
         # feature to the end of its range (the goal stays unreached)
         bad = np.flatnonzero(~ok)
         cf[bad[:, None], sel[bad]] = vals[bad, :, -1]
-        X_cf[todo] = cf
-
-        mean, var, rho = self._moments(mdp, pol, starts)
-        ro = rollout(mdp, pol, starts, self.rollouts, rng=rng)
-        ps = per_start_measures(mdp, ro, alphas=(0.95,))
-        for key, v in (
-            ("exp_cost", mean),
-            ("cost_var", var),
-            ("plan_rho", rho),
-            ("var95", ps["var95"].to_numpy()),
-            ("cvar95", ps["cvar95"].to_numpy()),
-        ):
-            info[key][todo] = np.where(ok, v, np.nan)
-        return Recommendation(goal=goal, X_cf=X_cf, advised=advised, info=info)
+        return cf
 
     # ------------------------------------------------------------------ helpers
     def _directions(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

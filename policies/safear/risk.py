@@ -155,6 +155,25 @@ class Rollouts:
     actions: np.ndarray | None = None
 
 
+def _sample_outcomes(
+    prob: np.ndarray, lo: np.ndarray, nnz: np.ndarray, max_k: int, u: np.ndarray
+) -> np.ndarray:
+    """Inverse-CDF sampling of one outcome per row from uniforms ``u`` (n,): rows start at
+    ``lo`` (n,) in the CSR arrays and hold ``nnz`` (n,) outcomes. Returns the picked offsets
+    (n,) within each row. Vectorised by outcome slot (at most ``max_k``) rather than by sample.
+    """
+    pick = nnz - 1
+    acc = np.zeros(u.size)
+    chosen = np.zeros(u.size, bool)
+    for k in range(max_k - 1):
+        has = k < nnz - 1
+        acc = acc + np.where(has, prob[np.minimum(lo + k, prob.size - 1)], 0.0)
+        hit = has & ~chosen & (u < acc)
+        pick = np.where(hit, k, pick)
+        chosen |= hit
+    return pick
+
+
 def rollout(
     mdp: RecourseMDP,
     policy: Policy,
@@ -191,19 +210,7 @@ def rollout(
             row = a[live] * mdp.n_states + s[live]
             lo = indptr[row]
             nnz = indptr[row + 1] - lo
-            u = rng.random(live.size)
-            # Inverse-CDF sampling over each row's few outcomes, vectorised
-            # by outcome slot rather than by sample.
-            pick = nnz - 1
-            acc = np.zeros(live.size)
-            chosen = np.zeros(live.size, bool)
-            for k in range(max_k - 1):
-                has = k < nnz - 1
-                acc = acc + np.where(has, prob[np.minimum(lo + k, prob.size - 1)], 0.0)
-                hit = has & ~chosen & (u < acc)
-                pick = np.where(hit, k, pick)
-                chosen |= hit
-            j = lo + pick
+            j = lo + _sample_outcomes(prob, lo, nnz, max_k, rng.random(live.size))
             total[live] += cost[j]
             s = s.copy()
             s[live] = indices[j]

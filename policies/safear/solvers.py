@@ -144,6 +144,103 @@ def value_iteration(mdp: RecourseMDP, horizon: int | None = None) -> Policy:
     return Policy(actions=actions, values=values, beta=0.0, risk="std", solver="value_iteration")
 
 
+class _EpisodicTables:
+    """G-RSEVI's tables over the (step, state) pairs visited so far: ``Q_h(s, .)`` (A,) rows,
+    ``inf`` for unavailable actions and 0 (optimistic) for untried ones, and ``V_h(s)``;
+    anything unvisited has ``V = 0`` (goal states exactly 0)."""
+
+    def __init__(self, mdp: RecourseMDP, beta: float, risk: str) -> None:
+        self.mdp, self.beta, self.risk = mdp, beta, risk
+        self.q_table: dict[tuple[int, int], np.ndarray] = {}
+        self.v_table: dict[tuple[int, int], float] = {}
+        self._avail: dict[int, np.ndarray] = {}
+
+    def available(self, s: int) -> np.ndarray:
+        """Indices of the actions available in state ``s``."""
+        a = self._avail.get(s)
+        if a is None:
+            a = np.flatnonzero(self.mdp.available[:, s])
+            self._avail[s] = a
+        return a
+
+    def q(self, h: int, s: int) -> np.ndarray:
+        """The (A,) row ``Q_h(s, .)``, created on first use (a view: backups write into it)."""
+        q = self.q_table.get((h, s))
+        if q is None:
+            q = np.full(self.mdp.n_actions, np.inf)
+            q[self.available(s)] = 0.0
+            self.q_table[(h, s)] = q
+        return q
+
+    def walk(self, start: int, eps: float, u: np.ndarray, visited: np.ndarray) -> int:
+        """One epsilon-greedy episode from ``start`` for up to H steps, stopping in a goal.
+
+        u : (3, H) uniforms (explore?, which action, next state); the visited (state, action)
+        pairs go to ``visited`` (H, 2). Returns how many steps were taken.
+        """
+        mdp = self.mdp
+        indptr, indices, prob, S = mdp.indptr, mdp.indices, mdp.prob, mdp.n_states
+        s, n = int(start), 0
+        for h in range(mdp.horizon):
+            if mdp.goal[s]:
+                break
+            acts = self.available(s)
+            if u[0, h] < eps:
+                a = int(acts[int(u[1, h] * acts.size)])
+            else:
+                a = int(np.argmin(self.q(h, s)))
+            visited[n] = (s, a)
+            n += 1
+            r = a * S + s
+            lo, hi = indptr[r], indptr[r + 1]
+            c = np.cumsum(prob[lo:hi])
+            j = min(int(np.searchsorted(c, u[2, h] * c[-1], side="right")), hi - lo - 1)
+            s = int(indices[lo + j])
+        return n
+
+    def back_up(self, visited: np.ndarray, n: int) -> None:
+        """``Q_h(s, a) = mu + beta * sigma`` (known model) along the first ``n`` visited
+        pairs, from the last step to the first; ``V_h(s) = min_a Q_h(s, a)``."""
+        mdp, v_table = self.mdp, self.v_table
+        H, S, goal = mdp.horizon, mdp.n_states, mdp.goal
+        for h in range(n - 1, -1, -1):
+            s, a = int(visited[h, 0]), int(visited[h, 1])
+            r = a * S + s
+            lo, hi = mdp.indptr[r], mdp.indptr[r + 1]
+            nxt = mdp.indices[lo:hi]
+            vn = np.array(
+                [0.0 if (h + 1 >= H or goal[t]) else v_table.get((h + 1, int(t)), 0.0) for t in nxt]
+            )
+            x = mdp.cost[lo:hi] + vn
+            p = mdp.prob[lo:hi]
+            mu = float(p @ x)
+            d = x - mu
+            w = p * d * d
+            if self.risk == "lpsd":
+                w = np.where(d > 0, w, 0.0)
+            q = self.q(h, s)
+            q[a] = mu + self.beta * float(np.sqrt(w.sum()))
+            v_table[(h, s)] = float(q.min())
+
+    def policy(self) -> Policy:
+        """Greedy on Q where visited; elsewhere the first available action and NaN value."""
+        mdp = self.mdp
+        H, S = mdp.horizon, mdp.n_states
+        actions = np.where(
+            mdp.goal[None, :], GOAL_ACTION, np.argmax(mdp.available, axis=0)[None, :]
+        ).astype(np.int16)
+        actions = np.repeat(actions, H, axis=0)
+        values = np.full((H + 1, S), np.nan)
+        values[H] = 0.0
+        values[:, mdp.goal] = 0.0
+        for (h, s), q in self.q_table.items():
+            actions[h, s] = int(np.argmin(q))
+            values[h, s] = float(q.min())
+        return Policy(
+            actions=actions, values=values, beta=float(self.beta), risk=self.risk, solver="grsevi"
+        )
+
+
 def grsevi(
     mdp: RecourseMDP,
     start: int,
@@ -178,81 +275,14 @@ def grsevi(
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     if not (0 <= epsilon <= 1 and 0 < decay <= 1 and 0 <= min_epsilon <= 1):
         raise ValueError("epsilon and min_epsilon must be in [0, 1] and decay in (0, 1]")
-    H, A, S = mdp.horizon, mdp.n_actions, mdp.n_states
-    indptr, indices, prob, cost = mdp.indptr, mdp.indices, mdp.prob, mdp.cost
-    avail_cache: dict[int, np.ndarray] = {}
-    q_table: dict[tuple[int, int], np.ndarray] = {}
-    # V_{h}(s) for visited pairs; anything else is 0 (goal states exactly 0).
-    v_table: dict[tuple[int, int], float] = {}
-    goal = mdp.goal
-
-    def avail(s: int) -> np.ndarray:
-        a = avail_cache.get(s)
-        if a is None:
-            a = np.flatnonzero(mdp.available[:, s])
-            avail_cache[s] = a
-        return a
-
-    def qrow(h: int, s: int) -> np.ndarray:
-        q = q_table.get((h, s))
-        if q is None:
-            q = np.full(A, np.inf)
-            q[avail(s)] = 0.0
-            q_table[(h, s)] = q
-        return q
-
-    eps = float(epsilon)
-    u_explore = rng.random(episodes * H)
-    u_choice = rng.random(episodes * H)
-    u_next = rng.random(episodes * H)
+    H = mdp.horizon
+    tables = _EpisodicTables(mdp, beta, risk)
+    # all uniforms drawn up front, in this order: (3, episodes, H) explore?, action, next state
+    u = np.stack([rng.random(episodes * H) for _ in range(3)]).reshape(3, episodes, H)
     visited = np.empty((H, 2), dtype=np.int64)
+    eps = float(epsilon)
     for k in range(episodes):
-        s = int(start)
-        n = 0
-        for h in range(H):
-            if goal[s]:
-                break
-            i = k * H + h
-            acts = avail(s)
-            if u_explore[i] < eps:
-                a = int(acts[int(u_choice[i] * acts.size)])
-            else:
-                a = int(np.argmin(qrow(h, s)))
-            visited[n] = (s, a)
-            n += 1
-            r = a * S + s
-            lo, hi = indptr[r], indptr[r + 1]
-            c = np.cumsum(prob[lo:hi])
-            j = min(int(np.searchsorted(c, u_next[i] * c[-1], side="right")), hi - lo - 1)
-            s = int(indices[lo + j])
-        for h in range(n - 1, -1, -1):
-            s, a = int(visited[h, 0]), int(visited[h, 1])
-            r = a * S + s
-            lo, hi = indptr[r], indptr[r + 1]
-            nxt = indices[lo:hi]
-            vn = np.array(
-                [0.0 if (h + 1 >= H or goal[t]) else v_table.get((h + 1, int(t)), 0.0) for t in nxt]
-            )
-            x = cost[lo:hi] + vn
-            p = prob[lo:hi]
-            mu = float(p @ x)
-            d = x - mu
-            w = p * d * d
-            if risk == "lpsd":
-                w = np.where(d > 0, w, 0.0)
-            q = qrow(h, s)
-            q[a] = mu + beta * float(np.sqrt(w.sum()))
-            v_table[(h, s)] = float(q.min())
+        n = tables.walk(start, eps, u[:, k], visited)
+        tables.back_up(visited, n)
         eps = max(min_epsilon, eps * decay)
-
-    actions = np.where(
-        mdp.goal[None, :], GOAL_ACTION, np.argmax(mdp.available, axis=0)[None, :]
-    ).astype(np.int16)
-    actions = np.repeat(actions, H, axis=0)
-    values = np.full((H + 1, S), np.nan)
-    values[H] = 0.0
-    values[:, mdp.goal] = 0.0
-    for (h, s), q in q_table.items():
-        actions[h, s] = int(np.argmin(q))
-        values[h, s] = float(q.min())
-    return Policy(actions=actions, values=values, beta=float(beta), risk=risk, solver="grsevi")
+    return tables.policy()

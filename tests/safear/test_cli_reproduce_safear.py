@@ -96,10 +96,11 @@ def test_german_case_small(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--case", "nope"], "--case must be one of"),
-        (["--betas", "0,-0.5"], "every beta must be in [0, 100]"),
-        (["--betas", "0,abc"], "--betas must be comma-separated"),
-        (["--rollouts", "0"], "--rollouts must be >= 1"),
+        (["--case", "nope"], "--case = nope is not allowed; allowed: one of insurance, german"),
+        (["--betas", "0,-0.5"], "--betas = '-0.5' is not allowed; allowed: comma-separated numbers"),
+        (["--betas", "0,abc"], "--betas = 'abc' is not allowed; allowed: comma-separated numbers"),
+        (["--rollouts", "0"], "--rollouts = 0 is not allowed; allowed: an integer >= 1"),
+        (["--estimators", "0"], "--estimators = 0 is not allowed; allowed: an integer >= 1"),
         (["--case", "population", "--seeds", "0"], "--seeds = '0' is not allowed"),
         (["--case", "population", "--seeds", "3-1"], "--seeds = '3-1' is not allowed"),
         (["--case", "population", "--ticks", "2", "--seeds", "1", "--set", "k=-3"], "k"),

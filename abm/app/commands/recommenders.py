@@ -121,7 +121,7 @@ def bench_recommenders(
     console.print(f"written to [bold]{out / 'recommenders.csv'}[/]")
 
 
-def parse_grid(text: str) -> dict[str, list[Any]]:
+def parse_calibration_grid(text: str) -> dict[str, list[Any]]:
     """``--grid``'s JSON object: scenario field -> non-empty list of values."""
     allowed = 'a JSON object of field -> non-empty list, e.g. {"rho": [1, 4]}'
     try:
@@ -152,7 +152,7 @@ def calibrate(
     from abm.app.evaluation import CALIBRATION_GRID
     from abm.app.evaluation import calibrate as run_calibration
 
-    points = CALIBRATION_GRID if grid is None else parse_grid(grid)
+    points = CALIBRATION_GRID if grid is None else parse_calibration_grid(grid)
     with progress_bar() as bar:
         task = bar.add_task(f"calibrating {policy}", total=None)
         rows = run_calibration(points, policy, target_rr, episodes, seed, workers=workers,

@@ -1,7 +1,7 @@
 """``recourse-abm reproduce ...``: reproductions of published results.
 
 One command per paper; ``safear`` is the first (SafeAR, Tables 1, 3, 17 and the
-population comparison). Other reproductions add commands to :data:`reproduce_app`.
+population comparison). Another reproduction adds a top-level command function and one line to :func:`register`.
 """
 
 from __future__ import annotations
@@ -88,6 +88,22 @@ def _insurance(out: Path, seed: int, rollouts: int, betas) -> None:
     )
 
 
+def _dataset_vs_paper(name: str, table, example):
+    """Our Tables 1 and 3 rows (``table`` per group and beta, ``example`` of one individual)
+    beside the paper's, with ``n`` (individuals) after the group."""
+    import pandas as pd
+
+    from abm.app.experiments.safear import PAPER_DATASET_TABLES
+
+    cols = ["rho", "cost_mean", "cost_var", "var80", "cvar80", "var95", "cvar95", "sparsity",
+            "proximity"]  # fmt: skip
+    ours = pd.concat([table, example.assign(n=1)], ignore_index=True)
+    paper = PAPER_DATASET_TABLES[PAPER_DATASET_TABLES["dataset"] == name]
+    both = _side_by_side(ours, paper, ["group", "beta"], cols)
+    both.insert(1, "n", ours["n"].to_numpy())
+    return both
+
+
 def _dataset(
     name: str,
     out: Path,
@@ -98,11 +114,11 @@ def _dataset(
     instance: int | None,
     estimators: int,
 ) -> None:
+    """Tables 1 and 3 of ``name`` (german or adult) beside the paper's, Tables 10-12 and the
+    example individual's policies (PNG)."""
     import numpy as np
-    import pandas as pd
 
     from abm.app.experiments.safear import (
-        PAPER_DATASET_TABLES,
         build_dataset_mdp,
         data_available,
         plot_policy_rollouts,
@@ -130,21 +146,7 @@ def _dataset(
     pos = EXAMPLE_INSTANCE[name] if instance is None else instance
     ex = reproduce_example(d, pos, EXAMPLE_BETAS, seed=seed, n_rollouts=rollouts)
     ex.to_csv(out / f"{name}_example.csv", index=False, na_rep="")
-    cols = [
-        "rho",
-        "cost_mean",
-        "cost_var",
-        "var80",
-        "cvar80",
-        "var95",
-        "cvar95",
-        "sparsity",
-        "proximity",
-    ]
-    ours = pd.concat([res.table, ex.assign(n=1)], ignore_index=True)
-    paper = PAPER_DATASET_TABLES[PAPER_DATASET_TABLES["dataset"] == name]
-    both = _side_by_side(ours, paper, ["group", "beta"], cols)
-    both.insert(1, "n", ours["n"].to_numpy())
+    both = _dataset_vs_paper(name, res.table, ex)
     both.to_csv(out / f"{name}_vs_paper.csv", index=False, na_rep="")
     label = {"adult": "Adult Income", "german": "German Credit"}[name]
     print_cols = ["group", "n", "beta"] + [
@@ -245,7 +247,7 @@ def safear(
         int | None,
         typer.Option(
             min=1,
-            help="rollouts per individual and policy (default: 1000 insurance, 100 german/adult)"
+            help="rollouts per individual and policy (default: 1000 insurance, 100 german/adult)",
         ),
     ] = None,
     betas: Annotated[
@@ -264,22 +266,18 @@ def safear(
         int | None,
         typer.Option(
             min=0,
-            help="german/adult: example individual (position among the rejected; default 44 / 16)"
+            help="german/adult: example individual (position among the rejected; default 44 / 16)",
         ),
     ] = None,
     estimators: Annotated[
         int, typer.Option(min=1, help="german/adult: trees of the random forest")
     ] = 100,
-    scenario: Annotated[
-        str, typer.Option(help="population: scenario preset or .toml")
-    ] = "paper",
+    scenario: Annotated[str, typer.Option(help="population: scenario preset or .toml")] = "paper",
     seeds: Annotated[
         str,
         typer.Option(help="population: paired episodes' seeds: N (0..N-1), A-B or A,B,C"),
     ] = "10",
-    workers: Annotated[
-        int, typer.Option(min=1, help="population: parallel worker processes")
-    ] = 1,
+    workers: Annotated[int, typer.Option(min=1, help="population: parallel worker processes")] = 1,
     ticks: Annotated[int | None, typer.Option(help="population: ticks per episode")] = None,
     set_: Annotated[
         list[str] | None,
@@ -287,12 +285,13 @@ def safear(
     ] = None,
 ) -> None:
     """SafeAR (risk-aware recourse): Table 17, Tables 1/3, or the population comparison."""
+    from abm.app.experiments.safear.reproduce import PAPER_BETAS
     from abm.app.study import parse_seeds
 
     if rollouts is None:
         rollouts = 1000 if case == "insurance" else 100
     run_seeds = parse_seeds(seeds, "--seeds")
-    default = (0.0, 0.25, 0.5) if case in ("german", "adult") else (0.0, 0.5, 1.0)
+    default = PAPER_BETAS if case in ("german", "adult") else (0.0, 0.5, 1.0)
     bs = parse_betas(betas, default)
     overrides = parse_overrides(set_)
     out.mkdir(parents=True, exist_ok=True)
@@ -303,7 +302,6 @@ def safear(
     else:
         _population(out, scenario, run_seeds, bs, ticks, overrides, workers)
     console.print(f"results written to [bold]{out}[/]")
-
 
 
 def pareto(
@@ -325,12 +323,8 @@ def pareto(
     predictor_steps: Annotated[
         int, typer.Option(help="SAC steps per predictor (paper 7000)")
     ] = 7000,
-    rec_warmup_episodes: Annotated[
-        int, typer.Option(help="φ warm-up episodes (paper 3000)")
-    ] = 0,
-    rec_episodes: Annotated[
-        int, typer.Option(help="φ episodes with cost (paper 20000)")
-    ] = 20_000,
+    rec_warmup_episodes: Annotated[int, typer.Option(help="φ warm-up episodes (paper 3000)")] = 0,
+    rec_episodes: Annotated[int, typer.Option(help="φ episodes with cost (paper 20000)")] = 20_000,
     episodes: Annotated[
         int, typer.Option(help="evaluation episodes per point (paired seeds)")
     ] = 10,

@@ -38,21 +38,28 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
-import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from stable_baselines3 import SAC
-from stable_baselines3.common.callbacks import (
+
+from abm.validation import optional_import
+
+# a missing extra is a one-line error naming it, not a traceback
+for _module in ("torch", "stable_baselines3", "gymnasium", "safetensors"):
+    optional_import(_module, "rl", "RL training")
+
+import torch  # noqa: E402
+from stable_baselines3 import SAC  # noqa: E402
+from stable_baselines3.common.callbacks import (  # noqa: E402
     BaseCallback,
     CallbackList,
     EvalCallback,
     StopTrainingOnMaxEpisodes,
 )
-from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import DummyVecEnv
+from stable_baselines3.common.monitor import Monitor  # noqa: E402
+from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
 
-from abm.validation import ConfigError, one_line
-from policies.rl.artefacts import save_actor, write_manifest
-from policies.rl.encoding import RECOMMENDER_ACTIONS, RECOMMENDER_OBSERVATION
+from abm.validation import ConfigError, one_line  # noqa: E402
+from policies.rl.artefacts import save_actor, write_manifest  # noqa: E402
+from policies.rl.encoding import RECOMMENDER_ACTIONS, RECOMMENDER_OBSERVATION  # noqa: E402
 
 Progress = Callable[[int, int], None]
 

@@ -76,6 +76,26 @@ def _numeric(series: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(series)
 
 
+def _draw_policies(ax, panel: pd.DataFrame, x: str, metric: str, colors: dict, levels) -> None:
+    """Mean ± 95 % CI of ``metric`` per policy of one panel: at categorical positions
+    ``levels`` (side by side, error bars), or, when ``levels`` is None, as lines with a CI band
+    over the numeric ``x``."""
+    width = 0.7 / max(len(colors), 1)
+    for j, (policy, g) in enumerate(panel.groupby("policy", sort=False)):
+        y, ci = g[metric].to_numpy(float), g[f"{metric}_ci"].to_numpy(float)
+        if levels is not None:
+            xs = np.array([levels.index(v) for v in g[x]]) + (j - (len(colors) - 1) / 2) * width
+            ax.errorbar(xs, y, yerr=np.nan_to_num(ci), fmt="o", color=colors[policy], label=policy,
+                        ms=4, capsize=2, lw=1)  # fmt: skip
+        else:
+            g = g.sort_values(x)
+            xs = g[x].to_numpy()
+            y, ci = g[metric].to_numpy(float), g[f"{metric}_ci"].to_numpy(float)
+            ax.plot(xs, y, "o-", color=colors[policy], label=policy, ms=4)
+            ax.fill_between(xs, y - np.nan_to_num(ci), y + np.nan_to_num(ci), color=colors[policy],
+                            alpha=0.18, lw=0)  # fmt: skip
+
+
 def plot_sweep(
     table: pd.DataFrame,
     x: str,
@@ -103,24 +123,8 @@ def plot_sweep(
     categorical = len(levels) <= 4 or not _numeric(table[x])
     if categorical and _numeric(table[x]):
         levels = sorted(levels)
-    width = 0.7 / max(len(policies), 1)
     for ax, (key, panel) in zip(axes[0], panels, strict=True):
-        for j, (policy, g) in enumerate(panel.groupby("policy", sort=False)):
-            y, ci = g[metric].to_numpy(float), g[f"{metric}_ci"].to_numpy(float)
-            if categorical:
-                xs = (
-                    np.array([levels.index(v) for v in g[x]])
-                    + (j - (len(policies) - 1) / 2) * width
-                )
-                ax.errorbar(xs, y, yerr=np.nan_to_num(ci), fmt="o", color=colors[policy], label=policy,
-                            ms=4, capsize=2, lw=1)  # fmt: skip
-            else:
-                g = g.sort_values(x)
-                xs = g[x].to_numpy()
-                y, ci = g[metric].to_numpy(float), g[f"{metric}_ci"].to_numpy(float)
-                ax.plot(xs, y, "o-", color=colors[policy], label=policy, ms=4)
-                ax.fill_between(xs, y - np.nan_to_num(ci), y + np.nan_to_num(ci), color=colors[policy],
-                                alpha=0.18, lw=0)  # fmt: skip
+        _draw_policies(ax, panel, x, metric, colors, levels if categorical else None)
         if categorical:
             ax.set_xticks(
                 range(len(levels)), [f"{v:g}" if _numeric(table[x]) else str(v) for v in levels]

@@ -34,7 +34,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from abm.config import ScenarioConfig
 from abm.metrics import nanmean
+from abm.model import RecourseModel
 from abm.registry import REGISTRY
+from abm.rng import stream
 from policies.safear.risk import var_cvar
 
 Rows = list[dict[str, Any]]
@@ -82,8 +84,6 @@ def run_episode(config: ScenarioConfig, policy: str, params: BaseModel,
 
     A kept tick column without an episode figure gets its mean over defined ticks.
     """
-    from abm.model import RecourseModel
-
     start = time.perf_counter()
     model = RecourseModel(config, policy, agents=False, record_events=False)
     # set-up (world, cached per process, and policy) and the ticks are timed apart
@@ -126,9 +126,6 @@ def bench_draws(config: ScenarioConfig, n: int, goal_max: float):
     below ``goal_max`` (rejection sampling), X of shape (n, z), and goals
     g ~ U(M(x), goal_max), shape (n,). Stream ``bench-recommenders`` of ``config.seed``:
     every recommender of a seed sees the same draws."""
-    from abm.model import RecourseModel
-    from abm.rng import stream
-
     model = RecourseModel(config, "none", agents=False, record_events=False)
     ctx, world = model.context, model.world
     rng = stream(config.seed, "bench-recommenders")
@@ -154,8 +151,6 @@ def run_recommender_bench(config: ScenarioConfig, policy: str, params: BenchPara
                           metrics: tuple[str, ...]) -> Output:  # fmt: skip
     """One row: mean error |M(x_cf) - g| and mean true cost sum_i |dx_i| d_i over the
     candidates the recommender solved (failures, NaN rows, are counted in n_failed)."""
-    from abm.rng import stream
-
     ctx, X, goals = bench_draws(config, params.n, params.goal_max)
     name, rec = _bench_recommender(params.recommender)
     rec.prepare(ctx)
@@ -210,8 +205,6 @@ def _tail(x: np.ndarray) -> tuple[float, float]:
 
 def population_row(config: ScenarioConfig, policy: str) -> dict[str, Any]:
     """One episode's figures of :data:`POPULATION_COLUMNS` (candidate table on)."""
-    from abm.model import RecourseModel
-
     model = RecourseModel(config, policy, agents=False, record_events=True).run()
     s = model.summary()
     ev = model.candidate_table()
@@ -242,8 +235,6 @@ EPISODE_METRICS = ("rr", "rf", "gini", "mean_cost")
 def episode_means(config: ScenarioConfig, policy: str) -> dict[str, float]:
     """Episode means of one run (agents and events off): rr, rf, gini, mean_cost, and
     n_unadvised (advice that could not be given, summed over ticks)."""
-    from abm.model import RecourseModel
-
     model = RecourseModel(config, policy, agents=False, record_events=False).run()
     s = model.summary()
     out: dict[str, Any] = {k: float(s[k]) for k in EPISODE_METRICS}

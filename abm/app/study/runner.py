@@ -284,9 +284,19 @@ class StudyRun:
     seconds: float = 0.0
     error_messages: list[str] = field(default_factory=list)
 
-    @property
-    def remaining(self) -> int:
-        return self.total - self.skipped - self.completed
+
+def _start(
+    tasks: list[dict[str, Any]], workers: int, scheduler: Any | None
+) -> tuple[str, Iterator[dict[str, Any]]]:
+    """Start ``tasks`` on Dask (``scheduler`` given), in this process (one worker or task) or
+    on local worker processes; returns the backend's name and the results as they finish."""
+    if scheduler is not None:
+        address = scheduler if isinstance(scheduler, str) else scheduler.scheduler.address
+        return f"dask {address}", _dask(tasks, scheduler)
+    if workers == 1 or len(tasks) <= 1:
+        return "serial", _serial(tasks)
+    workers = min(workers, len(tasks))
+    return f"local x{workers}", _local(tasks, workers)
 
 
 def run_study(
@@ -325,18 +335,7 @@ def run_study(
     if workers < 1:
         raise ConfigError(f"workers must be an integer >= 1, got {workers}")
     tasks = [r.task(study.metrics) for r in todo]
-    if scheduler is not None:
-        status.backend = (
-            f"dask {scheduler if isinstance(scheduler, str) else scheduler.scheduler.address}"
-        )
-        results = _dask(tasks, scheduler)
-    elif workers == 1 or len(tasks) <= 1:
-        status.backend = "serial"
-        results = _serial(tasks)
-    else:
-        workers = min(workers, len(tasks))
-        status.backend = f"local x{workers}"
-        results = _local(tasks, workers)
+    status.backend, results = _start(tasks, workers, scheduler)
     by_id = {r.run_id: r for r in todo}
     invocation = {"started": now(), "backend": status.backend, "skipped": status.skipped}
     start = time.perf_counter()

@@ -181,6 +181,60 @@ _ADULT_COLS = [
 ]
 
 
+# Adult category merges (Zhu 2016 as used by DiCE, collapsed to Table 4)
+_ADULT_EDUCATION = {
+    "Preschool": "School",
+    "1st-4th": "School",
+    "5th-6th": "School",
+    "7th-8th": "School",
+    "9th": "School",
+    "10th": "School",
+    "11th": "School",
+    "12th": "School",
+    "HS-grad": "HS",
+    "Some-college": "HS",
+    "Assoc-acdm": "HS",
+    "Assoc-voc": "HS",
+    "Bachelors": "Bachelors",
+    "Masters": "Masters",
+    "Prof-school": "Masters",
+    "Doctorate": "Doc",
+}
+_ADULT_WORKCLASS = {
+    "Federal-gov": "Gov",
+    "Local-gov": "Gov",
+    "State-gov": "Gov",
+    "Self-emp-inc": "Self",
+    "Self-emp-not-inc": "Self",
+    "Private": "Private",
+}
+_ADULT_OCCUPATION = {
+    "Prof-specialty": "Prof",
+    "Adm-clerical": "WhiteCol",
+    "Exec-managerial": "WhiteCol",
+    "Other-service": "Service",
+    "Protective-serv": "Service",
+    "Priv-house-serv": "Service",
+    "Armed-Forces": "Service",
+    "Tech-support": "Service",
+    "Craft-repair": "BlueCol",
+    "Farming-fishing": "BlueCol",
+    "Handlers-cleaners": "BlueCol",
+    "Machine-op-inspct": "BlueCol",
+    "Transport-moving": "BlueCol",
+    "Sales": "Sales",
+}
+_ADULT_MARITAL = {
+    "Never-married": "Single",
+    "Married-civ-spouse": "Married",
+    "Married-AF-spouse": "Married",
+    "Married-spouse-absent": "Married",
+    "Divorced": "Divorced",
+    "Separated": "Separated",
+    "Widowed": "Widowed",
+}
+
+
 def load_adult(include_test: bool = False) -> tuple[pd.DataFrame, np.ndarray]:
     """Discretised Adult (Table 4 features, codes) and target (1 = income > 50K).
 
@@ -203,69 +257,18 @@ def load_adult(include_test: bool = False) -> tuple[pd.DataFrame, np.ndarray]:
         ignore_index=True,
     )
     raw = raw.dropna(subset=["age"])
-    edu = {
-        "Preschool": "School",
-        "1st-4th": "School",
-        "5th-6th": "School",
-        "7th-8th": "School",
-        "9th": "School",
-        "10th": "School",
-        "11th": "School",
-        "12th": "School",
-        "HS-grad": "HS",
-        "Some-college": "HS",
-        "Assoc-acdm": "HS",
-        "Assoc-voc": "HS",
-        "Bachelors": "Bachelors",
-        "Masters": "Masters",
-        "Prof-school": "Masters",
-        "Doctorate": "Doc",
-    }
-    work = {
-        "Federal-gov": "Gov",
-        "Local-gov": "Gov",
-        "State-gov": "Gov",
-        "Self-emp-inc": "Self",
-        "Self-emp-not-inc": "Self",
-        "Private": "Private",
-    }
-    occ = {
-        "Prof-specialty": "Prof",
-        "Adm-clerical": "WhiteCol",
-        "Exec-managerial": "WhiteCol",
-        "Other-service": "Service",
-        "Protective-serv": "Service",
-        "Priv-house-serv": "Service",
-        "Armed-Forces": "Service",
-        "Tech-support": "Service",
-        "Craft-repair": "BlueCol",
-        "Farming-fishing": "BlueCol",
-        "Handlers-cleaners": "BlueCol",
-        "Machine-op-inspct": "BlueCol",
-        "Transport-moving": "BlueCol",
-        "Sales": "Sales",
-    }
-    mar = {
-        "Never-married": "Single",
-        "Married-civ-spouse": "Married",
-        "Married-AF-spouse": "Married",
-        "Married-spouse-absent": "Married",
-        "Divorced": "Divorced",
-        "Separated": "Separated",
-        "Widowed": "Widowed",
-    }
     df = pd.DataFrame(
         {
             "age": pd.cut(
                 raw["age"], [-np.inf, 19, 24, 29, 39, 49, np.inf], labels=ADULT_FEATURES[0].levels
             ),
-            "education": raw["education"].map(edu),
+            "education": raw["education"].map(_ADULT_EDUCATION),
             "hours": pd.cut(
                 raw["hours"], [-np.inf, 19, 34, 40, np.inf], labels=ADULT_FEATURES[2].levels
             ),
-            "workclass": raw["workclass"].map(work).fillna("Other"),
-            "occupation": raw["occupation"].map(occ).fillna("Other"),
-            "marital": raw["marital"].map(mar),
+            "workclass": raw["workclass"].map(_ADULT_WORKCLASS).fillna("Other"),
+            "occupation": raw["occupation"].map(_ADULT_OCCUPATION).fillna("Other"),
+            "marital": raw["marital"].map(_ADULT_MARITAL),
             "race": np.where(raw["race"] == "White", "White", "Other"),
             "gender": raw["gender"],
         }
@@ -275,6 +278,51 @@ def load_adult(include_test: bool = False) -> tuple[pd.DataFrame, np.ndarray]:
     )
     y = raw["income"].astype(str).str.startswith(">50K").to_numpy().astype(np.int64)
     return codes, y
+
+
+# German Credit's attribute codes as Table 4 levels
+_GERMAN_COLS = [
+    "checking",
+    "duration",
+    "history",
+    "purpose",
+    "amount",
+    "savings",
+    "employment",
+    "rate",
+    "status_sex",
+    "debtors",
+    "residence",
+    "property",
+    "age",
+    "plans",
+    "housing",
+    "credits",
+    "job",
+    "dependents",
+    "phone",
+    "foreign",
+    "target",
+]
+_GERMAN_SKILL = {
+    "A171": "Little(Non-Res)",
+    "A172": "Little(Res)",
+    "A173": "Skilled",
+    "A174": "Manage",
+}
+_GERMAN_PURPOSE = {
+    "A43": "TV",
+    "A46": "Education",
+    "A48": "Education",
+    "A42": "Equip",
+    "A44": "Equip",
+    "A40": "Car",
+    "A41": "Car",
+    "A49": "Business",
+    "A45": "Other",
+    "A47": "Other",
+    "A410": "Other",
+}
 
 
 def load_german() -> tuple[pd.DataFrame, np.ndarray]:
@@ -290,43 +338,13 @@ def load_german() -> tuple[pd.DataFrame, np.ndarray]:
     d = data_dir()
     f = _require(d and d / "german" / "german.data", "german.data")
     raw = pd.read_csv(f, header=None, sep=r"\s+")
-    cols = [
-        "checking",
-        "duration",
-        "history",
-        "purpose",
-        "amount",
-        "savings",
-        "employment",
-        "rate",
-        "status_sex",
-        "debtors",
-        "residence",
-        "property",
-        "age",
-        "plans",
-        "housing",
-        "credits",
-        "job",
-        "dependents",
-        "phone",
-        "foreign",
-        "target",
-    ]
-    raw.columns = cols
+    raw.columns = _GERMAN_COLS
     df = pd.DataFrame(
         {
             "age": pd.cut(
                 raw["age"], [-np.inf, 25, 35, 60, np.inf], labels=GERMAN_FEATURES[0].levels
             ),
-            "skill": raw["job"].map(
-                {
-                    "A171": "Little(Non-Res)",
-                    "A172": "Little(Res)",
-                    "A173": "Skilled",
-                    "A174": "Manage",
-                }
-            ),
+            "skill": raw["job"].map(_GERMAN_SKILL),
             "savings": raw["savings"].map(
                 {"A65": "None", "A61": "Little", "A62": "Moderate", "A63": "Rich", "A64": "Rich"}
             ),
@@ -337,21 +355,7 @@ def load_german() -> tuple[pd.DataFrame, np.ndarray]:
                 raw["duration"], [-np.inf, 12, 24, 36, np.inf], labels=GERMAN_FEATURES[4].levels
             ),
             "housing": raw["housing"].map({"A153": "Free", "A151": "Rent", "A152": "Own"}),
-            "purpose": raw["purpose"].map(
-                {
-                    "A43": "TV",
-                    "A46": "Education",
-                    "A48": "Education",
-                    "A42": "Equip",
-                    "A44": "Equip",
-                    "A40": "Car",
-                    "A41": "Car",
-                    "A49": "Business",
-                    "A45": "Other",
-                    "A47": "Other",
-                    "A410": "Other",
-                }
-            ),
+            "purpose": raw["purpose"].map(_GERMAN_PURPOSE),
             "credit": pd.qcut(raw["amount"], 4, labels=GERMAN_FEATURES[7].levels),
             "gender": raw["status_sex"].map(
                 {"A91": "Male", "A93": "Male", "A94": "Male", "A92": "Female", "A95": "Female"}

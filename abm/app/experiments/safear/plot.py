@@ -69,6 +69,43 @@ def top_outcomes(
     return out
 
 
+def _draw_trace(ax, o: dict, y: float, colour: Mapping, xmax: float) -> None:
+    """One outcome of :func:`top_outcomes` as a horizontal trace at height ``y``: a segment per
+    step (length its cost, thickness the outcome's probability, dashed if it failed), then a
+    marker for the end state (green o: goal, red X: not)."""
+    x = 0.0
+    lw = 1.0 + 14.0 * o["prob"]
+    for a, c, ok in o["steps"]:
+        ax.plot(
+            [x, x + c],
+            [y, y],
+            color=colour[a],
+            lw=lw,
+            solid_capstyle="butt",
+            linestyle="-" if ok else (0, (2, 1)),
+        )
+        if c > 0.08 * xmax:
+            ax.text(
+                x + c / 2,
+                y + 0.28,
+                a if ok else "x",
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                color="black" if ok else "red",
+            )
+        x += c
+    ax.plot(
+        [x],
+        [y],
+        marker="o" if o["goal"] else "X",
+        color="green" if o["goal"] else "red",
+        ms=8,
+        zorder=3,
+    )
+    ax.text(x + 0.02 * xmax, y, f"p={o['prob']:.3f}  cost={o['cost']:.2f}", va="center", fontsize=8)
+
+
 def plot_policy_rollouts(
     mdp: RecourseMDP,
     policies: Policy | Mapping[str, Policy],
@@ -100,46 +137,8 @@ def plot_policy_rollouts(
     fig = Figure(figsize=(10, 1.2 + 0.55 * top_k * len(names)))
     axes = fig.subplots(len(names), 1, squeeze=False)
     for ax, name in zip(axes[:, 0], names, strict=True):
-        outs = data[name]
-        for rank, o in enumerate(outs):
-            y = -rank
-            x = 0.0
-            lw = 1.0 + 14.0 * o["prob"]
-            for a, c, ok in o["steps"]:
-                ax.plot(
-                    [x, x + c],
-                    [y, y],
-                    color=colour[a],
-                    lw=lw,
-                    solid_capstyle="butt",
-                    linestyle="-" if ok else (0, (2, 1)),
-                )
-                if c > 0.08 * xmax:
-                    ax.text(
-                        x + c / 2,
-                        y + 0.28,
-                        a if ok else "x",
-                        ha="center",
-                        va="bottom",
-                        fontsize=7,
-                        color="black" if ok else "red",
-                    )
-                x += c
-            ax.plot(
-                [x],
-                [y],
-                marker="o" if o["goal"] else "X",
-                color="green" if o["goal"] else "red",
-                ms=8,
-                zorder=3,
-            )
-            ax.text(
-                x + 0.02 * xmax,
-                y,
-                f"p={o['prob']:.3f}  cost={o['cost']:.2f}",
-                va="center",
-                fontsize=8,
-            )
+        for rank, o in enumerate(data[name]):
+            _draw_trace(ax, o, -rank, colour, xmax)
         ax.set_ylim(-top_k + 0.4, 0.9)
         ax.set_xlim(0, xmax * 1.3 + 1e-9)
         ax.set_yticks([])

@@ -185,6 +185,20 @@ class DatasetReproduction:
     solve_seconds: dict
 
 
+def _group_rows(name: str, beta: float, ps: pd.DataFrame, gender: np.ndarray) -> list[dict]:
+    """Table rows of one beta: the per-individual measures ``ps`` averaged over everyone,
+    the women and the men (``gender`` (n,) "Female" / "Male")."""
+    rows = []
+    for grp, mask in (
+        ("all", np.ones(len(ps), bool)),
+        ("Female", gender == "Female"),
+        ("Male", gender == "Male"),
+    ):
+        s = summarize(ps.loc[mask].drop(columns=["beta"]))
+        rows.append({"dataset": name, "group": grp, "beta": beta, **s})
+    return rows
+
+
 def reproduce_dataset_full(
     name: str,
     out_dir=None,
@@ -231,27 +245,14 @@ def reproduce_dataset_full(
         ps.insert(0, "group", gender)
         ps.insert(0, "beta", float(beta))
         per.append(ps)
-        for grp, mask in (
-            ("all", np.ones(len(ps), bool)),
-            ("Female", gender == "Female"),
-            ("Male", gender == "Male"),
-        ):
-            s = summarize(ps.loc[mask].drop(columns=["beta"]))
-            tables.append({"dataset": name, "group": grp, "beta": float(beta), **s})
+        tables += _group_rows(name, float(beta), ps, gender)
         mw = group_disparity(ps.drop(columns=["beta", "group"]), gender, pair=("Female", "Male"))
         mw.insert(0, "beta", float(beta))
         mw.insert(0, "dataset", name)
         tests.append(mw)
     tab = pd.DataFrame(tables)
-    tab = tab[
-        [
-            "dataset",
-            "group",
-            "n",
-            "beta",
-            *[c for c in tab.columns if c not in ("dataset", "group", "n", "beta")],
-        ]
-    ]
+    lead = ["dataset", "group", "n", "beta"]
+    tab = tab[[*lead, *[c for c in tab.columns if c not in lead]]]
     res = DatasetReproduction(
         table=tab,
         mannwhitney=pd.concat(tests, ignore_index=True),
