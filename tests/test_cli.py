@@ -121,3 +121,15 @@ def test_listings(monkeypatch):
     assert max(len(line) for line in result.output.splitlines()) <= 80
     result = runner.invoke(app, ["policies"])
     assert result.exit_code == 0 and "threshold" in result.output and "none" in result.output
+
+
+def test_version_flag_and_python_dash_m():
+    import subprocess
+    import sys
+
+    from abm import __version__
+
+    res = runner.invoke(app, ["--version"])
+    assert res.exit_code == 0 and __version__ in res.output and "results schema" in res.output
+    out = subprocess.run([sys.executable, "-m", "abm", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0 and __version__ in out.stdout

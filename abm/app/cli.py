@@ -140,8 +140,28 @@ app = typer.Typer(
     help="Agent-based simulation of algorithmic recourse in competitive top-k settings.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
 )
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from abm import __version__
+        from abm.provenance import RESULTS_SCHEMA
+
+        console.print(f"recourse-abm {__version__} (results schema {RESULTS_SCHEMA})")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_show_version, is_eager=True, help="print the version and exit"
+        ),
+    ] = False,
+) -> None:
+    """Agent-based simulation of algorithmic recourse in competitive top-k settings."""
 
 
 def summary_table(summary: dict[str, Any], title: str) -> Table:

@@ -97,7 +97,10 @@ def test_german_case_small(tmp_path):
     ("args", "message"),
     [
         (["--case", "nope"], "--case = nope is not allowed; allowed: one of insurance, german"),
-        (["--betas", "0,-0.5"], "--betas = '-0.5' is not allowed; allowed: comma-separated numbers"),
+        (
+            ["--betas", "0,-0.5"],
+            "--betas = '-0.5' is not allowed; allowed: comma-separated numbers",
+        ),
         (["--betas", "0,abc"], "--betas = 'abc' is not allowed; allowed: comma-separated numbers"),
         (["--rollouts", "0"], "--rollouts = 0 is not allowed; allowed: an integer >= 1"),
         (["--estimators", "0"], "--estimators = 0 is not allowed; allowed: an integer >= 1"),
