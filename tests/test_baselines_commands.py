@@ -10,6 +10,7 @@ from abm.app.cli import app
 from abm.app.evaluation import evaluate, evaluate_many
 
 runner = CliRunner()
+PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def test_evaluate_is_paired_and_reproducible():
@@ -64,6 +65,7 @@ def test_evaluate_command_writes_json(tmp_path):
         assert key in data
     assert data["episodes"] == 2 and data["seed"] == 3
     assert [r["policy"] for r in data["results"]] == ["threshold", "threshold-ustun"]
+    assert (out / "evaluation.png").read_bytes()[:8] == PNG
     bad = runner.invoke(app, ["evaluate", "--policy", "bogus", "--episodes", "1"])
     assert bad.exit_code == 2 and "policy = 'bogus' is not registered" in bad.output
     seeds = runner.invoke(
@@ -85,6 +87,7 @@ def test_bench_recommenders_command(tmp_path):
     # with the true difficulties the exact-linear solution is the cheapest that reaches g
     floor = df.loc["exact-linear (true d)", "cost"]
     assert (df["cost"] >= floor - 1e-12).all()
+    assert (tmp_path / "recommenders.png").read_bytes()[:8] == PNG
 
 
 def test_calibrate_command(tmp_path):
@@ -93,6 +96,7 @@ def test_calibrate_command(tmp_path):
     assert res.exit_code == 0, res.output
     df = pd.read_csv(tmp_path / "calibration.csv")
     assert sorted(df["rho"]) == [1.0, 4.0] and df["distance"].is_monotonic_increasing
+    assert (tmp_path / "calibration.png").read_bytes()[:8] == PNG
     bad = runner.invoke(app, ["calibrate", "--grid", '{"rho": [-1]}', "--episodes", "1"])
     assert bad.exit_code == 2 and "rho = -1" in bad.output
 

@@ -1,6 +1,10 @@
-"""Study analysis: confidence intervals, Pareto fronts, the report command and its plots."""
+"""Study analysis: confidence intervals, Pareto fronts, the report command, its plots and
+its self-contained HTML page."""
 
+import base64
+import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -51,6 +55,8 @@ def study_dir(tmp_path_factory):
         app, ["study", "run", str(path), "--out", str(out), "--workers", "1"]
     )
     assert result.exit_code == 0, result.output
+    # `study run` ends by writing the report and printing where
+    assert (out / "report.html").is_file() and "report.html" in result.output
     return out
 
 
@@ -62,7 +68,7 @@ def test_report_prints_intervals_and_writes_plots(study_dir, tmp_path):
     assert "mean ± 95 % CI" in result.output and "±" in result.output
     names = sorted(p.name for p in (tmp_path / "p").glob("*.png"))
     assert names == sorted([f"{m}_vs_{x}.png" for m in ("rr", "rf", "threshold") for x in ("beta", "validity")]
-                           + ["rr_rf_pareto.png"])  # fmt: skip
+                           + ["rr_rf_pareto.png", "policies.png"])  # fmt: skip
     assert all((tmp_path / "p" / n).read_bytes()[:8] == PNG for n in names)
     table = pd.read_csv(tmp_path / "p" / "summary.csv")
     assert len(table) == 2 * 2 * 2 and set(table["n"]) == {3}
@@ -90,3 +96,71 @@ def test_check_prints_the_plan(tmp_path):
     result = CliRunner().invoke(app, ["study", "check", "studies/threshold-trap.toml"])
     assert result.exit_code == 0, result.output
     assert "threshold-trap:" in result.output and "runs" in result.output
+
+
+# -- the HTML page ------------------------------------------------------------------------
+def _status_counts(page: str) -> list[int]:
+    """runs, completed, errors, missing from the page's status table."""
+    table = re.search(r"<table class=status>(.*?)</table>", page, re.S).group(1)
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", table)
+    return [int(re.sub(r"<[^>]+>", "", c)) for c in cells]
+
+
+def _assert_self_contained(page: str) -> None:
+    assert "http:" not in page and "https:" not in page
+    assert "<script" not in page and "<link" not in page and "url(" not in page
+    sources = re.findall(r'src="([^"]*)"', page)
+    assert sources and all(s.startswith("data:image/png;base64,") for s in sources)
+    for s in sources:  # every embedded image decodes to a PNG
+        assert base64.b64decode(s.split(",", 1)[1])[:8] == PNG
+
+
+def test_html_report_is_one_self_contained_page(study_dir, tmp_path):
+    page_path = tmp_path / "page" / "small.html"
+    result = CliRunner().invoke(app, ["study", "report", str(study_dir), "--html", str(page_path),
+                                      "--plots", str(tmp_path / "p")])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert str(page_path) in result.output.replace("\n", "")
+    assert [p.name for p in page_path.parent.iterdir()] == ["small.html"]
+    page = page_path.read_text()
+    _assert_self_contained(page)
+    # what the study is, its swept parameters and metrics, and its runs: 2 x 2 x 2 x 3 seeds
+    assert "<h1>Study report: small</h1>" in page
+    for name in ("beta", "validity", "threshold-true", "rr", "rf", "threshold"):
+        assert f">{name}<" in page, name
+    assert _status_counts(page) == [24, 24, 0, 0]
+    # one plot per metric and swept parameter, the policy comparison and the Pareto plot
+    assert len(re.findall(r"<img ", page)) == 3 * 2 + 2
+    manifest = json.loads((study_dir / "manifest.json").read_text())
+    from abm.provenance import RESULTS_SCHEMA
+
+    assert manifest["results_schema"] == RESULTS_SCHEMA
+    assert manifest["git"]["commit"] is None or manifest["git"]["commit"] in page
+    assert f"<dt>results schema</dt><dd>{RESULTS_SCHEMA}</dd>" in page
+    assert "validity = [1, 3]" in page  # the study file, verbatim
+
+
+def test_html_report_counts_errors_and_missing_runs(study_dir, tmp_path):
+    import shutil
+
+    from abm.app.study import Study
+    from abm.app.study.analysis import build_report
+    from abm.app.study.page import html_report
+    from abm.app.study.runner import store_result
+
+    out = tmp_path / "partial"
+    shutil.copytree(study_dir, out)
+    study = Study.from_toml(study_dir.parent / "s.toml")
+    runs = study.runs()
+    # one run failed, one never finished (both seeds of the first sweep point)
+    assert runs[0].params == runs[1].params and runs[0].seed != runs[1].seed
+    store_result(out, study, runs[0], {"status": "error", "error": "RuntimeError: boom",
+                                       "traceback": "", "elapsed_s": math.nan})  # fmt: skip
+    (out / "runs" / f"{runs[1].run_id}.parquet").unlink()
+    page = html_report(out).read_text()
+    assert _status_counts(page) == [24, 22, 1, 1]
+    assert "RuntimeError: boom" in page and runs[0].run_id in page
+    assert "Missing runs have not finished yet" in page
+    # means and intervals use the completed runs only: the first point keeps one seed
+    rep = build_report(out)
+    assert sorted(rep.table["n"]) == [1] + [3] * 7 and math.isnan(rep.table["rr_ci"].iloc[0])

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from abm import RecourseModel
 from abm.app.cli import app
 from abm.app.study import TIMING_COLUMNS, Study, finished_runs, load_study, run_study
+from abm.provenance import RESULTS_SCHEMA
 
 ROOT = Path(__file__).parents[1]
 
@@ -108,7 +109,7 @@ def test_rerun_resumes_and_manifest_records_the_study(tmp_path, serial_reference
     assert manifest["n_runs"] == 8 and manifest["seeds"] == [0, 1]
     assert manifest["study_text"] == TINY and manifest["axis_fields"] == ["k", "policy"]
     assert {"mesa", "numpy", "pandas", "pyarrow"} <= set(manifest["versions"])
-    assert "commit" in manifest["git"]
+    assert "commit" in manifest["git"] and manifest["results_schema"] == RESULTS_SCHEMA
     assert [i["completed"] for i in manifest["invocations"]] == [8, 5, 0]
 
 

@@ -8,6 +8,9 @@ worker processes or Dask; resumable when given a directory):
   so policies face identical arrivals episode by episode (common random numbers).
 * :func:`benchmark_recommenders` -- experiment ``recommender-bench`` (Table 1 protocol).
 * :func:`calibrate` -- experiment ``episode`` over a grid of scenario fields × seeds.
+
+:func:`plot_evaluation`, :func:`plot_recommenders` and :func:`plot_calibration` draw each
+one's results (a PNG beside the JSON or CSV the commands write).
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from abm.app.study import Study, collect, paired_seeds, parse_seeds
+from abm.app.study.analysis import png_bytes
 from abm.app.study.experiments import BENCH_RECOMMENDERS, EPISODE_METRICS, mean_std
 from abm.config import ScenarioConfig
 from abm.scenarios import resolve_scenario
@@ -149,6 +154,8 @@ CALIBRATION_GRID: dict[str, list[Any]] = {
     "chi": [0.0, 0.1],
     "omega": [0.0, 1.0],
 }
+# the columns of a calibration row besides the grid fields
+CALIBRATION_COLUMNS = ("rr_mean", "rr_std", "rf_mean", "rf_std", "cost_mean", "distance")
 
 
 def calibrate(grid: dict[str, list[Any]] | None = None, policy: str = "threshold-ustun",
@@ -179,8 +186,82 @@ def calibrate(grid: dict[str, list[Any]] | None = None, policy: str = "threshold
         runs_k = all_runs[k * len(run_seeds) : (k + 1) * len(run_seeds)]
         agg = _aggregate([per[r.run_id] for r in runs_k])
         row = {key: (list(v) if isinstance(v, tuple) else v) for key, v in point.items()}
-        row.update({m: agg[m] for m in ("rr_mean", "rr_std", "rf_mean", "rf_std", "cost_mean")})
+        row.update({m: agg[m] for m in CALIBRATION_COLUMNS[:-1]})
         row["distance"] = abs(agg["rr_mean"] - target_rr)
         rows.append(row)
     rows.sort(key=lambda r: r["distance"])
     return rows
+
+
+# -- plots of the three commands' results -------------------------------------------------
+def _dots(ax, labels: list[str], mean: np.ndarray, err: np.ndarray, xlabel: str) -> None:
+    """One row per label: a dot at ``mean`` with a ``±err`` bar (first label on top)."""
+    ys = np.arange(len(labels))
+    ax.errorbar(mean, ys, xerr=np.nan_to_num(err), fmt="o", ms=4, capsize=2, lw=1)
+    ax.set_yticks(ys, labels, fontsize=8)
+    ax.set_ylim(len(labels) - 0.5, -0.5)
+    ax.set_xlabel(xlabel)
+    ax.grid(alpha=0.3, axis="x")
+
+
+def plot_evaluation(results: list[dict[str, Any]], path: str | Path) -> Path:
+    """RR, RF, Gini and cost per policy of :func:`evaluate_many`: each episode (faint) and
+    the mean ± std over the paired episodes."""
+    from matplotlib.figure import Figure
+
+    policies = [r["policy"] for r in results]
+    fig = Figure(figsize=(10.5, 1.4 + 0.3 * len(policies)), layout="constrained")
+    axes = fig.subplots(1, 4, sharey=True)
+    for ax, (key, ep_key, label) in zip(axes, (
+        ("rr", "rr", "RR"), ("rf", "rf", "RF"), ("gini", "gini", "Gini"),
+        ("cost", "mean_cost", "mean cost"),
+    ), strict=True):  # fmt: skip
+        _dots(ax, policies, np.array([r[f"{key}_mean"] for r in results], dtype=float),
+              np.array([r[f"{key}_std"] for r in results], dtype=float), label)  # fmt: skip
+        for i, r in enumerate(results):
+            values = [e[ep_key] for e in r["per_episode"]]
+            ax.scatter(values, np.full(len(values), i), s=8, color="0.5", alpha=0.35, lw=0)
+    seeds = results[0]["seeds"]
+    fig.suptitle(f"{results[0]['scenario']}: mean ± std over {len(seeds)} paired episodes",
+                 fontsize=10)  # fmt: skip
+    Path(path).write_bytes(png_bytes(fig))
+    return Path(path)
+
+
+def plot_recommenders(rows: list[dict[str, Any]], path: str | Path) -> Path:
+    """Error |M(x_cf) - g| (log scale) and true cost of each recommender of
+    :func:`benchmark_recommenders`."""
+    from matplotlib.figure import Figure
+
+    names = [r["recommender"] for r in rows]
+    fig = Figure(figsize=(8.5, 1.4 + 0.3 * len(names)), layout="constrained")
+    ax_err, ax_cost = fig.subplots(1, 2, sharey=True)
+    # an exact recommender's error is 0 or ~1e-16: drawn at a floor so the log axis holds it
+    err = np.maximum(np.array([r["error"] for r in rows], dtype=float), 1e-17)
+    _dots(ax_err, names, err, np.zeros(len(rows)), "mean error |M(x_cf) - g|")
+    ax_err.set_xscale("log")
+    _dots(ax_cost, names, np.array([r["cost"] for r in rows], dtype=float), np.zeros(len(rows)),
+          "mean true cost")  # fmt: skip
+    fig.suptitle("recommenders on the same candidates and goals", fontsize=10)
+    Path(path).write_bytes(png_bytes(fig))
+    return Path(path)
+
+
+def plot_calibration(rows: list[dict[str, Any]], target_rr: float, path: str | Path) -> Path:
+    """RR and RF (mean ± std over the paired episodes) at each grid point of
+    :func:`calibrate`, closest to ``target_rr`` on top, with the target marked."""
+    from matplotlib.figure import Figure
+
+    fields = [k for k in rows[0] if k not in CALIBRATION_COLUMNS]
+    labels = [", ".join(f"{f}={r[f]}" for f in fields) for r in rows]
+    fig = Figure(figsize=(8.5, 1.4 + 0.25 * len(rows)), layout="constrained")
+    ax_rr, ax_rf = fig.subplots(1, 2, sharey=True)
+    for ax, key in ((ax_rr, "rr"), (ax_rf, "rf")):
+        _dots(ax, labels, np.array([r[f"{key}_mean"] for r in rows], dtype=float),
+              np.array([r[f"{key}_std"] for r in rows], dtype=float), key.upper())  # fmt: skip
+        ax.set_xlim(-0.03, 1.03)
+    ax_rr.axvline(target_rr, color="tab:red", ls="--", lw=1, label=f"target RR = {target_rr:g}")
+    ax_rr.legend(fontsize=7, loc="lower right")
+    fig.suptitle("calibration grid, closest to the target first", fontsize=10)
+    Path(path).write_bytes(png_bytes(fig))
+    return Path(path)

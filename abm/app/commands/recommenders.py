@@ -68,8 +68,9 @@ def evaluate(
     ] = None,  # fmt: skip
     set_: Annotated[list[str] | None, typer.Option("--set", help="KEY=VALUE override")] = None,
 ) -> None:
-    """Mean ± std of RR, RF, Gini and cost over paired episodes, per policy."""
-    from abm.app.evaluation import evaluate_many
+    """Mean ± std of RR, RF, Gini and cost over paired episodes, per policy (with --out:
+    evaluation.json and evaluation.png)."""
+    from abm.app.evaluation import evaluate_many, plot_evaluation
 
     policies = policy or ["threshold"]
     with progress_bar() as bar:
@@ -85,7 +86,8 @@ def evaluate(
         out.mkdir(parents=True, exist_ok=True)
         payload = results[0] if len(results) == 1 else {"results": results, **results[0]}
         write_json(out / "evaluation.json", payload)
-        console.print(f"written to [bold]{out / 'evaluation.json'}[/]")
+        plot_evaluation(results, out / "evaluation.png")
+        console.print(f"written to [bold]{out / 'evaluation.json'}[/] and evaluation.png")
 
 
 def bench_recommenders(
@@ -102,10 +104,11 @@ def bench_recommenders(
     ] = 0.95,
     workers: WorkersOpt = 1,
 ) -> None:
-    """Table 1 protocol: error |M(x_cf) - g| and true cost of each recommender."""
+    """Table 1 protocol: error |M(x_cf) - g| and true cost of each recommender
+    (recommenders.csv and recommenders.png)."""
     import pandas as pd
 
-    from abm.app.evaluation import benchmark_recommenders
+    from abm.app.evaluation import benchmark_recommenders, plot_recommenders
 
     rows = benchmark_recommenders(n=n, seed=seed, goal_max=goal_max, names=recommender,
                                   workers=workers)  # fmt: skip
@@ -118,7 +121,8 @@ def bench_recommenders(
     console.print(table)
     out.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(out / "recommenders.csv", index=False)
-    console.print(f"written to [bold]{out / 'recommenders.csv'}[/]")
+    plot_recommenders(rows, out / "recommenders.png")
+    console.print(f"written to [bold]{out / 'recommenders.csv'}[/] and recommenders.png")
 
 
 def parse_calibration_grid(text: str) -> dict[str, list[Any]]:
@@ -144,12 +148,14 @@ def calibrate(
         str | None,
         typer.Option(help="JSON object field -> list of values, e.g. '{\"rho\": [1, 4]}'"),
     ] = None,  # fmt: skip
-    out: Annotated[Path | None, typer.Option(help="write DIR/calibration.csv")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="write DIR/calibration.csv and DIR/calibration.png")
+    ] = None,
 ) -> None:
     """Grid search of the unreported parameters so that POLICY lands at RR ≈ target."""
     import pandas as pd
 
-    from abm.app.evaluation import CALIBRATION_GRID
+    from abm.app.evaluation import CALIBRATION_GRID, plot_calibration
     from abm.app.evaluation import calibrate as run_calibration
 
     points = CALIBRATION_GRID if grid is None else parse_calibration_grid(grid)
@@ -169,6 +175,8 @@ def calibrate(
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         df.to_csv(out / "calibration.csv", index=False)
+        plot_calibration(rows, target_rr, out / "calibration.png")
+        console.print(f"written to [bold]{out / 'calibration.csv'}[/] and calibration.png")
 
 
 def register(app: typer.Typer) -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -76,6 +77,24 @@ def run(
         console.print(f"  [red]error[/] {message}", highlight=False)
     if status.errors > 5:
         console.print(f"  ... and {status.errors - 5} more (see the `error` column of runs)")
+    _write_report(out)
+
+
+def _write_report(out: Path, metrics: list[str] | None = None, plots: Path | None = None,
+                  html: Path | None = None, show: Callable | None = None) -> None:  # fmt: skip
+    """Write the PNGs, summary.csv and the HTML page of ``out``; ``show(report)`` prints
+    before the paths of what was written."""
+    from abm.app.study.analysis import build_report, write_plots
+    from abm.app.study.page import write_html
+
+    rep = build_report(out, metrics)
+    written = write_plots(rep, plots)
+    page = write_html(rep, html)
+    if show is not None:
+        show(rep)
+    where = plots if plots is not None else Path(out) / "report"
+    console.print(f"{len(written)} plot(s) and summary.csv written to [bold]{where}[/]")
+    console.print(f"report: [bold]{page}[/]", highlight=False)
 
 
 def report(
@@ -87,19 +106,28 @@ def report(
     plots: Annotated[
         Path | None, typer.Option(help="folder for the PNGs (default: OUT/report)")
     ] = None,
+    html: Annotated[
+        Path | None, typer.Option(help="the HTML page (default: OUT/report.html)")
+    ] = None,
 ) -> None:
-    """Print mean ± 95 % CI per sweep point and write plots (PNG) and summary.csv."""
-    from abm.app.study import report as make_report
-    from abm.app.study.analysis import read_manifest
-
+    """Print mean ± 95 % CI per sweep point; write the plots (PNG), summary.csv and one
+    self-contained HTML page (tables, plots, run status, provenance), and print its path."""
     chosen = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
-    table, written = make_report(out, chosen, plots)
-    manifest = read_manifest(out)
-    names = chosen or manifest["report_metrics"]
+    _write_report(out, chosen, plots, html, show=_print_summary)
+
+
+def _print_summary(rep) -> None:
+    """Run counts, then mean ± CI per policy and sweep point."""
+    table, names = rep.table, rep.metrics
+    s = rep.status
+    console.print(f"{s['total']} run(s): {s['completed']} completed, {s['errors']} error(s), "
+                  f"{s['missing']} missing")  # fmt: skip
+    if table.empty:
+        return
     # a [[zip]] group is shown by its first field: the others move with it
-    leads = {a[0] for a in manifest["axes"]}
+    leads = {a[0] for a in rep.manifest["axes"]}
     keys = [c for c in table.columns if c == "policy" or c in leads]
-    view = Table(title=f"{manifest['name']}: mean ± 95 % CI over seeds", header_style="bold")
+    view = Table(title=f"{rep.manifest['name']}: mean ± 95 % CI over seeds", header_style="bold")
     for k in [*keys, "n"]:
         view.add_column(k, justify="right" if k != "policy" else "left", no_wrap=k == "policy")
     for m in names:
@@ -112,8 +140,6 @@ def report(
             cells.append(text if ci != ci else f"{text}±{ci:.2g}")
         view.add_row(*cells)
     console.print(view)
-    where = plots if plots is not None else Path(out) / "report"
-    console.print(f"{len(written)} plot(s) and summary.csv written to [bold]{where}[/]")
 
 
 def register(app: typer.Typer) -> None:

@@ -2,12 +2,13 @@
 on local workers or on Dask.
 
 ```python
-from abm.app.study import Study, run_study, load_study, report
+from abm.app.study import Study, run_study, load_study, report, html_report
 
 study = Study.from_toml("studies/threshold-trap.toml")     # or Study.build("paper", sweep=..., seeds=5)
 run_study(study, "results/trap", workers=2)               # or scheduler="tcp://host:8786"
 ticks, runs = load_study("results/trap")                  # pandas, one row per run x tick / per run
 table, pngs = report("results/trap")                      # mean ± 95 % CI per sweep point, plots
+html_report("results/trap")                               # one self-contained results/trap/report.html
 ```
 
 An experiment (:data:`EXPERIMENTS`: ``episode``, ``recommender-bench``,
@@ -16,8 +17,9 @@ seed that returns rows; ``evaluate``, ``calibrate``, ``bench-recommenders``, the
 study and the SafeAR population study are studies of these experiments.
 """
 
-from abm.app.study.analysis import pareto_front, report, summarize
+from abm.app.study.analysis import build_report, pareto_front, report, summarize
 from abm.app.study.experiments import EXPERIMENTS, Experiment, execute_run
+from abm.app.study.page import html_report
 from abm.app.study.runner import (
     StudyRun,
     collect,
@@ -44,9 +46,11 @@ __all__ = [
     "RunSpec",
     "Study",
     "StudyRun",
+    "build_report",
     "collect",
     "execute_run",
     "finished_runs",
+    "html_report",
     "load_study",
     "paired_seeds",
     "pareto_front",

@@ -6,9 +6,11 @@ backend switch); matplotlib and scipy load only when a report is made.
 
 from __future__ import annotations
 
+import io
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -16,8 +18,15 @@ import pandas as pd
 from abm.app.study.runner import load_study, read_manifest
 from abm.validation import ConfigError
 
-__all__ = ["load_study", "pareto_front", "plot_pareto", "plot_sweep", "read_manifest", "report",
-           "summarize"]  # fmt: skip
+# the per-policy comparison among a report's figures
+POLICY_FIGURE = "policies.png"
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["StudyReport", "build_report", "load_study", "pareto_figure", "pareto_front",
+           "plot_pareto", "plot_sweep", "png_bytes", "policy_figure", "read_manifest", "report",
+           "run_status", "summarize", "sweep_figure", "write_plots"]  # fmt: skip
 
 
 def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -96,18 +105,17 @@ def _draw_policies(ax, panel: pd.DataFrame, x: str, metric: str, colors: dict, l
                             alpha=0.18, lw=0)  # fmt: skip
 
 
-def plot_sweep(
+def sweep_figure(
     table: pd.DataFrame,
     x: str,
     metric: str,
     facet: list[str],
-    path: Path,
     title: str = "",
     xlabel: str | None = None,
-) -> Path:
+) -> Figure:
     """``metric`` (mean ± 95 % CI) against the swept ``x``, one colour per policy and one
-    panel per combination of the ``facet`` fields. Up to four x values are drawn side by
-    side with error bars, more as lines with a CI band."""
+    panel per combination of the ``facet`` fields (the first six). Up to four x values are
+    drawn side by side with error bars, more as lines with a CI band."""
     panels = [((), table)] if not facet else list(table.groupby(facet, sort=False))
     from matplotlib import colormaps
     from matplotlib.figure import Figure
@@ -148,21 +156,33 @@ def plot_sweep(
     axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.savefig(path, dpi=90)
-    return path
+    return fig
+
+
+def plot_sweep(
+    table: pd.DataFrame,
+    x: str,
+    metric: str,
+    facet: list[str],
+    path: Path,
+    title: str = "",
+    xlabel: str | None = None,
+) -> Path:
+    """:func:`sweep_figure` written to ``path`` as a PNG."""
+    Path(path).write_bytes(png_bytes(sweep_figure(table, x, metric, facet, title, xlabel)))
+    return Path(path)
 
 
 def _short(field: str) -> str:
     return {"beta": "β", "validity": "T"}.get(field, field)
 
 
-def plot_pareto(
+def pareto_figure(
     table: pd.DataFrame,
     runs: pd.DataFrame,
-    path: Path,
     title: str = "",
     label_fields: tuple[str, ...] = (),
-) -> Path:
+) -> Figure:
     """RF (x) against RR (y): each run faint, each sweep point's mean solid, and each
     policy's Pareto front (higher is better on both)."""
     from matplotlib import colormaps
@@ -193,8 +213,140 @@ def plot_pareto(
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="best")
     ax.set_title(title or "RR vs RF per sweep point, Pareto front per policy", fontsize=10)
-    fig.savefig(path, dpi=90)
-    return path
+    return fig
+
+
+def plot_pareto(
+    table: pd.DataFrame,
+    runs: pd.DataFrame,
+    path: Path,
+    title: str = "",
+    label_fields: tuple[str, ...] = (),
+) -> Path:
+    """:func:`pareto_figure` written to ``path`` as a PNG."""
+    Path(path).write_bytes(png_bytes(pareto_figure(table, runs, title, label_fields)))
+    return Path(path)
+
+
+def policy_figure(policies: pd.DataFrame, metrics: list[str], title: str = "") -> Figure:
+    """Each policy's mean ± 95 % CI over all of its runs (every sweep point and seed), one
+    panel per metric: ``policies`` is :func:`summarize` by policy."""
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure
+
+    names = list(policies["policy"])
+    fig = Figure(figsize=(1.2 + 2.6 * len(metrics), 1.3 + 0.3 * len(names)), layout="constrained")
+    axes = fig.subplots(1, len(metrics), squeeze=False)[0]
+    colors = [colormaps["tab10"](i % 10) for i in range(len(names))]
+    ys = np.arange(len(names))
+    for ax, m in zip(axes, metrics, strict=True):
+        mean, ci = policies[m].to_numpy(float), policies[f"{m}_ci"].to_numpy(float)
+        ax.errorbar(mean, ys, xerr=np.nan_to_num(ci), fmt="none", ecolor="0.4", capsize=2, lw=1)
+        ax.scatter(mean, ys, c=colors, s=28, zorder=3)
+        ax.set_yticks(ys, names if ax is axes[0] else [""] * len(names), fontsize=8)
+        ax.set_ylim(len(names) - 0.5, -0.5)  # first policy on top
+        ax.set_xlabel(_label(m))
+        ax.grid(alpha=0.3, axis="x")
+        if m in ("rr", "rf"):
+            ax.set_xlim(-0.03, 1.03)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def png_bytes(fig: Figure, dpi: int = 90) -> bytes:
+    """``fig`` as PNG bytes (no software tag, so equal figures give equal bytes)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    return buf.getvalue()
+
+
+@dataclass
+class StudyReport:
+    """Everything a study report shows, computed once (:func:`build_report`).
+
+    ``runs``: one row per run result (every status); ``status``: run counts (``total``
+    runs of the study, ``completed`` ok, ``errors``, ``missing`` not yet run, ``other``
+    results of earlier versions of the study added with ``--force``); ``table``: mean ± CI
+    per policy and sweep point; ``policies``: the same per policy over all its runs;
+    ``figures``: (file name, caption, PNG bytes).
+    """
+
+    out: Path
+    manifest: dict[str, Any]
+    runs: pd.DataFrame
+    metrics: list[str]
+    fields: list[str]
+    status: dict[str, int]
+    table: pd.DataFrame
+    policies: pd.DataFrame
+    figures: list[tuple[str, str, bytes]] = field(default_factory=list)
+
+
+def run_status(manifest: dict[str, Any], runs: pd.DataFrame) -> dict[str, int]:
+    """Counts of the study's runs by outcome (a run with several rows counts once)."""
+    expected = {r["run_id"] for r in manifest["runs"]}
+    if runs.empty:
+        return {"total": len(expected), "completed": 0, "errors": 0, "missing": len(expected),
+                "other": 0}  # fmt: skip
+    status = runs.drop_duplicates("run_id").set_index("run_id")["status"]
+    mine = status[status.index.isin(expected)]
+    return {"total": len(expected), "completed": int((mine == "ok").sum()),
+            "errors": int((mine != "ok").sum()), "missing": len(expected - set(status.index)),
+            "other": int((~status.index.isin(expected)).sum())}  # fmt: skip
+
+
+def build_report(out: str | Path, metrics: list[str] | None = None) -> StudyReport:
+    """Summary tables and figures of the study directory ``out`` (see :class:`StudyReport`).
+
+    Figures: ``<metric>_vs_<field>.png`` for every sweep axis other than the policy (a
+    ``[[zip]]`` group is named by its first field), ``policies.png`` when several policies
+    ran, and ``rr_rf_pareto.png`` when RR and RF are reported. A study without finished
+    runs yet has counts but no tables or figures.
+    """
+    manifest = read_manifest(out)
+    _, runs = load_study(out)
+    if not runs.empty and "policy" not in runs:
+        # an experiment without a policy: one series, named after it
+        runs = runs.assign(policy=manifest.get("experiment", "runs"))
+    metrics = list(metrics or manifest["report_metrics"])
+    ok = runs[runs["status"] == "ok"] if not runs.empty else runs
+    missing = [m for m in metrics if m not in ok]
+    if not ok.empty and missing:
+        raise ConfigError(f"metric(s) not in the results: {', '.join(missing)}; "
+                          f"available: {', '.join(c for c in ok.columns if _numeric(ok[c]))}")  # fmt: skip
+    fields = [f for f in manifest["axis_fields"] if f != "policy"]
+    rep = StudyReport(out=Path(out), manifest=manifest, runs=runs, metrics=metrics, fields=fields,
+                      status=run_status(manifest, runs), table=pd.DataFrame(),
+                      policies=pd.DataFrame())  # fmt: skip
+    if ok.empty:
+        return rep
+    rep.table = summarize(ok, ["policy", *fields], metrics)
+    rep.policies = summarize(ok, ["policy"], metrics)
+    title = manifest["name"]
+    # one x per axis: fields of a [[zip]] group move together, the first one names them
+    groups = {a[0]: a for a in manifest["axes"]
+              if a[0] != "policy" and rep.table[a[0]].nunique() > 1}  # fmt: skip
+    leads = list(groups)
+    for x in leads:
+        facet = [f for f in leads if f != x]
+        with_ = f" (with {', '.join(groups[x][1:])})" if len(groups[x]) > 1 else ""
+        for m in metrics:
+            fig = sweep_figure(rep.table, x, m, facet, title, _label(x) + with_)
+            caption = f"{_label(m)} against {_label(x)}{with_}: mean ± 95 % CI over seeds"
+            if facet:
+                caption += f", one panel per {', '.join(map(_label, facet))}"
+            rep.figures.append((f"{m}_vs_{x}.png", caption, png_bytes(fig)))
+    if len(rep.policies) > 1:
+        caption = "each policy over all of its runs (every sweep point and seed): mean ± 95 % CI"
+        rep.figures.append(
+            (POLICY_FIGURE, caption, png_bytes(policy_figure(rep.policies, metrics, title)))
+        )
+    if {"rr", "rf"} <= set(metrics):
+        fig = pareto_figure(rep.table, ok, title, tuple(leads))
+        caption = "RR against RF: runs (faint), sweep-point means (solid), Pareto front per policy"
+        rep.figures.append(("rr_rf_pareto.png", caption, png_bytes(fig)))
+    return rep
 
 
 def report(
@@ -202,39 +354,22 @@ def report(
 ) -> tuple[pd.DataFrame, list[Path]]:
     """Summary table (mean ± CI per sweep point) and PNG plots of a study directory.
 
-    Plots go to ``plots`` (default ``out/report``): ``<metric>_vs_<field>.png`` for every
-    sweep axis other than the policy (a ``[[zip]]`` group is named by its first field), and ``rr_rf_pareto.png`` when RR and RF
-    are available.
+    Writes the figures of :func:`build_report` and ``summary.csv`` to ``plots`` (default
+    ``out/report``); returns the table and the PNG paths.
     """
-    manifest = read_manifest(out)
-    _, runs = load_study(out)
-    if runs.empty:
+    rep = build_report(out, metrics)
+    if rep.status["completed"] == 0:
         raise ConfigError(f"{out} holds no finished runs yet")
-    if "policy" not in runs:  # an experiment without a policy: one series, named after it
-        runs = runs.assign(policy=manifest.get("experiment", "runs"))
-    metrics = list(metrics or manifest["report_metrics"])
-    missing = [m for m in metrics if m not in runs]
-    if missing:
-        raise ConfigError(f"metric(s) not in the results: {', '.join(missing)}; "
-                          f"available: {', '.join(c for c in runs.columns if _numeric(runs[c]))}")  # fmt: skip
-    fields = [f for f in manifest["axis_fields"] if f != "policy"]
-    by = ["policy", *fields]
-    table = summarize(runs, by, metrics)
-    plot_dir = Path(plots) if plots is not None else Path(out) / "report"
+    return rep.table, write_plots(rep, plots)
+
+
+def write_plots(rep: StudyReport, plots: str | Path | None = None) -> list[Path]:
+    """The report's PNGs and ``summary.csv`` in ``plots`` (default ``out/report``)."""
+    plot_dir = Path(plots) if plots is not None else rep.out / "report"
     plot_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    title = manifest["name"]
-    # one x per axis: fields of a [[zip]] group move together, the first one names them
-    groups = {a[0]: a for a in manifest["axes"] if a[0] != "policy" and table[a[0]].nunique() > 1}
-    leads = list(groups)
-    for x in leads:
-        facet = [f for f in leads if f != x]
-        xlabel = _label(x) + (f" (with {', '.join(groups[x][1:])})" if len(groups[x]) > 1 else "")
-        for m in metrics:
-            written.append(
-                plot_sweep(table, x, m, facet, plot_dir / f"{m}_vs_{x}.png", title, xlabel)
-            )
-    if {"rr", "rf"} <= set(runs.columns) and {"rr", "rf"} <= set(metrics):
-        written.append(plot_pareto(table, runs, plot_dir / "rr_rf_pareto.png", title, tuple(leads)))
-    table.to_csv(plot_dir / "summary.csv", index=False)
-    return table, written
+    for name, _, png in rep.figures:
+        (plot_dir / name).write_bytes(png)
+        written.append(plot_dir / name)
+    rep.table.to_csv(plot_dir / "summary.csv", index=False)
+    return written

@@ -4,7 +4,8 @@ The one runner of every sweep: a study names an experiment
 (:mod:`abm.app.study.experiments`), and each run is one parameter point and one seed.
 Results go under ``out/`` as they arrive, one Parquet file per finished run::
 
-    out/manifest.json            study, resolved runs, git commit, package versions, invocations
+    out/manifest.json            study, resolved runs, results schema, git commit, package
+                                 versions, invocations
     out/runs/<run_id>.parquet    the run's rows: swept values, seed, status, error, the
                                  experiment's figures (an episode: its summary), finished_at
     out/ticks/<run_id>.parquet   one row per tick (experiments that keep ticks): run id,
@@ -35,7 +36,7 @@ import pyarrow.parquet as pq
 
 from abm.app.study.experiments import execute_run
 from abm.app.study.spec import RunSpec, Study
-from abm.provenance import git_info, now, versions, write_json
+from abm.provenance import RESULTS_SCHEMA, git_info, now, versions, write_json
 from abm.validation import ConfigError
 
 MANIFEST = "manifest.json"
@@ -139,6 +140,7 @@ def _write_manifest(out: Path, study: Study, runs: list[RunSpec], force: bool) -
         "skipped_policies": list(study.skipped_policies),
         "n_runs": len(runs),
         "runs": [{"run_id": r.run_id, "policy": r.policy, "seed": r.seed, **r.params} for r in runs],
+        "results_schema": RESULTS_SCHEMA,
         "git": git_info(),
         "versions": _versions(),
     })  # fmt: skip
