@@ -26,10 +26,12 @@ def select_top_k(scores: np.ndarray, k: int, rng: np.random.Generator) -> tuple[
         return np.zeros(0, dtype=bool), float("nan")
     if n <= k:
         return np.ones(n, dtype=bool), float(scores.min())
-    threshold = float(np.partition(scores, n - k)[n - k])
+    part = scores.copy()
+    part.partition(n - k)  # what np.partition does, without its wrapper
+    threshold = float(part[n - k])
     accepted = scores > threshold
-    at = np.flatnonzero(scores == threshold)
-    need = k - int(accepted.sum())
+    at = (scores == threshold).nonzero()[0]
+    need = k - np.count_nonzero(accepted)
     if need == at.shape[0]:
         accepted[at] = True
     else:

@@ -26,7 +26,11 @@ def dropout_probability(
 def attainability(X: np.ndarray, X_cf: np.ndarray) -> np.ndarray:
     """Eq. 7: 1 / (|x_cf - x| x_cf) - 1, shape (n, z); inf where a factor is 0."""
     denom = np.abs(X_cf - X) * X_cf
-    a = np.divide(1.0, denom, out=np.full(np.shape(denom), np.inf), where=denom > 0)
+    positive = denom > 0
+    if np.count_nonzero(positive) == positive.size:  # the usual case: no masked division
+        a = np.divide(1.0, denom)
+    else:
+        a = np.divide(1.0, denom, out=np.full(np.shape(denom), np.inf), where=positive)
     a -= 1.0
     return a
 
@@ -41,7 +45,11 @@ def change_success_probability(
     a = attainability(x, x_cf)
     # a = 0 (a full 0 -> 1 jump) has probability 0 for every finite beta, so also in the
     # limit; computing the rate only where a > 0 also avoids inf * 0 when beta = inf
-    rate = np.multiply(beta, a, out=np.zeros(np.shape(a)), where=a > 0)
+    positive = a > 0
+    if np.count_nonzero(positive) == positive.size:  # the usual case: no masked product
+        rate = np.multiply(beta, a)
+    else:
+        rate = np.multiply(beta, a, out=np.zeros(np.shape(a)), where=positive)
     rate /= d
     p = np.expm1(-rate)
     p *= -1.0

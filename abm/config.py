@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from abm.data import DataSource
 from abm.validation import (
     ConfigError,
     config_error,
@@ -91,6 +92,7 @@ WeightRange = _range(0.0, math.inf, positive_high=True)
 RiskRange = _range(0.0, 100.0)
 _DIFFICULTY_TEXT = "one number in (0, 1] per feature (n_features of them)"
 _IMMUTABLE_TEXT = "feature indices in [0, n_features - 1], leaving one feature mutable"
+_DATA_TEXT = "a [data] table with path and features (see docs/own-data.md)"
 
 
 class ScenarioConfig(BaseModel):
@@ -101,6 +103,10 @@ class ScenarioConfig(BaseModel):
     per-feature d (length ``n_features``), ``rho``/``chi``/``omega`` the dropout
     coefficients (eq. 6) and ``nu`` the reapplication decay (eq. 9). Equality and the
     hash ignore ``description`` (a label; it does not change results).
+
+    ``data`` (:class:`abm.data.DataSource`) replaces the synthetic world by a table of
+    one's own; ``n_features`` and ``immutable`` then follow its ``features`` and
+    ``immutable`` columns, and ``mean_range``/``std_range`` are not used.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -139,6 +145,8 @@ class ScenarioConfig(BaseModel):
     seed: Int = Field(0, ge=0, le=_SEED_MAX)
     world_seed: Int = Field(0, ge=0, le=_SEED_MAX)
     description: Annotated[str, Strict()] = ""
+    # a population of one's own (abm.data); None: the synthetic world of App. B.1
+    data: DataSource | None = Field(None, json_schema_extra={"allowed": _DATA_TEXT})
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -149,6 +157,10 @@ class ScenarioConfig(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> ScenarioConfig:
         """Checks across fields (the per-field bounds are in the declarations)."""
+        if self.data is not None:
+            # the table decides: frozen fields set once, while validating
+            self.__dict__["n_features"] = self.data.n_features
+            self.__dict__["immutable"] = self.data.immutable_indices
         z = self.n_features
         if len(self.difficulty) != z or not all(0.0 < d <= 1.0 for d in self.difficulty):
             raise not_allowed(
@@ -187,8 +199,16 @@ class ScenarioConfig(BaseModel):
         return type(self)(**{**self.__dict__, **changes})
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data (tuples as lists), field by field in declaration order."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
+        """Plain data (tuples as lists), field by field in declaration order.
+
+        ``data`` appears only when set, so configs without it (and the run ids hashed from
+        them) are as before it existed.
+        """
+        out = {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
+        data = out.pop("data")
+        if data is not None:
+            out["data"] = data.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], base: ScenarioConfig | None = None) -> ScenarioConfig:
@@ -196,7 +216,9 @@ class ScenarioConfig(BaseModel):
         return cls(**data) if base is None else base.replace(**data)
 
 
-FIELD_NAMES: tuple[str, ...] = tuple(ScenarioConfig.model_fields)
+# the scalar and list fields a study may set or sweep, in to_dict's order; ``data`` (a
+# table, set in a scenario file) is not one of them
+FIELD_NAMES: tuple[str, ...] = tuple(f for f in ScenarioConfig.model_fields if f != "data")
 
 
 def parse_overrides(items: list[str] | None) -> dict[str, Any]:

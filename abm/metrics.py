@@ -6,7 +6,6 @@ episode means skip undefined ticks (:func:`nanmean`); :func:`reward_eq16` states
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -37,11 +36,10 @@ def gini(goal_scores: np.ndarray) -> float:
     Non-finite scores are left out.
     """
     g = np.asarray(goal_scores, dtype=float)
-    total = np.add.reduce(g, axis=None)
-    if g.ndim != 1 or not g.flags.c_contiguous or not math.isfinite(total):
-        # a finite sum of a contiguous array means every entry is finite: nothing to drop
-        g = g[np.isfinite(g)]
-        total = np.add.reduce(g)
+    finite = np.isfinite(g)
+    if g.ndim != 1 or not g.flags.c_contiguous or np.count_nonzero(finite) != g.shape[0]:
+        g = g[finite]
+    total = np.add.reduce(g)
     n = g.shape[0]
     if n == 0 or total <= 0:
         return float("nan")
@@ -50,9 +48,13 @@ def gini(goal_scores: np.ndarray) -> float:
     return float(pair_sum / (2.0 * n * total))
 
 
-@lru_cache(maxsize=64)
 def _rank_weights(n: int) -> np.ndarray:
-    """(2i - n - 1) for i = 1..n, shape (n,) (read only: shared between calls)."""
+    """(2i - n - 1) for i = 1..n, shape (n,); small n (every tick's) are kept, read only."""
+    return _small_rank_weights(n) if n <= 1024 else 2.0 * np.arange(1, n + 1) - n - 1
+
+
+@lru_cache(maxsize=256)
+def _small_rank_weights(n: int) -> np.ndarray:
     w = 2.0 * np.arange(1, n + 1) - n - 1
     w.setflags(write=False)
     return w
@@ -93,6 +95,15 @@ def reward_eq16(rr, rf, alpha: float, tau: float, floor: float):
     Dropping the RR term instead would let a goal selector escape a low RR by making
     advice unattainable.
     """
+    if isinstance(rr, float) and isinstance(rf, float):  # one tick: the same steps on scalars
+        if rf != rf:
+            return 0.0
+        total = 0.0
+        if alpha:
+            total += alpha * (1.0 + 0.9 * np.log(np.fmax(np.float64(rr), floor)))
+        if tau:
+            total += tau * (1.0 + 0.9 * np.log(np.fmax(np.float64(rf), floor)))
+        return float(total)
     rr = np.asarray(rr, dtype=float)
     rf = np.asarray(rf, dtype=float)
     measured = rf == rf

@@ -32,7 +32,7 @@ from abm.interfaces import (
     RecoursePolicy,
 )
 from abm.planning import Simulator, Snapshot
-from abm.population import Population
+from abm.population import Population, filled
 from abm.registry import make_policy
 from abm.rng import Streams
 from abm.scenarios import resolve_scenario
@@ -81,6 +81,8 @@ class RecourseModel(mesa.Model):
             sweeps; results are identical either way.
         record_events: keep the per-application candidate table.
         estimator: a scikit-learn classifier with ``predict_proba`` to use as M.
+        allow_mismatch: let trained policies use artefacts trained for another scenario
+            (otherwise an error); the mismatch is recorded in their provenance.
         **overrides: scenario fields to change (e.g. ``k=5, beta=0.01``), so the
             keyword signature serves scripts, ``mesa.batch_run`` and the dashboard.
     """
@@ -94,9 +96,11 @@ class RecourseModel(mesa.Model):
         agents: bool = True,
         record_events: bool = True,
         estimator: Any | None = None,
+        allow_mismatch: bool = False,
         **overrides: Any,
     ) -> None:
         config = _configure(scenario, seed, overrides)
+        self.allow_mismatch = allow_mismatch
         self.config = config
         self.streams = Streams(config.seed)
         super().__init__(rng=self.streams.mesa)
@@ -126,6 +130,7 @@ class RecourseModel(mesa.Model):
         self.difficulty = np.asarray(config.difficulty, dtype=float)
         self.immutable = np.zeros(config.n_features, dtype=bool)
         self.immutable[list(config.immutable)] = True
+        self._any_immutable = bool(self.immutable.any())
 
     def _policy_context(self) -> PolicyContext:
         c, z = self.config, self.config.n_features
@@ -141,7 +146,13 @@ class RecourseModel(mesa.Model):
             beta=c.beta,
             ticks=c.ticks,
             X_train=self.world.X_train,
-            extra={"simulator": self.simulator},
+            # the scenario lets trained policies check what they were trained for;
+            # allow_mismatch lets them run anyway (recorded in their provenance)
+            extra={
+                "simulator": self.simulator,
+                "scenario": c,
+                "allow_mismatch": self.allow_mismatch,
+            },
         )
 
     def _start_episode(self) -> None:
@@ -243,8 +254,8 @@ class RecourseModel(mesa.Model):
         feedback = self._feedback_before(t, returning)
         entrants = self._arrivals(t)
 
-        applicants = Population.concat([returning, entrants], c.n_features)
-        applicants.data["X_obs"] = applicants.X  # hidden changes become visible now
+        # hidden changes become visible now: what is seen (X_obs) is the true X
+        applicants = Population.concat([returning, entrants], c.n_features, {"X_obs": "X"})
         scores = self.decision_maker.score(applicants.X_obs)
         accepted, threshold = self.decision_maker.select(scores, self.streams.ties)
         if feedback is not None:
@@ -254,7 +265,7 @@ class RecourseModel(mesa.Model):
     def _respond(self, d: _Decided, advice: _Advice) -> None:
         """Dropout, implementation, the waiting pool and the tick record of ``d``."""
         t, c, applicants, rej = d.t, self.config, d.applicants, d.rej
-        dropped = self._dropout(applicants, rej, d.scores[rej], advice)
+        dropped = self._dropout(applicants, rej, d.scores.take(rej), advice)
         stayers, leaving = self._advised_rows(applicants, rej, dropped, advice, t)
         outcome = self._implement(stayers)
 
@@ -283,7 +294,7 @@ class RecourseModel(mesa.Model):
         pop = self.population
         elapsed = t - pop.last_tick
         due = elapsed >= self.config.validity
-        if due.all():  # always so at T = 1: no draw is needed
+        if np.count_nonzero(due) == due.shape[0]:  # always so at T = 1: no draw is needed
             return due
         gap = behaviour.score_gap(pop.goal, pop.score_now)
         p = behaviour.reapply_probability(gap, elapsed, self.config.validity, self.config.nu)
@@ -302,7 +313,9 @@ class RecourseModel(mesa.Model):
         self._next_id += n
         lo, hi = self.config.risk_aversion
         # a stream of its own: traits never shift the arrivals of other runs
-        risk = np.full(n, lo) if lo == hi else self.streams.get("traits").uniform(lo, hi, n)
+        risk = (
+            filled(n, lo, np.float64) if lo == hi else self.streams.get("traits").uniform(lo, hi, n)
+        )
         return Population.entrants(ids, X, t, risk)
 
     def _feedback_before(self, t: int, returning: Population):
@@ -311,10 +324,11 @@ class RecourseModel(mesa.Model):
         Captured before their new features overwrite what was seen at the last
         application; returns a function of the reapplicants' decisions, or None.
         """
-        if getattr(self.policy, "observe", None) is None or not returning.advised.any():
-            return None
         adv = returning.advised
-        if adv.all():  # stored arrays are never written in place: no copies needed
+        n_adv = np.count_nonzero(adv)
+        if n_adv == 0 or getattr(self.policy, "observe", None) is None:
+            return None
+        if n_adv == adv.shape[0]:  # stored arrays are never written in place: no copies needed
             ids, before, cf, after = returning.ids, returning.X_obs, returning.X_cf, returning.X
             return lambda accepted: Feedback(t, ids, before, cf, after, accepted)
         ids, before = returning.ids[adv], returning.X_obs[adv]
@@ -331,14 +345,14 @@ class RecourseModel(mesa.Model):
             applicant_X=applicants.X_obs,
             applicant_scores=scores,
             accepted=d.accepted,
-            ids=applicants.ids[rej],
-            X=applicants.X_obs[rej],
-            scores=scores[rej],
-            n_applications=applicants.n_apps[rej] + 1,
+            ids=applicants.ids.take(rej),
+            X=applicants.X_obs.take(rej, axis=0),
+            scores=scores.take(rej),
+            n_applications=applicants.n_apps.take(rej) + 1,
             history_fn=functools.partial(
                 self._history, self.population, tuple(self._dropped_window)
             ),
-            extra={"risk_aversion": applicants.risk_aversion[rej]},
+            extra={"risk_aversion": applicants.risk_aversion.take(rej)},
         )
 
     def _validate(self, d: _Decided, rec: Recommendation | None) -> _Advice:
@@ -366,11 +380,11 @@ class RecourseModel(mesa.Model):
         if not all_advised:
             X_cf = np.where(advised[:, None], X_cf, X)
             goal = np.where(advised, goal, np.nan)
-        lo, hi = X_cf.min(), X_cf.max()
+        lo, hi = np.minimum.reduce(X_cf, axis=None), np.maximum.reduce(X_cf, axis=None)
         # NaN fails both comparisons, so this also catches non-finite advice
         if not (lo >= -_BOUND_TOL and hi <= 1 + _BOUND_TOL):
             raise RuntimeError(f"policy {name!r} returned counterfactuals outside [0, 1] (or NaN)")
-        if self.immutable.any() and (X_cf[:, self.immutable] != X[:, self.immutable]).any():
+        if self._any_immutable and (X_cf[:, self.immutable] != X[:, self.immutable]).any():
             raise RuntimeError(f"policy {name!r} changed an immutable feature")
         if lo < 0 or hi > 1:
             X_cf = np.clip(X_cf, 0.0, 1.0)
@@ -395,7 +409,7 @@ class RecourseModel(mesa.Model):
             "goal": advice.goal.take(order),
             "advised": advice.advised.take(order),
             "n_apps": applicants.n_apps.take(rows) + 1,
-            "last_tick": np.full(rows.shape[0], t, dtype=np.int64),
+            "last_tick": filled(rows.shape[0], t, np.int64),
         }
         return applicants.take(rows, replace).split(stay.shape[0])
 
@@ -403,7 +417,7 @@ class RecourseModel(mesa.Model):
         """(n,) bool: rejected applicants who give up now (eq. 6)."""
         c = self.config
         gap = behaviour.score_gap(advice.goal, scores)
-        p = behaviour.dropout_probability(gap, applicants.n_apps[rej], c.rho, c.chi, c.omega)
+        p = behaviour.dropout_probability(gap, applicants.n_apps.take(rej), c.rho, c.chi, c.omega)
         return self.streams.dropout.random(rej.shape[0]) < p
 
     def _implement(self, stayers: Population) -> _Outcome:
@@ -413,15 +427,19 @@ class RecourseModel(mesa.Model):
         usually touches one or two of the z features.
         """
         X, X_cf = stayers.X_obs, stayers.X_cf
-        rows, cols = np.nonzero(X_cf != X)
-        x, x_cf = X[rows, cols], X_cf[rows, cols]
-        d = self.difficulty[cols]
+        n, z = X.shape
+        # flat positions of the changed entries (row-major, as np.nonzero orders them);
+        # X and X_cf are contiguous (see _advised_rows), so ravel() makes no copy
+        flat, flat_cf = X.ravel(), X_cf.ravel()
+        changed = (flat_cf != flat).nonzero()[0]
+        rows, cols = np.divmod(changed, z)
+        x, x_cf = flat.take(changed), flat_cf.take(changed)
+        d = self.difficulty.take(cols)
         p = behaviour.change_success_probability(x, x_cf, self.config.beta, d)
-        ok = self.streams.implementation.random(rows.shape[0]) < p
+        ok = self.streams.implementation.random(changed.shape[0]) < p
         rows_ok, x_cf_ok = rows[ok], x_cf[ok]
         X_new = X.copy()
-        X_new[rows_ok, cols[ok]] = x_cf_ok
-        n = len(stayers)
+        X_new.ravel()[changed[ok]] = x_cf_ok
         effort = np.bincount(rows_ok, weights=np.abs(x_cf_ok - x[ok]) * d[ok], minlength=n)
         implemented = stayers.advised.copy()
         implemented[rows[~ok]] = False  # a failed change
@@ -461,7 +479,7 @@ class RecourseModel(mesa.Model):
             scores=d.scores,
             accepted=d.accepted,
             n_reapplied=d.n_ret,
-            rejected_ids=d.applicants.ids[d.rej],
+            rejected_ids=d.obs.ids,
             goal=advice.goal,
             cf_scores=r.cf_scores,
             dropped=dropped,
@@ -474,10 +492,14 @@ class RecourseModel(mesa.Model):
     def _responses(self, d: _Decided, advice: _Advice, dropped, outcome) -> _Responses:
         """Per-rejected figures of the advice and of what the candidates made of it."""
         n, adv = d.rej.shape[0], advice.advised
-        cf_scores = np.full(n, np.nan)
-        cf_adv = self.decision_maker.score(advice.X_cf if advice.all_advised else advice.X_cf[adv])
-        cf_scores[adv] = cf_adv
-        goal_adv = advice.goal if advice.all_advised else advice.goal[adv]
+        if advice.all_advised:  # the advised are the rejected: their arrays serve both
+            cf_scores = cf_adv = self.decision_maker.score(advice.X_cf)
+            goal_adv = advice.goal
+        else:
+            cf_scores = filled(n, np.nan, np.float64)
+            cf_adv = self.decision_maker.score(advice.X_cf[adv])
+            cf_scores[adv] = cf_adv
+            goal_adv = advice.goal[adv]
         cost = metrics.recommendation_cost(advice.X, advice.X_cf, self.difficulty)
         implemented = np.zeros(n, dtype=bool)
         implemented[~dropped] = outcome.implemented
@@ -486,18 +508,24 @@ class RecourseModel(mesa.Model):
     def _tick_row(self, d: _Decided, advice: _Advice, r: _Responses, leaving, outcome) -> dict:
         """One row of the tick table (SPEC §2)."""
         applicants, n_ret, n_rej = d.applicants, d.n_ret, int(d.rej.shape[0])
+        n_app = len(applicants)
         n_succ, n_succ_acc = d.success_counts()
         has_goal = np.isfinite(r.goal_adv)
-        cf_goal, goal = r.cf_adv[has_goal], r.goal_adv[has_goal]
+        if has_goal.all():
+            cf_goal, goal = r.cf_adv, r.goal_adv
+        else:
+            cf_goal, goal = r.cf_adv[has_goal], r.goal_adv[has_goal]
+        n_advised = n_rej if advice.all_advised else np.count_nonzero(advice.advised)
+        cost_adv = r.cost if advice.all_advised else r.cost[advice.advised]
         return {
             "tick": d.t,
             "threshold": d.threshold,
-            "n_applicants": len(applicants),
-            "n_new": len(applicants) - n_ret,
+            "n_applicants": n_app,
+            "n_new": n_app - n_ret,
             "n_reapplied": n_ret,
-            "n_accepted": np.count_nonzero(d.accepted),
+            "n_accepted": n_app - n_rej,
             "n_rejected": n_rej,
-            "n_dropped": np.count_nonzero(r.dropped),
+            "n_dropped": len(leaving),
             "n_waiting": len(self.population),
             "n_succ": n_succ,
             "n_succ_accepted": n_succ_acc,
@@ -508,13 +536,13 @@ class RecourseModel(mesa.Model):
             "mean_goal": metrics.nanmean(r.goal_adv),
             "mean_cf_score": metrics.nanmean(r.cf_adv),
             "mean_error": metrics.nanmean(metrics.recommendation_error(cf_goal, goal)),
-            "n_unadvised": n_rej - np.count_nonzero(advice.advised),
+            "n_unadvised": n_rej - n_advised,
             "n_unreached": np.count_nonzero(cf_goal < goal - _GOAL_TOL),
-            "mean_cost": metrics.nanmean(r.cost[advice.advised]),
+            "mean_cost": metrics.nanmean(cost_adv),
             "effort": float(np.add.reduce(outcome.effort)),
             "wasted_effort": float(np.add.reduce(leaving.effort)),
-            "n_implemented": np.count_nonzero(r.implemented),
-            "mean_time_to_accept": metrics.nanmean(d.t - applicants.entered[d.accepted]),
+            "n_implemented": np.count_nonzero(outcome.implemented),
+            "mean_time_to_accept": _mean_wait(d.t, applicants.entered[d.accepted]),
         }
 
     def _record_events(self, d: _Decided, advice: _Advice, r: _Responses, outcome) -> None:
@@ -629,6 +657,16 @@ class RecourseModel(mesa.Model):
         return out
 
 
+def _mean_wait(t: int, entered: np.ndarray) -> float:
+    """Mean of t - entered over the accepted (NaN if none), in integer arithmetic.
+
+    Equal to the mean of the float differences: every partial sum of integers below 2^53
+    is exact in floating point, so both sums are the same integer.
+    """
+    n = entered.shape[0]
+    return (t * n - int(np.add.reduce(entered))) / n if n else float("nan")
+
+
 class _Decided:
     """Tick ``t`` up to the selection: applicants (returning first, ``n_ret`` of them),
     their scores and decisions, the rows ``rej`` of the rejected, the threshold, the size
@@ -640,7 +678,7 @@ class _Decided:
     def __init__(self, t, threshold, applicants, scores, accepted, n_ret, n_window) -> None:
         self.t, self.threshold, self.applicants = t, threshold, applicants
         self.scores, self.accepted, self.n_ret, self.n_window = scores, accepted, n_ret, n_window
-        self.rej = np.flatnonzero(~accepted)
+        self.rej = (~accepted).nonzero()[0]
         self.obs: RecourseObs | None = None
 
     def success_counts(self) -> tuple[int, int]:

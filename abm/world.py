@@ -14,6 +14,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils.validation import check_is_fitted
 
 from abm.config import ScenarioConfig
+from abm.data import build_data_world
 from abm.interfaces import linear_logit
 from abm.rng import stream
 
@@ -54,7 +55,7 @@ class FeatureGenerator:
         out = rng.standard_normal((n, self.n_features))
         out *= scale
         out += offset
-        return np.clip(out, 0.0, 1.0, out=out)
+        return out.clip(0.0, 1.0, out=out)  # the method: np.clip without its wrapper
 
     @cached_property
     def _affine(self) -> tuple[np.ndarray, np.ndarray]:
@@ -137,6 +138,10 @@ def build_world(config: ScenarioConfig, estimator: Any | None = None) -> World:
     ``estimator`` may be any scikit-learn classifier with ``predict_proba``: an unfitted
     one is cloned and fitted on the historical data, a fitted one is used as it is.
     """
+    if config.data is not None:  # a population from the user's own table (abm.data)
+        d = build_data_world(config, estimator)
+        model = DecisionModel(d.estimator)
+        return World(d.generator, d.label_weights, d.X_train, d.y_train, model)
     if estimator is None:
         return _cached_world(_world_key(config))
     return _build_world(_world_key(config), estimator)

@@ -30,7 +30,7 @@ class CompositePolicy:
         self.recommender.prepare(ctx)
 
     def recommend(self, obs: RecourseObs, rng: np.random.Generator) -> Recommendation:
-        goals = np.full(obs.n_rejected, np.nan)
+        goals = np.empty(obs.n_rejected)
         goals[:] = self.goal.select(obs, rng)  # a scalar or one goal per candidate
         X_cf = self.recommender.recommend(obs.X, goals, rng)
         if not np.isnan(

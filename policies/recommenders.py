@@ -73,23 +73,24 @@ def exact_linear_counterfactuals(X: np.ndarray, goals: np.ndarray, weights: np.n
     cost = np.asarray(cost, dtype=float)
     if cost.shape != weights.shape:
         raise ValueError(f"cost must have shape {weights.shape}, got {cost.shape}")
-    target = logit(np.clip(goals, 0.0, 1.0))  # +-inf at 1 and 0, without warnings
+    # ndarray.clip is np.clip without its wrapper; logit gives +-inf at 1 and 0, no warnings
+    target = logit(np.asarray(goals, dtype=float).clip(0.0, 1.0))
     need = target - linear_logit(X, weights, intercept)  # (n,) logit units still missing
     out = X.copy()
-    rows = np.flatnonzero(need > 0)
+    rows = (need > 0).nonzero()[0]
     need = need[rows]
     if order is None:
         order = fill_order(weights, cost, mutable)
     # usually the first feature or two close the gap: later passes touch few rows
-    for j in order:
+    for j in order.tolist():
         if rows.size == 0:
             break
-        w = weights[j]
-        x = X[rows, j]
+        w = float(weights[j])
+        x = X[:, j].take(rows)
         gain = w * (1.0 - x) if w > 0 else -w * x  # logit units this feature can add
         full = need >= gain
         # a feature used to the full lands exactly on its bound (no rounding residue)
-        out[rows, j] = np.where(full, 1.0 if w > 0 else 0.0, np.clip(x + need / w, 0.0, 1.0))
+        out[:, j][rows] = np.where(full, 1.0 if w > 0 else 0.0, (x + need / w).clip(0.0, 1.0))
         need = need - gain
         more = full & (need > 0)
         rows, need = rows[more], need[more]

@@ -79,7 +79,7 @@ def test_malformed_specs_are_one_line_errors(spec, message):
          "policy 'threshold-ustun': levels = '2.5' is not allowed; allowed: an integer in [1, 1000]"),
         ("safear:levels=9", "policy 'safear': levels = '9' is not allowed; allowed: an integer in [2, 8]"),
         ("safear:beta_risk=nan", "policy 'safear': beta_risk = 'nan' is not allowed; allowed: a number in [0, 100]"),
-        ("hybrid-ustun:lvls=3", "policy 'hybrid-ustun' has no parameter 'lvls'; allowed: batch, gap, levels, path"),
+        ("hybrid-ustun:lvls=3", "policy 'hybrid-ustun' has no parameter 'lvls'; allowed: allow_mismatch, batch, gap, levels, path"),
         ("threshold-dice:method=grid",
          "policy 'threshold-dice': method = 'grid' is not allowed; allowed: one of random, genetic"),
     ],

@@ -384,3 +384,31 @@ def test_pareto_study_runs_every_piece_on_a_tiny_budget(tmp_path):
     wrong = runner.invoke(app, ["reproduce", "pareto", "--setting", "T1-b001", "--out", str(tmp_path / "b001"),
                                 "--phi", str(t1 / "recommender"), *tiny])  # fmt: skip
     assert wrong.exit_code == 2 and "beta" in wrong.output
+
+
+def test_run_records_artefacts_and_refuses_a_mismatch_unless_allowed(tmp_path):
+    import json
+
+    from abm.app.cli import app as cli_app
+
+    runner = CliRunner()
+    res = runner.invoke(cli_app, ["run", "-p", "rl", "--ticks", "3", "--out", str(tmp_path / "a")])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    kinds = sorted(a["kind"] for a in summary["artefacts"])
+    assert kinds == ["predictor", "recommender"] and summary["policy_spec"] == "rl"
+    assert all(len(a["weights_sha256"]) == 64 and a["mismatch"] == [] for a in summary["artefacts"])
+    # beta = 0.01 is not what the shipped artefacts were trained for
+    res = runner.invoke(cli_app, ["run", "-s", "paper-hard", "-p", "rl", "--ticks", "3",
+                                  "--out", str(tmp_path / "b")])  # fmt: skip
+    assert res.exit_code == 2 and "trained for another scenario" in res.output
+    assert "beta: trained 0.05, here 0.01" in res.output
+    res = runner.invoke(cli_app, ["run", "-s", "paper-hard", "-p", "rl", "--ticks", "3",
+                                  "--out", str(tmp_path / "b"), "--allow-mismatch"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert all(a["mismatch"] == ["beta: trained 0.05, here 0.01"] for a in summary["artefacts"])
+    # phi does not depend on the validity horizon: T = 5 reuses the T = 1 recommender
+    res = runner.invoke(cli_app, ["run", "-s", "paper-T5", "-p", "rl-recommender", "--ticks", "3",
+                                  "--out", str(tmp_path / "c")])  # fmt: skip
+    assert res.exit_code == 0, res.output

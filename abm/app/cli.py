@@ -225,6 +225,12 @@ def run(
     out: Annotated[Path, typer.Option(help="output directory")] = Path("results/run"),
     events: Annotated[bool, typer.Option(help="write the per-application candidate table")] = True,
     set_: SetOpt = None,
+    allow_mismatch: Annotated[
+        bool,
+        typer.Option(
+            help="use trained artefacts made for another world, beta or population (recorded)"
+        ),
+    ] = False,
 ) -> None:
     """Run one episode, print a summary and write tables, summary.json and metrics.png."""
     # the model (Mesa, scikit-learn) loads only when a command needs it: listings stay fast
@@ -237,7 +243,13 @@ def run(
         overrides["ticks"] = ticks
     config = resolve_scenario(scenario)
     model = RecourseModel(
-        config, policy, seed=seed, agents=False, record_events=events, **overrides
+        config,
+        policy,
+        seed=seed,
+        agents=False,
+        record_events=events,
+        allow_mismatch=allow_mismatch,
+        **overrides,
     )
     with progress_bar() as bar:
         task = bar.add_task(f"{model.config.name} · {policy}", total=model.config.ticks)

@@ -6,9 +6,19 @@ from pathlib import Path
 from typing import Any
 
 from abm.app.plots import plot_metrics
-from abm.provenance import RESULTS_SCHEMA, versions, write_json
+from abm.provenance import RESULTS_SCHEMA, git_info, versions, write_json
 
 __all__ = ["versions", "write_json", "write_run"]
+
+
+def artefacts_used(policy: Any) -> list[dict[str, Any]]:
+    """Provenance records of the trained artefacts a policy (or its parts) loaded."""
+    found: list[dict[str, Any]] = []
+    for part in (policy, getattr(policy, "goal", None), getattr(policy, "recommender", None)):
+        describe = getattr(part, "provenance", None)
+        if callable(describe):
+            found += [r for r in describe() if r not in found]
+    return found
 
 
 def write_run(model, out: str | Path) -> dict[str, Any]:
@@ -21,6 +31,9 @@ def write_run(model, out: str | Path) -> dict[str, Any]:
         model.candidate_table().to_parquet(out / "candidates.parquet", index=False)
     summary = model.summary()
     summary["results_schema"] = RESULTS_SCHEMA
+    summary["policy_spec"] = model.policy_name
+    summary["artefacts"] = artefacts_used(model.policy)
+    summary["git"] = git_info()
     summary["versions"] = versions()
     summary["config"] = model.config.to_dict()
     write_json(out / "summary.json", summary)

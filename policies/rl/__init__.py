@@ -34,9 +34,12 @@ def _hybrid(registry: Registry, recommender: str):
     """``hybrid-<recommender>``: learned μ (``path``) + the recommender, which gets the
     other keywords (typed against it by the registry)."""
 
-    def factory(path: str | None = None, **rec_params: Any) -> CompositePolicy:
+    def factory(
+        path: str | None = None, allow_mismatch: bool = False, **rec_params: Any
+    ) -> CompositePolicy:
         rec = registry.make("recommender", recommender, **rec_params)
-        return CompositePolicy(LearnedGoal(path or default_hybrid_predictor(recommender)), rec)
+        goal = LearnedGoal(path or default_hybrid_predictor(recommender), allow_mismatch)
+        return CompositePolicy(goal, rec)
 
     return factory
 

@@ -118,9 +118,47 @@ def write_manifest(directory: str | Path, manifest: dict[str, Any]) -> Path:
             f"manifest kind must be one of {', '.join(KINDS)}, got {manifest.get('kind')!r}"
         )
     ActorSpec(**manifest["policy"])
-    full = {"format": FORMAT, **manifest, "weights_sha256": sha256(directory / WEIGHTS_FILE),
+    # which scenario fields it was trained for (a phi serves every T: see DEPENDS_ON)
+    full = {"format": FORMAT, **manifest, "depends_on": list(DEPENDS_ON[manifest["kind"]]),
+            "weights_sha256": sha256(directory / WEIGHTS_FILE),
             "versions": manifest.get("versions") or versions()}  # fmt: skip
     return write_json(directory / MANIFEST_FILE, full)
+
+
+# Scenario fields an artefact depends on, per kind. The world (generator, data, decision
+# model) and the behaviour of the changes it advises matter to both; the population's
+# dynamics only to the predictor, which observes the pool. The recommender φ is trained
+# on single candidates, so a φ trained at T = 1 serves T = 5 unchanged (not a mismatch).
+# ``ticks`` is left out: shorter or longer episodes of the same world are fine.
+WORLD_FIELDS = ("n_features", "mean_range", "std_range", "weight_range", "label_noise", "n_train",
+                "decision_model", "immutable", "world_seed", "data", "beta", "difficulty")  # fmt: skip
+POPULATION_FIELDS = ("n_initial", "k", "m", "validity", "rho", "chi", "omega", "nu")
+DEPENDS_ON = {"recommender": WORLD_FIELDS, "predictor": WORLD_FIELDS + POPULATION_FIELDS}
+
+
+def mismatches(manifest: dict[str, Any], scenario: dict[str, Any]) -> list[str]:
+    """``field: trained value -> this scenario's value`` for every field the artefact
+    depends on (:data:`DEPENDS_ON`) that differs; [] when it fits ``scenario``."""
+    trained = manifest.get("scenario", {})
+    out = []
+    for key in DEPENDS_ON[manifest["kind"]]:
+        have, want = trained.get(key), scenario.get(key)
+        if have != want:
+            out.append(f"{key}: trained {have!r}, here {want!r}")
+    return out
+
+
+def provenance(path: str | Path, manifest: dict[str, Any], found: list[str]) -> dict[str, Any]:
+    """What a result records about an artefact it used: where, which bytes, trained for what."""
+    trained = manifest.get("scenario", {})
+    return {
+        "kind": manifest["kind"],
+        "path": str(path),
+        "weights_sha256": manifest.get("weights_sha256"),
+        "trained_for": {k: trained.get(k) for k in DEPENDS_ON[manifest["kind"]]},
+        "depends_on": list(DEPENDS_ON[manifest["kind"]]),
+        "mismatch": found,
+    }
 
 
 def read_manifest(path: str | Path, kind: str, n_features: int | None = None,

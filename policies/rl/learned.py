@@ -12,7 +12,7 @@ import numpy as np
 
 from abm.interfaces import Feedback, PolicyContext, RecourseObs
 from policies.composite import CompositePolicy
-from policies.rl.artefacts import ArtefactError, load_sac
+from policies.rl.artefacts import ArtefactError, load_sac, mismatches, provenance
 from policies.rl.encoding import (
     RECOMMENDER_ACTIONS,
     RECOMMENDER_OBSERVATION,
@@ -42,6 +42,24 @@ def default_hybrid_predictor(recommender: str) -> Path:
     return _SHIPPED / "predictors" / _DEFAULT_HYBRID.get(recommender, DEFAULT_PREDICTOR_HYBRID.name)
 
 
+def check_fit(path: str | Path, manifest: dict, ctx: PolicyContext, allow: bool) -> dict:
+    """The provenance record of an artefact, after checking it fits the scenario in ``ctx``.
+
+    The scenario comes from ``ctx.extra["scenario"]`` (set by the model); an artefact
+    trained for another world, beta or population is an :class:`ArtefactError` unless
+    ``allow`` (the policy's ``allow_mismatch``) or ``ctx.extra["allow_mismatch"]`` (the
+    CLI's ``--allow-mismatch``) says otherwise, and then the mismatch is recorded.
+    """
+    scenario = ctx.extra.get("scenario")
+    found = [] if scenario is None else mismatches(manifest, scenario.to_dict())
+    if found and not (allow or ctx.extra.get("allow_mismatch", False)):
+        raise ArtefactError(
+            f"{manifest['kind']} {path} was trained for another scenario ({'; '.join(found)}); "
+            "train one for this scenario, or pass --allow-mismatch (allow_mismatch=true) to use it anyway"
+        )
+    return provenance(path, manifest, found)
+
+
 class LearnedRecommender:
     """φ: (x, g) -> x^CF from a ``recommender`` artefact; rows already at their goal stay.
 
@@ -52,8 +70,12 @@ class LearnedRecommender:
     refused: they must be trained again.
     """
 
-    def __init__(self, path: str | Path | None = DEFAULT_RECOMMENDER) -> None:
+    def __init__(
+        self, path: str | Path | None = DEFAULT_RECOMMENDER, allow_mismatch: bool = False
+    ) -> None:
         self.path = path
+        self.allow_mismatch = allow_mismatch
+        self.record: dict | None = None
 
     def prepare(self, ctx: PolicyContext) -> None:
 
@@ -86,6 +108,7 @@ class LearnedRecommender:
             raise ArtefactError(
                 f"recommender {self.path}: d_hat has {len(manifest['d_hat'])} entries, not {z}"
             )
+        self.record = check_fit(self.path, manifest, ctx, self.allow_mismatch)
         self.manifest, self.sac = manifest, sac
         self.action_mode, self.max_step = manifest["action_mode"], float(manifest["max_step"])
 
@@ -103,6 +126,10 @@ class LearnedRecommender:
     def observe(self, feedback: Feedback) -> None:
         pass
 
+    def provenance(self) -> list[dict]:
+        """The artefact this part uses (after ``prepare``)."""
+        return [self.record] if self.record is not None else []
+
     @property
     def difficulty_estimate(self) -> np.ndarray:
         """d̂ (z,) learned while training."""
@@ -112,8 +139,12 @@ class LearnedRecommender:
 class LearnedGoal:
     """μ: encoded observation -> goal score g, from a ``predictor`` artefact."""
 
-    def __init__(self, path: str | Path = DEFAULT_PREDICTOR_RL) -> None:
+    def __init__(
+        self, path: str | Path = DEFAULT_PREDICTOR_RL, allow_mismatch: bool = False
+    ) -> None:
         self.path = path
+        self.allow_mismatch = allow_mismatch
+        self.record: dict | None = None
 
     def prepare(self, ctx: PolicyContext) -> None:
 
@@ -124,6 +155,11 @@ class LearnedGoal:
             raise ArtefactError(f"predictor {self.path} has no max_margin in its manifest: it was "
                                 "trained by an older recourse-abm (goals in [0, 1]); train it again")  # fmt: skip
         self.max_margin = float(self.manifest["max_margin"])
+        self.record = check_fit(self.path, self.manifest, ctx, self.allow_mismatch)
+
+    def provenance(self) -> list[dict]:
+        """The artefact this part uses (after ``prepare``)."""
+        return [self.record] if self.record is not None else []
 
     def select(self, obs: RecourseObs, rng: np.random.Generator) -> float:
 
@@ -147,9 +183,14 @@ class LearnedPolicy(CompositePolicy):
     """The paper's method: learned μ + learned φ (φ from the predictor's manifest by default)."""
 
     def __init__(
-        self, path: str | Path = DEFAULT_PREDICTOR_RL, recommender: str | Path | None = None
+        self,
+        path: str | Path = DEFAULT_PREDICTOR_RL,
+        recommender: str | Path | None = None,
+        allow_mismatch: bool = False,
     ) -> None:
-        super().__init__(LearnedGoal(path), LearnedRecommender(recommender))
+        super().__init__(
+            LearnedGoal(path, allow_mismatch), LearnedRecommender(recommender, allow_mismatch)
+        )
 
     def prepare(self, ctx: PolicyContext) -> None:
         self.goal.prepare(ctx)

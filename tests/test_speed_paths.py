@@ -1,0 +1,203 @@
+"""Fast paths of the core give bit-for-bit the results of the plain computations they skip.
+
+Each test compares a shortcut (issue 12 item 10) with the straightforward numpy it
+replaces, on inputs that take the shortcut and on inputs that must not.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from abm import behaviour, metrics
+from abm.model import _mean_wait
+from abm.population import SCHEMA, Population
+from abm.rng import Streams, stream
+from policies.rl.encoding import N_BINS, histogram01
+
+
+def same_bits(a, b) -> bool:
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def samples(seed: int, n: int) -> np.ndarray:
+    return np.random.default_rng(seed).random(n)
+
+
+# -- metrics -------------------------------------------------------------------------------
+
+
+def plain_nanmean(values) -> float:
+    v = np.asarray(values, dtype=float)
+    v = v[v == v]
+    return float(np.add.reduce(v) / v.size) if v.size else float("nan")
+
+
+def plain_gini(g) -> float:
+    g = np.asarray(g, dtype=float)
+    g = g[np.isfinite(g)]
+    n, total = g.shape[0], np.add.reduce(g)
+    if n == 0 or total <= 0:
+        return float("nan")
+    pair_sum = 2.0 * np.dot(2.0 * np.arange(1, n + 1) - n - 1, np.sort(g))
+    return float(pair_sum / (2.0 * n * total))
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # inf - inf
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 9, 33, 1000])
+def test_nanmean_and_gini_match_the_filtering_versions(n):
+    v = samples(n, n)
+    cases = [v, v[::2], v * 0.0, -v]
+    if n:
+        with_nan, with_inf = v.copy(), v.copy()
+        with_nan[n // 2] = np.nan
+        with_inf[0] = np.inf
+        both = with_inf.copy()
+        both[-1] = -np.inf
+        cases += [with_nan, with_inf, both, np.full(n, np.nan)]
+    for case in cases:
+        assert same_bits(metrics.nanmean(case), plain_nanmean(case))
+        assert same_bits(metrics.gini(case), plain_gini(case))
+    assert same_bits(metrics.nanmean(list(v)), plain_nanmean(v))
+    assert same_bits(metrics.nanmean(np.arange(n)), plain_nanmean(np.arange(n)))
+
+
+def plain_reward(rr, rf, alpha, tau, floor) -> float:
+    rr, rf = np.asarray(rr, dtype=float), np.asarray(rf, dtype=float)
+    out = np.zeros(np.broadcast(rr, rf).shape)
+    if alpha:
+        out += alpha * (1.0 + 0.9 * np.log(np.fmax(rr, floor)))
+    if tau:
+        out += tau * (1.0 + 0.9 * np.log(np.fmax(rf, floor)))
+    return float(np.where(rf == rf, out, 0.0))
+
+
+def test_scalar_reward_matches_the_array_computation():
+    values = [0.0, 1e-4, 0.5, 1.0, float("nan"), *samples(3, 20).tolist()]
+    for rr in values:
+        for rf in values:
+            for alpha, tau in ((1.0, 1.0), (0.0, 1.0), (2.5, 0.0), (0.3, 1.7)):
+                got = metrics.reward_eq16(rr, rf, alpha, tau, 1e-3)
+                assert isinstance(got, float)
+                assert same_bits(got, plain_reward(rr, rf, alpha, tau, 1e-3))
+    # arrays still take the array path
+    rr, rf = samples(4, 5), np.array([0.1, np.nan, 0.0, 1.0, 0.7])
+    got = metrics.reward_eq16(rr, rf, 1.0, 1.0, 1e-3)
+    assert same_bits(got, [plain_reward(a, b, 1.0, 1.0, 1e-3) for a, b in zip(rr, rf, strict=True)])
+
+
+def test_mean_wait_equals_the_float_mean():
+    entered = np.random.default_rng(5).integers(0, 10_000, 501)
+    for n in (0, 1, 2, 17, 501):
+        t = 12_345
+        assert same_bits(_mean_wait(t, entered[:n]), plain_nanmean(t - entered[:n]))
+
+
+# -- behaviour -----------------------------------------------------------------------------
+
+
+def plain_change_success(x, x_cf, beta, d):
+    denom = np.abs(x_cf - x) * x_cf
+    a = np.divide(1.0, denom, out=np.full(np.shape(denom), np.inf), where=denom > 0) - 1.0
+    rate = np.multiply(beta, a, out=np.zeros(np.shape(a)), where=a > 0) / d
+    return -np.expm1(-rate)
+
+
+@pytest.mark.parametrize("beta", [0.01, 0.05, 1.0, np.inf])
+def test_change_success_probability_matches_the_masked_computation(beta):
+    rng = np.random.default_rng(6)
+    x, x_cf, d = rng.random(200), rng.random(200), rng.uniform(0.1, 1.0, 200)
+    # usual entries (every factor positive), then zero targets and full 0 -> 1 jumps
+    cases = [(x, x_cf), (x, np.where(rng.random(200) < 0.2, 0.0, x_cf))]
+    cases.append((np.where(rng.random(200) < 0.2, 0.0, x), np.where(x > 0.8, 1.0, x_cf)))
+    cases.append((np.zeros(3), np.ones(3)))
+    for xs, cfs in cases:
+        dd = d[: xs.shape[0]]
+        got = behaviour.change_success_probability(xs, cfs, beta, dd)
+        assert same_bits(got, plain_change_success(xs, cfs, beta, dd))
+
+
+# -- histograms of the RL observation --------------------------------------------------------
+
+
+def test_histogram01_matches_numpy_histogram():
+    rng = np.random.default_rng(7)
+    edges = np.linspace(0.0, 1.0, N_BINS + 1)
+    near = np.concatenate([edges, np.nextafter(edges, 2.0), np.nextafter(edges, -1.0)])
+    cases = [
+        np.zeros(0),
+        rng.random(50),
+        rng.uniform(-0.5, 1.5, 50),
+        near,
+        np.round(rng.random(80), 1),
+    ]
+    cases.append(np.array([np.nan, 0.3, 1.0, np.nan, -0.0]))
+    for v in cases:
+        got = histogram01(v)
+        want = np.histogram(np.clip(v, 0.0, 1.0), bins=edges)[0]
+        assert got.dtype == want.dtype and np.array_equal(got, want), v
+
+
+# -- population: take with replacements, split, concat with shared columns ------------------
+
+
+def random_population(n: int, z: int, seed: int) -> Population:
+    rng = np.random.default_rng(seed)
+    data = {}
+    for name, (dtype, feat) in SCHEMA.items():
+        shape = (n, z) if feat else (n,)
+        data[name] = rng.random(shape) < 0.5 if dtype == np.bool_ else rng.random(shape)
+        data[name] = data[name].astype(dtype)
+    data["ids"] = np.arange(n, dtype=np.int64)
+    return Population(data, z)
+
+
+def test_take_with_replacements_and_split():
+    pop = random_population(12, 3, 0)
+    index = np.array([5, 0, 7, 11])
+    goal = np.array([0.1, 0.2, 0.3, 0.4])
+    part = pop.take(index, {"goal": goal})
+    assert part.goal is goal
+    for name in SCHEMA:
+        if name != "goal":
+            np.testing.assert_array_equal(part.data[name], pop.data[name][index], err_msg=name)
+    head, tail = part.split(1)
+    assert len(head) == 1 and len(tail) == 3
+    np.testing.assert_array_equal(tail.ids, [0, 7, 11])
+    tail.data["effort"][:] = -1.0  # the parts do not overlap
+    assert (head.effort != -1.0).all() and (pop.effort != -1.0).all()
+    # a bool mask gives the same rows as its indices; all-True with replacements copies
+    mask = np.zeros(12, dtype=bool)
+    mask[index] = True
+    np.testing.assert_array_equal(pop.take(mask).ids, np.sort(index))
+    every = pop.take(np.ones(12, dtype=bool), {"goal": np.zeros(12)})
+    assert every.X is not pop.X and (every.goal == 0).all()
+    np.testing.assert_array_equal(every.X, pop.X)
+
+
+def test_concat_with_a_shared_column():
+    a, b = random_population(4, 2, 1), random_population(3, 2, 2)
+    both = Population.concat([a, b], 2, {"X_obs": "X"})
+    assert list(both.data) == list(SCHEMA)
+    assert both.X_obs is both.X
+    np.testing.assert_array_equal(both.X, np.concatenate([a.X, b.X]))
+    np.testing.assert_array_equal(both.ids, np.concatenate([a.ids, b.ids]))
+    lone = Population.concat([a, Population.empty(2)], 2, {"X_obs": "X"})
+    assert lone.X_obs is a.X and a.X_obs is not a.X  # the part itself is left alone
+
+
+# -- streams -------------------------------------------------------------------------------
+
+
+def test_stream_attributes_are_the_named_generators():
+    streams = Streams(3)
+    assert streams.dropout is streams.get("dropout")
+    extra = streams.get("traits")
+    assert streams.traits is extra
+    fresh = stream(3, "traits")
+    assert same_bits(extra.random(4), fresh.random(4))
+    with pytest.raises(AttributeError):
+        _ = streams.not_a_stream
+    odd = streams.get("seed")  # a name taken by an attribute stays reachable by get()
+    assert streams.seed == 3 and odd is streams.get("seed")
