@@ -7,6 +7,7 @@ import torch
 from abm.interfaces import PolicyContext
 from abm.model import RecourseModel
 from abm.registry import make_policy
+from abm.validation import ConfigError
 from policies.baselines.ustun import Ustun
 from policies.baselines.wachter import Wachter
 from policies.recommenders import ExactLinear, exact_linear_counterfactuals
@@ -86,7 +87,7 @@ def test_ustun_marks_unreachable_goals_and_leaves_met_goals(linear):
 @pytest.mark.slow
 def test_ustun_needs_linear_model():
     ctx, _ = _context("mlp", ())
-    with pytest.raises(TypeError, match="linear decision model"):
+    with pytest.raises(ConfigError, match="linear decision model"):
         Ustun().prepare(ctx)
 
 

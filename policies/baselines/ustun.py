@@ -23,6 +23,7 @@ from pydantic import Field
 from scipy.special import logit
 
 from abm.interfaces import Feedback, PolicyContext, linear_logit
+from abm.validation import ConfigError
 
 
 def quantile_grid(X_train: np.ndarray | None, lower: np.ndarray, upper: np.ndarray,
@@ -95,7 +96,8 @@ class Ustun:
 
     def prepare(self, ctx: PolicyContext) -> None:
         if not ctx.decision_model.is_linear:
-            raise TypeError("ustun needs a linear decision model (logistic regression)")
+            raise ConfigError("ustun needs a linear decision model (logistic regression), "
+                              f"got {type(getattr(ctx.decision_model, 'estimator', ctx.decision_model)).__name__}")  # fmt: skip
         self.ctx = ctx
         self.w = np.asarray(ctx.decision_model.weights, dtype=float)
         self.b = float(ctx.decision_model.intercept)

@@ -15,7 +15,7 @@ import numpy as np
 from pydantic import Field
 
 from abm.interfaces import Feedback, PolicyContext
-from abm.validation import optional_import
+from abm.validation import ConfigError, optional_import
 
 
 def torch_scorer(model: Any) -> Callable[[Any], Any]:
@@ -29,9 +29,10 @@ def torch_scorer(model: Any) -> Callable[[Any], Any]:
     est = getattr(model, "estimator", None)
     if est is not None and hasattr(est, "torch_score"):
         return est.torch_score
-    raise TypeError(
-        "wachter needs a differentiable decision model (logistic or mlp), "
-        f"got {type(est).__name__ if est is not None else type(model).__name__}"
+    name = type(est).__name__ if est is not None else type(model).__name__
+    # a scenario the recommender cannot serve: the user's choice, not a bug
+    raise ConfigError(
+        f"decision model = {name} does not suit wachter; allowed: a differentiable one (logistic or mlp)"
     )
 
 
