@@ -118,13 +118,14 @@ class ScenarioConfig(BaseModel):
     std_range: StdRange = (0.05, 0.2)
     weight_range: WeightRange = (0.1, 1.0)
     label_noise: Float = Field(0.05, ge=0.0)
-    n_train: Int = Field(10_000, ge=10)
+    n_train: Int = Field(10_000, ge=10, le=10_000_000)
     decision_model: DecisionModel = "logistic"
     immutable: tuple[Int, ...] = Field((), json_schema_extra={"allowed": _IMMUTABLE_TEXT})
     # population (App. D)
-    n_initial: Int = Field(20, ge=0)
+    # bounded so that a typo fails as a field, not as an out-of-memory error
+    n_initial: Int = Field(20, ge=0, le=10_000_000)
     k: Int = Field(9, ge=1)
-    m: Int = Field(10, ge=0)
+    m: Int = Field(10, ge=0, le=10_000_000)
     ticks: Int = Field(100, ge=1, le=1_000_000)
     validity: Int = Field(1, ge=1, le=10_000)
     # beta = inf is the limiting case "every change succeeds"

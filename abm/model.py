@@ -11,6 +11,7 @@ Every stage is vectorised over the population arrays.
 from __future__ import annotations
 
 import functools
+import math
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from abm.population import Population, filled
 from abm.registry import make_policy
 from abm.rng import Streams
 from abm.scenarios import resolve_scenario
+from abm.validation import require_int
 from abm.world import build_world
 
 # tolerance for a policy's counterfactual leaving the [0, 1] box (then clipped)
@@ -86,6 +88,9 @@ class RecourseModel(mesa.Model):
         **overrides: scenario fields to change (e.g. ``k=5, beta=0.01``), so the
             keyword signature serves scripts, ``mesa.batch_run`` and the dashboard.
     """
+
+    # an episode ends after the scenario's ticks; planning forks (from_snapshot) may roll on
+    _bounded = True
 
     def __init__(
         self,
@@ -190,7 +195,7 @@ class RecourseModel(mesa.Model):
         fork.config, fork.world, fork.decision_maker = snap.config, snap.world, snap.decision_maker
         fork.streams, fork.policy = streams, policy
         fork.policy_name = f"fork of {type(policy).__name__}"
-        fork.use_agents = fork.record_events = fork._recording = False
+        fork.use_agents = fork.record_events = fork._recording = fork._bounded = False
         fork._set_feature_facts(snap.config)
         fork.tick, fork._next_id, fork.population = snap.tick, snap.next_id, snap.population
         fork._dropped_window = deque(snap.dropped)
@@ -214,7 +219,17 @@ class RecourseModel(mesa.Model):
 
     # -- the tick -----------------------------------------------------------------
     def step(self) -> None:
-        """Advance one tick: decide, ask the policy, respond (a pending decision is kept)."""
+        """Advance one tick: decide, ask the policy, respond (a pending decision is kept).
+
+        Past the scenario's last tick there is no episode left: a :class:`RuntimeError`
+        names the tick (a planning fork may roll on past it: its horizon is its own).
+        """
+        if self._bounded and self.tick >= self.config.ticks:
+            raise RuntimeError(
+                f"the episode is over: step() at tick {self.tick}, but the scenario has "
+                f"ticks = {self.config.ticks} (ticks 0..{self.config.ticks - 1}); "
+                "start a new model for another episode"
+            )
         obs = self.decide() if self._pending is None else self._pending.obs
         # nobody rejected: the policy is not asked
         rec = self.policy.recommend(obs, self.streams.policy) if obs.n_rejected else None
@@ -280,8 +295,14 @@ class RecourseModel(mesa.Model):
             self.running = False
 
     def run(self, ticks: int | None = None, progress: Any | None = None) -> RecourseModel:
-        """Run ``ticks`` more ticks (default: up to the scenario's tick count)."""
-        target = self.config.ticks if ticks is None else self.tick + ticks
+        """Run ``ticks`` more ticks (default: up to the scenario's tick count).
+
+        ``ticks`` is an integer in [0, ticks left]; anything else is a :class:`ConfigError`.
+        """
+        left = self.config.ticks - self.tick if self._bounded else math.inf
+        if ticks is not None:
+            require_int("ticks", ticks, 0, left)
+        target = self.config.ticks if ticks is None else self.tick + int(ticks)
         while self.tick < target:
             self.step()
             if progress is not None:

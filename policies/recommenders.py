@@ -10,6 +10,7 @@ from scipy.special import logit
 
 from abm.behaviour import attainability
 from abm.interfaces import Feedback, PolicyContext, linear_logit
+from abm.validation import ConfigError
 
 CostWeights = Literal["uniform", "true", "estimated"]
 COST_WEIGHTS: tuple[str, ...] = get_args(CostWeights)
@@ -123,7 +124,9 @@ class ExactLinear:
 
     def prepare(self, ctx: PolicyContext) -> None:
         if not ctx.decision_model.is_linear:
-            raise TypeError("exact-linear needs a linear decision model (logistic regression)")
+            # a scenario this recommender cannot serve: the user's choice, not a bug
+            raise ConfigError("exact-linear needs a linear decision model (logistic regression), "
+                              f"got {type(getattr(ctx.decision_model, 'estimator', ctx.decision_model)).__name__}")  # fmt: skip
         self.ctx = ctx
         self._order = None
         self._uniform = np.ones(ctx.n_features)

@@ -133,3 +133,31 @@ def test_version_flag_and_python_dash_m():
     assert res.exit_code == 0 and __version__ in res.output and "results schema" in res.output
     out = subprocess.run([sys.executable, "-m", "abm", "--version"], capture_output=True, text=True)
     assert out.returncode == 0 and __version__ in out.stdout
+
+
+def test_set_seed_works_and_seed_option_wins(tmp_path):
+    """``--set seed=N`` sets the episode seed; ``--seed`` given too wins."""
+    for args, seed in ((["--set", "seed=3"], 3), (["--set", "seed=3", "--seed", "5"], 5)):
+        out = tmp_path / str(seed)
+        result = runner.invoke(app, ["run", "-s", "motivating-example", "--ticks", "2",
+                                     "--no-events", "--out", str(out), *args])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert json.loads((out / "summary.json").read_text())["seed"] == seed
+
+
+def test_run_ticks_is_validated_and_step_stops_at_the_end():
+    from abm.model import RecourseModel
+
+    model = RecourseModel("motivating-example", "threshold", agents=False)
+    for bad in (-5, 1.5, "2", model.config.ticks + 1):
+        with pytest.raises(ConfigError, match="ticks = .* is not allowed; allowed: an integer in"):
+            model.run(ticks=bad)
+    assert model.tick == 0
+    model.run(ticks=0)
+    assert model.tick == 0
+    model.run()
+    assert model.tick == model.config.ticks and not model.running
+    with pytest.raises(RuntimeError, match=f"step\\(\\) at tick {model.config.ticks}, but "
+                                           f"the scenario has ticks = {model.config.ticks}"):  # fmt: skip
+        model.step()
+    assert model.tick == model.config.ticks

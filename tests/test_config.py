@@ -33,7 +33,7 @@ from abm.scenarios import PRESETS, resolve_scenario, scenario_from_toml
         ("immutable", tuple(range(10)), "leaving one feature mutable"),
         ("decision_model", "svm", "decision_model = 'svm' is not allowed; allowed: one of "
                                   "logistic, mlp"),
-        ("n_initial", -1, "n_initial = -1 is not allowed; allowed: an integer >= 0"),
+        ("n_initial", -1, "n_initial = -1 is not allowed; allowed: an integer in [0, 10000000]"),
         ("seed", -3, "seed = -3 is not allowed; allowed: an integer in [0, 2**63 - 1]"),
         ("name", "", "name = '' is not allowed; allowed: a non-empty string"),
     ],

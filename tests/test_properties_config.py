@@ -104,10 +104,10 @@ def test_toml_file_round_trip(config, tmp_path):
 OUT_OF_RANGE = {
     "n_features": (st.one_of(st.integers(max_value=0), st.integers(min_value=10_001)),
                    "an integer in [1, 10000]"),
-    "n_train": (st.integers(max_value=9), "an integer >= 10"),
-    "n_initial": (st.integers(max_value=-1), "an integer >= 0"),
+    "n_train": (st.integers(max_value=9), "an integer in [10, 10000000]"),
+    "n_initial": (st.integers(max_value=-1), "an integer in [0, 10000000]"),
     "k": (st.integers(max_value=0), "an integer >= 1"),
-    "m": (st.integers(max_value=-1), "an integer >= 0"),
+    "m": (st.integers(max_value=-1), "an integer in [0, 10000000]"),
     "ticks": (st.one_of(st.integers(max_value=0), st.integers(min_value=1_000_001)),
               "an integer in [1, 1000000]"),
     "validity": (st.one_of(st.integers(max_value=0), st.integers(min_value=10_001)),

@@ -79,7 +79,7 @@ def test_results_match_a_direct_model_run(serial_reference):
 @pytest.mark.slow
 def test_local_workers_match_serial(tmp_path, serial_reference):
     status = run_study(Study.from_toml(tiny_study(tmp_path)), tmp_path / "local", workers=2)
-    assert status.backend == "local x2" and status.completed == 8
+    assert status.backend == "2 local worker processes" and status.completed == 8
     assert_same_results(serial_reference, tmp_path / "local")
 
 
@@ -113,14 +113,18 @@ def test_rerun_resumes_and_manifest_records_the_study(tmp_path, serial_reference
     assert [i["completed"] for i in manifest["invocations"]] == [8, 5, 0]
 
 
-def test_a_different_study_is_refused_unless_forced(tmp_path):
+def test_a_different_study_is_refused_unless_forced_and_force_replaces(tmp_path):
     out = tmp_path / "out"
-    run_study(Study.build("paper", ticks=3, seeds=1), out, workers=1)
-    other = Study.build("paper", ticks=3, seeds=2)
+    run_study(Study.build("paper", ticks=3, seeds=2), out, workers=1)
+    other = Study.build("paper", ticks=4, seeds=2)
     with pytest.raises(ValueError, match="holds results of a different study"):
         run_study(other, out, workers=1)
     status = run_study(other, out, workers=1, force=True)
-    assert (status.skipped, status.completed) == (1, 1)
+    # --force removes the other study's runs first: nothing is mixed
+    assert (status.skipped, status.completed) == (0, 2)
+    ticks, runs = load_study(out)
+    assert len(runs) == 2 and len(list((out / "runs").glob("*.parquet"))) == 2
+    assert set(ticks.groupby("run_id").size()) == {4}
 
 
 class Exploding:
@@ -185,7 +189,7 @@ def _cli(study: Path, out: Path, workers: int) -> subprocess.Popen:
 
 def _wait_for_runs(out: Path, n: int, proc: subprocess.Popen, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
-    while len(list((out / "runs").glob("*.parquet"))) < n:
+    while len(list((out / "runs").glob("*.json"))) < n:
         assert proc.poll() is None, proc.stdout.read().decode()
         assert time.monotonic() < deadline, "study made no progress"
         time.sleep(0.02)

@@ -6,6 +6,7 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.naive_bayes import GaussianNB
 
 from abm import RecourseModel, get_scenario
+from abm.validation import ConfigError
 from abm.world import build_world
 
 
@@ -44,7 +45,7 @@ def test_any_probabilistic_classifier_plugs_in(estimator):
 
 
 def test_exact_linear_refuses_nonlinear_models():
-    with pytest.raises(TypeError, match="linear decision model"):
+    with pytest.raises(ConfigError, match="linear decision model"):
         RecourseModel("paper", "threshold", estimator=GaussianNB())
 
 

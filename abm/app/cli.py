@@ -20,21 +20,24 @@ from typing import Annotated, Any
 import annotated_types
 import typer
 from rich import box
+from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperGroup
 
 from abm.app.terminal import (
     USER_ERRORS,
     console,
+    describe,
     err_console,
     fail,
     fmt,
     friendly_errors,
+    output_dir,
     progress_bar,
 )
 from abm.config import ScenarioConfig, parse_overrides
 from abm.registry import REGISTRY
-from abm.validation import ConfigError, interval, message, problem
+from abm.validation import ConfigError, interval, problem
 
 __all__ = [
     "app",
@@ -110,7 +113,16 @@ def _one_line_errors(argv: list[str]) -> Iterator[None]:
             raise  # prints the help, as asked
         fail(usage_message(exc, argv))
     except USER_ERRORS as exc:
-        fail(message(exc))
+        fail(describe(exc))
+    except MemoryError as exc:  # sizes past this machine's memory (n_initial, m, n_features)
+        fail(f"out of memory ({exc or 'MemoryError'}); allowed: smaller scenario sizes")
+
+
+def _check_empty_out(argv: list[str]) -> None:
+    """``--out ''`` is refused: typer reads an empty path as ``.``, the current directory."""
+    for i, token in enumerate(argv):
+        if token == "--out=" or (token == "--out" and i + 1 < len(argv) and not argv[i + 1]):
+            output_dir("", "--out")
 
 
 class OneLineErrorGroup(TyperGroup):
@@ -119,6 +131,7 @@ class OneLineErrorGroup(TyperGroup):
     def make_context(self, info_name: str | None, args: list[str], parent=None, **extra: Any):
         argv = list(args)
         with _one_line_errors(argv):
+            _check_empty_out(argv)
             ctx = super().make_context(info_name, args, parent=parent, **extra)
         ctx.meta["recourse_abm.argv"] = argv
         return ctx
@@ -238,26 +251,32 @@ def run(
     from abm.model import RecourseModel
     from abm.scenarios import resolve_scenario
 
+    out = output_dir(out)
     overrides = parse_overrides(set_)
     if ticks is not None:
         overrides["ticks"] = ticks
+    if seed is not None:  # --seed wins over --set seed=N
+        overrides["seed"] = seed
     config = resolve_scenario(scenario)
     model = RecourseModel(
         config,
         policy,
-        seed=seed,
+        seed=overrides.pop("seed", None),
         agents=False,
         record_events=events,
         allow_mismatch=allow_mismatch,
         **overrides,
     )
     with progress_bar() as bar:
-        task = bar.add_task(f"{model.config.name} · {policy}", total=model.config.ticks)
+        task = bar.add_task(escape(f"{model.config.name} · {policy}"), total=model.config.ticks)
         model.run(progress=lambda: bar.advance(task))
     summary = write_run(model, out)
-    title = f"{model.config.name} · {policy} · seed {model.config.seed} · {model.tick} ticks"
+    # names are the user's text: escaped, Rich shows "[...]" as typed
+    title = escape(
+        f"{model.config.name} · {policy} · seed {model.config.seed} · {model.tick} ticks"
+    )
     console.print(summary_table(summary, title))
-    console.print(f"results written to [bold]{out}[/] (ticks.parquet, summary.json, metrics.png"
+    console.print(f"results written to [bold]{escape(str(out))}[/] (ticks.parquet, summary.json, metrics.png"
                   + (", candidates.parquet)" if events else ")"))  # fmt: skip
 
 

@@ -11,7 +11,8 @@ Registered names (artefacts are loaded by path; see ``recourse-abm train``):
 * ``rl``: learned μ + learned φ, the paper's method (``path=DIR`` of a predictor trained
   with φ; ``recommender=DIR`` overrides the φ named in its manifest).
 
-SB3 zips are pickles: load only artefacts from trusted sources (docs/rl.md).
+Artefacts are safetensors weights plus a JSON manifest: loading one runs no stored code
+(docs/rl.md).
 """
 
 from __future__ import annotations

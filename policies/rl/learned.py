@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from abm.interfaces import Feedback, PolicyContext, RecourseObs
+from abm.mlp import torch_threads
+from abm.validation import ConfigError, problem
 from policies.composite import CompositePolicy
 from policies.rl.artefacts import ArtefactError, load_sac, mismatches, provenance
 from policies.rl.encoding import (
@@ -40,6 +42,15 @@ _DEFAULT_HYBRID = {"wachter": "hybrid-wachter-a10-t1-s21000"}
 def default_hybrid_predictor(recommender: str) -> Path:
     """The shipped predictor that ``hybrid-<recommender>`` loads when no path is given."""
     return _SHIPPED / "predictors" / _DEFAULT_HYBRID.get(recommender, DEFAULT_PREDICTOR_HYBRID.name)
+
+
+def artefact_path(path: str | Path) -> str | Path:
+    """``path`` unless it is empty (``rl:path=``), which would quietly mean the current
+    directory."""
+    if not str(path).strip():
+        raise ConfigError(problem("path", str(path), "the directory of a trained artefact, "
+                                  "e.g. rl:path=results/artefacts/recommender", verb="is empty"))  # fmt: skip
+    return path
 
 
 def check_fit(path: str | Path, manifest: dict, ctx: PolicyContext, allow: bool) -> dict:
@@ -73,7 +84,7 @@ class LearnedRecommender:
     def __init__(
         self, path: str | Path | None = DEFAULT_RECOMMENDER, allow_mismatch: bool = False
     ) -> None:
-        self.path = path
+        self.path = None if path is None else artefact_path(path)
         self.allow_mismatch = allow_mismatch
         self.record: dict | None = None
 
@@ -116,7 +127,8 @@ class LearnedRecommender:
 
         scores = self.ctx.decision_model.score(X)
         obs = recommender_observation(X, goals, scores, self.difficulty_estimate)
-        actions, _ = self.sac.predict(obs, deterministic=True)
+        with torch_threads(1):  # the same bits whatever torch's thread count elsewhere
+            actions, _ = self.sac.predict(obs, deterministic=True)
         X_cf = recommender_counterfactual(X, np.asarray(actions, dtype=float), goals, self.ctx,
                                           self.action_mode, self.max_step)  # fmt: skip
         met = ~(scores < goals)
@@ -142,7 +154,7 @@ class LearnedGoal:
     def __init__(
         self, path: str | Path = DEFAULT_PREDICTOR_RL, allow_mismatch: bool = False
     ) -> None:
-        self.path = path
+        self.path = artefact_path(path)
         self.allow_mismatch = allow_mismatch
         self.record: dict | None = None
 
@@ -165,7 +177,8 @@ class LearnedGoal:
 
         c = self.ctx
         x = encode_window(obs, c.decision_model, c.k, c.ticks, c.validity)
-        action, _ = self.sac.predict(x[None, :], deterministic=True)
+        with torch_threads(1):  # the same bits whatever torch's thread count elsewhere
+            action, _ = self.sac.predict(x[None, :], deterministic=True)
         return float(goal_from_action(action, obs.threshold, self.max_margin)[0])
 
     def recommender_path(self) -> Path:

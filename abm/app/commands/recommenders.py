@@ -7,11 +7,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from abm.app.terminal import console, fmt, progress_bar
+from abm.app.terminal import console, fmt, output_dir, progress_bar
 from abm.config import parse_overrides
 from abm.provenance import write_json
+from abm.registry import REGISTRY, parse_spec
 from abm.validation import ConfigError, problem
 
 # abm.app.evaluation loads the model (Mesa, scikit-learn, pandas): the commands import it
@@ -72,6 +74,7 @@ def evaluate(
     evaluation.json and evaluation.png)."""
     from abm.app.evaluation import evaluate_many, plot_evaluation
 
+    out = None if out is None else output_dir(out)
     policies = policy or ["threshold"]
     with progress_bar() as bar:
         task = bar.add_task("episodes", total=None)
@@ -87,7 +90,9 @@ def evaluate(
         payload = results[0] if len(results) == 1 else {"results": results, **results[0]}
         write_json(out / "evaluation.json", payload)
         plot_evaluation(results, out / "evaluation.png")
-        console.print(f"written to [bold]{out / 'evaluation.json'}[/] and evaluation.png")
+        console.print(
+            f"written to [bold]{escape(str(out / 'evaluation.json'))}[/] and evaluation.png"
+        )
 
 
 def bench_recommenders(
@@ -108,8 +113,13 @@ def bench_recommenders(
     (recommenders.csv and recommenders.png)."""
     import pandas as pd
 
-    from abm.app.evaluation import benchmark_recommenders, plot_recommenders
+    from abm.app.evaluation import BENCH_RECOMMENDERS, benchmark_recommenders, plot_recommenders
 
+    out = output_dir(out)
+    known = {x for label, name, _ in BENCH_RECOMMENDERS for x in (label, name)}
+    for spec in recommender or ():
+        if spec not in known:  # any other recommender spec must name a registered one
+            check_recommender(spec)
     rows = benchmark_recommenders(n=n, seed=seed, goal_max=goal_max, names=recommender,
                                   workers=workers)  # fmt: skip
     table = Table(title=f"recommenders · {n} candidates · seed {seed}", header_style="bold")
@@ -122,7 +132,19 @@ def bench_recommenders(
     out.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(out / "recommenders.csv", index=False)
     plot_recommenders(rows, out / "recommenders.png")
-    console.print(f"written to [bold]{out / 'recommenders.csv'}[/] and recommenders.png")
+    console.print(
+        f"written to [bold]{escape(str(out / 'recommenders.csv'))}[/] and recommenders.png"
+    )
+
+
+def check_recommender(spec: str) -> str:
+    """``spec`` if it names one registered recommender with valid parameters (``-r``)."""
+    parts = parse_spec(spec)
+    if len(parts) != 1:
+        allowed = "a recommender name or spec: " + ", ".join(REGISTRY.entries("recommender"))
+        raise ConfigError(problem("--recommender", spec, allowed))
+    REGISTRY.typed_params(REGISTRY.get("recommender", parts[0].name), parts[0].params)
+    return spec
 
 
 def parse_calibration_grid(text: str) -> dict[str, list[Any]]:
@@ -158,6 +180,7 @@ def calibrate(
     from abm.app.evaluation import CALIBRATION_GRID, plot_calibration
     from abm.app.evaluation import calibrate as run_calibration
 
+    out = None if out is None else output_dir(out)
     points = CALIBRATION_GRID if grid is None else parse_calibration_grid(grid)
     with progress_bar() as bar:
         task = bar.add_task(f"calibrating {policy}", total=None)
@@ -176,7 +199,9 @@ def calibrate(
         out.mkdir(parents=True, exist_ok=True)
         df.to_csv(out / "calibration.csv", index=False)
         plot_calibration(rows, target_rr, out / "calibration.png")
-        console.print(f"written to [bold]{out / 'calibration.csv'}[/] and calibration.png")
+        console.print(
+            f"written to [bold]{escape(str(out / 'calibration.csv'))}[/] and calibration.png"
+        )
 
 
 def register(app: typer.Typer) -> None:

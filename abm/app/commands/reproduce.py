@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
+from rich.markup import escape
 
 from abm.app.commands.train import set_threads
-from abm.app.terminal import console, progress_bar
+from abm.app.terminal import console, output_dir, progress_bar
 from abm.config import parse_overrides
 from abm.validation import ConfigError, problem
 
@@ -51,7 +52,7 @@ def _side_by_side(ours, paper, keys, cols):
 
 
 def _print_df(df, title: str) -> None:
-    console.print(f"[bold]{title}[/]")
+    console.print(f"[bold]{escape(title)}[/]")
     # to_string prints every column unwrapped: no pandas display options needed
     console.print(df.to_string(index=False, na_rep="-"), highlight=False, soft_wrap=True)
 
@@ -288,20 +289,21 @@ def safear(
     from abm.app.experiments.safear.reproduce import PAPER_BETAS
     from abm.app.study import parse_seeds
 
+    out = output_dir(out)
     if rollouts is None:
         rollouts = 1000 if case == "insurance" else 100
     run_seeds = parse_seeds(seeds, "--seeds")
     default = PAPER_BETAS if case in ("german", "adult") else (0.0, 0.5, 1.0)
     bs = parse_betas(betas, default)
     overrides = parse_overrides(set_)
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)  # checked above
     if case == "insurance":
         _insurance(out, seed, rollouts, bs)
     elif case in ("german", "adult"):
         _dataset(case, out, seed, rollouts, bs, individuals, instance, estimators)
     else:
         _population(out, scenario, run_seeds, bs, ticks, overrides, workers)
-    console.print(f"results written to [bold]{out}[/]")
+    console.print(f"results written to [bold]{escape(str(out))}[/]")
 
 
 def pareto(
@@ -367,6 +369,9 @@ def pareto(
     """durable-recourse-rl Figure 2 / Tables 1 and 3: RR-RF fronts of baselines, hybrids and rl."""
     from abm.app.experiments.pareto import StudyConfig, parse_grid, run_study
 
+    out = output_dir(out or Path("results/pareto") / setting)
+    if summary:
+        output_dir(summary, "--summary")
     set_threads(threads)
     recs = tuple(r.strip() for r in recommenders.split(",") if r.strip())
     cfg = StudyConfig.of(setting=setting, grid=parse_grid(grid), recommenders=recs,
@@ -375,7 +380,6 @@ def pareto(
                       hybrid_predictors=hybrid_predictors, lookahead=lookahead, rl=rl,
                       report_only=report_only,
                       recommender_from=None if phi is None else str(phi))  # fmt: skip
-    out = out or Path("results/pareto") / setting
     cpu0, wall0 = time.process_time(), time.perf_counter()
     with progress_bar(transient=False) as bar:
         tasks: dict[str, int] = {}
@@ -391,7 +395,7 @@ def pareto(
     _report_pareto(res, setting, out, summary)
     console.print(
         f"this run: CPU {time.process_time() - cpu0:.0f} s (this process), "
-        f"wall {time.perf_counter() - wall0:.0f} s; results in [bold]{out}[/]"
+        f"wall {time.perf_counter() - wall0:.0f} s; results in [bold]{escape(str(out))}[/]"
     )
 
 
@@ -414,7 +418,7 @@ def _report_pareto(res: dict, setting: str, out: Path, summary: str) -> None:
         merge_table3(Path(summary) / "table3.csv", res["table3"])
         shutil.copyfile(out / "pareto.png", Path(summary) / f"pareto-{setting}.png")
         console.print(
-            f"merged into [bold]{Path(summary) / 'table3.csv'}[/] (other settings' rows kept)"
+            f"merged into [bold]{escape(str(Path(summary) / 'table3.csv'))}[/] (other settings' rows kept)"
         )
 
 

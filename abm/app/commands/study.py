@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from abm.app.terminal import console, fmt, progress_bar
@@ -51,11 +52,14 @@ def run(
         str | None, typer.Option(help="Dask scheduler address, e.g. tcp://host:8786")
     ] = None,
     force: Annotated[
-        bool, typer.Option(help="add to --out even if it holds a different study")
+        bool, typer.Option(help="replace the results in --out if they are of a different study")
     ] = False,
     retry_errors: Annotated[bool, typer.Option(help="rerun runs recorded as errors")] = False,
 ) -> None:
-    """Run every unfinished run of a study; results append to partitioned Parquet under --out."""
+    """Run every unfinished run of a study; results append to partitioned Parquet under --out.
+
+    Exits with status 1 while any run is pending (lost to a dead worker or scheduler: rerun
+    to resume) or failed (an error raised by the run; --retry-errors reruns those)."""
     from abm.app.study import Study, run_study
 
     study = Study.from_toml(file)
@@ -70,14 +74,27 @@ def run(
                            retry_errors=retry_errors, progress=progress)  # fmt: skip
     rate = status.completed / status.seconds if status.seconds > 0 else math.nan
     console.print(
-        f"{status.completed} run(s) done now ({status.backend}, {status.seconds:.1f} s, {rate:.1f} runs/s), "
-        f"{status.skipped} already finished, {status.errors} error(s); results in [bold]{out}[/]"
+        f"{status.completed} run(s) done now ({status.backend}, {status.seconds:.1f} s, "
+        f"{rate:.1f} runs/s), {status.skipped} already finished, {status.errors} error(s); "
+        f"results in [bold]{escape(str(out))}[/]"
     )
+    for problem in status.quarantined[:5]:
+        console.print(f"  [yellow]quarantined[/] {escape(problem)}", highlight=False)
     for message in status.error_messages[:5]:
-        console.print(f"  [red]error[/] {message}", highlight=False)
+        console.print(f"  [red]error[/] {escape(message)}", highlight=False)
     if status.errors > 5:
         console.print(f"  ... and {status.errors - 5} more (see the `error` column of runs)")
+    for message in status.lost[:3]:
+        console.print(f"  [yellow]lost[/] {escape(message)}", highlight=False)
     _write_report(out)
+    if not status.complete:
+        console.print(
+            f"[red]incomplete:[/] {status.pending} of {status.total} run(s) pending, "
+            f"{status.failed} failed; rerun the same command to run the pending ones"
+            + (" (--retry-errors: the failed ones too)" if status.failed else ""),
+            highlight=False,
+        )
+        raise typer.Exit(1)
 
 
 def _write_report(out: Path, metrics: list[str] | None = None, plots: Path | None = None,

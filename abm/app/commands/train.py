@@ -6,8 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
-from abm.app.terminal import console, progress_bar
+from abm.app.terminal import console, output_dir, progress_bar
 from abm.config import parse_overrides
 from abm.validation import ConfigError
 
@@ -117,6 +118,7 @@ def recommender(
     """Learned recommender φ in the single-candidate environment (§4.1, App. C)."""
     from abm.app.experiments.rl_training import RECOMMENDER_SAC, train_recommender
 
+    out = output_dir(out)
     set_threads(threads)
     sac = sac_params(RECOMMENDER_SAC, net, lr, batch_size, gamma, learning_starts)
     with progress_bar(transient=False) as bar:
@@ -128,7 +130,7 @@ def recommender(
                               resume=resume, progress=bar_progress(bar, task),
                               **parse_overrides(set_))  # fmt: skip
     console.print(f"φ: {m['steps']} steps, {m['episodes_trained']} episodes, Σ|d - d̂| = "
-                  f"{m['d_error']:.3g}, CPU {m['cpu_seconds']:.0f} s; written to [bold]{out}[/]")  # fmt: skip
+                  f"{m['d_error']:.3g}, CPU {m['cpu_seconds']:.0f} s; written to [bold]{escape(str(out))}[/]")  # fmt: skip
 
 
 def predictor(
@@ -164,6 +166,7 @@ def predictor(
     """Learned predictor μ (goal scores) in the population environment (§4.2)."""
     from abm.app.experiments.rl_training import PREDICTOR_SAC, train_predictor
 
+    out = output_dir(out)
     set_threads(threads)
     sac = sac_params(PREDICTOR_SAC, net, lr, batch_size, gamma, learning_starts)
     with progress_bar(transient=False) as bar:
@@ -174,7 +177,9 @@ def predictor(
                             eval_episodes=eval_episodes, resume=resume,
                             progress=bar_progress(bar, task),
                             **parse_overrides(set_))  # fmt: skip
-    console.print(f"μ: {m['steps']} steps, CPU {m['cpu_seconds']:.0f} s; written to [bold]{out}[/]")
+    console.print(
+        f"μ: {m['steps']} steps, CPU {m['cpu_seconds']:.0f} s; written to [bold]{escape(str(out))}[/]"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -35,7 +35,7 @@ from abm.app.study.experiments import ParetoParams
 from abm.provenance import write_json
 from abm.registry import REGISTRY
 from abm.scenarios import resolve_scenario
-from abm.validation import ConfigError, one_line
+from abm.validation import ConfigError, one_line, problem
 from policies.rl import HYBRID_RECOMMENDERS
 
 SETTINGS: dict[str, tuple[int, float]] = {
@@ -154,6 +154,12 @@ def run_study(
     from abm.app.experiments.rl_training import train_recommender
 
     out = Path(out)
+    if cfg.report_only and not (
+        (out / EVALUATIONS / "manifest.json").is_file() or (out / "points.csv").is_file()
+    ):  # checked before anything is written: an empty directory stays empty
+        raise ConfigError(problem("--report-only", str(out), "a directory with the evaluations "
+                                  f"of an earlier run ({EVALUATIONS}/ or points.csv)",
+                                  verb="has nothing to report"))  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     report = progress or (lambda what, done, total: None)
     rec_dir = out / "recommender"
@@ -259,8 +265,8 @@ def _evaluate_all(
     study = evaluation_study(cfg, _jobs(cfg, rec_dir, predictors, log))
     store = out / EVALUATIONS
     convert_points_csv(out, cfg)
-    # every invocation adds its grid to the same store: `force`, and failures run again
-    status = study_runner.run_study(study, store, workers=cfg.workers, force=True, retry_errors=True,
+    # every invocation adds its grid to the same (shared) store, and failures run again
+    status = study_runner.run_study(study, store, workers=cfg.workers, shared=True, retry_errors=True,
                        progress=lambda done, total: report("evaluations", done, total))  # fmt: skip
     mine = {r.run_id for r in study.runs()}
     _, runs = load_study(store)

@@ -4,8 +4,9 @@ A study is a grid: every combination of the sweep axes, times every seed. An axi
 scenario field, ``policy`` or a parameter of the experiment, with a list or a range of
 values; a ``[[zip]]`` group is one axis whose fields advance together (``n_initial`` and
 ``m`` of equal length, say). Every run has a stable id derived from everything that
-determines it (full configuration, policy, experiment and its parameters), so results
-can be resumed and merged in any order. The experiments are those of
+determines its result (the scenario's content, policy, seed, experiment and its
+parameters, the results schema; see :func:`run_id`), so results can be resumed and merged
+in any order, and a changed input gets a new id. The experiments are those of
 :mod:`abm.app.study.experiments` (default ``episode``: one simulation run).
 
 TOML layout (all keys but ``scenario`` optional)::
@@ -62,6 +63,7 @@ from pydantic import (
 from abm.app.study.experiments import EXPERIMENTS, SUMMARY_COLUMNS, Experiment
 from abm.config import FIELD_NAMES, ScenarioConfig
 from abm.model import TICK_COLUMNS
+from abm.provenance import RESULTS_SCHEMA
 from abm.registry import REGISTRY
 from abm.scenarios import resolve_scenario
 from abm.validation import ConfigError, one_line, problem
@@ -412,20 +414,22 @@ def run_id(
     experiment: str = "episode",
     params: dict[str, Any] | None = None,
 ) -> str:
-    """16 hex digits of SHA-256 over everything that determines a run: the full
-    configuration (its seed included), the policy, and for other experiments than
-    ``episode`` the experiment's name and parameters.
+    """16 hex digits of SHA-256 over everything that determines a run's result: the full
+    configuration (its content, not the file it came from: its seed, and a data file's
+    sha256 under ``data``), the policy spec, the experiment's name and parameters, and
+    :data:`abm.provenance.RESULTS_SCHEMA` (a change that alters results changes every id).
 
-    Labels (name, description) are left out: they do not change results. An episode's
-    id is that of the configuration and policy alone, as before experiments had names.
+    Labels (name, description) are left out: they do not change results; so is the git
+    commit (most commits change no result).
     """
     key: dict[str, Any] = {
         "config": {k: _as_field_type(k, v) for k, v in config.items()
                    if k not in ("name", "description")},
         "policy": policy,
+        "experiment": experiment,
+        "params": params or {},
+        "results_schema": RESULTS_SCHEMA,
     }  # fmt: skip
-    if experiment != "episode" or params:
-        key.update(experiment=experiment, params=params or {})
     text = json.dumps(key, sort_keys=True, allow_nan=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
