@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 
 from abm.interfaces import Feedback, PolicyContext, RecourseObs
-from abm.mlp import torch_threads
 from abm.validation import ConfigError, problem
 from policies.composite import CompositePolicy
 from policies.rl.artefacts import ArtefactError, load_sac, mismatches, provenance
@@ -51,6 +50,13 @@ def artefact_path(path: str | Path) -> str | Path:
         raise ConfigError(problem("path", str(path), "the directory of a trained artefact, "
                                   "e.g. rl:path=results/artefacts/recommender", verb="is empty"))  # fmt: skip
     return path
+
+
+def torch_threads(n: int = 1):
+    """:func:`abm.mlp.torch_threads`, imported on use: listing policies stays light."""
+    from abm.mlp import torch_threads as threads
+
+    return threads(n)
 
 
 def check_fit(path: str | Path, manifest: dict, ctx: PolicyContext, allow: bool) -> dict:
