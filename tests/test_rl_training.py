@@ -412,3 +412,14 @@ def test_run_records_artefacts_and_refuses_a_mismatch_unless_allowed(tmp_path):
     res = runner.invoke(cli_app, ["run", "-s", "paper-T5", "-p", "rl-recommender", "--ticks", "3",
                                   "--out", str(tmp_path / "c")])  # fmt: skip
     assert res.exit_code == 0, res.output
+
+
+def test_train_command_writes_a_learning_curve_plot(tmp_path):
+    from abm.app.cli import app as cli_app
+
+    out = tmp_path / "phi"
+    res = CliRunner().invoke(cli_app, ["train", "recommender", "--episodes", "3",
+                                       "--warmup-episodes", "1", "--out", str(out)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    png = out / "learning_curve.png"
+    assert png.is_file() and png.read_bytes()[:4] == b"\x89PNG"

@@ -45,3 +45,24 @@ def plot_metrics(ticks: pd.DataFrame, path: str | Path, title: str = "", window:
         fig.suptitle(title)
     fig.savefig(path, dpi=110)
     return path
+
+
+def plot_learning_curve(csv_path: str | Path, path: str | Path, title: str = "") -> Path:
+    """Episode reward (and its rolling mean) over training time, from ``learning_curve.csv``."""
+    from matplotlib.figure import Figure
+
+    curve = pd.read_csv(csv_path)
+    path = Path(path)
+    fig = Figure(figsize=(8, 4), layout="constrained")
+    ax = fig.subplots()
+    if not curve.empty:
+        window = max(1, len(curve) // 50)
+        ax.plot(curve["timesteps"], curve["reward"], ".", alpha=0.25, label="episode reward")
+        ax.plot(curve["timesteps"], _rolling(curve["reward"], window), "-",
+                label=f"{window}-episode mean")  # fmt: skip
+        ax.legend(loc="lower right", fontsize=8)
+    ax.set_xlabel("SAC steps")
+    ax.set_ylabel("reward")
+    ax.set_title(title or "learning curve", fontsize=10, loc="left")
+    fig.savefig(path, dpi=110)
+    return path

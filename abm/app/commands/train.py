@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from abm.app.plots import plot_learning_curve
 from abm.app.terminal import console, output_dir, progress_bar
 from abm.config import parse_overrides
 from abm.validation import ConfigError
@@ -129,6 +130,8 @@ def recommender(
                               eval_every=eval_every, eval_episodes=eval_episodes,
                               resume=resume, progress=bar_progress(bar, task),
                               **parse_overrides(set_))  # fmt: skip
+    plot_learning_curve(Path(out) / "learning_curve.csv", Path(out) / "learning_curve.png",
+                        "recommender φ: eq. 15 reward per episode")  # fmt: skip
     console.print(f"φ: {m['steps']} steps, {m['episodes_trained']} episodes, Σ|d - d̂| = "
                   f"{m['d_error']:.3g}, CPU {m['cpu_seconds']:.0f} s; written to [bold]{escape(str(out))}[/]")  # fmt: skip
 
@@ -177,6 +180,8 @@ def predictor(
                             eval_episodes=eval_episodes, resume=resume,
                             progress=bar_progress(bar, task),
                             **parse_overrides(set_))  # fmt: skip
+    plot_learning_curve(Path(out) / "learning_curve.csv", Path(out) / "learning_curve.png",
+                        f"predictor μ (α={alpha:g}, τ={tau:g}): eq. 16 reward per episode")  # fmt: skip
     console.print(
         f"μ: {m['steps']} steps, CPU {m['cpu_seconds']:.0f} s; written to [bold]{escape(str(out))}[/]"
     )
