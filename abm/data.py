@@ -23,7 +23,6 @@ without data loads neither.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -37,6 +36,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 
+from abm.provenance import file_sha256 as provenance_sha256
 from abm.rng import stream
 from abm.validation import ConfigError, not_allowed, problem
 
@@ -205,8 +205,7 @@ def file_sha256(path: Path) -> str:
 
 @lru_cache(maxsize=64)
 def _sha256(path: str, mtime_ns: int, size: int) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
+    return provenance_sha256(path)
 
 
 def _is_text(v: Any) -> bool:

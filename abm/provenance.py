@@ -7,7 +7,8 @@ trained artefacts), so the records agree on names and on how odd values are writ
 * :func:`versions` -- Python and the packages that shape results;
 * :func:`git_info` -- the commit of the checkout this package runs from and whether it
   has local changes;
-* :func:`json_safe` / :func:`write_json` -- NaN becomes ``null``, +-inf the texts
+* :func:`file_sha256` -- the identity of a file's bytes (data files, artefacts, parts);
+* :func:`json_safe` / :func:`write_json` (atomic) -- NaN becomes ``null``, +-inf the texts
   ``"inf"``/``"-inf"``, numpy scalars and arrays plain numbers and lists, tuples lists,
   paths texts: the file is strict JSON any reader accepts.
 """
@@ -15,8 +16,10 @@ trained artefacts), so the records agree on names and on how odd values are writ
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import math
+import os
 import platform
 import subprocess
 from collections.abc import Iterable
@@ -84,7 +87,19 @@ def json_safe(value: Any) -> Any:
 
 
 def write_json(path: str | Path, data: Any) -> Path:
-    """Write ``json_safe(data)``, indented, to ``path``; returns the path."""
+    """Write ``json_safe(data)``, indented, to ``path`` atomically; returns the path.
+
+    The text goes to a temporary file of this process first and then replaces ``path``,
+    so a reader (or a resumed study) never sees a half-written file.
+    """
     path = Path(path)
-    path.write_text(json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n")
+    os.replace(tmp, path)
     return path
+
+
+def file_sha256(path: str | Path) -> str:
+    """SHA-256 (hex) of a file's bytes, read in chunks."""
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()

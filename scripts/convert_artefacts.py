@@ -23,11 +23,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from abm.provenance import file_sha256  # noqa: E402
 from policies.rl.artefacts import (  # noqa: E402
     MANIFEST_FILE,
     load_sac,
     save_actor,
-    sha256,
     versions,
     write_manifest,
 )
@@ -43,7 +43,7 @@ def convert(directory: Path, keep_zip: bool = False) -> str:
     zpath = directory / OLD_MODEL
     if old.get("format") != 1:
         return f"{directory}: format {old.get('format')}, nothing to do"
-    digest = sha256(zpath)
+    digest = file_sha256(zpath)
     if digest != old.get("model_sha256"):
         raise SystemExit(f"{zpath} does not match its manifest (sha256 differs): not converted")
     model = SAC.load(zpath, device="cpu")

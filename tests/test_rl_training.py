@@ -21,9 +21,10 @@ from abm.app.experiments.rl_training import (
     train_recommender,
 )
 from abm.model import RecourseModel
+from abm.provenance import file_sha256
 from abm.registry import make_policy
 from abm.validation import ConfigError
-from policies.rl.artefacts import ArtefactError, load_sac, read_manifest, sha256
+from policies.rl.artefacts import ArtefactError, load_sac, read_manifest
 
 TINY = dict(ticks=10)
 SAC_TINY = PREDICTOR_SAC.replace(
@@ -224,7 +225,7 @@ def test_crafted_artefact_is_refused_without_running_code(trained, tmp_path):
         crafted = _copy(pred, tmp_path / name)
         write(crafted / "actor.safetensors")
         m = json.loads((crafted / "manifest.json").read_text())
-        m["weights_sha256"] = sha256(crafted / "actor.safetensors")
+        m["weights_sha256"] = file_sha256(crafted / "actor.safetensors")
         (crafted / "manifest.json").write_text(json.dumps(m))
         with pytest.raises(ArtefactError, match="not a safetensors file"):
             load_sac(crafted, "predictor")

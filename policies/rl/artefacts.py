@@ -24,8 +24,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from abm.provenance import file_sha256, write_json
 from abm.provenance import versions as provenance_versions
-from abm.provenance import write_json
 from abm.validation import one_line, optional_import
 
 KINDS = ("recommender", "predictor")
@@ -68,10 +68,6 @@ class ActorSpec(BaseModel):
     action_space: BoxSpec
     net_arch: Annotated[list[Annotated[int, Field(ge=1, le=4096)]], Field(max_length=8)]
     activation: Literal[ACTIVATIONS]  # type: ignore[valid-type]
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def versions() -> dict[str, str]:
@@ -120,7 +116,7 @@ def write_manifest(directory: str | Path, manifest: dict[str, Any]) -> Path:
     ActorSpec(**manifest["policy"])
     # which scenario fields it was trained for (a phi serves every T: see DEPENDS_ON)
     full = {"format": FORMAT, **manifest, "depends_on": list(DEPENDS_ON[manifest["kind"]]),
-            "weights_sha256": sha256(directory / WEIGHTS_FILE),
+            "weights_sha256": file_sha256(directory / WEIGHTS_FILE),
             "versions": manifest.get("versions") or versions()}  # fmt: skip
     return write_json(directory / MANIFEST_FILE, full)
 
@@ -276,7 +272,7 @@ def _weights(directory: Path, manifest: dict[str, Any]) -> Path:
     wpath = directory / WEIGHTS_FILE
     if not wpath.is_file():
         raise ArtefactError(f"{directory}: {WEIGHTS_FILE} is missing")
-    if sha256(wpath) != manifest.get("weights_sha256"):
+    if file_sha256(wpath) != manifest.get("weights_sha256"):
         raise ArtefactError(
             f"{wpath} does not match its manifest (sha256 differs): refusing to load it"
         )

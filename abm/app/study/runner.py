@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import fcntl
-import hashlib
 import json
 import multiprocessing
 import os
@@ -46,7 +45,7 @@ import pyarrow.parquet as pq
 
 from abm.app.study.experiments import execute_run
 from abm.app.study.spec import RunSpec, Study
-from abm.provenance import RESULTS_SCHEMA, git_info, now, versions, write_json
+from abm.provenance import RESULTS_SCHEMA, file_sha256, git_info, now, versions, write_json
 from abm.validation import ConfigError
 
 MANIFEST = "manifest.json"
@@ -71,20 +70,9 @@ def _atomic_parquet(table: pa.Table, path: Path) -> dict[str, Any]:
     """Write ``table`` to ``path`` atomically; returns its seal entry (sha256, rows, columns)."""
     tmp = _tmp(path)
     pq.write_table(table, tmp)
-    digest = _sha256(tmp)
+    digest = file_sha256(tmp)
     os.replace(tmp, path)
     return {"sha256": digest, "rows": table.num_rows, "columns": table.column_names}
-
-
-def _atomic_json(path: Path, data: Any) -> None:
-    tmp = _tmp(path)
-    write_json(tmp, data)
-    os.replace(tmp, path)
-
-
-def _sha256(path: Path) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _param_value(value: Any) -> Any:
@@ -128,7 +116,7 @@ def store_result(out: Path, study: Study, run: RunSpec, result: dict[str, Any]) 
     seal["runs"] = _atomic_parquet(
         pa.Table.from_pylist(rows), out / "runs" / f"{run.run_id}.parquet"
     )
-    _atomic_json(out / "runs" / f"{run.run_id}.json", seal)
+    write_json(out / "runs" / f"{run.run_id}.json", seal)
 
 
 def _check_part(path: Path, entry: Any, run_id: str) -> str:
@@ -137,7 +125,7 @@ def _check_part(path: Path, entry: Any, run_id: str) -> str:
         return "its seal is malformed"
     if not path.is_file():
         return "the part is missing"
-    if _sha256(path) != entry["sha256"]:
+    if file_sha256(path) != entry["sha256"]:
         return "its sha256 differs from the one recorded when it was written"
     try:
         meta = pq.read_metadata(path)
@@ -323,7 +311,7 @@ def _write_manifest(
     })  # fmt: skip
     if shared:
         manifest["shared"] = True
-    _atomic_json(path, manifest)
+    write_json(path, manifest)
     return manifest
 
 
@@ -626,7 +614,7 @@ def run_study(
                               pending=status.pending, failed=status.failed,
                               seconds=round(status.seconds, 3))  # fmt: skip
             manifest["invocations"].append(invocation)
-            _atomic_json(out / MANIFEST, manifest)
+            write_json(out / MANIFEST, manifest)
     return status
 
 
@@ -649,7 +637,7 @@ def record_runs(study: Study, out: str | Path, results: dict[str, dict[str, Any]
             store_result(out, study, by_id[rid], result)
         manifest["invocations"].append({"started": now(), "backend": "recorded", "skipped": 0,
                                         "finished": now(), "completed": len(results), "errors": 0})  # fmt: skip
-        _atomic_json(out / MANIFEST, manifest)
+        write_json(out / MANIFEST, manifest)
 
 
 def collect(
