@@ -148,14 +148,20 @@ class Recommendation:
     """Advice for the rejected of one tick: ``goal`` (n,) and ``X_cf`` (n, z).
 
     ``advised`` (n,) is False for candidates who got no advice (their goal is NaN and
-    X_cf equals their features). ``info`` holds optional per-candidate columns
-    (n,) that the model copies into the candidate table (e.g. a risk measure).
+    X_cf equals their features). A row with X_cf equal to the candidate's features is
+    no advice either, whatever ``advised`` says (SPEC §2, edge cases): the model demotes
+    it. Among the unadvised, ``unreached`` (n,) marks goals no feasible change reaches
+    and ``withheld`` (n,) advice held back or cut to nothing by a budget; both default to
+    none. ``info`` holds optional per-candidate columns (n,) that the model copies into
+    the candidate table (e.g. a risk measure).
     """
 
     goal: np.ndarray
     X_cf: np.ndarray
     advised: np.ndarray | None = None
     info: dict[str, np.ndarray] = field(default_factory=dict)
+    unreached: np.ndarray | None = None
+    withheld: np.ndarray | None = None
 
     def advised_mask(self) -> np.ndarray:
         if self.advised is None:

@@ -30,12 +30,14 @@ def recourse_feasibility(n_succ: int, n_rejected_window: int) -> float:
     return ratio(n_succ, n_rejected_window)
 
 
-def gini(goal_scores: np.ndarray) -> float:
-    """Eq. 1 over goal scores g (n,): sum |g_i - g_j| / (2 n sum g); NaN if n = 0 or sum g = 0.
+def gini(values: np.ndarray) -> float:
+    """Eq. 1 over values g (n,): sum |g_i - g_j| / (2 n sum g); NaN if n = 0 or sum g = 0.
 
-    Non-finite scores are left out.
+    Non-finite values are left out. Equal values give exactly 0, and round-off never
+    makes the result negative (SPEC §2, edge cases). The sum is a pairwise reduction
+    whose order depends on n only, so it has the same bits on every machine and BLAS.
     """
-    g = np.asarray(goal_scores, dtype=float)
+    g = np.asarray(values, dtype=float)
     finite = np.isfinite(g)
     if g.ndim != 1 or not g.flags.c_contiguous or np.count_nonzero(finite) != g.shape[0]:
         g = g[finite]
@@ -43,9 +45,12 @@ def gini(goal_scores: np.ndarray) -> float:
     n = g.shape[0]
     if n == 0 or total <= 0:
         return float("nan")
+    g = np.sort(g)
+    if g[0] == g[-1]:
+        return 0.0
     # sum over ordered pairs of |g_i - g_j| = 2 sum_i (2i - n - 1) g_(i), i = 1..n
-    pair_sum = 2.0 * np.dot(_rank_weights(n), np.sort(g))
-    return float(pair_sum / (2.0 * n * total))
+    pair_sum = 2.0 * np.add.reduce(_rank_weights(n) * g)
+    return max(float(pair_sum / (2.0 * n * total)), 0.0)
 
 
 def _rank_weights(n: int) -> np.ndarray:
@@ -117,13 +122,14 @@ def reward_eq16(rr, rf, alpha: float, tau: float, floor: float):
     return float(out) if out.ndim == 0 else out
 
 
-EPISODE_METRICS = ("rr", "rf", "gini", "mean_cost")
+EPISODE_METRICS = ("rr", "rf", "gini", "gini_cost", "mean_cost")
 
 
 def episode_summary(ticks: pd.DataFrame) -> dict[str, float]:
     """Episode-level figures from the per-tick table: means over defined ticks and totals."""
     out = {name: nanmean(ticks[name]) for name in EPISODE_METRICS}
-    for name in ("n_accepted", "n_dropped", "n_reapplied", "n_succ"):
+    for name in ("n_accepted", "n_dropped", "n_reapplied", "n_succ", "n_unadvised",
+                 "n_unreached", "n_withheld", "n_no_change", "n_below_threshold"):  # fmt: skip
         out[name] = int(ticks[name].sum())
     out["wasted_effort"] = float(ticks["wasted_effort"].sum())
     out["effort"] = float(ticks["effort"].sum())

@@ -42,14 +42,20 @@ from abm.world import build_world
 
 # tolerance for a policy's counterfactual leaving the [0, 1] box (then clipped)
 _BOUND_TOL = 1e-9
-# a recommendation "reaches" its goal when M(x_cf) >= g - _GOAL_TOL
+# advice "falls short of the threshold" when M(x_cf) < threshold - _GOAL_TOL
 _GOAL_TOL = 1e-6
 
 TICK_COLUMNS = (
     "tick", "threshold", "n_applicants", "n_new", "n_reapplied", "n_accepted", "n_rejected",
     "n_dropped", "n_waiting", "n_succ", "n_succ_accepted", "n_rejected_window", "rr", "rf",
-    "gini", "mean_goal", "mean_cf_score", "mean_error", "n_unadvised", "n_unreached", "mean_cost", "effort",
+    "gini", "gini_cost", "mean_goal", "mean_cf_score", "mean_error", "n_unadvised", "n_unreached",
+    "n_withheld", "n_no_change", "n_below_threshold", "mean_cost", "effort",
     "wasted_effort", "n_implemented", "mean_time_to_accept",
+)  # fmt: skip
+_COUNT_COLUMNS = (
+    "tick", "n_applicants", "n_new", "n_reapplied", "n_accepted", "n_rejected", "n_dropped",
+    "n_waiting", "n_succ", "n_succ_accepted", "n_rejected_window", "n_unadvised", "n_unreached",
+    "n_withheld", "n_no_change", "n_below_threshold", "n_implemented",
 )  # fmt: skip
 
 
@@ -384,7 +390,7 @@ class RecourseModel(mesa.Model):
         if n == 0:
             if rec is not None and np.asarray(rec.goal).size:
                 raise RuntimeError(f"policy {name!r} advised candidates although none was rejected")
-            return _Advice(np.empty(0), X, X.copy(), np.zeros(0, bool), {}, True)
+            return _Advice(np.empty(0), X, X.copy(), np.zeros(0, bool), {}, True, (0, 0, 0))
         if not isinstance(rec, Recommendation):
             raise TypeError(f"respond() needs a Recommendation for {n} rejected, got {rec!r}")
         goal = np.asarray(rec.goal, dtype=float).reshape(-1)
@@ -394,13 +400,22 @@ class RecourseModel(mesa.Model):
                 f"policy {name!r} returned goal {goal.shape} and X_cf {X_cf.shape}; "
                 f"expected ({n},) and ({n}, {z})"
             )
-        all_advised = rec.advised is None or bool(rec.advised.all())
         advised = (
             np.ones(n, dtype=bool) if rec.advised is None else np.asarray(rec.advised, dtype=bool)
         )
+        # SPEC §2: a recommendation that changes nothing is no advice, whatever its goal
+        no_change = advised & (X_cf == X).all(axis=1)
+        n_no_change = int(np.count_nonzero(no_change))
+        if n_no_change:
+            advised = advised & ~no_change
+        all_advised = bool(advised.all())
         if not all_advised:
             X_cf = np.where(advised[:, None], X_cf, X)
             goal = np.where(advised, goal, np.nan)
+        n_unreached, n_withheld = (
+            0 if flags is None else int(np.count_nonzero(np.asarray(flags, dtype=bool) & ~advised))
+            for flags in (rec.unreached, rec.withheld)
+        )
         lo, hi = np.minimum.reduce(X_cf, axis=None), np.maximum.reduce(X_cf, axis=None)
         # NaN fails both comparisons, so this also catches non-finite advice
         if not (lo >= -_BOUND_TOL and hi <= 1 + _BOUND_TOL):
@@ -410,7 +425,9 @@ class RecourseModel(mesa.Model):
         if lo < 0 or hi > 1:
             X_cf = np.clip(X_cf, 0.0, 1.0)
         info = {key: np.asarray(v) for key, v in rec.info.items()}
-        return _Advice(goal, X, X_cf, advised, info, all_advised)
+        return _Advice(
+            goal, X, X_cf, advised, info, all_advised, (n_unreached, n_withheld, n_no_change)
+        )
 
     @staticmethod
     def _advised_rows(applicants, rej, dropped, advice, t) -> tuple[Population, Population]:
@@ -538,6 +555,7 @@ class RecourseModel(mesa.Model):
             cf_goal, goal = r.cf_adv[has_goal], r.goal_adv[has_goal]
         n_advised = n_rej if advice.all_advised else np.count_nonzero(advice.advised)
         cost_adv = r.cost if advice.all_advised else r.cost[advice.advised]
+        n_unreached, n_withheld, n_no_change = advice.counts
         return {
             "tick": d.t,
             "threshold": d.threshold,
@@ -554,11 +572,15 @@ class RecourseModel(mesa.Model):
             "rr": metrics.recourse_reliability(n_succ_acc, n_succ),
             "rf": metrics.recourse_feasibility(n_succ, d.n_window),
             "gini": metrics.gini(r.cf_adv),
+            "gini_cost": metrics.gini(cost_adv),
             "mean_goal": metrics.nanmean(r.goal_adv),
             "mean_cf_score": metrics.nanmean(r.cf_adv),
             "mean_error": metrics.nanmean(metrics.recommendation_error(cf_goal, goal)),
             "n_unadvised": n_rej - n_advised,
-            "n_unreached": np.count_nonzero(cf_goal < goal - _GOAL_TOL),
+            "n_unreached": n_unreached,
+            "n_withheld": n_withheld,
+            "n_no_change": n_no_change,
+            "n_below_threshold": np.count_nonzero(r.cf_adv < d.threshold - _GOAL_TOL),
             "mean_cost": metrics.nanmean(cost_adv),
             "effort": float(np.add.reduce(outcome.effort)),
             "wasted_effort": float(np.add.reduce(leaving.effort)),
@@ -642,9 +664,7 @@ class RecourseModel(mesa.Model):
         if df.empty:
             return pd.DataFrame(columns=list(TICK_COLUMNS))
         df = df.reset_index(drop=True)
-        for col in ("tick", "n_applicants", "n_new", "n_reapplied", "n_accepted", "n_rejected",
-                    "n_dropped", "n_waiting", "n_succ", "n_succ_accepted", "n_rejected_window",
-                    "n_unadvised", "n_unreached", "n_implemented"):  # fmt: skip
+        for col in _COUNT_COLUMNS:
             df[col] = df[col].astype(np.int64)
         return df
 
@@ -712,11 +732,12 @@ class _Decided:
 class _Advice:
     """Validated advice of one tick: goal (n,), features seen X (n, z), X_cf (n, z), advised (n,)."""
 
-    __slots__ = ("goal", "X", "X_cf", "advised", "info", "all_advised")
+    __slots__ = ("goal", "X", "X_cf", "advised", "info", "all_advised", "counts")
 
-    def __init__(self, goal, X, X_cf, advised, info, all_advised) -> None:
+    def __init__(self, goal, X, X_cf, advised, info, all_advised, counts) -> None:
         self.goal, self.X, self.X_cf, self.advised, self.info = goal, X, X_cf, advised, info
         self.all_advised = all_advised
+        self.counts = counts  # (n_unreached, n_withheld, n_no_change) among the unadvised
 
 
 class _Responses:

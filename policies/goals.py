@@ -9,6 +9,27 @@ from pydantic import Field
 
 from abm.interfaces import PolicyContext, RecourseObs
 
+#: The least a goal lies above the candidate's own score (score units): SPEC §2 asks for a
+#: goal strictly above it. 1e-9 is far above the spacing of doubles near any score in
+#: (0, 1) (at most 1.1e-16), so an exact recommender's change is never lost to rounding,
+#: and far below anything that moves a decision: ``scripts/goal_gap.py`` measures RR and RF
+#: for gaps from one ulp to 1e-6 on paired seeds.
+GOAL_GAP = 1e-9
+
+
+def admissible_goals(
+    goals: np.ndarray, scores: np.ndarray, threshold: float, gap: float = GOAL_GAP
+) -> np.ndarray:
+    """Goals (n,) raised to at least ``threshold`` and to at least ``scores + gap`` (n,).
+
+    ``gap`` = 0 means the next representable score above the candidate's own. A rejected
+    candidate is thus never told to stay where they are, even when their score ties the
+    threshold exactly (SPEC §2, edge cases). NaN goals (no advice) stay NaN.
+    """
+    floor = np.nextafter(scores, np.inf) if gap == 0 else scores + gap
+    lifted = np.maximum(goals, threshold)  # NaN propagates: no goal stays no goal
+    return np.maximum(lifted, floor, out=lifted)
+
 
 class LastThreshold:
     """The standard practice: aim for this tick's acceptance threshold (plus ``margin``)."""

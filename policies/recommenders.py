@@ -67,8 +67,9 @@ def exact_linear_counterfactuals(X: np.ndarray, goals: np.ndarray, weights: np.n
     is :func:`fill_order` of the last three, when the caller has it cached.
     The problem is a fractional knapsack: each feature buys score at |w_i| per unit for
     cost_i per unit, up to its room to the bound in the direction of sign(w_i), so filling
-    features in decreasing |w_i| / cost_i order is optimal. Goals out of reach leave every
-    useful feature at its bound; goals already met leave the row unchanged.
+    features in decreasing |w_i| / cost_i order is optimal. A goal out of reach inside the
+    box gives a NaN row (no advice, SPEC §2: never a bound-pushed substitute); goals
+    already met leave the row unchanged.
     """
     X = np.asarray(X, dtype=float)
     cost = np.asarray(cost, dtype=float)
@@ -95,6 +96,7 @@ def exact_linear_counterfactuals(X: np.ndarray, goals: np.ndarray, weights: np.n
         need = need - gain
         more = full & (need > 0)
         rows, need = rows[more], need[more]
+    out[rows] = np.nan  # every useful feature at its bound and still short of the goal
     return out
 
 

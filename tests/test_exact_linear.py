@@ -38,19 +38,17 @@ def test_matches_lp_optimum_and_reaches_goal(seed, z, goal, cost_kind):
     cost = np.ones(z) if cost_kind == "uniform" else rng.uniform(0.05, 1.0, size=z)
     mutable = rng.uniform(size=z) > 0.2
     x_cf = exact_linear_counterfactuals(x[None, :], np.array([goal]), w, b, cost, mutable)[0]
-    assert (x_cf >= 0).all() and (x_cf <= 1).all()
-    np.testing.assert_array_equal(x_cf[~mutable], x[~mutable])
     res = lp_optimum(x, goal, w, b, cost, mutable)
-    ours = float(np.abs(x_cf - x) @ cost)
     if res.status == 0:
+        assert (x_cf >= 0).all() and (x_cf <= 1).all()
+        np.testing.assert_array_equal(x_cf[~mutable], x[~mutable])
+        ours = float(np.abs(x_cf - x) @ cost)
         assert expit(w @ x_cf + b) >= goal - 1e-6
         if expit(w @ x + b) < goal:  # goal reached exactly, not overshot
             assert abs(expit(w @ x_cf + b) - goal) < 1e-6
         np.testing.assert_allclose(ours, res.fun, rtol=1e-7, atol=1e-9)
-    else:  # infeasible goal: every useful mutable feature goes to its bound
-        useful = mutable & (w != 0)
-        target = np.where(w > 0, 1.0, 0.0)
-        np.testing.assert_allclose(x_cf[useful], target[useful])
+    else:  # infeasible goal: no advice (a NaN row), never features pushed to their bounds
+        assert np.isnan(x_cf).all()
 
 
 def test_batch_equals_rows():
@@ -103,6 +101,12 @@ def test_policy_reaches_threshold_in_simulation(weights):
         "paper", f"last-threshold+exact-linear:weights={weights}", seed=1, ticks=40
     ).run()
     ticks = m.tick_table()
-    assert ticks["n_unreached"].sum() == 0
+    assert ticks["n_unreached"].sum() == 0 and ticks["n_no_change"].sum() == 0
     assert ticks["mean_error"].max() < 1e-6
-    assert ticks["gini"].max() < 1e-9  # every goal score equals the threshold
+    # every goal is the threshold, or GOAL_GAP above a score tied with it
+    assert ticks["gini"].max() < 2e-9
+    events = m.candidate_table().merge(ticks[["tick", "threshold"]], on="tick")
+    advised = events[events["goal"].notna()]
+    assert len(advised) > 100
+    assert (advised["goal"] >= advised["threshold"]).all()
+    assert (advised["goal"] > advised["score"]).all()

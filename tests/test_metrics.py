@@ -15,6 +15,20 @@ def test_gini_known_values():
     np.testing.assert_allclose(metrics.gini(np.array([1.0, 2.0, 3.0])), 8 / (2 * 3 * 6))
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    value=st.floats(1e-12, 1.0),
+    n=st.integers(1, 300),
+    jitter=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=300),
+)
+def test_gini_of_equal_values_is_exactly_zero_and_never_negative(value, n, jitter):
+    # equal goal scores in any count: exactly 0, not round-off of either sign
+    assert metrics.gini(np.full(n, value)) == 0.0
+    # a tie group plus scattered values: never below 0 whatever the rounding
+    g = np.concatenate([np.full(n, value), value * (1.0 + 1e-15 * np.asarray(jitter))])
+    assert metrics.gini(g) >= 0.0
+
+
 def test_gini_undefined_cases_are_nan():
     assert np.isnan(metrics.gini(np.array([])))
     assert np.isnan(metrics.gini(np.array([0.0, 0.0])))
@@ -51,8 +65,11 @@ def test_episode_means_skip_undefined_ticks():
             "mean_cost": [1.0, 2.0, 3.0], "n_accepted": [1, 2, 3], "n_dropped": [0, 1, 0],
             "n_reapplied": [0, 1, 1], "n_succ": [0, 1, 1], "wasted_effort": [0.0, 0.5, 0.0],
             "effort": [0.1, 0.2, 0.3], "mean_time_to_accept": [0.0, 1.0, np.nan],
+            "gini_cost": [np.nan, 0.2, 0.4], "n_unadvised": [0, 2, 1], "n_unreached": [0, 1, 0],
+            "n_withheld": [0, 0, 1], "n_no_change": [0, 1, 0], "n_below_threshold": [0, 0, 0],
         }
     )  # fmt: skip
     s = metrics.episode_summary(ticks)
     assert s["rr"] == 0.5 and s["rf"] == 0.5 and s["n_accepted"] == 6
     assert s["mean_time_to_accept"] == 0.5
+    assert np.isclose(s["gini_cost"], 0.3) and s["n_unadvised"] == 3 and s["n_withheld"] == 1

@@ -40,8 +40,11 @@ def plain_gini(g) -> float:
     n, total = g.shape[0], np.add.reduce(g)
     if n == 0 or total <= 0:
         return float("nan")
-    pair_sum = 2.0 * np.dot(2.0 * np.arange(1, n + 1) - n - 1, np.sort(g))
-    return float(pair_sum / (2.0 * n * total))
+    g = np.sort(g)
+    if g[0] == g[-1]:
+        return 0.0
+    pair_sum = 2.0 * np.add.reduce((2.0 * np.arange(1, n + 1) - n - 1) * g)
+    return max(float(pair_sum / (2.0 * n * total)), 0.0)
 
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # inf - inf

@@ -159,3 +159,80 @@ def test_workers_message_names_the_backend(tmp_path):
     assert study_runner._start(tasks[:1], 2, None)[0] == "in this process: 1 run left for 2 workers"
     assert study_runner._start(tasks, 1, None)[0] == "serial"
     assert study_runner._start([], 2, None)[0] == "nothing to run"
+
+
+class _Server:
+    """A TCP server on a free local port that answers each connection with ``handler``."""
+
+    def __init__(self, handler):
+        import socket
+        import threading
+
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.address = f"tcp://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.handler = handler
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.handler(conn)
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.mark.parametrize(
+    "kind, message",
+    [
+        ("silent", "no Dask handshake within"),  # an HTTP server waits for a request
+        ("garbage", "does not speak Dask's protocol"),  # a huge length: no 3 EiB allocation
+        ("closing", "no Dask scheduler answers there"),
+    ],
+)
+def test_scheduler_that_is_not_dask_is_refused_quickly(kind, message):
+    import time
+
+    held = []
+    handlers = {
+        "silent": held.append,
+        "garbage": lambda c: (c.sendall(b"\xff" * 64), held.append(c)),
+        "closing": lambda c: c.close(),
+    }
+    server = _Server(handlers[kind])
+    try:
+        t0 = time.perf_counter()
+        with pytest.raises(ConfigError, match=message):
+            study_runner.probe_scheduler(server.address, timeout=1.0)
+        assert time.perf_counter() - t0 < 5
+    finally:
+        server.close()
+        for c in held:
+            c.close()
+
+
+def test_study_run_with_a_non_dask_scheduler_exits_2_and_writes_nothing(tmp_path):
+    import http.server
+    import threading
+
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        address = f"tcp://127.0.0.1:{httpd.server_address[1]}"
+        result = CliRunner().invoke(app, ["study", "run", str(write_study(tmp_path)), "--out",
+                                          str(tmp_path / "out"), "--scheduler", address])  # fmt: skip
+    finally:
+        httpd.shutdown()
+    assert result.exit_code == 2, result.output
+    assert "no Dask handshake within 5 s" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "out" / "runs").exists()
+
+
+def test_probe_accepts_a_real_scheduler():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:  # fmt: skip
+        study_runner.probe_scheduler(cluster.scheduler_address, timeout=5.0)

@@ -40,10 +40,13 @@ def tiny_study(tmp_path, text=TINY) -> Path:
 
 def assert_same_results(a: Path, b: Path) -> None:
     (ta, ra), (tb, rb) = load_study(a), load_study(b)
-    pd.testing.assert_frame_equal(ta, tb)
+    # byte for byte: exact floats, not pandas' default relative tolerance
+    pd.testing.assert_frame_equal(ta, tb, check_exact=True)
     # wall times are the only columns that may differ
     pd.testing.assert_frame_equal(
-        ra.drop(columns=list(TIMING_COLUMNS)), rb.drop(columns=list(TIMING_COLUMNS))
+        ra.drop(columns=list(TIMING_COLUMNS)),
+        rb.drop(columns=list(TIMING_COLUMNS)),
+        check_exact=True,
     )
 
 
@@ -288,9 +291,10 @@ def _points_csv(path, rows):
     import csv
 
     from abm.app.experiments.pareto import POINT_COLUMNS
+    from abm.provenance import RESULTS_SCHEMA
 
     base = {"family": "hybrid", "rr_std": 0, "rf_std": 0, "gini": 0, "cost": 0, "n_unadvised": 0,
-            "episodes": 10, "seconds": 1}  # fmt: skip
+            "episodes": 10, "seconds": 1, "results_schema": RESULTS_SCHEMA}  # fmt: skip
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=POINT_COLUMNS)
         w.writeheader()
@@ -310,6 +314,11 @@ def test_points_csv_is_converted_once_failures_dropped_and_the_latest_row_kept(t
          "rr": 0.45, "rf": 0.55},
         {"method": "hybrid-ustun", "alpha": "1", "tau": "1", "policy": "hybrid-ustun:path=c",
          "rr": 0.6, "rf": 0.3},
+        # evaluated under older rules (no or another results schema): never converted
+        {"method": "rl", "alpha": "1", "tau": "1", "policy": "rl:path=d", "rr": 0.9, "rf": 0.5,
+         "results_schema": ""},
+        {"method": "rl", "alpha": "2", "tau": "1", "policy": "rl:path=e", "rr": 0.9, "rf": 0.5,
+         "results_schema": 1},
     ])  # fmt: skip
     cfg = StudyConfig.of(setting="T1-b005")
     assert convert_points_csv(tmp_path, cfg) == 3

@@ -185,6 +185,7 @@ def summary_table(summary: dict[str, Any], title: str) -> Table:
         "rr": "recourse reliability RR (mean over defined ticks)",
         "rf": "recourse feasibility RF (mean over defined ticks)",
         "gini": "Gini of goal scores (mean)",
+        "gini_cost": "Gini of true costs among the advised (mean)",
         "mean_cost": "mean recommended cost (true d)",
         "n_accepted": "accepted",
         "n_dropped": "dropped out",
@@ -193,6 +194,11 @@ def summary_table(summary: dict[str, Any], title: str) -> Table:
         "effort": "effort spent (sum |dx| d)",
         "wasted_effort": "effort of those who dropped out",
         "mean_time_to_accept": "mean ticks from entry to acceptance",
+        "n_unadvised": "rejections without advice",
+        "n_unreached": "  of which: goal out of reach",
+        "n_no_change": "  of which: advice changed nothing",
+        "n_withheld": "  of which: withheld by a budget",
+        "n_below_threshold": "advice short of the threshold",
     }
     for key, label in labels.items():
         if key in summary:

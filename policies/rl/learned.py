@@ -139,6 +139,10 @@ class LearnedRecommender:
                                           self.action_mode, self.max_step)  # fmt: skip
         met = ~(scores < goals)
         X_cf[met] = X[met]
+        if self.action_mode == "direction":
+            # the 1-D search reaches every goal on its ray; one beyond the box along φ's
+            # direction is no advice (a NaN row), not the ray's end at the bounds
+            X_cf[self.ctx.decision_model.score(X_cf) < goals] = np.nan
         return X_cf
 
     def observe(self, feedback: Feedback) -> None:

@@ -46,6 +46,7 @@ from abm.behaviour import change_success_probability
 from abm.config import require_int
 from abm.interfaces import Feedback, PolicyContext, Recommendation, RecourseObs
 from abm.registry import Registry
+from policies.goals import admissible_goals
 from policies.safear.mdp import GOAL_ACTION, RecourseMDP
 from policies.safear.risk import per_start_measures, rollout
 from policies.safear.solvers import grsvi
@@ -127,6 +128,7 @@ class SafeARPolicy:
     def recommend(self, obs: RecourseObs, rng: np.random.Generator) -> Recommendation:
         n = obs.n_rejected
         goal = np.full(n, float(min(obs.threshold + self.margin, 1.0)))
+        goal = admissible_goals(goal, obs.scores, obs.threshold)
         if self.beta_risk is not None:
             beta = np.full(n, self.beta_risk)
         else:
@@ -141,29 +143,33 @@ class SafeARPolicy:
     def plan(
         self, X: np.ndarray, goal: np.ndarray, beta: np.ndarray, rng: np.random.Generator
     ) -> Recommendation:
-        """Plan for candidates ``X`` (n, z) with goals (n,) and risk aversions (n,)."""
+        """Plan for candidates ``X`` (n, z) with goals (n,) and risk aversions (n,).
+
+        Candidates already at their goal get no advice (there is nothing to change);
+        goals no plan on the grid reaches give no advice and count as unreached.
+        """
         X = np.asarray(X, dtype=float)
         n = X.shape[0]
         X_cf = X.copy()
+        goal = np.array(goal, dtype=float)
         info = {
             k: np.full(n, np.nan) for k in ("exp_cost", "cost_var", "var95", "cvar95", "plan_rho")
         }
         info["beta_risk"] = np.asarray(beta, dtype=float).copy()
-        advised = np.ones(n, dtype=bool)
-        if n == 0:
-            return Recommendation(goal=goal, X_cf=X_cf, advised=advised, info=info)
-        met = self.ctx.decision_model.score(X) >= goal
-        # already at the goal: nothing to do, at no cost and no risk (CVaR undefined)
-        for key, v in (("exp_cost", 0.0), ("cost_var", 0.0), ("plan_rho", 1.0), ("var95", 0.0)):
-            info[key][met] = v
-        todo = np.flatnonzero(~met)
-        if todo.size == 0:
-            return Recommendation(goal=goal, X_cf=X_cf, advised=advised, info=info)
-        beta_todo = np.asarray(beta, dtype=float)[todo]
-        X_cf[todo], ok, measures = self._plan_unmet(X[todo], goal[todo], beta_todo, rng)
-        for key, v in measures.items():
-            info[key][todo] = np.where(ok, v, np.nan)
-        return Recommendation(goal=goal, X_cf=X_cf, advised=advised, info=info)
+        advised = np.zeros(n, dtype=bool)
+        unreached = np.zeros(n, dtype=bool)
+        todo = (
+            np.flatnonzero(~(self.ctx.decision_model.score(X) >= goal)) if n else np.empty(0, int)
+        )
+        if todo.size:
+            beta_todo = np.asarray(beta, dtype=float)[todo]
+            X_cf[todo], ok, measures = self._plan_unmet(X[todo], goal[todo], beta_todo, rng)
+            for key, v in measures.items():
+                info[key][todo] = np.where(ok, v, np.nan)
+            advised[todo[ok]] = True
+            unreached[todo[~ok]] = True
+        goal[~advised] = np.nan
+        return Recommendation(goal=goal, X_cf=X_cf, advised=advised, info=info, unreached=unreached)
 
     def _plan_unmet(
         self, Xt: np.ndarray, gt: np.ndarray, beta: np.ndarray, rng: np.random.Generator
@@ -239,11 +245,7 @@ class SafeARPolicy:
         rows_ok = np.flatnonzero(ok)
         cf = Xt.copy()
         cf[rows_ok[:, None], sel[rows_ok]] = new_vals[rows_ok]
-        # out of reach in the neighbourhood: like exact-linear, push every selected
-        # feature to the end of its range (the goal stays unreached)
-        bad = np.flatnonzero(~ok)
-        cf[bad[:, None], sel[bad]] = vals[bad, :, -1]
-        return cf
+        return cf  # rows out of reach keep their features: the caller gives them no advice
 
     # ------------------------------------------------------------------ helpers
     def _directions(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

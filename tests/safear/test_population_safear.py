@@ -85,12 +85,20 @@ def test_recommendations_reach_goal_and_respect_bounds_and_immutables():
     assert np.all((rec.info["plan_rho"][ok] > 0) & (rec.info["plan_rho"][ok] <= 1))
 
 
-def test_already_at_goal_is_left_alone():
+def test_already_at_goal_gets_no_advice():
     X = np.array([[0.9, 0.9, 0.9], [0.2, 0.3, 0.4]])
     rec = plan(0.0, X)
     assert np.array_equal(rec.X_cf[0], X[0])
-    assert rec.info["exp_cost"][0] == 0 and rec.info["var95"][0] == 0
+    assert rec.advised.tolist() == [False, True] and not rec.unreached.any()
+    assert np.isnan(rec.goal[0]) and np.isnan(rec.info["exp_cost"][0])
     assert rec.info["exp_cost"][1] > 0
+
+
+def test_goal_out_of_reach_is_no_advice_not_a_bound_push():
+    X = np.array([[0.1, 0.1, 0.1], [0.2, 0.3, 0.4]])
+    rec = plan(0.0, X, goal=0.9999)  # above the score of the box's best corner
+    assert not rec.advised.any() and rec.unreached.all()
+    assert np.array_equal(rec.X_cf, X) and np.isnan(rec.goal).all()
 
 
 def test_higher_risk_aversion_lowers_cost_variance():

@@ -358,6 +358,13 @@ def pareto(
             help="train and evaluate nothing: rebuild tables and plot from points.csv as it stands"
         ),
     ] = False,
+    reevaluate: Annotated[
+        bool,
+        typer.Option(
+            help="train nothing: evaluate every point of points.csv again with the shipped "
+            "artefacts (after a change to the model's rules)"
+        ),
+    ] = False,
     summary: Annotated[
         str,
         typer.Option(
@@ -378,7 +385,7 @@ def pareto(
                       predictor_steps=predictor_steps, rec_warmup_episodes=rec_warmup_episodes,
                       rec_episodes=rec_episodes, episodes=episodes, seed=seed, workers=workers,
                       hybrid_predictors=hybrid_predictors, lookahead=lookahead, rl=rl,
-                      report_only=report_only,
+                      report_only=report_only, reevaluate=reevaluate,
                       recommender_from=None if phi is None else str(phi))  # fmt: skip
     cpu0, wall0 = time.process_time(), time.perf_counter()
     with progress_bar(transient=False) as bar:

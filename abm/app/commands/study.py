@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -64,6 +65,14 @@ def run(
 
     study = Study.from_toml(file)
     console.print(_plan_text(study), highlight=False)
+    if scheduler is not None:
+        # a lost scheduler makes Dask's client log reconnect tracebacks from its own thread;
+        # the summary below names every lost run and what to do, once and plainly
+        import distributed  # noqa: F401  (its logging set-up gives child loggers own levels)
+
+        for name in ["distributed", *logging.root.manager.loggerDict]:
+            if name.startswith("distributed"):
+                logging.getLogger(name).setLevel(logging.CRITICAL)
     with progress_bar(transient=False) as bar:
         task = bar.add_task(study.name, total=study.n_runs)
 

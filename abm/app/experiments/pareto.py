@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from abm.app.study import Study, load_study, pareto_front, run_id
 from abm.app.study import runner as study_runner
 from abm.app.study.experiments import ParetoParams
-from abm.provenance import write_json
+from abm.provenance import RESULTS_SCHEMA, write_json
 from abm.registry import REGISTRY
 from abm.scenarios import resolve_scenario
 from abm.validation import ConfigError, one_line, problem
@@ -58,7 +58,7 @@ HYBRID_PREDICTORS = ("shared", "own", "none")
 PAPER_PREDICTOR_STEPS = 7000
 TABLE3_COLUMNS = ("method", "T", "beta", "rf_at_rr095", "rr", "n_predictors")
 POINT_COLUMNS = ("method", "family", "alpha", "tau", "policy", "rr", "rr_std", "rf", "rf_std",
-                 "gini", "cost", "n_unadvised", "episodes", "seconds")  # fmt: skip
+                 "gini", "cost", "n_unadvised", "episodes", "seconds", "results_schema")  # fmt: skip
 # the evaluations: a study store of the `pareto-eval` experiment, one run per point
 EVALUATIONS = "evaluations"
 
@@ -89,6 +89,8 @@ class StudyConfig(BaseModel):
     lookahead: bool = True
     rl: bool = True  # False: no predictors with φ inside (e.g. to add hybrid predictors only)
     report_only: bool = False
+    # evaluate again, from the shipped artefacts, every point points.csv lists (no training)
+    reevaluate: bool = False
     # a trained φ to use instead of training one (its β must be the setting's)
     recommender_from: str | None = None
 
@@ -173,14 +175,42 @@ def run_study(
     # a setting's points often come from several runs (other recommenders, grids): keep them all
     with open(out / "runs.jsonl", "a") as f:
         f.write(json.dumps({"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **config}) + "\n")
+    if cfg.reevaluate:
+        jobs = [j for j in _listed_points(out) if _uses(j[0], cfg.recommenders)]
+        log(
+            f"evaluating the {len(jobs)} point(s) of points.csv again with the artefacts as they are"
+        )
+        _evaluate_all(cfg, out, rec_dir, jobs, log, report)
+        return write_reports(cfg, out, rec_dir)
     if not (rec_dir / "manifest.json").is_file():
         log(f"training φ ({cfg.rec_warmup_episodes} + {cfg.rec_episodes} episodes)")
         train_recommender(rec_dir, "paper", seed=cfg.seed, warmup_episodes=cfg.rec_warmup_episodes,
                           episodes=cfg.rec_episodes, checkpoint_every=5000, resume=True,
                           progress=lambda d, t: report("φ episodes", d, t), **cfg.overrides)  # fmt: skip
     predictors = _train_predictors(cfg, out, rec_dir, log, report)
-    _evaluate_all(cfg, out, rec_dir, predictors, log, report)
+    _evaluate_all(cfg, out, rec_dir, _jobs(cfg, rec_dir, predictors, log), log, report)
     return write_reports(cfg, out, rec_dir)
+
+
+def _uses(method: str, recommenders: tuple[str, ...]) -> bool:
+    """Whether ``method``'s baseline recommender (if any) is among ``recommenders``."""
+    if method == "threshold":
+        return "exact-linear" in recommenders
+    family, _, rec = method.partition("-")
+    return family not in ("threshold", "hybrid") or rec in recommenders
+
+
+def _listed_points(out: Path) -> list[tuple]:
+    """(method, family, alpha, tau, policy) of every point in ``out/points.csv``, any schema."""
+    path = out / "points.csv"
+    if not path.is_file():
+        raise ConfigError(problem("--reevaluate", str(out), "a directory with a points.csv",
+                                  verb="has no points to evaluate"))  # fmt: skip
+    jobs: dict[tuple, tuple] = {}
+    for r in _read_csv(path):
+        job = (r["method"], r["family"], _num(r["alpha"]), _num(r["tau"]), r["policy"])
+        jobs[job[:4]] = job
+    return list(jobs.values())
 
 
 def _train_predictors(cfg: StudyConfig, out: Path, rec_dir: Path, log, report) -> list[tuple]:
@@ -258,11 +288,11 @@ def evaluation_study(
 
 
 def _evaluate_all(
-    cfg: StudyConfig, out: Path, rec_dir: Path, predictors: list[tuple], log, report
+    cfg: StudyConfig, out: Path, rec_dir: Path, jobs: list[tuple], log, report
 ) -> None:
-    """Evaluate baselines, hybrids, rl and lookahead: the points not yet in the store (and
-    those that failed before) run on the study runner, ``cfg.workers`` at a time."""
-    study = evaluation_study(cfg, _jobs(cfg, rec_dir, predictors, log))
+    """Evaluate ``jobs`` (baselines, hybrids, rl, lookahead): the points not yet in the store
+    (and those that failed before) run on the study runner, ``cfg.workers`` at a time."""
+    study = evaluation_study(cfg, jobs)
     store = out / EVALUATIONS
     convert_points_csv(out, cfg)
     # every invocation adds its grid to the same (shared) store, and failures run again
@@ -289,6 +319,8 @@ def convert_points_csv(out: Path, cfg: StudyConfig) -> int:
     if (out / EVALUATIONS / "manifest.json").is_file() or not path.is_file():
         return 0
     rows = [r for r in _read_csv(path) if _defined(r)]  # a failed evaluation is no result
+    # points of another results schema were evaluated under other rules: never current
+    rows = [r for r in rows if r.get("results_schema") == str(RESULTS_SCHEMA)]
     if not rows:
         return 0
     seed = _eval_seed(out, cfg)
@@ -349,9 +381,11 @@ def read_points(out: Path) -> list[dict[str, Any]]:
     _, runs = load_study(store)
     if runs.empty:
         return []
+    schema = study_runner.read_manifest(store).get("results_schema")
     runs = runs[runs["status"] == "ok"].sort_values("finished_at", kind="stable")
     latest: dict[tuple, dict[str, Any]] = {}
     for r in runs.to_dict("records"):
+        r["results_schema"] = schema
         row = {c: r[c] for c in POINT_COLUMNS}
         row["alpha"], row["tau"] = _fmt(_none(r["alpha"])), _fmt(_none(r["tau"]))
         row["n_unadvised"], row["episodes"] = int(row["n_unadvised"]), int(row["episodes"])

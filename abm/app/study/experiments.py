@@ -323,12 +323,17 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     run's), params (the experiment's), metrics (tick columns to keep). Returns run_id,
     status, error, traceback, elapsed_s, and for a finished run rows and ticks.
     """
+    from threadpoolctl import threadpool_limits
+
     start = time.perf_counter()
     try:
         experiment = EXPERIMENTS[task["experiment"]]
         config = ScenarioConfig.from_dict(task["config"])
         params = experiment.params.model_validate(task.get("params", {}))
-        rows, ticks = experiment.run(config, task["policy"], params, tuple(task["metrics"]))
+        # one BLAS/OpenMP thread whatever the backend: serial, worker processes and Dask
+        # threads then sum every product in the same order and give the same bits
+        with threadpool_limits(limits=1):
+            rows, ticks = experiment.run(config, task["policy"], params, tuple(task["metrics"]))
     except Exception as exc:  # recorded with the run; the study goes on
         return {"run_id": task["run_id"], "status": "error", "error": f"{type(exc).__name__}: {exc}",
                 "traceback": traceback.format_exc(), "elapsed_s": time.perf_counter() - start}  # fmt: skip

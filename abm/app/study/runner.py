@@ -382,7 +382,7 @@ def _dask(tasks: list[dict[str, Any]], scheduler: Any) -> Iterator[dict[str, Any
         raise ConfigError(
             "--scheduler needs dask.distributed: pip install 'dask[distributed]'"
         ) from None
-    own = not isinstance(scheduler, Client)
+    own = not isinstance(scheduler, Client)  # an address was probed by run_study
     try:
         client = Client(scheduler, timeout="20s") if own else scheduler
     except (OSError, TimeoutError) as exc:
@@ -411,6 +411,51 @@ def _dask(tasks: list[dict[str, Any]], scheduler: Any) -> Iterator[dict[str, Any
                 client.close(timeout=5)
             except (OSError, TimeoutError, RuntimeError):
                 pass
+
+
+def probe_scheduler(address: str, timeout: float = 5.0) -> None:
+    """Check that a Dask scheduler answers at ``tcp://host:port`` before the client connects.
+
+    A Dask scheduler greets every new connection with a handshake frame (an 8-byte length,
+    then a msgpack map naming ``pickle-protocol``), so one short read within ``timeout``
+    tells it from a server that stays silent (HTTP waits for a request: the client would
+    hang) or sends something else (the client reads a garbage length and allocates it).
+    Other schemes (tls://, inproc://, ...) are left to the client. Raises ConfigError.
+    """
+    scheme, sep, rest = address.partition("://")
+    if sep and scheme != "tcp":
+        return
+    host, _, port = (rest if sep else address).rpartition(":")
+    where = f"--scheduler {address}"
+    try:
+        port_n = int(port)
+    except ValueError:
+        raise ConfigError(f"{where}: expected tcp://HOST:PORT") from None
+    try:
+        with socket.create_connection((host.strip("[]"), port_n), timeout=timeout) as sock:
+            sock.settimeout(timeout)
+            head = _read_exactly(sock, 8)
+            size = int.from_bytes(head, "little")
+            if not 0 < size <= 1 << 16:
+                raise ConfigError(f"{where}: the server there does not speak Dask's protocol")
+            if b"pickle-protocol" not in _read_exactly(sock, size):
+                raise ConfigError(f"{where}: the server there does not speak Dask's protocol")
+    except TimeoutError:
+        raise ConfigError(
+            f"{where}: no Dask handshake within {timeout:g} s (is it a Dask scheduler?)"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"{where}: no Dask scheduler answers there ({exc})") from None
+
+
+def _read_exactly(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("the server closed the connection")
+        data += chunk
+    return data
 
 
 def _dask_result(fut: Any, task: dict[str, Any]) -> dict[str, Any]:
@@ -573,6 +618,8 @@ def run_study(
         workers = os.cpu_count() or 1
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ConfigError(f"workers = {workers!r} is not allowed: an integer >= 1")
+    if isinstance(scheduler, str):
+        probe_scheduler(scheduler)  # before anything is written
     out = Path(out)
     runs = study.runs()
     (out / "runs").mkdir(parents=True, exist_ok=True)
