@@ -104,7 +104,7 @@ def test_policy_reaches_threshold_in_simulation(weights):
     assert ticks["n_unreached"].sum() == 0 and ticks["n_no_change"].sum() == 0
     assert ticks["mean_error"].max() < 1e-6
     # every goal is the threshold, or GOAL_GAP above a score tied with it
-    assert ticks["gini"].max() < 2e-9
+    assert ticks["gini"].max() < 2e-6
     events = m.candidate_table().merge(ticks[["tick", "threshold"]], on="tick")
     advised = events[events["goal"].notna()]
     assert len(advised) > 100

@@ -1,0 +1,262 @@
+"""Metrics of the world extensions (specs/world-extensions.md §7), as pure functions.
+
+True outcomes (§1), validity under retraining (§2) and group fairness (§3). n rows,
+z features, G = ``n_groups``; group ids are integers in [0, G-1]. As in
+:mod:`abm.metrics`, a ratio whose denominator is empty is NaN. Sums over features are
+row reductions (``np.add.reduce``), not matrix products, so their bits depend on the
+inputs only, never on the BLAS library or its thread count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from scipy.special import ndtr
+
+from abm.metrics import ratio
+from abm.validation import ConfigError, problem
+
+if TYPE_CHECKING:  # pandas is only passed in: importing the metrics must not load it
+    import pandas as pd
+
+W_DIST_MAX_POINTS = 2000  # §7.3: larger groups are subsampled to this many rows
+
+_NAN = float("nan")
+
+
+# -- §1: true outcome -------------------------------------------------------------------
+def _true_score(X: np.ndarray, w_star: np.ndarray) -> np.ndarray:
+    """w*·x per row, shape (n,), for X (n, z) and w* (z,)."""
+    X = np.asarray(X, dtype=np.float64)
+    w = np.asarray(w_star, dtype=np.float64)
+    if X.ndim != 2 or w.shape != (X.shape[1],):
+        raise ConfigError(
+            problem("w_star", w.shape, f"shape ({X.shape[-1]},) to match X of shape {X.shape}")
+        )
+    return np.add.reduce(X * w, axis=1)
+
+
+def true_outcome_probability(
+    X: np.ndarray, w_star: np.ndarray, c_star: float, sigma_star: float
+) -> np.ndarray:
+    """§1: h*(x) = Φ((w*·x - c*)/σ*) per row of X (n, z), shape (n,) float64.
+
+    ``w_star`` (z,) are the true weights (non-causal features at 0). σ* = 0 gives the
+    step 1[w*·x > c*] as 0.0/1.0.
+    """
+    if not (sigma_star >= 0 and np.isfinite(sigma_star)):
+        raise ConfigError(problem("outcome_noise", sigma_star, "a finite number >= 0"))
+    s = _true_score(X, w_star)
+    if sigma_star == 0:
+        return (s > c_star).astype(np.float64)
+    return ndtr((s - c_star) / sigma_star)
+
+
+def improvement_rate(
+    X_cf: np.ndarray, w_star: np.ndarray, c_star: float, advised: np.ndarray
+) -> float:
+    """§7.1: share of advised rows whose counterfactual truly qualifies, w*·x_cf >= c*.
+
+    ``X_cf`` (n, z) are the (propagated) counterfactuals, ``advised`` (n,) bool marks the
+    rows that were advised; NaN if none was.
+    """
+    advised = np.asarray(advised, dtype=bool)
+    X_cf = np.asarray(X_cf, dtype=np.float64)
+    s = _true_score(X_cf[advised], w_star)
+    return ratio(np.count_nonzero(s >= c_star), s.shape[0])
+
+
+def mean_true_gain(p_true_cf: np.ndarray, p_true: np.ndarray, advised: np.ndarray) -> float:
+    """§7.1: mean of h*(x_cf) - h*(x) over the advised rows; inputs (n,), NaN if none advised."""
+    advised = np.asarray(advised, dtype=bool)
+    gain = np.asarray(p_true_cf, dtype=np.float64)[advised]
+    gain = gain - np.asarray(p_true, dtype=np.float64)[advised]
+    return float(np.add.reduce(gain) / gain.shape[0]) if gain.shape[0] else _NAN
+
+
+def true_positive_rate(y: np.ndarray) -> float:
+    """§7.1 ``tp_rate``: share of positives among revealed outcomes y (o,) in {0, 1}.
+
+    NaN if nothing was revealed. Unrevealed entries (the candidate table's -1) must be
+    left out by the caller.
+    """
+    y = np.asarray(y)
+    bad = (y != 0) & (y != 1)
+    if bad.any():
+        raise ConfigError(problem("y", y[bad][0].item(), "revealed outcomes 0 or 1"))
+    return ratio(np.count_nonzero(y == 1), y.shape[0])
+
+
+# -- §2: validity under retraining ------------------------------------------------------
+def validity(cf_scores_now: np.ndarray, goals: np.ndarray, tol: float = 1e-6) -> float:
+    """§2/§7.2: share of outstanding advice still valid, M_v(x_cf) >= goal - tol.
+
+    ``cf_scores_now`` (o,) are the counterfactuals' scores under the model in force,
+    ``goals`` (o,) the goals they were advised for; NaN if no advice is outstanding.
+    """
+    cf = np.asarray(cf_scores_now, dtype=np.float64)
+    goals = np.asarray(goals, dtype=np.float64)
+    if cf.shape != goals.shape:
+        raise ConfigError(problem("goals", goals.shape, f"shape {cf.shape} like cf_scores_now"))
+    return ratio(np.count_nonzero(cf >= goals - tol), cf.size)
+
+
+# -- §3: groups -------------------------------------------------------------------------
+def _group_counts(
+    group: np.ndarray, n_groups: int, mask: np.ndarray | None = None, mask_name: str = "mask"
+) -> np.ndarray:
+    """Rows per group, shape (G,) int64, counting only ``mask``'s rows when given."""
+    if not (isinstance(n_groups, int | np.integer) and n_groups >= 1):
+        raise ConfigError(problem("n_groups", n_groups, "an integer >= 1"))
+    group = np.asarray(group)
+    if group.size and (group.min() < 0 or group.max() >= n_groups):
+        bad = group.min() if group.min() < 0 else group.max()
+        raise ConfigError(problem("group", bad.item(), f"an integer in [0, {n_groups - 1}]"))
+    if mask is not None:
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape != group.shape:
+            raise ConfigError(problem(mask_name, mask.shape, f"shape {group.shape} like group"))
+        group = group[mask]
+    return np.bincount(group.astype(np.int64, copy=False), minlength=n_groups)
+
+
+def _ratios(numer: np.ndarray, denom: np.ndarray) -> list[float]:
+    return [ratio(int(k), int(m)) for k, m in zip(numer, denom, strict=True)]
+
+
+def per_group_ratio(
+    numer_mask: np.ndarray,
+    denom_mask: np.ndarray,
+    group: np.ndarray,
+    n_groups: int,
+    name: str,
+) -> dict[str, float]:
+    """§7.3: ``{name}_g{g}`` = (numerator rows of g) / (denominator rows of g), g = 0..G-1.
+
+    ``numer_mask``, ``denom_mask`` and ``group`` are (m,) over one set of rows (e.g. the
+    agents in the pool); the numerator need not be a subset of the denominator (``rf``).
+    NaN for a group with no denominator row. Example: ``rr`` has numerator "successful
+    and accepted" and denominator "successful" among the reapplicants.
+    """
+    numer = _group_counts(group, n_groups, numer_mask, "numer_mask")
+    denom = _group_counts(group, n_groups, denom_mask, "denom_mask")
+    return {f"{name}_g{g}": r for g, r in enumerate(_ratios(numer, denom))}
+
+
+def per_group_rates(accepted: np.ndarray, group: np.ndarray, n_groups: int) -> dict[str, Any]:
+    """§7.3: ``n_applicants_g{g}`` (int) for every g, then ``accept_rate_g{g}`` (float).
+
+    ``accepted`` (a,) bool and ``group`` (a,) int are over this tick's applicants; the
+    rate of a group without applicants is NaN.
+    """
+    applicants = _group_counts(group, n_groups)
+    admitted = _group_counts(group, n_groups, accepted, "accepted")
+    out: dict[str, Any] = {f"n_applicants_g{g}": int(n) for g, n in enumerate(applicants)}
+    out.update({f"accept_rate_g{g}": r for g, r in enumerate(_ratios(admitted, applicants))})
+    return out
+
+
+def per_group_mean(
+    values: np.ndarray, group: np.ndarray, n_groups: int, name: str
+) -> dict[str, float]:
+    """§7.3: ``{name}_g{g}`` = mean of ``values`` (m,) over the rows of group g (m,).
+
+    For e.g. ``mean_time_to_accept_g{g}`` over this tick's acceptances; NaN for a group
+    with no row. Sums run in row order (``np.bincount``), so the bits are reproducible.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    counts = _group_counts(group, n_groups)
+    if values.shape != np.shape(group):
+        raise ConfigError(problem("values", values.shape, f"shape {np.shape(group)} like group"))
+    sums = np.bincount(np.asarray(group, dtype=np.int64), weights=values, minlength=n_groups)
+    return {
+        f"{name}_g{g}": float(sums[g] / counts[g]) if counts[g] else _NAN for g in range(n_groups)
+    }
+
+
+def demographic_parity_gap(accepted: np.ndarray, group: np.ndarray, n_groups: int) -> float:
+    """§7.3 ``dp_gap``: max - min acceptance rate over the groups that have applicants.
+
+    ``accepted`` (a,) bool, ``group`` (a,) int over this tick's applicants; NaN when
+    fewer than 2 groups have applicants.
+    """
+    applicants = _group_counts(group, n_groups)
+    admitted = _group_counts(group, n_groups, accepted, "accepted")
+    present = applicants > 0
+    if np.count_nonzero(present) < 2:
+        return _NAN
+    rates = admitted[present] / applicants[present]
+    return float(rates.max() - rates.min())
+
+
+def wasserstein_between_groups(
+    X: np.ndarray,
+    group: np.ndarray,
+    n_groups: int,
+    rng: np.random.Generator | None = None,
+    max_points: int = W_DIST_MAX_POINTS,
+) -> tuple[float, int]:
+    """§7.3 ``w_dist``: the largest exact W1 between two groups' rows of X (n, z).
+
+    Each pair of groups is solved exactly by POT's network simplex (``ot.emd2``) with
+    uniform weights and the Euclidean ground cost. A group with more than ``max_points``
+    rows is replaced by ``max_points`` of them drawn without replacement from ``rng``
+    (groups in ascending order, each draw sorted, so the points keep their row order);
+    ``rng`` is required only then. Returns ``(distance, n_used)``, n_used = the most rows
+    any group contributed (``w_dist_n``); ``(NaN, 0)`` if G < 2 or a group is empty.
+    """
+    if not (isinstance(max_points, int | np.integer) and max_points >= 1):
+        raise ConfigError(problem("max_points", max_points, "an integer >= 1"))
+    X = np.asarray(X, dtype=np.float64)
+    group = np.asarray(group)
+    if X.ndim != 2 or group.shape != (X.shape[0],):
+        raise ConfigError(problem("group", group.shape, f"shape ({X.shape[0]},) like X's rows"))
+    counts = _group_counts(group, n_groups)
+    if n_groups < 2 or counts.min() == 0:
+        return _NAN, 0
+    clouds = []
+    for g in range(n_groups):
+        rows = np.flatnonzero(group == g)
+        if rows.shape[0] > max_points:
+            if rng is None:
+                raise ValueError(
+                    problem(
+                        "rng",
+                        None,
+                        f"a numpy Generator: group {g} has {rows.shape[0]} rows "
+                        f"> max_points = {max_points}",
+                    )
+                )
+            rows = rows[np.sort(rng.choice(rows.shape[0], size=max_points, replace=False))]
+        clouds.append(X[rows])
+    n_used = max(c.shape[0] for c in clouds)
+
+    import ot  # heavy (it loads torch when installed): only when the metric is asked for
+    from scipy.spatial.distance import cdist
+
+    worst = 0.0
+    for g in range(n_groups):
+        for h in range(g + 1, n_groups):
+            A, B = clouds[g], clouds[h]
+            a = np.full(A.shape[0], 1.0 / A.shape[0])
+            b = np.full(B.shape[0], 1.0 / B.shape[0])
+            # cdist, not ot.dist: the same Euclidean cost matrix, computed row by row, so
+            # it is exact near 0 and free of BLAS-dependent bits (ot.dist expands
+            # |a|^2 + |b|^2 - 2ab through a matrix product)
+            cost, log = ot.emd2(a, b, cdist(A, B, "euclidean"), numItermax=10**8, log=True)
+            if log["warning"] is not None:
+                raise RuntimeError(f"ot.emd2 between groups {g} and {h}: {log['warning']}")
+            worst = max(worst, float(cost))
+    return worst, n_used
+
+
+# -- any candidate metric, per group ----------------------------------------------------
+def split_by_group(
+    table: pd.DataFrame, fn: Callable[[pd.DataFrame], Any], group_col: str = "group"
+) -> dict[int, Any]:
+    """§7.3: ``{g: fn(rows of group g)}`` over the group ids present, in ascending order."""
+    if group_col not in table.columns:
+        raise ConfigError(problem("group_col", group_col, "a column of the table"))
+    return {int(g): fn(rows) for g, rows in table.groupby(group_col, sort=True)}
