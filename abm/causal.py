@@ -23,7 +23,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from .validation import ConfigError, problem, require_int
+from abm.validation import ConfigError, problem, require_int
 
 FIELD = "causal_graph"
 Edge = tuple[int, int, float]

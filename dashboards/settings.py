@@ -247,7 +247,7 @@ def current_candidates(model: DashboardModel) -> pd.DataFrame:
     advice, outcome = [], []
     for row in range(len(ev)):
         changed = np.flatnonzero(ok[row] != -1)
-        advice.append(" ".join(f"x{i}{dx[row, i]:+.2f}" for i in changed) or "—")
+        advice.append(" ".join(f"x{i}{_change(dx[row, i])}" for i in changed) or "—")
         if status[row] == "dropped":
             outcome.append("gave up")
         elif changed.size == 0:
@@ -328,3 +328,9 @@ __all__ = [
     "feature_effort",
     "recent_applications",
 ]
+
+
+def _change(dx: float) -> str:
+    """A recommended change as text: two decimals, or two significant digits when it is too
+    small for them (a candidate tied at the threshold is nudged by ``GOAL_GAP``-sized steps)."""
+    return f"{dx:+.2f}" if abs(dx) >= 0.005 else f"{dx:+.1e}"

@@ -174,3 +174,10 @@ def test_page_steps_and_shows_errors(page):
     assert "beta = -1 is not allowed; allowed: a number in (0, inf]" in _text(rc, v)
     # the model kept running: Step still works
     rc.find(v.Btn, children=["Step"]).widget.click()
+
+
+def test_tiny_changes_are_shown_with_their_size_not_as_zero():
+    from dashboards.settings import _change
+
+    assert _change(0.1234) == "+0.12" and _change(-0.5) == "-0.50"
+    assert _change(1e-6) == "+1.0e-06"  # a nudge above a tied threshold is not "+0.00"
