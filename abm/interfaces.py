@@ -42,6 +42,25 @@ class Scorer(Protocol):
     def logit(self, X: np.ndarray) -> np.ndarray: ...
 
 
+class LinearScorer:
+    """M(x) = sigmoid(w . x + b) from given ``weights`` (z,) and ``intercept``: a
+    :class:`Scorer` for hand-built contexts (tests, examples, a policy's own what-ifs)."""
+
+    is_linear = True
+
+    def __init__(self, weights, intercept: float) -> None:
+        self.weights = np.asarray(weights, dtype=float)
+        self.intercept = float(intercept)
+
+    def logit(self, X: np.ndarray) -> np.ndarray:
+        return linear_logit(X, self.weights, self.intercept)
+
+    def score(self, X: np.ndarray) -> np.ndarray:
+        from scipy.special import expit  # keeps `import abm.interfaces` light
+
+        return expit(self.logit(X))
+
+
 @dataclass(frozen=True)
 class PolicyContext:
     """Fixed facts about the world a policy may use, handed over once in ``prepare``.

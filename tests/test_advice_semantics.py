@@ -4,32 +4,18 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scipy.special import expit
 
 from abm import RecourseModel
-from abm.interfaces import PolicyContext, Recommendation, RecourseObs, linear_logit
+from abm.interfaces import LinearScorer, PolicyContext, Recommendation, RecourseObs
 from policies.composite import CompositePolicy
 from policies.goals import GOAL_GAP, LastThreshold, admissible_goals
 from policies.recommenders import ExactLinear
 
 
-class Linear:
-    is_linear = True
-
-    def __init__(self, w, b):
-        self.weights, self.intercept = np.asarray(w, float), float(b)
-
-    def logit(self, X):
-        return linear_logit(X, self.weights, self.intercept)
-
-    def score(self, X):
-        return expit(self.logit(X))
-
-
 def context(w=(1.0, 2.0, 0.5), b=-2.0):
     z = len(w)
     return PolicyContext(
-        decision_model=Linear(w, b), lower=np.zeros(z), upper=np.ones(z),
+        decision_model=LinearScorer(w, b), lower=np.zeros(z), upper=np.ones(z),
         immutable=np.zeros(z, bool), difficulty=np.full(z, 0.5), k=2, m=5, validity=1,
         beta=0.05, ticks=10,
     )  # fmt: skip

@@ -41,18 +41,15 @@ k = [3, 5, 7, 9]
 """
 
 
-SLOW_STUDY = """
-name = "slow"
-scenario = "small.toml"
-ticks = 100
-seeds = 3
-metrics = ["rr", "rf", "threshold"]
-[set]
-m = 400
-k = 300
-[sweep]
-n_initial = [400, 401, 402, 403]
-"""
+# runs slow enough that a second driver finds the first still at work
+SLOW_STUDY = (
+    STUDY.replace('"faults"', '"slow"')
+    .replace("seeds = 6", "seeds = 3")
+    .replace(
+        "[sweep]\nk = [3, 5, 7, 9]",
+        "[set]\nm = 400\nk = 300\n[sweep]\nn_initial = [400, 401, 402, 403]",
+    )
+)
 
 
 def write_study(tmp: Path, beta: float = 0.05, study: str = STUDY) -> Path:

@@ -3,34 +3,18 @@
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.special import expit
 
 from abm import RecourseModel
-from abm.interfaces import PolicyContext, RecourseObs, linear_logit
+from abm.interfaces import LinearScorer, PolicyContext, RecourseObs
 from abm.registry import make_policy
 from policies.safear import SafeARPolicy
-
-
-class Linear:
-    """A logistic scorer for hand-built contexts."""
-
-    is_linear = True
-
-    def __init__(self, w, b):
-        self.weights, self.intercept = np.asarray(w, float), float(b)
-
-    def logit(self, X):
-        return linear_logit(X, self.weights, self.intercept)
-
-    def score(self, X):
-        return expit(self.logit(X))
 
 
 def context(w=(2.0, 2.0, 2.0), b=-3.0, d=(0.9, 0.3, 0.6), beta=0.05, immutable=None):
     z = len(w)
     imm = np.zeros(z, bool) if immutable is None else np.asarray(immutable, bool)
     return PolicyContext(
-        decision_model=Linear(w, b),
+        decision_model=LinearScorer(w, b),
         lower=np.zeros(z),
         upper=np.ones(z),
         immutable=imm,
