@@ -52,11 +52,8 @@ TICK_COLUMNS = (
     "n_withheld", "n_no_change", "n_below_threshold", "mean_cost", "effort",
     "wasted_effort", "n_implemented", "mean_time_to_accept",
 )  # fmt: skip
-_COUNT_COLUMNS = (
-    "tick", "n_applicants", "n_new", "n_reapplied", "n_accepted", "n_rejected", "n_dropped",
-    "n_waiting", "n_succ", "n_succ_accepted", "n_rejected_window", "n_unadvised", "n_unreached",
-    "n_withheld", "n_no_change", "n_below_threshold", "n_implemented",
-)  # fmt: skip
+# the integer columns: the tick and every count
+_COUNT_COLUMNS = tuple(c for c in TICK_COLUMNS if c == "tick" or c.startswith("n_"))
 
 
 def resolve_policy(policy: RecoursePolicy | str) -> RecoursePolicy:

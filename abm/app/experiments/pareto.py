@@ -208,9 +208,14 @@ def _listed_points(out: Path) -> list[tuple]:
                                   verb="has no points to evaluate"))  # fmt: skip
     jobs: dict[tuple, tuple] = {}
     for r in _read_csv(path):
-        job = (r["method"], r["family"], _num(r["alpha"]), _num(r["tau"]), r["policy"])
+        job = _job(r)
         jobs[job[:4]] = job
     return list(jobs.values())
+
+
+def _job(r: dict[str, str]) -> tuple:
+    """(method, family, alpha, tau, policy) of a points.csv row."""
+    return (r["method"], r["family"], _num(r["alpha"]), _num(r["tau"]), r["policy"])
 
 
 def _train_predictors(cfg: StudyConfig, out: Path, rec_dir: Path, log, report) -> list[tuple]:
@@ -328,7 +333,7 @@ def convert_points_csv(out: Path, cfg: StudyConfig) -> int:
     by_id: dict[str, tuple[int, dict]] = {}
     jobs, episodes = [], []
     for line, r in enumerate(rows, start=2):
-        job = (r["method"], r["family"], _num(r["alpha"]), _num(r["tau"]), r["policy"])
+        job = _job(r)
         params = ParetoParams(method=job[0], family=job[1], alpha=job[2], tau=job[3],
                               episodes=int(r["episodes"])).model_dump(mode="json")  # fmt: skip
         rid = run_id(config, job[4], "pareto-eval", params)
