@@ -37,6 +37,7 @@ from abm.validation import (
 
 __all__ = [
     "DECISION_MODELS",
+    "EXTENSION_DEFAULTS",
     "FIELD_NAMES",
     "PAPER_DIFFICULTY",
     "ConfigError",
@@ -93,6 +94,31 @@ RiskRange = _range(0.0, 100.0)
 _DIFFICULTY_TEXT = "one number in (0, 1] per feature (n_features of them)"
 _IMMUTABLE_TEXT = "feature indices in [0, n_features - 1], leaving one feature mutable"
 _DATA_TEXT = "a [data] table with path and features (see docs/own-data.md)"
+_NONCAUSAL_TEXT = "distinct feature indices in [0, n_features - 1], leaving one causal"
+_DRIFT_TEXT = "empty, or n_features numbers in [-1, 1]"
+_SHARE_TEXT = "1 to 16 numbers >= 0 summing to 1"
+_SHIFT_TEXT = "empty, or one row of n_features numbers in [-1, 1] per group"
+_GRAPH_TEXT = "edges (i, j, w) of an acyclic graph over the features (docs/world.md)"
+_SHARE_TOL = 1e-9
+
+# the fields of the world extensions with their "off" defaults: to_dict() leaves them out
+# while at the default, so configs (and run ids hashed from them) are as before they existed
+EXTENSION_DEFAULTS: dict[str, Any] = {
+    "noncausal_features": (),
+    "noncausal_strength": 0.5,
+    "outcome_delay": None,
+    "outcome_delay_dist": "fixed",
+    "outcome_threshold": 0.5,
+    "outcome_noise": None,
+    "retrain_every": 0,
+    "retrain_data": "outcomes",
+    "retrain_drift": (),
+    "group_share": (1.0,),
+    "group_shift": (),
+    "causal_graph": (),
+    "budget": None,
+    "budget_scope": "episode",
+}
 
 
 class ScenarioConfig(BaseModel):
@@ -148,6 +174,36 @@ class ScenarioConfig(BaseModel):
     description: Annotated[str, Strict()] = ""
     # a population of one's own (abm.data); None: the synthetic world of App. B.1
     data: DataSource | None = Field(None, json_schema_extra={"allowed": _DATA_TEXT})
+    # -- world extensions (specs/world-extensions.md), each off by default ----------------
+    # §1 true outcome h* with non-causal proxies; outcomes revealed after a delay
+    noncausal_features: tuple[Int, ...] = Field((), json_schema_extra={"allowed": _NONCAUSAL_TEXT})
+    noncausal_strength: Float = Field(0.5, ge=0.0, le=0.99)
+    outcome_delay: (
+        Annotated[int, BeforeValidator(_integral), Strict(), Field(ge=1, le=10_000)] | None
+    ) = Field(None, json_schema_extra={"allowed": "none or an integer in [1, 10000]"})
+    outcome_delay_dist: Literal["fixed", "geometric"] = "fixed"
+    outcome_threshold: Float = Field(0.5, ge=0.0, le=1.0)
+    outcome_noise: Annotated[float, Strict(), Field(ge=0.0, allow_inf_nan=False)] | None = Field(
+        None, json_schema_extra={"allowed": "none (label_noise) or a finite number >= 0"}
+    )
+    # §2 retraining on a schedule
+    retrain_every: Int = Field(0, ge=0, le=1_000_000)
+    retrain_data: Literal["outcomes", "shifted", "both"] = "outcomes"
+    retrain_drift: tuple[Float, ...] = Field((), json_schema_extra={"allowed": _DRIFT_TEXT})
+    # §3 groups
+    group_share: tuple[Float, ...] = Field((1.0,), json_schema_extra={"allowed": _SHARE_TEXT})
+    group_shift: tuple[tuple[Float, ...], ...] = Field(
+        (), json_schema_extra={"allowed": _SHIFT_TEXT}
+    )
+    # §4 causal graph: edges (i, j, w_ij)
+    causal_graph: tuple[tuple[Int, Int, Float], ...] = Field(
+        (), json_schema_extra={"allowed": _GRAPH_TEXT}
+    )
+    # §5 intervention budget
+    budget: Annotated[float, Strict(), Field(ge=0.0)] | None = Field(
+        None, json_schema_extra={"allowed": "none (unlimited) or a number >= 0"}
+    )
+    budget_scope: Literal["tick", "episode"] = "episode"
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -177,7 +233,98 @@ class ScenarioConfig(BaseModel):
             )
         if self.n_initial + self.m == 0:
             raise not_allowed("at least 1 (somebody must apply)", field="n_initial + m", value=0)
+        self._check_extensions(z)
         return self
+
+    def _check_extensions(self, z: int) -> None:
+        """Cross-field rules of the world extensions (specs/world-extensions.md §0-§5)."""
+        proxies = self.noncausal_features
+        if (
+            any(not 0 <= i < z for i in proxies)
+            or len(set(proxies)) != len(proxies)
+            or len(set(proxies)) >= z
+        ):
+            raise not_allowed(
+                f"distinct feature indices in [0, {z - 1}], leaving one feature causal",
+                field="noncausal_features",
+                value=proxies,
+            )
+        if self.retrain_drift and (
+            len(self.retrain_drift) != z or not all(-1.0 <= v <= 1.0 for v in self.retrain_drift)
+        ):
+            raise not_allowed(
+                f"empty, or n_features = {z} numbers in [-1, 1]",
+                field="retrain_drift",
+                value=self.retrain_drift,
+            )
+        share = self.group_share
+        if (
+            not 1 <= len(share) <= 16
+            or not all(v >= 0.0 for v in share)
+            or abs(math.fsum(share) - 1.0) > _SHARE_TOL
+        ):
+            raise not_allowed(_SHARE_TEXT, field="group_share", value=share)
+        g = len(share)
+        if self.group_shift and (
+            len(self.group_shift) != g
+            or any(len(row) != z for row in self.group_shift)
+            or not all(-1.0 <= v <= 1.0 for row in self.group_shift for v in row)
+        ):
+            raise not_allowed(
+                f"empty, or shape ({g}, {z}) (groups x features) with entries in [-1, 1]",
+                field="group_shift",
+                value=self.group_shift,
+            )
+        if self.causal_graph:
+            # networkx is loaded only for a scenario that has a graph
+            from abm.causal import CausalGraph
+
+            try:
+                CausalGraph.from_edges(self.causal_graph, z, self.immutable, proxies)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        if self.retrain_every and self.retrain_data != "shifted" and self.outcome_delay is None:
+            raise not_allowed(
+                "an outcome_delay (outcomes to retrain on), or retrain_data = shifted",
+                field="retrain_data",
+                value=self.retrain_data,
+            )
+        if self.data is not None:
+            synthetic = {
+                "noncausal_features": bool(proxies),
+                "outcome_delay": self.outcome_delay is not None,
+                "retrain_every": bool(self.retrain_every),
+                "group_share": g > 1,
+                "causal_graph": bool(self.causal_graph),
+            }
+            for name, used in synthetic.items():
+                if used:
+                    raise not_allowed(
+                        "its default with a [data] table (it needs the synthetic world and its rule h*)",
+                        field=name,
+                        value=getattr(self, name),
+                    )
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.group_share)
+
+    @property
+    def extensions(self) -> frozenset[str]:
+        """The world extensions switched on: a subset of {"outcomes", "retraining",
+        "groups", "causal", "budget"}."""
+        on = set()
+        if self.noncausal_features or self.outcome_delay is not None:
+            on.add("outcomes")
+        if self.retrain_every:
+            on.add("retraining")
+        if len(self.group_share) > 1:
+            on.add("groups")
+        if self.causal_graph:
+            on.add("causal")
+        if self.budget is not None:
+            on.add("budget")
+        return frozenset(on)
 
     # a dataclass-like record: frozen attributes, equality and hash without the label
     def __setattr__(self, name: str, value: Any) -> None:
@@ -202,10 +349,14 @@ class ScenarioConfig(BaseModel):
     def to_dict(self) -> dict[str, Any]:
         """Plain data (tuples as lists), field by field in declaration order.
 
-        ``data`` appears only when set, so configs without it (and the run ids hashed from
-        them) are as before it existed.
+        ``data`` and the world extensions' fields appear only when set, so configs without
+        them (and the run ids hashed from them) are as before they existed.
         """
-        out = {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
+        out = {
+            k: _plain(v)
+            for k, v in self.__dict__.items()
+            if k not in EXTENSION_DEFAULTS or v != EXTENSION_DEFAULTS[k]
+        }
         data = out.pop("data")
         if data is not None:
             out["data"] = data.to_dict()
@@ -215,6 +366,11 @@ class ScenarioConfig(BaseModel):
     def from_dict(cls, data: dict[str, Any], base: ScenarioConfig | None = None) -> ScenarioConfig:
         """Build from a mapping; keys must be field names (a misspelling is an error)."""
         return cls(**data) if base is None else base.replace(**data)
+
+
+def _plain(value: Any) -> Any:
+    """Tuples (nested ones too) as lists."""
+    return [_plain(v) for v in value] if isinstance(value, tuple) else value
 
 
 # the scalar and list fields a study may set or sweep, in to_dict's order; ``data`` (a

@@ -7,7 +7,9 @@ w = candidates in the history window.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
@@ -83,10 +85,20 @@ class PolicyContext:
     ticks: int
     X_train: np.ndarray | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # world extensions (specs/world-extensions.md); defaults describe a world without them
+    y_train: np.ndarray | None = None  # (n_train,) int8 labels of X_train
+    n_groups: int = 1
+    causal_graph: Any = None  # abm.causal.CausalGraph (frozen) or None
+    budget: float | None = None  # None: unlimited
+    budget_scope: str = "episode"  # "tick" or "episode"
 
     @property
     def n_features(self) -> int:
         return self.lower.shape[0]
+
+    def with_model(self, model: Scorer) -> PolicyContext:
+        """This context with ``decision_model`` replaced (the model in force after a refit)."""
+        return dataclasses.replace(self, decision_model=model)
 
     @property
     def mutable(self) -> np.ndarray:
@@ -135,6 +147,11 @@ class RecourseObs:
     ``n_applications`` (n,) counting this one. ``threshold`` is the k-th highest score
     (NaN if nobody applied). ``history`` is built on first access. ``extra`` holds
     per-rejected traits (n,) such as ``risk_aversion``.
+
+    World extensions: ``decision_model`` is the model in force (None: the one of
+    ``PolicyContext``) and ``model_version`` counts its refits; ``group`` (n,) and
+    ``applicant_group`` (a,) are group ids (None without groups); ``budget_left`` is what
+    the intervention budget still allows this tick (inf without a budget).
     """
 
     tick: int
@@ -149,6 +166,11 @@ class RecourseObs:
     n_applications: np.ndarray
     history_fn: Callable[[], HistoryWindow] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    decision_model: Scorer | None = None
+    model_version: int = 0
+    group: np.ndarray | None = None
+    applicant_group: np.ndarray | None = None
+    budget_left: float = math.inf
 
     @cached_property
     def history(self) -> HistoryWindow:
@@ -196,6 +218,10 @@ class Feedback:
     ``X_before`` (r, z) features at their previous application, ``X_cf`` (r, z) the
     counterfactual they were given, ``X_after`` (r, z) features now, ``accepted`` (r,).
     A feature was attempted where X_cf != X_before; it succeeded where X_after == X_cf.
+
+    True outcomes revealed this tick (specs/world-extensions.md §1; empty without them):
+    ``outcome_ids`` (o,), ``outcome_X`` (o, z) features when accepted, ``outcome_tick``
+    (o,) the tick of acceptance and ``outcome_y`` (o,) int8 the outcome.
     """
 
     tick: int
@@ -204,6 +230,14 @@ class Feedback:
     X_cf: np.ndarray
     X_after: np.ndarray
     accepted: np.ndarray
+    outcome_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    outcome_X: np.ndarray | None = None  # (o, z); None stands for no rows
+    outcome_tick: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    outcome_y: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+
+    @property
+    def n_outcomes(self) -> int:
+        return self.outcome_ids.shape[0]
 
     def outcomes(self) -> tuple[np.ndarray, np.ndarray]:
         """(attempted, succeeded), both (r, z) bool."""
@@ -221,6 +255,39 @@ class RecoursePolicy(Protocol):
     def recommend(self, obs: RecourseObs, rng: np.random.Generator) -> Recommendation: ...
 
     def observe(self, feedback: Feedback) -> None: ...
+
+
+class ReportsStats(Protocol):
+    """Optional: a policy with ``tick_stats`` reports its own per-tick figures.
+
+    The model calls ``tick_stats()`` once per recorded tick, after ``respond``; each key
+    ``name`` becomes the tick-table column ``policy_name`` (NaN on ticks it is missing).
+    Forks (planning rollouts) record nothing and do not call it.
+    """
+
+    def tick_stats(self) -> Mapping[str, float]: ...
+
+
+class FollowsModel:
+    """Mixin for policies and their parts: ``self.ctx`` follows the decision model in force.
+
+    ``use_model(model)`` replaces ``ctx.decision_model`` when ``model`` is another object
+    and then calls ``model_changed()``, where a part rebuilds what it derived from the
+    model (weights, a solver). A no-op while the model is unchanged, so a world that
+    never retrains costs one identity check per tick. Callers: ``CompositePolicy`` for its
+    goal selector and recommender, and direct policies at the top of ``recommend``.
+    """
+
+    ctx: PolicyContext
+
+    def use_model(self, model: Scorer | None) -> None:
+        if model is None or model is self.ctx.decision_model:
+            return
+        self.ctx = self.ctx.with_model(model)
+        self.model_changed()
+
+    def model_changed(self) -> None:
+        """Rebuild whatever was derived from ``ctx.decision_model`` (default: nothing)."""
 
 
 class GoalSelector(Protocol):

@@ -21,9 +21,10 @@ import numpy as np
 import pandas as pd
 from mesa.agent import AgentSet
 
-from abm import behaviour, metrics
-from abm.agents import Candidate, DecisionMaker
+from abm import behaviour, metrics, metrics_ext
+from abm.agents import Candidate, DecisionMaker, select_top_k
 from abm.config import ScenarioConfig
+from abm.extensions import Mechanisms
 from abm.interfaces import (
     Feedback,
     HistoryWindow,
@@ -54,6 +55,28 @@ TICK_COLUMNS = (
 )  # fmt: skip
 # the integer columns: the tick and every count
 _COUNT_COLUMNS = tuple(c for c in TICK_COLUMNS if c == "tick" or c.startswith("n_"))
+
+
+def extension_columns(config: ScenarioConfig) -> tuple[str, ...]:
+    """The tick-table columns the scenario's world extensions add, after :data:`TICK_COLUMNS`
+    (specs/world-extensions.md §7); none while every extension is off."""
+    on = config.extensions
+    cols: list[str] = []
+    if "outcomes" in on:
+        cols += ["n_revealed", "n_revealed_pos", "tp_rate", "mean_p_true_accepted",
+                 "improvement_rate", "mean_true_gain"]  # fmt: skip
+    if "retraining" in on:
+        cols += ["model_version", "n_outstanding", "validity"]
+    if "groups" in on:
+        cols += ["dp_gap", "w_dist", "w_dist_n"]
+        for name in ("rr", "rf", "n_applicants", "accept_rate", "mean_time_to_accept"):
+            cols += [f"{name}_g{g}" for g in range(config.n_groups)]
+    if "budget" in on:
+        cols += ["budget_spent", "budget_left"]
+    return tuple(cols)
+
+
+_EXTENSION_COUNTS = ("model_version", "w_dist_n")
 
 
 def resolve_policy(policy: RecoursePolicy | str) -> RecoursePolicy:
@@ -119,6 +142,8 @@ class RecourseModel(mesa.Model):
         self.record_events = record_events
         self._recording = True
         self._set_feature_facts(config)
+        # the extensions' state (specs/world-extensions.md); None while all are off
+        self.mech = Mechanisms(config, self.world) if config.extensions else None
         self.decision_maker = DecisionMaker(self, self.world.decision_model, config.k)
         # privileged: rollouts of this model (planning references only, see abm.planning)
         self.simulator = Simulator(self, type(self).from_snapshot)
@@ -130,7 +155,10 @@ class RecourseModel(mesa.Model):
         self._events: list[dict[str, np.ndarray]] = []
         self.last_row: dict[str, float] = {}
         self.last_tick: TickState | None = None
-        self.datacollector = TickCollector(model_reporters={c: _reporter(c) for c in TICK_COLUMNS})
+        self.tick_columns = TICK_COLUMNS + extension_columns(config)
+        self.datacollector = TickCollector(
+            model_reporters={c: _reporter(c) for c in self.tick_columns}
+        )
         self.running = True
 
     def _set_feature_facts(self, config: ScenarioConfig) -> None:
@@ -139,6 +167,16 @@ class RecourseModel(mesa.Model):
         self.immutable = np.zeros(config.n_features, dtype=bool)
         self.immutable[list(config.immutable)] = True
         self._any_immutable = bool(self.immutable.any())
+
+    @property
+    def scorer(self):
+        """The decision model in force (a retrained one once the world refits, §2)."""
+        return self.world.decision_model if self.mech is None else self.mech.scorer
+
+    @property
+    def model_version(self) -> int:
+        """How many times the decision model was refitted (0 without retraining)."""
+        return 0 if self.mech is None else self.mech.version
 
     def _policy_context(self) -> PolicyContext:
         c, z = self.config, self.config.n_features
@@ -161,6 +199,11 @@ class RecourseModel(mesa.Model):
                 "scenario": c,
                 "allow_mismatch": self.allow_mismatch,
             },
+            y_train=self.world.y_train,
+            n_groups=c.n_groups,
+            causal_graph=self.world.ext.graph,
+            budget=c.budget,
+            budget_scope=c.budget_scope,
         )
 
     def _start_episode(self) -> None:
@@ -184,6 +227,7 @@ class RecourseModel(mesa.Model):
             population=self.population,
             dropped=tuple(self._dropped_window),
             pending=self._pending,
+            mechanisms=None if self.mech is None else self.mech.fork(),
         )
 
     @classmethod
@@ -200,9 +244,11 @@ class RecourseModel(mesa.Model):
         fork.policy_name = f"fork of {type(policy).__name__}"
         fork.use_agents = fork.record_events = fork._recording = fork._bounded = False
         fork._set_feature_facts(snap.config)
+        fork.mech = None if snap.mechanisms is None else snap.mechanisms.fork()
         fork.tick, fork._next_id, fork.population = snap.tick, snap.next_id, snap.population
         fork._dropped_window = deque(snap.dropped)
-        fork._pending = snap.pending
+        # the fork's respond() writes its own figures into the decided tick: not into ours
+        fork._pending = None if snap.pending is None else snap.pending.copy()
         fork.running = snap.tick < snap.config.ticks
         return fork
 
@@ -259,26 +305,47 @@ class RecourseModel(mesa.Model):
         """
         d = self._require_pending()
         advice = self._validate(d, recommendation)
+        if self.mech is not None and self.mech.budgeted:
+            cost = np.add.reduce(np.abs(advice.X_cf - advice.X), axis=1)
+            d.ext["budget_spent"] = self.mech.charge(cost, advice.advised, self.policy_name)
+            d.ext["budget_cost"] = np.where(advice.advised, cost, 0.0)
         self._pending = None
         self._respond(d, advice)
 
     def _decide(self, t: int) -> _Decided:
         """Reapplications, arrivals, scores and the top-k selection of tick ``t``."""
-        c = self.config
+        c, mech = self.config, self.mech
+        ext = None if mech is None else mech.start_tick(t, self.population, self.streams)
         reapplying = self._reapplications(t)
         returning = self.population.take(reapplying)
         self.population = self.population.take(~reapplying)
         n_window = len(returning) + len(self.population) + self._dropped_in_window(t)
-        feedback = self._feedback_before(t, returning)
+        if ext is not None and mech.groups:  # the RF window of each group (eq. 3)
+            window = [returning.group, self.population.group]
+            window += [p.group for _, p in self._dropped_window]
+            ext["window_groups"] = np.bincount(np.concatenate(window), minlength=c.n_groups)
+        feedback = self._feedback_before(t, returning, ext)
         entrants = self._arrivals(t)
 
         # hidden changes become visible now: what is seen (X_obs) is the true X
         applicants = Population.concat([returning, entrants], c.n_features, {"X_obs": "X"})
-        scores = self.decision_maker.score(applicants.X_obs)
-        accepted, threshold = self.decision_maker.select(scores, self.streams.ties)
+        scorer = self.scorer
+        scores = scorer.score(applicants.X_obs)
+        accepted, threshold = select_top_k(scores, c.k, self.streams.ties)
+        if ext is not None:
+            if mech.outcomes:
+                ext["y"] = mech.draw_outcomes(t, applicants, accepted, self.streams)
+            if mech.retraining and self.record_events:
+                # the advice reapplicants carry, scored by the model that now decides
+                adv = returning.advised
+                cf_now = filled(len(returning), np.nan, np.float64)
+                cf_now[adv] = scorer.score(returning.X_cf[adv])
+                ext["cf_score_now"] = cf_now
         if feedback is not None:
             self.policy.observe(feedback(accepted[: len(returning)]))
-        return _Decided(t, threshold, applicants, scores, accepted, len(returning), n_window)
+        d = _Decided(t, threshold, applicants, scores, accepted, len(returning), n_window)
+        d.ext = ext
+        return d
 
     def _respond(self, d: _Decided, advice: _Advice) -> None:
         """Dropout, implementation, the waiting pool and the tick record of ``d``."""
@@ -332,7 +399,11 @@ class RecourseModel(mesa.Model):
 
     def _arrivals(self, t: int) -> Population:
         n = self.config.n_initial if t == 0 else self.config.m
-        X = self.world.generator.sample(n, self.streams.arrivals)
+        if self.mech is None:
+            X, group = self.world.generator.sample(n, self.streams.arrivals), None
+        else:  # groups, SEM and proxies each draw from their own stream (§0)
+            get = self.streams.get
+            X, group = self.world.draw(n, self.streams.arrivals, get("groups"), get("noncausal"))
         ids = np.arange(self._next_id, self._next_id + n)
         self._next_id += n
         lo, hi = self.config.risk_aversion
@@ -340,17 +411,28 @@ class RecourseModel(mesa.Model):
         risk = (
             filled(n, lo, np.float64) if lo == hi else self.streams.get("traits").uniform(lo, hi, n)
         )
-        return Population.entrants(ids, X, t, risk)
+        return Population.entrants(ids, X, t, risk, group)
 
-    def _feedback_before(self, t: int, returning: Population):
+    def _feedback_before(self, t: int, returning: Population, ext: dict | None = None):
         """What the policy may learn from the reapplicants, once decisions are known.
 
         Captured before their new features overwrite what was seen at the last
-        application; returns a function of the reapplicants' decisions, or None.
+        application; returns a function of the reapplicants' decisions, or None. Outcomes
+        revealed this tick (§1) come with it.
         """
         adv = returning.advised
         n_adv = np.count_nonzero(adv)
-        if n_adv == 0 or getattr(self.policy, "observe", None) is None:
+        if getattr(self.policy, "observe", None) is None:
+            return None
+        revealed = None if ext is None else ext.get("revealed")
+        if revealed is not None and revealed.n:
+            ids, before = returning.ids[adv], returning.X_obs[adv]
+            cf, after = returning.X_cf[adv], returning.X[adv]
+            return lambda accepted: Feedback(
+                t, ids, before, cf, after, accepted[adv], revealed.ids, revealed.X,
+                revealed.tick, revealed.y,
+            )  # fmt: skip
+        if n_adv == 0:
             return None
         if n_adv == adv.shape[0]:  # stored arrays are never written in place: no copies needed
             ids, before, cf, after = returning.ids, returning.X_obs, returning.X_cf, returning.X
@@ -377,6 +459,13 @@ class RecourseModel(mesa.Model):
                 self._history, self.population, tuple(self._dropped_window)
             ),
             extra={"risk_aversion": applicants.risk_aversion.take(rej)},
+            decision_model=self.scorer,
+            model_version=self.model_version,
+            group=None if self.mech is None or not self.mech.groups else applicants.group.take(rej),
+            applicant_group=(
+                None if self.mech is None or not self.mech.groups else applicants.group
+            ),
+            budget_left=math.inf if self.mech is None else self.mech.budget_left,
         )
 
     def _validate(self, d: _Decided, rec: Recommendation | None) -> _Advice:
@@ -475,6 +564,11 @@ class RecourseModel(mesa.Model):
         rows_ok, x_cf_ok = rows[ok], x_cf[ok]
         X_new = X.copy()
         X_new.ravel()[changed[ok]] = x_cf_ok
+        X_direct = None
+        if self.mech is not None and self.mech.causal:  # §4: changes flow to descendants
+            intervened = np.zeros(X.shape, dtype=bool)
+            intervened.ravel()[changed[ok]] = True
+            X_direct, X_new = X_new, self.mech.propagate(X, X_new, intervened)
         effort = np.bincount(rows_ok, weights=np.abs(x_cf_ok - x[ok]) * d[ok], minlength=n)
         implemented = stayers.advised.copy()
         implemented[rows[~ok]] = False  # a failed change
@@ -483,8 +577,10 @@ class RecourseModel(mesa.Model):
         data["X"] = X_new
         data["implemented"] = implemented
         data["effort"] = data["effort"] + effort
-        data["score_now"] = self.decision_maker.score(X_new)
-        return _Outcome(rows, cols, ok, effort, implemented)
+        data["score_now"] = self.scorer.score(X_new)
+        out = _Outcome(rows, cols, ok, effort, implemented)
+        out.dprop = None if X_direct is None else X_new - X_direct
+        return out
 
     def _history(self, waiting: Population, dropped: tuple) -> HistoryWindow:
         """Rejected candidates still inside the validity window, as last seen.
@@ -507,6 +603,11 @@ class RecourseModel(mesa.Model):
         """The tick's row (:data:`TICK_COLUMNS`), dashboard arrays and candidate events."""
         r = self._responses(d, advice, dropped, outcome)
         self.last_row = self._tick_row(d, advice, r, leaving, outcome)
+        if d.ext is not None:
+            self._extension_row(d, advice, self.last_row)
+        stats = getattr(self.policy, "tick_stats", None)
+        if stats is not None:  # the policy's own figures (abm.interfaces.ReportsStats)
+            self.last_row.update({f"policy_{k}": float(v) for k, v in stats().items()})
         self.last_tick = TickState(
             tick=d.t,
             threshold=d.threshold,
@@ -527,12 +628,13 @@ class RecourseModel(mesa.Model):
     def _responses(self, d: _Decided, advice: _Advice, dropped, outcome) -> _Responses:
         """Per-rejected figures of the advice and of what the candidates made of it."""
         n, adv = d.rej.shape[0], advice.advised
+        scorer = self.scorer
         if advice.all_advised:  # the advised are the rejected: their arrays serve both
-            cf_scores = cf_adv = self.decision_maker.score(advice.X_cf)
+            cf_scores = cf_adv = scorer.score(advice.X_cf)
             goal_adv = advice.goal
         else:
             cf_scores = filled(n, np.nan, np.float64)
-            cf_adv = self.decision_maker.score(advice.X_cf[adv])
+            cf_adv = scorer.score(advice.X_cf[adv])
             cf_scores[adv] = cf_adv
             goal_adv = advice.goal[adv]
         cost = metrics.recommendation_cost(advice.X, advice.X_cf, self.difficulty)
@@ -630,7 +732,113 @@ class RecourseModel(mesa.Model):
         exit_[accepted] = "accepted"
         exit_[rej[dropped]] = "dropped"
         chunk["exit"] = exit_
+        if d.ext is not None:
+            self._extension_events(d, advice, outcome, dropped, chunk, per_applicant)
         self._events.append(chunk)
+
+    # -- records of the world extensions (specs/world-extensions.md §7) ---------------------
+    def _counterfactual_true(self, advice: _Advice) -> np.ndarray:
+        """x̃_cf (n, z): the advice with its changes propagated down the causal graph (§4)."""
+        if not self.mech.causal:
+            return advice.X_cf
+        return self.mech.propagate(advice.X, advice.X_cf, advice.X_cf != advice.X)
+
+    def _extension_row(self, d: _Decided, advice: _Advice, row: dict) -> None:
+        """The tick's extension columns (:func:`extension_columns`), added to ``row``."""
+        mech, ext, c = self.mech, d.ext, self.config
+        applicants, accepted = d.applicants, d.accepted
+        if mech.outcomes:
+            adv = advice.advised
+            X_cf = self._counterfactual_true(advice)[adv]
+            w_star = self.world.w_star
+            p_cf = mech.true_probability(X_cf)
+            p_x = mech.true_probability(advice.X[adv])
+            row["n_revealed"] = ext["n_revealed"]
+            row["n_revealed_pos"] = ext["n_revealed_pos"]
+            row["tp_rate"] = ext["tp_rate"]
+            p_acc = mech.true_probability(applicants.X_obs[accepted])
+            row["mean_p_true_accepted"] = metrics.nanmean(p_acc)
+            ones = np.ones(X_cf.shape[0], dtype=bool)
+            row["improvement_rate"] = metrics_ext.improvement_rate(
+                X_cf, w_star, c.outcome_threshold, ones
+            )
+            row["mean_true_gain"] = metrics_ext.mean_true_gain(p_cf, p_x, ones)
+        if mech.retraining:
+            row["model_version"] = ext["model_version"]
+            row["n_outstanding"] = ext["n_outstanding"]
+            row["validity"] = ext["validity"]
+        if mech.groups:
+            self._group_row(d, row)
+        if mech.budgeted:
+            row["budget_spent"] = ext.get("budget_spent", 0.0)
+            row["budget_left"] = mech.budget_left
+
+    def _group_row(self, d: _Decided, row: dict) -> None:
+        """§7.3: the DP gap, W1 between groups in the pool, and per-group rates."""
+        G, applicants, accepted = self.config.n_groups, d.applicants, d.accepted
+        group = applicants.group
+        row["dp_gap"] = metrics_ext.demographic_parity_gap(accepted, group, G)
+        pool = self.population
+        big = np.bincount(pool.group, minlength=G).max(initial=0)
+        rng = self.streams.get("metrics") if big > metrics_ext.W_DIST_MAX_POINTS else None
+        row["w_dist"], row["w_dist_n"] = metrics_ext.wasserstein_between_groups(
+            pool.X, pool.group, G, rng
+        )
+        ret = slice(0, d.n_ret)
+        succ = applicants.advised[ret] & applicants.implemented[ret]
+        g_ret = group[ret]
+        n_succ = np.bincount(g_ret[succ], minlength=G)
+        n_succ_acc = np.bincount(g_ret[succ & accepted[ret]], minlength=G)
+        window = d.ext["window_groups"]
+        for g in range(G):
+            row[f"rr_g{g}"] = metrics.recourse_reliability(int(n_succ_acc[g]), int(n_succ[g]))
+        for g in range(G):
+            row[f"rf_g{g}"] = metrics.recourse_feasibility(int(n_succ[g]), int(window[g]))
+        # per_group_rates / per_group_mean without their input checks: ids come from us
+        n_app = np.bincount(group, minlength=G)
+        n_acc = np.bincount(group[accepted], minlength=G)
+        wait = np.bincount(group[accepted], weights=d.t - applicants.entered[accepted], minlength=G)
+        for g in range(G):
+            row[f"n_applicants_g{g}"] = int(n_app[g])
+        for g in range(G):
+            row[f"accept_rate_g{g}"] = metrics.ratio(int(n_acc[g]), int(n_app[g]))
+        for g in range(G):
+            row[f"mean_time_to_accept_g{g}"] = float(wait[g] / n_acc[g]) if n_acc[g] else math.nan
+
+    def _extension_events(self, d, advice, outcome, dropped, chunk, per_applicant) -> None:
+        """The candidate table's extension columns (§7), added to ``chunk``."""
+        mech, ext, c = self.mech, d.ext, self.config
+        applicants = d.applicants
+        a, z = len(applicants), c.n_features
+        if mech.outcomes:
+            chunk["p_true"] = mech.true_probability(applicants.X_obs)
+            chunk["y"] = ext["y"]
+            X_cf = self._counterfactual_true(advice)
+            p_cf = np.where(advice.advised, mech.true_probability(X_cf), np.nan)
+            chunk["cf_p_true"] = per_applicant(p_cf, np.nan)
+            improving = advice.advised & (mech.true_score(X_cf) >= c.outcome_threshold)
+            chunk["improving"] = per_applicant(improving, False)
+        if mech.retraining:
+            chunk["model_version"] = filled(a, mech.version, np.int64)
+            cf_now = np.full(a, np.nan)
+            cf_now[: d.n_ret] = ext["cf_score_now"]
+            chunk["cf_score_now"] = cf_now
+            valid = np.full(a, -1, dtype=np.int8)
+            seen = ~np.isnan(cf_now)
+            goal = applicants.goal
+            valid[seen] = cf_now[seen] >= goal[seen] - 1e-6
+            chunk["valid_now"] = valid
+        if mech.groups:
+            chunk["group"] = applicants.group.copy()
+        if mech.causal:
+            dprop = np.zeros((d.rej.shape[0], z), dtype=np.float32)
+            if outcome.dprop is not None:
+                dprop[~dropped] = outcome.dprop
+            dprop = per_applicant(dprop, 0.0)
+            for i in range(z):
+                chunk[f"dprop_{i}"] = dprop[:, i]
+        if mech.budgeted:
+            chunk["budget_cost"] = per_applicant(ext.get("budget_cost", np.zeros(0)), np.nan)
 
     def _sync_handles(self, accepted_ids, dropped_ids, waiting_ids) -> None:
         for cid in np.concatenate([accepted_ids, dropped_ids]).tolist():
@@ -659,10 +867,13 @@ class RecourseModel(mesa.Model):
         """One row per tick with every metric of SPEC §2 (columns: :data:`TICK_COLUMNS`)."""
         df = self.datacollector.get_model_vars_dataframe()
         if df.empty:
-            return pd.DataFrame(columns=list(TICK_COLUMNS))
+            return pd.DataFrame(columns=list(self.tick_columns))
         df = df.reset_index(drop=True)
-        for col in _COUNT_COLUMNS:
-            df[col] = df[col].astype(np.int64)
+        for col in df.columns:
+            if col in _COUNT_COLUMNS or (
+                col not in TICK_COLUMNS and (col.startswith("n_") or col in _EXTENSION_COUNTS)
+            ):
+                df[col] = df[col].astype(np.int64)
         return df
 
     def candidate_table(self) -> pd.DataFrame:
@@ -691,7 +902,9 @@ class RecourseModel(mesa.Model):
             "seed": self.config.seed,
             "ticks": self.tick,
         }
-        out.update(metrics.episode_summary(self.tick_table()))
+        ticks = self.tick_table()
+        out.update(metrics.episode_summary(ticks))
+        out.update(metrics.extension_summary(ticks))
         return out
 
 
@@ -711,13 +924,22 @@ class _Decided:
     of the RF window and (set by ``decide``) the observation handed out."""
 
     __slots__ = ("t", "threshold", "applicants", "scores", "accepted", "rej", "n_ret",
-                 "n_window", "obs")  # fmt: skip
+                 "n_window", "obs", "ext")  # fmt: skip
 
     def __init__(self, t, threshold, applicants, scores, accepted, n_ret, n_window) -> None:
         self.t, self.threshold, self.applicants = t, threshold, applicants
         self.scores, self.accepted, self.n_ret, self.n_window = scores, accepted, n_ret, n_window
         self.rej = (~accepted).nonzero()[0]
         self.obs: RecourseObs | None = None
+        self.ext: dict[str, Any] | None = None  # the world extensions' figures (§7), if on
+
+    def copy(self) -> _Decided:
+        """A copy whose extension figures (a dict) are its own; arrays are shared."""
+        other = object.__new__(_Decided)
+        for name in self.__slots__:
+            setattr(other, name, getattr(self, name))
+        other.ext = None if self.ext is None else dict(self.ext)
+        return other
 
     def success_counts(self) -> tuple[int, int]:
         """(|I^succ|, |I^succ and accepted|): reapplicants who did everything asked."""
@@ -752,11 +974,12 @@ class _Outcome:
     """Implementation draws of the stayers: changed entries (rows, cols), their success
     ``ok`` (e,), realised effort (s,) and whether each stayer did everything asked (s,)."""
 
-    __slots__ = ("rows", "cols", "ok", "effort", "implemented")
+    __slots__ = ("rows", "cols", "ok", "effort", "implemented", "dprop")
 
     def __init__(self, rows, cols, ok, effort, implemented) -> None:
         self.rows, self.cols, self.ok = rows, cols, ok
         self.effort, self.implemented = effort, implemented
+        self.dprop = None  # (s, z) changes propagated down the causal graph (§4), if any
 
 
 class TickState:
@@ -790,6 +1013,9 @@ class TickCollector(mesa.DataCollector):
 
     def collect(self, model: RecourseModel) -> None:
         row = model.last_row
+        if len(row) != len(self.model_reporters):
+            self._align(row)
+            row = {var: row.get(var, math.nan) for var in self.model_reporters}
         for var in self.model_reporters:
             self.model_vars[var].append(row[var])
         if self.agent_reporters or self.agenttype_reporters:
@@ -799,3 +1025,11 @@ class TickCollector(mesa.DataCollector):
                 super().collect(model)
             finally:
                 self.model_reporters = reporters
+
+    def _align(self, row: dict) -> None:
+        """Columns first reported now (a policy's ``policy_*``): NaN on the earlier ticks."""
+        done = len(next(iter(self.model_vars.values()), []))
+        for var in row:
+            if var not in self.model_reporters:
+                self.model_reporters[var] = _reporter(var)
+                self.model_vars[var] = [math.nan] * done

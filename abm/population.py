@@ -26,6 +26,7 @@ SCHEMA: dict[str, tuple[Any, bool]] = {
     "effort": (np.float64, False),  # cumulative realised effort sum |dx| d over successes
     "score_now": (np.float64, False),  # M(X): drives the reapplication gap
     "risk_aversion": (np.float64, False),  # the candidate's own trait (scenario risk_aversion)
+    "group": (np.int64, False),  # group id (world extensions §3; 0 without groups)
 }
 
 
@@ -56,9 +57,15 @@ class Population:
 
     @classmethod
     def entrants(
-        cls, ids: np.ndarray, X: np.ndarray, tick: int, risk_aversion: np.ndarray
+        cls,
+        ids: np.ndarray,
+        X: np.ndarray,
+        tick: int,
+        risk_aversion: np.ndarray,
+        group: np.ndarray | None = None,
     ) -> Population:
-        """New candidates with ids (n,), features X (n, z) and traits (n,), entering at ``tick``."""
+        """New candidates with ids (n,), features X (n, z), traits (n,) and groups (n,)
+        (None: all 0), entering at ``tick``."""
         n, z = X.shape
         zeros_i = np.zeros(n, dtype=np.int64)
         zeros_b = np.zeros(n, dtype=np.bool_)
@@ -76,6 +83,7 @@ class Population:
             "effort": np.zeros(n),
             "score_now": np.zeros(n),
             "risk_aversion": risk_aversion,
+            "group": zeros_i if group is None else group,
         }
         return cls(data, z)
 

@@ -52,6 +52,43 @@ _FIXED: dict[str, ScenarioConfig] = {
         ticks=20,
         description="scale test: N0 = m = 100,000 and k = 90,000 per tick",
     ),
+    # -- the world extensions (specs/world-extensions.md), one mechanism each (ours) --------
+    "improvement": _PAPER.replace(
+        name="improvement",
+        validity=5,
+        noncausal_features=(8, 9),
+        outcome_delay=5,
+        description="true outcomes: features 8 and 9 are proxies the model rewards but that "
+        "never change the outcome; outcomes of the accepted are revealed 5 ticks later",
+    ),
+    "retraining": _PAPER.replace(
+        name="retraining",
+        retrain_every=10,
+        retrain_data="shifted",
+        retrain_drift=(0.1,) * 5 + (-0.1,) * 5,
+        description="the decision model is refitted every 10 ticks on drifting data "
+        "(features 0-4 up, 5-9 down): outstanding advice may stop being valid",
+    ),
+    "groups": _PAPER.replace(
+        name="groups",
+        group_share=(0.5, 0.5),
+        group_shift=((-0.1,) * 5 + (0.0,) * 5, (0.0,) * 10),
+        description="two equal groups; group 0 starts 0.1 lower on features 0-4 (the model "
+        "never sees the group)",
+    ),
+    "causal": _PAPER.replace(
+        name="causal",
+        causal_graph=((7, 4, 0.6), (4, 1, 0.5)),
+        description="a causal chain 7 -> 4 -> 1: a change to feature 7 (the one threshold "
+        "advice asks for) moves 4 and, through it, 1",
+    ),
+    "budget": _PAPER.replace(
+        name="budget",
+        budget=1.0,
+        budget_scope="tick",
+        description="an intervention budget: advice may move features by 1.0 in total "
+        "(L1) per tick; the rest of the rejected get none",
+    ),
 }
 
 

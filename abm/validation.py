@@ -243,8 +243,10 @@ def one_line(
             field = _field((*loc, ctx["field"]), prefix)
         line = problem(field, ctx.get("value", value), ctx["allowed"])
     elif err["type"] == "value_error":
-        # a validator's own sentence already says what is allowed
-        return f"{field}: {ctx.get('error', err['msg'])}"
+        # a validator's own sentence already says what is allowed (and, from a model
+        # validator with no location, which field it is about)
+        text = str(ctx.get("error", err["msg"]))
+        return text if field == "value" else f"{field}: {text}"
     else:
         declared = field_allowed(fields[loc[0]]) if loc and loc[0] in fields else None
         line = problem(field, value, declared or _allowed(err))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
 
@@ -13,9 +14,11 @@ from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.validation import check_is_fitted
 
+from abm.causal import CausalGraph
 from abm.config import ScenarioConfig
 from abm.data import build_data_world
 from abm.interfaces import linear_logit
+from abm.metrics_ext import true_outcome_probability
 from abm.rng import stream
 
 
@@ -111,14 +114,137 @@ class DecisionModel:
 
 
 @dataclass(frozen=True)
+class Extensions:
+    """The world-generating parts of the extensions (specs/world-extensions.md §1, §3, §4).
+
+    ``proxies`` are the non-causal features N, ``strength`` their r; ``share`` (G,) the
+    group shares and ``shift`` (G, z) their mean shifts (zeros: none); ``graph`` the
+    causal graph or None. ``plain`` is True when none of them changes a drawn row.
+    """
+
+    proxies: tuple[int, ...] = ()
+    strength: float = 0.5
+    share: tuple[float, ...] = (1.0,)
+    shift: np.ndarray | None = None
+    graph: CausalGraph | None = None
+
+    @property
+    def plain(self) -> bool:
+        return not self.proxies and self.shift is None and self.graph is None
+
+    @cached_property
+    def _edges(self) -> np.ndarray:
+        return np.cumsum(self.share)
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.share)
+
+    def groups(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Group ids (n,) int64: searchsorted(cumsum(share), U, "right"); G = 1 draws nothing."""
+        if len(self.share) == 1:
+            return np.zeros(n, dtype=np.int64)
+        g = np.searchsorted(self._edges, rng.random(n), side="right")
+        # a sum of shares just below 1 must not put U in a group G
+        return np.minimum(g, len(self.share) - 1).astype(np.int64)
+
+
+def base_rows(E: np.ndarray, nu: np.ndarray, group: np.ndarray, ext: Extensions) -> np.ndarray:
+    """Rows (n, z) from base values E = ν + τ·noise (n, z, written in place): the group
+    shift, then the SEM in topological order (§4) or a clip to [0, 1]."""
+    if ext.shift is not None:
+        E += ext.shift[group]
+    if ext.graph is not None:
+        return ext.graph.generate(E, nu)
+    return np.clip(E, 0.0, 1.0, out=E)
+
+
+def proxy_columns(
+    X: np.ndarray,
+    nu: np.ndarray,
+    tau: np.ndarray,
+    group: np.ndarray,
+    u: np.ndarray,
+    ext: Extensions,
+    rng: np.random.Generator,
+) -> None:
+    """§1: X[:, i] = clip(ν_i + shift_{g,i} + τ_i (r u + √(1 - r²) e_i), 0, 1) for i in N,
+    in place; u (n,) is the standardised label score, e (n, |N|) drawn from ``rng``."""
+    cols = list(ext.proxies)
+    e = rng.standard_normal((X.shape[0], len(cols)))
+    r = ext.strength
+    noise = r * u[:, None] + math.sqrt(1.0 - r * r) * e
+    base = nu[cols] if ext.shift is None else nu[cols] + ext.shift[group][:, cols]
+    X[:, cols] = np.clip(base + tau[cols] * noise, 0.0, 1.0)
+
+
+@dataclass(frozen=True)
 class World:
-    """One drawn world: generator, label weights, training set (n_train, z) and M."""
+    """One drawn world: generator, label weights, training set (n_train, z) and M.
+
+    World extensions (specs/world-extensions.md): ``w_star`` (z,) are the true weights of
+    h* (the label weights with non-causal features at 0, renormalised); ``s_mean`` and
+    ``s_sd`` the mean and std of the training rows' label score s (for the proxies);
+    ``group_train`` (n_train,) the training rows' groups; ``ext`` how rows are generated.
+    """
 
     generator: FeatureGenerator
     label_weights: np.ndarray
     X_train: np.ndarray
     y_train: np.ndarray
     decision_model: DecisionModel
+    w_star: np.ndarray | None = None
+    s_mean: float = 0.0
+    s_sd: float = 1.0
+    group_train: np.ndarray | None = None
+    ext: Extensions = field(default_factory=Extensions)
+    label_noise: float = 0.0
+
+    def draw(
+        self,
+        n: int,
+        normals: np.random.Generator,
+        groups: np.random.Generator | None = None,
+        noncausal: np.random.Generator | None = None,
+        drift: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(X (n, z) in [0, 1], group (n,) int64) of n new candidates (§1, §3, §4).
+
+        ``normals`` gives the (n, z) standard normals every scenario draws; ``groups`` one
+        uniform per row when G > 1; ``noncausal`` η (n,) then e (n, |N|) when there are
+        proxies. ``drift`` (z,) moves the means ν (retraining's "shifted" data). Without
+        extensions and drift this is :meth:`FeatureGenerator.sample`, bit for bit.
+        """
+        ext, gen = self.ext, self.generator
+        if ext.plain and drift is None:
+            return gen.sample(n, normals), np.zeros(n, dtype=np.int64)
+        tau, nu = gen._affine
+        if drift is not None:
+            nu = nu + drift
+        E = normals.standard_normal((n, gen.n_features))
+        E *= tau  # the arithmetic of FeatureGenerator.sample: same bits without extensions
+        E += nu
+        group = ext.groups(n, groups) if ext.n_groups > 1 else np.zeros(n, dtype=np.int64)
+        X = base_rows(E, nu, group, ext)
+        if ext.proxies:
+            # §1: an entrant's label score s = w*·x + label_noise·η, η before e
+            eta = noncausal.standard_normal(n)
+            s = np.add.reduce(X * self.w_star, axis=1) + self.label_noise * eta
+            proxy_columns(X, nu, tau, group, (s - self.s_mean) / self.s_sd, ext, noncausal)
+        return X, group
+
+    def true_probability(self, X: np.ndarray, c_star: float, sigma_star: float) -> np.ndarray:
+        """h*(x) (n,) of rows X (n, z) (§1)."""
+        return true_outcome_probability(X, self.w_star, c_star, sigma_star)
+
+    def shifted_rows(
+        self, n: int, drift: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(X (n, z), y (n,) int8): training rows of the generator with means ν + drift and
+        the historical labelling rule y = 1[w*·x + N(0, label_noise²) > 0.5] (§2)."""
+        X, _ = self.draw(n, rng, rng, rng, drift=np.asarray(drift, dtype=float))
+        s = np.add.reduce(X * self.w_star, axis=1) + rng.normal(0.0, self.label_noise, size=n)
+        return X, (s > 0.5).astype(np.int8)
 
 
 def make_estimator(kind: str, seed: int) -> Any:
@@ -141,7 +267,9 @@ def build_world(config: ScenarioConfig, estimator: Any | None = None) -> World:
     if config.data is not None:  # a population from the user's own table (abm.data)
         d = build_data_world(config, estimator)
         model = DecisionModel(d.estimator)
-        return World(d.generator, d.label_weights, d.X_train, d.y_train, model)
+        return World(
+            d.generator, d.label_weights, d.X_train, d.y_train, model, w_star=d.label_weights
+        )
     if estimator is None:
         return _cached_world(_world_key(config))
     return _build_world(_world_key(config), estimator)
@@ -157,6 +285,13 @@ def _world_key(c: ScenarioConfig) -> tuple:
         c.n_train,
         c.decision_model,
         c.world_seed,
+        # world extensions: proxies, groups, graph (their defaults leave the world as it was)
+        c.noncausal_features,
+        c.noncausal_strength,
+        c.group_share,
+        c.group_shift,
+        c.causal_graph,
+        c.immutable if c.causal_graph else (),  # only checked against the graph
     )
 
 
@@ -165,8 +300,20 @@ def _cached_world(key: tuple) -> World:
     return _build_world(key, None)
 
 
+def _extensions(key: tuple) -> Extensions:
+    z, *_, proxies, strength, share, shift, edges, immutable = key
+    if not (proxies or len(share) > 1 or edges):
+        return Extensions()
+    shift_arr = np.asarray(shift, dtype=float) if shift and np.any(shift) else None
+    if shift_arr is not None:
+        shift_arr.setflags(write=False)
+    graph = CausalGraph.from_edges(edges, z, immutable, proxies) if edges else None
+    return Extensions(tuple(proxies), float(strength), tuple(share), shift_arr, graph)
+
+
 def _build_world(key: tuple, estimator: Any | None) -> World:
-    z, mean_range, std_range, weight_range, noise, n_train, kind, world_seed = key
+    z, mean_range, std_range, weight_range, noise, n_train, kind, world_seed = key[:8]
+    ext = _extensions(key)
     rng = stream(world_seed, "world")
     mean = rng.uniform(*mean_range, size=z)
     std = rng.uniform(*std_range, size=z)
@@ -177,7 +324,20 @@ def _build_world(key: tuple, estimator: Any | None) -> World:
     X = gen.normalise(raw)
     w = rng.uniform(*weight_range, size=z)
     w = w / w.sum()
-    s = X @ w + rng.normal(0.0, noise, size=n_train)
+    w_star = w
+    if ext.proxies:
+        w_star = w.copy()
+        w_star[list(ext.proxies)] = 0.0
+        w_star /= w_star.sum()
+    groups = ext.groups(n_train, stream(world_seed, "world-groups"))
+    tau, nu = gen._affine
+    if ext.shift is not None or ext.graph is not None:
+        X = base_rows(X, nu, groups, ext)  # §3-§4 from today's normalised draw
+    s = X @ w_star + rng.normal(0.0, noise, size=n_train)
+    s_mean, s_sd = float(s.mean()), float(s.std())
+    if ext.proxies:  # training rows carry their historical s
+        u = (s - s_mean) / s_sd
+        proxy_columns(X, nu, tau, groups, u, ext, stream(world_seed, "world-noncausal"))
     y = (s > 0.5).astype(np.int8)
     if y.min() == y.max():
         raise ValueError(
@@ -189,7 +349,7 @@ def _build_world(key: tuple, estimator: Any | None) -> World:
         check_is_fitted(estimator)
     except NotFittedError:
         estimator = clone(estimator).fit(X, y)
-    for arr in (mean, std, lo, hi, X, w, y):
+    for arr in (mean, std, lo, hi, X, w, w_star, y, groups):
         arr.setflags(write=False)
     return World(
         generator=gen,
@@ -197,4 +357,10 @@ def _build_world(key: tuple, estimator: Any | None) -> World:
         X_train=X,
         y_train=y,
         decision_model=DecisionModel(estimator),
+        w_star=w_star,
+        s_mean=s_mean,
+        s_sd=s_sd,
+        group_train=groups,
+        ext=ext,
+        label_noise=noise,
     )

@@ -11,8 +11,18 @@ from abm.interfaces import (
     Recommendation,
     Recommender,
     RecourseObs,
+    Scorer,
 )
+from policies.budget import fit_to_budget
 from policies.goals import GOAL_GAP, admissible_goals
+
+
+def follow(part: object, model: Scorer) -> None:
+    """Hand ``model`` (the decision model in force) to ``part`` if it follows the model
+    (:class:`abm.interfaces.FollowsModel`); parts that never read it have no ``use_model``."""
+    use_model = getattr(part, "use_model", None)
+    if use_model is not None:
+        use_model(model)
 
 
 class CompositePolicy:
@@ -22,6 +32,12 @@ class CompositePolicy:
     least the threshold and at least ``gap`` above the candidate's own score). A
     recommender returns X_cf (n, z); a row of NaN means no feasible change reaches that
     candidate's goal: the candidate gets no advice and counts as unreached.
+
+    Both parts are handed the decision model in force (``obs.decision_model``) right before
+    each is used, so a goal selector that simulates the future (``lookahead``, whose
+    rollouts call this policy again, possibly under a refitted model) cannot leave the
+    recommender on another model. Advice is then cut to ``obs.budget_left``
+    (:func:`~policies.budget.fit_to_budget`).
     """
 
     def __init__(self, goal: GoalSelector, recommender: Recommender, gap: float = GOAL_GAP) -> None:
@@ -32,23 +48,29 @@ class CompositePolicy:
         self.gap = float(gap)
 
     def prepare(self, ctx: PolicyContext) -> None:
+        self.base_model = ctx.decision_model  # what an obs without decision_model means
         self.goal.prepare(ctx)
         self.recommender.prepare(ctx)
 
     def recommend(self, obs: RecourseObs, rng: np.random.Generator) -> Recommendation:
+        model = self.base_model if obs.decision_model is None else obs.decision_model
+        follow(self.goal, model)
         goals = np.empty(obs.n_rejected)
         goals[:] = self.goal.select(obs, rng)  # a scalar or one goal per candidate
         goals = admissible_goals(goals, obs.scores, obs.threshold, self.gap)
+        follow(self.recommender, model)
         X_cf = self.recommender.recommend(obs.X, goals, rng)
         if not np.isnan(
             np.add.reduce(X_cf, axis=None)
         ):  # advice lies in [0, 1]: NaN iff a row failed
-            return Recommendation(goal=goals, X_cf=X_cf)
-        failed = np.isnan(X_cf).any(axis=1)
-        # never a silent substitute: the model counts these in n_unreached
-        X_cf = np.where(failed[:, None], obs.X, X_cf)
-        goals[failed] = np.nan
-        return Recommendation(goal=goals, X_cf=X_cf, advised=~failed, unreached=failed)
+            rec = Recommendation(goal=goals, X_cf=X_cf)
+        else:
+            failed = np.isnan(X_cf).any(axis=1)
+            # never a silent substitute: the model counts these in n_unreached
+            X_cf = np.where(failed[:, None], obs.X, X_cf)
+            goals[failed] = np.nan
+            rec = Recommendation(goal=goals, X_cf=X_cf, advised=~failed, unreached=failed)
+        return fit_to_budget(rec, obs.X, obs.budget_left)
 
     def observe(self, feedback: Feedback) -> None:
         for part in (self.goal, self.recommender):

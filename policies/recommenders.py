@@ -9,7 +9,7 @@ from pydantic import Field
 from scipy.special import logit
 
 from abm.behaviour import attainability
-from abm.interfaces import Feedback, PolicyContext, linear_logit
+from abm.interfaces import Feedback, FollowsModel, PolicyContext, Scorer, linear_logit
 from abm.validation import ConfigError
 
 CostWeights = Literal["uniform", "true", "estimated"]
@@ -100,12 +100,21 @@ def exact_linear_counterfactuals(X: np.ndarray, goals: np.ndarray, weights: np.n
     return out
 
 
-class ExactLinear:
+def require_linear(name: str, model: Scorer) -> None:
+    """A :class:`ConfigError` unless ``model`` is linear: ``name`` cannot serve it."""
+    if not model.is_linear:
+        # a scenario this recommender cannot serve: the user's choice, not a bug
+        kind = type(getattr(model, "estimator", model)).__name__
+        raise ConfigError(f"{name} needs a linear decision model (logistic regression), got {kind}")
+
+
+class ExactLinear(FollowsModel):
     """Exactly optimal weighted-L1 recourse for linear (logistic) decision models.
 
     ``weights``: ``uniform`` (plain L1), ``true`` (oracle difficulties d) or
     ``estimated`` (d learned online from observed implementation outcomes, eqs. 12-14,
-    starting at ``d0`` with step size ``eta0``).
+    starting at ``d0`` with step size ``eta0``). Advice uses the decision model in force
+    (``use_model``); the learned d survives a change of model.
     """
 
     def __init__(
@@ -125,15 +134,16 @@ class ExactLinear:
         self.estimator: DifficultyEstimator | None = None
 
     def prepare(self, ctx: PolicyContext) -> None:
-        if not ctx.decision_model.is_linear:
-            # a scenario this recommender cannot serve: the user's choice, not a bug
-            raise ConfigError("exact-linear needs a linear decision model (logistic regression), "
-                              f"got {type(getattr(ctx.decision_model, 'estimator', ctx.decision_model)).__name__}")  # fmt: skip
+        require_linear("exact-linear", ctx.decision_model)
         self.ctx = ctx
         self._order = None
         self._uniform = np.ones(ctx.n_features)
         if self.weights == "estimated":
             self.estimator = DifficultyEstimator(ctx.n_features, ctx.beta, self.d0, self.eta0)
+
+    def model_changed(self) -> None:
+        require_linear("exact-linear", self.ctx.decision_model)
+        self._order = None  # the fill order ranks the old model's weights
 
     def cost_weights(self) -> np.ndarray:
         """The per-feature cost weights in use now, shape (z,)."""

@@ -199,6 +199,18 @@ def summary_table(summary: dict[str, Any], title: str) -> Table:
         "n_no_change": "  of which: advice changed nothing",
         "n_withheld": "  of which: withheld by a budget",
         "n_below_threshold": "advice short of the threshold",
+        # world extensions (shown when on)
+        "n_revealed": "true outcomes revealed",
+        "tp_rate": "  of which positive (true-positive rate of acceptances)",
+        "mean_p_true_accepted": "mean true outcome probability h* of the accepted",
+        "improvement_rate": "advice that truly qualifies (improvement rate, mean)",
+        "mean_true_gain": "mean gain in h* from following the advice",
+        "model_version": "decision model refits",
+        "validity": "outstanding advice still valid (mean)",
+        "dp_gap": "demographic-parity gap of acceptances (mean)",
+        "w_dist": "Wasserstein distance between groups in the pool (mean)",
+        "budget_spent": "intervention budget spent (L1, total)",
+        "budget_left": "budget left at the end",
     }
     for key, label in labels.items():
         if key in summary:
@@ -282,7 +294,8 @@ def run(
         f"{model.config.name} · {policy} · seed {model.config.seed} · {model.tick} ticks"
     )
     console.print(summary_table(summary, title))
-    console.print(f"results written to [bold]{escape(str(out))}[/] (ticks.parquet, summary.json, metrics.png"
+    plots = "metrics.png" + (", extensions.png" if model.config.extensions else "")
+    console.print(f"results written to [bold]{escape(str(out))}[/] (ticks.parquet, summary.json, {plots}"
                   + (", candidates.parquet)" if events else ")"))  # fmt: skip
 
 

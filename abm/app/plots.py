@@ -47,6 +47,60 @@ def plot_metrics(ticks: pd.DataFrame, path: str | Path, title: str = "", window:
     return path
 
 
+def _panels(ticks: pd.DataFrame) -> list[tuple[str, list[tuple[str, str]], str]]:
+    """(title, [(column, legend label)], y label) of each world extension on in ``ticks``."""
+    cols = set(ticks.columns)
+    panels = []
+    if "improvement_rate" in cols:
+        panels.append(("True outcomes", [
+            ("improvement_rate", "advice that truly qualifies"),
+            ("mean_p_true_accepted", "mean h* of the accepted"),
+            ("tp_rate", "revealed outcomes that are positive"),
+        ], "share"))  # fmt: skip
+    if "validity" in cols:
+        panels.append(("Retraining", [("validity", "outstanding advice still valid")], "share"))
+    groups = sorted(c for c in cols if c.startswith("accept_rate_g"))
+    if groups:
+        lines = [(c, f"acceptance rate, group {c.removeprefix('accept_rate_g')}") for c in groups]
+        panels.append(("Groups", [*lines, ("dp_gap", "demographic-parity gap"),
+                                  ("w_dist", "W1 between groups (pool)")], "rate / distance"))  # fmt: skip
+    if "budget_spent" in cols:
+        panels.append(("Budget", [("budget_spent", "spent this tick"),
+                                  ("budget_left", "left after the tick")], "L1 budget"))  # fmt: skip
+    return panels
+
+
+def plot_extensions(
+    ticks: pd.DataFrame, path: str | Path, title: str = "", window: int = 10
+) -> Path:
+    """One panel per world extension that is on (specs/world-extensions.md §7): its tick
+    columns as rolling means over ``window`` ticks; retraining ticks as vertical lines."""
+    from matplotlib.figure import Figure
+
+    path = Path(path)
+    panels = _panels(ticks)
+    fig = Figure(figsize=(8, 2.6 * max(1, len(panels)) + 0.5), layout="constrained")
+    axes = fig.subplots(max(1, len(panels)), 1, sharex=True, squeeze=False)[:, 0]
+    t = ticks["tick"]
+    refits = []
+    if "model_version" in ticks.columns:
+        refits = t[ticks["model_version"].diff().fillna(0) > 0].tolist()
+    for ax, (name, lines, ylabel) in zip(axes, panels, strict=False):
+        for col, label in lines:
+            if ticks[col].notna().any():
+                ax.plot(t, _rolling(ticks[col], window), "-", label=label)
+        for x in refits:
+            ax.axvline(x, color="0.6", lw=0.8, ls=":")
+        ax.set_title(name + (" (dotted: refits)" if refits else ""), fontsize=10, loc="left")
+        ax.set_ylabel(ylabel)
+        ax.legend(loc="best", fontsize=8)
+    axes[-1].set_xlabel(f"tick ({window}-tick rolling means)")
+    if title:
+        fig.suptitle(title)
+    fig.savefig(path, dpi=110)
+    return path
+
+
 def plot_learning_curve(csv_path: str | Path, path: str | Path, title: str = "") -> Path:
     """Episode reward (and its rolling mean) over training time, from ``learning_curve.csv``."""
     from matplotlib.figure import Figure

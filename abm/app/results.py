@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from abm.app.plots import plot_metrics
+from abm.app.plots import plot_extensions, plot_metrics
 from abm.provenance import RESULTS_SCHEMA, git_info, versions, write_json
 
 __all__ = ["versions", "write_json", "write_run"]
@@ -22,7 +22,8 @@ def artefacts_used(policy: Any) -> list[dict[str, Any]]:
 
 
 def write_run(model, out: str | Path) -> dict[str, Any]:
-    """Write ticks.parquet, candidates.parquet, summary.json and metrics.png under ``out``."""
+    """Write ticks.parquet, candidates.parquet, summary.json and metrics.png (and, with a
+    world extension on, extensions.png) under ``out``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ticks = model.tick_table()
@@ -42,4 +43,10 @@ def write_run(model, out: str | Path) -> dict[str, Any]:
         out / "metrics.png",
         title=f"{model.config.name} · {model.policy_name} · seed {model.config.seed}",
     )
+    if model.config.extensions:
+        plot_extensions(
+            ticks,
+            out / "extensions.png",
+            title=f"{model.config.name} · {model.policy_name} · seed {model.config.seed}",
+        )
     return summary

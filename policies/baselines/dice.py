@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal, get_args
 import numpy as np
 from pydantic import Field
 
-from abm.interfaces import Feedback, PolicyContext
+from abm.interfaces import Feedback, FollowsModel, PolicyContext
 from abm.validation import optional_import
 
 Method = Literal["random", "genetic"]
@@ -48,11 +48,12 @@ class _ScoreRegressor:
         return self.model.score(np.asarray(X, dtype=float))
 
 
-class Dice:
+class Dice(FollowsModel):
     """DiCE recommender: desired score range [g, min(g + ``width``, 1)],
     ``method`` random|genetic, ``cfs`` counterfactuals per query,
     ``samples`` random draws per query (random method), ``n_data`` training rows shown to
-    DiCE (it reads feature ranges and, for genetic, a KD-tree from them)."""
+    DiCE (it reads feature ranges and, for genetic, a KD-tree from them). The explainer
+    wraps the decision model in force (``use_model``) and is rebuilt when it changes."""
 
     def __init__(
         self,
@@ -73,12 +74,19 @@ class Dice:
         self.width = float(width)
 
     def prepare(self, ctx: PolicyContext) -> None:
+        self.ctx = ctx
+        self.names = [f"x{i}" for i in range(ctx.n_features)]
+        self.model_changed()
+        self.vary = [self.names[j] for j in np.flatnonzero(ctx.mutable)]
+        self.permitted = {self.names[j]: [float(ctx.lower[j]), float(ctx.upper[j])]
+                          for j in np.flatnonzero(ctx.mutable)}  # fmt: skip
+
+    def model_changed(self) -> None:
+        """Build DiCE's data (rows scored by the model in force), model and explainer."""
         dice_ml = optional_import("dice_ml", "dice", "the dice recommender")
         import pandas as pd
 
-        self.ctx = ctx
-        z = ctx.n_features
-        self.names = [f"x{i}" for i in range(z)]
+        ctx = self.ctx
         if ctx.X_train is not None:
             rows = ctx.X_train[: self.n_data]
         else:  # only the ranges matter to DiCE's random method
@@ -92,9 +100,6 @@ class Dice:
         model = dice_ml.Model(model=_ScoreRegressor(ctx.decision_model), backend="sklearn",
                               model_type="regressor")  # fmt: skip
         self.explainer = dice_ml.Dice(data, model, method=self.method)
-        self.vary = [self.names[j] for j in np.flatnonzero(ctx.mutable)]
-        self.permitted = {self.names[j]: [float(ctx.lower[j]), float(ctx.upper[j])]
-                          for j in np.flatnonzero(ctx.mutable)}  # fmt: skip
 
     def recommend(self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         X = np.asarray(X, dtype=float)

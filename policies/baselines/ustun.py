@@ -22,8 +22,8 @@ import numpy as np
 from pydantic import Field
 from scipy.special import logit
 
-from abm.interfaces import Feedback, PolicyContext, linear_logit
-from abm.validation import ConfigError
+from abm.interfaces import Feedback, FollowsModel, PolicyContext, linear_logit
+from policies.recommenders import require_linear
 
 
 def quantile_grid(X_train: np.ndarray | None, lower: np.ndarray, upper: np.ndarray,
@@ -72,12 +72,14 @@ def _quiet_stdout():
         os.close(devnull)
 
 
-class Ustun:
+class Ustun(FollowsModel):
     """Minimal total percentile-shift recourse for linear (logistic) decision models.
 
     Solved exactly with scipy's ``milp`` (HiGHS); ``levels`` sets the quantile grid
     (10 = deciles), ``batch=1`` solves one block-diagonal MILP per tick instead of one
     per candidate (slower: HiGHS' search grows faster than linearly). Goals out of reach inside the box give a NaN row (no advice).
+    The program uses the decision model in force (``use_model``); the percentile grid
+    depends on the training data only and is kept.
     """
 
     def __init__(
@@ -95,14 +97,17 @@ class Ustun:
         self.gap = float(gap)
 
     def prepare(self, ctx: PolicyContext) -> None:
-        if not ctx.decision_model.is_linear:
-            raise ConfigError("ustun needs a linear decision model (logistic regression), "
-                              f"got {type(getattr(ctx.decision_model, 'estimator', ctx.decision_model)).__name__}")  # fmt: skip
         self.ctx = ctx
-        self.w = np.asarray(ctx.decision_model.weights, dtype=float)
-        self.b = float(ctx.decision_model.intercept)
+        self.model_changed()
         self.grid = quantile_grid(ctx.X_train, ctx.lower, ctx.upper, self.levels)
-        self.useful = np.flatnonzero(ctx.mutable & (self.w != 0))
+
+    def model_changed(self) -> None:
+        """w (z,), b and the useful features (mutable, w != 0) of the decision model in force."""
+        model = self.ctx.decision_model
+        require_linear("ustun", model)
+        self.w = np.asarray(model.weights, dtype=float)
+        self.b = float(model.intercept)
+        self.useful = np.flatnonzero(self.ctx.mutable & (self.w != 0))
 
     def percentile_cost(self, X: np.ndarray, X_cf: np.ndarray) -> np.ndarray:
         """Total percentile shift sum_j |F_j(x_cf_j) - F_j(x_j)|, shape (n,)."""

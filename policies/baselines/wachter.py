@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import Field
 
-from abm.interfaces import Feedback, PolicyContext
+from abm.interfaces import Feedback, FollowsModel, PolicyContext
 from abm.validation import ConfigError, optional_import
 
 
@@ -36,7 +36,7 @@ def torch_scorer(model: Any) -> Callable[[Any], Any]:
     )
 
 
-class Wachter:
+class Wachter(FollowsModel):
     """Proximal gradient descent with a growing lambda, batched over candidates.
 
     Each iteration takes a Gauss-Newton-scaled gradient step on (M(x') - g)^2 and then
@@ -46,7 +46,8 @@ class Wachter:
     g - ``tol`` double their lambda (Wachter's schedule). After ``max_iter`` iterations
     (an iteration cap, never a clock), rows short of g - ``tol`` get a NaN row: no advice.
     It stops earlier once every row is within ``tol`` of its goal and either no entry
-    moves by ``xtol`` or ``min_iter`` iterations have passed.
+    moves by ``xtol`` or ``min_iter`` iterations have passed. M is the decision model in
+    force (``use_model``), its torch function rebuilt when it changes.
     """
 
     def __init__(
@@ -81,6 +82,9 @@ class Wachter:
     def prepare(self, ctx: PolicyContext) -> None:
         self.ctx = ctx
         self.f = torch_scorer(ctx.decision_model)
+
+    def model_changed(self) -> None:
+        self.f = torch_scorer(self.ctx.decision_model)
 
     def recommend(self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         import torch

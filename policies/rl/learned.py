@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from abm.interfaces import Feedback, PolicyContext, RecourseObs
+from abm.interfaces import Feedback, FollowsModel, PolicyContext, RecourseObs
 from abm.validation import ConfigError, problem
 from policies.composite import CompositePolicy
 from policies.rl.artefacts import ArtefactError, load_sac, mismatches, provenance
@@ -77,14 +77,15 @@ def check_fit(path: str | Path, manifest: dict, ctx: PolicyContext, allow: bool)
     return provenance(path, manifest, found)
 
 
-class LearnedRecommender:
+class LearnedRecommender(FollowsModel):
     """φ: (x, g) -> x^CF from a ``recommender`` artefact; rows already at their goal stay.
 
     Builds the training observation [x, g, M(x), g - M(x), d̂] with the d̂ learned in
     training (the manifest's ``d_hat``) and maps actions with the manifest's
     ``action_mode`` and ``max_step`` (:func:`policies.rl.encoding.recommender_counterfactual`).
     Artefacts from before these fields existed (observation (x, g), x^CF = x + a) are
-    refused: they must be trained again.
+    refused: they must be trained again. M is the decision model in force (``use_model``):
+    it is read on every call, so a new model needs no rebuilding.
     """
 
     def __init__(
@@ -158,8 +159,12 @@ class LearnedRecommender:
         return np.asarray(self.manifest["d_hat"], dtype=float)
 
 
-class LearnedGoal:
-    """μ: encoded observation -> goal score g, from a ``predictor`` artefact."""
+class LearnedGoal(FollowsModel):
+    """μ: encoded observation -> goal score g, from a ``predictor`` artefact.
+
+    The history window is scored by the decision model in force (``use_model``), read on
+    every call.
+    """
 
     def __init__(
         self, path: str | Path = DEFAULT_PREDICTOR_RL, allow_mismatch: bool = False
@@ -216,6 +221,7 @@ class LearnedPolicy(CompositePolicy):
         )
 
     def prepare(self, ctx: PolicyContext) -> None:
+        self.base_model = ctx.decision_model
         self.goal.prepare(ctx)
         if self.recommender.path is None:
             self.recommender.path = self.goal.recommender_path()

@@ -44,8 +44,9 @@ from pydantic import Field
 
 from abm.behaviour import change_success_probability
 from abm.config import require_int
-from abm.interfaces import Feedback, PolicyContext, Recommendation, RecourseObs
+from abm.interfaces import Feedback, FollowsModel, PolicyContext, Recommendation, RecourseObs
 from abm.registry import Registry
+from policies.budget import fit_to_budget
 from policies.goals import admissible_goals
 from policies.safear.mdp import GOAL_ACTION, RecourseMDP
 from policies.safear.risk import per_start_measures, rollout
@@ -56,7 +57,7 @@ _GOAL_SLACK = 1e-12
 _FD_STEP = 1e-4
 
 
-class SafeARPolicy:
+class SafeARPolicy(FollowsModel):
     """Risk-averse recourse: per-candidate G-RSVI plans over a coarse feature grid.
 
     Parameters (all optional; ``safear:beta_risk=0.5,levels=4`` on the command line):
@@ -66,6 +67,10 @@ class SafeARPolicy:
     one-level moves; default ``levels - 1``), ``horizon`` (attempts, 1-50),
     ``fail_cost`` (>= 0), ``retry`` (0 or 1), ``margin`` (added to the threshold), ``rollouts`` (per
     candidate, for VaR/CVaR), ``risk`` (``std`` or ``lpsd``).
+
+    Plans are built afresh each tick from the decision model in force (``use_model``:
+    feature choice, grid and goal states all read it), so a new model needs no
+    rebuilding; advice is cut to ``obs.budget_left`` (:func:`policies.budget.fit_to_budget`).
     """
 
     def __init__(
@@ -119,6 +124,7 @@ class SafeARPolicy:
     # ------------------------------------------------------------------ protocol
     def prepare(self, ctx: PolicyContext) -> None:
         self.ctx = ctx
+        self.base_model = ctx.decision_model  # what an obs without decision_model means
         self.d = np.asarray(ctx.difficulty, dtype=float)
         self.mutable = ctx.mutable & (ctx.upper > ctx.lower)
 
@@ -126,6 +132,7 @@ class SafeARPolicy:
         pass
 
     def recommend(self, obs: RecourseObs, rng: np.random.Generator) -> Recommendation:
+        self.use_model(self.base_model if obs.decision_model is None else obs.decision_model)
         n = obs.n_rejected
         goal = np.full(n, float(min(obs.threshold + self.margin, 1.0)))
         goal = admissible_goals(goal, obs.scores, obs.threshold)
@@ -137,7 +144,7 @@ class SafeARPolicy:
                 raise ValueError(
                     f"safear: obs.extra['risk_aversion'] must have shape ({n},), got {beta.shape}"
                 )
-        return self.plan(obs.X, goal, beta, rng)
+        return fit_to_budget(self.plan(obs.X, goal, beta, rng), obs.X, obs.budget_left)
 
     # ------------------------------------------------------------------ planning
     def plan(

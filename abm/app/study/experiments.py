@@ -33,7 +33,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from abm.config import ScenarioConfig
-from abm.metrics import nanmean
+from abm.metrics import extension_summary, nanmean
 from abm.model import RecourseModel
 from abm.registry import REGISTRY
 from abm.rng import stream
@@ -92,10 +92,15 @@ def run_episode(config: ScenarioConfig, policy: str, params: BaseModel,
     run_s = time.perf_counter() - start - setup_s
     ticks = model.tick_table()
     summary = model.summary()
-    row = {k: summary[k] for k in summary if k not in ("scenario", "policy", "seed")}
+    # the world extensions' figures reach a study through its kept metrics only, so every
+    # run of a study has the same summary columns whichever extensions it switches on
+    extension = extension_summary(ticks)
+    row = {k: summary[k] for k in summary if k not in ("scenario", "policy", "seed", *extension)}
     row.update(setup_s=setup_s, run_s=run_s)
     for m in metrics:
-        row.setdefault(m, nanmean(ticks[m]))
+        if m not in ticks.columns:  # an extension column of a run that has it off
+            ticks[m] = np.nan
+        row.setdefault(m, extension.get(m, nanmean(ticks[m])))
     return [row], ticks[["tick", *metrics]].reset_index(drop=True)
 
 

@@ -62,7 +62,7 @@ from pydantic import (
 
 from abm.app.study.experiments import EXPERIMENTS, SUMMARY_COLUMNS, Experiment
 from abm.config import FIELD_NAMES, ScenarioConfig
-from abm.model import TICK_COLUMNS
+from abm.model import TICK_COLUMNS, extension_columns
 from abm.provenance import RESULTS_SCHEMA
 from abm.registry import REGISTRY
 from abm.scenarios import resolve_scenario
@@ -71,8 +71,14 @@ from abm.validation import ConfigError, one_line, problem
 ExperimentName = Literal["episode", "recommender-bench", "safear-population", "pareto-eval"]
 TOP_KEYS = ("name", "description", "experiment", "scenario", "policy", "seeds", "ticks",
             "metrics", "report_metrics", "set", "sweep", "zip")  # fmt: skip
-# per-tick columns a study may keep; ``tick`` is always kept
+# per-tick columns a study may keep; ``tick`` is always kept. The world extensions' columns
+# (and a policy's own policy_* columns) may be kept too, when named (NaN in runs without them)
 METRIC_COLUMNS = tuple(c for c in TICK_COLUMNS if c != "tick")
+# every extension on, with the most groups (16): the union of the extensions' columns
+EXTENSION_METRICS = extension_columns(
+    ScenarioConfig(outcome_delay=1, retrain_every=1, budget=1.0, group_share=(1 / 16,) * 16)
+)
+_POLICY_METRIC = re.compile(r"policy_[A-Za-z0-9_]+")
 # wall-clock columns of an episode study's runs table: the only ones that differ between
 # repeats (other experiments add their own, e.g. seconds_per_recommendation)
 TIMING_COLUMNS = ("elapsed_s", "setup_s", "run_s", "finished_at")
@@ -505,7 +511,9 @@ def _fixed_policy(spec: StudyFile, experiment: Experiment, seen: set[str]) -> st
 def _metric_names(spec: StudyFile, experiment: Experiment):
     """(kept tick columns, report metrics) with the experiment's defaults."""
     if experiment.keeps_ticks:
-        metrics = _metrics(spec.metrics or list(METRIC_COLUMNS), "metrics", METRIC_COLUMNS)
+        allowed = METRIC_COLUMNS + EXTENSION_METRICS
+        named = [m for m in spec.metrics or () if _POLICY_METRIC.fullmatch(m)]
+        metrics = _metrics(spec.metrics or list(METRIC_COLUMNS), "metrics", allowed + tuple(named))
     elif spec.metrics is not None:
         raise ConfigError(f"metrics: experiment {experiment.name!r} keeps no tick columns; "
                           "choose report columns with report_metrics")  # fmt: skip

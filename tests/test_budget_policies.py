@@ -1,0 +1,154 @@
+"""Advice within the intervention budget (specs/world-extensions.md §5): fit_to_budget and
+the built-in policies that end with it."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from abm.interfaces import LinearScorer, PolicyContext, Recommendation, RecourseObs
+from abm.registry import make_policy
+from abm.validation import ConfigError
+from policies.budget import fit_to_budget
+
+# costs are multiples of 1/8, so every sum below is exact
+X = np.array([[0.5, 0.5], [0.25, 0.5], [0.5, 0.5], [0.5, 0.25], [0.25, 0.25]])
+X_CF = np.array([[0.625, 0.625], [0.375, 0.5], [0.5, 0.5], [0.5, 0.375], [0.75, 0.5]])
+# |x_cf - x|_1 per row: 0.25, 0.125, 0 (row 2 is not advised), 0.125, 0.75
+
+
+def hand_rec() -> Recommendation:
+    return Recommendation(
+        goal=np.array([0.6, 0.7, np.nan, 0.8, 0.9]), X_cf=X_CF.copy(),
+        advised=np.array([True, True, False, True, True]),
+        info={"risk": np.arange(5.0)}, unreached=np.array([False, False, True, False, False]),
+    )  # fmt: skip
+
+
+def spent(rec: Recommendation, X: np.ndarray) -> float:
+    """What the model charges: Σ over advised rows of |x_cf - x|_1."""
+    return float(np.abs(rec.X_cf - X)[rec.advised_mask()].sum())
+
+
+def test_known_answer_cheapest_first():
+    rec = hand_rec()
+    out = fit_to_budget(rec, X, 0.5)
+    # advised costs sorted: row 1 (0.125), row 3 (0.125), row 0 (0.25), row 4 (0.75);
+    # running sums 0.125, 0.25, 0.5 <= 0.5 keep rows 1, 3, 0; 1.25 withholds row 4
+    np.testing.assert_array_equal(out.advised, [True, True, False, True, False])
+    np.testing.assert_array_equal(out.withheld, [False, False, False, False, True])
+    np.testing.assert_array_equal(out.goal, [0.6, 0.7, np.nan, 0.8, np.nan])
+    np.testing.assert_array_equal(out.X_cf[4], X[4])
+    np.testing.assert_array_equal(out.X_cf[:4], X_CF[:4])
+    assert out.unreached is rec.unreached and out.info is rec.info
+    assert spent(out, X) == 0.5
+    # the input is left alone
+    np.testing.assert_array_equal(rec.X_cf, X_CF)
+    assert rec.withheld is None and rec.advised[4]
+
+
+def test_ties_go_to_the_lower_row():
+    out = fit_to_budget(hand_rec(), X, 0.125)  # rows 1 and 3 both cost 0.125
+    np.testing.assert_array_equal(out.advised, [False, True, False, False, False])
+    np.testing.assert_array_equal(out.withheld, [True, False, False, True, True])
+
+
+def test_zero_budget_withholds_all_paid_advice_and_keeps_free_rows():
+    rec = dataclasses.replace(hand_rec(), X_cf=np.where([[1], [0], [0], [0], [0]], X, X_CF))
+    out = fit_to_budget(rec, X, 0.0)
+    np.testing.assert_array_equal(out.advised, [True, False, False, False, False])
+    assert spent(out, X) == 0.0
+
+
+def test_infinite_budget_and_advice_that_fits_return_the_same_object():
+    rec = hand_rec()
+    assert fit_to_budget(rec, X, math.inf) is rec
+    assert fit_to_budget(rec, X, 1.25) is rec  # everything fits exactly
+
+
+@pytest.mark.parametrize("bad", [-0.1, math.nan, -math.inf])
+def test_bad_budget_names_the_field(bad):
+    with pytest.raises(ConfigError, match="budget_left = .* allowed: a number >= 0"):
+        fit_to_budget(hand_rec(), X, bad)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_never_exceeds_and_keeps_the_cheapest(seed):
+    rng = np.random.default_rng(seed)
+    n, z = 40, 5
+    X = rng.uniform(0, 1, (n, z))
+    X_cf = np.clip(X + rng.normal(0, 0.2, (n, z)) * (rng.uniform(size=(n, z)) < 0.5), 0, 1)
+    X_cf[:3] = X[:3]  # advice that costs nothing
+    X_cf[3:6] = X_cf[6]  # and equal costs
+    X[3:6] = X[6]
+    advised = rng.uniform(size=n) < 0.8
+    X_cf[~advised] = X[~advised]
+    rec = Recommendation(goal=rng.uniform(size=n), X_cf=X_cf, advised=advised)
+    cost = np.abs(X_cf - X).sum(axis=1)
+    budget = rng.uniform(0, cost[advised].sum())
+    out = fit_to_budget(rec, X, budget)
+    assert spent(out, X) <= budget
+    kept, cut = out.advised, advised & ~out.advised
+    assert cut.any() and not (kept & ~advised).any()
+    assert cost[kept].max() <= cost[cut].min()  # cheapest first
+    assert spent(out, X) + cost[cut].min() > budget  # and no cheaper row was left out
+    assert (out.withheld == cut).all()
+    assert fit_to_budget(rec, X, budget).advised.tolist() == kept.tolist()  # deterministic
+
+
+# -- the policies -----------------------------------------------------------------------
+def context(z=4) -> PolicyContext:
+    return PolicyContext(
+        decision_model=LinearScorer([0.8, 2.0, 0.5, 1.0], -2.2), lower=np.zeros(z),
+        upper=np.ones(z), immutable=np.zeros(z, bool), difficulty=np.full(z, 0.5), k=4, m=12,
+        validity=1, beta=0.05, ticks=10,
+    )  # fmt: skip
+
+
+def observation(ctx, budget_left=math.inf, k=4) -> RecourseObs:
+    A = np.random.default_rng(7).uniform(0.25, 0.75, (12, ctx.n_features))
+    scores = ctx.decision_model.score(A)
+    order = np.argsort(-scores, kind="stable")
+    accepted = np.zeros(len(A), bool)
+    accepted[order[:k]] = True
+    rej = np.flatnonzero(~accepted)
+    ids = np.arange(len(A))
+    return RecourseObs(
+        tick=3, threshold=float(scores[order[k - 1]]), applicant_ids=ids, applicant_X=A,
+        applicant_scores=scores, accepted=accepted, ids=ids[rej], X=A[rej], scores=scores[rej],
+        n_applications=np.ones(rej.size, np.int64), budget_left=budget_left,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("spec", ["threshold", "threshold-ustun", "safear:rollouts=20"])
+def test_policies_respect_a_finite_budget(spec):
+    ctx = context()
+    policy = make_policy(spec)
+    policy.prepare(ctx)
+    free = observation(ctx)
+    full = policy.recommend(free, np.random.default_rng(0))
+    assert full.withheld is None or not full.withheld.any()
+    total = spent(full, free.X)
+    assert full.advised_mask().sum() >= 4 and total > 0
+    for share in (0.0, 0.3, 0.6):
+        obs = dataclasses.replace(free, budget_left=share * total)
+        rec = policy.recommend(obs, np.random.default_rng(0))
+        assert spent(rec, obs.X) <= obs.budget_left
+        cut = full.advised_mask() & ~rec.advised_mask()
+        assert cut.any() and (rec.withheld == cut).all()
+        np.testing.assert_array_equal(rec.X_cf[cut], obs.X[cut])
+        assert np.isnan(rec.goal[cut]).all()
+        kept = rec.advised_mask()
+        np.testing.assert_array_equal(rec.X_cf[kept], full.X_cf[kept])  # advice is cut, not bent
+        np.testing.assert_array_equal(rec.goal[kept], full.goal[kept])
+
+
+def test_no_advice_costs_nothing():
+    ctx = context()
+    policy = make_policy("none")
+    policy.prepare(ctx)
+    obs = observation(ctx, budget_left=0.0)
+    assert spent(policy.recommend(obs, np.random.default_rng(0)), obs.X) == 0.0
