@@ -102,14 +102,33 @@ class Mechanisms:
             out["tp_rate"] = metrics.ratio(out["n_revealed_pos"], revealed.n)
         if self.retraining:
             every = self.config.retrain_every
+            shift = (math.nan,) * 3
             if t >= 1 and t % every == 0:
+                old = self.scorer
                 self._refit(t // every, streams)
+                shift = _shift_norms(old, self.scorer)
             out["model_version"] = self.version
             adv = waiting.advised
             goals = waiting.goal[adv]
             cf_now = self.scorer.score(waiting.X_cf[adv])
             out["n_outstanding"] = int(goals.shape[0])
             out["validity"] = metrics_ext.validity(cf_now, goals, VALID_TOL)
+            out["shift_l1"], out["shift_l2"], out["shift_linf"] = shift
+            # robust-recourse §5: advice issued under an older model than the one in force
+            if len(waiting):
+                older = waiting.data["issued_version"][adv] < self.version
+            else:
+                older = np.zeros(0, dtype=bool)
+            cf_old = cf_now[older]
+            out["valid_retrained"] = metrics_ext.validity(cf_old, goals[older], VALID_TOL)
+            n_old = cf_old.shape[0]
+            if n_old:
+                th = waiting.data["issued_threshold"][adv][older]
+                drop = waiting.data["issued_score"][adv][older] - cf_old
+                out["valid_threshold"] = np.count_nonzero(cf_old >= th) / n_old
+                out["score_drop"] = float(np.add.reduce(drop) / n_old)
+            else:
+                out["valid_threshold"] = out["score_drop"] = math.nan
         if self.budgeted and self.config.budget_scope == "tick":
             self.budget_left = float(self.config.budget)
         return out
@@ -155,6 +174,18 @@ class Mechanisms:
             )
         self.scorer = DecisionModel(estimator.fit(X, y))
         self.version += 1
+
+    def issued(self, advised: np.ndarray, X_cf: np.ndarray, threshold: float) -> dict:
+        """The retraining columns (n,) of rows advised now: the model version, the threshold
+        and M(x_cf) at issue (-1 / NaN where not advised)."""
+        n = advised.shape[0]
+        version = np.full(n, -1, dtype=np.int64)
+        version[advised] = self.version
+        th = np.where(advised, threshold, math.nan)
+        score = np.full(n, math.nan)
+        if advised.any():
+            score[advised] = self.scorer.score(X_cf[advised])
+        return {"issued_version": version, "issued_threshold": th, "issued_score": score}
 
     # -- decide: after the selection -----------------------------------------------------
     def draw_outcomes(
@@ -209,6 +240,18 @@ class Mechanisms:
     def true_score(self, X: np.ndarray) -> np.ndarray:
         """w*·x (n,) for rows X (n, z)."""
         return np.add.reduce(X * self.world.w_star, axis=1)
+
+
+def _shift_norms(old: DecisionModel, new: DecisionModel) -> tuple[float, float, float]:
+    """‖θ_new − θ_old‖ for p = 1, 2, inf, θ = (w, b) (NaN for a non-linear model)."""
+    if not (old.is_linear and new.is_linear):
+        return (math.nan,) * 3
+    delta = np.append(new.weights - old.weights, new.intercept - old.intercept)
+    return (
+        float(np.add.reduce(np.abs(delta))),
+        float(math.sqrt(np.add.reduce(delta * delta))),
+        float(np.abs(delta).max()),
+    )
 
 
 def _take(rows: Revealed, mask: np.ndarray) -> Revealed:

@@ -64,9 +64,10 @@ def extension_columns(config: ScenarioConfig) -> tuple[str, ...]:
     cols: list[str] = []
     if "outcomes" in on:
         cols += ["n_revealed", "n_revealed_pos", "tp_rate", "mean_p_true_accepted",
-                 "improvement_rate", "mean_true_gain"]  # fmt: skip
+                 "improvement_rate", "mean_true_gain", "impl_improvement_rate",
+                 "gaming_rate"]  # fmt: skip
     if "retraining" in on:
-        cols += ["model_version", "n_outstanding", "validity"]
+        cols += list(_RETRAINING_COLUMNS)
     if "groups" in on:
         cols += ["dp_gap", "w_dist", "w_dist_n"]
         for name in ("rr", "rf", "n_applicants", "accept_rate", "mean_time_to_accept"):
@@ -77,6 +78,9 @@ def extension_columns(config: ScenarioConfig) -> tuple[str, ...]:
 
 
 _EXTENSION_COUNTS = ("model_version", "w_dist_n")
+# retraining (§7.2, and the robust-recourse spec's §5 columns)
+_RETRAINING_COLUMNS = ("model_version", "n_outstanding", "validity", "shift_l1", "shift_l2",
+                       "shift_linf", "valid_retrained", "valid_threshold", "score_drop")  # fmt: skip
 
 
 def resolve_policy(policy: RecoursePolicy | str) -> RecoursePolicy:
@@ -351,7 +355,11 @@ class RecourseModel(mesa.Model):
         """Dropout, implementation, the waiting pool and the tick record of ``d``."""
         t, c, applicants, rej = d.t, self.config, d.applicants, d.rej
         dropped = self._dropout(applicants, rej, d.scores.take(rej), advice)
-        stayers, leaving = self._advised_rows(applicants, rej, dropped, advice, t)
+        issued = None
+        if self.mech is not None and self.mech.retraining:
+            # §2 and robust-recourse §5: under which model, threshold and score advice was given
+            issued = self.mech.issued(advice.advised, advice.X_cf, d.threshold)
+        stayers, leaving = self._advised_rows(applicants, rej, dropped, advice, t, issued)
         outcome = self._implement(stayers)
 
         self._dropped_window.append((t, leaving))
@@ -411,7 +419,10 @@ class RecourseModel(mesa.Model):
         risk = (
             filled(n, lo, np.float64) if lo == hi else self.streams.get("traits").uniform(lo, hi, n)
         )
-        return Population.entrants(ids, X, t, risk, group)
+        extra = None
+        if self.mech is not None and self.mech.retraining:
+            extra = self.mech.issued(np.zeros(n, dtype=bool), X, math.nan)
+        return Population.entrants(ids, X, t, risk, group, extra)
 
     def _feedback_before(self, t: int, returning: Population, ext: dict | None = None):
         """What the policy may learn from the reapplicants, once decisions are known.
@@ -516,11 +527,14 @@ class RecourseModel(mesa.Model):
         )
 
     @staticmethod
-    def _advised_rows(applicants, rej, dropped, advice, t) -> tuple[Population, Population]:
+    def _advised_rows(
+        applicants, rej, dropped, advice, t, issued=None
+    ) -> tuple[Population, Population]:
         """(stayers, leaving): the rejected rows with this tick's advice and application.
 
         One take of every column for both parts (stayers first, then the dropped, each in
-        applicant order), split into views; the advice columns come from ``advice``.
+        applicant order), split into views; the advice columns come from ``advice``, and
+        ``issued`` holds the retraining extension's columns (n,) over the rejected.
         """
         stay, leave = (~dropped).nonzero()[0], dropped.nonzero()[0]
         order = np.concatenate([stay, leave])  # positions among the rejected
@@ -535,6 +549,8 @@ class RecourseModel(mesa.Model):
             "n_apps": applicants.n_apps.take(rows) + 1,
             "last_tick": filled(rows.shape[0], t, np.int64),
         }
+        if issued:
+            replace.update({k: v.take(order) for k, v in issued.items()})
         return applicants.take(rows, replace).split(stay.shape[0])
 
     def _dropout(self, applicants, rej, scores, advice) -> np.ndarray:
@@ -763,10 +779,16 @@ class RecourseModel(mesa.Model):
                 X_cf, w_star, c.outcome_threshold, ones
             )
             row["mean_true_gain"] = metrics_ext.mean_true_gain(p_cf, p_x, ones)
+            # improvement-bandits §5: did those who did everything asked truly qualify?
+            ret = slice(0, d.n_ret)
+            succ = applicants.advised[ret] & applicants.implemented[ret]
+            good = mech.true_probability(applicants.X_obs[ret][succ]) >= 0.5
+            acc = accepted[ret][succ]
+            row["impl_improvement_rate"] = metrics.ratio(np.count_nonzero(good), good.shape[0])
+            row["gaming_rate"] = metrics.ratio(np.count_nonzero(acc & ~good), np.count_nonzero(acc))
         if mech.retraining:
-            row["model_version"] = ext["model_version"]
-            row["n_outstanding"] = ext["n_outstanding"]
-            row["validity"] = ext["validity"]
+            for key in _RETRAINING_COLUMNS:
+                row[key] = ext[key]
         if mech.groups:
             self._group_row(d, row)
         if mech.budgeted:

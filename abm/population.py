@@ -63,9 +63,11 @@ class Population:
         tick: int,
         risk_aversion: np.ndarray,
         group: np.ndarray | None = None,
+        extra: dict[str, np.ndarray] | None = None,
     ) -> Population:
         """New candidates with ids (n,), features X (n, z), traits (n,) and groups (n,)
-        (None: all 0), entering at ``tick``."""
+        (None: all 0), entering at ``tick``. ``extra`` holds columns (n,) beyond
+        :data:`SCHEMA` that a world extension keeps; every row of a run must have them."""
         n, z = X.shape
         zeros_i = np.zeros(n, dtype=np.int64)
         zeros_b = np.zeros(n, dtype=np.bool_)
@@ -85,6 +87,8 @@ class Population:
             "risk_aversion": risk_aversion,
             "group": zeros_i if group is None else group,
         }
+        if extra:
+            data.update(extra)
         return cls(data, z)
 
     def __getattr__(self, name: str) -> np.ndarray:

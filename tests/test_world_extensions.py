@@ -378,3 +378,33 @@ def test_each_extension_preset_switches_its_mechanism_on(name):
     expected = {"improvement": "outcomes", "retraining": "retraining", "groups": "groups",
                 "causal": "causal", "budget": "budget"}[name]  # fmt: skip
     assert c.extensions == {expected}
+
+
+def test_retraining_columns_measure_the_shift_and_the_older_advice():
+    m = RecourseModel("retraining", "threshold", seed=0, agents=False, validity=5, ticks=12)
+    m.decide()
+    m.respond(m.policy.recommend(m.pending_observation(), m.streams.policy))
+    m.run(9)
+    old = m.scorer
+    m.run(1)  # tick 10: the first refit
+    new = m.scorer
+    row = m.tick_table().iloc[10]
+    delta = np.append(new.weights - old.weights, new.intercept - old.intercept)
+    assert row["shift_l1"] == pytest.approx(np.abs(delta).sum())
+    assert row["shift_l2"] == pytest.approx(np.linalg.norm(delta))
+    assert row["shift_linf"] == pytest.approx(np.abs(delta).max())
+    tt = m.tick_table()
+    # no refit, no shift; before the first refit no advice is older than the model
+    assert tt.loc[tt["tick"] != 10, "shift_l1"].isna().all()
+    assert tt.loc[:9, "valid_retrained"].isna().all()
+    # at the refit every waiting piece of advice is older: the two validity columns agree
+    assert row["valid_retrained"] == row["validity"] and 0 <= row["valid_threshold"] <= 1
+
+
+def test_improvement_columns_are_shares_of_the_successful():
+    tt = _run("threshold", 40, scenario="improvement", seed=2).tick_table()
+    for col in ("impl_improvement_rate", "gaming_rate", "improvement_rate", "tp_rate"):
+        vals = tt[col].dropna()
+        assert len(vals) and vals.between(0, 1).all(), col
+    # the preset's proxies are cheap to move: most accepted successes do not truly qualify
+    assert tt["gaming_rate"].mean() > 0.5
