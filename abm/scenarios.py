@@ -57,9 +57,10 @@ _FIXED: dict[str, ScenarioConfig] = {
         name="improvement",
         validity=5,
         noncausal_features=(8, 9),
+        noncausal_strength=0.9,
         outcome_delay=5,
-        description="true outcomes: features 8 and 9 are proxies the model rewards but that "
-        "never change the outcome; outcomes of the accepted are revealed 5 ticks later",
+        description="true outcomes: features 8 and 9 are proxies (r = 0.9) the model rewards "
+        "but that never change the outcome; outcomes of the accepted are revealed 5 ticks later",
     ),
     "retraining": _PAPER.replace(
         name="retraining",
