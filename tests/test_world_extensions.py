@@ -408,3 +408,36 @@ def test_improvement_columns_are_shares_of_the_successful():
         assert len(vals) and vals.between(0, 1).all(), col
     # the preset's proxies are cheap to move: most accepted successes do not truly qualify
     assert tt["gaming_rate"].mean() > 0.5
+
+
+# -- studies ---------------------------------------------------------------------------------
+EXT_STUDY = """
+name = "ext"
+scenario = "paper"
+ticks = 6
+seeds = 1
+metrics = ["rr", "rf", "dp_gap", "w_dist", "accept_rate_g1"]
+[set]
+group_share = [0.5, 0.5]
+[sweep]
+group_shift = [[], [[-0.1, -0.1, -0.1, -0.1, -0.1, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0, 0, 0, 0]]]
+causal_graph = [[], [[7, 4, 0.6]]]
+"""
+
+
+@pytest.mark.slow
+def test_new_fields_sweep_in_a_study_and_extension_columns_are_kept(tmp_path):
+    from abm.app.study import Study, load_study, run_study
+
+    path = tmp_path / "ext.toml"
+    path.write_text(EXT_STUDY)
+    status = run_study(Study.from_toml(path), tmp_path / "out", workers=1)
+    assert (status.completed, status.errors) == (4, 0)
+    ticks, runs = load_study(tmp_path / "out")
+    assert runs["causal_graph"].nunique() == 2 and runs["group_shift"].nunique() == 2
+    assert ticks["dp_gap"].notna().any() and ticks["w_dist"].notna().any()
+    # a run equals the model run with the same fields
+    cfg = dict(group_share=(0.5, 0.5), causal_graph=((7, 4, 0.6),), ticks=6)
+    direct = RecourseModel("paper", "threshold", seed=0, agents=False, **cfg).run().tick_table()
+    one = ticks[(ticks["causal_graph"] != "[]") & (ticks["group_shift"] == "[]")]
+    np.testing.assert_array_equal(one["dp_gap"].to_numpy(), direct["dp_gap"].to_numpy())
