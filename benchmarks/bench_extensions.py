@@ -90,7 +90,9 @@ def main() -> None:
         print(f"{line}{ratio:>7.2f}x{refit:>10}")
     ratio = results["all"]["excluding_refits_ms"] / base
     verdict = "met" if ratio <= TARGET_RATIO else "NOT met"
-    print(f"all on, excluding refits: {ratio:.2f}x all off (target <= {TARGET_RATIO:.0f}x: {verdict})")
+    print(
+        f"all on, excluding refits: {ratio:.2f}x all off (target <= {TARGET_RATIO:.0f}x: {verdict})"
+    )
 
 
 if __name__ == "__main__":
