@@ -252,6 +252,23 @@ def wasserstein_between_groups(
     return worst, n_used
 
 
+def score_distance_between_groups(scores: np.ndarray, group: np.ndarray, n_groups: int) -> float:
+    """W1 between the groups' 1-D score distributions (scores (a,), group (a,)), the largest
+    over pairs; exact (sorted quantiles, ``scipy.stats.wasserstein_distance``). NaN if
+    G < 2 or a group has no row."""
+    from scipy.stats import wasserstein_distance
+
+    counts = _group_counts(group, n_groups)
+    if n_groups < 2 or counts.min() == 0:
+        return _NAN
+    parts = [np.asarray(scores, dtype=np.float64)[np.asarray(group) == g] for g in range(n_groups)]
+    return max(
+        float(wasserstein_distance(parts[g], parts[h]))
+        for g in range(n_groups)
+        for h in range(g + 1, n_groups)
+    )
+
+
 # -- any candidate metric, per group ----------------------------------------------------
 def split_by_group(
     table: pd.DataFrame, fn: Callable[[pd.DataFrame], Any], group_col: str = "group"

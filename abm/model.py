@@ -69,7 +69,7 @@ def extension_columns(config: ScenarioConfig) -> tuple[str, ...]:
     if "retraining" in on:
         cols += list(_RETRAINING_COLUMNS)
     if "groups" in on:
-        cols += ["dp_gap", "w_dist", "w_dist_n"]
+        cols += ["dp_gap", "w_dist", "w_dist_n", "w_score", "decision_accuracy"]
         for name in ("rr", "rf", "n_applicants", "accept_rate", "mean_time_to_accept"):
             cols += [f"{name}_g{g}" for g in range(config.n_groups)]
     if "budget" in on:
@@ -805,6 +805,15 @@ class RecourseModel(mesa.Model):
         rng = self.streams.get("metrics") if big > metrics_ext.W_DIST_MAX_POINTS else None
         row["w_dist"], row["w_dist_n"] = metrics_ext.wasserstein_between_groups(
             pool.X, pool.group, G, rng
+        )
+        # long-term-fairness §4 (ours): W1 of the groups' scores among this tick's
+        # applicants, and how often the decision agrees with h*(x) >= 1/2
+        row["w_score"] = metrics_ext.score_distance_between_groups(d.scores, group, G)
+        p_true = self.world.true_probability(
+            applicants.X_obs, self.config.outcome_threshold, self.mech.sigma_star
+        )
+        row["decision_accuracy"] = metrics.ratio(
+            np.count_nonzero(accepted == (p_true >= 0.5)), accepted.shape[0]
         )
         ret = slice(0, d.n_ret)
         succ = applicants.advised[ret] & applicants.implemented[ret]

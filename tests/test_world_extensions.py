@@ -441,3 +441,14 @@ def test_new_fields_sweep_in_a_study_and_extension_columns_are_kept(tmp_path):
     direct = RecourseModel("paper", "threshold", seed=0, agents=False, **cfg).run().tick_table()
     one = ticks[(ticks["causal_graph"] != "[]") & (ticks["group_shift"] == "[]")]
     np.testing.assert_array_equal(one["dp_gap"].to_numpy(), direct["dp_gap"].to_numpy())
+
+
+def test_score_distance_and_decision_accuracy_known_answers():
+    from abm.metrics_ext import score_distance_between_groups
+
+    scores = np.array([0.1, 0.2, 0.3, 0.5, 0.6, 0.7])
+    group = np.array([0, 0, 0, 1, 1, 1])
+    assert score_distance_between_groups(scores, group, 2) == pytest.approx(0.4)
+    assert math.isnan(score_distance_between_groups(scores, np.zeros(6, int), 2))
+    tt = _run("threshold", 10, scenario="groups", seed=1).tick_table()
+    assert tt["decision_accuracy"].between(0, 1).all() and (tt["w_score"] >= 0).all()
