@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy.special import ndtr
 from sklearn.base import clone
 
 from abm import metrics, metrics_ext
@@ -189,18 +190,24 @@ class Mechanisms:
 
     # -- decide: after the selection -----------------------------------------------------
     def draw_outcomes(
-        self, t: int, applicants: Population, accepted: np.ndarray, streams: Any
+        self,
+        t: int,
+        applicants: Population,
+        accepted: np.ndarray,
+        p_true: np.ndarray,
+        streams: Any,
     ) -> np.ndarray:
         """§1: y ~ Bernoulli(h*(x)) for each acceptance (applicant order), due at t + D.
 
-        Returns y (a,) int8 over the applicants, -1 where not accepted.
+        ``p_true`` (a,) is h*(x) of the applicants. Returns y (a,) int8 over the
+        applicants, -1 where not accepted.
         """
         y_all = np.full(accepted.shape[0], -1, dtype=np.int8)
         if self.config.outcome_delay is None:
             return y_all
         rows = accepted.nonzero()[0]
         X = applicants.X_obs.take(rows, axis=0)
-        p = self.true_probability(X)
+        p = p_true.take(rows)
         y = (streams.get("outcomes").random(rows.shape[0]) < p).astype(np.int8)
         y_all[rows] = y
         delay = self.config.outcome_delay
@@ -235,7 +242,15 @@ class Mechanisms:
 
     def true_probability(self, X: np.ndarray) -> np.ndarray:
         """h*(x) (n,) for rows X (n, z) (§1)."""
-        return self.world.true_probability(X, self.config.outcome_threshold, self.sigma_star)
+        return self.probability_of_score(self.true_score(X))
+
+    def probability_of_score(self, s: np.ndarray) -> np.ndarray:
+        """h* as a function of the true score s = w*·x (n,): Φ((s − c*)/σ*), a step at σ* = 0
+        (as :func:`abm.metrics_ext.true_outcome_probability`, without its input checks)."""
+        c, sigma = self.config.outcome_threshold, self.sigma_star
+        if sigma == 0:
+            return (s > c).astype(np.float64)
+        return ndtr((s - c) / sigma)
 
     def true_score(self, X: np.ndarray) -> np.ndarray:
         """w*·x (n,) for rows X (n, z)."""

@@ -337,8 +337,10 @@ class RecourseModel(mesa.Model):
         scores = scorer.score(applicants.X_obs)
         accepted, threshold = select_top_k(scores, c.k, self.streams.ties)
         if ext is not None:
+            if mech.outcomes or mech.groups:  # h*(x) of every applicant, once a tick
+                ext["p_app"] = mech.true_probability(applicants.X_obs)
             if mech.outcomes:
-                ext["y"] = mech.draw_outcomes(t, applicants, accepted, self.streams)
+                ext["y"] = mech.draw_outcomes(t, applicants, accepted, ext["p_app"], self.streams)
             if mech.retraining and self.record_events:
                 # the advice reapplicants carry, scored by the model that now decides
                 adv = returning.advised
@@ -765,24 +767,23 @@ class RecourseModel(mesa.Model):
         applicants, accepted = d.applicants, d.accepted
         if mech.outcomes:
             adv = advice.advised
-            X_cf = self._counterfactual_true(advice)[adv]
-            w_star = self.world.w_star
-            p_cf = mech.true_probability(X_cf)
-            p_x = mech.true_probability(advice.X[adv])
+            p_app = ext["p_app"]
+            s_cf = mech.true_score(self._counterfactual_true(advice)[adv])
+            p_cf = mech.probability_of_score(s_cf)
+            gain = p_cf - p_app.take(d.rej)[adv]
             row["n_revealed"] = ext["n_revealed"]
             row["n_revealed_pos"] = ext["n_revealed_pos"]
             row["tp_rate"] = ext["tp_rate"]
-            p_acc = mech.true_probability(applicants.X_obs[accepted])
-            row["mean_p_true_accepted"] = metrics.nanmean(p_acc)
-            ones = np.ones(X_cf.shape[0], dtype=bool)
-            row["improvement_rate"] = metrics_ext.improvement_rate(
-                X_cf, w_star, c.outcome_threshold, ones
+            row["mean_p_true_accepted"] = metrics.nanmean(p_app[accepted])
+            n_adv = s_cf.shape[0]
+            row["improvement_rate"] = metrics.ratio(
+                np.count_nonzero(s_cf >= c.outcome_threshold), n_adv
             )
-            row["mean_true_gain"] = metrics_ext.mean_true_gain(p_cf, p_x, ones)
+            row["mean_true_gain"] = float(np.add.reduce(gain) / n_adv) if n_adv else math.nan
             # improvement-bandits §5: did those who did everything asked truly qualify?
             ret = slice(0, d.n_ret)
             succ = applicants.advised[ret] & applicants.implemented[ret]
-            good = mech.true_probability(applicants.X_obs[ret][succ]) >= 0.5
+            good = p_app[ret][succ] >= 0.5
             acc = accepted[ret][succ]
             row["impl_improvement_rate"] = metrics.ratio(np.count_nonzero(good), good.shape[0])
             row["gaming_rate"] = metrics.ratio(np.count_nonzero(acc & ~good), np.count_nonzero(acc))
@@ -809,11 +810,8 @@ class RecourseModel(mesa.Model):
         # long-term-fairness §4 (ours): W1 of the groups' scores among this tick's
         # applicants, and how often the decision agrees with h*(x) >= 1/2
         row["w_score"] = metrics_ext.score_distance_between_groups(d.scores, group, G)
-        p_true = self.world.true_probability(
-            applicants.X_obs, self.config.outcome_threshold, self.mech.sigma_star
-        )
         row["decision_accuracy"] = metrics.ratio(
-            np.count_nonzero(accepted == (p_true >= 0.5)), accepted.shape[0]
+            np.count_nonzero(accepted == (d.ext["p_app"] >= 0.5)), accepted.shape[0]
         )
         ret = slice(0, d.n_ret)
         succ = applicants.advised[ret] & applicants.implemented[ret]
@@ -842,7 +840,7 @@ class RecourseModel(mesa.Model):
         applicants = d.applicants
         a, z = len(applicants), c.n_features
         if mech.outcomes:
-            chunk["p_true"] = mech.true_probability(applicants.X_obs)
+            chunk["p_true"] = ext["p_app"]
             chunk["y"] = ext["y"]
             X_cf = self._counterfactual_true(advice)
             p_cf = np.where(advice.advised, mech.true_probability(X_cf), np.nan)

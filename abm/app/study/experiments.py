@@ -37,6 +37,8 @@ from abm.metrics import extension_summary, nanmean
 from abm.model import RecourseModel
 from abm.registry import REGISTRY
 from abm.rng import stream
+from policies.improvement.static import TRIAL_COLUMNS, TrialParams, run_trial
+from policies.robust.table1 import TABLE1_COLUMNS, Table1Params, run_table1_cell
 from policies.safear.risk import var_cvar
 
 Rows = list[dict[str, Any]]
@@ -316,6 +318,22 @@ EXPERIMENTS: dict[str, Experiment] = {
             "paired episodes of one policy: a point of the RR-RF Pareto study",
             ParetoParams,
             PARETO_COLUMNS + ("elapsed_s",),
+        ),  # fmt: skip
+        Experiment(
+            "arlim-trial",
+            run_trial,
+            "one paired trial of the ARLIM static task (improvement bandits)",
+            TrialParams,
+            TRIAL_COLUMNS + ("elapsed_s",),
+            policy=False,
+        ),  # fmt: skip
+        Experiment(
+            "robust-table1",
+            run_table1_cell,
+            "one fold of one cell of robust-recourse Table 1 (German Credit, LR)",
+            Table1Params,
+            TABLE1_COLUMNS + ("elapsed_s",),
+            policy=False,
         ),  # fmt: skip
     )
 }
