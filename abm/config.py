@@ -49,7 +49,7 @@ __all__ = [
 
 PAPER_DIFFICULTY = (0.84, 0.15, 0.85, 0.78, 0.25, 0.18, 0.29, 0.83, 0.91, 0.10)
 
-DecisionModel = Literal["logistic", "mlp"]
+DecisionModel = Literal["logistic", "mlp", "dp", "ei"]
 DECISION_MODELS: tuple[str, ...] = get_args(DecisionModel)
 
 _SEED_MAX = 2**63 - 1
@@ -283,6 +283,13 @@ class ScenarioConfig(BaseModel):
                 CausalGraph.from_edges(self.causal_graph, z, self.immutable, proxies)
             except ConfigError as exc:
                 raise ValueError(str(exc)) from None
+        if self.decision_model in ("dp", "ei") and self.retrain_every:
+            raise not_allowed(
+                "logistic or mlp when retrain_every > 0 (the fairness-regularised models "
+                "need groups for every training row)",
+                field="decision_model",
+                value=self.decision_model,
+            )
         if self.retrain_every and self.retrain_data != "shifted" and self.outcome_delay is None:
             raise not_allowed(
                 "an outcome_delay (outcomes to retrain on), or retrain_data = shifted",
@@ -296,6 +303,7 @@ class ScenarioConfig(BaseModel):
                 "retrain_every": bool(self.retrain_every),
                 "group_share": g > 1,
                 "causal_graph": bool(self.causal_graph),
+                "decision_model": self.decision_model in ("dp", "ei"),
             }
             for name, used in synthetic.items():
                 if used:

@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 from abm.causal import CausalGraph
 from abm.config import ScenarioConfig
 from abm.data import build_data_world
+from abm.fair_models import FAIR_MODELS, FairLogisticRegression
 from abm.interfaces import linear_logit
 from abm.metrics_ext import true_outcome_probability
 from abm.rng import stream
@@ -247,15 +248,17 @@ class World:
         return X, (s > 0.5).astype(np.int8)
 
 
-def make_estimator(kind: str, seed: int) -> Any:
-    """An unfitted classifier of the named kind."""
+def make_estimator(kind: str, seed: int, improvable: tuple[bool, ...] | None = None) -> Any:
+    """An unfitted classifier of the named kind (``improvable``: the EI model's features)."""
     if kind == "logistic":
         return LogisticRegression(max_iter=1000)
+    if kind in FAIR_MODELS:
+        return FairLogisticRegression(objective=kind, improvable=improvable)
     if kind == "mlp":
         from abm.mlp import MLPClassifier
 
         return MLPClassifier(random_state=seed)
-    raise ValueError(f"decision_model must be one of: logistic, mlp, got {kind!r}")
+    raise ValueError(f"decision_model must be one of: logistic, mlp, dp, ei, got {kind!r}")
 
 
 def build_world(config: ScenarioConfig, estimator: Any | None = None) -> World:
@@ -291,7 +294,8 @@ def _world_key(c: ScenarioConfig) -> tuple:
         c.group_share,
         c.group_shift,
         c.causal_graph,
-        c.immutable if c.causal_graph else (),  # only checked against the graph
+        # immutables matter to the graph's checks and to the fair models' improvable set
+        c.immutable if (c.causal_graph or c.decision_model in FAIR_MODELS) else (),
     )
 
 
@@ -344,11 +348,18 @@ def _build_world(key: tuple, estimator: Any | None) -> World:
             "the drawn historical labels are all equal; widen mean_range or label_noise"
         )
     if estimator is None:
-        estimator = make_estimator(kind, world_seed)
+        # the fairness-regularised models move the mutable, causal features
+        improvable = np.ones(z, dtype=bool)
+        improvable[list(key[-1])] = False
+        improvable[list(ext.proxies)] = False
+        estimator = make_estimator(kind, world_seed, tuple(improvable.tolist()))
     try:
         check_is_fitted(estimator)
     except NotFittedError:
-        estimator = clone(estimator).fit(X, y)
+        if isinstance(estimator, FairLogisticRegression):
+            estimator = clone(estimator).fit(X, y, groups=groups)
+        else:
+            estimator = clone(estimator).fit(X, y)
     for arr in (mean, std, lo, hi, X, w, w_star, y, groups):
         arr.setflags(write=False)
     return World(

@@ -16,6 +16,7 @@ import typer
 from rich.markup import escape
 
 from abm.app.commands.improvement import improvement
+from abm.app.commands.robust import robust
 from abm.app.commands.train import set_threads
 from abm.app.terminal import console, output_dir, progress_bar
 from abm.config import parse_overrides
@@ -438,4 +439,5 @@ def register(app: typer.Typer) -> None:
     reproduce_app.command("safear")(safear)
     reproduce_app.command("pareto")(pareto)
     reproduce_app.command("improvement")(improvement)
+    reproduce_app.command("robust")(robust)
     app.add_typer(reproduce_app, name="reproduce")

@@ -1,0 +1,243 @@
+"""Robust recourse as population-model policies (spec §5): thin adapters over the solvers.
+
+Registered as ``robust-l1``, ``robust-l2``, ``robust-linf`` (the convex program,
+:func:`policies.robust.solvers.robust_lp`) and ``roar-l1``, ``roar-linf`` (ROAR). Each
+tick the policy takes θ from ``obs.decision_model`` (the model in force; a non-linear one
+is linearised at each row), solves every rejected row within the box [lower, upper] with
+the immutable features held, and advises X_cf with goal = M(X_cf) under that model.
+
+Parameters: ``alpha`` (>= 0, radius of the model ball), ``lam`` (> 0, weight of the L1
+cost), ``p`` (fixed by the name: 1, 2 or inf) and ``target``: ``"threshold"`` (ours) aims
+past this tick's acceptance cut, ℓ(s − logit(th_t)), ``"half"`` at 0.5 as in the paper.
+``robust-l1:alpha=0`` is the non-robust reference.
+
+Per candidate (candidate table): ``wc_score`` = σ of the worst-case logit of X_cf over
+the ball, ``price_J`` = the price minimised (with the target shift). Per tick
+(``tick_stats``, tick columns ``policy_<key>``): ``price_of_robustness`` = mean L1 cost of
+the tick's advice / mean L1 cost of the exact α = 0 optimum on the same rows − 1 (NaN when
+that is 0), ``solver_fallbacks`` (SLSQP failures answered by Algorithm 1 or 2, warned
+once) and ``n_clipped`` (rows outside the box, clipped first).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Annotated, Literal
+
+import numpy as np
+from pydantic import BeforeValidator, Field
+from scipy.special import expit, logit
+
+from abm.interfaces import Feedback, FollowsModel, PolicyContext, Recommendation, RecourseObs
+from abm.registry import Registry
+from abm.validation import ConfigError, problem
+from policies.budget import fit_to_budget
+from policies.goals import GOAL_GAP
+from policies.robust.price import check_alpha, check_lam, price, worst_logit
+from policies.robust.solvers import alg1, alg2, clip_to_box, linearise, roar, robust_lp
+
+Method = Literal["lp", "roar"]
+Target = Literal["threshold", "half"]
+TARGETS: tuple[str, ...] = ("threshold", "half")
+# the threshold is clipped before its logit: a cut at exactly 0 or 1 would be infinite
+_TH_CLIP = 1e-12
+
+
+def _p_text(value):
+    """1, 1.0, "1" -> "1"; 2 -> "2"; inf, "Infinity" -> "inf" (registry texts and numbers)."""
+    text = str(value).strip().lower()
+    try:
+        x = float(text)
+    except ValueError:
+        return value
+    if math.isinf(x) and x > 0:
+        return "inf"
+    return str(int(x)) if x.is_integer() else text
+
+
+P1 = Annotated[Literal["1"], BeforeValidator(_p_text)]
+P2 = Annotated[Literal["2"], BeforeValidator(_p_text)]
+PInf = Annotated[Literal["inf"], BeforeValidator(_p_text)]
+Alpha = Annotated[float, Field(ge=0.0, le=1e6)]
+Lam = Annotated[float, Field(gt=0.0, le=1e6)]
+
+
+def parse_p(value, allowed: tuple[str, ...] = ("1", "2", "inf"), field: str = "p") -> float:
+    """``value`` as p in ``allowed`` (texts "1", "2", "inf"), or a one-line ConfigError."""
+    text = _p_text(value)
+    if isinstance(value, bool) or text not in allowed:
+        raise ConfigError(problem(field, value, "one of " + ", ".join(allowed)))
+    return math.inf if text == "inf" else float(text)
+
+
+class RobustPolicy(FollowsModel):
+    """Robust recourse against an Lp-bounded change of the model in force (spec §5).
+
+    ``method`` "lp" solves each row with :func:`robust_lp` (SLSQP; on failure Algorithm 1
+    for p = 1, the greedy Algorithm 2 otherwise, whose ball contains every smaller-p
+    ball); "roar" runs batched ROAR. ``name`` labels errors and warnings.
+    """
+
+    def __init__(
+        self,
+        method: Method = "lp",
+        alpha: float = 0.1,
+        lam: float = 0.01,
+        p: float | str = 1,
+        target: str = "threshold",
+        name: str = "robust",
+    ) -> None:
+        if method not in ("lp", "roar"):
+            raise ConfigError(problem(f"{name}: method", method, "one of lp, roar"))
+        self.method = method
+        self.name = name
+        self.alpha = check_alpha(alpha, f"{name}: alpha")
+        self.lam = check_lam(lam, f"{name}: lam")
+        allowed = ("1", "2", "inf") if method == "lp" else ("1", "inf")
+        self.p = parse_p(p, allowed, f"{name}: p")
+        if target not in TARGETS:
+            raise ConfigError(problem(f"{name}: target", target, "one of threshold, half"))
+        self.target = target
+        self._warned = False
+        self._reset_stats()
+
+    # -- protocol ---------------------------------------------------------------------
+    def prepare(self, ctx: PolicyContext) -> None:
+        self.ctx = ctx
+        self.base_model = ctx.decision_model  # what an obs without decision_model means
+        self.lower = np.asarray(ctx.lower, dtype=float)
+        self.upper = np.asarray(ctx.upper, dtype=float)
+        self.immutable = np.asarray(ctx.immutable, dtype=bool)
+        if getattr(ctx.decision_model, "is_linear", False):
+            linearise(ctx.decision_model, np.zeros((0, self.lower.shape[0])))  # NaN weights
+
+    def observe(self, feedback: Feedback) -> None:
+        pass
+
+    def tick_stats(self) -> dict[str, float]:
+        """This tick's figures (NaN on a tick without rejected rows); reset once read."""
+        out = self._stats
+        self._reset_stats()
+        return out
+
+    def _reset_stats(self) -> None:
+        self._stats = {"price_of_robustness": math.nan, "solver_fallbacks": math.nan,
+                       "n_clipped": math.nan}  # fmt: skip
+
+    def recommend(self, obs: RecourseObs, rng: np.random.Generator) -> Recommendation:
+        self.use_model(self.base_model if obs.decision_model is None else obs.decision_model)
+        scorer = self.ctx.decision_model
+        n = obs.n_rejected
+        X, n_clipped = clip_to_box(obs.X, self.lower, self.upper)
+        W, B = linearise(scorer, X)
+        offset = 0.0
+        if self.target == "threshold":
+            offset = float(logit(np.clip(obs.threshold, _TH_CLIP, 1.0 - _TH_CLIP)))
+        X_cf, fallbacks = self.solve(X, W, np.asarray(B) - offset)
+        own = np.asarray(obs.scores, dtype=float)
+        goal = scorer.score(X_cf) if n else np.empty(0)
+        # a change that does not raise the model's score is no advice (SPEC §2)
+        advised = (X_cf != X).any(axis=1) & (goal > own + GOAL_GAP)
+        X_cf = np.where(advised[:, None], X_cf, obs.X)
+        goal = np.where(advised, goal, np.nan)
+        wc = expit(worst_logit(X_cf, W, B, self.alpha, self.p))
+        J = price(X_cf, X, W, np.asarray(B) - offset, self.alpha, self.lam, self.p)
+        info = {"wc_score": np.where(advised, wc, np.nan), "price_J": np.where(advised, J, np.nan)}
+        self._stats = {
+            "price_of_robustness": self._price_of_robustness(X, X_cf, W, np.asarray(B) - offset),
+            "solver_fallbacks": float(fallbacks),
+            "n_clipped": float(n_clipped),
+        }
+        rec = Recommendation(goal=goal, X_cf=X_cf, advised=advised, info=info,
+                             unreached=~advised)  # fmt: skip
+        return fit_to_budget(rec, obs.X, obs.budget_left)
+
+    # -- solving ----------------------------------------------------------------------
+    def solve(self, X: np.ndarray, W: np.ndarray, B) -> tuple[np.ndarray, int]:
+        """Robust counterfactuals (n, z) of rows X (n, z) against θ = (W, B) ((z,) or
+        (n, z); scalar or (n,)), and the number of rows the fallback solved."""
+        n = X.shape[0]
+        if self.method == "roar":
+            return roar(X, W, B, self.alpha, self.lam, self.p, self.lower, self.upper,
+                        self.immutable)[0], 0  # fmt: skip
+        Wr = np.broadcast_to(W, X.shape)
+        Br = np.broadcast_to(np.asarray(B, dtype=float), (n,))
+        out = np.empty_like(X)
+        fallbacks = 0
+        for i in range(n):
+            args = (X[i], Wr[i], float(Br[i]), self.alpha, self.lam)
+            box = (self.lower, self.upper, self.immutable)
+            sol = robust_lp(*args, self.p, *box)
+            if not sol.ok:
+                fallbacks += 1
+                sol = alg1(*args, 1, *box) if self.p == 1 else alg2(*args, *box)
+            out[i] = sol.x
+        if fallbacks and not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"{self.name}: SLSQP failed on {fallbacks} row(s); solved by Algorithm "
+                f"{1 if self.p == 1 else 2} instead (counted in policy_solver_fallbacks; "
+                "warned once)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        return out, fallbacks
+
+    def _price_of_robustness(self, X, X_cf, W, B) -> float:
+        """Mean L1 cost of X_cf over that of the exact α = 0 optimum on the same rows, − 1."""
+        if X.shape[0] == 0:
+            return math.nan
+        cost = np.abs(X_cf - X).sum(axis=1).mean()
+        if self.alpha == 0:
+            ref = cost
+        else:
+            Wr = np.broadcast_to(W, X.shape)
+            Br = np.broadcast_to(np.asarray(B, dtype=float), (X.shape[0],))
+            # at α = 0 the greedy is exact for every p
+            ref_x = np.stack([
+                alg2(X[i], Wr[i], float(Br[i]), 0.0, self.lam, self.lower, self.upper,
+                     self.immutable).x
+                for i in range(X.shape[0])
+            ])  # fmt: skip
+            ref = np.abs(ref_x - X).sum(axis=1).mean()
+        return float(cost / ref - 1.0) if ref > 0 else math.nan
+
+
+# -- registry factories (the name fixes the solver and p) -----------------------------
+def robust_l1(alpha: Alpha = 0.1, lam: Lam = 0.01, p: P1 = "1",
+              target: Target = "threshold") -> RobustPolicy:  # fmt: skip
+    return RobustPolicy("lp", alpha, lam, p, target, "robust-l1")
+
+
+def robust_l2(alpha: Alpha = 0.1, lam: Lam = 0.01, p: P2 = "2",
+              target: Target = "threshold") -> RobustPolicy:  # fmt: skip
+    return RobustPolicy("lp", alpha, lam, p, target, "robust-l2")
+
+
+def robust_linf(alpha: Alpha = 0.1, lam: Lam = 0.01, p: PInf = "inf",
+                target: Target = "threshold") -> RobustPolicy:  # fmt: skip
+    return RobustPolicy("lp", alpha, lam, p, target, "robust-linf")
+
+
+def roar_l1(alpha: Alpha = 0.1, lam: Lam = 0.01, p: P1 = "1",
+            target: Target = "threshold") -> RobustPolicy:  # fmt: skip
+    return RobustPolicy("roar", alpha, lam, p, target, "roar-l1")
+
+
+def roar_linf(alpha: Alpha = 0.1, lam: Lam = 0.01, p: PInf = "inf",
+              target: Target = "threshold") -> RobustPolicy:  # fmt: skip
+    return RobustPolicy("roar", alpha, lam, p, target, "roar-linf")
+
+
+def register(registry: Registry) -> None:
+    """Add the five robust recourse policies to ``registry``."""
+    common = "alpha (ball radius), lam (L1 cost weight), target=threshold|half"
+    for name, factory, what in (
+        ("robust-l1", robust_l1, "robust recourse vs an L1 model change (convex program)"),
+        ("robust-l2", robust_l2, "robust recourse vs an L2 model change (convex program)"),
+        ("robust-linf", robust_linf, "robust recourse vs an L-inf model change (convex program)"),
+        ("roar-l1", roar_l1, "ROAR baseline (Adam) vs an L1 model change"),
+        ("roar-linf", roar_linf, "ROAR baseline (Adam) vs an L-inf model change"),
+    ):
+        registry.policy(name, factory, f"{what}; {common}; records wc_score, price_J")

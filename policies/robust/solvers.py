@@ -1,0 +1,559 @@
+"""Robust recourse solvers (spec §2): the convex program, Algorithms 1 and 2, and ROAR.
+
+All minimise the worst-case price of :mod:`policies.robust.price`,
+max_{‖θ−θ₀‖_p ≤ α} ℓ(θ·x̃) + λ‖x − x₀‖₁, for one linear model θ₀ = (w, b):
+
+* :func:`robust_lp` -- the problem is convex for every p (spec §4.1), so it is solved
+  directly: epigraph variables for |x − x₀| and for the dual norm, SLSQP with analytic
+  gradients. Any p in [1, inf].
+* :func:`alg1` -- the paper's Algorithm 1 for p = 1: one convex subproblem per model of
+  Θ± (±α on a weight, −α on the intercept), each constrained to points where that model is
+  the worst; the cheapest wins.
+* :func:`alg2` -- the greedy Algorithm 2 for p = inf with the termination fix of §4.3.
+* :func:`roar` -- the ROAR baseline: Adam on the price against the closed-form worst
+  model of the current point (batched over rows).
+
+Bounds ``lower``/``upper`` (z,) and ``immutable`` (z,) bool are optional everywhere; a
+start outside the bounds is clipped first. :func:`linearise` turns any Scorer into
+(w, b) at the rows to advise (exact weights, or central differences of the logit).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import expit
+from scipy.special import logit as _logit
+
+from abm.validation import ConfigError, problem
+from policies.robust.price import (
+    check_alpha,
+    check_lam,
+    check_p,
+    dual_exponent,
+    price,
+    softplus_neg,
+)
+
+#: moves smaller than this (relative to 1 + |x₀|) are solver noise: the feature is kept as is
+SNAP = 1e-9
+#: central-difference step of :func:`linearise` (ours; replaces LIME, deterministic)
+FD_STEP = 1e-4
+#: Algorithm 2 stops after this many passes per feature (a guard; it needs at most 2 each)
+ALG2_PASSES = 10
+#: ROAR: Adam's learning rate, the |ΔJ| stopping tolerance and the step cap (ours)
+ROAR_LR, ROAR_TOL, ROAR_MAX_STEPS = 1e-3, 1e-4, 200_000
+# SLSQP: tolerance on the objective and iteration cap; a violated constraint above
+# _FEAS_TOL makes a solve a failure
+_FTOL, _MAXITER, _FEAS_TOL = 1e-13, 500, 1e-8
+
+
+@dataclass(frozen=True)
+class Solution:
+    """One robust recourse: ``x`` (z,), its exact worst-case price ``J`` (spec §1) and
+    ``ok`` (False: the solver failed and ``x`` is the best point it had)."""
+
+    x: np.ndarray
+    J: float
+    ok: bool = True
+
+
+# -- input checks ---------------------------------------------------------------------
+def check_weights(w: np.ndarray, b: float, field: str = "decision_model") -> None:
+    """Finite weights (z,) or (n, z) and intercept(s); NaN or inf is a one-line error."""
+    w_arr, b_arr = np.asarray(w, dtype=float), np.asarray(b, dtype=float)
+    if not np.isfinite(w_arr).all():
+        bad = w_arr[~np.isfinite(w_arr)].flat[0]
+        raise ConfigError(problem(f"{field}.weights", float(bad), "finite numbers"))
+    if not np.isfinite(b_arr).all():
+        bad = b_arr[~np.isfinite(b_arr)].flat[0]
+        raise ConfigError(problem(f"{field}.intercept", float(bad), "a finite number"))
+
+
+def _box(z: int, lower, upper, immutable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    lo = np.full(z, -np.inf) if lower is None else np.asarray(lower, dtype=float).reshape(z)
+    hi = np.full(z, np.inf) if upper is None else np.asarray(upper, dtype=float).reshape(z)
+    if (lo > hi).any():
+        i = int(np.flatnonzero(lo > hi)[0])
+        raise ConfigError(problem(f"lower[{i}]", float(lo[i]), f"a number <= upper[{i}]"))
+    fixed = np.zeros(z, bool) if immutable is None else np.asarray(immutable, bool).reshape(z)
+    return lo, hi, fixed
+
+
+def clip_to_box(X: np.ndarray, lower=None, upper=None) -> tuple[np.ndarray, int]:
+    """X (n, z) clipped into [lower, upper] and the number of rows that moved (spec §6)."""
+    X = np.asarray(X, dtype=float)
+    lo = -np.inf if lower is None else np.asarray(lower, dtype=float)
+    hi = np.inf if upper is None else np.asarray(upper, dtype=float)
+    Xc = np.clip(X, lo, hi)
+    moved = (Xc != X).any(axis=1) if X.ndim == 2 else np.array([(Xc != X).any()])
+    return Xc, int(np.count_nonzero(moved))
+
+
+def _snap(x: np.ndarray, x0: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Solver noise removed: tiny moves undone, the point put back inside its bounds."""
+    x = np.clip(x, lo, hi)
+    tiny = np.abs(x - x0) <= SNAP * (1.0 + np.abs(x0))
+    return np.where(tiny, x0, x)
+
+
+# -- the convex core (SLSQP) --------------------------------------------------------------
+class _Convex:
+    """min softplus(−(a·x + c − α·N(x))) + λ Σ|x − x₀| over m free coordinates x.
+
+    N(x) = ‖(x, fixed, 1)‖_q is the dual norm of the augmented point, ``base`` holding the
+    fixed part (q = inf: max(1, |fixed|), q = 1: 1 + Σ|fixed|, else 1 + Σ|fixed|^q).
+    Extra linear constraints G x ≥ h (Algorithm 1's "this model is the worst"). Variables:
+    x (m), u (m) ≥ |x − x₀|, then v (q = inf) or t (m) ≥ |x| (q = 1).
+    """
+
+    def __init__(self, a, c, x0, lam, lo, hi, alpha=0.0, q=math.inf, base=1.0, G=None, h=None):
+        self.a, self.c, self.x0, self.lam = a, float(c), x0, lam
+        self.lo, self.hi = lo, hi
+        self.alpha, self.q, self.base = alpha, q, base
+        m = a.shape[0]
+        self.m = m
+        self.kind = (
+            "none" if alpha == 0 else ("max" if math.isinf(q) else "sum" if q == 1 else "smooth")
+        )
+        self.n_var = 2 * m + {"none": 0, "max": 1, "sum": m, "smooth": 0}[self.kind]
+        eye, Z = np.eye(m), np.zeros((m, m))
+        rows = [np.hstack([-eye, eye]), np.hstack([eye, eye])]
+        rhs = [-x0, x0]  # rows @ z >= rhs
+        extra = self.n_var - 2 * m
+        if extra:
+            rows = [np.hstack([r, np.zeros((m, extra))]) for r in rows]
+        if self.kind == "max":
+            one = np.ones((m, 1))
+            rows += [np.hstack([-eye, Z, one]), np.hstack([eye, Z, one])]
+            rhs += [np.zeros(m), np.zeros(m)]
+        elif self.kind == "sum":
+            rows += [np.hstack([-eye, Z, eye]), np.hstack([eye, Z, eye])]
+            rhs += [np.zeros(m), np.zeros(m)]
+        if G is not None and G.shape[0]:
+            rows.append(np.hstack([G, np.zeros((G.shape[0], self.n_var - m))]))
+            rhs.append(np.asarray(h, dtype=float))
+        self.A = np.vstack(rows)
+        self.rhs = np.concatenate(rhs)
+
+    def _split(self, z):
+        m = self.m
+        return z[:m], z[m : 2 * m], z[2 * m :]
+
+    def _norm(self, x, extra):
+        if self.kind == "max":
+            return extra[0]
+        if self.kind == "sum":
+            return self.base + extra.sum()
+        if self.kind == "smooth":
+            return (self.base + (np.abs(x) ** self.q).sum()) ** (1.0 / self.q)
+        return 0.0
+
+    def _score(self, x, extra):
+        return self.a @ x + self.c - self.alpha * self._norm(x, extra)
+
+    def fun(self, z):
+        x, u, extra = self._split(z)
+        return float(softplus_neg(self._score(x, extra)) + self.lam * u.sum())
+
+    def jac(self, z):
+        x, u, extra = self._split(z)
+        s = self._score(x, extra)
+        dl = -expit(-s)  # dℓ/ds
+        g = np.empty(self.n_var)
+        if self.kind == "smooth":
+            N = self._norm(x, extra)
+            dN = np.sign(x) * (np.abs(x) / N) ** (self.q - 1.0)
+            g[: self.m] = dl * (self.a - self.alpha * dN)
+        else:
+            g[: self.m] = dl * self.a
+        g[self.m : 2 * self.m] = self.lam
+        g[2 * self.m :] = -dl * self.alpha
+        return g
+
+    def start(self, xs):
+        """A feasible start from a feasible x (m,)."""
+        parts = [xs, np.abs(xs - self.x0)]
+        if self.kind == "max":
+            parts.append([max(self.base, float(np.abs(xs).max(initial=0.0)))])
+        elif self.kind == "sum":
+            parts.append(np.abs(xs))
+        return np.concatenate(parts)
+
+    def bounds(self):
+        bx = [(lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
+              for lo, hi in zip(self.lo, self.hi, strict=True)]  # fmt: skip
+        # u >= 0 and t >= 0 follow from the pairs of constraints: as bounds too they make
+        # the active set degenerate at x = x0 (or x = 0) and SLSQP's inner solver crawls
+        bu = [(None, None)] * self.m
+        if self.kind == "max":
+            return bx + bu + [(self.base, None)]
+        if self.kind == "sum":
+            return bx + bu + [(None, None)] * self.m
+        return bx + bu
+
+    def solve(self, xs):
+        """(x (m,), ok) from the feasible start ``xs`` (m,)."""
+        from scipy.optimize import minimize
+
+        if self.m == 0:
+            return xs, True
+        z0 = self.start(xs)
+        A, rhs = self.A, self.rhs
+        cons = {"type": "ineq", "fun": lambda z: A @ z - rhs, "jac": lambda z: A}
+        res = minimize(self.fun, z0, jac=self.jac, method="SLSQP", bounds=self.bounds(),
+                       constraints=[cons], options={"ftol": _FTOL, "maxiter": _MAXITER})  # fmt: skip
+        z = np.asarray(res.x, dtype=float)
+        feasible = (
+            np.isfinite(z).all()
+            and float((A @ z - rhs).min(initial=0.0)) >= -_FEAS_TOL
+            and bool((z[: self.m] >= self.lo - _FEAS_TOL).all())
+            and bool((z[: self.m] <= self.hi + _FEAS_TOL).all())
+        )
+        # SLSQP's exit 8 ("positive directional derivative") at a tight ftol is a converged
+        # point more often than not; it counts when the point is feasible and no worse
+        converged = res.status in (0, 8)
+        ok = bool(feasible and converged and self.fun(z) <= self.fun(z0) + 1e-12)
+        return (z[: self.m] if ok else xs), ok
+
+
+def _reduce(x0, w, b, fixed):
+    """(free indices, the fixed part of the logit)."""
+    free = np.flatnonzero(~fixed)
+    c = float(b + np.add.reduce(w[fixed] * x0[fixed]))
+    return free, c
+
+
+def _norm_base(xf: np.ndarray, q: float) -> float:
+    a = np.abs(xf)
+    if math.isinf(q):
+        return max(1.0, float(a.max(initial=0.0)))
+    if q == 1.0:
+        return 1.0 + float(a.sum())
+    return 1.0 + float((a**q).sum())
+
+
+def _prepare(x0, w, b, alpha, lam, lower, upper, immutable):
+    x0 = np.asarray(x0, dtype=float).reshape(-1)
+    z = x0.shape[0]
+    w = np.asarray(w, dtype=float).reshape(z)
+    check_weights(w, b)
+    alpha, lam = check_alpha(alpha), check_lam(lam)
+    lo, hi, fixed = _box(z, lower, upper, immutable)
+    if not np.isfinite(x0).all():
+        raise ConfigError(problem("x0", x0.tolist(), "finite numbers"))
+    return np.clip(x0, lo, hi), w, float(b), alpha, lam, lo, hi, fixed
+
+
+# -- the convex program ----------------------------------------------------------------
+def robust_lp(
+    x0: np.ndarray,
+    w: np.ndarray,
+    b: float,
+    alpha: float,
+    lam: float,
+    p: float,
+    lower: np.ndarray | None = None,
+    upper: np.ndarray | None = None,
+    immutable: np.ndarray | None = None,
+    warm_start: bool = True,
+) -> Solution:
+    """Robust recourse of x₀ (z,) against ‖θ − θ₀‖_p ≤ α, θ₀ = (w (z,), b), as one convex
+    program (spec §2, eq. 3): min_x ℓ(θ₀·x̃ − α‖x̃‖_q) + λ‖x − x₀‖₁ within the bounds.
+
+    p = 1 and p = inf use an epigraph variable for the norm (linear constraints); other p
+    keep the smooth norm in the objective. ``ok`` is False when SLSQP failed (then ``x``
+    is x₀); callers fall back to :func:`alg1` or :func:`alg2`. ``warm_start`` starts SLSQP
+    from the cheapest of x₀ and two greedy points (:func:`alg2`: against L-inf, and
+    non-robust with the intercept lowered by α); False starts from x₀ (tests use it to
+    check :func:`alg1` and :func:`alg2` independently).
+    """
+    p = check_p(p)
+    x0, w, b, alpha, lam, lo, hi, fixed = _prepare(x0, w, b, alpha, lam, lower, upper, immutable)
+    q = dual_exponent(p)
+    free, c = _reduce(x0, w, b, fixed)
+    base = _norm_base(x0[fixed], q)
+    prob = _Convex(w[free], c, x0[free], lam, lo[free], hi[free], alpha, q, base)
+    # warm start: the greedy p = inf optimum (exact there, a good guess elsewhere) when it
+    # beats x0; SLSQP from x0 needs ~10x the iterations, each slow on the degenerate
+    # corners |x_i| = 0 and x_i = x0_i
+    xs = x0
+    if warm_start:
+        # the greedy optimum against L-inf, and the non-robust optimum with the intercept
+        # lowered by α, free and kept in [-1, 1] (where ‖x̃‖∞ = 1, so for p = 1 that is
+        # Algorithm 1's intercept subproblem, solved exactly)
+        x0_unit = np.clip(x0, -1.0, 1.0)
+        unit = (np.maximum(lo, -1.0), np.minimum(hi, 1.0))
+        starts = [x0, alg2(x0, w, b, alpha, lam, lo, hi, fixed).x,
+                  alg2(x0, w, b - alpha, 0.0, lam, lo, hi, fixed).x]  # fmt: skip
+        if (unit[0] <= unit[1]).all() and (x0_unit[fixed] == x0[fixed]).all():
+            at_unit = alg2(x0_unit, w, b - alpha, 0.0, lam, *unit, fixed).x
+            starts.append(at_unit)
+        starts = np.stack(starts)
+        xs = starts[int(np.argmin(price(starts, x0[None], w, b, alpha, lam, p)))]
+    xf, ok = prob.solve(xs[free].copy())
+    x = x0.copy()
+    x[free] = xf
+    x = _snap(x, x0, lo, hi)
+    return Solution(x, float(price(x[None], x0[None], w, b, alpha, lam, p)[0]), ok)
+
+
+# -- Algorithm 1 (p = 1) ---------------------------------------------------------------
+def _alg1_subproblem(k, s, x0, w, b, alpha, lam, lo, hi, fixed):
+    """Best x against θ' = θ₀ − α·s·e_k among points where θ' is a worst model.
+
+    k in [0, z) a feature (sign s = ±1), k = z the intercept (s = +1). θ' is worst at x
+    exactly when s·x̃_k ≥ |x̃_j| for every j (|x̃_k| is the largest and has sign s). Returns
+    (x (z,), J(x, θ')) or None when no point of the box qualifies or the solve failed.
+    """
+    z = x0.shape[0]
+    wp, bp = w.copy(), b
+    lo_k, hi_k = lo.copy(), hi.copy()
+    if k == z:
+        bp -= alpha
+        T = 1.0  # every |x_j| <= 1
+    else:
+        wp[k] -= alpha * s
+        T = None
+    rows, rhs = [], []
+    free = np.flatnonzero(~fixed)
+    col = {j: i for i, j in enumerate(free)}
+    if T is not None or (k < z and fixed[k]):
+        # the largest coordinate is a constant: it bounds every free |x_j|
+        if T is None:
+            T = s * x0[k]
+        if T < 1.0 or (np.abs(x0[fixed]) > T).any():
+            return None
+        lo_k, hi_k = np.maximum(lo_k, -T), np.minimum(hi_k, T)
+    else:
+        need = max(1.0, float(np.abs(x0[fixed]).max(initial=0.0)))
+        ck = col[k]
+        for j in free:
+            if j == k:
+                continue
+            for sign in (1.0, -1.0):  # s·x_k ∓ x_j >= 0
+                r = np.zeros(free.shape[0])
+                r[ck], r[col[j]] = s, -sign
+                rows.append(r)
+                rhs.append(0.0)
+        # s·x_k >= max(1, |fixed|) is a bound on x_k
+        if s > 0:
+            lo_k[k] = max(lo_k[k], need)
+        else:
+            hi_k[k] = min(hi_k[k], -need)
+    if (lo_k > hi_k).any():
+        return None
+    # a feasible start: x₀ in the (narrowed) box, x_k pushed out to dominate the rest
+    xs = np.clip(x0, lo_k, hi_k)
+    if k < z and not fixed[k]:
+        others = np.abs(np.delete(xs, k)).max(initial=0.0)
+        xs[k] = np.clip(s * max(abs(xs[k]), others), lo_k[k], hi_k[k])
+        T = s * xs[k]
+        xs[free] = np.where(free == k, xs[free], np.clip(xs[free], -T, T))
+        if not (np.clip(xs[free], lo_k[free], hi_k[free]) == xs[free]).all():
+            return None  # the box leaves no room under |x_k|
+    G = np.array(rows) if rows else np.zeros((0, free.shape[0]))
+    _, c = _reduce(x0, wp, bp, fixed)
+    prob = _Convex(wp[free], c, x0[free], lam, lo_k[free], hi_k[free], G=G, h=np.array(rhs))
+    xf, ok = prob.solve(xs[free])
+    if not ok:
+        return None
+    x = x0.copy()
+    x[free] = xf
+    J = float(softplus_neg(wp @ x + bp) + lam * np.abs(x - x0).sum())
+    return x, J
+
+
+def alg1(
+    x0: np.ndarray,
+    w: np.ndarray,
+    b: float,
+    alpha: float,
+    lam: float,
+    p: float = 1,
+    lower: np.ndarray | None = None,
+    upper: np.ndarray | None = None,
+    immutable: np.ndarray | None = None,
+) -> Solution:
+    """Algorithm 1 of the paper for p = 1: the cheapest of the 2z + 1 subproblems of Θ±
+    (±α on each weight, −α on the intercept; +α there never lowers the logit since
+    x̃_{z+1} = 1). Exact for p = 1 only (spec §4.2): other p is a :class:`ConfigError`.
+    ``ok`` is False when no subproblem was solved (then ``x`` is x₀).
+    """
+    if check_p(p) != 1.0:
+        raise ConfigError(
+            problem("p", p, "1 (Algorithm 1 is exact only for p = 1; use robust_lp for other p)")
+        )
+    x0, w, b, alpha, lam, lo, hi, fixed = _prepare(x0, w, b, alpha, lam, lower, upper, immutable)
+    best, best_J = None, math.inf
+    for k, s in alg1_models(x0.shape[0]):
+        sub = _alg1_subproblem(k, s, x0, w, b, alpha, lam, lo, hi, fixed)
+        if sub is not None and sub[1] < best_J:
+            best, best_J = sub[0], sub[1]
+    ok = best is not None
+    x = _snap(best if ok else x0.copy(), x0, lo, hi)
+    return Solution(x, float(price(x[None], x0[None], w, b, alpha, lam, 1.0)[0]), ok)
+
+
+def alg1_models(z: int) -> list[tuple[int, float]]:
+    """The 2z + 1 models of Θ± as (coordinate, sign): θ' = θ₀ − α·sign·e_coordinate,
+    coordinate z being the intercept."""
+    return [(k, s) for k in range(z) for s in (1.0, -1.0)] + [(z, 1.0)]
+
+
+# -- Algorithm 2 (p = inf) -------------------------------------------------------------
+def alg2(
+    x0: np.ndarray,
+    w: np.ndarray,
+    b: float,
+    alpha: float,
+    lam: float,
+    lower: np.ndarray | None = None,
+    upper: np.ndarray | None = None,
+    immutable: np.ndarray | None = None,
+) -> Solution:
+    """Algorithm 2 (p = inf), greedy, with the fix of spec §4.3; always terminates.
+
+    Against the worst model θ' = θ₀ − α·sgn(x̃) the logit gains |θ'_i| per unit cost on
+    feature i moving in the direction sgn(θ'_i); that rate drops to |w_i| − α once x_i
+    crosses 0 (the adversary's sign flips). Rates only fall as a feature moves, so the
+    greedy takes the best active feature (a mask, never zero-and-retry) as far as it pays:
+    up to the logit where σ(−s)·rate = λ (then it stops), or to 0 (new rate, or dropped
+    when |w_i| <= α), or to its bound (dropped). A feature at x_i = 0 starts with the rate
+    of a move in sgn(w_i), |w_i| − α, or is dropped (§4.3: the printed algorithm loops
+    there). It also stops when the best rate is <= λ, and after 10·z passes (a guard).
+    """
+    x0, w, b, alpha, lam, lo, hi, fixed = _prepare(x0, w, b, alpha, lam, lower, upper, immutable)
+    z = x0.shape[0]
+    x = x0.copy()
+    sgn0 = np.sign(x0)
+    # adversary's weights at x0; at x_i = 0 the weight of a move in direction sgn(w_i)
+    theta = np.where(sgn0 != 0, w - alpha * sgn0, w - alpha * np.sign(w))
+    active = ~fixed & ~((sgn0 == 0) & (np.abs(w) <= alpha))
+    s = float(np.add.reduce(theta * x) + b - alpha)
+    for _ in range(ALG2_PASSES * max(z, 1)):
+        rates = np.where(active, np.abs(theta), -np.inf)
+        i = int(np.argmax(rates))
+        rate = rates[i]
+        if not rate > lam:  # also: nothing active
+            break
+        target = math.log(rate / lam - 1.0)  # σ(−s)·rate = λ
+        if s >= target:  # Δ = 0
+            break
+        d = 1.0 if theta[i] > 0 else -1.0
+        step = (target - s) / rate
+        room = hi[i] - x[i] if d > 0 else x[i] - lo[i]
+        to_zero = abs(x[i]) if x[i] * d < 0 else math.inf
+        if step < min(room, to_zero):  # interior optimum: done
+            x[i] += d * step
+            s = target
+            break
+        if to_zero <= room:  # reach 0; past it the adversary's sign flips
+            s += rate * to_zero
+            x[i] = 0.0
+            theta[i] = w[i] - alpha * d
+            if not d * theta[i] > 0:  # |w_i| <= α or w_i points the other way
+                active[i] = False
+        else:  # the bound stops it
+            s += rate * room
+            x[i] = hi[i] if d > 0 else lo[i]
+            active[i] = False
+    x = _snap(x, x0, lo, hi)
+    return Solution(x, float(price(x[None], x0[None], w, b, alpha, lam, math.inf)[0]), True)
+
+
+# -- ROAR ------------------------------------------------------------------------------
+def roar(
+    X0: np.ndarray,
+    w: np.ndarray,
+    b,
+    alpha: float,
+    lam: float,
+    p: float,
+    lower: np.ndarray | None = None,
+    upper: np.ndarray | None = None,
+    immutable: np.ndarray | None = None,
+    lr: float = ROAR_LR,
+    tol: float = ROAR_TOL,
+    max_steps: int = ROAR_MAX_STEPS,
+) -> tuple[np.ndarray, np.ndarray]:
+    """ROAR for rows X0 (n, z): Adam from x₀ on ℓ(θ_adv(x)·x̃) + λ‖x − x₀‖₁ (spec §2).
+
+    θ_adv is the worst model of the current point in closed form (:func:`worst_model`,
+    sgn 0 := +1 as in ROAR), recomputed every step and held fixed for the gradient; the
+    L1 adversary subtracts α·sgn(x̃_k) (spec §4.4). A row stops once |ΔJ| <= ``tol``
+    between successive steps, or after ``max_steps`` (ours). Bounds are kept by clipping
+    after each step (projected Adam); immutable features get no gradient. ``w`` is (z,)
+    or (n, z), ``b`` a scalar or (n,). Returns X (n, z) and the steps taken (n,).
+    """
+    from policies.robust.price import worst_model
+
+    p = check_p(p)
+    alpha, lam = check_alpha(alpha), check_lam(lam)
+    X0 = np.atleast_2d(np.asarray(X0, dtype=float))
+    n, z = X0.shape
+    check_weights(w, b)
+    lo, hi, fixed = _box(z, lower, upper, immutable)
+    X0 = np.clip(X0, lo, hi)
+    W = np.broadcast_to(np.asarray(w, dtype=float), (n, z))
+    B = np.broadcast_to(np.asarray(b, dtype=float), (n,))
+    free = (~fixed).astype(float)
+    X = X0.copy()
+    m, v = np.zeros((n, z)), np.zeros((n, z))
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    prev = np.full(n, np.inf)
+    steps = np.zeros(n, dtype=np.int64)
+    live = np.arange(n)
+    for t in range(1, max_steps + 1):
+        if live.size == 0:
+            break
+        Xl, X0l = X[live], X0[live]
+        theta = worst_model(Xl, W[live], B[live], alpha, p, zero_sign=1.0)
+        wa = theta[:, :z]
+        s = np.add.reduce(wa * Xl, axis=1) + theta[:, z]
+        J = softplus_neg(s) + lam * np.add.reduce(np.abs(Xl - X0l), axis=1)
+        grad = (-expit(-s)[:, None] * wa + lam * np.sign(Xl - X0l)) * free
+        ml = b1 * m[live] + (1 - b1) * grad
+        vl = b2 * v[live] + (1 - b2) * grad * grad
+        m[live], v[live] = ml, vl
+        step = lr * (ml / (1 - b1**t)) / (np.sqrt(vl / (1 - b2**t)) + eps)
+        X[live] = np.clip(Xl - step, lo, hi)
+        steps[live] = t
+        done = np.abs(J - prev[live]) <= tol
+        prev[live] = J
+        live = live[~done]
+    return X, steps
+
+
+# -- linearisation ---------------------------------------------------------------------
+def _scorer_logit(scorer, X: np.ndarray) -> np.ndarray:
+    # scores of a non-linear model may be exactly 0 or 1: keep the logit finite
+    return _logit(np.clip(scorer.score(X), 1e-12, 1.0 - 1e-12))
+
+
+def linearise(scorer, X: np.ndarray, h: float = FD_STEP):
+    """θ = (w, b) of the Scorer's logit at the rows X (n, z) (spec §2).
+
+    A linear Scorer gives its exact ``weights`` (z,) and ``intercept``; any other is
+    linearised at each row by central differences of its logit with step ``h`` (ours,
+    deterministic, in place of LIME): w (n, z), b (n,) with w·x + b equal to the logit at
+    x. NaN or infinite weights are a :class:`ConfigError`.
+    """
+    X = np.asarray(X, dtype=float)
+    if getattr(scorer, "is_linear", False) and getattr(scorer, "weights", None) is not None:
+        w = np.asarray(scorer.weights, dtype=float)
+        b = float(scorer.intercept)
+        check_weights(w, b)
+        return w, b
+    n, z = X.shape
+    W = np.empty((n, z))
+    for j in range(z):
+        up, down = X.copy(), X.copy()
+        up[:, j] += h
+        down[:, j] -= h
+        W[:, j] = (_scorer_logit(scorer, up) - _scorer_logit(scorer, down)) / (2.0 * h)
+    B = _scorer_logit(scorer, X) - np.add.reduce(W * X, axis=1)
+    check_weights(W, B)
+    return W, B

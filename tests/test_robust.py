@@ -1,0 +1,476 @@
+"""Robust recourse (specs/robust-recourse.md): the exact price, the solvers' agreement
+(§2), the four paper issues (§4), the policies (§5) and bad input (§6)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from abm import RecourseModel
+from abm.config import ScenarioConfig
+from abm.interfaces import LinearScorer, PolicyContext, RecourseObs
+from abm.registry import REGISTRY
+from abm.validation import ConfigError
+from policies.robust import policy as robust_policy
+from policies.robust.policy import RobustPolicy
+from policies.robust.price import (
+    augmented_norm,
+    nominal_logit,
+    price,
+    worst_case_valid,
+    worst_logit,
+    worst_model,
+)
+from policies.robust.solvers import alg1, alg2, linearise, roar, robust_lp
+
+INF = math.inf
+
+
+def random_problem(rng, z, bounded):
+    """(x0, w, b, lower, upper): a logistic model and a start, in [0, 1] when bounded."""
+    w = rng.normal(0.0, 2.0, z)
+    b = float(rng.normal(-2.0, 1.0))
+    x0 = rng.uniform(0, 1, z) if bounded else rng.normal(0.0, 1.0, z)
+    x0[rng.random(z) < 0.3] = 0.0  # zero features: the corner case of Algorithm 2
+    lo, hi = (np.zeros(z), np.ones(z)) if bounded else (None, None)
+    return x0, w, b, lo, hi
+
+
+# -- §1: the exact worst-case price ---------------------------------------------------
+def test_worst_logit_matches_the_vertices_of_the_l1_and_linf_balls():
+    # a linear function is smallest on the ball at a vertex: ±α e_k (L1), α·signs (L-inf)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 3))
+    w, b, alpha = rng.normal(size=3), 0.7, 0.3
+    Xt = np.hstack([X, np.ones((20, 1))])
+    theta0 = np.append(w, b)
+    l1 = [theta0 + alpha * s * e for e in np.eye(4) for s in (1, -1)]
+    linf = [theta0 + alpha * np.array(s) for s in itertools.product((1, -1), repeat=4)]
+    for p, models in ((1, l1), (INF, linf)):
+        brute = np.min([Xt @ m for m in models], axis=0)
+        np.testing.assert_allclose(worst_logit(X, w, b, alpha, p), brute, atol=1e-12)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, INF])
+def test_worst_model_lies_in_the_ball_and_attains_the_closed_form(p):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(30, 4))
+    w, b, alpha = rng.normal(size=4), -0.2, 0.4
+    theta = worst_model(X, w, b, alpha, p)
+    dist = np.linalg.norm(theta - np.append(w, b), ord=p, axis=1)
+    assert (dist <= alpha * (1 + 1e-12)).all()
+    Xt = np.hstack([X, np.ones((30, 1))])
+    np.testing.assert_allclose((theta * Xt).sum(axis=1), worst_logit(X, w, b, alpha, p))
+    # no random model of the ball does better than the closed form
+    U = rng.normal(size=(2000, 5))
+    U *= alpha / np.linalg.norm(U, ord=p, axis=1, keepdims=True)
+    sampled = (Xt @ (np.append(w, b) + U).T).min(axis=1)
+    assert (sampled >= worst_logit(X, w, b, alpha, p) - 1e-12).all()
+
+
+def test_price_is_cross_entropy_of_the_worst_logit_plus_l1_cost():
+    x, x0 = np.array([[0.5, -1.0]]), np.array([[0.0, 0.0]])
+    w, b, alpha, lam = np.array([1.0, 2.0]), 0.5, 0.2, 0.1
+    s = 0.5 - 2.0 + 0.5 - 0.2 * math.sqrt(0.25 + 1 + 1)  # p = 2: ‖x̃‖₂
+    assert price(x, x0, w, b, alpha, lam, 2)[0] == pytest.approx(math.log1p(math.exp(-s)) + 0.15)
+
+
+# -- §2: the solvers agree --------------------------------------------------------------
+@pytest.mark.parametrize("bounded", [False, True])
+def test_alg1_equals_the_convex_program_for_p1(bounded):
+    rng = np.random.default_rng(2 + bounded)
+    for trial in range(12):
+        x0, w, b, lo, hi = random_problem(rng, int(rng.integers(2, 6)), bounded)
+        imm = rng.random(x0.size) < 0.25 if trial % 3 == 0 else None
+        alpha, lam = rng.choice([0.1, 0.5, 1.0]), rng.choice([0.01, 0.1])
+        lp = robust_lp(x0, w, b, alpha, lam, 1, lo, hi, imm, warm_start=False)
+        a1 = alg1(x0, w, b, alpha, lam, 1, lo, hi, imm)
+        assert lp.ok and a1.ok
+        assert abs(lp.J - a1.J) <= 1e-6, (trial, lp.J, a1.J)
+
+
+@pytest.mark.parametrize("bounded", [False, True])
+def test_alg2_equals_the_convex_program_for_pinf(bounded):
+    rng = np.random.default_rng(5 + bounded)
+    for trial in range(25):
+        x0, w, b, lo, hi = random_problem(rng, int(rng.integers(2, 8)), bounded)
+        imm = rng.random(x0.size) < 0.25 if trial % 3 == 0 else None
+        alpha, lam = rng.choice([0.0, 0.1, 0.5, 1.0]), rng.choice([0.01, 0.1, 0.5])
+        lp = robust_lp(x0, w, b, alpha, lam, INF, lo, hi, imm, warm_start=False)
+        a2 = alg2(x0, w, b, alpha, lam, lo, hi, imm)
+        assert lp.ok
+        assert abs(lp.J - a2.J) <= 1e-6, (trial, lp.J, a2.J)
+        if imm is not None:
+            assert (a2.x[imm] == x0[imm]).all() and (lp.x[imm] == x0[imm]).all()
+
+
+def test_robust_lp_never_beats_its_own_lower_bound_and_alpha0_is_the_nominal_problem():
+    rng = np.random.default_rng(7)
+    x0, w, b, lo, hi = random_problem(rng, 5, True)
+    nominal = alg2(x0, w, b, 0.0, 0.05, lo, hi)
+    for p in (1, 2, INF):
+        assert robust_lp(x0, w, b, 0.0, 0.05, p, lo, hi).J == pytest.approx(nominal.J, abs=1e-9)
+        # a larger ball never lowers the optimal price
+        js = [robust_lp(x0, w, b, a, 0.05, p, lo, hi).J for a in (0.0, 0.2, 0.8)]
+        assert js == sorted(js)
+
+
+def test_alg1_and_alg2_advice_is_worst_case_valid_on_german_fold():
+    from policies.robust.table1 import german_lr_fold
+
+    w, b, X0 = german_lr_fold(2)
+    for alpha, lam in ((0.1, 0.1), (0.5, 0.01)):
+        X1 = np.stack([robust_lp(x, w, b, alpha, lam, 1).x for x in X0])  # = Alg.1 (above)
+        X2 = np.stack([alg2(x, w, b, alpha, lam).x for x in X0])
+        assert worst_case_valid(X1, w, b, alpha, 1).all()
+        assert worst_case_valid(X2, w, b, alpha, INF).all()
+
+
+# -- the identities inside [0, 1] (spec §5, note for users) ---------------------------
+def test_l1_robustness_in_the_unit_box_is_a_logit_margin_of_alpha():
+    rng = np.random.default_rng(8)
+    X = rng.uniform(0, 1, (50, 6))
+    w, b, alpha = rng.normal(size=6), -1.0, 0.3
+    assert (augmented_norm(X, INF) == 1.0).all()
+    np.testing.assert_allclose(worst_logit(X, w, b, alpha, 1), nominal_logit(X, w, b) - alpha)
+    x0 = X[0]
+    robust = robust_lp(x0, w, b, alpha, 0.05, 1, np.zeros(6), np.ones(6), warm_start=False)
+    margin = alg2(x0, w, b - alpha, 0.0, 0.05, np.zeros(6), np.ones(6))
+    assert robust.J == pytest.approx(margin.J, abs=1e-7)
+
+
+def test_linf_robustness_in_the_unit_box_is_a_linear_model_with_weights_w_minus_alpha():
+    rng = np.random.default_rng(9)
+    X = rng.uniform(0, 1, (50, 6))
+    w, b, alpha = rng.normal(size=6), -1.0, 0.3
+    np.testing.assert_allclose(worst_logit(X, w, b, alpha, INF),
+                               nominal_logit(X, w - alpha, b - alpha))  # fmt: skip
+    x0 = X[1]
+    robust = robust_lp(x0, w, b, alpha, 0.05, INF, np.zeros(6), np.ones(6), warm_start=False)
+    shifted = alg2(x0, w - alpha, b - alpha, 0.0, 0.05, np.zeros(6), np.ones(6))
+    assert robust.J == pytest.approx(shifted.J, abs=1e-7)
+
+
+# -- §4: the paper's issues ---------------------------------------------------------------
+@pytest.mark.parametrize("p", [1, 2, 3, INF])
+def test_issue1_the_robust_price_is_convex_for_every_p(p):
+    # Prop. 1 claims non-convexity; with BCE the worst-case price is convex (midpoints)
+    rng = np.random.default_rng(10)
+    w, b, alpha, lam = rng.normal(size=4), -0.5, 0.5, 0.1
+    x0 = rng.normal(size=(1, 4))
+    A, B = rng.normal(0, 2, (500, 4)), rng.normal(0, 2, (500, 4))
+    f = lambda X: price(X, x0, w, b, alpha, lam, p)  # noqa: E731
+    assert (f((A + B) / 2) <= (f(A) + f(B)) / 2 + 1e-12).all()
+
+
+def test_issue1_the_proofs_worst_model_raises_the_score():
+    # Prop. 1's example: θ₀ = 0, α = 0.5, x̃ = (x, 1); its "worst" model [0.5 sgn x, 0]
+    x = np.array([[2.0], [-1.5]])
+    theta_paper = np.hstack([0.5 * np.sign(x), np.zeros((2, 1))])
+    paper_logit = (theta_paper * np.hstack([x, np.ones((2, 1))])).sum(axis=1)
+    assert (paper_logit > 0).all()  # above θ₀'s logit 0: a helpful change
+    assert (worst_logit(x, np.zeros(1), 0.0, 0.5, 1) < 0).all()
+
+
+def test_issue2_alg1_underestimates_the_adversary_for_p2():
+    rng = np.random.default_rng(11)
+    x0, w, b, _, _ = random_problem(rng, 4, False)
+    a1 = alg1(x0, w, b, 0.5, 0.05)  # Θ± is the same set whatever p is
+    x = a1.x[None]
+    # the price Alg. 1 optimises is the p = 1 price; the L2 adversary does better
+    assert price(x, x0[None], w, b, 0.5, 0.05, 2)[0] > a1.J + 1e-3
+    assert robust_lp(x0, w, b, 0.5, 0.05, 2).J > a1.J + 1e-3
+    with pytest.raises(ConfigError, match=r"^p = 2 is not allowed"):
+        alg1(x0, w, b, 0.5, 0.05, p=2)
+
+
+def printed_alg2(x0, w, b, alpha, lam, cap):
+    """Algorithm 2 as printed (sgn 0 = 0), with an iteration cap: (x, iterations)."""
+    x, theta = x0.copy(), w - alpha * np.sign(x0)
+    active, it = set(range(x0.size)), 0
+    while active and it < cap:
+        it += 1
+        i = max(active, key=lambda j: abs(theta[j]))
+        s, r = theta @ x + b - alpha, abs(theta[i])
+        delta = (math.log(r / lam - 1) - s) / theta[i] if r > lam else 0.0
+        if delta == 0 or (r > lam and s >= math.log(r / lam - 1)):
+            break
+        if np.sign(x[i] + delta) == np.sign(x[i]):
+            x[i] += delta
+            break
+        x[i] = 0.0
+        if abs(w[i]) > alpha:
+            theta[i] = w[i] + alpha * np.sign(x0[i])
+        else:
+            active.discard(i)
+    return x, it
+
+
+def test_issue3_alg2_terminates_where_the_printed_algorithm_loops():
+    x0, w, b, alpha, lam = np.array([0.0, 0.5]), np.array([3.0, 0.5]), -2.0, 0.1, 0.05
+    _, iterations = printed_alg2(x0, w, b, alpha, lam, cap=1000)
+    assert iterations == 1000  # x_0 = 0: line 14 sets it to 0, line 16 changes nothing
+    ours = alg2(x0, w, b, alpha, lam)
+    assert ours.J == pytest.approx(robust_lp(x0, w, b, alpha, lam, INF, warm_start=False).J,
+                                   abs=1e-7)  # fmt: skip
+    assert ours.x[0] > 0
+
+
+@pytest.mark.parametrize(
+    "x0, w",
+    [
+        (np.zeros(3), np.array([0.05, -0.05, 0.0])),  # every weight within α of 0 at x = 0
+        (np.zeros(3), np.zeros(3)),  # nothing to gain anywhere
+        (np.array([0.0, 1.0, -1.0]), np.array([0.0, 0.0, 0.0])),
+        (np.array([0.0, 0.0, 2.0]), np.array([0.3, -0.4, 0.05])),
+    ],
+)
+def test_issue3_alg2_terminates_on_zero_feature_cases(x0, w):
+    a2 = alg2(x0, w, -1.0, 0.1, 0.01)
+    assert a2.J == pytest.approx(robust_lp(x0, w, -1.0, 0.1, 0.01, INF, warm_start=False).J,
+                                 abs=1e-7)  # fmt: skip
+
+
+def test_issue3_alg2_with_everything_immutable_returns_x0():
+    x0 = np.array([0.0, 0.3])
+    a2 = alg2(x0, np.array([2.0, 1.0]), -1.0, 0.1, 0.01, immutable=np.array([True, True]))
+    assert (a2.x == x0).all()
+
+
+def test_issue4_roar_l1_adversary_lowers_the_score():
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(40, 3))
+    w, b, alpha = rng.normal(size=3), 0.2, 0.5
+    Xt = np.hstack([X, np.ones((40, 1))])
+    k = np.argmax(np.abs(Xt), axis=1)
+    public = np.tile(np.append(w, b), (40, 1))
+    public[np.arange(40), k] += alpha * np.where(Xt[np.arange(40), k] >= 0, 1.0, -1.0)
+    assert ((public * Xt).sum(axis=1) >= nominal_logit(X, w, b)).all()  # helpful, not adverse
+    ours = worst_model(X, w, b, alpha, 1, zero_sign=1.0)
+    np.testing.assert_allclose((ours * Xt).sum(axis=1), worst_logit(X, w, b, alpha, 1))
+
+
+# -- ROAR -------------------------------------------------------------------------------
+def test_roar_is_deterministic_and_keeps_bounds_and_immutables():
+    rng = np.random.default_rng(13)
+    X0 = rng.uniform(0, 1, (6, 4))
+    w, b = np.array([3.0, -2.0, 1.0, 0.5]), -1.0
+    imm = np.array([False, False, True, False])
+    X1, s1 = roar(X0, w, b, 0.1, 0.1, INF, np.zeros(4), np.ones(4), imm, max_steps=3000)
+    X2, s2 = roar(X0, w, b, 0.1, 0.1, INF, np.zeros(4), np.ones(4), imm, max_steps=3000)
+    assert (X1 == X2).all() and (s1 == s2).all()
+    assert (X1 >= 0).all() and (X1 <= 1).all() and (X1[:, 2] == X0[:, 2]).all()
+    # it lowers the robust price it descends
+    assert (price(X1, X0, w, b, 0.1, 0.1, INF) < price(X0, X0, w, b, 0.1, 0.1, INF)).all()
+
+
+# -- linearisation --------------------------------------------------------------------
+class Quadratic:
+    """A non-linear Scorer: σ(x₀² + 2x₁ − 1); its logit's gradient is (2x₀, 2)."""
+
+    is_linear = False
+    weights = intercept = None
+
+    def score(self, X):
+        return 1 / (1 + np.exp(-(X[:, 0] ** 2 + 2 * X[:, 1] - 1)))
+
+
+def test_linearise_is_exact_for_linear_and_central_differences_otherwise():
+    s = LinearScorer([1.0, -2.0], 0.5)
+    w, b = linearise(s, np.zeros((3, 2)))
+    assert (w == [1.0, -2.0]).all() and b == 0.5
+    X = np.array([[0.3, 0.2], [0.7, 0.9]])
+    W, B = linearise(Quadratic(), X)
+    np.testing.assert_allclose(W, np.column_stack([2 * X[:, 0], [2.0, 2.0]]), atol=1e-6)
+    np.testing.assert_allclose((W * X).sum(axis=1) + B, X[:, 0] ** 2 + 2 * X[:, 1] - 1, atol=1e-9)
+
+
+# -- §6: bad input ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"alpha": -0.1}, "alpha"),
+        ({"alpha": math.nan}, "alpha"),
+        ({"alpha": math.inf}, "alpha"),
+        ({"lam": 0.0}, "lam"),
+        ({"lam": -1.0}, "lam"),
+        ({"p": 0.5}, "p"),
+    ],
+)
+def test_solver_bad_input_is_one_line_naming_the_field(kwargs, field):
+    args = {"alpha": 0.1, "lam": 0.1, "p": 1, **kwargs}
+    with pytest.raises(ConfigError) as err:
+        robust_lp(np.zeros(2), np.ones(2), 0.0, args["alpha"], args["lam"], args["p"])
+    assert str(err.value).startswith(f"{field} = ") and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "spec, field",
+    [
+        ("robust-l1:alpha=-1", "alpha"),
+        ("robust-l1:alpha=nan", "alpha"),
+        ("robust-linf:lam=0", "lam"),
+        ("robust-l1:p=2", "p"),
+        ("robust-l2:p=inf", "p"),
+        ("roar-linf:p=1", "p"),
+        ("robust-l1:target=median", "target"),
+    ],
+)
+def test_policy_bad_input_is_one_line_naming_the_field(spec, field):
+    with pytest.raises(ConfigError) as err:
+        REGISTRY.make_policy(spec)
+    text = str(err.value)
+    assert f"{field} = " in text and "\n" not in text
+
+
+def test_direct_construction_checks_too():
+    with pytest.raises(ConfigError, match=r"^roar: p = 2 is not allowed"):
+        RobustPolicy("roar", 0.1, 0.1, 2, name="roar")
+    with pytest.raises(ConfigError, match="target"):
+        RobustPolicy("lp", 0.1, 0.1, 1, "median")
+
+
+@pytest.mark.parametrize("value", [-1, 2.5])
+def test_retrain_every_must_be_a_nonnegative_integer(value):
+    with pytest.raises(ConfigError, match="retrain_every"):
+        ScenarioConfig(retrain_every=value)
+
+
+def test_scorer_with_nan_weights_is_refused():
+    with pytest.raises(ConfigError, match=r"^decision_model.weights = nan"):
+        linearise(LinearScorer([1.0, math.nan], 0.0), np.zeros((1, 2)))
+
+
+# -- §5: the policies ---------------------------------------------------------------------
+def context(scorer, z=3, immutable=()):
+    imm = np.zeros(z, bool)
+    imm[list(immutable)] = True
+    return PolicyContext(decision_model=scorer, lower=np.zeros(z), upper=np.ones(z),
+                         immutable=imm, difficulty=np.full(z, 0.5), k=1, m=1, validity=1,
+                         beta=0.05, ticks=1)  # fmt: skip
+
+
+def observation(X, scorer, threshold):
+    X = np.asarray(X, dtype=float)
+    n = X.shape[0]
+    s = scorer.score(X)
+    return RecourseObs(tick=0, threshold=threshold, applicant_ids=np.arange(n),
+                       applicant_X=X, applicant_scores=s, accepted=np.zeros(n, bool),
+                       ids=np.arange(n), X=X, scores=s, n_applications=np.ones(n, np.int64),
+                       decision_model=scorer)  # fmt: skip
+
+
+def test_all_five_policies_are_registered():
+    names = set(REGISTRY.describe())
+    assert {"robust-l1", "robust-l2", "robust-linf", "roar-l1", "roar-linf"} <= names
+
+
+def test_threshold_target_aims_past_the_cut_by_the_bce_optimum():
+    scorer = LinearScorer([6.0, 1.0, 0.5], -4.0)
+    pol = REGISTRY.make_policy("robust-l1:alpha=0.2,lam=1")
+    pol.prepare(context(scorer, immutable=(2,)))
+    obs = observation([[0.2, 0.1, 0.3]], scorer, threshold=0.3)
+    rec = pol.recommend(obs, np.random.default_rng(0))
+    # the best feature (w = 6) moves until σ(−(s_wc − logit th))·6 = λ: s_wc − logit th = log 5
+    s_wc = worst_logit(rec.X_cf, scorer.weights, scorer.intercept, 0.2, 1)[0]
+    assert s_wc - math.log(0.3 / 0.7) == pytest.approx(math.log(5.0), abs=1e-6)
+    assert 0.2 < rec.X_cf[0, 0] < 1 and rec.X_cf[0, 1] == 0.1  # inside the box, one feature
+    assert rec.X_cf[0, 2] == 0.3 and rec.advised[0]
+    assert rec.goal[0] == pytest.approx(scorer.score(rec.X_cf)[0])
+    assert rec.info["wc_score"][0] == pytest.approx(1 / (1 + math.exp(-s_wc)))
+    half = REGISTRY.make_policy("robust-l1:alpha=0.2,lam=1,target=half")
+    half.prepare(context(scorer, immutable=(2,)))
+    s_half = worst_logit(half.recommend(obs, np.random.default_rng(0)).X_cf, scorer.weights,
+                         scorer.intercept, 0.2, 1)[0]  # fmt: skip
+    assert s_half == pytest.approx(math.log(5.0), abs=1e-6)
+
+
+def test_price_of_robustness_is_the_cost_ratio_to_the_alpha0_optimum():
+    scorer = LinearScorer([4.0, 1.0, 0.5], -4.0)
+    obs = observation([[0.2, 0.1, 0.3], [0.4, 0.5, 0.1]], scorer, threshold=0.3)
+    costs = {}
+    for alpha in (0.0, 0.3):
+        pol = REGISTRY.make_policy(f"robust-linf:alpha={alpha},lam=1")
+        pol.prepare(context(scorer))
+        rec = pol.recommend(obs, np.random.default_rng(0))
+        costs[alpha] = np.abs(rec.X_cf - obs.X).sum(axis=1).mean()
+        stats = pol.tick_stats()
+        assert stats["n_clipped"] == 0 and stats["solver_fallbacks"] == 0
+        expected = costs[alpha] / costs[0.0] - 1
+        assert stats["price_of_robustness"] == pytest.approx(expected, abs=1e-12)
+        assert math.isnan(pol.tick_stats()["price_of_robustness"])  # reset once read
+    assert costs[0.3] > costs[0.0]
+
+
+def test_rows_outside_the_box_are_clipped_and_counted():
+    scorer = LinearScorer([4.0, 1.0, 0.5], -4.0)
+    pol = REGISTRY.make_policy("robust-linf")
+    pol.prepare(context(scorer))
+    obs = observation([[1.2, 0.1, 0.3], [0.4, -0.5, 0.1], [0.1, 0.1, 0.1]], scorer, 0.3)
+    rec = pol.recommend(obs, np.random.default_rng(0))
+    assert pol.tick_stats()["n_clipped"] == 2
+    assert (rec.X_cf[rec.advised] >= 0).all() and (rec.X_cf[rec.advised] <= 1).all()
+
+
+def test_solver_failure_falls_back_and_warns_once(monkeypatch):
+    from policies.robust.solvers import Solution
+
+    def failing(x0, *args, **kwargs):
+        return Solution(np.asarray(x0, dtype=float), math.inf, False)
+
+    monkeypatch.setattr(robust_policy, "robust_lp", failing)
+    scorer = LinearScorer([4.0, 1.0, 0.5], -4.0)
+    obs = observation([[0.2, 0.1, 0.3], [0.4, 0.5, 0.1]], scorer, threshold=0.3)
+    for name, p in (("robust-l1", 1), ("robust-linf", INF)):
+        pol = REGISTRY.make_policy(f"{name}:alpha=0.2,lam=1")
+        pol.prepare(context(scorer))
+        with pytest.warns(RuntimeWarning, match="SLSQP failed"):
+            rec = pol.recommend(obs, np.random.default_rng(0))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            pol.recommend(obs, np.random.default_rng(0))  # warned once
+        assert pol.tick_stats()["solver_fallbacks"] == 2
+        ref = np.stack([robust_lp(x, scorer.weights, scorer.intercept - math.log(0.3 / 0.7),
+                                  0.2, 1.0, p, np.zeros(3), np.ones(3)).x for x in obs.X])  # fmt: skip
+        np.testing.assert_allclose(rec.X_cf, ref, atol=1e-6)
+
+
+SMALL = dict(n_initial=8, m=5, k=3, ticks=12, retrain_every=4)
+
+
+def test_episode_under_retraining_records_robust_columns_and_is_deterministic():
+    runs = [RecourseModel("retraining", "robust-linf:alpha=0.3,lam=2", seed=3, agents=False,
+                          **SMALL).run() for _ in range(2)]  # fmt: skip
+    ticks = [m.tick_table() for m in runs]
+    assert ticks[0].equals(ticks[1])
+    t = ticks[0]
+    assert {"policy_price_of_robustness", "policy_solver_fallbacks", "valid_retrained"} <= set(t)
+    assert (t["policy_price_of_robustness"].dropna() >= 0).all()
+    assert t["model_version"].iloc[-1] == 2
+    ev = runs[0].candidate_table()
+    adv = ev["goal"].notna()
+    assert adv.any() and ev.loc[adv, ["wc_score", "price_J"]].notna().all().all()
+    # L-inf in [0, 1]: the worst case is a linear model with weights w - alpha
+    assert (ev.loc[adv, "wc_score"] <= ev.loc[adv, "goal"] + 1e-12).all()
+
+
+def test_policies_follow_the_model_in_force():
+    scorer0 = LinearScorer([4.0, 1.0, 0.5], -4.0)
+    scorer1 = LinearScorer([0.5, 1.0, 4.0], -4.0)
+    pol = REGISTRY.make_policy("robust-l2:alpha=0.1,lam=1")
+    pol.prepare(context(scorer0))
+    obs = observation([[0.2, 0.1, 0.3]], scorer1, threshold=0.3)
+    rec = pol.recommend(obs, np.random.default_rng(0))
+    moved = np.abs(rec.X_cf - obs.X)[0]
+    assert moved.argmax() == 2  # the refitted model's strongest feature
+    assert rec.goal[0] == pytest.approx(scorer1.score(rec.X_cf)[0])
+
+
+def test_a_policy_refuses_a_scorer_with_nan_weights():
+    pol = REGISTRY.make_policy("robust-l1")
+    with pytest.raises(ConfigError, match=r"^decision_model.weights = nan"):
+        pol.prepare(context(LinearScorer([1.0, math.nan, 0.0], 0.0)))
