@@ -140,8 +140,10 @@ def _within(name: str, value: float, mean: float, pm: float) -> Check:
 def checks(
     table: pd.DataFrame, synthetic: pd.DataFrame | None = None, quick: bool = False
 ) -> list[Check]:
-    """The §4 checks on a :func:`summarise` table: tolerances (not with ``quick``) and
-    orderings; with ``synthetic`` (a :func:`synthetic_table`) the regret check too."""
+    """The §4 checks on a :func:`summarise` table: tolerances and orderings; with
+    ``synthetic`` (a :func:`synthetic_table`) the regret check too. ``quick`` keeps the
+    orderings of methods only: no tolerances, bandits beat baselines by any margin, and
+    no MER(1000) > MER(200)."""
     out: list[Check] = []
     xis = sorted(table["xi"].unique())
     x0, xmax = xis[0], xis[-1]
@@ -175,18 +177,19 @@ def checks(
     if {"LinUCB", "BwO-UCB"} <= has and abs(xmax - 0.25) < 1e-12 and not quick:
         gap = _cell(table, "BwO-UCB", xmax, "mer") - _cell(table, "LinUCB", xmax, "mer")
         out.append(Check("BwO-UCB >= LinUCB - 0.02 (ξ = 0.25)", gap, ">= -0.02", gap >= -0.02))
+    margin = 0.0 if quick else 0.15  # two trials show the order, not the size of the gap
     for bandit in ("LinUCB", "BwO-UCB"):
         for base in ("ProtoAR", "TAP"):
             if {bandit, base} <= has:
                 gap = min(_cell(table, bandit, x, "mer") - _cell(table, base, x, "mer")
                           for x in xis)  # fmt: skip
-                out.append(Check(f"{bandit} beats {base} by >= 0.15 at every ξ", gap,
-                                 "smallest gap >= 0.15", gap >= 0.15))  # fmt: skip
+                out.append(Check(f"{bandit} beats {base} by >= {margin:g} at every ξ", gap,
+                                 f"smallest gap >= {margin:g}", gap >= margin))  # fmt: skip
     if "ProtoAR" in has and len(xis) > 1 and x0 == 0:
         rise = _cell(table, "ProtoAR", xis[1], "mer") - _cell(table, "ProtoAR", 0.0, "mer")
         out.append(Check(f"ProtoAR rises from ξ = 0 to {xis[1]:g}", rise, "> 0", rise > 0))
     for bandit in ("LinUCB", "BwO-UCB"):
-        if bandit in has:
+        if bandit in has and not quick:  # the shape of a curve, not an ordering of methods
             gain = _cell(table, bandit, x0, "mer") - _cell(table, bandit, x0, "mer200")
             out.append(Check(f"{bandit} MER(1000) > MER(200) (ξ = {x0:g})", gain, "> 0",
                              gain > 0))  # fmt: skip
