@@ -83,6 +83,17 @@ _FIXED: dict[str, ScenarioConfig] = {
         description="a causal chain 7 -> 4 -> 1: a change to feature 7 (the one threshold "
         "advice asks for) moves 4 and, through it, 1",
     ),
+    "fair-scarf": _PAPER.replace(
+        name="fair-scarf",
+        group_share=(0.5, 0.5),
+        group_shift=((-0.1,) * 5 + (0.0,) * 5, (0.0,) * 10),
+        causal_graph=((0, 5, 0.5), (1, 6, 0.5), (2, 7, 0.4), (3, 8, 0.4)),
+        budget=20.0,
+        budget_scope="episode",
+        outcome_delay=1,
+        description="long-term fairness (SCARF): two groups, group 0 lower on features 0-4, "
+        "a causal graph from 0-3 to 5-8, an episode budget of 20 (L1), outcomes after 1 tick",
+    ),
     "budget": _PAPER.replace(
         name="budget",
         budget=1.0,

@@ -68,7 +68,8 @@ from abm.registry import REGISTRY
 from abm.scenarios import resolve_scenario
 from abm.validation import ConfigError, one_line, problem
 
-ExperimentName = Literal["episode", "recommender-bench", "safear-population", "pareto-eval"]
+# every registered experiment, so a study file may name any of them
+ExperimentName = Literal[tuple(EXPERIMENTS)]  # type: ignore[valid-type]
 TOP_KEYS = ("name", "description", "experiment", "scenario", "policy", "seeds", "ticks",
             "metrics", "report_metrics", "set", "sweep", "zip")  # fmt: skip
 # per-tick columns a study may keep; ``tick`` is always kept. The world extensions' columns
