@@ -87,6 +87,7 @@ class PolicyContext:
     extra: dict[str, Any] = field(default_factory=dict)
     # world extensions (specs/world-extensions.md); defaults describe a world without them
     y_train: np.ndarray | None = None  # (n_train,) int8 labels of X_train
+    group_train: np.ndarray | None = None  # (n_train,) int64 groups of X_train (0 if one)
     n_groups: int = 1
     causal_graph: Any = None  # abm.causal.CausalGraph (frozen) or None
     budget: float | None = None  # None: unlimited

@@ -204,6 +204,7 @@ class RecourseModel(mesa.Model):
                 "allow_mismatch": self.allow_mismatch,
             },
             y_train=self.world.y_train,
+            group_train=self.world.group_train,
             n_groups=c.n_groups,
             causal_graph=self.world.ext.graph,
             budget=c.budget,
