@@ -127,8 +127,8 @@ OUT_OF_RANGE = {
                    "a pair [lo, hi] with 0 <= lo <= hi <= 1"),
     "risk_aversion": (st.tuples(st.just(0.0), st.floats(100.0, exclude_min=True)),
                       "a pair [lo, hi] with 0 <= lo <= hi <= 100"),
-    "decision_model": (st.text().filter(lambda t: t not in ("logistic", "mlp")),
-                       "one of logistic, mlp"),
+    "decision_model": (st.text().filter(lambda t: t not in ("logistic", "mlp", "dp", "ei")),
+                       "one of logistic, mlp, dp, ei"),
 }  # fmt: skip
 
 
