@@ -1,223 +1,536 @@
-"""The recourse-abm dashboard: ``solara run dashboards/app.py`` (or ``recourse-abm dashboard``).
+"""The recourse-abm dashboard: ``recourse-abm dashboard`` (or ``solara run dashboards/app.py``).
 
-Built on Mesa's SolaraViz, which supplies the page frame and the play / step / reset
-controls (Mesa's ModelController; Reset rebuilds the model from ``model_params``). This
-module adds the scenario sidebar (Mesa ``Slider`` / ``UserInputs``, validated like the
-CLI), classroom demonstrations, the charts, the agent view and the side-by-side mode.
+A Solara page around a Mesa model (:class:`~dashboards.settings.DashboardModel`, a
+``RecourseModel``): run controls (Reset, Play/Pause, Step, speed), classroom
+demonstrations, the scenario sidebar, the charts (:mod:`dashboards.charts`), a replay
+slider, the applicant table with an agent view, CSV/PNG export and the CLI command that
+reproduces the run. The page draws its own controls rather than Mesa's SolaraViz frame:
+that frame rebuilt the model from an invalid default on Reset, kept Step disabled after a
+finished run when the model was swapped, and showed its internal settings to students.
 
-All views are drawn by one component that subscribes once to Mesa's ``update_counter``:
-every subscriber costs Solara a separate render pass per step, so one subscriber keeps a
-step at N₀ = 1,000 well under 200 ms (see ``dashboards/benchmark.py``).
+Every input is checked on the server (:meth:`Settings.with_input` and the handlers
+below): whatever a client sends, a bad value gives a one-line message on the page and the
+current run goes on. Every browser session builds its own model inside :func:`Page`.
 
-Every browser session builds its own model inside :func:`Page`; nothing model-related
-lives at module level.
+Play advances the model at the chosen rate from a worker thread and draws a frame only
+when the browser has drawn the previous one (each chart reports the frame it drew): when
+drawing is fast every tick is drawn, otherwise frames are skipped, never queued.
 """
 
 from __future__ import annotations
 
+import functools
+import io
+import logging
 import os
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 # reacton's opt-in tree walk that skips unchanged subtrees (read when a session's render
-# context is created, so setting it here covers every session): ~40% faster steps
+# context is created, so setting it here covers every session)
 os.environ.setdefault("REACTON_FAST", "1")
 
+import pandas as pd  # noqa: E402
 import solara  # noqa: E402
-from mesa.visualization import Slider, SolaraViz  # noqa: E402
-from mesa.visualization.solara_viz import UserInputs  # noqa: E402
-from mesa.visualization.utils import update_counter  # noqa: E402
+import solara.server.settings  # noqa: E402
 
-from abm.registry import REGISTRY  # noqa: E402
-from abm.validation import ConfigError  # noqa: E402
-from dashboards import charts  # noqa: E402
+from abm.validation import ConfigError, interval, problem  # noqa: E402
+from dashboards import charts, data  # noqa: E402
 from dashboards.demos import available_demos  # noqa: E402
 from dashboards.settings import (  # noqa: E402
+    OFF,
     SLIDERS,
     TEXT_FIELDS,
     DashboardModel,
     Settings,
-    check_policy,
-    current_candidates,
+    dashboard_policies,
     dashboard_presets,
 )
+from dashboards.widgets import ApplicantTable, CopyBox, VegaView  # noqa: E402
 
+# Solara's "runs on Solara" badge sits over the page's bottom-right corner
+solara.server.settings.theme.show_banner = False
+solara.server.settings.theme.title = "recourse-abm"
+
+log = logging.getLogger(__name__)
 FREE = "free exploration"
-OFF = "off"
-PLAY_INTERVAL_MS = 150
+SPEEDS = {"slow (2 ticks/s)": 2, "normal (10 ticks/s)": 10, "fast (20 ticks/s)": 20}
+DEFAULT_SPEED = "normal (10 ticks/s)"
+FRAME_TIMEOUT_S = 2.0  # Play stops waiting for a browser that has not drawn the last frame
+PLAY_POLL_S = 0.02  # how often Play asks whether the browser has drawn the last frame
 
-# SolaraViz's "Model Parameters" card stays empty (the Scenario card edits the model and
-# Reset reads the settings from model_params): hide a card whose only content is empty
 CSS = """
-.v-card:has(> .v-card__text > .v-sheet:only-child:empty) { display: none; }
-.rabm-chart { width: 100%; min-height: 250px; }
+.rabm-chart { position: relative; width: 100%; min-height: 300px; }
+.rabm-plot, .rabm-plot.vega-embed { width: 100%; display: block; }
+.rabm-chart-tools { position: absolute; right: 0; top: 0; z-index: 2; }
+.rabm-error { position: sticky; top: 0; z-index: 5; }
+.rabm-cli { white-space: pre-wrap; word-break: break-all; background: #f5f5f5;
+            padding: 8px; margin: 0 0 6px 0; font-size: 12px; }
+.rabm-table td { white-space: normal; }
+.rabm-advice { min-width: 170px; }
+.rabm-table tbody tr { cursor: pointer; }
+.rabm-explanation p { margin-bottom: 8px; }
+.rabm-section { margin: 18px 0 4px 12px; }
 """
 
 TABLE_HEADERS = [
-    {"text": "id", "value": "id"},
-    {"text": "app. #", "value": "application"},
+    {"text": "applicant", "value": "id"},
+    {"text": "attempt", "value": "attempt"},
     {"text": "score", "value": "score"},
-    {"text": "status", "value": "status"},
-    {"text": "goal g", "value": "goal"},
-    {"text": "M(x_cf)", "value": "cf_score"},
-    {"text": "advice Δx", "value": "advice", "sortable": False},
     {"text": "outcome", "value": "outcome"},
+    {"text": "goal g", "value": "goal"},
+    {
+        "text": "advice (change per feature)",
+        "value": "advice",
+        "sortable": False,
+        "cellClass": "rabm-advice",
+    },
+    {"text": "result of the advice", "value": "result"},
+    {"text": "score after changes", "value": "achieved"},
+]
+HISTORY_HEADERS = [
+    {"text": "tick", "value": "tick"},
+    {"text": "attempt", "value": "attempt"},
+    {"text": "score", "value": "score"},
+    {"text": "threshold", "value": "threshold"},
+    {"text": "outcome", "value": "outcome"},
+    {"text": "goal g", "value": "goal"},
+    {
+        "text": "advice (change per feature)",
+        "value": "advice",
+        "sortable": False,
+        "cellClass": "rabm-advice",
+    },
+    {"text": "what they did", "value": "result"},
+    {"text": "score after changes", "value": "achieved"},
 ]
 
 
-def chart(spec: dict[str, Any]):
-    """A Vega-Lite chart element (Solara's VegaLite widget, as solara.FigureAltair uses)."""
-    with solara.Div(classes=["rabm-chart"]) as div:
-        solara.widgets.VegaLite.element(spec=spec, listen_to_click=False, listen_to_hover=False)
-    return div
+def _headers(base: list[dict], columns: data.Columns) -> list[dict]:
+    """``base`` plus a header for each extension column present in ``columns``."""
+    present = columns.keys()
+    extra = [{"text": label, "value": col} for col, label in data.EXTRA_COLUMNS.items()
+             if col in present]  # fmt: skip
+    if "caused" in present:
+        extra.append({"text": "caused by the graph", "value": "caused", "sortable": False})
+    return base + extra
 
 
-def candidate_table(model: DashboardModel) -> None:
-    df = current_candidates(model)
-    items = df.astype(object).where(df.notna(), None).to_dict("records")
-    tick = model.tick - 1 if model.tick else "–"
-    solara.Markdown(f"**applicants at tick {tick}** ({len(items)}) — click a column header to sort")
-    solara.v.DataTable(
-        headers=TABLE_HEADERS,
-        items=items,
-        item_key="id",
-        dense=True,
-        items_per_page=10,
-        footer_props={"items-per-page-options": [10, 50, -1]},
-        class_="rabm-table",
-    )
+@functools.lru_cache(maxsize=256)
+def _html(markdown_text: str) -> str:
+    """Markdown as HTML, rendered here: Solara's Markdown component would fetch mermaid and
+    KaTeX from the internet on every page."""
+    import markdown
+
+    return markdown.markdown(markdown_text)
 
 
-def status_text(model: DashboardModel) -> str:
-    s = model.settings
+class FrameGate:
+    """Which frame each chart has drawn in the browser, so Play sends a new frame only
+    once the last one is on screen (or after :data:`FRAME_TIMEOUT_S`)."""
+
+    def __init__(self) -> None:
+        self.charts: set[str] = set()
+        self.drawn: dict[str, int] = {}
+        self.frame = -1
+        self.sent_at = 0.0
+
+    def sent(self, frame: int) -> None:
+        self.frame, self.sent_at = frame, time.monotonic()
+
+    def ack(self, chart: str, frame: int) -> None:
+        self.drawn[chart] = frame
+
+    def ready(self) -> bool:
+        if time.monotonic() - self.sent_at > FRAME_TIMEOUT_S:
+            return True
+        return all(self.drawn.get(c, -1) >= self.frame for c in self.charts)
+
+
+def shown_tick(model: DashboardModel, replay: int | None) -> int:
+    """The tick the views show: ``replay`` if set, else the newest (-1 before the first)."""
+    return model.tick - 1 if replay is None else replay
+
+
+def status_text(model: DashboardModel, t: int) -> str:
+    s, c = model.settings, model.config
     compare = f" vs **{s.compare}**" if s.compare else ""
-    done = "" if model.running else " · episode finished (Reset starts again)"
-    return (
-        f"**tick {model.tick} of {model.config.ticks}** · scenario **{s.preset}** · "
-        f"policy **{s.policy}**{compare} · seed {model.config.seed}{done}"
+    if model.tick == 0:
+        where = f"no tick run yet (0 of {c.ticks})"
+    else:
+        replay = " · **replaying**" if t != model.tick - 1 else ""
+        where = f"**tick {t}** shown · {model.tick} of {c.ticks} ticks run{replay}"
+    done = "" if model.running else " · run finished (Reset starts again)"
+    return (f"{where} · scenario **{s.preset}** · policy **{s.policy}**{compare} · "
+            f"seed {c.seed}{done}")  # fmt: skip
+
+
+def csv_bytes(model: DashboardModel, which: str) -> bytes:
+    """The tick table (``which="ticks"``) or candidate table (``"candidates"``) of the run
+    so far as CSV, a ``policy`` column first (both policies when side by side)."""
+    frames = []
+    s = model.settings
+    for policy, run in ((s.policy, model), (s.compare, model.twin)):
+        if run is None:
+            continue
+        table = run.tick_table() if which == "ticks" else run.candidate_table()
+        frames.append(table.assign(policy=policy)[["policy", *table.columns]])
+    buf = io.StringIO()
+    pd.concat(frames, ignore_index=True).to_csv(buf, index=False)
+    return buf.getvalue().encode()
+
+
+def file_stem(settings: Settings) -> str:
+    vs = f"_vs_{settings.compare}" if settings.compare else ""
+    return f"recourse-abm_{settings.preset}_{settings.policy}{vs}_seed{settings.seed}"
+
+
+# -- one browser session ------------------------------------------------------------------------
+class Session:
+    """One browser tab's state (Solara reactive values) and every input handler.
+
+    Components read only the values they show, so a new frame re-renders the views, not
+    the sidebar. Each handler checks what the browser sent; a bad value sets :attr:`error`
+    to a one-line message and changes nothing else.
+    """
+
+    def __init__(self, reactive: Callable[[Any], solara.Reactive]) -> None:
+        self.demos = available_demos()
+        initial = Settings.from_preset()
+        self.draft = reactive(initial)  # what the inputs show (may be invalid)
+        self.error = reactive(None)
+        self.model = reactive(DashboardModel(initial))
+        self.playing = reactive(False)
+        self.frame = reactive(0)  # bumped whenever the views should redraw
+        self.replay = reactive(None)  # a tick to show instead of the newest
+        self.picked = reactive(None)  # the applicant in the agent view
+        self.speed = reactive(DEFAULT_SPEED)
+        self.gate = FrameGate()
+        self.lock = threading.Lock()  # the play thread and the handlers share the model
+
+    def tick(self) -> int:
+        """The tick the views show."""
+        return shown_tick(self.model.value, self.replay.value)
+
+    def publish(self) -> None:
+        self.gate.sent(self.frame.value + 1)
+        self.frame.set(self.frame.value + 1)
+
+    def guarded(self, handler: Callable[..., None], *args: Any) -> None:
+        """Run an input handler; bad input shows its one-line message, nothing raises."""
+        try:
+            handler(*args)
+        except ConfigError as exc:
+            self.error.set(str(exc))
+        except Exception as exc:  # a bug must not take the lesson down
+            log.exception("dashboard handler failed")
+            self.error.set(f"could not apply that: {type(exc).__name__}: {exc}")
+
+    def build(self, new: Settings) -> None:
+        """A fresh model from ``new`` (stopped, tick 0); on ConfigError the old run goes on."""
+        self.draft.set(new)
+        built = DashboardModel(new)
+        self.playing.set(False)
+        with self.lock:
+            self.model.set(built)
+        self.error.set(None)
+        self.replay.set(None)
+        self.picked.set(None)
+        self.publish()
+
+    # each handler below is called through guarded()
+    def input(self, name: str, value: Any) -> None:
+        self.build(self.draft.value.with_input(name, value))
+
+    def demo(self, title: Any) -> None:
+        if title == FREE:
+            self.build(Settings.from_preset(self.draft.value.preset))
+            return
+        chosen = [d for d in self.demos.values() if d.title == title]
+        if not chosen:
+            titles = ", ".join([FREE, *(d.title for d in self.demos.values())])
+            raise ConfigError(problem("demonstration", title, "one of " + titles))
+        self.build(Settings.from_demo(chosen[0]))
+
+    def reset(self) -> None:
+        self.build(self.model.value.settings)
+
+    def step(self) -> None:
+        m = self.model.value
+        if self.playing.value or not m.running:
+            return  # the button is disabled then; a crafted click changes nothing
+        with self.lock:
+            m.step()
+        self.replay.set(None)
+        self.publish()
+
+    def play(self) -> None:
+        if not self.model.value.running and not self.playing.value:
+            return
+        self.replay.set(None)
+        self.playing.set(not self.playing.value)
+
+    def set_speed(self, label: Any) -> None:
+        if label not in SPEEDS:
+            raise ConfigError(problem("play speed", label, "one of " + ", ".join(SPEEDS)))
+        self.speed.set(label)
+
+    def show_tick(self, value: Any) -> None:
+        last = self.model.value.tick - 1
+        ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= last
+        if not ok or self.playing.value:
+            allowed = interval(0, max(last, 0), integer=True) + " (a tick run so far, paused)"
+            raise ConfigError(problem("tick shown", value, allowed))
+        self.replay.set(None if value == last else value)
+        self.publish()
+
+    def pick(self, cid: Any) -> None:
+        t = self.tick()
+        ok = isinstance(cid, int) and not isinstance(cid, bool)
+        if not ok or not data.applicant_exists(data.runs(self.model.value)[0], cid, t):
+            raise ConfigError(
+                problem("applicant", cid, f"the id of someone who applied by tick {t}")
+            )
+        self.picked.set(cid)
+
+    def play_loop(self, cancel: threading.Event) -> None:
+        """Step at the chosen rate; draw a frame whenever the browser is ready for one."""
+        if not self.playing.value:
+            return
+        m, rate = self.model.value, SPEEDS[self.speed.value]
+        start, done, shown = time.perf_counter(), 0, 0
+        try:
+            while not cancel.is_set() and self.playing.value and m.running:
+                due = int((time.perf_counter() - start) * rate) + 1
+                with self.lock:
+                    while done < due and m.running:
+                        m.step()
+                        done += 1
+                if shown < done and self.gate.ready():
+                    shown = done
+                    self.publish()
+                # wake for the next tick, or sooner to catch the browser being ready
+                wait = start + done / rate - time.perf_counter()
+                cancel.wait(min(max(wait, 0.0), PLAY_POLL_S))
+        except Exception as exc:
+            log.exception("dashboard play loop failed")
+            self.error.set(f"the run stopped: {type(exc).__name__}: {exc}")
+        if self.model.value is m:
+            self.playing.set(False)
+            self.publish()  # the last tick is always drawn
+
+    def handler(self, method: Callable[..., None]) -> Callable[..., None]:
+        """``method`` as a widget callback, guarded."""
+        return lambda *args: self.guarded(method, *args)
+
+
+# -- components --------------------------------------------------------------------------------
+@solara.component
+def Html(text: str, classes: list[str] | None = None):
+    return solara.HTML(tag="div", unsafe_innerHTML=_html(text), classes=classes or [])
+
+
+@solara.component
+def Controls(session: Session):
+    """Reset, Play/Pause, Step and the play speed; runs the play loop."""
+    m, playing = session.model.value, session.playing.value
+    session.frame.value  # noqa: B018 (subscribe: a step may finish the run)
+    solara.use_thread(session.play_loop, dependencies=[playing, m], intrusive_cancel=False)
+    with solara.Card("Run", classes=["rabm-controls"]):
+        with solara.Row(justify="space-between"):
+            solara.Button("Reset", color="primary", on_click=session.handler(session.reset))
+            solara.Button("Pause" if playing else "Play", color="primary",
+                          on_click=session.handler(session.play),
+                          disabled=not m.running and not playing)  # fmt: skip
+            solara.Button("Step", color="primary", on_click=session.handler(session.step),
+                          disabled=playing or not m.running)  # fmt: skip
+        solara.Select("play speed", values=list(SPEEDS), value=session.speed.value,
+                      on_value=session.handler(session.set_speed))  # fmt: skip
+
+
+@solara.component
+def IntSlider(name: str, label: str, value: int, lo: int, hi: int, on_input):
+    """A slider that applies its value when released (one model rebuild, not one per
+    pixel dragged)."""
+    el = solara.v.Slider(v_model=value, min=lo, max=hi, step=1, label=f"{label} = {value}",
+                         thumb_label=True, hide_details=True,
+                         class_=f"rabm-slider rabm-slider-{name}")  # fmt: skip
+    solara.v.use_event(el, "change", lambda *args: on_input(name, args[2]))
+    return el
+
+
+@solara.component
+def Inputs(session: Session):
+    """The demonstrations and the scenario: every input goes through :meth:`Session.input`."""
+    d = session.draft.value
+    on_input = session.handler(session.input)
+    demo = session.demos.get(d.demo)
+    with solara.Card("Demonstrations", classes=["rabm-demos"]):
+        solara.Select("classroom demonstration", value=demo.title if demo else FREE,
+                      values=[FREE, *(x.title for x in session.demos.values())],
+                      on_value=session.handler(session.demo))  # fmt: skip
+        if demo is not None:
+            Html(demo.explanation, classes=["rabm-explanation"])
+    policies = dashboard_policies()
+    with solara.Card("Scenario", classes=["rabm-scenario"]):
+        solara.Text("Changing a setting starts the run again at tick 0.")
+        solara.Select("scenario preset", values=dashboard_presets(), value=d.preset,
+                      on_value=lambda x: on_input("preset", x))  # fmt: skip
+        solara.Select("policy", values=policies, value=d.policy,
+                      on_value=lambda x: on_input("policy", x))  # fmt: skip
+        solara.Select("compare with (same seed)", values=[OFF, *policies],
+                      value=d.compare or OFF, on_value=lambda x: on_input("compare", x))  # fmt: skip
+        for name, (label, _, _) in SLIDERS.items():
+            lo, hi = d.slider_range(name)
+            IntSlider(name, label, getattr(d, name), lo, hi, on_input).key(name)
+        for name, label in TEXT_FIELDS.items():
+            solara.InputText(label, value=getattr(d, name), continuous_update=False,
+                             on_value=lambda text, name=name: on_input(name, text),
+                             classes=[f"rabm-text-{name}"])  # fmt: skip
+
+
+@solara.component
+def ErrorBanner(session: Session):
+    if session.error.value:
+        solara.Error(f"Not applied: {session.error.value}", classes=["rabm-error"])
+
+
+@solara.component
+def ChartView(chart: charts.Chart, payload: str, tick: int, gate: FrameGate, stem: str,
+              on_pick=None):  # fmt: skip
+    spec = solara.use_memo(lambda: charts.to_json(chart.spec), [chart])
+    VegaView.element(
+        spec=spec,
+        payload=payload,
+        name=chart.name,
+        filename=f"{stem}_{chart.name}_tick{tick}.png",
+        clickable=chart.clickable,
+        on_drawn=lambda frame: gate.ack(chart.name, frame),
+        on_pick=on_pick,
     )
 
 
 @solara.component
-def Views(model: DashboardModel):
-    """Status line, charts, side-by-side comparison and the candidate table."""
-    update_counter.get()  # the one subscriber: redraw after every Step / Play tick / Reset
-    with solara.Div(classes=["rabm-status"], style={"padding": "0 12px"}):
-        solara.Markdown(status_text(model))
+def Views(session: Session):
+    """Status, replay slider, charts, the applicant table and the agent view."""
+    m, frame, playing = session.model.value, session.frame.value, session.playing.value
+    t = session.tick()
+    chart_list = solara.use_memo(lambda: charts.charts(m), [m])
+    session.gate.charts = {c.name for c in chart_list}
+    payloads = solara.use_memo(
+        lambda: [
+            charts.to_json(charts.payload(c, data.runs(m), t, frame, m.serial)) for c in chart_list
+        ],
+        [chart_list, t, frame],
+    )
+    Html(status_text(m, t), classes=["rabm-status"])
+    if m.settings.compare:
+        Html(f"Side by side on the same seed (identical arrivals): lines of "
+             f"**{m.settings.policy}** are solid, of **{m.settings.compare}** dashed; "
+             "bars are coloured by policy.", classes=["rabm-compare-note"])  # fmt: skip
+    if m.tick > 0:
+        with solara.Row(classes=["rabm-replay"], style={"align-items": "center"}):
+            solara.SliderInt("tick shown (scrub back through the run)", value=t, min=0,
+                             max=m.tick - 1, on_value=session.handler(session.show_tick),
+                             disabled=playing)  # fmt: skip
+            if session.replay.value is not None:
+                solara.Button("back to the newest tick", text=True,
+                              on_click=lambda: session.guarded(session.show_tick, m.tick - 1))  # fmt: skip
+    stem = file_stem(m.settings)
+    on_pick = session.handler(session.pick)
+    n_core = len(chart_list) - len(charts.extension_charts(m, []))
     with solara.ColumnsResponsive(12, large=6):
-        chart(charts.rr_rf(model))
-        chart(charts.score_histogram(model))
-        chart(charts.threshold_goals(model))
-        chart(charts.agent_scatter(model))
-        chart(charts.pool(model))
-        chart(charts.effort_chart(model))
-    with solara.ColumnsResponsive(12, large=[6, 6]):
-        if model.twin is None:
-            solara.Info(
-                "Side by side: choose a second policy under 'compare with' in the sidebar. "
-                "Both run on the same seed, so they see identical arrivals."
-            )
+        for c, p in zip(chart_list[:n_core], payloads, strict=False):
+            ChartView(c, p, t, session.gate, stem, on_pick if c.clickable else None).key(c.name)
+    if n_core < len(chart_list):
+        names = ", ".join(sorted(m.config.extensions))
+        with solara.Div(classes=["rabm-section", "rabm-extensions"]):
+            solara.HTML(tag="h3", unsafe_innerHTML=f"World extensions on: {names}")
+        with solara.ColumnsResponsive(12, large=6):
+            for c, p in zip(chart_list[n_core:], payloads[n_core:], strict=True):
+                ChartView(c, p, t, session.gate, stem).key(c.name)
+    ApplicantsCard(m, t, frame, on_pick)
+    AgentView(session)
+
+
+@solara.component
+def ApplicantsCard(model: DashboardModel, t: int, frame: int, on_pick):
+    z = model.config.n_features
+    cols = solara.use_memo(lambda: data.applicant_rows(data.runs(model)[0], t, z),
+                           [model, t, frame])  # fmt: skip
+    items = solara.use_memo(lambda: charts.to_json({**cols, "key": cols.get("id", [])}), [cols])
+    title = "Applicants" if t < 0 else f"Applicants at tick {t} ({data.n_rows(cols)})"
+    with solara.Card(title, classes=["rabm-applicants"]):
+        solara.Text("Click a row (or a point in 'Every application') to follow that applicant. "
+                    "Click a column header to sort.")  # fmt: skip
+        ApplicantTable.element(headers=_headers(TABLE_HEADERS, cols), rows=items,
+                               colours=data.OUTCOME_COLOURS, sort_by="score", on_pick=on_pick)  # fmt: skip
+
+
+@solara.component
+def AgentView(session: Session):
+    """One applicant's history up to the tick shown: every application with its score,
+    threshold, goal, advice, what they did and the outcome."""
+    cid = session.picked.value
+    if cid is None:
+        solara.Info("Agent view: click an applicant in the table or in the 'Every "
+                    "application' chart to see their history.")  # fmt: skip
+    else:
+        AgentCard(session, cid)
+
+
+@solara.component
+def AgentCard(session: Session, cid: int):
+    m, t, frame = session.model.value, session.tick(), session.frame.value
+    z = m.config.n_features
+    cols = solara.use_memo(lambda: data.applicant_history(data.runs(m)[0], cid, t, z),
+                           [m, cid, t, frame])  # fmt: skip
+    with solara.Card(f"Applicant {cid}", classes=["rabm-agent"]):
+        if not cols:
+            solara.Text(f"Applicant {cid} has not applied by tick {t}.")
         else:
-            chart(charts.comparison_chart(model))
-        with solara.Column():
-            candidate_table(model)
+            solara.Text(f"{len(cols['tick'])} application(s) up to tick {t}; first at tick "
+                        f"{cols['tick'][0]}; last outcome: {cols['outcome'][-1]}.",
+                        classes=["rabm-agent-summary"])  # fmt: skip
+            spec = charts.to_json(charts.applicant_chart(cols, cid))
+            payload = charts.to_json({"frame": frame, "data": {"main": cols}, "signals": {}})
+            VegaView.element(spec=spec, payload=payload, name="applicant",
+                             filename=f"applicant-{cid}.png")  # fmt: skip
+            items = charts.to_json({**cols, "key": list(range(len(cols["tick"])))})
+            ApplicantTable.element(headers=_headers(HISTORY_HEADERS, cols), rows=items,
+                                   colours=data.OUTCOME_COLOURS, sort_by="tick", sort_desc=False)  # fmt: skip
+        solara.Button("close", on_click=lambda: session.picked.set(None), text=True,
+                      classes=["rabm-agent-close"])  # fmt: skip
 
 
 @solara.component
-def ScenarioInputs(draft: Settings, on_change, policies: list[str]):
-    """Mesa UserInputs whose values follow ``draft`` (specs are rebuilt on every render)."""
-    specs: dict = {
-        "preset": {"type": "Select", "label": "scenario preset", "value": draft.preset,
-                   "values": dashboard_presets()},
-        "policy": {"type": "Select", "label": "policy", "value": draft.policy, "values": policies},
-        "compare": {"type": "Select", "label": "compare with (same seed)",
-                    "value": draft.compare or OFF, "values": [OFF, *policies]},
-    }  # fmt: skip
-    for name, (label, _, _) in SLIDERS.items():
-        lo, hi = draft.slider_range(name)
-        value = getattr(draft, name)
-        specs[name] = Slider(f"{label} = {value}", value=value, min=lo, max=hi, step=1, dtype=int)
-    for name, label in TEXT_FIELDS.items():
-        specs[name] = {"type": "InputText", "label": label, "value": getattr(draft, name)}
-    UserInputs(specs, on_change=on_change)
-
-
-@solara.component
-def SidebarCards(draft, error, demos, policies, on_input, on_demo):
-    demo = demos.get(draft.demo)
-    with solara.Sidebar():
-        with solara.Card("Demonstrations"):
-            solara.Select(
-                label="classroom demonstration",
-                value=demo.title if demo else FREE,
-                values=[FREE, *(d.title for d in demos.values())],
-                on_value=on_demo,
-            )
-            if demo is not None:
-                solara.Markdown(demo.explanation)
-        with solara.Card("Scenario"):
-            solara.Text("Changing a setting restarts the run at tick 0.")
-            if error:
-                solara.Error(f"Not applied: {error}", classes=["rabm-error"])
-            ScenarioInputs(draft, on_input, policies)
-
-
-@solara.component
-def Deeper(children=[]):  # noqa: B006 (solara's children convention)
-    # the sidebar orders content by component depth: one level below SolaraViz puts the
-    # scenario cards after Mesa's Controls card
-    return solara.Div(children=children)
+def ExportCard(session: Session):
+    m = session.model.value
+    stem = file_stem(m.settings)
+    with solara.Card("Export and reproduce", classes=["rabm-export"]):
+        solara.Text("Tables of every tick run so far (a policy column first). Each chart has "
+                    "its own PNG button, showing the tick on screen.")  # fmt: skip
+        with solara.Row():
+            solara.FileDownload(lambda: csv_bytes(m, "ticks"), filename=f"{stem}_ticks.csv",
+                                label="tick table (CSV)", mime_type="text/csv")  # fmt: skip
+            solara.FileDownload(lambda: csv_bytes(m, "candidates"),
+                                filename=f"{stem}_candidates.csv",
+                                label="candidate table (CSV)", mime_type="text/csv")  # fmt: skip
+        solara.Text("The same run from the command line (same seed, same numbers):")
+        CopyBox.element(text=solara.use_memo(m.settings.cli_text, [m]))
 
 
 @solara.component
 def Page():
-    demos = available_demos()
-    policies = list(REGISTRY.describe("policy"))
-    initial = solara.use_memo(Settings.from_preset, [])
-    draft = solara.use_reactive(initial)  # what the inputs show (may be invalid)
-    valid = solara.use_reactive(initial)  # what the model was built from
-    error = solara.use_reactive(None)
-    generation = solara.use_reactive(0)
-    # built once per browser session: no model is shared between sessions
-    first_model = solara.use_memo(lambda: DashboardModel(initial), [])
-    model = solara.use_reactive(first_model)
-
-    def apply(new: Settings) -> None:
-        draft.set(new)
-        try:
-            check_policy(new.policy)
-            built = DashboardModel(new)
-        except (ConfigError, ValueError) as exc:
-            error.set(str(exc))  # the CLI's message; the current model keeps running
-            return
-        error.set(None)
-        valid.set(new)
-        model.set(built)
-        generation.set(generation.value + 1)
-
-    def on_input(name: str, value) -> None:
-        d = draft.value
-        if name == "preset":
-            apply(Settings.from_preset(value, policy=d.policy, compare=d.compare))
-        elif name == "compare":
-            apply(d.replace(compare="" if value == OFF else value))
-        else:
-            apply(d.replace(**{name: value}))
-
-    def on_demo(title: str) -> None:
-        chosen = [d for d in demos.values() if d.title == title]
-        apply(Settings.from_demo(chosen[0]) if chosen else Settings.from_preset(draft.value.preset))
-
+    session = solara.use_memo(lambda: Session(solara.reactive), [])  # one per browser tab
     solara.Style(CSS)
-    with solara.Column(gap="0px"):
-        # keyed on the settings generation: new settings give fresh controls (stopped, tick 0)
-        SolaraViz(
-            model,
-            components=[],
-            model_params={"settings": valid.value},  # Mesa's Reset rebuilds from these
-            name="recourse-abm",
-            play_interval=PLAY_INTERVAL_MS,
-        ).key(f"viz-{generation.value}")
-        with Deeper():
-            with Deeper():
-                SidebarCards(draft.value, error.value, demos, policies, on_input, on_demo)
-        Views(model.value)
+    solara.Title("recourse-abm")
+    with solara.Sidebar():
+        Controls(session)
+        Inputs(session)
+    with solara.Column(gap="8px", style={"padding": "0 8px"}, classes=["rabm-main"]):
+        ErrorBanner(session)
+        Views(session)
+        ExportCard(session)

@@ -1,254 +1,490 @@
-"""Vega-Lite specs of a :class:`DashboardModel` (pure functions: model in, dict out).
+"""The dashboard's charts as Vega-Lite specs plus per-frame data (pure functions).
 
-Specs are written as plain dicts rather than through Altair: building and validating an
-Altair chart costs 20-40 ms, a dict well under 1 ms, and the dashboard redraws eight
-charts per step. The browser renders them with Solara's VegaLite widget (Vega-Lite 5).
-Time series read the model's Mesa DataCollector (``tick_table``); the other charts read
-the last tick and the per-application table.
+A chart is a :class:`Chart`: a static spec (titles, encodings, colours; built once per
+model) whose data sit in named datasets, and a function giving those datasets at tick t.
+The browser embeds the spec once and then only swaps the data (:class:`~dashboards.widgets.
+VegaView`), so a redraw costs Vega's dataflow, not a compile. Specs are plain dicts: building
+an Altair chart costs 20-40 ms, a dict well under 1 ms.
+
+Conventions a student can rely on: every axis says what it measures and in which unit;
+counts have integer axes; ticks count from 0; outcomes have one colour everywhere
+(:data:`~dashboards.data.OUTCOME_COLOURS`); series differ in colour and in dash; side by
+side, the first policy is drawn solid and the second dashed, and legends name them.
 """
 
 from __future__ import annotations
 
-import math
+import json
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from dashboards.settings import (
-    STATUS_ORDER,
-    DashboardModel,
-    comparison_table,
-    feature_effort,
-    recent_applications,
-)
+from dashboards import data
+from dashboards.data import OUTCOME_COLOURS, Columns, Run
+from dashboards.settings import DashboardModel
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
-HEIGHT = 200
-STATUS_COLOURS = ("#2ca02c", "#1f77b4", "#ff7f0e", "#9467bd", "#d62728")
-METRIC_COLOURS = {"rr": "#1f77b4", "rf": "#ff7f0e"}
-THRESHOLD_COLOURS = {"threshold": "#000000", "mean_goal": "#d62728", "mean_cf_score": "#9467bd"}
-POOL_COLOURS = {
-    "n_new": "#17becf",
-    "n_reapplied": "#1f77b4",
-    "n_waiting": "#7f7f7f",
-    "n_accepted": "#2ca02c",
-    "n_dropped": "#d62728",
-}
-UNIT = {"domain": [0, 1]}
+HEIGHT = 210
+WINDOW = 20  # ticks shown by the applicant scatter
+SUBTITLE_CHARS = 68  # a subtitle line fits a half-width chart on a 1280-pixel screen
+SHARE = "share (0 to 1)"
+COUNT = "applicants (count)"
+POLICY_DASH = [[1, 0], [7, 4]]  # first policy solid, second dashed
+SERIES_DASH = [[1, 0], [7, 4], [2, 3], [10, 3, 2, 3], [4, 4], [1, 0]]
+SERIES_WIDTH = [4.5, 3, 2, 1.5, 1.5, 1.5]
+POLICY_COLOURS = ["#1f77b4", "#9467bd"]
+# line legends show a stretch of the line itself: its colour, dash and width
+LINE_LEGEND = {"symbolType": "stroke", "symbolSize": 500, "columns": 2}
+GROUP_COLOURS = ["#1f77b4", "#e377c2", "#17becf", "#bcbd22", "#8c564b", "#9467bd"]
 
 
-def _clean(x: Any) -> Any:
-    """JSON-safe scalar: NaN and infinities become null (Vega skips them)."""
-    if isinstance(x, np.generic):
-        x = x.item()
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
+@dataclass(frozen=True)
+class Chart:
+    """One chart: ``name`` (an id, also the PNG's name), a static Vega-Lite ``spec`` and
+    ``datasets(all_runs, t)`` -> {dataset name: columns} at tick t; ``keys`` names, per
+    dataset, a column that identifies rows whose values never change (the browser then
+    adds and removes rows instead of replacing them all)."""
+
+    name: str
+    spec: dict[str, Any]
+    datasets: Callable[[list[Run], int], dict[str, Columns]]
+    clickable: bool = False
+    keys: dict[str, str] | None = None  # dataset -> a column naming rows that never change
 
 
-def _records(columns: dict[str, Any]) -> list[dict[str, Any]]:
-    """Column arrays -> row dicts with JSON-safe values."""
-    names = list(columns)
-    cols = [[_clean(v) for v in np.asarray(columns[n]).tolist()] for n in names]
-    return [dict(zip(names, row, strict=True)) for row in zip(*cols, strict=True)]
+def signals(t: int) -> dict[str, int]:
+    """Vega signals every spec may use: the tick shown and the tick axis' upper end."""
+    return {"tick": t, "tmax": max(t, 1)}
 
 
-def spec(title: str, body: dict[str, Any], values: list[dict[str, Any]]) -> dict[str, Any]:
-    """A top-level spec: title, container width, inline data."""
+def _spec(name: str, title: str, subtitle: str, body: dict[str, Any]) -> dict[str, Any]:
+    # a subtitle wider than the plot would shrink the plot (fit-x fits the title as well)
+    lines = textwrap.wrap(subtitle, SUBTITLE_CHARS)
     return {
         "$schema": SCHEMA,
-        "title": title,
+        "title": {"text": title, "subtitle": lines, "anchor": "start", "fontSize": 14,
+                  "subtitleColor": "#555", "subtitleFontSize": 11},
         "width": "container",
         "height": HEIGHT,
         "autosize": {"type": "fit-x", "contains": "padding"},
-        "data": {"values": values},
+        "config": {"legend": {"orient": "bottom", "columns": 2, "labelLimit": 260,
+                              "symbolStrokeWidth": 2, "titleFontSize": 11, "labelFontSize": 11},
+                   "axis": {"titleFontSize": 12, "labelFontSize": 11}},
+        "description": name,
         **body,
-    }
+    }  # fmt: skip
 
 
-def _colour(field: str, colours: dict[str, str], title: str | None = None) -> dict[str, Any]:
-    return {"field": field, "type": "nominal", "title": title,
-            "scale": {"domain": list(colours), "range": list(colours.values())}}  # fmt: skip
+def _tick_values(first: str, last: str) -> dict[str, str]:
+    """Axis values: whole ticks from ``first`` to ``last`` (Vega expressions), about ten of
+    them (Vega's own choice puts ticks at 0.5 once the axis is short)."""
+    return {"expr": f"sequence({first}, ({last}) + 1, ceil((({last}) - ({first}) + 1) / 10))"}
 
 
-def time_series(
-    model: DashboardModel,
-    columns: dict[str, str],
+def _tick_axis() -> dict[str, Any]:
+    return {"field": "tick", "type": "quantitative", "title": "tick (round)",
+            "axis": {"format": "d", "values": _tick_values("0", "tmax")},
+            "scale": {"domain": [0, {"expr": "tmax"}], "nice": False}}  # fmt: skip
+
+
+def _y(title: str, kind: str) -> dict[str, Any]:
+    y: dict[str, Any] = {"field": "value", "type": "quantitative", "title": title}
+    if kind == "share":
+        y["scale"] = {"domain": [0, 1]}
+    elif kind == "count":
+        y["axis"] = {"format": "d", "tickMinStep": 1}
+    return y
+
+
+def line_spec(
+    name: str,
     title: str,
+    subtitle: str,
     y_title: str,
-    unit_range: bool = False,
+    styles: list[tuple[str, str]],
+    policies: list[str],
+    kind: str = "share",
+    layers: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Lines of tick-table columns over ticks, one colour each."""
-    t = model.ticks()
-    ticks = t["tick"].to_numpy(dtype=int)
-    values = []
-    for c in columns:
-        values += _records(
-            {"tick": ticks, "measure": np.full(len(t), c), "value": t[c].to_numpy(dtype=float)}
-        )
-    y = {"field": "value", "type": "quantitative", "title": y_title}
-    if unit_range:
-        y["scale"] = UNIT
-    body = {
-        "mark": {"type": "line", "point": {"size": 12}},
+    """Lines over ticks from dataset ``main`` (rows tick, series, policy, value).
+
+    ``styles`` lists (series label, colour); ``kind`` is ``share`` (axis 0 to 1),
+    ``count`` (integer axis) or ``value`` (from 0). One policy: series differ in colour and dash.
+    Two: colour is the series, dash the policy (solid first, dashed second)."""
+    labels = [label for label, _ in styles]
+    # one series needs no legend: the title names it; beside a policy legend, one column
+    legend = {**LINE_LEGEND, "columns": 1 if len(policies) > 1 else 2} if len(labels) > 1 else None
+    colour = {"field": "series", "type": "nominal", "title": "measure",
+              "scale": {"domain": labels, "range": [c for _, c in styles]},
+              "sort": labels, "legend": legend}  # fmt: skip
+    if len(policies) > 1:
+        dash = {"field": "policy", "type": "nominal", "title": "policy",
+                "scale": {"domain": policies, "range": POLICY_DASH},
+                "legend": {**LINE_LEGEND, "columns": 1, "encode": {"symbols": {"update": {
+                    "stroke": {"value": "#333"}, "strokeWidth": {"value": 2}}}}}}  # fmt: skip
+    else:
+        dash = {"field": "series", "type": "nominal", "title": "measure", "legend": legend,
+                "scale": {"domain": labels, "range": SERIES_DASH[: len(labels)]}}  # fmt: skip
+    # equal values are common (the threshold policy aims exactly at the threshold): wider
+    # lines first, so that lines drawn over each other stay visible
+    width = {"field": "series", "type": "nominal", "title": "measure", "sort": labels,
+             "scale": {"domain": labels, "range": SERIES_WIDTH[: len(labels)]}, "legend": legend}  # fmt: skip
+    line = {
+        "data": {"name": "main"},
+        "mark": {"type": "line", "point": {"size": 16, "filled": True}},
         "encoding": {
-            "x": {"field": "tick", "type": "quantitative", "axis": {"tickMinStep": 1}},
-            "y": y,
-            "color": _colour("measure", columns),
-            "tooltip": [
-                {"field": "measure"},
-                {"field": "tick"},
-                {"field": "value", "format": ".3f"},
-            ],
-        },
-    }
-    return spec(title, body, values)
-
-
-def rr_rf(model: DashboardModel) -> dict[str, Any]:
-    return time_series(
-        model, METRIC_COLOURS, "recourse reliability RR and feasibility RF", "RR, RF", True
-    )
-
-
-def threshold_goals(model: DashboardModel) -> dict[str, Any]:
-    return time_series(model, THRESHOLD_COLOURS, "threshold, mean goal g, mean achieved M(x_cf)",
-                       "score", True)  # fmt: skip
-
-
-def pool(model: DashboardModel) -> dict[str, Any]:
-    return time_series(
-        model, POOL_COLOURS, "pool: new, reapplied, waiting, accepted, dropped", "candidates"
-    )
-
-
-def score_histogram(model: DashboardModel, bins: int = 25) -> dict[str, Any]:
-    """Scores of the last tick's applicants (binned here) by decision; the threshold as a rule."""
-    lt = model.last_tick
-    edges = np.linspace(0.0, 1.0, bins + 1)
-    values = []
-    if lt is not None:
-        for label, mask in (("accepted", lt.accepted), ("rejected", ~lt.accepted)):
-            counts, _ = np.histogram(lt.scores[mask], bins=edges)
-            keep = counts > 0
-            values += _records({"lo": edges[:-1][keep], "hi": edges[1:][keep], "count": counts[keep],
-                                "decision": np.full(int(keep.sum()), label)})  # fmt: skip
-    threshold = None if lt is None else _clean(float(lt.threshold))
-    decision = {"accepted": "#2ca02c", "rejected": "#d62728"}
-    layers = [
-        {
-            "mark": {"type": "bar", "opacity": 0.85},
-            "encoding": {
-                "x": {"field": "lo", "type": "quantitative", "title": "score M(x)", "scale": UNIT},
-                "x2": {"field": "hi"},
-                "y": {
-                    "field": "count",
-                    "type": "quantitative",
-                    "title": "applicants",
-                    "stack": True,
-                },
-                "color": _colour("decision", decision),
-                "tooltip": [
-                    {"field": "decision"},
-                    {"field": "count"},
-                    {"field": "lo"},
-                    {"field": "hi"},
-                ],
-            },
-        }
-    ]
-    if threshold is not None:
-        layers.append(
-            {
-                "data": {"values": [{"threshold": threshold}]},
-                "mark": {"type": "rule", "color": "black", "strokeDash": [4, 3], "size": 2},
-                "encoding": {"x": {"field": "threshold", "type": "quantitative"},
-                             "tooltip": [{"field": "threshold", "format": ".3f"}]},
-            }
-        )  # fmt: skip
-    tick = "–" if lt is None else lt.tick
-    return spec(f"scores at tick {tick} (dashed: threshold)", {"layer": layers}, values)
-
-
-def effort_chart(model: DashboardModel) -> dict[str, Any]:
-    """Effort per feature so far: spent on changes made, planned on changes that failed."""
-    eff = feature_effort(model.events(), model.difficulty)
-    values = []
-    for kind in ("spent", "failed"):
-        values += _records({"feature": eff["feature"], "difficulty": eff["difficulty"], "asked": eff["asked"],
-                            "effort": np.full(len(eff), kind), "value": eff[kind]})  # fmt: skip
-    body = {
-        "mark": "bar",
-        "encoding": {
-            "x": {"field": "feature", "type": "nominal", "sort": list(eff["feature"]),
-                  "title": "feature (difficulty in tooltip)"},
-            "y": {"field": "value", "type": "quantitative", "title": "Σ |Δx| · d", "stack": True},
-            "color": _colour("effort", {"spent": "#1f77b4", "failed": "#ff7f0e"}, "effort"),
-            "tooltip": [{"field": "feature"}, {"field": "difficulty"}, {"field": "effort"},
-                        {"field": "value", "format": ".3f"}, {"field": "asked"}],
+            "x": _tick_axis(),
+            "y": _y(y_title, kind),
+            "color": colour,
+            "strokeDash": dash,
+            "strokeWidth": width,
+            "detail": {"field": "policy"},
+            "tooltip": [{"field": "series", "title": "measure"}, {"field": "policy"},
+                        {"field": "tick"}, {"field": "value", "format": ".3f"}],
         },
     }  # fmt: skip
-    return spec("effort per feature so far (spent vs. planned but failed)", body, values)
+    return _spec(name, title, subtitle, {"layer": [line, *(layers or [])]})
 
 
-def agent_scatter(model: DashboardModel, window: int = 20, limit: int = 1_500) -> dict[str, Any]:
-    """Applications of the last ``window`` ticks as points (tick, score) coloured by status,
-    with each tick's threshold as a line."""
-    apps = recent_applications(model, window, limit)
-    ids = apps["id"].to_numpy(dtype=np.int64)
-    # spread a tick's points sideways (deterministic, by candidate id) so they stay visible
-    jitter = ((ids * 0.6180339887) % 1.0 - 0.5) * 0.6
-    values = _records({"x": apps["tick"].to_numpy(dtype=float) + jitter, "tick": apps["tick"],
-                       "score": apps["score"], "status": apps["status"], "id": ids})  # fmt: skip
-    t = model.ticks()
-    t = t[t["tick"] >= model.tick - window - 1]
-    line = _records({"tick": t["tick"].to_numpy(dtype=float), "threshold": t["threshold"]})
-    status = dict(zip(STATUS_ORDER, STATUS_COLOURS, strict=True))
-    layers = [
-        {
-            "mark": {"type": "circle", "size": 28, "opacity": 0.75},
-            "encoding": {
-                "x": {"field": "x", "type": "quantitative", "title": "tick", "axis": {"tickMinStep": 1}},
-                "y": {"field": "score", "type": "quantitative", "title": "score M(x)", "scale": UNIT},
-                "color": _colour("status", status, "status"),
-                "tooltip": [{"field": "id"}, {"field": "tick"}, {"field": "score", "format": ".3f"},
-                            {"field": "status"}],
-            },
-        },
-        {
-            "data": {"values": line},
-            "mark": {"type": "line", "color": "black", "strokeDash": [4, 3]},
-            "encoding": {"x": {"field": "tick", "type": "quantitative"},
-                         "y": {"field": "threshold", "type": "quantitative"}},
-        },
-    ]  # fmt: skip
-    return spec("applicants by tick and score (line: threshold)", {"layer": layers}, values)
+def _series_chart(
+    name: str,
+    title: str,
+    subtitle: str,
+    y_title: str,
+    columns: dict[str, tuple[str, str]],
+    policies: list[str],
+    kind: str = "share",
+) -> Chart:
+    """A :func:`line_spec` chart of tick-table ``columns`` {column: (label, colour)}."""
+    labels = {col: label for col, (label, _) in columns.items()}
+    spec = line_spec(name, title, subtitle, y_title, list(columns.values()), policies, kind)
+    return Chart(name, spec, lambda runs, t: {"main": data.series(runs, t, labels)})
 
 
-def comparison_chart(model: DashboardModel) -> dict[str, Any]:
-    """RR and RF of the policy and its twin on the same seed, overlaid."""
-    df = comparison_table(model)
-    values = _records({c: df[c] for c in ("tick", "policy", "metric", "value")})
-    body = {
-        "mark": {"type": "line", "point": {"size": 12}},
+# -- the core charts -------------------------------------------------------------------------
+def rr_rf(policies: list[str]) -> Chart:
+    return _series_chart(
+        "reliability", "Does advice work?",
+        "RR: of those who made every recommended change, the share accepted. "
+        "RF: of the recently rejected, the share who made every change.",
+        SHARE,
+        {"rr": ("RR reliability", "#1f77b4"), "rf": ("RF feasibility", "#ff7f0e")},
+        policies,
+    )  # fmt: skip
+
+
+def goals(policies: list[str]) -> Chart:
+    return _series_chart(
+        "goals", "Threshold and goal scores",
+        "The threshold is the lowest accepted score; goals are what advice aimed for.",
+        "score M(x) (0 to 1)",
+        {"threshold": ("threshold", "#000000"), "mean_goal": ("goal given (mean)", "#9467bd"),
+         "mean_cf_score": ("score after the changes (mean)", "#17becf")},
+        policies,
+    )  # fmt: skip
+
+
+def pool(policies: list[str]) -> Chart:
+    return _series_chart(
+        "pool", "Who applies, and what happens to them",
+        "Per tick: applicants, accepted, rejected (incl. dropped), dropped, and waiting "
+        "to try again after the tick.",
+        COUNT,
+        {"n_applicants": ("applied", "#000000"),
+         "n_accepted": ("accepted", OUTCOME_COLOURS["accepted"]),
+         "n_rejected": ("rejected", OUTCOME_COLOURS["rejected"]),
+         "n_dropped": ("dropped (gave up)", OUTCOME_COLOURS["dropped"]),
+         "n_waiting": ("waiting", OUTCOME_COLOURS["waiting"])},
+        policies, kind="count",
+    )  # fmt: skip
+
+
+def score_histogram(policy: str) -> Chart:
+    """Tick t's applicants by score and decision; the threshold as a dashed rule."""
+    decision = {"field": "decision", "type": "nominal", "title": "decision",
+                "scale": {"domain": ["accepted", "rejected"],
+                          "range": [OUTCOME_COLOURS["accepted"], OUTCOME_COLOURS["rejected"]]}}  # fmt: skip
+    bars = {
+        "data": {"name": "main"},
+        "mark": {"type": "bar", "opacity": 0.9, "binSpacing": 1},
         "encoding": {
-            "x": {"field": "tick", "type": "quantitative", "axis": {"tickMinStep": 1}},
-            "y": {"field": "value", "type": "quantitative", "title": "RR, RF", "scale": UNIT},
-            "color": {"field": "policy", "type": "nominal", "title": "policy"},
-            "strokeDash": {"field": "metric", "type": "nominal", "title": "metric"},
-            "tooltip": [{"field": "policy"}, {"field": "metric"}, {"field": "tick"},
-                        {"field": "value", "format": ".3f"}],
+            "x": {"field": "lo", "type": "quantitative", "title": "score M(x) (0 to 1)",
+                  "scale": {"domain": [0, 1]}},
+            "x2": {"field": "hi"},
+            "y": {"field": "y1", "type": "quantitative", "title": COUNT,
+                  "axis": {"format": "d", "tickMinStep": 1}},
+            "y2": {"field": "y0"},
+            "color": decision,
+            "tooltip": [{"field": "decision"}, {"field": "count", "title": "applicants"},
+                        {"field": "lo", "title": "score from"}, {"field": "hi", "title": "to"}],
         },
     }  # fmt: skip
+    rule = {
+        "data": {"name": "threshold"},
+        "mark": {"type": "rule", "color": "black", "strokeDash": [5, 3], "size": 2},
+        "encoding": {"x": {"field": "threshold", "type": "quantitative"},
+                     "tooltip": [{"field": "threshold", "format": ".3f"}]},
+    }  # fmt: skip
+    spec = _spec("scores", "Scores this tick",
+                 f"Applicants of the tick shown ({policy}); dashed: the threshold.",
+                 {"layer": [bars, rule]})  # fmt: skip
+    spec["title"]["text"] = {"expr": "'Scores at tick ' + tick"}
+
+    def datasets(runs: list[Run], t: int) -> dict[str, Columns]:
+        threshold = data.threshold_at(runs[0], t)
+        return {"main": data.score_bins(runs[0], t),
+                "threshold": {"threshold": [] if threshold is None else [threshold]}}  # fmt: skip
+
+    return Chart("scores", spec, datasets)
+
+
+def applicant_scatter(policy: str) -> Chart:
+    """Applications of the last :data:`WINDOW` ticks, coloured by outcome; click a point to
+    follow that applicant."""
+    outcome = {"field": "outcome", "type": "nominal", "title": "outcome",
+               "scale": {"domain": ["accepted", "rejected", "dropped"],
+                         "range": [OUTCOME_COLOURS[k] for k in ("accepted", "rejected", "dropped")]}}  # fmt: skip
+    x_scale = {"domain": [{"expr": f"max(0, tick - {WINDOW - 1}) - 0.5"}, {"expr": "tick + 0.5"}],
+               "nice": False, "zero": False}  # fmt: skip
+    points = {
+        "data": {"name": "main"},
+        "mark": {"type": "circle", "size": 34, "opacity": 0.8, "cursor": "pointer"},
+        "encoding": {
+            "x": {"field": "x", "type": "quantitative", "title": "tick (round)", "scale": x_scale,
+                  "axis": {"format": "d",
+                           "values": _tick_values(f"max(0, tick - {WINDOW - 1})", "tick")}},
+            "y": {"field": "score", "type": "quantitative", "title": "score M(x) (0 to 1)",
+                  "scale": {"domain": [0, 1]}},
+            "color": outcome,
+            "tooltip": [{"field": "id", "title": "applicant"}, {"field": "tick"},
+                        {"field": "score", "format": ".3f"}, {"field": "outcome"}],
+        },
+    }  # fmt: skip
+    line = {
+        "data": {"name": "threshold"},
+        "mark": {"type": "line", "color": "black", "strokeDash": [5, 3], "clip": True},
+        "encoding": {"x": {"field": "tick", "type": "quantitative", "scale": x_scale},
+                     "y": {"field": "threshold", "type": "quantitative"}},
+    }  # fmt: skip
+    spec = _spec("applicants", "Every application, by tick",
+                 f"Last {WINDOW} ticks ({policy}); dashed: the threshold. "
+                 "Click a point to follow that applicant.", {"layer": [points, line]})  # fmt: skip
+
+    def datasets(runs: list[Run], t: int) -> dict[str, Columns]:
+        return {"main": data.applications(runs[0], t, WINDOW),
+                "threshold": data.thresholds(runs[0], t, WINDOW)}  # fmt: skip
+
+    return Chart("applicants", spec, datasets, clickable=True, keys={"main": "key"})
+
+
+def _bars_by_policy(
+    name: str,
+    title: str,
+    subtitle: str,
+    y_title: str,
+    kinds: list[str],
+    policies: list[str],
+    kind_field: str,
+    tooltip: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """Stacked bars per feature from dataset ``main``: colour names the policy (bars side
+    by side), opacity the part of the stack (``kinds``, first solid)."""
+    enc: dict[str, Any] = {
+        "x": {"field": "feature", "type": "nominal", "title": "feature",
+              "sort": None, "axis": {"labelAngle": 0}},
+        "y": {"field": "value", "type": "quantitative", "title": y_title, "stack": True},
+        "color": {"field": "policy", "type": "nominal", "title": "policy",
+                  "scale": {"domain": policies, "range": POLICY_COLOURS[: len(policies)]}},
+        "opacity": {"field": kind_field, "type": "nominal", "title": None,
+                    "scale": {"domain": kinds, "range": [1.0, 0.4]}, "sort": kinds},
+        "order": {"field": "order", "type": "quantitative"},
+        "tooltip": tooltip,
+    }  # fmt: skip
+    if len(policies) > 1:
+        enc["xOffset"] = {"field": "policy", "type": "nominal", "sort": policies}
+    return _spec(name, title, subtitle,
+                 {"data": {"name": "main"}, "mark": {"type": "bar"}, "encoding": enc,
+                  "transform": [{"calculate": f"indexof({kinds!r}, datum.{kind_field})",
+                                 "as": "order"}]})  # fmt: skip
+
+
+def effort(policies: list[str], model: DashboardModel) -> Chart:
+    kinds = ["spent", "planned, failed"]
+    spec = _bars_by_policy(
+        "effort", "Effort per feature so far",
+        "Σ |change| × difficulty: solid for changes made, faded for changes tried that failed.",
+        "effort (Σ |Δx| · d)", kinds, policies, "effort",
+        [{"field": "feature"}, {"field": "policy"}, {"field": "effort"},
+         {"field": "value", "format": ".3f", "title": "effort"}, {"field": "difficulty"},
+         {"field": "asked", "title": "times advised"}],
+    )  # fmt: skip
+    difficulty = model.difficulty
+    return Chart("effort", spec, lambda runs, t: {"main": data.effort(runs, t, difficulty)})
+
+
+# -- the world extensions: a chart only while its mechanism is on -----------------------------
+def true_outcomes(policies: list[str]) -> Chart:
+    return _series_chart(
+        "true-outcomes", "True outcomes (hidden from the model)",
+        "Does advice make people truly better, or only better-scored? p* is the true "
+        "chance of a good outcome.",
+        SHARE,
+        {"improvement_rate": ("advice that truly qualifies", "#2ca02c"),
+         "tp_rate": ("revealed outcomes that were good", "#1f77b4"),
+         "mean_p_true_accepted": ("p* of the accepted (mean)", "#9467bd")},
+        policies,
+    )  # fmt: skip
+
+
+def validity(policies: list[str]) -> Chart:
+    columns = {"validity": "advice still valid"}
+    rules = {
+        "data": {"name": "refits"},
+        "mark": {"type": "rule", "color": "#555", "strokeDash": [2, 2]},
+        "encoding": {"x": {"field": "tick", "type": "quantitative"},
+                     "tooltip": [{"field": "tick", "title": "refit at tick"},
+                                 {"field": "version", "title": "model version"}]},
+    }  # fmt: skip
+    labels = {
+        "data": {"name": "refits"},
+        "mark": {"type": "text", "align": "right", "dx": -3, "fontSize": 10, "color": "#555"},
+        "encoding": {"x": {"field": "tick", "type": "quantitative"}, "y": {"value": 8},
+                     "text": {"field": "label"}},
+    }  # fmt: skip
+    spec = line_spec(
+        "validity", "Retraining: is outstanding advice still valid?",
+        "Share of waiting advised applicants whose goal still meets the refitted model. "
+        "Dotted lines: the model was refitted.",
+        SHARE, [("advice still valid", "#1f77b4")], policies, "share", [rules, labels],
+    )  # fmt: skip
+
+    def datasets(runs: list[Run], t: int) -> dict[str, Columns]:
+        refits = data.refit_ticks(runs[0], t)
+        refits["label"] = [f"refit (v{v})" for v in refits["version"]]
+        return {"main": data.series(runs, t, columns), "refits": refits}
+
+    return Chart("validity", spec, datasets)
+
+
+def group_rates(policies: list[str], n_groups: int) -> Chart:
+    columns = {f"accept_rate_g{g}": (f"group {g}: accepted", GROUP_COLOURS[g % 6])
+               for g in range(n_groups)}  # fmt: skip
+    columns["dp_gap"] = ("gap between groups (DP)", "#000000")
+    return _series_chart(
+        "groups", "Groups: who gets accepted?",
+        "Share of each group's applicants accepted per tick, and the largest gap "
+        "between groups (demographic parity gap).",
+        SHARE, columns, policies,
+    )  # fmt: skip
+
+
+def group_distance(policies: list[str]) -> Chart:
+    return _series_chart(
+        "group-distance", "Groups: how far apart are they?",
+        "Wasserstein distance W1 between the groups' true features in the pool after the tick.",
+        "W1 distance (feature units)",
+        {"w_dist": ("distance between groups", "#e377c2")}, policies, kind="value",
+    )  # fmt: skip
+
+
+def causal(policies: list[str], z: int) -> Chart:
+    kinds = ["made", "caused by the graph"]
+    spec = _bars_by_policy(
+        "causal", "Causal graph: changes made and changes caused",
+        "Σ |change| per feature so far: solid what applicants changed, faded what the "
+        "causal graph moved in turn.",
+        "total change (Σ |Δx|)", kinds, policies, "change",
+        [{"field": "feature"}, {"field": "policy"}, {"field": "change"},
+         {"field": "value", "format": ".3f", "title": "Σ |Δx|"}],
+    )  # fmt: skip
+    return Chart("causal", spec, lambda runs, t: {"main": data.causal_changes(runs, t, z)})
+
+
+def budget(policies: list[str]) -> Chart:
+    return _series_chart(
+        "budget", "Budget for advice",
+        "Advice costs its total feature change (L1); spent per tick and what is left.",
+        "budget (Σ |Δx|)",
+        {"budget_spent": ("spent", "#d62728"), "budget_left": ("left", "#2ca02c")},
+        policies, kind="value",
+    )  # fmt: skip
+
+
+def charts(model: DashboardModel) -> list[Chart]:
+    """The charts of this model: the core six, then one or two per world extension on."""
     s = model.settings
-    return spec(f"side by side, seed {model.config.seed}: {s.policy} vs {s.compare}", body, values)
+    policies = [s.policy, s.compare] if s.compare else [s.policy]
+    out = [rr_rf(policies), score_histogram(s.policy), goals(policies),
+           applicant_scatter(s.policy), pool(policies), effort(policies, model)]  # fmt: skip
+    return out + extension_charts(model, policies)
 
 
-VIEWS = {
-    "rr_rf": rr_rf,
-    "threshold": threshold_goals,
-    "pool": pool,
-    "scores": score_histogram,
-    "agents": agent_scatter,
-    "effort": effort_chart,
-}
+def extension_charts(model: DashboardModel, policies: list[str]) -> list[Chart]:
+    """Charts of the world extensions switched on (none for the paper's setting)."""
+    on = model.config.extensions
+    out = []
+    if "outcomes" in on:
+        out.append(true_outcomes(policies))
+    if "retraining" in on:
+        out.append(validity(policies))
+    if "groups" in on:
+        out += [group_rates(policies, model.config.n_groups), group_distance(policies)]
+    if "causal" in on:
+        out.append(causal(policies, model.config.n_features))
+    if "budget" in on:
+        out.append(budget(policies))
+    return out
+
+
+def payload(
+    chart: Chart, all_runs: list[Run], t: int, frame: int, epoch: int = 0
+) -> dict[str, Any]:
+    """What the browser gets for one frame of ``chart``; ``epoch`` names the model (keyed
+    rows of one model are never compared with another's)."""
+    out = {"frame": frame, "epoch": epoch, "data": chart.datasets(all_runs, t),
+           "signals": signals(t)}  # fmt: skip
+    if chart.keys:
+        out["keys"] = chart.keys
+    return out
+
+
+def to_json(obj: Any) -> str:
+    """Compact JSON text; NaN is refused (the browser's JSON has none)."""
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False)
+
+
+def applicant_chart(history: Columns, cid: int) -> dict[str, Any]:
+    """One applicant's score per application against that tick's threshold (dataset
+    ``main``: the columns of :func:`~dashboards.data.applicant_history`)."""
+    outcome = {"field": "outcome", "type": "nominal", "title": "outcome",
+               "scale": {"domain": ["accepted", "rejected", "dropped"],
+                         "range": [OUTCOME_COLOURS[k] for k in ("accepted", "rejected", "dropped")]}}  # fmt: skip
+    ticks = history.get("tick") or [0]
+    lo, hi = min(ticks), max(ticks)
+    step = max(1, (hi - lo) // 10 + 1)
+    x = {"field": "tick", "type": "quantitative", "title": "tick (round)",
+         "axis": {"format": "d", "values": list(range(lo, hi + 1, step))},
+         "scale": {"domain": [lo - 0.5, hi + 0.5], "nice": False, "zero": False}}  # fmt: skip
+    layers = [
+        {"mark": {"type": "line", "color": "black", "strokeDash": [5, 3], "point": False},
+         "encoding": {"x": x, "y": {"field": "threshold", "type": "quantitative",
+                                    "title": "score M(x) (0 to 1)", "scale": {"domain": [0, 1]}}}},
+        {"mark": {"type": "line", "color": "#1f77b4"},
+         "encoding": {"x": x, "y": {"field": "score", "type": "quantitative"}}},
+        {"mark": {"type": "point", "filled": True, "size": 70},
+         "encoding": {"x": x, "y": {"field": "score", "type": "quantitative"}, "color": outcome,
+                      "tooltip": [{"field": "tick"}, {"field": "score"},
+                                  {"field": "threshold"}, {"field": "outcome"}]}},
+        {"mark": {"type": "point", "shape": "triangle-up", "size": 60, "color": "#17becf",
+                  "filled": True},
+         "encoding": {"x": x, "y": {"field": "achieved", "type": "quantitative"},
+                      "tooltip": [{"field": "tick"}, {"field": "achieved",
+                                                      "title": "score after the changes"}]}},
+    ]  # fmt: skip
+    spec = _spec(f"applicant-{cid}", f"Applicant {cid}: score per application",
+                 "Dots: score when applying (outcome colour); dashed: that tick's threshold; "
+                 "triangles: score after the changes made.", {"layer": layers})  # fmt: skip
+    spec["height"] = 160
+    spec["data"] = {"name": "main"}
+    return spec

@@ -54,7 +54,8 @@ DEMOS: tuple[Demo, ...] = (
             "Press **Step** twice. At tick 1 both reapply exactly *at* the old threshold, yet "
             "one is rejected again: a newcomer scored higher and took a place, so only one "
             "of the two fits (the tie is broken at random). Advice that was right when given "
-            "was not enough when used.\n\n"
+            "was not enough when used. Click that applicant in the table to see their "
+            "history.\n\n"
             "*Ask:* who is to blame? What should the advice have said?"
         ),
     ),
@@ -67,10 +68,10 @@ DEMOS: tuple[Demo, ...] = (
         explanation=(
             "Changes succeed with probability 1 − exp(−β a / dᵢ): a small **β** and a large "
             "difficulty **dᵢ** make a change likely to fail. Here β = 0.01.\n\n"
-            "Compare standard advice (uniform costs) with advice that knows the true "
-            "difficulties. Watch **effort per feature**: where does effort go, and how much is "
-            "planned but fails? Then raise the difficulties of the easy features "
-            "(1, 5, 9) in the *difficulty* box and step again."
+            "Standard advice (uniform costs, solid lines) runs side by side with advice that "
+            "knows the true difficulties (dashed), on the same applicants. Watch **Effort per "
+            "feature so far**: where does effort go, and how much is tried but fails? Then "
+            "make the easy features 1, 5 and 9 hard in the *difficulty* box and step again."
         ),
     ),
     Demo(
@@ -81,8 +82,9 @@ DEMOS: tuple[Demo, ...] = (
         explanation=(
             "Advice now stays valid for **T = 5** ticks: candidates may take their time and "
             "reapply when ready, but the threshold keeps moving meanwhile.\n\n"
-            "Watch the **pool**: candidates wait longer, so more compete each tick. Does "
-            "RR fall when the advice gets older? Move the *T* slider between 1 and 10."
+            "Watch **Who applies, and what happens to them**: more wait, so more compete each "
+            "tick. Does RR fall when the advice gets older? Move the *T* slider between 1 and "
+            "10."
         ),
     ),
     Demo(
@@ -93,13 +95,26 @@ DEMOS: tuple[Demo, ...] = (
         compare="threshold",
         explanation=(
             "SafeAR plans recourse that accounts for the *risk* that a change fails, not "
-            "only its expected cost. Compare it with standard threshold advice on the same "
-            "applicants (same seed).\n\n"
-            "Look at **RR/RF side by side** and the **effort** chart: is safer advice more "
-            "reliable, and what does it cost?"
+            "only its expected cost. Compare it (solid) with standard threshold advice "
+            "(dashed) on the same applicants (same seed).\n\n"
+            "Look at **Does advice work?** and **Effort per feature so far**: is safer advice "
+            "more reliable, and what does it cost?"
         ),
     ),
-    # "fairness between groups" goes here once group-aware scenarios exist
+    Demo(
+        name="fairness-between-groups",
+        title="5 · Fairness between groups",
+        preset="groups",
+        policy="threshold",
+        explanation=(
+            "Two equal groups apply; group 0 starts 0.1 lower on features 0-4. The model never "
+            "sees the group.\n\n"
+            "Press **Play**. Watch **Groups: who gets accepted?**: does the gap between the "
+            "groups close when the rejected follow the advice, or stay? **Groups: how far "
+            "apart are they?** measures how different the waiting groups look.\n\n"
+            "*Ask:* is equal advice fair advice?"
+        ),
+    ),
 )
 
 

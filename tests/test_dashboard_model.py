@@ -1,7 +1,11 @@
-"""Dashboard logic without a browser: settings validation, demos, data behind the views,
-and the Solara page rendered in-process (Step, errors, sessions)."""
+"""Dashboard logic without a browser: settings and their server-side checks, demos, the
+data behind every view (live and replayed), chart specs, export, the CLI command, and
+the Solara page rendered in-process (Step, Reset, demos, bad input)."""
 
+import csv
+import io
 import json
+import re
 import warnings
 
 import numpy as np
@@ -11,23 +15,43 @@ pytest.importorskip("solara")
 
 from abm import RecourseModel  # noqa: E402
 from abm.validation import ConfigError  # noqa: E402
-from dashboards import charts  # noqa: E402
+from dashboards import charts, data  # noqa: E402
 from dashboards.demos import DEMOS, available_demos  # noqa: E402
 from dashboards.settings import (  # noqa: E402
+    SLIDERS,
     DashboardModel,
     Settings,
-    application_status,
-    current_candidates,
+    dashboard_policies,
     dashboard_presets,
-    feature_effort,
 )
 
+EXTENSION_PRESETS = {
+    "improvement": ["true-outcomes"],
+    "retraining": ["validity"],
+    "groups": ["groups", "group-distance"],
+    "causal": ["causal"],
+    "budget": ["budget"],
+}
 
+
+def stepped(settings: Settings, n: int) -> DashboardModel:
+    model = DashboardModel(settings)
+    for _ in range(n):
+        model.step()
+    return model
+
+
+# -- settings -------------------------------------------------------------------------------
 def test_settings_follow_the_preset_and_resolve_to_its_config():
     s = Settings.from_preset("motivating-example")
     assert (s.k, s.m, s.n_initial, s.seed, s.beta) == (2, 2, 4, 4, "inf")
-    config = s.resolve()
-    assert config == RecourseModel("motivating-example", "threshold").config
+    assert s.resolve() == RecourseModel("motivating-example", "threshold").config
+
+
+def test_default_settings_build_the_paper_model():
+    # Reset used to rebuild from Settings(), whose empty difficulty was no configuration
+    assert Settings() == Settings.from_preset("paper")
+    assert DashboardModel().config == RecourseModel("paper", "threshold").config
 
 
 @pytest.mark.parametrize(
@@ -35,39 +59,115 @@ def test_settings_follow_the_preset_and_resolve_to_its_config():
     [
         ({"beta": "-1"}, "beta = -1 is not allowed; allowed: a number in (0, inf]"),
         ({"beta": "abc"}, "beta = 'abc' is not allowed; allowed: a number in (0, inf]"),
+        ({"beta": "  "}, "beta = '' is not allowed; allowed: a value (the box is empty)"),
         (
             {"difficulty": "0.5, 0.5"},
             "difficulty = (0.5, 0.5) is not allowed; allowed: one number in (0, 1] per feature "
             "(n_features = 10 of them)",
         ),
-        (
-            {"difficulty": "2, 0.15, 0.85, 0.78, 0.25, 0.18, 0.29, 0.83, 0.91, 0.10"},
-            "difficulty = (2.0, 0.15,",
-        ),
         ({"n_initial": 0, "m": 0}, "n_initial + m = 0 is not allowed; allowed: at least 1"),
     ],
 )
 def test_bad_settings_raise_the_cli_message(changes, message):
-    with pytest.raises(ConfigError, match=None) as info:
+    with pytest.raises(ConfigError) as info:
         Settings.from_preset("paper", **changes).resolve()
     assert message in str(info.value)
+    assert "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("preset", "no-such", "preset = 'no-such' is not allowed; allowed: one of paper"),
+        ("preset", "large", "preset = 'large' is not allowed"),  # too big to watch
+        ("preset", ["paper"], "preset = ['paper'] is not allowed"),
+        ("policy", "nope", "policy = 'nope' is not allowed; allowed: one of"),
+        ("compare", 3, "compare = 3 is not allowed; allowed: one of off,"),
+        ("seed", 10**9, "seed = 1000000000 is not allowed; allowed: an integer in [0, 99]"),
+        ("seed", -1, "seed = -1 is not allowed; allowed: an integer in [0, 99]"),
+        ("seed", "abc", "seed = 'abc' is not allowed; allowed: an integer in [0, 99]"),
+        ("k", True, "k = True is not allowed; allowed: an integer in [1, 100]"),
+        ("k", 2.5, "k = 2.5 is not allowed; allowed: an integer in [1, 100]"),
+        ("n_initial", float("nan"), "n_initial = nan is not allowed"),
+        ("beta", 5, "beta = 5 is not allowed; allowed: text of at most 400 characters"),
+        ("difficulty", "1," * 300, "difficulty = '1,1,1,"),
+        ("rho", 0.5, "input = 'rho' is not allowed; allowed: one of preset, policy"),
+    ],
+)
+def test_every_input_is_checked_on_the_server(name, value, message):
+    with pytest.raises(ConfigError) as info:
+        Settings().with_input(name, value)
+    assert str(info.value).startswith(message)
+    assert "\n" not in str(info.value)
+
+
+def test_good_inputs_apply_and_a_preset_keeps_the_policies():
+    s = Settings().with_input("policy", "none").with_input("compare", "threshold-true")
+    s = s.with_input("preset", "paper-T5")
+    assert (s.preset, s.policy, s.compare, s.validity) == ("paper-T5", "none", "threshold-true", 5)
+    assert s.with_input("compare", "off").compare == ""
+    assert s.with_input("seed", 7.0).seed == 7  # JSON numbers may arrive as floats
+    lo, hi = Settings.from_preset("motivating-example").slider_range("ticks")
+    assert (lo, hi) == (1, 300)
+
+
+def test_slider_ranges_cover_every_dashboard_preset():
+    for preset in dashboard_presets():
+        s = Settings.from_preset(preset)
+        for name in SLIDERS:
+            lo, hi = s.slider_range(name)
+            assert lo <= getattr(s, name) <= hi
+
+
+# -- the CLI command --------------------------------------------------------------------------
+def test_cli_command_names_only_what_differs_from_the_preset():
+    s = Settings.from_preset("paper", k=3, beta="inf", compare="none")
+    lines = s.cli_text().splitlines()
+    assert lines[0] == (
+        "recourse-abm run --scenario paper --policy threshold --seed 0 --ticks 100 "
+        "--set k=3 --set beta=inf --out results/dashboard-paper-threshold-seed0"
+    )
+    assert "--policy none" in lines[1]
+    assert "--set" not in Settings.from_preset("groups").cli_text()
+
+
+@pytest.mark.slow
+def test_cli_command_reproduces_the_dashboard_run(tmp_path):
+    import shlex
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    s = Settings.from_preset("paper-T5", k=4, n_initial=30, ticks=6, seed=3, beta="0.2",
+                             difficulty="0.5, " * 9 + "0.25")  # fmt: skip
+    args = shlex.split(s.cli_text())
+    assert args[:2] == ["recourse-abm", "run"]
+    out = tmp_path / "run"
+    args[args.index("--out") + 1] = str(out)
+    cmd = [sys.executable, "-m", "abm", *args[1:]]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    model = stepped(s, 6)
+    cli = pd.read_parquet(out / "ticks.parquet")
+    pd.testing.assert_frame_equal(cli.reset_index(drop=True), model.tick_table(), check_dtype=False)
+
+
+# -- demos -----------------------------------------------------------------------------------
 def test_demos_check_the_registry_at_run_time():
     names = {d.name for d in DEMOS}
-    assert {"threshold-trap", "harder-features", "longer-validity", "risk-averse-advice"} <= names
+    assert {"threshold-trap", "harder-features", "longer-validity", "risk-averse-advice",
+            "fairness-between-groups"} <= names  # fmt: skip
     without = available_demos({"threshold": "", "threshold-true": "", "none": ""})
     assert "risk-averse-advice" not in without and "threshold-trap" in without
     with_safear = available_demos({"threshold": "", "threshold-true": "", "safear": ""})
     assert "risk-averse-advice" in with_safear
-    for demo in available_demos().values():  # every listed demo builds a model
-        DashboardModel(Settings.from_demo(demo)).step()
+    for demo in available_demos().values():  # every listed demo builds and steps
+        stepped(Settings.from_demo(demo), 1)
 
 
 def test_threshold_trap_demo_shows_the_trap():
-    demo = available_demos()["threshold-trap"]
-    model = DashboardModel(Settings.from_demo(demo))
-    model.step()
+    model = stepped(Settings.from_demo(available_demos()["threshold-trap"]), 1)
     old_threshold = model.last_tick.threshold
     model.step()
     lt = model.last_tick
@@ -75,76 +175,269 @@ def test_threshold_trap_demo_shows_the_trap():
     # both reapplicants reached the old threshold, and not both were accepted
     assert back.sum() == 2 and np.all(lt.scores[back] >= old_threshold - 1e-9)
     assert not lt.accepted[back].all()
+    # the table of tick 1 shows the reapplicant that was turned away, as "rejected"
+    cols = data.applicant_rows(data.runs(model)[0], 1, model.config.n_features)
+    second = [o for o, a in zip(cols["outcome"], cols["attempt"], strict=True) if a == 2]
+    assert sorted(second) == ["accepted", "rejected"]
 
 
-def test_twin_runs_the_same_arrivals():
-    model = DashboardModel(Settings.from_preset("paper", compare="none", n_initial=50))
-    for _ in range(5):
-        model.step()
-    a, b = model.ticks(), model.twin.tick_table()
+# -- the model and its twin ----------------------------------------------------------------------
+def test_twin_runs_the_same_arrivals_and_records_its_events():
+    model = stepped(Settings.from_preset("paper", compare="none", n_initial=50), 5)
+    a, b = model.tick_table(), model.twin.tick_table()
     assert len(a) == len(b) == 5
     assert a["n_new"].tolist() == b["n_new"].tolist()
-    # tick 0 has only entrants: identical people, identical scores and threshold
     assert a["threshold"].iloc[0] == b["threshold"].iloc[0]
-    assert "threshold" in model.settings.policy and model.twin.policy_name == "none"
+    # the effort chart of the second policy reads its events (it used to record none)
+    assert len(model.twin.candidate_table()) == b["n_applicants"].sum()
+    # recording events does not change the second policy's run
+    plain = RecourseModel(model.config, "none", agents=False, record_events=False)
+    for _ in range(5):
+        plain.step()
+    assert plain.tick_table().equals(b)
 
 
+def test_step_after_the_last_tick_changes_nothing():
+    model = stepped(Settings.from_demo(available_demos()["threshold-trap"]), 3)
+    assert not model.running
+    model.step()
+    assert model.tick == 3
+
+
+# -- the data behind the views -------------------------------------------------------------------
 def test_views_data_are_consistent_with_the_model():
-    model = DashboardModel(Settings.from_preset("paper", n_initial=200))
-    for _ in range(3):
-        model.step()
-    ev = model.events()
-    status = application_status(ev)
-    assert set(status) <= {"accepted", "implemented", "failed", "no advice", "dropped"}
-    assert (status == "accepted").sum() == ev["accepted"].sum() == 3 * model.config.k
-    table = current_candidates(model)
-    assert len(table) == len(model.last_tick.ids)
-    assert table["score"].is_monotonic_decreasing
-    assert (table["status"] == "accepted").sum() == model.config.k
-    eff = feature_effort(ev, model.difficulty)
-    # effort spent over all features equals the model's own effort record
-    assert eff["spent"].sum() == pytest.approx(model.ticks()["effort"].sum())
+    model = stepped(Settings.from_preset("paper", n_initial=200), 3)
+    run = data.runs(model)[0]
+    z = model.config.n_features
+    table = data.applicant_rows(run, 2, z)
+    assert data.n_rows(table) == len(model.last_tick.ids)
+    assert table["score"] == sorted(table["score"], reverse=True)
+    assert table["outcome"].count("accepted") == model.config.k
+    assert set(table["outcome"]) <= {"accepted", "rejected", "dropped"}
+    assert "rejected" in table["outcome"]
+    bins = data.score_bins(run, 2)
+    assert sum(bins["count"]) == len(model.last_tick.ids)
+    # stacked: a bin's rejected part starts where its accepted part ends
+    for lo, y0, d in zip(bins["lo"], bins["y0"], bins["decision"], strict=True):
+        if d == "rejected" and y0 > 0:
+            i = [j for j, (l2, d2) in enumerate(zip(bins["lo"], bins["decision"], strict=True))
+                 if l2 == lo and d2 == "accepted"][0]  # fmt: skip
+            assert bins["y1"][i] == y0
+    eff = data.feature_effort(run.apps(0, 2), model.difficulty)
+    assert eff["spent"].sum() == pytest.approx(model.tick_table()["effort"].sum())
+    assert data.threshold_at(run, 2) == pytest.approx(model.last_tick.threshold)
+    assert data.threshold_at(run, -1) is None
 
 
 def test_feature_effort_known_answer():
-    import pandas as pd
-
-    ev = pd.DataFrame({"dx_0": [0.2, -0.1, 0.3], "dx_1": [0.0, 0.5, 0.0],
-                       "ok_0": [1, 0, -2], "ok_1": [-1, 1, -1]})  # fmt: skip
-    eff = feature_effort(ev, np.array([0.5, 0.1]))
+    apps = {"dx_0": np.array([0.2, -0.1, 0.3]), "dx_1": np.array([0.0, 0.5, 0.0]),
+            "ok_0": np.array([1, 0, -2]), "ok_1": np.array([-1, 1, -1])}  # fmt: skip
+    eff = data.feature_effort(apps, np.array([0.5, 0.1]))
     assert eff["spent"].tolist() == pytest.approx([0.1, 0.05])
     assert eff["failed"].tolist() == pytest.approx([0.05, 0.0])
     assert eff["asked"].tolist() == [3, 1]
 
 
-def test_chart_specs_are_json_with_the_model_data():
-    model = DashboardModel(Settings.from_preset("paper", compare="threshold-true"))
+def test_series_known_answer_and_nan_as_null():
+    model = stepped(Settings.from_preset("paper", compare="none"), 4)
+    cols = data.series(data.runs(model), 2, {"rr": "RR", "n_accepted": "accepted"})
+    assert cols["tick"] == [0, 1, 2] * 4
+    assert cols["policy"] == ["threshold"] * 6 + ["none"] * 6
+    assert cols["series"][:6] == ["RR"] * 3 + ["accepted"] * 3
+    rr = model.tick_table()["rr"].to_numpy()[:3]
+    assert cols["value"][:3] == [None if np.isnan(x) else pytest.approx(x) for x in rr]
+    assert cols["value"][3:6] == [9, 9, 9]
+    json.dumps(cols, allow_nan=False)
+
+
+def test_scatter_jitter_stays_within_its_tick():
+    model = stepped(Settings.from_preset("paper", n_initial=300), 3)
+    cols = data.applications(data.runs(model)[0], 2, window=20)
+    x, tick = np.array(cols["x"]), np.array(cols["tick"])
+    assert np.all(np.abs(x - tick) <= 0.25) and x.min() >= -0.25
+    assert data.n_rows(cols) == len(model.candidate_table())
+    ids = np.array(cols["id"])
+    assert np.allclose(x - tick, data.jitter(ids), atol=1e-4)  # fixed per applicant
+
+
+def test_change_text_never_shows_a_tiny_change_as_zero():
+    assert data.change_text(0.1234) == "+0.12" and data.change_text(-0.5) == "-0.50"
+    assert data.change_text(1e-6) == "+0.000001"
+    assert data.change_text(-2.3e-5) == "-0.00002"
+    model = stepped(Settings.from_preset("paper"), 3)  # applicants tied at the threshold
+    advice = data.applicant_rows(data.runs(model)[0], 2, 10)["advice"]
+    assert any("+0.000001" in a for a in advice)
+    assert not any(re.search(r"[+-]0\.00(?!\d)", a) for a in advice)
+
+
+def test_applicant_history_follows_one_candidate():
+    model = stepped(Settings.from_preset("paper"), 8)
+    run = data.runs(model)[0]
+    ev = model.candidate_table()
+    cid = int(ev["cid"].value_counts().idxmax())  # someone who applied several times
+    hist = data.applicant_history(run, cid, 7, 10)
+    assert hist["tick"] == ev.loc[ev["cid"] == cid, "tick"].tolist()
+    assert hist["attempt"] == list(range(1, len(hist["tick"]) + 1))
+    thresholds = model.tick_table()["threshold"].to_numpy()
+    assert hist["threshold"] == [round(float(thresholds[t]), 3) for t in hist["tick"]]
+    assert data.applicant_exists(run, cid, 7) and not data.applicant_exists(run, 10**6, 7)
+    assert data.applicant_history(run, cid, hist["tick"][0] - 1, 10) == {}
+
+
+def test_replayed_views_equal_the_live_views():
+    # what the page shows for tick t is the same live and when scrubbed back later
+    model = DashboardModel(Settings.from_preset("groups", compare="threshold-true"))
+    live = {}
+    for _ in range(6):
+        model.step()
+        t = model.tick - 1
+        runs = data.runs(model)
+        live[t] = {c.name: c.datasets(runs, t) for c in charts.charts(model)}
+        live[t]["table"] = data.applicant_rows(runs[0], t, model.config.n_features)
     for _ in range(4):
         model.step()
-    specs = {name: f(model) for name, f in charts.VIEWS.items()}
-    specs["compare"] = charts.comparison_chart(model)
-    for spec in specs.values():
-        json.dumps(spec, allow_nan=False)  # NaN would break the browser's JSON
-        assert spec["$schema"].endswith("v5.json")
-    rr = [v["value"] for v in specs["rr_rf"]["data"]["values"] if v["measure"] == "rr"]
-    expected = model.ticks()["rr"].tolist()
-    assert [None if np.isnan(x) else x for x in expected] == rr
-    hist = specs["scores"]["data"]["values"]
-    assert sum(v["count"] for v in hist) == len(model.last_tick.ids)
-    assert (
-        specs["scores"]["layer"][1]["data"]["values"][0]["threshold"] == model.last_tick.threshold
-    )
-    assert {v["policy"] for v in specs["compare"]["data"]["values"]} == {
-        "threshold",
-        "threshold-true",
-    }
+    runs = data.runs(model)
+    for t, views in live.items():
+        later = {c.name: c.datasets(runs, t) for c in charts.charts(model)}
+        later["table"] = data.applicant_rows(runs[0], t, model.config.n_features)
+        assert later == views
 
 
-def test_large_presets_are_left_to_the_cli():
-    assert "large" not in dashboard_presets() and "paper" in dashboard_presets()
+def test_causal_changes_count_what_the_graph_moved():
+    model = stepped(Settings.from_preset("causal"), 10)
+    cols = data.causal_changes(data.runs(model), 9, 10)
+    caused = {f: v for f, c, v in zip(cols["feature"], cols["change"], cols["value"], strict=True)
+              if c == "caused by the graph"}  # fmt: skip
+    # the chain 7 -> 4 -> 1: only 4 and 1 have parents
+    assert caused["x4"] > 0 and caused["x1"] > 0
+    assert all(v == 0 for f, v in caused.items() if f not in ("x4", "x1"))
 
 
-# -- the page, rendered in-process with Solara's test tooling ----------------------------
+def test_refits_are_where_the_model_version_rises():
+    model = stepped(Settings.from_preset("retraining"), 25)
+    refits = data.refit_ticks(data.runs(model)[0], 24)
+    assert refits == {"tick": [10, 20], "version": [1, 2]}
+
+
+# -- chart specs ---------------------------------------------------------------------------------
+def _texts(obj) -> list[str]:
+    """Every string in a spec."""
+    if isinstance(obj, dict):
+        return [t for v in obj.values() for t in _texts(v)]
+    if isinstance(obj, list):
+        return [t for v in obj for t in _texts(v)]
+    return [obj] if isinstance(obj, str) else []
+
+
+def _encodings(spec):
+    layers = spec.get("layer", [spec])
+    return [layer["encoding"] for layer in layers if "encoding" in layer]
+
+
+def test_chart_specs_are_json_and_readable():
+    model = stepped(Settings.from_preset("paper", compare="threshold-true"), 4)
+    runs = data.runs(model)
+    for chart in charts.charts(model):
+        json.dumps(chart.spec, allow_nan=False)
+        json.loads(charts.to_json(charts.payload(chart, runs, 3, 1)))  # no NaN in the data
+        assert chart.spec["$schema"].endswith("v5.json")
+        for enc in _encodings(chart.spec):
+            for channel in ("x", "y"):
+                if "title" in enc.get(channel, {}):
+                    assert enc[channel]["title"], (chart.name, channel)
+        # plain words: no tick-table column name reaches a label
+        labels = [t for t in _texts(chart.spec) if not t.startswith("http")]
+        for raw in ("n_new", "n_waiting", "mean_cf_score", "mean_goal", "accept_rate"):
+            assert not any(raw in t for t in labels), (chart.name, raw)
+
+
+def test_count_axes_are_integers():
+    model = stepped(Settings.from_preset("paper"), 2)
+    by_name = {c.name: c.spec for c in charts.charts(model)}
+    for name, channel in (
+        ("pool", "y"),
+        ("scores", "y"),
+        ("reliability", "x"),
+        ("applicants", "x"),
+    ):
+        enc = _encodings(by_name[name])[0][channel]
+        assert enc["axis"]["format"] == "d", name
+
+
+def test_side_by_side_charts_name_both_policies():
+    model = stepped(Settings.from_preset("paper", compare="threshold-true"), 3)
+    runs = data.runs(model)
+    both = {"threshold", "threshold-true"}
+    for chart in charts.charts(model):
+        if chart.name in ("scores", "applicants"):
+            continue  # one policy's applicants; the title says whose
+        cols = chart.datasets(runs, 2)["main"]
+        assert set(cols["policy"]) == both, chart.name
+        policy_channels = [enc[ch] for enc in _encodings(chart.spec) for ch in enc
+                           if isinstance(enc[ch], dict) and enc[ch].get("field") == "policy"
+                           and ch in ("color", "strokeDash")]  # fmt: skip
+        assert policy_channels, chart.name
+        assert all(set(p["scale"]["domain"]) == both and p["title"] == "policy"
+                   for p in policy_channels)  # fmt: skip
+
+
+def test_single_policy_series_differ_in_colour_and_dash():
+    model = stepped(Settings.from_preset("paper"), 2)
+    pool = {c.name: c.spec for c in charts.charts(model)}["pool"]
+    enc = _encodings(pool)[0]
+    colours, dashes = enc["color"]["scale"]["range"], enc["strokeDash"]["scale"]["range"]
+    assert len(set(colours)) == len(colours) == 5
+    assert len({tuple(d) for d in dashes}) == len(dashes) == 5
+    # the outcome colours are the table's
+    domain = enc["color"]["scale"]["domain"]
+    assert colours[domain.index("accepted")] == data.OUTCOME_COLOURS["accepted"]
+    assert colours[domain.index("waiting")] == data.OUTCOME_COLOURS["waiting"]
+
+
+@pytest.mark.parametrize("preset", [*EXTENSION_PRESETS, "paper"])
+def test_extension_charts_only_while_their_mechanism_is_on(preset):
+    model = stepped(Settings.from_preset(preset), 3)
+    names = [c.name for c in charts.extension_charts(model, [model.settings.policy])]
+    assert names == EXTENSION_PRESETS.get(preset, [])
+    runs = data.runs(model)
+    for chart in charts.extension_charts(model, ["threshold"]):
+        main = chart.datasets(runs, 2)["main"]
+        assert data.n_rows(main) > 0
+        if "series" in main:  # per-tick metrics: one row per tick and series
+            assert set(main["tick"]) == {0, 1, 2}
+
+
+def test_group_chart_has_a_line_per_group():
+    model = stepped(Settings.from_preset("groups"), 3)
+    chart = {c.name: c for c in charts.charts(model)}["groups"]
+    series = set(chart.datasets(data.runs(model), 2)["main"]["series"])
+    assert series == {"group 0: accepted", "group 1: accepted", "gap between groups (DP)"}
+
+
+# -- export --------------------------------------------------------------------------------
+def test_csv_export_has_every_tick_of_both_policies():
+    from dashboards.app import csv_bytes
+
+    model = stepped(Settings.from_preset("paper", compare="none"), 4)
+    rows = list(csv.DictReader(io.StringIO(csv_bytes(model, "ticks").decode())))
+    assert [r["policy"] for r in rows] == ["threshold"] * 4 + ["none"] * 4
+    assert [int(r["tick"]) for r in rows] == [0, 1, 2, 3] * 2
+    cand = list(csv.DictReader(io.StringIO(csv_bytes(model, "candidates").decode())))
+    assert len(cand) == len(model.candidate_table()) + len(model.twin.candidate_table())
+
+
+# -- the command -------------------------------------------------------------------------------
+def test_dashboard_command_serves_on_the_given_host():
+    from abm.app.commands.dashboard import check_host, solara_command
+
+    cmd = solara_command("0.0.0.0", 9000, open_browser=False, production=True)
+    assert cmd[cmd.index("--host") + 1] == "0.0.0.0" and cmd[cmd.index("--port") + 1] == "9000"
+    for bad in ("", "a b", "http://x/"):
+        with pytest.raises(ConfigError, match="--host = "):
+            check_host(bad)
+
+
+# -- the page, rendered in-process with Solara's test tooling ----------------------------------
 @pytest.fixture
 def page():
     import ipyvuetify as v
@@ -158,26 +451,76 @@ def page():
     rc.close()
 
 
-def _text(rc, v):
+def _alerts(rc, v) -> str:
     return " ".join(str(w.children) for w in rc.find(v.Alert).widgets)
 
 
+def _button(rc, v, label):
+    return rc.find(v.Btn, children=[label]).widget
+
+
+def _status(rc) -> str:
+    import solara.widgets
+
+    texts = [w.unsafe_innerHTML or "" for w in rc.find(solara.widgets.HTML).widgets]
+    return " ".join(t for t in texts if "ticks run" in t or "no tick run" in t)
+
+
+def _select(rc, v, label):
+    return [w for w in rc.find(v.Select).widgets if w.label == label][0]
+
+
 @pytest.mark.slow
-def test_page_steps_and_shows_errors(page):
+def test_page_steps_resets_and_shows_errors(page):
     rc, v = page
-    step = rc.find(v.Btn, children=["Step"]).widget
-    step.click()
-    step.click()
+    _button(rc, v, "Step").click()
+    _button(rc, v, "Step").click()
+    assert "2 of 100 ticks run" in _status(rc)
     beta = [w for w in rc.find(v.TextField).widgets if "β" in str(w.label)][0]
     beta.v_model = "-1"
     beta.fire_event("keyup.enter", None)  # solara.InputText applies on Enter / focus out
-    assert "beta = -1 is not allowed; allowed: a number in (0, inf]" in _text(rc, v)
-    # the model kept running: Step still works
-    rc.find(v.Btn, children=["Step"]).widget.click()
+    assert "beta = -1 is not allowed; allowed: a number in (0, inf]" in _alerts(rc, v)
+    _button(rc, v, "Step").click()  # the model kept running
+    assert "3 of 100 ticks run" in _status(rc)
+    beta.v_model = "0.5"
+    beta.fire_event("keyup.enter", None)
+    assert "not allowed" not in _alerts(rc, v)
+    # every slider changed, then Reset: the page rebuilds from the valid settings
+    for w in rc.find(v.Slider).widgets:
+        if "rabm-slider" in (w.class_ or ""):
+            w.fire_event("change", int(w.max))
+    _button(rc, v, "Reset").click()
+    assert "no tick run yet (0 of 300)" in _status(rc)
+    _button(rc, v, "Step").click()
+    assert "1 of 300 ticks run" in _status(rc)
 
 
-def test_tiny_changes_are_shown_with_their_size_not_as_zero():
-    from dashboards.settings import _change
+@pytest.mark.slow
+def test_page_switching_demos_after_a_finished_run_enables_step(page):
+    rc, v = page
+    demo = _select(rc, v, "classroom demonstration")
+    demo.v_model = "1 · The threshold trap"
+    for _ in range(3):
+        _button(rc, v, "Step").click()
+    assert _button(rc, v, "Step").disabled and "run finished" in _status(rc)
+    demo.v_model = "2 · Harder features"
+    assert not _button(rc, v, "Step").disabled and not _button(rc, v, "Play").disabled
+    _button(rc, v, "Step").click()
+    assert "1 of 100 ticks run" in _status(rc) and "vs <strong>threshold-true</strong>" in _status(
+        rc
+    )
 
-    assert _change(0.1234) == "+0.12" and _change(-0.5) == "-0.50"
-    assert _change(1e-6) == "+1.0e-06"  # a nudge above a tied threshold is not "+0.00"
+
+@pytest.mark.slow
+def test_page_refuses_crafted_values(page):
+    rc, v = page
+    _select(rc, v, "scenario preset").v_model = "no-such-preset"
+    assert "preset = 'no-such-preset' is not allowed" in _alerts(rc, v)
+    _select(rc, v, "classroom demonstration").v_model = "7 · nope"
+    assert "demonstration = '7 · nope' is not allowed" in _alerts(rc, v)
+    seed = [w for w in rc.find(v.Slider).widgets if "seed" in str(w.label)][0]
+    seed.fire_event("change", 10**9)
+    assert "seed = 1000000000 is not allowed; allowed: an integer in [0, 99]" in _alerts(rc, v)
+    _button(rc, v, "Step").click()
+    assert "1 of 100 ticks run" in _status(rc)  # still the old, valid run
+    assert set(dashboard_policies()) >= {"threshold", "none"}

@@ -1,0 +1,356 @@
+"""The data behind each view, at any tick of the run so far (live or replayed).
+
+Every function reads the record only (Mesa's DataCollector columns and the candidate
+table, of the policy and of its side-by-side twin), so scrubbing back to tick t shows
+exactly what the page showed live at t. Ticks count from 0, as in the tables and the CSV
+exports: after n steps the newest tick is n - 1.
+
+Views get *columns*: a dict of equally long JSON-ready lists (NaN -> None), which the
+browser turns into rows (much cheaper to encode than one dict per row); :func:`rows`
+does the same here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from abm.model import RecourseModel
+from dashboards.settings import DashboardModel
+
+Columns = dict[str, list[Any]]
+
+# one colour per outcome, the same in every chart and in the table
+OUTCOME_COLOURS = {
+    "accepted": "#2ca02c",
+    "rejected": "#d62728",
+    "dropped": "#7f7f7f",
+    "waiting": "#ff7f0e",
+}
+NO_ADVICE = "no advice"
+GAVE_UP = "gave up"
+# extension columns the table and the agent view show, with their headers
+EXTRA_COLUMNS = {
+    "group": "group",
+    "p_true": "true chance p*",
+    "budget_cost": "advice cost",
+    "model_version": "model version",
+}
+
+
+def json_list(a: Any, digits: int | None = None) -> list[Any]:
+    """An array as a JSON-ready list: floats rounded to ``digits`` (if given), NaN and
+    infinities as None."""
+    a = np.asarray(a)
+    if a.dtype.kind == "f":
+        if digits is not None:
+            a = a.round(digits)
+        bad = ~np.isfinite(a)
+        if bad.any():
+            out = a.astype(object)
+            out[bad] = None
+            return out.tolist()
+    return a.tolist()
+
+
+def rows(columns: Columns) -> list[dict[str, Any]]:
+    """Columns -> one dict per row."""
+    names = list(columns)
+    return [dict(zip(names, r, strict=True)) for r in zip(*columns.values(), strict=True)]
+
+
+def n_rows(columns: Columns) -> int:
+    return len(next(iter(columns.values()))) if columns else 0
+
+
+class Run:
+    """One policy's record after ``model.tick`` ticks: its tick columns (Mesa's
+    DataCollector, row i = tick i) and its application columns (rows in tick order)."""
+
+    def __init__(self, policy: str, model: RecourseModel) -> None:
+        self.policy = policy
+        self.n_ticks = model.tick
+        self._vars = model.datacollector.model_vars
+        table = model.candidate_table()
+        self.events = {c: table[c].to_numpy() for c in table.columns}
+        self._tick = self.events.get("tick", np.zeros(0, dtype=np.int64))
+
+    def has(self, column: str) -> bool:
+        """Whether the tick record has ``column``."""
+        return column in self._vars
+
+    def ticks(self, column: str, t: int, first: int = 0) -> np.ndarray:
+        """(t - first + 1,) tick column of ticks first..t."""
+        last = min(t, self.n_ticks - 1)
+        if last < first:
+            return np.zeros(0)
+        return np.asarray(self._vars[column][first : last + 1], dtype=float)
+
+    def apps(self, first: int, last: int) -> dict[str, np.ndarray]:
+        """Application columns of ticks first..last (inclusive)."""
+        lo = int(np.searchsorted(self._tick, first, side="left"))
+        hi = int(np.searchsorted(self._tick, last, side="right"))
+        return {c: a[lo:hi] for c, a in self.events.items()} if hi > lo else {}
+
+
+def runs(model: DashboardModel) -> list[Run]:
+    """The policy's run, then its twin's (side by side); built once per tick."""
+
+    def build() -> list[Run]:
+        s = model.settings
+        twin = [] if model.twin is None else [Run(s.compare, model.twin)]
+        return [Run(s.policy, model), *twin]
+
+    return model.per_tick("runs", build)
+
+
+def outcomes(apps: dict[str, np.ndarray]) -> np.ndarray:
+    """(rows,) outcome of each application: accepted, dropped (rejected and gave up) or
+    rejected (and waiting to try again)."""
+    if not apps:
+        return np.zeros(0, dtype=object)
+    out = np.full(apps["cid"].shape[0], "rejected", dtype=object)
+    out[apps["dropped"].astype(bool)] = "dropped"
+    out[apps["accepted"].astype(bool)] = "accepted"
+    return out
+
+
+# -- time series ---------------------------------------------------------------------------
+def series(all_runs: list[Run], t: int, columns: dict[str, str]) -> Columns:
+    """Tick columns over ticks 0..t in long form {tick, series, policy, value}:
+    ``columns`` maps a record column to its label; columns a run lacks are skipped."""
+    parts: dict[str, list[np.ndarray]] = {"tick": [], "series": [], "policy": [], "value": []}
+    for run in all_runs:
+        for col, label in columns.items():
+            if not run.has(col):
+                continue
+            values = run.ticks(col, t)
+            n = values.shape[0]
+            parts["tick"].append(np.arange(n))
+            parts["series"].append(np.full(n, label, dtype=object))
+            parts["policy"].append(np.full(n, run.policy, dtype=object))
+            parts["value"].append(values)
+    if not parts["tick"]:
+        return {k: [] for k in parts}
+    return {k: json_list(np.concatenate(v), 6 if k == "value" else None) for k, v in parts.items()}
+
+
+def refit_ticks(run: Run, t: int) -> Columns:
+    """Ticks 1..t at whose start the decision model was refitted (``model_version``
+    rose): {tick, version}."""
+    if not run.has("model_version"):
+        return {"tick": [], "version": []}
+    version = run.ticks("model_version", t).astype(np.int64)
+    at = np.flatnonzero(np.diff(version) > 0) + 1
+    return {"tick": at.tolist(), "version": version[at].tolist()}
+
+
+# -- one tick --------------------------------------------------------------------------------
+def threshold_at(run: Run, t: int) -> float | None:
+    """The acceptance threshold of tick t (None before the first tick)."""
+    values = run.ticks("threshold", t, first=t) if t >= 0 else np.zeros(0)
+    return json_list(values)[0] if values.shape[0] else None
+
+
+def score_bins(run: Run, t: int, bins: int = 20) -> Columns:
+    """Scores of tick t's applicants in ``bins`` equal bins of [0, 1], split by decision
+    and stacked (accepted below): {lo, hi, count, decision, y0, y1} for non-empty parts,
+    the bar of a part spanning y0..y1."""
+    apps = run.apps(t, t)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    score = apps["score"].astype(float) if apps else np.zeros(0)
+    accepted = apps["accepted"].astype(bool) if apps else np.zeros(0, dtype=bool)
+    out: Columns = {"lo": [], "hi": [], "count": [], "decision": [], "y0": [], "y1": []}
+    base = np.zeros(bins, dtype=np.int64)
+    for label, mask in (("accepted", accepted), ("rejected", ~accepted)):
+        counts, _ = np.histogram(score[mask], bins=edges)
+        keep = counts > 0
+        out["lo"] += json_list(edges[:-1][keep], 6)
+        out["hi"] += json_list(edges[1:][keep], 6)
+        out["count"] += counts[keep].tolist()
+        out["decision"] += [label] * int(keep.sum())
+        out["y0"] += base[keep].tolist()
+        out["y1"] += (base + counts)[keep].tolist()
+        base = base + counts
+    return out
+
+
+def jitter(ids: np.ndarray, width: float = 0.5) -> np.ndarray:
+    """(n,) sideways offsets in [-width/2, width/2), fixed per candidate id, so that one
+    tick's points spread out the same way on every redraw."""
+    return ((ids.astype(np.int64) * 0.6180339887) % 1.0 - 0.5) * width
+
+
+def applications(run: Run, t: int, window: int = 20, limit: int = 2_000) -> Columns:
+    """Applications of ticks t-window+1..t (at most ``limit``, the newest) as scatter
+    points {x (tick plus a fixed jitter), tick, score, outcome, id, key ("tick/id": one
+    application)}."""
+    apps = run.apps(t - window + 1, t)
+    if not apps:
+        return {"x": [], "tick": [], "score": [], "outcome": [], "id": [], "key": []}
+    apps = {c: a[-limit:] for c, a in apps.items()}
+    ids = apps["cid"].astype(np.int64)
+    tick = apps["tick"].astype(np.int64)
+    return {"x": json_list(tick + jitter(ids), 4), "tick": tick.tolist(),
+            "score": json_list(apps["score"].astype(float), 4),
+            "outcome": outcomes(apps).tolist(), "id": ids.tolist(),
+            "key": [f"{a}/{b}" for a, b in zip(tick.tolist(), ids.tolist(), strict=True)]}  # fmt: skip
+
+
+def thresholds(run: Run, t: int, window: int = 20) -> Columns:
+    """The threshold of ticks t-window+1..t: {tick, threshold}."""
+    first = max(t - window + 1, 0)
+    values = run.ticks("threshold", t, first)
+    return {"tick": list(range(first, first + values.shape[0])),
+            "threshold": json_list(values, 6)}  # fmt: skip
+
+
+def feature_effort(apps: dict[str, np.ndarray], difficulty: np.ndarray) -> dict[str, np.ndarray]:
+    """Per feature (z of them): effort spent on changes made (Σ|dx| d where done), effort
+    planned on changes that failed, and how often the feature was part of the advice:
+    {spent (z,), failed (z,), asked (z,)}."""
+    z = difficulty.shape[0]
+    spent, failed, asked = np.zeros(z), np.zeros(z), np.zeros(z, dtype=np.int64)
+    if apps:
+        for i in range(z):
+            dx = np.abs(apps[f"dx_{i}"].astype(float))
+            ok = apps[f"ok_{i}"]
+            spent[i] = float(np.add.reduce(dx[ok == 1])) * difficulty[i]
+            failed[i] = float(np.add.reduce(dx[ok == 0])) * difficulty[i]
+            asked[i] = int(np.count_nonzero(ok != -1))
+    return {"spent": spent, "failed": failed, "asked": asked}
+
+
+def effort(all_runs: list[Run], t: int, difficulty: np.ndarray) -> Columns:
+    """Effort per feature over ticks 0..t, per policy: {feature, policy, effort ("spent"
+    or "planned, failed"), value, difficulty, asked}."""
+    z = difficulty.shape[0]
+    out: Columns = {k: [] for k in ("feature", "policy", "effort", "value", "difficulty", "asked")}
+    for run in all_runs:
+        eff = feature_effort(run.apps(0, t), difficulty)
+        for kind, label in (("spent", "spent"), ("failed", "planned, failed")):
+            out["feature"] += [f"x{i}" for i in range(z)]
+            out["policy"] += [run.policy] * z
+            out["effort"] += [label] * z
+            out["value"] += json_list(eff[kind], 6)
+            out["difficulty"] += json_list(difficulty)
+            out["asked"] += eff["asked"].tolist()
+    return out
+
+
+def causal_changes(all_runs: list[Run], t: int, z: int) -> Columns:
+    """Feature change over ticks 0..t, per policy and feature: made by the applicants
+    (Σ|dx| of changes done) and caused through the causal graph (Σ|dprop|):
+    {feature, policy, change, value}."""
+    out: Columns = {"feature": [], "policy": [], "change": [], "value": []}
+    for run in all_runs:
+        apps = run.apps(0, t)
+        for i in range(z):
+            made = caused = 0.0
+            if apps:
+                dx = np.abs(apps[f"dx_{i}"].astype(float))
+                made = float(np.add.reduce(dx[apps[f"ok_{i}"] == 1]))
+                if f"dprop_{i}" in apps:
+                    caused = float(np.nansum(np.abs(apps[f"dprop_{i}"].astype(float))))
+            for change, value in (("made", made), ("caused by the graph", caused)):
+                out["feature"].append(f"x{i}")
+                out["policy"].append(run.policy)
+                out["change"].append(change)
+                out["value"].append(round(value, 6))
+    return out
+
+
+# -- the applicant table and the agent view --------------------------------------------------
+def change_text(dx: float) -> str:
+    """A recommended change for people: two decimals, or every digit up to the first
+    significant one when it is smaller (an applicant tied at the threshold is nudged by
+    10⁻⁶: "+0.000001", never "+0.00")."""
+    if abs(dx) >= 0.005:
+        return f"{dx:+.2f}"
+    return ("+" if dx >= 0 else "-") + np.format_float_positional(
+        abs(dx), precision=1, unique=False, fractional=False, trim="-"
+    )
+
+
+def _advice(apps: dict[str, np.ndarray], z: int, outcome: np.ndarray) -> tuple[list, list]:
+    """Per application: the advice as text ("x1 +0.12  x7 -0.05") and what came of it
+    (all done / failed: x3 / gave up / no advice / — for the accepted)."""
+    n = outcome.shape[0]
+    if n == 0:
+        return [], []
+    dx = np.column_stack([apps[f"dx_{i}"].astype(float) for i in range(z)])
+    ok = np.column_stack([apps[f"ok_{i}"] for i in range(z)])
+    asked_any = (ok != -1).any(axis=1)
+    advice = ["—"] * n
+    result = np.where(outcome == "accepted", "—", NO_ADVICE).astype(object)
+    result[outcome == "dropped"] = GAVE_UP
+    for row in np.flatnonzero(asked_any):  # only the advised need text
+        asked = np.flatnonzero(ok[row] != -1)
+        advice[row] = "  ".join(f"x{i} {change_text(dx[row, i])}" for i in asked)
+        if outcome[row] == "rejected":
+            bad = asked[ok[row, asked] == 0]
+            result[row] = (
+                "all done" if bad.size == 0 else "failed: " + " ".join(f"x{i}" for i in bad)
+            )
+    return advice, result.tolist()
+
+
+def _extra(apps: dict[str, np.ndarray], cols: Columns) -> None:
+    for col in EXTRA_COLUMNS:
+        if col in apps:
+            cols[col] = json_list(apps[col], 3 if apps[col].dtype.kind == "f" else None)
+
+
+def applicant_rows(run: Run, t: int, z: int) -> Columns:
+    """Tick t's applicants, best score first: {id, attempt, score, outcome, goal, advice,
+    result, achieved} plus the extension columns the run has (:data:`EXTRA_COLUMNS`)."""
+    apps = run.apps(t, t)
+    if not apps:
+        return {}
+    order = np.argsort(-apps["score"].astype(float), kind="stable")
+    apps = {c: a[order] for c, a in apps.items()}
+    outcome = outcomes(apps)
+    advice, result = _advice(apps, z, outcome)
+    cols: Columns = {"id": apps["cid"].tolist(), "attempt": apps["application"].tolist(),
+                     "score": json_list(apps["score"], 3), "outcome": outcome.tolist(),
+                     "goal": json_list(apps["goal"], 3), "advice": advice, "result": result,
+                     "achieved": json_list(apps["cf_score"], 3)}  # fmt: skip
+    _extra(apps, cols)
+    return cols
+
+
+def applicant_history(run: Run, cid: int, t: int, z: int) -> Columns:
+    """Every application of candidate ``cid`` up to tick t, oldest first: {tick, attempt,
+    score, threshold, outcome, goal, advice, result, achieved} plus the extension columns
+    and (causal graph) the changes the graph caused, as text."""
+    apps = run.apps(0, t)
+    if not apps:
+        return {}
+    mine = apps["cid"] == cid
+    if not mine.any():
+        return {}
+    apps = {c: a[mine] for c, a in apps.items()}
+    outcome = outcomes(apps)
+    advice, result = _advice(apps, z, outcome)
+    ticks = apps["tick"].astype(np.int64)
+    threshold = run.ticks("threshold", t)[ticks]
+    cols: Columns = {"tick": ticks.tolist(), "attempt": apps["application"].tolist(),
+                     "score": json_list(apps["score"], 3), "threshold": json_list(threshold, 3),
+                     "outcome": outcome.tolist(), "goal": json_list(apps["goal"], 3),
+                     "advice": advice, "result": result,
+                     "achieved": json_list(apps["cf_score"], 3)}  # fmt: skip
+    _extra(apps, cols)
+    if "dprop_0" in apps:
+        dprop = np.nan_to_num(np.column_stack([apps[f"dprop_{i}"].astype(float)
+                                               for i in range(z)]))  # fmt: skip
+        cols["caused"] = ["  ".join(f"x{i} {change_text(d[i])}"
+                                    for i in np.flatnonzero(np.abs(d) > 1e-12)) or "—"
+                          for d in dprop]  # fmt: skip
+    return cols
+
+
+def applicant_exists(run: Run, cid: int, t: int) -> bool:
+    """Whether ``cid`` applied at some tick 0..t."""
+    apps = run.apps(0, t)
+    return bool(apps) and bool(np.any(apps["cid"] == cid))
