@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 import typer
 from rich.markup import escape
 
+from abm.app.commands.fairness import fairness
 from abm.app.commands.improvement import improvement
 from abm.app.commands.robust import robust
 from abm.app.commands.train import set_threads
@@ -439,5 +440,6 @@ def register(app: typer.Typer) -> None:
     reproduce_app.command("safear")(safear)
     reproduce_app.command("pareto")(pareto)
     reproduce_app.command("improvement")(improvement)
+    reproduce_app.command("fairness")(fairness)
     reproduce_app.command("robust")(robust)
     app.add_typer(reproduce_app, name="reproduce")

@@ -37,6 +37,10 @@ from abm.metrics import extension_summary, nanmean
 from abm.model import RecourseModel
 from abm.registry import REGISTRY
 from abm.rng import stream
+from policies.fairness.static import (
+    TRIAL_COLUMNS as FAIRNESS_COLUMNS,
+)
+from policies.fairness.static import FairnessTrialParams, run_fairness_trial
 from policies.improvement.static import TRIAL_COLUMNS, TrialParams, run_trial
 from policies.robust.table1 import TABLE1_COLUMNS, Table1Params, run_table1_cell
 from policies.safear.risk import var_cvar
@@ -333,6 +337,14 @@ EXPERIMENTS: dict[str, Experiment] = {
             "one fold of one cell of robust-recourse Table 1 (German Credit, LR)",
             Table1Params,
             TABLE1_COLUMNS + ("elapsed_s",),
+            policy=False,
+        ),  # fmt: skip
+        Experiment(
+            "fairness-trial",
+            run_fairness_trial,
+            "one paired trial of the SCARF synthetic SCM reproduction (long-term fairness)",
+            FairnessTrialParams,
+            FAIRNESS_COLUMNS + ("elapsed_s",),
             policy=False,
         ),  # fmt: skip
     )

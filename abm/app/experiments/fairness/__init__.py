@@ -1,0 +1,1 @@
+"""The SCARF synthetic reproduction (long-term fairness): :mod:`.reproduce`."""

@@ -1,0 +1,281 @@
+"""SCARF in the population world (specs/long-term-fairness.md §4): ``scarf``, ``scarf-mlp``
+and ``ei``.
+
+``prepare(ctx)`` trains the generator through a differentiable surrogate built from what
+the paper assumes known (documented: the policy uses the known causal graph):
+
+* the counterfactual x̃ = q(x, δ): δ on the improvable features I, passed down
+  ``ctx.causal_graph`` as its linear SEM (total effects (I − W)⁻¹ with edges into I cut;
+  no clipping inside the surrogate);
+* the decision model's logit, centred on logit(th₀), the initial threshold: the
+  (1 − k/m)-quantile of the training rows' scores (ours);
+* cohorts of ``cohort`` rows resampled from ``ctx.X_train`` with their groups
+  (``ctx.group_train``); group 0 is the disadvantaged one, s = 1 every other group;
+* no dynamics: x_{t+1} = x̃_t (the top-k world itself is not differentiated).
+
+Seeding: stream ``fairness-<name>`` of the scenario's seed, torch on one thread.
+
+``recommend`` gives each rejected applicant δ on I: ``scarf`` follows the plan its LSTM
+made at the candidate's first advice (step = how many times the policy advised that
+candidate, kept by candidate id, capped at T − 1); ``scarf-mlp`` asks its MLP for the
+candidate's current features. x_cf = ``ctx.causal_graph.propagate(...)``, goal = M(x_cf).
+The advice is scaled so its total L1 cost fits ``obs.budget_left`` (with ``pace``, ours,
+only budget_left / ticks remaining of an episode budget is spent per tick), then
+:func:`policies.budget.fit_to_budget` guards the exact total.
+
+``ei``: no advice; it names the world whose decision model is trained with the EI
+objective (``decision_model = "ei"``, :mod:`abm.fair_models`) and refuses any other, so
+a study row labelled ``ei`` is that world.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any
+
+import numpy as np
+from pydantic import Field
+
+from abm.interfaces import Feedback, FollowsModel, PolicyContext, Recommendation, RecourseObs
+from abm.registry import Registry
+from abm.rng import stream
+from abm.validation import ConfigError, problem
+from policies.budget import fit_to_budget
+from policies.fairness.generator import (
+    TrainSettings,
+    check_budget,
+    check_horizon,
+    check_lambdas,
+    plan_lstm,
+    step_mlp,
+    train,
+)
+
+
+def improvable_features(ctx: PolicyContext, given: tuple[int, ...] | None, name: str) -> np.ndarray:
+    """The improvable set I as sorted indices: ``given``, else the mutable features with a
+    child in the causal graph (every mutable feature without a graph). Raises
+    :class:`ConfigError` for an empty set, an index out of range or an immutable one."""
+    z = ctx.n_features
+    field = f"{name}: improvable"
+    if given is None:
+        graph = ctx.causal_graph
+        if graph is None:
+            idx = np.flatnonzero(ctx.mutable)
+        else:
+            levers = {i for i, _, _ in graph.edges}
+            idx = np.array(sorted(i for i in levers if ctx.mutable[i]), dtype=np.int64)
+    else:
+        idx = np.array(sorted(set(int(i) for i in given)), dtype=np.int64)
+        if any(not 0 <= i < z for i in idx):
+            raise ConfigError(problem(field, tuple(given), f"indices in [0, {z - 1}]"))
+        if ctx.immutable[idx].any():
+            raise ConfigError(problem(field, tuple(given), "mutable features only"))
+    if idx.size == 0:
+        raise ConfigError(problem(field, () if given is None else tuple(given),
+                                  "at least one mutable feature"))  # fmt: skip
+    return idx
+
+
+class GraphSurrogate:
+    """The population surrogate (see the module docstring): improvable ``idx`` (k,), total
+    effects ``E`` (k, z) of a unit δ on each, a linear logit (``w`` (z,), ``b``) centred on
+    ``centre``."""
+
+    def __init__(self, idx: np.ndarray, E: np.ndarray, w: np.ndarray, b: float,
+                 centre: float) -> None:  # fmt: skip
+        import torch
+
+        self.k = idx.size
+        self.E = torch.as_tensor(np.array(E, dtype=float))
+        self.w = torch.as_tensor(np.array(w, dtype=float))
+        self.b = float(b) - float(centre)
+
+    def counterfactual(self, X, D):
+        return X + D @ self.E
+
+    def logit(self, X):
+        return X @ self.w + self.b
+
+    def transition(self, X, soft, t, noise):
+        return X
+
+    def noise(self, T, n, gen):
+        return None
+
+
+def total_effects(ctx: PolicyContext, idx: np.ndarray) -> np.ndarray:
+    """(k, z): the change of every feature per unit change of each improvable feature,
+    through the graph's linear SEM with the edges into I cut (intervened features keep
+    their values)."""
+    z = ctx.n_features
+    W = np.zeros((z, z)) if ctx.causal_graph is None else np.array(ctx.causal_graph.W)
+    W[:, idx] = 0.0
+    total = np.linalg.inv(np.eye(z) - W)
+    return total[idx]
+
+
+class ScarfPolicy(FollowsModel):
+    """SCARF (``generator = "lstm"``) or its memoryless ablation (``"mlp"``) in the world."""
+
+    name = "scarf"
+    kind = "lstm"
+
+    def __init__(
+        self,
+        horizon: Annotated[int, Field(ge=1, le=10_000)] = 10,
+        lam: tuple[float, float, float] = (1.0, 1.0, 1.0),
+        hidden: Annotated[int, Field(ge=1, le=4096)] = 32,
+        lr: Annotated[float, Field(gt=0.0, le=10.0)] = 0.02,
+        epochs: Annotated[int, Field(ge=0, le=1_000_000)] = 150,
+        tau: Annotated[float, Field(gt=0.0, le=100.0)] = 0.1,
+        plan_budget: Annotated[float, Field(ge=0.0, le=1e6)] = 1.0,
+        cohort: Annotated[int, Field(ge=2, le=1_000_000)] = 512,
+        pace: bool = True,
+        improvable: tuple[int, ...] | None = None,
+    ) -> None:
+        self.horizon = check_horizon(horizon)
+        self.lam = check_lambdas(lam)
+        self.plan_budget = check_budget(plan_budget, f"{self.name}: plan_budget")
+        self.settings = TrainSettings(lam=self.lam, hidden=hidden, lr=lr, epochs=epochs, tau=tau)
+        self.cohort = cohort
+        self.pace = bool(pace)
+        self.improvable_given = None if improvable is None else tuple(improvable)
+
+    # -- protocol ------------------------------------------------------------------------
+    def prepare(self, ctx: PolicyContext) -> None:
+        if ctx.budget is None:
+            raise ConfigError(f"{self.name} needs budget ≥ 0; budget = None is not allowed")
+        if not ctx.decision_model.is_linear:
+            raise ConfigError(problem(f"{self.name}: decision_model", "non-linear",
+                                      "a linear model (logistic, dp, ei)"))  # fmt: skip
+        if ctx.X_train is None or ctx.X_train.shape[0] < 2:
+            raise ConfigError(f"{self.name} needs training rows (PolicyContext.X_train)")
+        self.ctx = ctx
+        self.idx = improvable_features(ctx, self.improvable_given, self.name)
+        scenario = ctx.extra.get("scenario")
+        seed = int(getattr(scenario, "seed", 0))
+        rng = stream(seed, f"fairness-{self.name}")
+        X, group = ctx.X_train, ctx.group_train
+        s = np.zeros(X.shape[0]) if group is None else (np.asarray(group) != 0).astype(float)
+        rows = rng.integers(0, X.shape[0], self.cohort)
+        model = ctx.decision_model
+        share = min(max(1.0 - ctx.k / max(ctx.m, 1), 0.0), 1.0)
+        self.centre = float(np.quantile(model.logit(X), share))
+        sur = GraphSurrogate(self.idx, total_effects(ctx, self.idx), np.asarray(model.weights),
+                             float(model.intercept), self.centre)  # fmt: skip
+        self.net = train(self.kind, sur, X[rows], s[rows], self.horizon,
+                         self.plan_budget * self.cohort, self.settings,
+                         seed=int(rng.integers(2**31)))  # fmt: skip
+        self.steps: dict[int, int] = {}  # candidate id -> times advised
+        self.plans: dict[int, np.ndarray] = {}  # candidate id -> (T, k) plan (lstm)
+        self.stats = {"advised": 0.0, "spent": 0.0}
+
+    def recommend(self, obs: RecourseObs, rng: np.random.Generator) -> Recommendation:
+        self.use_model(obs.decision_model)
+        n, z = obs.X.shape
+        ids = obs.ids.tolist()
+        s = np.zeros(n) if obs.group is None else (np.asarray(obs.group) != 0).astype(float)
+        step = np.array([min(self.steps.get(c, 0), self.horizon - 1) for c in ids], dtype=int)
+        D = self._deltas(obs.X, s, ids, step)
+        allowance = self._allowance(obs)
+        X_cf = self._advice(obs.X, D)
+        cost = np.abs(X_cf - obs.X).sum(axis=1)
+        total = float(cost.sum())
+        if total > allowance:  # shrink every δ alike, then let fit_to_budget trim the rest
+            D = D * (allowance / total)
+            X_cf = self._advice(obs.X, D)
+            cost = np.abs(X_cf - obs.X).sum(axis=1)
+        advised = cost > 0
+        goal = np.full(n, np.nan)
+        goal[advised] = self.ctx.decision_model.score(X_cf[advised])
+        X_cf[~advised] = obs.X[~advised]
+        rec = Recommendation(goal=goal, X_cf=X_cf, advised=advised,
+                             info={"scarf_step": np.where(advised, step, -1)})  # fmt: skip
+        rec = fit_to_budget(rec, obs.X, obs.budget_left)
+        kept = rec.advised_mask()
+        for i in np.flatnonzero(kept):
+            self.steps[ids[i]] = self.steps.get(ids[i], 0) + 1
+        self.stats["advised"] += float(kept.sum())
+        self.stats["spent"] += float(np.abs(rec.X_cf[kept] - obs.X[kept]).sum())
+        return rec
+
+    def observe(self, feedback: Feedback) -> None:
+        """Nothing to learn online: the generator is fixed after ``prepare``."""
+
+    def tick_stats(self) -> dict[str, float]:
+        """Advised candidates and the L1 advised since the last call."""
+        out = dict(self.stats)
+        self.stats = dict.fromkeys(self.stats, 0.0)
+        return out
+
+    # -- helpers -------------------------------------------------------------------------
+    def _deltas(self, X: np.ndarray, s: np.ndarray, ids: list[int], step: np.ndarray) -> np.ndarray:
+        """δ (n, k) for the rejected X (n, z) at their steps (n,)."""
+        n = X.shape[0]
+        if n == 0:
+            return np.zeros((0, self.idx.size))
+        if self.kind == "mlp":
+            return step_mlp(self.net, X, s)
+        new = [i for i, c in enumerate(ids) if c not in self.plans]
+        if new:  # a candidate's plan is made once, from the features of its first advice
+            plans = plan_lstm(self.net, X[new], s[new])
+            for row, i in enumerate(new):
+                self.plans[ids[i]] = plans[row]
+        return np.stack([self.plans[c][t] for c, t in zip(ids, step.tolist(), strict=True)])
+
+    def _advice(self, X: np.ndarray, D: np.ndarray) -> np.ndarray:
+        """x_cf: X (n, z) with δ (n, k) on I within the bounds, passed down the graph."""
+        X_new = X.copy()
+        X_new[:, self.idx] = np.clip(X[:, self.idx] + D, self.ctx.lower[self.idx],
+                                     self.ctx.upper[self.idx])  # fmt: skip
+        graph = self.ctx.causal_graph
+        if graph is None:
+            return X_new
+        hit = np.zeros(X.shape, dtype=bool)
+        hit[:, self.idx] = X_new[:, self.idx] != X[:, self.idx]
+        return graph.propagate(X, X_new, hit)
+
+    def _allowance(self, obs: RecourseObs) -> float:
+        left = float(obs.budget_left)
+        if math.isinf(left) or not self.pace or self.ctx.budget_scope != "episode":
+            return left
+        remaining = max(self.ctx.ticks - obs.tick, 1)
+        return left / remaining
+
+
+class ScarfMLPPolicy(ScarfPolicy):
+    """The memoryless ablation: δ_t = f(x_t, s) from the candidate's current features."""
+
+    name = "scarf-mlp"
+    kind = "mlp"
+
+
+class EIWorld:
+    """No advice, in a world whose decision model is trained with the EI objective."""
+
+    name = "ei"
+
+    def prepare(self, ctx: PolicyContext) -> None:
+        scenario: Any = ctx.extra.get("scenario")
+        dm = getattr(scenario, "decision_model", None)
+        if scenario is not None and dm != "ei":
+            raise ConfigError(problem("decision_model", dm, "'ei' (policy ei is that world)"))
+
+    def recommend(self, obs: RecourseObs, rng: np.random.Generator) -> Recommendation:
+        n = obs.n_rejected
+        return Recommendation(goal=np.full(n, np.nan), X_cf=obs.X.copy(),
+                              advised=np.zeros(n, dtype=bool))  # fmt: skip
+
+    def observe(self, feedback: Feedback) -> None:
+        pass
+
+
+def register(registry: Registry) -> None:
+    """Add ``scarf``, ``scarf-mlp`` and ``ei`` to the registry."""
+    registry.policy("scarf", ScarfPolicy,
+                    "long-term fairness (SCARF): LSTM interventions on the causal graph; needs budget")  # fmt: skip
+    registry.policy("scarf-mlp", ScarfMLPPolicy,
+                    "long-term fairness: memoryless MLP ablation of scarf; needs budget")  # fmt: skip
+    registry.policy("ei", EIWorld,
+                    "long-term fairness: no advice under decision_model = 'ei' (EI-trained model)")  # fmt: skip
