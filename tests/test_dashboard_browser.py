@@ -253,6 +253,17 @@ def table_rows(page, selector: str = ".rabm-applicants") -> list[list[str]]:
     )
 
 
+def rows_when(page, ready, selector: str = ".rabm-applicants") -> list[list[str]]:
+    """The table's rows once ``ready(rows)`` holds: the table may redraw a moment after the
+    status line and the charts (last rows returned after the timeout, for the assertion)."""
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    rows = table_rows(page, selector)
+    while not ready(rows) and time.monotonic() < deadline:
+        page.wait_for_timeout(100)
+        rows = table_rows(page, selector)
+    return rows
+
+
 def table_headers(page, selector: str = ".rabm-applicants") -> list[str]:
     return page.locator(f"{selector} .rabm-table thead th").evaluate_all(
         "ths => ths.map(th => th.innerText.trim())"
@@ -408,7 +419,7 @@ def test_defect6_applicant_table_shows_rejected_full_columns_and_tiny_advice(ser
         assert any(name in h for h in headers), (name, headers)
     page.locator(".rabm-applicants .v-data-footer__select .v-select__slot").click()
     page.locator(".menuable__content__active .v-list-item", has_text="All").click()
-    rows = table_rows(page)
+    rows = rows_when(page, lambda rows: {"accepted", "rejected"} <= {r[3] for r in rows})
     outcomes = {r[3] for r in rows}
     assert {"accepted", "rejected"} <= outcomes
     # no column is cut off: the table fits its card
@@ -642,7 +653,7 @@ def test_lesson_plan_of_teaching_md(server, browser):
     page.locator(".rabm-explanation").get_by_text("Press Step twice").wait_for()
     step(page, 1)
     step(page, 2)
-    rows = table_rows(page)
+    rows = rows_when(page, lambda rows: any(r[1] == "2" for r in rows))
     back = [r for r in rows if r[1] == "2"]  # second attempts at tick 1
     assert sorted(r[3] for r in back) == ["accepted", "rejected"]
     turned_away = [r for r in back if r[3] == "rejected"][0]
