@@ -40,12 +40,19 @@ def select_top_k(scores: np.ndarray, k: int, rng: np.random.Generator) -> tuple[
 
 
 class DecisionMaker(mesa.Agent):
-    """Scores applicants with the decision model and admits the top k each tick."""
+    """Scores applicants with the decision model in force and admits the top k each tick.
 
-    def __init__(self, model: RecourseModel, decision_model: DecisionModel, k: int) -> None:
+    The model is read from :attr:`RecourseModel.scorer`, so a retrained one (world
+    extensions §2) is used as soon as it is fitted.
+    """
+
+    def __init__(self, model: RecourseModel, k: int) -> None:
         super().__init__(model)
-        self.decision_model = decision_model
         self.k = k
+
+    @property
+    def decision_model(self) -> DecisionModel:
+        return self.model.scorer
 
     def score(self, X: np.ndarray) -> np.ndarray:
         """M(x) of applicants X (n, z), shape (n,)."""
@@ -112,7 +119,7 @@ class Candidate(mesa.Agent):
     @property
     def score(self) -> float:
         """Score the decision-maker gave at the last application."""
-        return float(self.model.decision_maker.score(self.observed_features[None, :])[0])
+        return float(self.model.scorer.score(self.observed_features[None, :])[0])
 
     @property
     def status(self) -> str:

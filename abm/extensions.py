@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import ndtr
 from sklearn.base import clone
 
 from abm import metrics, metrics_ext
@@ -176,17 +175,14 @@ class Mechanisms:
         self.scorer = DecisionModel(estimator.fit(X, y))
         self.version += 1
 
-    def issued(self, advised: np.ndarray, X_cf: np.ndarray, threshold: float) -> dict:
+    def issued(self, advised: np.ndarray, cf_scores: np.ndarray, threshold: float) -> dict:
         """The retraining columns (n,) of rows advised now: the model version, the threshold
-        and M(x_cf) at issue (-1 / NaN where not advised)."""
-        n = advised.shape[0]
-        version = np.full(n, -1, dtype=np.int64)
+        and M(x_cf) at issue. ``cf_scores`` (n,) are the advice's scores under the model in
+        force, NaN where not advised; unadvised rows get version -1 and NaN."""
+        version = np.full(advised.shape[0], -1, dtype=np.int64)
         version[advised] = self.version
         th = np.where(advised, threshold, math.nan)
-        score = np.full(n, math.nan)
-        if advised.any():
-            score[advised] = self.scorer.score(X_cf[advised])
-        return {"issued_version": version, "issued_threshold": th, "issued_score": score}
+        return {"issued_version": version, "issued_threshold": th, "issued_score": cf_scores}
 
     # -- decide: after the selection -----------------------------------------------------
     def draw_outcomes(
@@ -245,12 +241,10 @@ class Mechanisms:
         return self.probability_of_score(self.true_score(X))
 
     def probability_of_score(self, s: np.ndarray) -> np.ndarray:
-        """h* as a function of the true score s = w*·x (n,): Φ((s − c*)/σ*), a step at σ* = 0
-        (as :func:`abm.metrics_ext.true_outcome_probability`, without its input checks)."""
-        c, sigma = self.config.outcome_threshold, self.sigma_star
-        if sigma == 0:
-            return (s > c).astype(np.float64)
-        return ndtr((s - c) / sigma)
+        """h* as a function of the true score s = w*·x (n,) (§1)."""
+        return metrics_ext.probability_of_true_score(
+            s, self.config.outcome_threshold, self.sigma_star
+        )
 
     def true_score(self, X: np.ndarray) -> np.ndarray:
         """w*·x (n,) for rows X (n, z)."""

@@ -48,7 +48,12 @@ def true_outcome_probability(
     """
     if not (sigma_star >= 0 and np.isfinite(sigma_star)):
         raise ConfigError(problem("outcome_noise", sigma_star, "a finite number >= 0"))
-    s = _true_score(X, w_star)
+    return probability_of_true_score(_true_score(X, w_star), c_star, sigma_star)
+
+
+def probability_of_true_score(s: np.ndarray, c_star: float, sigma_star: float) -> np.ndarray:
+    """h* from the true score s = w*·x (n,): Φ((s − c*)/σ*), the step 1[s > c*] at σ* = 0.
+    No input checks: :func:`true_outcome_probability` makes them for user input."""
     if sigma_star == 0:
         return (s > c_star).astype(np.float64)
     return ndtr((s - c_star) / sigma_star)

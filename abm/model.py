@@ -24,7 +24,7 @@ from mesa.agent import AgentSet
 from abm import behaviour, metrics, metrics_ext
 from abm.agents import Candidate, DecisionMaker, select_top_k
 from abm.config import ScenarioConfig
-from abm.extensions import Mechanisms
+from abm.extensions import VALID_TOL, Mechanisms
 from abm.interfaces import (
     Feedback,
     HistoryWindow,
@@ -148,7 +148,7 @@ class RecourseModel(mesa.Model):
         self._set_feature_facts(config)
         # the extensions' state (specs/world-extensions.md); None while all are off
         self.mech = Mechanisms(config, self.world) if config.extensions else None
-        self.decision_maker = DecisionMaker(self, self.world.decision_model, config.k)
+        self.decision_maker = DecisionMaker(self, config.k)
         # privileged: rollouts of this model (planning references only, see abm.planning)
         self.simulator = Simulator(self, type(self).from_snapshot)
         self.context = self._policy_context()
@@ -226,7 +226,6 @@ class RecourseModel(mesa.Model):
         return Snapshot(
             config=self.config,
             world=self.world,
-            decision_maker=self.decision_maker,
             tick=self.tick,
             next_id=self._next_id,
             population=self.population,
@@ -244,7 +243,7 @@ class RecourseModel(mesa.Model):
         in the model. ``policy`` is used as given (``prepare`` is not called).
         """
         fork = object.__new__(cls)
-        fork.config, fork.world, fork.decision_maker = snap.config, snap.world, snap.decision_maker
+        fork.config, fork.world = snap.config, snap.world
         fork.streams, fork.policy = streams, policy
         fork.policy_name = f"fork of {type(policy).__name__}"
         fork.use_agents = fork.record_events = fork._recording = fork._bounded = False
@@ -361,7 +360,7 @@ class RecourseModel(mesa.Model):
         issued = None
         if self.mech is not None and self.mech.retraining:
             # §2 and robust-recourse §5: under which model, threshold and score advice was given
-            issued = self.mech.issued(advice.advised, advice.X_cf, d.threshold)
+            issued = self.mech.issued(advice.advised, self._cf_scores(advice)[0], d.threshold)
         stayers, leaving = self._advised_rows(applicants, rej, dropped, advice, t, issued)
         outcome = self._implement(stayers)
 
@@ -424,7 +423,9 @@ class RecourseModel(mesa.Model):
         )
         extra = None
         if self.mech is not None and self.mech.retraining:
-            extra = self.mech.issued(np.zeros(n, dtype=bool), X, math.nan)
+            extra = self.mech.issued(
+                np.zeros(n, dtype=bool), filled(n, np.nan, np.float64), math.nan
+            )
         return Population.entrants(ids, X, t, risk, group, extra)
 
     def _feedback_before(self, t: int, returning: Population, ext: dict | None = None):
@@ -644,18 +645,25 @@ class RecourseModel(mesa.Model):
         if self.record_events:
             self._record_events(d, advice, r, outcome)
 
+    def _cf_scores(self, advice: _Advice) -> tuple[np.ndarray, np.ndarray]:
+        """(M(x_cf) (n,) with NaN where unadvised, M(x_cf) of the advised (a,)) under the
+        model in force; computed once a tick, for the record and the retraining columns."""
+        if advice.scores is None:
+            scorer = self.scorer
+            if advice.all_advised:  # the advised are the rejected: one array serves both
+                cf_scores = cf_adv = scorer.score(advice.X_cf)
+            else:
+                cf_scores = filled(advice.advised.shape[0], np.nan, np.float64)
+                cf_adv = scorer.score(advice.X_cf[advice.advised])
+                cf_scores[advice.advised] = cf_adv
+            advice.scores = (cf_scores, cf_adv)
+        return advice.scores
+
     def _responses(self, d: _Decided, advice: _Advice, dropped, outcome) -> _Responses:
         """Per-rejected figures of the advice and of what the candidates made of it."""
-        n, adv = d.rej.shape[0], advice.advised
-        scorer = self.scorer
-        if advice.all_advised:  # the advised are the rejected: their arrays serve both
-            cf_scores = cf_adv = scorer.score(advice.X_cf)
-            goal_adv = advice.goal
-        else:
-            cf_scores = filled(n, np.nan, np.float64)
-            cf_adv = scorer.score(advice.X_cf[adv])
-            cf_scores[adv] = cf_adv
-            goal_adv = advice.goal[adv]
+        n = d.rej.shape[0]
+        cf_scores, cf_adv = self._cf_scores(advice)
+        goal_adv = advice.goal if advice.all_advised else advice.goal[advice.advised]
         cost = metrics.recommendation_cost(advice.X, advice.X_cf, self.difficulty)
         implemented = np.zeros(n, dtype=bool)
         implemented[~dropped] = outcome.implemented
@@ -824,16 +832,9 @@ class RecourseModel(mesa.Model):
             row[f"rr_g{g}"] = metrics.recourse_reliability(int(n_succ_acc[g]), int(n_succ[g]))
         for g in range(G):
             row[f"rf_g{g}"] = metrics.recourse_feasibility(int(n_succ[g]), int(window[g]))
-        # per_group_rates / per_group_mean without their input checks: ids come from us
-        n_app = np.bincount(group, minlength=G)
-        n_acc = np.bincount(group[accepted], minlength=G)
-        wait = np.bincount(group[accepted], weights=d.t - applicants.entered[accepted], minlength=G)
-        for g in range(G):
-            row[f"n_applicants_g{g}"] = int(n_app[g])
-        for g in range(G):
-            row[f"accept_rate_g{g}"] = metrics.ratio(int(n_acc[g]), int(n_app[g]))
-        for g in range(G):
-            row[f"mean_time_to_accept_g{g}"] = float(wait[g] / n_acc[g]) if n_acc[g] else math.nan
+        row.update(metrics_ext.per_group_rates(accepted, group, G))
+        wait = (d.t - applicants.entered[accepted]).astype(np.float64)
+        row.update(metrics_ext.per_group_mean(wait, group[accepted], G, "mean_time_to_accept"))
 
     def _extension_events(self, d, advice, outcome, dropped, chunk, per_applicant) -> None:
         """The candidate table's extension columns (§7), added to ``chunk``."""
@@ -856,7 +857,7 @@ class RecourseModel(mesa.Model):
             valid = np.full(a, -1, dtype=np.int8)
             seen = ~np.isnan(cf_now)
             goal = applicants.goal
-            valid[seen] = cf_now[seen] >= goal[seen] - 1e-6
+            valid[seen] = cf_now[seen] >= goal[seen] - VALID_TOL
             chunk["valid_now"] = valid
         if mech.groups:
             chunk["group"] = applicants.group.copy()
@@ -981,12 +982,13 @@ class _Decided:
 class _Advice:
     """Validated advice of one tick: goal (n,), features seen X (n, z), X_cf (n, z), advised (n,)."""
 
-    __slots__ = ("goal", "X", "X_cf", "advised", "info", "all_advised", "counts")
+    __slots__ = ("goal", "X", "X_cf", "advised", "info", "all_advised", "counts", "scores")
 
     def __init__(self, goal, X, X_cf, advised, info, all_advised, counts) -> None:
         self.goal, self.X, self.X_cf, self.advised, self.info = goal, X, X_cf, advised, info
         self.all_advised = all_advised
         self.counts = counts  # (n_unreached, n_withheld, n_no_change) among the unadvised
+        self.scores = None  # (M(x_cf) (n,), of the advised (a,)): see RecourseModel._cf_scores
 
 
 class _Responses:

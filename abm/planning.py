@@ -39,13 +39,13 @@ class Snapshot:
 
     ``dropped`` holds ``(tick, rejected-and-dropped rows)`` of the last T ticks (they stay
     in the RF window, eq. 3). ``pending`` is the decided part of the tick while the model
-    waits for ``respond()`` (an opaque object of the model), else None. ``world`` and
-    ``decision_maker`` are shared with the model and only read.
+    waits for ``respond()`` (an opaque object of the model), else None. ``world`` is
+    shared with the model and only read; the decision model in force is part of
+    ``mechanisms`` (a fork scores with its own copy).
     """
 
     config: ScenarioConfig
     world: Any
-    decision_maker: Any
     tick: int
     next_id: int
     population: Population
