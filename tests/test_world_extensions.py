@@ -452,3 +452,14 @@ def test_score_distance_and_decision_accuracy_known_answers():
     assert math.isnan(score_distance_between_groups(scores, np.zeros(6, int), 2))
     tt = _run("threshold", 10, scenario="groups", seed=1).tick_table()
     assert tt["decision_accuracy"].between(0, 1).all() and (tt["w_score"] >= 0).all()
+
+
+def test_mesa_agents_score_with_the_model_in_force_after_a_refit():
+    m = RecourseModel("retraining", "threshold", seed=0, agents=True, validity=5, ticks=12)
+    m.run(11)
+    assert m.model_version == 1 and m.decision_maker.decision_model is m.scorer
+    cand = next(iter(m.candidates))
+    expected = m.scorer.score(cand.observed_features[None, :])[0]
+    assert (
+        cand.score == expected != m.world.decision_model.score(cand.observed_features[None, :])[0]
+    )
