@@ -10,7 +10,7 @@ from scipy.special import logit
 
 from abm.behaviour import attainability
 from abm.interfaces import Feedback, FollowsModel, PolicyContext, Scorer, linear_logit
-from abm.validation import ConfigError
+from abm.validation import ConfigError, problem
 
 CostWeights = Literal["uniform", "true", "estimated"]
 COST_WEIGHTS: tuple[str, ...] = get_args(CostWeights)
@@ -108,6 +108,28 @@ def require_linear(name: str, model: Scorer) -> None:
         raise ConfigError(f"{name} needs a linear decision model (logistic regression), got {kind}")
 
 
+# optimistic difficulties never go below this: a planning weight of 0 would make a feature
+# free, and fill_order ranks floored features by |w_i| among themselves either way
+OPTIMISM_FLOOR = 1e-3
+
+
+def optimistic_difficulty(d_hat: np.ndarray, updates: np.ndarray, c: float) -> np.ndarray:
+    """Lower confidence bound d_hat_i - c / sqrt(1 + V_i), clipped to [OPTIMISM_FLOOR, 1].
+
+    d_hat (z,) the estimate of eqs. 12-14, updates (z,) V_i its observed attempts. The
+    width shrinks at the Hoeffding rate 1/sqrt(n); with c >= d0 an untried feature sits
+    at the floor, below any d in (0, 1] worth modelling (docs/exploration.md).
+    """
+    width = c / np.sqrt(1.0 + updates)
+    return np.clip(d_hat - width, OPTIMISM_FLOOR, 1.0)
+
+
+def least_tried_first(order: np.ndarray, updates: np.ndarray) -> np.ndarray:
+    """``order`` (useful features, best first) re-sorted by attempts V_i, fewest first;
+    ties keep their place in ``order`` (a stable sort)."""
+    return order[np.argsort(updates[order], kind="stable")]
+
+
 class ExactLinear(FollowsModel):
     """Exactly optimal weighted-L1 recourse for linear (logistic) decision models.
 
@@ -115,6 +137,14 @@ class ExactLinear(FollowsModel):
     ``estimated`` (d learned online from observed implementation outcomes, eqs. 12-14,
     starting at ``d0`` with step size ``eta0``). Advice uses the decision model in force
     (``use_model``); the learned d survives a change of model.
+
+    Exploration (``estimated`` only; both off by default, which is the plain greedy
+    advice): ``optimism`` = c plans with the lower confidence bound
+    :func:`optimistic_difficulty` instead of d_hat, so rarely tried features look cheap
+    until tried; ``explore_share`` = epsilon gives each advised candidate, with
+    probability epsilon (drawn from the policy's ``rng``), advice that fills the least
+    tried useful features first (:func:`least_tried_first`). Either way the advice reaches
+    the same goal exactly: only which features carry the change differs.
     """
 
     def __init__(
@@ -122,6 +152,8 @@ class ExactLinear(FollowsModel):
         weights: CostWeights = "uniform",
         d0: Annotated[float, Field(gt=0.0, le=1.0)] = 0.5,
         eta0: Annotated[float, Field(ge=0.0)] = 0.05,
+        optimism: Annotated[float, Field(ge=0.0)] = 0.0,
+        explore_share: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0,
     ) -> None:
         if weights not in COST_WEIGHTS:
             raise ValueError(f"weights must be one of {', '.join(COST_WEIGHTS)}, got {weights!r}")
@@ -129,8 +161,24 @@ class ExactLinear(FollowsModel):
             raise ValueError(f"d0 must be in (0, 1], got {d0!r}")
         if not 0.0 <= eta0 < float("inf"):
             raise ValueError(f"eta0 must be a finite number >= 0, got {eta0!r}")
+        if not 0.0 <= optimism < float("inf"):
+            raise ConfigError(
+                "exact-linear: " + problem("optimism", optimism, "a finite number >= 0")
+            )
+        if not 0.0 <= explore_share <= 1.0:
+            raise ConfigError(
+                "exact-linear: " + problem("explore_share", explore_share, "a number in [0, 1]")
+            )
+        for name, value in (("optimism", optimism), ("explore_share", explore_share)):
+            if value and weights != "estimated":
+                # exploration feeds the online estimate: with fixed weights it only costs
+                raise ConfigError(
+                    "exact-linear: "
+                    + problem(name, value, f"0 unless weights='estimated' (got {weights!r})")
+                )
         self.weights = weights
         self.d0, self.eta0 = d0, eta0
+        self.optimism, self.explore_share = float(optimism), float(explore_share)
         self.estimator: DifficultyEstimator | None = None
 
     def prepare(self, ctx: PolicyContext) -> None:
@@ -153,14 +201,31 @@ class ExactLinear(FollowsModel):
             return self.estimator.d
         return self._uniform
 
+    def planning_weights(self) -> np.ndarray:
+        """The weights advice is planned with, shape (z,): :meth:`cost_weights`, or their
+        optimistic lower bound when ``optimism`` > 0."""
+        if self.optimism > 0.0:
+            est = self.estimator
+            return optimistic_difficulty(est.d, est.updates, self.optimism)
+        return self.cost_weights()
+
     def recommend(self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         m = self.ctx.decision_model
-        cost = self.cost_weights()
+        cost = self.planning_weights()
         if self._order is None or self.estimator is not None:  # learned costs move
             self._order = fill_order(m.weights, cost, self.ctx.mutable)
-        return exact_linear_counterfactuals(
+        X_cf = exact_linear_counterfactuals(
             X, goals, m.weights, m.intercept, cost, self.ctx.mutable, self._order
         )
+        if self.explore_share > 0.0:
+            # one draw per candidate, every call: the stream's use depends on n alone
+            pick = (rng.random(X.shape[0]) < self.explore_share).nonzero()[0]
+            if pick.size:
+                order = least_tried_first(self._order, self.estimator.updates)
+                X_cf[pick] = exact_linear_counterfactuals(
+                    X[pick], goals[pick], m.weights, m.intercept, cost, self.ctx.mutable, order
+                )
+        return X_cf
 
     def observe(self, feedback: Feedback) -> None:
         if self.estimator is not None:

@@ -28,3 +28,7 @@ def register(registry: Registry) -> None:
         "threshold-estimated", registry.composite("last-threshold", "exact-linear", weights="estimated"),
         "last threshold + exact-linear weighted by difficulties learned online (eqs. 12-14)",
     )  # fmt: skip
+    registry.policy(
+        "threshold-explore", registry.composite("last-threshold", "exact-linear", weights="estimated", explore_share=0.1),
+        "threshold-estimated, but 10% of advice fills the least-tried features first (docs/exploration.md)",
+    )  # fmt: skip

@@ -63,7 +63,7 @@ def test_malformed_specs_are_one_line_errors(spec, message):
         ("nope", "policy = 'nope' is not registered; allowed: "),
         ("last-threshold+nope", "recommender = 'nope' is not registered"),
         ("nope+exact-linear", "goal selector = 'nope' is not registered"),
-        ("threshold:margn=1", "policy 'threshold' has no parameter 'margn'; allowed: d0, eta0, weights"),
+        ("threshold:margn=1", "policy 'threshold' has no parameter 'margn'; allowed: d0, eta0, explore_share, optimism, weights"),
         ("none:x=1", "policy 'none' has no parameter 'x'; allowed: no parameters"),
         ("last-threshold:margn=1+exact-linear",
          "goal selector 'last-threshold' has no parameter 'margn'; allowed: margin"),
