@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from abm.app.cli import app
 from abm.app.envs import PopulationEnv
 from abm.app.evaluation import evaluate
+from abm.app.experiments.pareto import TABLE3_COLUMNS
 from abm.app.experiments.rl_training import (
     PREDICTOR_SAC,
     RECOMMENDER_MAX_STEP,
@@ -339,7 +340,8 @@ def test_pareto_study_runs_every_piece_on_a_tiny_budget(tmp_path):
 
     runner = CliRunner()
     tiny = ["--grid", "1:1", "--recommenders", "exact-linear,wachter", "--predictor-steps", "30",
-            "--rec-episodes", "15", "--episodes", "1", "--no-lookahead", "--summary", str(tmp_path)]  # fmt: skip
+            "--rec-episodes", "15", "--episodes", "1", "--no-lookahead", "--summary", str(tmp_path),
+            "--margins", "0,0.1", "--margin-recommenders", "exact-linear,phi"]  # fmt: skip
     t1 = tmp_path / "T1"
     r = runner.invoke(app, ["reproduce", "pareto", "--setting", "T1-b005", "--out", str(t1),
                             "--hybrid-predictors", "own", *tiny])  # fmt: skip
@@ -353,8 +355,22 @@ def test_pareto_study_runs_every_piece_on_a_tiny_budget(tmp_path):
     assert policies["hybrid-wachter"].endswith("hybrid-wachter-a1-t1-s30")
     assert policies["hybrid-exact-linear"].endswith("hybrid-a1-t1-s30")
     assert {"threshold", "threshold-wachter", "rl-recommender", "rl"} <= set(policies)
+    # the constant-margin fronts: threshold + c with exact-linear and with this φ
+    margins = {(p["method"], p["margin"]): p["policy"] for p in points if p["family"] == "margin"}
+    assert set(margins) == {
+        (m, c) for m in ("margin-exact-linear", "margin-phi") for c in ("0", "0.1")
+    }
+    assert (
+        margins[("margin-phi", "0.1")] == f"last-threshold:margin=0.1+rl:path={t1 / 'recommender'}"
+    )
     with open(t1 / "table3.csv") as f:
-        assert next(csv.reader(f)) == ["method", "T", "beta", "rf_at_rr095", "rr", "n_predictors"]
+        table = list(csv.DictReader(f))
+    assert list(table[0]) == list(TABLE3_COLUMNS)
+    rows = {r["method"]: r for r in table}
+    assert (
+        rows["rl"]["vs_margin"] == "margin-phi"
+        and rows["threshold"]["vs_margin"] == "margin-exact-linear"
+    )
 
     rerun = runner.invoke(app, ["reproduce", "pareto", "--setting", "T1-b005", "--out", str(t1),
                                 "--hybrid-predictors", "own", *tiny])  # fmt: skip

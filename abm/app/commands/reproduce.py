@@ -352,6 +352,19 @@ def pareto(
     lookahead: Annotated[
         bool, typer.Option(help="evaluate the privileged lookahead planner too")
     ] = True,
+    margins: Annotated[
+        str,
+        typer.Option(
+            help="goal margins c in [0, 1) of the constant-margin baselines (goal = threshold + c)"
+        ),
+    ] = "0,0.01,0.02,0.03,0.05,0.075,0.1,0.125,0.15,0.2,0.25,0.3",
+    margin_recommenders: Annotated[
+        str,
+        typer.Option(
+            help="recommenders of the constant-margin fronts: exact-linear,estimated,true,phi,"
+            "wachter,ustun,dice ('' for none)"
+        ),
+    ] = "exact-linear,estimated,true,phi",
     rl: Annotated[
         bool, typer.Option(help="train and evaluate rl predictors (learned φ inside)")
     ] = True,
@@ -377,7 +390,7 @@ def pareto(
     ] = "results",
 ) -> None:
     """durable-recourse-rl Figure 2 / Tables 1 and 3: RR-RF fronts of baselines, hybrids and rl."""
-    from abm.app.experiments.pareto import StudyConfig, parse_grid, run_study
+    from abm.app.experiments.pareto import StudyConfig, parse_grid, parse_numbers, run_study
 
     out = output_dir(out or Path("results/pareto") / setting)
     if summary:
@@ -385,6 +398,9 @@ def pareto(
     set_threads(threads)
     recs = tuple(r.strip() for r in recommenders.split(",") if r.strip())
     cfg = StudyConfig.of(setting=setting, grid=parse_grid(grid), recommenders=recs,
+                      margins=parse_numbers("--margins", margins),
+                      margin_recommenders=tuple(r.strip() for r in margin_recommenders.split(",")
+                                                if r.strip()),
                       predictor_steps=predictor_steps, rec_warmup_episodes=rec_warmup_episodes,
                       rec_episodes=rec_episodes, episodes=episodes, seed=seed, workers=workers,
                       hybrid_predictors=hybrid_predictors, lookahead=lookahead, rl=rl,

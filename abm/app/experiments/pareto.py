@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -56,13 +57,31 @@ PAPER_TABLE1 = {"rl": (1.9e-3, 5.9e-2), "ustun": (2.2e-16, 0.30), "wachter": (2.
 TARGET_RR = 0.95
 HYBRID_PREDICTORS = ("shared", "own", "none")
 PAPER_PREDICTOR_STEPS = 7000
-TABLE3_COLUMNS = ("method", "T", "beta", "rf_at_rr095", "rr", "n_predictors")
-POINT_COLUMNS = ("method", "family", "alpha", "tau", "policy", "rr", "rr_std", "rf", "rf_std",
-                 "gini", "cost", "n_unadvised", "episodes", "seconds", "results_schema")  # fmt: skip
+# the strongest simple baselines (issue 14): goal g = th_t + c for a constant margin c,
+# with each recommender; ``{phi}`` is the trained φ of the setting
+MARGINS = (0.0, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.125, 0.15, 0.2, 0.25, 0.3)
+MARGIN_RECOMMENDERS = {
+    "exact-linear": "exact-linear",
+    "estimated": "exact-linear:weights=estimated",
+    "true": "exact-linear:weights=true",
+    "phi": "rl:path={phi}",
+    "wachter": "wachter",
+    "ustun": "ustun",
+    "dice": "dice",
+}
+MarginRecommender = Literal["exact-linear", "estimated", "true", "phi", "wachter", "ustun", "dice"]
+# paired bootstrap over the evaluation episodes (common to every point of a setting)
+BOOTSTRAP_RESAMPLES = 2000
+TABLE3_COLUMNS = ("method", "T", "beta", "rf_at_rr095", "rf_lo", "rf_hi", "rr", "n_predictors",
+                  "episodes", "vs_margin", "diff", "diff_lo", "diff_hi")  # fmt: skip
+POINT_COLUMNS = ("method", "family", "alpha", "tau", "margin", "policy", "rr", "rr_std", "rf",
+                 "rf_std", "gini", "cost", "n_unadvised", "episodes", "seconds", "results_schema",
+                 "rr_episodes", "rf_episodes")  # fmt: skip
 # the evaluations: a study store of the `pareto-eval` experiment, one run per point
 EVALUATIONS = "evaluations"
 
 Weight = Annotated[float, Field(ge=0.0, le=1e6, allow_inf_nan=False)]
+Margin = Annotated[float, Field(ge=0.0, lt=1.0, allow_inf_nan=False)]
 
 
 class StudyConfig(BaseModel):
@@ -87,6 +106,10 @@ class StudyConfig(BaseModel):
     workers: int = Field(1, ge=1)
     hybrid_predictors: Literal["shared", "own", "none"] = "shared"
     lookahead: bool = True
+    # constant-margin fronts: every margin c with every recommender named (none: no fronts)
+    margins: tuple[Margin, ...] = MARGINS
+    margin_recommenders: tuple[MarginRecommender, ...] = ("exact-linear", "estimated", "true",
+                                                          "phi")  # fmt: skip
     rl: bool = True  # False: no predictors with φ inside (e.g. to add hybrid predictors only)
     report_only: bool = False
     # evaluate again, from the shipped artefacts, every point points.csv lists (no training)
@@ -142,6 +165,19 @@ def parse_grid(text: str) -> tuple[tuple[float, float], ...]:
     return tuple(out)
 
 
+def parse_numbers(option: str, text: str) -> tuple[float, ...]:
+    """``0,0.05,0.1`` -> (0.0, 0.05, 0.1); a ConfigError names ``option`` otherwise."""
+    out = []
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        try:
+            out.append(float(item))
+        except ValueError:
+            raise ConfigError(
+                problem(option, item, "comma-separated numbers, e.g. 0,0.05,0.1")
+            ) from None
+    return tuple(out)
+
+
 def run_study(
     cfg: StudyConfig,
     out: str | Path,
@@ -176,11 +212,12 @@ def run_study(
     with open(out / "runs.jsonl", "a") as f:
         f.write(json.dumps({"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **config}) + "\n")
     if cfg.reevaluate:
-        jobs = [j for j in _listed_points(out) if _uses(j[0], cfg.recommenders)]
-        log(
-            f"evaluating the {len(jobs)} point(s) of points.csv again with the artefacts as they are"
-        )
-        _evaluate_all(cfg, out, rec_dir, jobs, log, report)
+        listed = [j for j in _listed_points(out) if _uses(j[0], cfg.recommenders)]
+        jobs = _with_margins(cfg, listed, _phi_dir(listed, rec_dir))
+        log(f"evaluating the {len(listed)} point(s) of points.csv with the artefacts as they are, "
+            f"and {len(jobs) - len(listed)} constant-margin point(s); points already evaluated "
+            "under the current rules, with per-episode figures, are kept")  # fmt: skip
+        _evaluate_all(cfg, out, rec_dir, jobs, log, report, complete_old=True)
         return write_reports(cfg, out, rec_dir)
     if not (rec_dir / "manifest.json").is_file():
         log(f"training φ ({cfg.rec_warmup_episodes} + {cfg.rec_episodes} episodes)")
@@ -201,7 +238,8 @@ def _uses(method: str, recommenders: tuple[str, ...]) -> bool:
 
 
 def _listed_points(out: Path) -> list[tuple]:
-    """(method, family, alpha, tau, policy) of every point in ``out/points.csv``, any schema."""
+    """(method, family, alpha, tau, margin, policy) of every point in ``out/points.csv``,
+    any schema."""
     path = out / "points.csv"
     if not path.is_file():
         raise ConfigError(problem("--reevaluate", str(out), "a directory with a points.csv",
@@ -209,13 +247,43 @@ def _listed_points(out: Path) -> list[tuple]:
     jobs: dict[tuple, tuple] = {}
     for r in _read_csv(path):
         job = _job(r)
-        jobs[job[:4]] = job
+        jobs[job[:5]] = job
     return list(jobs.values())
 
 
 def _job(r: dict[str, str]) -> tuple:
-    """(method, family, alpha, tau, policy) of a points.csv row."""
-    return (r["method"], r["family"], _num(r["alpha"]), _num(r["tau"]), r["policy"])
+    """(method, family, alpha, tau, margin, policy) of a points.csv row (older files have
+    no margin column)."""
+    return (r["method"], r["family"], _num(r["alpha"]), _num(r["tau"]), _num(r.get("margin")),
+            r["policy"])  # fmt: skip
+
+
+def margin_jobs(cfg: StudyConfig, phi_dir: Path) -> list[tuple]:
+    """The constant-margin points: goal th_t + c with each recommender of
+    ``cfg.margin_recommenders``, for every c of ``cfg.margins`` (issue 14's baselines)."""
+    jobs = []
+    for rec in cfg.margin_recommenders:
+        spec = MARGIN_RECOMMENDERS[rec].format(phi=phi_dir)
+        for c in cfg.margins:
+            policy = f"last-threshold:margin={c:g}+{spec}"
+            jobs.append((f"margin-{rec}", "margin", None, None, float(c), policy))
+    return jobs
+
+
+def _with_margins(cfg: StudyConfig, jobs: list[tuple], phi_dir: Path) -> list[tuple]:
+    """``jobs`` and the margin points (a listed point of the same key gives way)."""
+    extra = margin_jobs(cfg, phi_dir)
+    keys = {j[:5] for j in extra}
+    return [j for j in jobs if j[:5] not in keys] + extra
+
+
+def _phi_dir(jobs: list[tuple], rec_dir: Path) -> Path:
+    """The φ the listed ``rl-recommender`` point used (T = 5 settings reuse another
+    setting's), else ``rec_dir``."""
+    for method, *_, policy in jobs:
+        if method == "rl-recommender" and ":path=" in policy:
+            return Path(policy.split(":path=", 1)[1])
+    return rec_dir
 
 
 def _train_predictors(cfg: StudyConfig, out: Path, rec_dir: Path, log, report) -> list[tuple]:
@@ -253,32 +321,32 @@ def _train_predictors(cfg: StudyConfig, out: Path, rec_dir: Path, log, report) -
 
 
 def _jobs(cfg: StudyConfig, rec_dir: Path, predictors: list[tuple], log) -> list[tuple]:
-    """(method, family, alpha, tau, policy) of every point to evaluate."""
+    """(method, family, alpha, tau, margin, policy) of every point to evaluate."""
     jobs = [("threshold" if r == "exact-linear" else f"threshold-{r}", "baseline", None, None,
-             "threshold" if r == "exact-linear" else f"threshold-{r}") for r in cfg.recommenders]  # fmt: skip
-    jobs.append(("rl-recommender", "baseline", None, None, f"rl-recommender:path={rec_dir}"))
+             None, "threshold" if r == "exact-linear" else f"threshold-{r}")
+            for r in cfg.recommenders]  # fmt: skip
+    jobs.append(("rl-recommender", "baseline", None, None, None, f"rl-recommender:path={rec_dir}"))
     for family, rec, alpha, tau, pdir in predictors:
         if family == "rl":
-            jobs.append(("rl", "rl", alpha, tau, f"rl:path={pdir}"))
+            jobs.append(("rl", "rl", alpha, tau, None, f"rl:path={pdir}"))
         else:
             users = cfg.recommenders if cfg.hybrid_predictors == "shared" else (rec,)
-            jobs += [
-                (f"hybrid-{r}", "hybrid", alpha, tau, f"hybrid-{r}:path={pdir}") for r in users
-            ]
+            jobs += [(f"hybrid-{r}", "hybrid", alpha, tau, None, f"hybrid-{r}:path={pdir}")
+                     for r in users]  # fmt: skip
     if cfg.lookahead and "lookahead" in REGISTRY:
-        jobs.append(("lookahead", "lookahead", None, None, "lookahead"))
+        jobs.append(("lookahead", "lookahead", None, None, None, "lookahead"))
     elif cfg.lookahead:
         log("policy 'lookahead' is not registered: left out of the fronts")
-    return jobs
+    return _with_margins(cfg, jobs, rec_dir)
 
 
 def evaluation_study(
     cfg: StudyConfig, jobs: list[tuple], episodes: list[int] | None = None
 ) -> Study:
-    """The ``pareto-eval`` study of ``jobs`` (method, family, alpha, tau, policy): one run
-    per point, its episodes on the paired seeds ``eval_seed + i``."""
+    """The ``pareto-eval`` study of ``jobs`` (method, family, alpha, tau, margin, policy):
+    one run per point, its episodes on the paired seeds ``eval_seed + i``."""
     columns: dict[str, list[Any]] = {"method": [], "family": [], "alpha": [], "tau": [],
-                                     "policy": []}  # fmt: skip
+                                     "margin": [], "policy": []}  # fmt: skip
     for job in jobs:
         for key, value in zip(columns, job, strict=True):
             columns[key].append(value)
@@ -293,17 +361,21 @@ def evaluation_study(
 
 
 def _evaluate_all(
-    cfg: StudyConfig, out: Path, rec_dir: Path, jobs: list[tuple], log, report
-) -> None:
-    """Evaluate ``jobs`` (baselines, hybrids, rl, lookahead): the points not yet in the store
-    (and those that failed before) run on the study runner, ``cfg.workers`` at a time."""
+    cfg: StudyConfig, out: Path, rec_dir: Path, jobs: list[tuple], log, report,
+    complete_old: bool = False,
+) -> None:  # fmt: skip
+    """Evaluate ``jobs`` (baselines, hybrids, rl, lookahead, margins): the points not yet in
+    the store (and those that failed before) run on the study runner, ``cfg.workers`` at a
+    time. With ``complete_old``, points stored without per-episode RR and RF (evaluated
+    before those were kept) run again, so that they get paired intervals."""
     study = evaluation_study(cfg, jobs)
     store = out / EVALUATIONS
     convert_points_csv(out, cfg)
+    mine = {r.run_id for r in study.runs()}
+    rerun = _without_episodes(store, mine) if complete_old else set()
     # every invocation adds its grid to the same (shared) store, and failures run again
     status = study_runner.run_study(study, store, workers=cfg.workers, shared=True, retry_errors=True,
-                       progress=lambda done, total: report("evaluations", done, total))  # fmt: skip
-    mine = {r.run_id for r in study.runs()}
+                       rerun=rerun, progress=lambda done, total: report("evaluations", done, total))  # fmt: skip
     _, runs = load_study(store)
     for r in runs[runs["run_id"].isin(mine)].itertuples():
         where = f"{r.method:22s} α={_fmt(_none(r.alpha)):>4} τ={_fmt(_none(r.tau)):>4}"
@@ -313,6 +385,19 @@ def _evaluate_all(
         else:
             log(f"{where}  RR {r.rr:.3f}  RF {r.rf:.3f}  ({r.seconds:.0f} s)")
     log(f"{status.completed} point(s) evaluated now, {status.skipped} already in {store}")
+
+
+def _without_episodes(store: Path, run_ids: set[str]) -> set[str]:
+    """Those of ``run_ids`` stored as finished but without per-episode RR and RF."""
+    if not (store / "manifest.json").is_file():
+        return set()
+    _, runs = load_study(store)
+    if runs.empty:
+        return set()
+    runs = runs[runs["run_id"].isin(run_ids) & (runs["status"] == "ok")]
+    if "rr_episodes" not in runs:
+        return set(runs["run_id"])
+    return set(runs.loc[runs["rr_episodes"].isna(), "run_id"])
 
 
 def convert_points_csv(out: Path, cfg: StudyConfig) -> int:
@@ -335,8 +420,8 @@ def convert_points_csv(out: Path, cfg: StudyConfig) -> int:
     for line, r in enumerate(rows, start=2):
         job = _job(r)
         params = ParetoParams(method=job[0], family=job[1], alpha=job[2], tau=job[3],
-                              episodes=int(r["episodes"])).model_dump(mode="json")  # fmt: skip
-        rid = run_id(config, job[4], "pareto-eval", params)
+                              margin=job[4], episodes=int(r["episodes"])).model_dump(mode="json")  # fmt: skip
+        rid = run_id(config, job[5], "pareto-eval", params)
         if rid not in by_id:
             jobs.append(job)
             episodes.append(int(r["episodes"]))
@@ -346,6 +431,8 @@ def convert_points_csv(out: Path, cfg: StudyConfig) -> int:
     for rid, (line, r) in by_id.items():
         row = {c: float(r[c]) for c in ("rr", "rr_std", "rf", "rf_std", "gini", "cost", "seconds")}
         row.update(n_unadvised=int(r["n_unadvised"]), episodes=int(r["episodes"]))
+        if r.get("rr_episodes"):  # written since per-episode figures are kept
+            row.update(rr_episodes=r["rr_episodes"], rf_episodes=r["rf_episodes"])
         results[rid] = {"run_id": rid, "status": "ok", "error": "", "traceback": "",
                         "elapsed_s": row["seconds"], "rows": [row], "finished_at": float(line)}  # fmt: skip
     study_runner.record_runs(study, out / EVALUATIONS, results)
@@ -374,11 +461,13 @@ def _defined(r: dict[str, Any]) -> bool:
 
 
 def read_points(out: Path) -> list[dict[str, Any]]:
-    """The evaluated points: one per (method, alpha, tau), the latest evaluation wins,
-    in the order each (method, alpha, tau) was first evaluated.
+    """The evaluated points: one per (method, alpha, tau, margin), the latest evaluation
+    wins, in the order each was first evaluated.
 
-    A failed evaluation (an error, or RR and RF both undefined) is left out. ``alpha``
-    and ``tau`` are texts ("" for baselines), as in ``points.csv``.
+    A failed evaluation (an error, or RR and RF both undefined) is left out. ``alpha``,
+    ``tau`` and ``margin`` are texts ("" where they do not apply), as in ``points.csv``;
+    ``rr_episodes`` and ``rf_episodes`` are JSON lists ("" for points evaluated before
+    they were kept).
     """
     store = out / EVALUATIONS
     if not (store / "manifest.json").is_file():
@@ -391,11 +480,14 @@ def read_points(out: Path) -> list[dict[str, Any]]:
     latest: dict[tuple, dict[str, Any]] = {}
     for r in runs.to_dict("records"):
         r["results_schema"] = schema
-        row = {c: r[c] for c in POINT_COLUMNS}
-        row["alpha"], row["tau"] = _fmt(_none(r["alpha"])), _fmt(_none(r["tau"]))
+        row = {c: r.get(c) for c in POINT_COLUMNS}
+        for c in ("alpha", "tau", "margin"):
+            row[c] = _fmt(_none(row[c]))
+        for c in ("rr_episodes", "rf_episodes"):
+            row[c] = row[c] if isinstance(row[c], str) else ""
         row["n_unadvised"], row["episodes"] = int(row["n_unadvised"]), int(row["episodes"])
         if _defined(row):
-            latest[(row["method"], row["alpha"], row["tau"])] = row
+            latest[(row["method"], row["alpha"], row["tau"], row["margin"])] = row
     return list(latest.values())
 
 
@@ -424,38 +516,129 @@ def write_reports(cfg: StudyConfig, out: Path, rec_dir: Path) -> dict[str, Any]:
     return {"table3": table3, "table1": table1, "points": points_path}
 
 
-def rf_at_rr(rows: list[dict], T: int, beta: float, target: float = TARGET_RR) -> list[dict]:
-    """RF at RR ≈ ``target`` per method, read off its Pareto front.
+def read_off(rr: np.ndarray, rf: np.ndarray, target: float = TARGET_RR) -> tuple[float, float]:
+    """(RF, RR) of a method's points rr, rf (p,) read off its Pareto front at RR = ``target``.
 
-    If the front spans ``target``, RF is interpolated linearly between the two front
-    points around it (``rr`` = target); otherwise the front point with RR closest to
-    ``target`` is taken and its own RR is reported.
+    If the front spans ``target``, RF is interpolated linearly between the two front points
+    around it (and RR is ``target``); otherwise the front point with RR closest to
+    ``target`` is taken, with its own RR. (NaN, NaN) when no point is defined.
     """
-    out = []
-    for method in dict.fromkeys(r["method"] for r in rows):
-        pts = [r for r in rows if r["method"] == method]
+    front = pareto_front(rr, rf)
+    if front.size == 0:
+        return math.nan, math.nan
+    fr, ff = rr[front], rf[front]
+    if fr[0] <= target <= fr[-1] and front.size > 1:
+        return float(np.interp(target, fr, ff)), target
+    j = int(np.argmin(np.abs(fr - target)))
+    return float(ff[j]), float(fr[j])
+
+
+def _episodes(pts: list[dict]) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per-episode RR and RF of a method's points, each (p, e); None unless every point
+    kept them for the same number of episodes."""
+    if any(not p.get("rr_episodes") for p in pts):
+        return None
+    rr = [json.loads(p["rr_episodes"]) for p in pts]
+    rf = [json.loads(p["rf_episodes"]) for p in pts]
+    if len({len(x) for x in rr + rf}) != 1:
+        return None
+    return np.array(rr, dtype=float), np.array(rf, dtype=float)
+
+
+def _resampled_means(
+    rr: np.ndarray, rf: np.ndarray, draws: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each point's RR and RF in each resample: rr, rf (p, e) per episode, ``draws`` (b, e)
+    episode indices; means over a point's defined episodes, as for the point itself.
+    Returns two (p, b) arrays (NaN where a resample has no defined episode)."""
+
+    def means(x: np.ndarray) -> np.ndarray:
+        sub = x[:, draws]  # (p, b, e)
+        ok = np.isfinite(sub)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(ok, sub, 0.0).sum(axis=2) / ok.sum(axis=2)
+
+    return means(rr), means(rf)
+
+
+def margin_baseline(method: str) -> str | None:
+    """The constant-margin method with the same recommender as ``method`` (None for the
+    margin methods themselves): the strongest simple baseline it is compared with."""
+    if method.startswith("margin-"):
+        return None
+    if method in ("rl", "rl-recommender"):
+        return "margin-phi"
+    if method in ("threshold", "hybrid-exact-linear", "lookahead"):
+        return "margin-exact-linear"  # lookahead advises with uniform exact-linear
+    rec = method.split("-", 1)[1] if "-" in method else ""
+    return f"margin-{'exact-linear' if rec == 'exact-linear' else rec}"
+
+
+def rf_at_rr(rows: list[dict], T: int, beta: float, target: float = TARGET_RR,
+             resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> list[dict]:  # fmt: skip
+    """Table 3: RF at RR ≈ ``target`` per method (:func:`read_off`), with a 95% interval,
+    and the paired difference to the constant-margin front of the same recommender read
+    off at the RR the method reached (``target`` when its front spans it).
+
+    The intervals come from one paired bootstrap over the evaluation episodes: every point
+    of a setting is evaluated on the same seeds, so each resample of episode indices is
+    applied to every point of every method (common random numbers), each front is read off
+    again, and the 2.5 / 97.5 percentiles of the resampled values (and of the resampled
+    differences) are reported. Methods whose points lack per-episode figures get none.
+    """
+    by_method: dict[str, list[dict]] = {}
+    for r in rows:
+        by_method.setdefault(r["method"], []).append(r)
+    draws: dict[int, np.ndarray] = {}  # episodes -> (resamples, episodes) indices, shared
+    boot: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # method -> resampled (p, b) RR, RF
+    points: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    out: dict[str, dict[str, Any]] = {}
+    for method, pts in by_method.items():
         rr = np.array([float(r["rr"]) for r in pts])
         rf = np.array([float(r["rf"]) for r in pts])
-        front = pareto_front(rr, rf)
-        if front.size == 0:
+        value, at = read_off(rr, rf, target)
+        if value != value:
             continue
-        fr, ff = rr[front], rf[front]
-        if fr[0] <= target <= fr[-1] and front.size > 1:
-            value, at = float(np.interp(target, fr, ff)), target
-        else:
-            j = int(np.argmin(np.abs(fr - target)))
-            value, at = float(ff[j]), float(fr[j])
-        out.append(
-            {
-                "method": method,
-                "T": T,
-                "beta": beta,
-                "rf_at_rr095": round(value, 4),
-                "rr": round(at, 4),
-                "n_predictors": len(pts) if pts[0]["alpha"] != "" else 0,
-            }
-        )
-    return out
+        points[method] = rr, rf
+        row = {"method": method, "T": T, "beta": beta, "rf_at_rr095": round(value, 4),
+               "rf_lo": "", "rf_hi": "", "rr": round(at, 4),
+               "n_predictors": len(pts) if pts[0]["alpha"] != "" else 0, "episodes": "",
+               "vs_margin": "", "diff": "", "diff_lo": "", "diff_hi": "", "_at": at}  # fmt: skip
+        per = _episodes(pts)
+        if per is not None and resamples > 0:
+            e = per[0].shape[1]
+            if e not in draws:
+                draws[e] = np.random.default_rng(seed).integers(0, e, size=(resamples, e))
+            boot[method] = _resampled_means(*per, draws[e])
+            # (b, 2): RF and the RR it was read at, per resample
+            row["_boot"] = np.array(
+                [read_off(*_column(boot[method], b), target) for b in range(resamples)]
+            )
+            lo, hi = np.nanpercentile(row["_boot"][:, 0], [2.5, 97.5])
+            row.update(rf_lo=round(float(lo), 4), rf_hi=round(float(hi), 4), episodes=e)
+        out[method] = row
+    for method, row in out.items():
+        base = margin_baseline(method)
+        if base not in out:
+            continue
+        row["vs_margin"] = base
+        # + 0.0: a tie reads 0.0, not -0.0
+        row["diff"] = round(row["rf_at_rr095"] - read_off(*points[base], row["_at"])[0], 4) + 0.0
+        mine, theirs = row.get("_boot"), boot.get(base)
+        if mine is not None and theirs is not None and out[base]["episodes"] == row["episodes"]:
+            diffs = [mine[b, 0] - read_off(*_column(theirs, b), mine[b, 1])[0]
+                     for b in range(mine.shape[0])]  # fmt: skip
+            lo, hi = np.nanpercentile(diffs, [2.5, 97.5])
+            row.update(diff_lo=round(float(lo), 4) + 0.0, diff_hi=round(float(hi), 4) + 0.0)
+    for row in out.values():
+        row.pop("_at")
+        row.pop("_boot", None)
+    return list(out.values())
+
+
+def _column(pair: tuple[np.ndarray, np.ndarray], b: int) -> tuple[np.ndarray, np.ndarray]:
+    """Resample ``b`` of a method's resampled (p, b) RR and RF: two (p,) arrays."""
+    return pair[0][:, b], pair[1][:, b]
 
 
 def recommender_table(rec_dir: Path, cfg: StudyConfig, n: int = 200) -> list[dict]:
@@ -498,12 +681,19 @@ def _style(method: str, family: str) -> tuple[str, str, str]:
     if family == "lookahead":
         # lookahead knows the behaviour model: a yardstick, not a competitor
         return "tab:purple", "P", f"{method} (privileged)"
+    if family == "margin":  # the recommender's own hue: its threshold + c front
+        rec = method.split("-", 1)[1]
+        colour = {"phi": "tab:blue", "estimated": "tab:brown", "true": "tab:olive"}.get(
+            rec, REC_COLOURS.get(rec, "black")
+        )
+        return colour, ".", f"{method} (th + c, c swept)"
     rec = method.split("-", 1)[1] if "-" in method else "exact-linear"
     return REC_COLOURS.get(rec, "black"), REC_MARKERS.get(rec, "v"), method
 
 
 def plot_fronts(rows: list[dict], path: Path, title: str) -> None:
-    """RR (x) vs RF (y): one line per learned method's front, one marker per baseline."""
+    """RR (x) vs RF (y): one line per learned method's front (dotted: constant margins),
+    one marker per baseline."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(9.5, 5.5))
@@ -514,11 +704,12 @@ def plot_fronts(rows: list[dict], path: Path, title: str) -> None:
         colour, marker, label = _style(method, family)
         rr = np.array([float(r["rr"]) for r in pts])
         rf = np.array([float(r["rf"]) for r in pts])
-        if family in ("rl", "hybrid"):
+        if family in ("rl", "hybrid", "margin"):
             front = pareto_front(rr, rf)
             ax.scatter(rr, rf, color=colour, marker=marker, alpha=0.35, s=18)
+            style = {"rl": "-", "hybrid": "--", "margin": ":"}[family]
             ax.plot(rr[front], rf[front], color=colour, marker=marker, label=label,
-                    linestyle="-" if family == "rl" else "--")  # fmt: skip
+                    linestyle=style)  # fmt: skip
         else:
             ax.scatter(
                 rr, rf, color=colour, marker=marker, s=70, label=label, edgecolor="black", zorder=3

@@ -21,6 +21,7 @@ module level and their arguments plain data.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 import traceback
@@ -30,7 +31,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from abm.config import ScenarioConfig
 from abm.metrics import extension_summary, nanmean
@@ -262,24 +263,35 @@ def mean_std(values: Sequence[float]) -> tuple[float, float]:
 
 class ParetoParams(BaseModel):
     """A Pareto point: its labels (``method``, ``family``, ``alpha``, ``tau`` of eq. 16;
-    none for baselines) and the number of paired ``episodes``."""
+    none for baselines; the goal ``margin`` c of a constant-margin selector g = th + c),
+    and the number of paired ``episodes``."""
 
     model_config = FROZEN
     method: str = ""
-    family: Literal["baseline", "hybrid", "rl", "lookahead"] = "baseline"
+    family: Literal["baseline", "hybrid", "rl", "lookahead", "margin"] = "baseline"
     alpha: float | None = Field(None, ge=0.0, le=1e6)
     tau: float | None = Field(None, ge=0.0, le=1e6)
+    margin: float | None = Field(None, gt=-1.0, lt=1.0)
     episodes: int = Field(10, ge=1, le=100_000)
+
+    @model_serializer(mode="wrap")
+    def _without_unset_margin(self, handler: Callable[[Any], dict]) -> dict[str, Any]:
+        # points without a margin keep the run ids they had before margins existed
+        out = handler(self)
+        if out.get("margin") is None:
+            out.pop("margin", None)
+        return out
 
 
 PARETO_COLUMNS = ("rr", "rr_std", "rf", "rf_std", "gini", "cost", "n_unadvised", "episodes",
-                  "seconds")  # fmt: skip
+                  "seconds", "rr_episodes", "rf_episodes")  # fmt: skip
 
 
 def run_pareto_point(config: ScenarioConfig, policy: str, params: ParetoParams,
                      metrics: tuple[str, ...]) -> Output:  # fmt: skip
     """Episodes ``seed + i`` (i < episodes) of ``policy``: RR, RF, Gini and cost, mean and
-    std over the episodes, and the unadvised total."""
+    std over the episodes, the unadvised total, and each episode's RR and RF (JSON lists
+    in episode order, NaN for an undefined episode) for paired intervals across points."""
     start = time.perf_counter()
     per = [episode_means(config.replace(seed=config.seed + i), policy)
            for i in range(params.episodes)]  # fmt: skip
@@ -288,7 +300,9 @@ def run_pareto_point(config: ScenarioConfig, policy: str, params: ParetoParams,
              "gini": mean_std([e["gini"] for e in per])[0],
              "cost": mean_std([e["mean_cost"] for e in per])[0],
              "n_unadvised": sum(e["n_unadvised"] for e in per), "episodes": params.episodes,
-             "seconds": round(time.perf_counter() - start, 2)}], None  # fmt: skip
+             "seconds": round(time.perf_counter() - start, 2),
+             "rr_episodes": json.dumps([e["rr"] for e in per]),
+             "rf_episodes": json.dumps([e["rf"] for e in per])}], None  # fmt: skip
 
 
 # -- the registry --------------------------------------------------------------------

@@ -33,7 +33,7 @@ import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -592,6 +592,7 @@ def run_study(
     force: bool = False,
     retry_errors: bool = False,
     shared: bool = False,
+    rerun: Collection[str] = (),
     progress: Progress | None = None,
 ) -> StudyRun:
     """Run every unfinished run of ``study`` and store the results under ``out``.
@@ -606,6 +607,8 @@ def run_study(
         retry_errors: rerun runs recorded as errors (otherwise they count as finished).
         shared: ``out`` is a store of several studies (see :func:`collect`): runs of other
             studies stay.
+        rerun: ids of finished runs to run again (their results are replaced), e.g. runs
+            stored before the experiment reported a column now needed.
         progress: called as ``progress(done, total)`` after each run (and once at start).
 
     Raises:
@@ -628,6 +631,7 @@ def run_study(
         manifest = _write_manifest(out, study, runs, force, shared)
         good, problems = check_parts(out, repair=True)
         done = {r for r, seal in good.items() if not retry_errors or seal["status"] == "ok"}
+        done.difference_update(rerun)
         todo = [r for r in runs if r.run_id not in done]
         status = StudyRun(out=out, total=len(runs), skipped=len(runs) - len(todo),
                           quarantined=problems)  # fmt: skip
