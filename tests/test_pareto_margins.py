@@ -12,6 +12,7 @@ from abm.app.experiments.pareto import (
     evaluation_study,
     margin_baseline,
     margin_jobs,
+    oracle_jobs,
     read_off,
     read_points,
     rf_at_rr,
@@ -91,6 +92,18 @@ def test_each_method_is_compared_with_the_margin_front_of_its_own_recommender():
     assert margin_baseline("threshold-estimated") == "margin-estimated"
     assert margin_baseline("hybrid-ustun") == margin_baseline("threshold-ustun") == "margin-ustun"
     assert margin_baseline("margin-phi") is None
+    assert margin_baseline("lookahead-true") == "margin-true"
+
+
+def test_the_privileged_front_sweeps_the_planners_objective_over_the_grid():
+    cfg = StudyConfig.of(grid=((1.0, 4.0), (30.0, 1.0)))
+    jobs = oracle_jobs(cfg)
+    assert [(j[0], j[1], j[2], j[3]) for j in jobs] == [("lookahead-true", "lookahead", 1.0, 4.0),
+                                                        ("lookahead-true", "lookahead", 30.0, 1.0)]  # fmt: skip
+    policy = make_policy(jobs[1][5])
+    assert policy.goal.alpha == 30.0 and policy.goal.tau == 1.0
+    assert policy.goal.margins[-1] == pytest.approx(0.3) and len(policy.goal.margins) == 13
+    assert policy.recommender.weights == "true"
 
 
 def test_margin_points_are_registered_policies_with_the_goal_th_plus_c():

@@ -70,6 +70,9 @@ MARGIN_RECOMMENDERS = {
     "dice": "dice",
 }
 MarginRecommender = Literal["exact-linear", "estimated", "true", "phi", "wachter", "ustun", "dice"]
+# the privileged planner's margin grid for its front (wider than its default 0-0.2: the
+# true-difficulty margin front reaches RR 0.95 only above c = 0.2 at β = 0.01)
+ORACLE_GRID = "goals=13,max_margin=0.3"
 # paired bootstrap over the evaluation episodes (common to every point of a setting)
 BOOTSTRAP_RESAMPLES = 2000
 TABLE3_COLUMNS = ("method", "T", "beta", "rf_at_rr095", "rf_lo", "rf_hi", "rr", "n_predictors",
@@ -213,10 +216,11 @@ def run_study(
         f.write(json.dumps({"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **config}) + "\n")
     if cfg.reevaluate:
         listed = [j for j in _listed_points(out) if _uses(j[0], cfg.recommenders)]
-        jobs = _with_margins(cfg, listed, _phi_dir(listed, rec_dir))
+        extra = oracle_jobs(cfg) if cfg.lookahead else []
+        jobs = _with_margins(cfg, listed + extra, _phi_dir(listed, rec_dir))
         log(f"evaluating the {len(listed)} point(s) of points.csv with the artefacts as they are, "
-            f"and {len(jobs) - len(listed)} constant-margin point(s); points already evaluated "
-            "under the current rules, with per-episode figures, are kept")  # fmt: skip
+            f"and {len(jobs) - len(listed)} constant-margin and privileged point(s); points "
+            "already evaluated under the current rules, with per-episode figures, are kept")  # fmt: skip
         _evaluate_all(cfg, out, rec_dir, jobs, log, report, complete_old=True)
         return write_reports(cfg, out, rec_dir)
     if not (rec_dir / "manifest.json").is_file():
@@ -268,6 +272,15 @@ def margin_jobs(cfg: StudyConfig, phi_dir: Path) -> list[tuple]:
             policy = f"last-threshold:margin={c:g}+{spec}"
             jobs.append((f"margin-{rec}", "margin", None, None, float(c), policy))
     return jobs
+
+
+def oracle_jobs(cfg: StudyConfig) -> list[tuple]:
+    """The privileged front (issue 14, item 4): the lookahead planner, which simulates the
+    true model, advising through exact-linear with the true difficulties, once per
+    (α, τ) of the grid as its eq. 16 objective; margins 0 to 0.3 in steps of 0.025."""
+    return [("lookahead-true", "lookahead", a, t, None,
+             f"lookahead:alpha={a:g},tau={t:g},{ORACLE_GRID}+exact-linear:weights=true")
+            for a, t in cfg.grid]  # fmt: skip
 
 
 def _with_margins(cfg: StudyConfig, jobs: list[tuple], phi_dir: Path) -> list[tuple]:
@@ -335,6 +348,7 @@ def _jobs(cfg: StudyConfig, rec_dir: Path, predictors: list[tuple], log) -> list
                      for r in users]  # fmt: skip
     if cfg.lookahead and "lookahead" in REGISTRY:
         jobs.append(("lookahead", "lookahead", None, None, None, "lookahead"))
+        jobs += oracle_jobs(cfg)
     elif cfg.lookahead:
         log("policy 'lookahead' is not registered: left out of the fronts")
     return _with_margins(cfg, jobs, rec_dir)
@@ -570,6 +584,8 @@ def margin_baseline(method: str) -> str | None:
         return "margin-phi"
     if method in ("threshold", "hybrid-exact-linear", "lookahead"):
         return "margin-exact-linear"  # lookahead advises with uniform exact-linear
+    if method == "lookahead-true":
+        return "margin-true"
     rec = method.split("-", 1)[1] if "-" in method else ""
     return f"margin-{'exact-linear' if rec == 'exact-linear' else rec}"
 
@@ -680,6 +696,8 @@ def _style(method: str, family: str) -> tuple[str, str, str]:
         return "tab:blue", "X", "rl-recommender (threshold + φ)"
     if family == "lookahead":
         # lookahead knows the behaviour model: a yardstick, not a competitor
+        if method == "lookahead-true":
+            return "tab:purple", "P", "lookahead-true (privileged: simulator + true d)"
         return "tab:purple", "P", f"{method} (privileged)"
     if family == "margin":  # the recommender's own hue: its threshold + c front
         rec = method.split("-", 1)[1]
@@ -704,10 +722,10 @@ def plot_fronts(rows: list[dict], path: Path, title: str) -> None:
         colour, marker, label = _style(method, family)
         rr = np.array([float(r["rr"]) for r in pts])
         rf = np.array([float(r["rf"]) for r in pts])
-        if family in ("rl", "hybrid", "margin"):
+        if family in ("rl", "hybrid", "margin") or (family == "lookahead" and len(pts) > 1):
             front = pareto_front(rr, rf)
             ax.scatter(rr, rf, color=colour, marker=marker, alpha=0.35, s=18)
-            style = {"rl": "-", "hybrid": "--", "margin": ":"}[family]
+            style = {"rl": "-", "hybrid": "--", "margin": ":", "lookahead": "-."}[family]
             ax.plot(rr[front], rf[front], color=colour, marker=marker, label=label,
                     linestyle=style)  # fmt: skip
         else:
