@@ -102,6 +102,34 @@ def test_diagonal_linucb_picks_as_the_authors_matrix_version():
     np.testing.assert_allclose(ours.theta(), ref.theta, rtol=1e-9, atol=1e-15)
 
 
+@pytest.mark.parametrize(
+    ("bonus", "zeros", "negative_b"),
+    [("quad", False, False), ("sqrt", False, False), ("quad", True, False), ("quad", False, True)],
+)  # fmt: skip
+def test_pick_rows_is_pick_row_by_row_bit_for_bit(bonus, zeros, negative_b):
+    # pick_rows takes a shortcut (infeasible Ê set to 0, plain argmax) only when it is
+    # exact; with a zero Ê on a feasible arm or a negative b it must fall back and agree
+    rng = np.random.default_rng(11)
+    K, n = 30, 40
+    one, many = LinUCB(K, m=5, bonus=bonus), LinUCB(K, m=5, bonus=bonus)
+    for rnd in range(6):
+        E = rng.uniform(0.05, 1.0, (n, K))
+        feasible = rng.random((n, K)) < 0.4
+        feasible[3] = False  # a row without a feasible arm: -1, no pick
+        if zeros:
+            E[feasible & (rng.random((n, K)) < 0.2)] = 0.0
+        want = np.array([one.pick(E[i], feasible[i]) for i in range(n)])
+        got = many.pick_rows(E, feasible)
+        np.testing.assert_array_equal(got, want)
+        assert got[3] == -1
+        np.testing.assert_array_equal(many.vinv, one.vinv)  # bit for bit
+        assert list(many.recent) == list(one.recent) and many.t == one.t
+        for k in want[want >= 0][:: 3 + rnd]:
+            value = -1.0 if negative_b else 1.0
+            one.reward(int(k), value, 0.5)
+            many.reward(int(k), value, 0.5)
+
+
 def test_linucb_scores_known_answer_and_window():
     agent = LinUCB(2, lam=1.0, delta=0.5, m=1)
     agent.commit(0, 0.5)  # q = 0.25 at pick, V⁻¹_00 = 1 / 1.25

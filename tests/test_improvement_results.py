@@ -8,7 +8,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from abm.app.experiments.improvement.reproduce import checks, checks_frame, reproduce
+from abm.app.experiments.improvement.reproduce import (
+    checks,
+    checks_frame,
+    late_gain,
+    reproduce,
+)
 from policies.improvement import data as imp_data
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "improvement"
@@ -17,11 +22,13 @@ needs_results = pytest.mark.skipif(
 )
 
 
-# Two figures of §4 that our 10 trials miss, each by less than a fifth of its tolerance:
-# ProtoAR's improvement at ξ = 0 (0.550 against 0.42 ± 0.12; its sd over trials is 0.13,
-# and the paper's own Fig. 4 puts ProtoAR's MER at ξ = 0 near 0.49 against 0.42 in its
-# Fig. 2), and LinUCB's MER(1000) > MER(200): our LinUCB reaches its plateau before
-# round 200 (MER 0.845 there, 0.840 at the end; the paper's curve is near 0.80 at 200).
+# Two figures of §4 that our 10 trials (seeds 0-9) miss; both are the spread of a
+# 10-trial mean, not a deviation from the authors' method (docs/improvement.md):
+# * ProtoAR's improvement at ξ = 0 (0.550 against 0.42 ± 0.12). Over 100 trials ours is
+#   0.465 (results/improvement-100) and the authors' own simulator, run 100 times, gave
+#   0.457; its per-trial sd (0.17) puts a 10-trial mean's sd at 0.05.
+# * LinUCB's MER(1000) > MER(200): -0.005, paired 95 % interval [-0.019, +0.010] over
+#   the 10 trials (late_gain.csv), while the gain over 100 trials is positive.
 # The bounds say how far a miss may go before this test fails.
 KNOWN_MISSES = {
     "ProtoAR improvement (ξ = 0)": lambda v: abs(v - 0.42) <= 0.12 * 1.25,
@@ -79,6 +86,35 @@ def test_per_trial_rows_give_the_table(committed):
 
 
 @needs_results
+def test_late_gain_is_the_paired_interval_of_the_trials():
+    trials = pd.read_csv(RESULTS / "trials.csv")
+    gain = late_gain(trials).set_index("method")
+    written = pd.read_csv(RESULTS / "late_gain.csv").set_index("method")
+    pd.testing.assert_frame_equal(gain, written, check_exact=False, atol=1e-4)
+    lin = gain.loc["LinUCB"]
+    d = trials[(trials["method"] == "LinUCB") & (trials["xi"] == 0)]
+    assert lin["gain"] == pytest.approx((d["mer"] - d["mer200"]).mean(), abs=1e-12)
+    # the 10-trial miss is inside noise: its interval covers 0 on both sides
+    assert lin["ci95_low"] < 0 < lin["ci95_high"] and lin["trials"] == 10
+    assert gain.loc["BwO-UCB", "ci95_low"] > 0  # BwO-UCB still learns after round 200
+
+
+MANY = RESULTS.parent / "improvement-100"
+
+
+@pytest.mark.skipif(not (MANY / "table.csv").is_file(), reason="results/improvement-100 absent")
+def test_hundred_trials_settle_both_misses():
+    # ProtoAR and LinUCB over seeds 0-99 at ξ = 0: ProtoAR's improvement falls inside the
+    # paper's band and LinUCB's MER still rises after round 200 (paired interval above 0)
+    table = pd.read_csv(MANY / "table.csv").set_index("method")
+    assert set(table["trials"]) == {100}
+    assert abs(table.loc["ProtoAR", "improvement"] - 0.42) <= 0.12
+    gain = pd.read_csv(MANY / "late_gain.csv").set_index("method")
+    assert gain.loc["LinUCB", "trials"] == 100
+    assert gain.loc["LinUCB", "ci95_low"] > 0
+
+
+@needs_results
 def test_figures_are_written():
     for name in ("mer_vs_round.png", "noise_sweep.png"):
         head = (RESULTS / name).read_bytes()[:8]
@@ -116,7 +152,10 @@ def test_population_study_linucb_improves_more_and_games_less():
     ("args", "message"),
     [(["--dataset", "adult"], "--dataset = 'adult' is not allowed; allowed: compas, german"),
      (["--trials", "0"], "--trials = 0 is not allowed"),
-     (["--rounds", "0"], "--rounds = 0 is not allowed")],
+     (["--rounds", "0"], "--rounds = 0 is not allowed"),
+     (["--methods", "ProtoAR,UCB1"], "--methods = 'UCB1' is not allowed; allowed: ProtoAR, TAP"),
+     (["--xis", "0,1.5"], "--xis = 1.5 is not allowed; allowed: noise levels in [0, 1]"),
+     (["--xis", "zero"], "--xis = 'zero' is not allowed")],
 )  # fmt: skip
 def test_command_refuses_bad_input_in_one_line(tmp_path, args, message):
     from typer.testing import CliRunner

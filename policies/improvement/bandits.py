@@ -186,6 +186,35 @@ class LinUCB:
             self.commit(k, float(E_shown[k]))
         return k
 
+    def pick_rows(self, E_shown: np.ndarray, feasible: np.ndarray) -> np.ndarray:
+        """:meth:`pick` for n rounds in a row, E_shown and feasible (n, K): the arms (n,)
+        (-1 where a row has no feasible arm), bit for bit what n calls of :meth:`pick`
+        return. No reward arrives between the rounds, so b is fixed: θ̂ = V⁻¹b changes
+        only at each picked arm, and Ê² is squared once for all rows."""
+        n = E_shown.shape[0]
+        out = np.full(n, -1, dtype=np.int64)
+        theta = self.vinv * self.b
+        # with b >= 0 (so θ̂ >= 0) and κ > 0 a feasible arm with Ê > 0 scores > 0: with the
+        # infeasible arms' Ê set to 0 (score exactly 0) a plain argmax finds the same arm
+        positive = bool((E_shown[feasible] > 0).all() and (self.b >= 0).all())
+        E = np.where(feasible, E_shown, 0.0) if positive else E_shown
+        EE = E * E
+        quad = self.bonus == "quad"
+        vinv, recent = self.vinv, self.recent
+        for i in np.flatnonzero(feasible.any(axis=1)).tolist():
+            # the same products and sums as scores(), in the same order
+            q = EE[i] * vinv
+            kappa = 2.0 * linucb_width(self.t + 1, self.K, self.lam, self.delta, self.bonus)
+            kappa += math.fsum(recent)
+            score = E[i] * theta + kappa * (q if quad else np.sqrt(q))
+            if not positive:
+                score = np.where(feasible[i], score, -np.inf)
+            k = int(score.argmax())
+            self.commit(k, float(E[i, k]))
+            theta[k] = vinv[k] * self.b[k]
+            out[i] = k
+        return out
+
     def commit(self, k: int, e: float) -> None:
         """Record a pick of arm k shown with Ê_k = e: bonus term and Sherman-Morrison."""
         q = e * e * self.vinv[k]

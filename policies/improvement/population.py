@@ -90,22 +90,32 @@ def segment_steps(
     logit(x)): s in closed form (the caller checks the chosen row's score); any other
     model is bisected to 2^-40 of the segment, keeping M >= target exactly.
     """
-    s = np.ones(full.shape)
-    score = full.copy()
     target = np.clip(np.asarray(target, dtype=float), 1e-12, 1.0 - 1e-12)
     reach = full >= target[:, None]
     if not reach.any():
-        return s, score
-    rows, cols = np.nonzero(reach)
+        return np.ones(full.shape), full.copy()
     if full_logit is not None:
-        need = np.log(target[rows]) - np.log1p(-target[rows])
-        lx = scorer.logit(X)[rows]
-        rise = full_logit[rows, cols] - lx
+        # every (candidate, arm) at once, kept where the full move reaches: elementwise
+        # the same arithmetic as on the reaching pairs alone, without gathers/scatters
+        lx = scorer.logit(X)[:, None]
+        need = (np.log(target) - np.log1p(-target))[:, None]
+        rise = full_logit - lx
         gap = need - lx
-        step = np.clip(np.divide(gap, rise, out=np.ones_like(gap), where=rise > 0), 0.0, 1.0)
-        s[rows, cols] = step
-        score[rows, cols] = 1.0 / (1.0 + np.exp(-(lx + step * rise)))
-        return s, score
+        step = np.divide(gap, rise, out=np.ones_like(rise), where=rise > 0)
+        step = np.clip(step, 0.0, 1.0, out=step)
+        at = np.multiply(step, rise)
+        at += lx
+        np.negative(at, out=at)
+        np.exp(at, out=at)
+        at += 1.0
+        np.divide(1.0, at, out=at)  # 1 / (1 + exp(-(lx + step rise)))
+        unreached = ~reach
+        step[unreached] = 1.0
+        np.copyto(at, full, where=unreached)
+        return step, at
+    s = np.ones(full.shape)
+    score = full.copy()
+    rows, cols = np.nonzero(reach)
     x = X[rows]
     d = np.where(mutable, arms[cols], x) - x
     lo, hi = np.zeros(rows.size), np.ones(rows.size)
@@ -120,7 +130,7 @@ def segment_steps(
     return s, score
 
 
-@dataclass
+@dataclass(slots=True)
 class _Pick:
     """An open pick: its arm, the E it was chosen with, the tick, its number among the
     policy's picks, and whether the candidate came back accepted having implemented it."""
@@ -185,7 +195,7 @@ class ImprovementPolicy(FollowsModel):
         if n:
             # every candidate with every arm at once: (n, K) costs, scores, steps and E
             model, mut = self.ctx.decision_model, self.ctx.mutable
-            cost = np.add.reduce(np.abs(self.arms[None, :, mut] - obs.X[:, None, mut]), axis=2)
+            cost = self._costs(obs.X[:, mut])
             score, logit = full_scores(model, obs.X, self.arms, mut)
             # at least the threshold and above the candidate's own score (SPEC §2)
             target = admissible_goals(np.full(n, obs.threshold), obs.scores, obs.threshold)
@@ -193,26 +203,31 @@ class ImprovementPolicy(FollowsModel):
             if self.advice == "segment":
                 s, score = segment_steps(model, obs.X, self.arms, mut, score, target, logit)
                 cost = s * cost
-            E_all = np.exp(-cost / z)
+            E_all = np.negative(cost)
+            E_all /= z
+            np.exp(E_all, out=E_all)  # exp(-cost / z), without temporaries
             changes = cost > 0
-            eligible_all = changes & (score >= target[:, None])
-            for i in range(n):  # sequential: LinUCB's V⁻¹ moves after every pick
-                eligible = eligible_all[i]
-                if not eligible.any():  # nothing reaches the threshold: the best-scoring arm
-                    best = argmax_feasible(score[i], changes[i])
-                    if best < 0:
-                        continue
-                    eligible = np.zeros_like(changes[i])
-                    eligible[best] = True
-                arm[i] = self._choose(obs.X[i], s[i], E_all[i], eligible)
-            rows = np.flatnonzero(arm >= 0)
+            eligible = changes & (score >= target[:, None])
+            for i in np.flatnonzero(~eligible.any(axis=1)).tolist():
+                # nothing reaches the threshold: the best-scoring arm (none if none changes)
+                best = argmax_feasible(score[i], changes[i])
+                if best >= 0:
+                    eligible[i, best] = True
+            rows = np.flatnonzero(eligible.any(axis=1))
+            # in obs.ids order: LinUCB's V⁻¹ moves after every pick
+            if rows.size == n:
+                arm[:] = self._choose_rows(obs.X, s, E_all, eligible)
+            else:
+                arm[rows] = self._choose_rows(obs.X[rows], s[rows], E_all[rows], eligible[rows])
+            rows = rows[arm[rows] >= 0]
             k = arm[rows]
             X_cf[rows] = self._advice_rows(obs.X[rows], k, s[rows, k], target[rows])
             goal[rows] = model.score(X_cf[rows])
             advised[rows] = True
             arm_E[rows] = E_all[rows, k]
-            for i, ki in zip(rows.tolist(), k.tolist(), strict=True):
-                self.open[int(obs.ids[i])] = _Pick(ki, float(E_all[i, ki]), obs.tick, self.n_picks)
+            ids = obs.ids[rows].tolist()
+            for cid, ki, e in zip(ids, k.tolist(), arm_E[rows].tolist(), strict=True):
+                self.open[int(cid)] = _Pick(ki, e, obs.tick, self.n_picks)
                 self.n_picks += 1
             self.stats["picks"] += rows.size
         rec = Recommendation(goal=goal, X_cf=X_cf, advised=advised,
@@ -263,7 +278,26 @@ class ImprovementPolicy(FollowsModel):
             )
         rows = pool if pool.size <= self.n_arms else rng.choice(pool, self.n_arms, replace=False)
         self.arms = X[rows]
+        # the arms' mutable features, feature-major (m, K), and _costs' buffer (m, n, K)
+        self._arms_mt = np.ascontiguousarray(self.arms[:, self.ctx.mutable].T)
+        self._buffer = np.empty(0)
         self._start(self.arms.shape[0], rng)
+
+    def _costs(self, Xm: np.ndarray) -> np.ndarray:
+        """‖x̃_k - x‖₁ over the mutable features (n, K) of candidates' mutable features
+        Xm (n, m), bit for bit ``np.add.reduce(np.abs(arms_m[None] - Xm[:, None]), axis=2)``
+        (that expression lays the feature axis outermost and adds the features one after
+        another, in order). The |differences| go to a buffer the policy keeps, laid out
+        (m, n, K): a fresh array this large costs more in page faults than the arithmetic,
+        and contiguous K-long rows beat n K loops over m features."""
+        m, K = self._arms_mt.shape
+        size = m * Xm.shape[0] * K
+        if self._buffer.size < size:
+            self._buffer = np.empty(max(size, 2 * self._buffer.size))
+        out = self._buffer[:size].reshape(m, Xm.shape[0], K)  # contiguous
+        np.subtract(self._arms_mt[:, None, :], Xm.T[:, :, None], out=out)
+        np.abs(out, out=out)
+        return np.add.reduce(out, axis=0)  # feature by feature, in order
 
     def _advice_rows(
         self, X: np.ndarray, k: np.ndarray, s: np.ndarray, target: np.ndarray
@@ -307,6 +341,15 @@ class ImprovementPolicy(FollowsModel):
         (K,) bool (at least one)."""
         raise NotImplementedError
 
+    def _choose_rows(
+        self, X: np.ndarray, s: np.ndarray, E: np.ndarray, eligible: np.ndarray
+    ) -> np.ndarray:
+        """The arms (n,) of candidates X (n, z) one after the other (s, E, eligible (n, K),
+        each row with an eligible arm): :meth:`_choose` row by row unless a subclass does
+        the same faster."""
+        return np.array([self._choose(X[i], s[i], E[i], eligible[i]) for i in range(len(X))],
+                        dtype=np.int64)  # fmt: skip
+
     def _credit(self, pick: _Pick) -> None:
         """A pick earned a reward of 1."""
 
@@ -321,6 +364,10 @@ class ImproveProto(ImprovementPolicy):
 
     def _choose(self, x, s, E, eligible) -> int:
         return argmax_feasible(E, eligible)
+
+    def _choose_rows(self, X, s, E, eligible) -> np.ndarray:
+        # no state moves between picks: every row's first highest eligible E at once
+        return np.argmax(np.where(eligible, E, -np.inf), axis=1)
 
 
 class ImproveLinUCB(ImprovementPolicy):
@@ -349,6 +396,9 @@ class ImproveLinUCB(ImprovementPolicy):
 
     def _choose(self, x, s, E, eligible) -> int:
         return self.agent.pick(E, eligible)
+
+    def _choose_rows(self, X, s, E, eligible) -> np.ndarray:
+        return self.agent.pick_rows(E, eligible)
 
     def _credit(self, pick: _Pick) -> None:
         self.agent.reward(pick.arm, 1.0, pick.e)

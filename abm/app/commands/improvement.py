@@ -35,10 +35,24 @@ def improvement(
         Path | None, typer.Option(help="keep the study's runs here: a rerun resumes")
     ] = None,
     workers: Annotated[int, typer.Option(min=1, help="parallel worker processes")] = 1,
+    methods: Annotated[
+        str | None, typer.Option(help="only these, comma-separated (ProtoAR,TAP,LinUCB,BwO-UCB)")
+    ] = None,
+    xis: Annotated[
+        str | None, typer.Option(help="only these noise levels ξ, comma-separated (e.g. 0,0.25)")
+    ] = None,
 ) -> None:
     """ARLIM (Kanamori et al., ICML 2025): ProtoAR, TAP, LinUCB and BwO-UCB on COMPAS."""
     from abm.app.experiments.improvement.reproduce import checks_frame, reproduce
+    from abm.validation import ConfigError, problem
 
+    chosen = None if methods is None else tuple(m.strip() for m in methods.split(","))
+    levels = None
+    if xis is not None:
+        try:
+            levels = tuple(float(x) for x in xis.split(","))
+        except ValueError:
+            raise ConfigError(problem("--xis", xis, "numbers in [0, 1], comma-separated")) from None
     out = output_dir(out)
     if store is not None:
         output_dir(store, "--store")
@@ -52,7 +66,7 @@ def improvement(
 
         res = reproduce(out, trials=trials, quick=quick, task=dataset, rounds=rounds,
                         synthetic=synthetic, store=store, workers=workers,
-                        progress=progress)  # fmt: skip
+                        progress=progress, methods=chosen, xis=levels)  # fmt: skip
     cols = ["method", "xi", "trials", "mer", "mer_sd", "improvement", "improvement_sd", "cost",
             "cost_sd", "ms_per_round"]  # fmt: skip
     cols += [c for c in ("mer_paper", "improvement_paper", "cost_paper") if c in res.table]
