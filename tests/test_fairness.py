@@ -15,8 +15,21 @@ from abm.interfaces import LinearScorer, PolicyContext, RecourseObs
 from abm.model import RecourseModel
 from abm.scenarios import resolve_scenario
 from abm.validation import ConfigError
-from policies.fairness.generator import TrainSettings, check_budget, check_lambdas, project
-from policies.fairness.population import ScarfPolicy, improvable_features, total_effects
+from policies.fairness.generator import (
+    TrainSettings,
+    build_net,
+    check_budget,
+    check_lambdas,
+    plan_lstm,
+    project,
+)
+from policies.fairness.population import (
+    ScarfMLPPolicy,
+    ScarfPolicy,
+    clear_generator_cache,
+    improvable_features,
+    total_effects,
+)
 from policies.fairness.static import (
     BETA_HAT,
     FairnessTrialParams,
@@ -207,9 +220,9 @@ def test_scarf_advice_follows_the_graph_fits_the_budget_and_counts_steps():
     adv = rec.advised_mask()
     assert adv.any()
     np.testing.assert_allclose(rec.goal[adv], ctx.decision_model.score(rec.X_cf[adv]))
-    assert {c: pol.steps.get(c, 0) for c in range(4)} == {c: int(a) for c, a in enumerate(adv)}
+    np.testing.assert_array_equal(pol.steps_of([0, 1, 2, 3, 99]), [*adv.astype(int), 0])
     pol.recommend(_obs(ctx, [0, 1], X[:2], tick=1), np.random.default_rng(0))
-    assert pol.steps[0] == 1 + int(adv[0])
+    assert pol.steps_of([0])[0] == 1 + int(adv[0])
 
 
 def test_scarf_episode_is_deterministic_and_within_budget():
@@ -222,3 +235,61 @@ def test_scarf_episode_is_deterministic_and_within_budget():
     assert a["budget_spent"].sum() <= cfg.budget + 1e-9
     assert a["budget_spent"].sum() > 0
     assert {"dp_gap", "w_dist", "policy_advised", "policy_spent"} <= set(a.columns)
+
+
+def test_infer_matches_forward_bit_for_bit():
+    """The per-tick inference path runs forward's kernels: same bits, both generators."""
+    import torch
+
+    rng = np.random.default_rng(3)
+    for kind in ("lstm", "mlp"):
+        net = build_net(kind, 5, 2, 4, 8, seed=7).double().eval()
+        with torch.no_grad():
+            for p in net.parameters():  # away from the initial weights
+                p.add_(torch.as_tensor(rng.normal(0.0, 0.5, tuple(p.shape))))
+        for n in (1, 2, 7):
+            inp = torch.as_tensor(rng.random((n, 5)))
+            with torch.inference_mode():
+                assert torch.equal(net(inp), net.infer(inp))
+
+
+def test_generator_cache_ignores_the_budget_and_changes_nothing():
+    """prepare trains on what does not depend on the world's budget: a second policy with
+    another budget reuses the net; a fresh training gives the same plans bit for bit; any
+    change of a training input (here the epochs) trains anew."""
+    clear_generator_cache()
+    first = ScarfPolicy(epochs=3, horizon=3, cohort=16)
+    first.prepare(_ctx(budget=1.0))
+    again = ScarfPolicy(epochs=3, horizon=3, cohort=16)
+    again.prepare(_ctx(budget=7.5))
+    assert again.net is first.net
+    clear_generator_cache()
+    fresh = ScarfPolicy(epochs=3, horizon=3, cohort=16)
+    fresh.prepare(_ctx(budget=7.5))
+    assert fresh.net is not first.net
+    X = np.random.default_rng(1).random((6, 4))
+    s = np.arange(6) % 2.0
+    assert plan_lstm(fresh.net, X, s).tobytes() == plan_lstm(first.net, X, s).tobytes()
+    other = ScarfPolicy(epochs=4, horizon=3, cohort=16)
+    other.prepare(_ctx(budget=7.5))
+    assert other.net is not fresh.net
+    mlp = ScarfMLPPolicy(epochs=3, horizon=3, cohort=16)
+    mlp.prepare(_ctx(budget=7.5))
+    assert mlp.net is not fresh.net
+
+
+def test_cached_generator_gives_the_same_episode():
+    """A fair-scarf episode at budget 10 after a budget-20 run (cache hit) equals the
+    same episode with the cache emptied first (fresh training), candidate table included."""
+    cfg = resolve_scenario("fair-scarf").replace(ticks=12)
+    spec = "scarf:epochs=3,cohort=64"
+    clear_generator_cache()
+    RecourseModel(cfg, spec, agents=False, record_events=False).run()
+    hit = RecourseModel(cfg.replace(budget=10.0), spec, agents=False).run()
+    clear_generator_cache()
+    miss = RecourseModel(cfg.replace(budget=10.0), spec, agents=False).run()
+    timing = [c for c in hit.tick_table() if c.endswith("_s")]
+    pd.testing.assert_frame_equal(hit.tick_table().drop(columns=timing),
+                                  miss.tick_table().drop(columns=timing))  # fmt: skip
+    pd.testing.assert_frame_equal(hit.candidate_table(), miss.candidate_table())
+    assert hit.tick_table()["budget_spent"].sum() > 0

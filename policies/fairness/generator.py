@@ -113,7 +113,11 @@ class Surrogate(Protocol):
 
 def build_net(kind: str, n_in: int, k: int, T: int, hidden: int, seed: int) -> Any:
     """A fresh generator: ``kind`` in :data:`KINDS`, input width ``n_in`` (features and
-    the group), ``k`` outputs per step, horizon ``T``, seeded initial weights."""
+    the group), ``k`` outputs per step, horizon ``T``, seeded initial weights.
+
+    ``net(inp)`` (training) and ``net.infer(inp)`` (inference, called once a tick by the
+    population policy) run the same kernels in the same order, so they agree bit for bit;
+    ``infer`` skips the modules' Python dispatch."""
     import torch
     from torch import nn
 
@@ -133,6 +137,15 @@ def build_net(kind: str, n_in: int, k: int, T: int, hidden: int, seed: int) -> A
             out, _ = self.lstm(seq)
             return nn.functional.softplus(self.head(out))
 
+        def infer(self, inp):  # forward's kernels, without the modules' Python dispatch
+            seq = inp[:, None, :].expand(-1, self.T, -1)
+            h0 = inp.new_zeros(1, inp.shape[0], hidden)
+            c0 = inp.new_zeros(1, inp.shape[0], hidden)
+            out = torch.lstm(seq, (h0, c0), self.lstm._flat_weights, True, 1, 0.0, False,
+                             False, True)[0]  # fmt: skip
+            lin = nn.functional.linear
+            return nn.functional.softplus(lin(out, self.head.weight, self.head.bias))
+
     class MLPGen(nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -140,6 +153,12 @@ def build_net(kind: str, n_in: int, k: int, T: int, hidden: int, seed: int) -> A
 
         def forward(self, inp):  # (n, n_in) -> (n, k)
             return nn.functional.softplus(self.net(inp))
+
+        def infer(self, inp):  # forward's kernels, without the modules' Python dispatch
+            first, _, last = self.net
+            lin = nn.functional.linear
+            hid = torch.tanh(lin(inp, first.weight, first.bias))
+            return nn.functional.softplus(lin(hid, last.weight, last.bias))
 
     return LSTMGen() if kind == "lstm" else MLPGen()
 
@@ -280,16 +299,23 @@ def step_mlp(net: Any, X: np.ndarray, s: np.ndarray) -> np.ndarray:
 
 
 def _infer(net: Any, X: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """The net's output for rows X (n, z) and groups s (n,), on one thread: a small batch
-    runs faster there than split across threads, and bits do not depend on the count."""
+    """The net's output for rows X (n, z) and groups s (n,), on one thread: elementwise
+    kernels split across threads could round a chunk's tail differently, so one thread
+    keeps the bits independent of the caller's setting (nothing is switched when the
+    caller already runs one). Called once a tick: the input is built in numpy (the same
+    values as concatenating tensors) and run under ``inference_mode``."""
     import torch
 
+    n, z = X.shape
+    inp = np.empty((n, z + 1))
+    inp[:, :z] = X
+    inp[:, z] = s
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    if threads != 1:
+        torch.set_num_threads(1)
     try:
-        with torch.no_grad():
-            inp = _inputs(torch.as_tensor(np.array(X, dtype=np.float64)),
-                          torch.as_tensor(np.array(s, dtype=np.float64)))  # fmt: skip
-            return net(inp).numpy().copy()
+        with torch.inference_mode():
+            return net.infer(torch.from_numpy(inp)).numpy()
     finally:
-        torch.set_num_threads(threads)
+        if threads != 1:
+            torch.set_num_threads(threads)

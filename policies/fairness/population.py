@@ -13,7 +13,9 @@ the paper assumes known (documented: the policy uses the known causal graph):
   (``ctx.group_train``); group 0 is the disadvantaged one, s = 1 every other group;
 * no dynamics: x_{t+1} = x̃_t (the top-k world itself is not differentiated).
 
-Seeding: stream ``fairness-<name>`` of the scenario's seed, torch on one thread.
+Seeding: stream ``fairness-<name>`` of the scenario's seed, torch on one thread. A process
+keeps its trained generators by a digest of the training inputs (:func:`trained_generator`):
+runs that differ only in the world's budget train once.
 
 ``recommend`` gives each rejected applicant δ on I: ``scarf`` follows the plan its LSTM
 made at the candidate's first advice (step = how many times the policy advised that
@@ -30,7 +32,9 @@ a study row labelled ``ei`` is that world.
 
 from __future__ import annotations
 
+import hashlib
 import math
+from collections import OrderedDict
 from typing import Annotated, Any
 
 import numpy as np
@@ -87,9 +91,14 @@ class GraphSurrogate:
         import torch
 
         self.k = idx.size
+        self.idx = np.array(idx, dtype=np.int64)
         self.E = torch.as_tensor(np.array(E, dtype=float))
         self.w = torch.as_tensor(np.array(w, dtype=float))
         self.b = float(b) - float(centre)
+
+    def fingerprint(self) -> list[np.ndarray]:
+        """The arrays that define this surrogate (its training depends on nothing else)."""
+        return [self.idx, self.E.numpy(), self.w.numpy(), np.array([self.b])]
 
     def counterfactual(self, X, D):
         return X + D @ self.E
@@ -102,6 +111,47 @@ class GraphSurrogate:
 
     def noise(self, T, n, gen):
         return None
+
+
+# trained generators of this process by the digest of everything train() reads: a study's
+# runs that differ only in what training does not see (the world's budget, say) share one
+_GENERATORS: OrderedDict[str, Any] = OrderedDict()
+GENERATOR_CACHE_SIZE = 256  # a hidden-32 LSTM is ~50 kB: 256 of them stay small
+
+
+def generator_key(kind: str, sur: GraphSurrogate, X0: np.ndarray, s: np.ndarray, T: int,
+                  budget_total: float, settings: TrainSettings, seed: int) -> str:  # fmt: skip
+    """SHA-256 over :func:`policies.fairness.generator.train`'s inputs: the kind, the
+    surrogate's arrays, the cohort X0 (n, z) and groups s (n,) (shapes, dtypes and bytes),
+    T, the plan budget, the settings and the seed."""
+    h = hashlib.sha256(repr((kind, int(T), float(budget_total), settings, int(seed))).encode())
+    for a in (*sur.fingerprint(), X0, s):
+        a = np.ascontiguousarray(a)
+        h.update(repr((a.shape, a.dtype.str)).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def trained_generator(kind: str, sur: GraphSurrogate, X0: np.ndarray, s: np.ndarray, T: int,
+                      budget_total: float, settings: TrainSettings, seed: int) -> Any:  # fmt: skip
+    """:func:`~policies.fairness.generator.train` with a per-process cache keyed by
+    :func:`generator_key` (training is deterministic in those inputs, so a hit returns the
+    net a fresh training would give, bit for bit). The net is shared: read it only."""
+    key = generator_key(kind, sur, X0, s, T, budget_total, settings, seed)
+    net = _GENERATORS.get(key)
+    if net is None:
+        net = train(kind, sur, X0, s, T, budget_total, settings, seed=seed)
+        _GENERATORS[key] = net
+        while len(_GENERATORS) > GENERATOR_CACHE_SIZE:
+            _GENERATORS.popitem(last=False)
+    else:
+        _GENERATORS.move_to_end(key)
+    return net
+
+
+def clear_generator_cache() -> None:
+    """Forget this process's trained generators (the next ``prepare`` trains afresh)."""
+    _GENERATORS.clear()
 
 
 def total_effects(ctx: PolicyContext, idx: np.ndarray) -> np.ndarray:
@@ -153,6 +203,7 @@ class ScarfPolicy(FollowsModel):
             raise ConfigError(f"{self.name} needs training rows (PolicyContext.X_train)")
         self.ctx = ctx
         self.idx = improvable_features(ctx, self.improvable_given, self.name)
+        self._lower_I, self._upper_I = ctx.lower[self.idx], ctx.upper[self.idx]
         scenario = ctx.extra.get("scenario")
         seed = int(getattr(scenario, "seed", 0))
         rng = stream(seed, f"fairness-{self.name}")
@@ -164,20 +215,23 @@ class ScarfPolicy(FollowsModel):
         self.centre = float(np.quantile(model.logit(X), share))
         sur = GraphSurrogate(self.idx, total_effects(ctx, self.idx), np.asarray(model.weights),
                              float(model.intercept), self.centre)  # fmt: skip
-        self.net = train(self.kind, sur, X[rows], s[rows], self.horizon,
-                         self.plan_budget * self.cohort, self.settings,
-                         seed=int(rng.integers(2**31)))  # fmt: skip
-        self.steps: dict[int, int] = {}  # candidate id -> times advised
-        self.plans: dict[int, np.ndarray] = {}  # candidate id -> (T, k) plan (lstm)
+        self.net = trained_generator(self.kind, sur, X[rows], s[rows], self.horizon,
+                                     self.plan_budget * self.cohort, self.settings,
+                                     seed=int(rng.integers(2**31)))  # fmt: skip
+        # per-candidate state in arrays, one row per candidate id the policy has seen:
+        # times advised (rows,) and, for the LSTM, the plan made at first advice (rows, T, k)
+        self._row: dict[int, int] = {}
+        self._steps = np.zeros(0, dtype=np.int64)
+        self._plans = np.zeros((0, self.horizon, self.idx.size))
         self.stats = {"advised": 0.0, "spent": 0.0}
 
     def recommend(self, obs: RecourseObs, rng: np.random.Generator) -> Recommendation:
         self.use_model(obs.decision_model)
         n, z = obs.X.shape
-        ids = obs.ids.tolist()
         s = np.zeros(n) if obs.group is None else (np.asarray(obs.group) != 0).astype(float)
-        step = np.array([min(self.steps.get(c, 0), self.horizon - 1) for c in ids], dtype=int)
-        D = self._deltas(obs.X, s, ids, step)
+        rows, new = self._rows_of(obs.ids)
+        step = np.minimum(self._steps[rows], self.horizon - 1)
+        D = self._deltas(obs.X, s, rows, new, step)
         allowance = self._allowance(obs)
         X_cf = self._advice(obs.X, D)
         cost = np.abs(X_cf - obs.X).sum(axis=1)
@@ -194,11 +248,15 @@ class ScarfPolicy(FollowsModel):
                              info={"scarf_step": np.where(advised, step, -1)})  # fmt: skip
         rec = fit_to_budget(rec, obs.X, obs.budget_left)
         kept = rec.advised_mask()
-        for i in np.flatnonzero(kept):
-            self.steps[ids[i]] = self.steps.get(ids[i], 0) + 1
+        self._steps[rows[kept]] += 1  # ids are distinct within a tick: no repeated rows
         self.stats["advised"] += float(kept.sum())
         self.stats["spent"] += float(np.abs(rec.X_cf[kept] - obs.X[kept]).sum())
         return rec
+
+    def steps_of(self, ids: Any) -> np.ndarray:
+        """How many times the policy advised each candidate of ``ids`` (n,): 0 if never."""
+        return np.array([self._steps[r] if (r := self._row.get(int(c))) is not None else 0
+                         for c in np.asarray(ids).tolist()], dtype=np.int64)  # fmt: skip
 
     def observe(self, feedback: Feedback) -> None:
         """Nothing to learn online: the generator is fixed after ``prepare``."""
@@ -210,30 +268,53 @@ class ScarfPolicy(FollowsModel):
         return out
 
     # -- helpers -------------------------------------------------------------------------
-    def _deltas(self, X: np.ndarray, s: np.ndarray, ids: list[int], step: np.ndarray) -> np.ndarray:
-        """δ (n, k) for the rejected X (n, z) at their steps (n,)."""
-        n = X.shape[0]
-        if n == 0:
+    def _rows_of(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """State rows of the candidates ``ids`` (n,) and which of them are new (n,) bool;
+        a new candidate gets a fresh row (steps 0)."""
+        table = self._row
+        get = table.get
+        id_list = np.asarray(ids).tolist()
+        rows = np.array([get(c, -1) for c in id_list], dtype=np.int64)
+        new = rows < 0
+        n_new = int(new.sum())
+        if n_new:
+            start = len(table)
+            rows[new] = np.arange(start, start + n_new)
+            for i, r in zip(np.flatnonzero(new).tolist(), rows[new].tolist(), strict=True):
+                table[id_list[i]] = r
+            if start + n_new > self._steps.size:  # grow by doubling: amortised O(1) per row
+                size = max(2 * self._steps.size, start + n_new, 64)
+                self._steps = np.concatenate([self._steps, np.zeros(size - self._steps.size,
+                                                                    dtype=np.int64)])  # fmt: skip
+                if self.kind == "lstm":
+                    grown = np.zeros((size, *self._plans.shape[1:]))
+                    grown[: self._plans.shape[0]] = self._plans
+                    self._plans = grown
+        return rows, new
+
+    def _deltas(self, X: np.ndarray, s: np.ndarray, rows: np.ndarray, new: np.ndarray,
+                step: np.ndarray) -> np.ndarray:  # fmt: skip
+        """δ (n, k) for the rejected X (n, z) at their steps (n,); ``rows`` (n,) are their
+        state rows, ``new`` (n,) marks first sight."""
+        if X.shape[0] == 0:
             return np.zeros((0, self.idx.size))
         if self.kind == "mlp":
             return step_mlp(self.net, X, s)
-        new = [i for i, c in enumerate(ids) if c not in self.plans]
-        if new:  # a candidate's plan is made once, from the features of its first advice
-            plans = plan_lstm(self.net, X[new], s[new])
-            for row, i in enumerate(new):
-                self.plans[ids[i]] = plans[row]
-        return np.stack([self.plans[c][t] for c, t in zip(ids, step.tolist(), strict=True)])
+        if new.any():  # a candidate's plan is made once, from the features of its first advice
+            self._plans[rows[new]] = plan_lstm(self.net, X[new], s[new])
+        return self._plans[rows, step]
 
     def _advice(self, X: np.ndarray, D: np.ndarray) -> np.ndarray:
         """x_cf: X (n, z) with δ (n, k) on I within the bounds, passed down the graph."""
         X_new = X.copy()
-        X_new[:, self.idx] = np.clip(X[:, self.idx] + D, self.ctx.lower[self.idx],
-                                     self.ctx.upper[self.idx])  # fmt: skip
+        X_I = X[:, self.idx]
+        moved = np.clip(X_I + D, self._lower_I, self._upper_I)
+        X_new[:, self.idx] = moved
         graph = self.ctx.causal_graph
         if graph is None:
             return X_new
         hit = np.zeros(X.shape, dtype=bool)
-        hit[:, self.idx] = X_new[:, self.idx] != X[:, self.idx]
+        hit[:, self.idx] = moved != X_I
         return graph.propagate(X, X_new, hit)
 
     def _allowance(self, obs: RecourseObs) -> float:
