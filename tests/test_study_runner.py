@@ -347,7 +347,11 @@ def test_report_only_on_shipped_points_gives_the_shipped_table3(tmp_path):
             ours = list(csv.DictReader(f))
         with open(ROOT / "results" / "table3.csv") as f:
             expected = [r for r in csv.DictReader(f) if (r["T"], r["beta"]) == ("5", "0.01")]
-        assert ours == expected and len(ours) == 4
+        assert ours == expected and {r["method"] for r in ours} >= {
+            "rl",
+            "margin-phi",
+            "lookahead-true",
+        }
     assert (out / "evaluations" / "manifest.json").is_file() and (out / "pareto.png").is_file()
 
 
