@@ -15,6 +15,10 @@ current run goes on. Every browser session builds its own model inside :func:`Pa
 Play advances the model at the chosen rate from a worker thread and draws a frame only
 when the browser has drawn the previous one (each chart reports the frame it drew): when
 drawing is fast every tick is drawn, otherwise frames are skipped, never queued.
+
+A new model is built on a worker thread too. Most build in well under a second and appear
+as if built in the handler; a policy that trains when prepared (``scarf``: 15-20 s) shows
+"preparing …" while the sidebar stays usable, and a newer choice supersedes it.
 """
 
 from __future__ import annotations
@@ -47,6 +51,9 @@ from dashboards.settings import (  # noqa: E402
     Settings,
     dashboard_policies,
     dashboard_presets,
+    path_safe,
+    policy_description,
+    preparing_text,
 )
 from dashboards.widgets import ApplicantTable, CopyBox, VegaView  # noqa: E402
 
@@ -60,6 +67,7 @@ SPEEDS = {"slow (2 ticks/s)": 2, "normal (10 ticks/s)": 10, "fast (20 ticks/s)":
 DEFAULT_SPEED = "normal (10 ticks/s)"
 FRAME_TIMEOUT_S = 2.0  # Play stops waiting for a browser that has not drawn the last frame
 PLAY_POLL_S = 0.02  # how often Play asks whether the browser has drawn the last frame
+QUICK_BUILD_S = 1.0  # a build this fast is waited for; a slower one shows "preparing"
 
 CSS = """
 .rabm-chart { position: relative; width: 100%; min-height: 300px; }
@@ -73,6 +81,9 @@ CSS = """
 .rabm-table tbody tr { cursor: pointer; }
 .rabm-explanation p { margin-bottom: 8px; }
 .rabm-section { margin: 18px 0 4px 12px; }
+.rabm-policy-note { font-size: 12px; color: #555; margin: -14px 0 10px 0; }
+.rabm-preparing-card { position: sticky; top: 0; z-index: 4; }
+.rabm-preparing { font-size: 15px; }
 """
 
 TABLE_HEADERS = [
@@ -183,8 +194,8 @@ def csv_bytes(model: DashboardModel, which: str) -> bytes:
 
 
 def file_stem(settings: Settings) -> str:
-    vs = f"_vs_{settings.compare}" if settings.compare else ""
-    return f"recourse-abm_{settings.preset}_{settings.policy}{vs}_seed{settings.seed}"
+    vs = f"_vs_{path_safe(settings.compare)}" if settings.compare else ""
+    return f"recourse-abm_{settings.preset}_{path_safe(settings.policy)}{vs}_seed{settings.seed}"
 
 
 # -- one browser session ------------------------------------------------------------------------
@@ -207,8 +218,20 @@ class Session:
         self.replay = reactive(None)  # a tick to show instead of the newest
         self.picked = reactive(None)  # the applicant in the agent view
         self.speed = reactive(DEFAULT_SPEED)
+        self.preparing = reactive(None)  # what is being built, while it takes a while
         self.gate = FrameGate()
         self.lock = threading.Lock()  # the play thread and the handlers share the model
+        # the builder thread and the handlers share these: the newest settings waiting to
+        # be built (with the event set once they are dealt with) and whether it runs
+        self._build_lock = threading.Lock()
+        self._wanted: tuple[Settings, threading.Event] | None = None
+        self._building = False
+
+    @property
+    def building(self) -> bool:
+        """Whether a model is being built (or waits to be)."""
+        with self._build_lock:
+            return self._building
 
     def tick(self) -> int:
         """The tick the views show."""
@@ -229,9 +252,53 @@ class Session:
             self.error.set(f"could not apply that: {type(exc).__name__}: {exc}")
 
     def build(self, new: Settings) -> None:
-        """A fresh model from ``new`` (stopped, tick 0); on ConfigError the old run goes on."""
+        """A fresh model from ``new`` (stopped, tick 0), built on the builder thread.
+
+        Waits up to :data:`QUICK_BUILD_S` for it; a slower build sets :attr:`preparing`
+        and the page stays usable meanwhile. Only the newest settings asked for are
+        built: one asked for while another builds replaces it. On ConfigError the old run
+        goes on, with the message in :attr:`error`."""
         self.draft.set(new)
-        built = DashboardModel(new)
+        done = threading.Event()
+        with self._build_lock:
+            self._wanted = (new, done)
+            start, self._building = not self._building, True
+        if start:
+            threading.Thread(target=self._builder, name="rabm-build", daemon=True).start()
+        if done.wait(QUICK_BUILD_S):
+            return
+        self.playing.set(False)  # Step and Play wait for the new model
+        self.preparing.set(preparing_text(new))
+        if not self.building:  # done between the wait and the line above: nothing to show
+            self.preparing.set(None)
+
+    def _builder(self) -> None:
+        """Build the newest wanted settings until none is left (the builder thread)."""
+        while True:
+            with self._build_lock:
+                wanted, self._wanted = self._wanted, None
+                if wanted is None:
+                    self._building = False
+                    break
+            new, done = wanted
+            try:
+                built, message = DashboardModel(new), None
+            except ConfigError as exc:
+                built, message = None, str(exc)
+            except Exception as exc:  # a bug must not take the lesson down
+                log.exception("dashboard build failed")
+                built, message = None, f"could not apply that: {type(exc).__name__}: {exc}"
+            with self._build_lock:
+                superseded = self._wanted is not None
+            if not superseded:
+                self._show(built, message)
+            done.set()
+        self.preparing.set(None)
+
+    def _show(self, built: DashboardModel | None, message: str | None) -> None:
+        if built is None:
+            self.error.set(message)
+            return
         self.playing.set(False)
         with self.lock:
             self.model.set(built)
@@ -255,11 +322,12 @@ class Session:
         self.build(Settings.from_demo(chosen[0]))
 
     def reset(self) -> None:
-        self.build(self.model.value.settings)
+        if self.preparing.value is None:  # while preparing, the new settings are on their way
+            self.build(self.model.value.settings)
 
     def step(self) -> None:
         m = self.model.value
-        if self.playing.value or not m.running:
+        if self.playing.value or not m.running or self.preparing.value is not None:
             return  # the button is disabled then; a crafted click changes nothing
         with self.lock:
             m.step()
@@ -267,6 +335,8 @@ class Session:
         self.publish()
 
     def play(self) -> None:
+        if self.preparing.value is not None:
+            return
         if not self.model.value.running and not self.playing.value:
             return
         self.replay.set(None)
@@ -336,16 +406,18 @@ def Html(text: str, classes: list[str] | None = None):
 def Controls(session: Session):
     """Reset, Play/Pause, Step and the play speed; runs the play loop."""
     m, playing = session.model.value, session.playing.value
+    preparing = session.preparing.value is not None
     session.frame.value  # noqa: B018 (subscribe: a step may finish the run)
     solara.use_thread(session.play_loop, dependencies=[playing, m], intrusive_cancel=False)
     with solara.Card("Run", classes=["rabm-controls"]):
         with solara.Row(justify="space-between"):
-            solara.Button("Reset", color="primary", on_click=session.handler(session.reset))
+            solara.Button("Reset", color="primary", on_click=session.handler(session.reset),
+                          disabled=preparing)  # fmt: skip
             solara.Button("Pause" if playing else "Play", color="primary",
                           on_click=session.handler(session.play),
-                          disabled=not m.running and not playing)  # fmt: skip
+                          disabled=preparing or (not m.running and not playing))  # fmt: skip
             solara.Button("Step", color="primary", on_click=session.handler(session.step),
-                          disabled=playing or not m.running)  # fmt: skip
+                          disabled=preparing or playing or not m.running)  # fmt: skip
         solara.Select("play speed", values=list(SPEEDS), value=session.speed.value,
                       on_value=session.handler(session.set_speed))  # fmt: skip
 
@@ -380,8 +452,11 @@ def Inputs(session: Session):
                       on_value=lambda x: on_input("preset", x))  # fmt: skip
         solara.Select("policy", values=policies, value=d.policy,
                       on_value=lambda x: on_input("policy", x))  # fmt: skip
+        PolicyNote(d.policy)
         solara.Select("compare with (same seed)", values=[OFF, *policies],
                       value=d.compare or OFF, on_value=lambda x: on_input("compare", x))  # fmt: skip
+        if d.compare:
+            PolicyNote(d.compare)
         for name, (label, _, _) in SLIDERS.items():
             lo, hi = d.slider_range(name)
             IntSlider(name, label, getattr(d, name), lo, hi, on_input).key(name)
@@ -392,9 +467,32 @@ def Inputs(session: Session):
 
 
 @solara.component
+def PolicyNote(spec: str):
+    """One line under a policy select: what the chosen policy advises."""
+    text = solara.use_memo(lambda: policy_description(spec), [spec])
+    if text:
+        solara.Text(text, classes=["rabm-policy-note"])
+
+
+@solara.component
 def ErrorBanner(session: Session):
     if session.error.value:
         solara.Error(f"Not applied: {session.error.value}", classes=["rabm-error"])
+
+
+@solara.component
+def PreparingBanner(session: Session):
+    """While a slow model builds: what it is doing, and that the page is still usable."""
+    text = session.preparing.value
+    if text is None:
+        return
+    with solara.Card(classes=["rabm-preparing-card"]):
+        solara.v.ProgressLinear(indeterminate=True, color="primary")
+        Html(f"**{text[0].upper()}{text[1:]}** This takes a few seconds, and again after "
+             "Reset or a changed setting. Step and Play come back when it is ready; until "
+             "then the charts show the previous run. The sidebar stays usable: the newest "
+             "choice is built next.",
+             classes=["rabm-preparing"])  # fmt: skip
 
 
 @solara.component
@@ -532,5 +630,6 @@ def Page():
         Inputs(session)
     with solara.Column(gap="8px", style={"padding": "0 8px"}, classes=["rabm-main"]):
         ErrorBanner(session)
+        PreparingBanner(session)
         Views(session)
         ExportCard(session)

@@ -67,6 +67,8 @@ def server(n_initial: int, steps: int) -> None:
     _, rc = solara.render(solara.AppLayout(children=[app.Page()]), handle_error=False)
     slider = [w for w in rc.find(v.Slider).widgets if "N₀" in str(w.label)][0]
     slider.fire_event("change", n_initial)
+    while rc.find(v.Btn, children=["Step"]).widget.disabled:  # a slow build: "preparing"
+        time.sleep(0.05)
     times = []
     for _ in range(steps):
         button = rc.find(v.Btn, children=["Step"]).widget

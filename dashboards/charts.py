@@ -27,6 +27,7 @@ from dashboards.settings import DashboardModel
 SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
 HEIGHT = 210
 WINDOW = 20  # ticks shown by the applicant scatter
+SMOOTH = 10  # ticks averaged by the improvement-or-gaming lines (a few implementers a tick)
 SUBTITLE_CHARS = 68  # a subtitle line fits a half-width chart on a 1280-pixel screen
 SHARE = "share (0 to 1)"
 COUNT = "applicants (count)"
@@ -37,6 +38,9 @@ POLICY_COLOURS = ["#1f77b4", "#9467bd"]
 # line legends show a stretch of the line itself: its colour, dash and width
 LINE_LEGEND = {"symbolType": "stroke", "symbolSize": 500, "columns": 2}
 GROUP_COLOURS = ["#1f77b4", "#e377c2", "#17becf", "#bcbd22", "#8c564b", "#9467bd"]
+# a half-width chart on a 1280-pixel screen fits the measure and policy legends side by
+# side while their longest labels have this many characters together; past it they stack
+LEGENDS_SIDE_BY_SIDE_CHARS = 48
 
 
 @dataclass(frozen=True)
@@ -144,7 +148,15 @@ def line_spec(
                         {"field": "tick"}, {"field": "value", "format": ".3f"}],
         },
     }  # fmt: skip
-    return _spec(name, title, subtitle, {"layer": [line, *(layers or [])]})
+    spec = _spec(name, title, subtitle, {"layer": [line, *(layers or [])]})
+    if len(policies) > 1 and max(map(len, labels)) + max(map(len, policies)) > (
+        LEGENDS_SIDE_BY_SIDE_CHARS
+    ):
+        # Vega's legend layout (Vega-Lite passes it through): the policy legend goes
+        # under the measures instead of being cut off at the chart's right edge
+        spec["config"]["legend"]["layout"] = {"bottom": {"direction": "vertical",
+                                                         "anchor": "start"}}  # fmt: skip
+    return spec
 
 
 def _series_chart(
@@ -337,6 +349,28 @@ def true_outcomes(policies: list[str]) -> Chart:
     )  # fmt: skip
 
 
+def improvement_gaming(policies: list[str]) -> Chart:
+    """Of those who reapplied having done all the advice: the share who truly qualify
+    (``impl_improvement_rate``) and, of the accepted among them, the share who do not
+    (``gaming_rate``); each the mean of the last :data:`SMOOTH` ticks, since a tick has
+    only a handful of such applicants (improvement-bandits §5)."""
+    columns = {"impl_improvement_rate": ("did the advice, truly qualify", "#2ca02c"),
+               "gaming_rate": ("accepted without qualifying (gaming)", "#d62728")}  # fmt: skip
+    spec = line_spec(
+        "improvement-gaming", "Improvement or gaming?",
+        "Of those who did all the advice: the share whose true chance p* is at least 0.5, "
+        "and of the accepted among them, the share below it. "
+        f"Mean of the last {SMOOTH} ticks.",
+        SHARE, list(columns.values()), policies,
+    )  # fmt: skip
+    spec["layer"][0]["encoding"]["tooltip"].append(
+        {"field": "tick_value", "title": "this tick alone", "format": ".3f"}
+    )
+    labels = {col: label for col, (label, _) in columns.items()}
+    return Chart("improvement-gaming", spec,
+                 lambda runs, t: {"main": data.smoothed_series(runs, t, labels, SMOOTH)})  # fmt: skip
+
+
 def validity(policies: list[str]) -> Chart:
     columns = {"validity": "advice still valid"}
     rules = {
@@ -425,7 +459,7 @@ def extension_charts(model: DashboardModel, policies: list[str]) -> list[Chart]:
     on = model.config.extensions
     out = []
     if "outcomes" in on:
-        out.append(true_outcomes(policies))
+        out += [true_outcomes(policies), improvement_gaming(policies)]
     if "retraining" in on:
         out.append(validity(policies))
     if "groups" in on:

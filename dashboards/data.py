@@ -136,6 +136,38 @@ def series(all_runs: list[Run], t: int, columns: dict[str, str]) -> Columns:
     return {k: json_list(np.concatenate(v), 6 if k == "value" else None) for k, v in parts.items()}
 
 
+def trailing_mean(values: np.ndarray, window: int) -> np.ndarray:
+    """(n,) mean of values[max(i - window + 1, 0) .. i] for each i, ignoring NaN (ticks
+    without anyone to count); NaN where the whole stretch is NaN."""
+    ok = np.isfinite(values)
+    total = np.concatenate([[0.0], np.cumsum(np.where(ok, values, 0.0))])
+    count = np.concatenate([[0], np.cumsum(ok)])
+    hi = np.arange(1, values.shape[0] + 1)
+    lo = np.maximum(hi - window, 0)
+    n = count[hi] - count[lo]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, (total[hi] - total[lo]) / np.maximum(n, 1), np.nan)
+
+
+def smoothed_series(all_runs: list[Run], t: int, columns: dict[str, str], window: int) -> Columns:
+    """Like :func:`series`, but ``value`` is the :func:`trailing_mean` of the last
+    ``window`` ticks and ``tick_value`` the tick's own value: {tick, series, policy, value,
+    tick_value}. It reads ticks 0..t only, so a replayed tick shows what was shown live."""
+    out: Columns = {"tick": [], "series": [], "policy": [], "value": [], "tick_value": []}
+    for run in all_runs:
+        for col, label in columns.items():
+            if not run.has(col):
+                continue
+            values = run.ticks(col, t)
+            n = values.shape[0]
+            out["tick"] += list(range(n))
+            out["series"] += [label] * n
+            out["policy"] += [run.policy] * n
+            out["value"] += json_list(trailing_mean(values, window), 6)
+            out["tick_value"] += json_list(values, 6)
+    return out
+
+
 def refit_ticks(run: Run, t: int) -> Columns:
     """Ticks 1..t at whose start the decision model was refitted (``model_version``
     rose): {tick, version}."""

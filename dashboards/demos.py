@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from abm.registry import available_policies
+from abm.registry import available_policies, parse_spec
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,8 @@ class Demo:
         name: short identifier (used in the URL-free sidebar select and in tests).
         title: what the select shows.
         preset: scenario preset the demo starts from (``recourse-abm scenarios``).
-        policy: the policy shown first.
+        policy: the policy shown first (a registry name, or a spec with parameters such
+            as ``improve-linucb:advice=segment``).
         compare: a second policy run side by side on the same seed ("" for none).
         overrides: scenario fields changed from the preset (dashboard fields only:
             k, m, n_initial, validity, ticks, seed, beta, difficulty).
@@ -38,7 +39,8 @@ class Demo:
 
     @property
     def required_policies(self) -> tuple[str, ...]:
-        return tuple(p for p in (self.policy, self.compare) if p)
+        """The registry names the demo's policies build on (a spec's parameters dropped)."""
+        return tuple(part.name for p in (self.policy, self.compare) if p for part in parse_spec(p))
 
 
 DEMOS: tuple[Demo, ...] = (
@@ -113,6 +115,46 @@ DEMOS: tuple[Demo, ...] = (
             "groups close when the rejected follow the advice, or stay? **Groups: how far "
             "apart are they?** measures how different the waiting groups look.\n\n"
             "*Ask:* is equal advice fair advice?"
+        ),
+    ),
+    Demo(
+        name="improvement-vs-gaming",
+        title="6 · Improvement or gaming?",
+        preset="improvement",
+        policy="threshold",
+        compare="improve-linucb:advice=segment",
+        explanation=(
+            "Here the model can be fooled: features x8 and x9 are proxies. The model "
+            "rewards them, but they never change the true chance p* of a good outcome. "
+            "Whether an accepted applicant does well comes to light 5 ticks later.\n\n"
+            "Threshold advice (solid) asks for the cheapest change that reaches the "
+            "threshold, which often means the proxies. The bandit (dashed, "
+            "*improve-linucb*) learns from the outcomes that come to light which changes "
+            "truly help, and steers its advice that way.\n\n"
+            "Press **Play** and let 40 or 50 ticks run. In **Improvement or gaming?**: of "
+            "those who did all they were told, how many truly qualify, and how many "
+            "of the accepted only fooled the model? Does the gap between the two policies "
+            "open up as the bandit learns? Compare RR in **Does advice work?**\n\n"
+            "*Ask:* is advice that gets people accepted good advice?"
+        ),
+    ),
+    Demo(
+        name="fairness-aware-advice",
+        title="7 · Fairness-aware advice",
+        preset="fair-scarf",
+        policy="threshold",
+        compare="scarf",
+        explanation=(
+            "Two groups, one starting behind, a causal graph between the features and a "
+            "budget for advice. Threshold advice (solid) treats everyone alike; *scarf* "
+            "(dashed) plans a sequence of changes over several rounds, aimed at bringing the "
+            "groups together, within the budget.\n\n"
+            "Choosing this demonstration first trains scarf's generator: wait for it (about "
+            "15-20 seconds), then press **Play**. Watch **Groups: who gets accepted?** (the "
+            "gap between the groups, solid against dashed) and **Groups: how far apart are "
+            "they?**: does fairness-aware advice close the gap faster? What does it cost in "
+            "**Budget for advice** and in RR?\n\n"
+            "*Ask:* should advice treat everyone the same, or help those who start behind?"
         ),
     ),
 )

@@ -15,6 +15,7 @@ import dataclasses
 import itertools
 import math
 import numbers
+import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from typing import Any
 
 from abm.config import ScenarioConfig, parse_overrides
 from abm.model import RecourseModel
-from abm.registry import REGISTRY, make_policy
+from abm.registry import REGISTRY, make_policy, parse_spec
 from abm.scenarios import PRESETS, get_scenario
 from abm.validation import ConfigError, interval, problem
 
@@ -45,6 +46,24 @@ TEXT_FIELDS: dict[str, str] = {
     "difficulty": "difficulty dᵢ per feature x0, x1, … (each in (0, 1])",
 }
 _SCENARIO_FIELDS = ("k", "m", "n_initial", "validity", "ticks", "seed", "beta", "difficulty")
+# policy specs with parameters that the selects offer next to the registry names, with what
+# the sidebar says about them: the bandits learn nothing in the population world with
+# their default advice (docs/improvement.md), so the dashboard offers the variant that does
+POLICY_VARIANTS: dict[str, str] = {
+    "improve-linucb:advice=segment": (
+        "improvement (ARLIM): LinUCB learns from revealed outcomes which direction of "
+        "change truly improves; segment advice (walk towards the arm only as far as the goal)"
+    ),
+    "improve-proto:advice=segment": (
+        "improvement (ARLIM): the cheapest valid prototype, learns nothing; segment advice "
+        "(walk towards the arm only as far as the goal)"
+    ),
+}
+# what a policy does while the model is built, for those that take seconds to prepare
+PREPARING: dict[str, str] = {
+    "scarf": "training its generator",
+    "scarf-mlp": "training its generator",
+}
 _PAPER = get_scenario("paper")
 _SERIALS = itertools.count()
 
@@ -54,9 +73,41 @@ def dashboard_presets() -> list[str]:
     return [n for n, c in PRESETS.items() if max(c.n_initial, c.m) <= MAX_DASHBOARD_POOL]
 
 
+def base_name(spec: str) -> str:
+    """The registry name a single-part policy spec builds on (``"a:k=v"`` -> ``"a"``);
+    a composite ``GOAL+RECOMMENDER`` is returned whole."""
+    parts = parse_spec(spec)
+    return parts[0].name if len(parts) == 1 else spec
+
+
 def dashboard_policies() -> list[str]:
-    """Registered policy names (what the policy selects offer)."""
-    return list(REGISTRY.describe("policy"))
+    """What the policy selects offer: the registered names, each followed by its
+    :data:`POLICY_VARIANTS` (a variant of an unregistered policy is left out)."""
+    out = []
+    for name in REGISTRY.describe("policy"):
+        out.append(name)
+        out += [v for v in POLICY_VARIANTS if base_name(v) == name]
+    return out
+
+
+def policy_description(spec: str) -> str:
+    """One line on what ``spec`` advises (the registry's description, or the variant's)."""
+    if spec in POLICY_VARIANTS:
+        return POLICY_VARIANTS[spec]
+    return REGISTRY.describe("policy").get(base_name(spec), "")
+
+
+def preparing_text(settings: Settings) -> str:
+    """What the page says while the model of ``settings`` is being built, e.g.
+    ``"preparing scarf (training its generator)…"``."""
+    names = [p for p in (settings.policy, settings.compare) if p]
+    slow = [f"{p} ({PREPARING[base_name(p)]})" for p in names if base_name(p) in PREPARING]
+    return "preparing " + (" and ".join(slow) if slow else "the run") + "…"
+
+
+def path_safe(spec: str) -> str:
+    """A policy spec as part of a file or folder name (``:``, ``=`` and ``,`` become ``-``)."""
+    return re.sub(r"[^A-Za-z0-9._+-]+", "-", spec)
 
 
 def _fmt_number(x: float) -> str:
@@ -180,7 +231,8 @@ class Settings:
             value = getattr(config, name)
             if value != getattr(base, name):
                 args += ["--set", f"{name}={_toml_text(value)}"]
-        return [*args, "--out", f"results/dashboard-{self.preset}-{policy}-seed{config.seed}"]
+        out = f"results/dashboard-{self.preset}-{path_safe(policy)}-seed{config.seed}"
+        return [*args, "--out", out]
 
     def cli_text(self) -> str:
         """The shell command(s) that reproduce the current run, one line per policy."""
@@ -253,12 +305,18 @@ class DashboardModel(RecourseModel):
 
 __all__ = [
     "OFF",
+    "POLICY_VARIANTS",
+    "PREPARING",
     "SLIDERS",
     "TEXT_FIELDS",
     "ConfigError",
     "DashboardModel",
     "Settings",
+    "base_name",
     "check_policy",
     "dashboard_policies",
     "dashboard_presets",
+    "path_safe",
+    "policy_description",
+    "preparing_text",
 ]

@@ -749,3 +749,124 @@ def test_lesson_plan_of_teaching_md(server, browser):
         step(page, n)
     screenshot(page, "dashboard.png", ".rabm-applicants")
     page.context.close()
+
+
+# -- side by side in the world extensions: improvement and fair-scarf (issues 19.5, 21.5) ----
+BANDIT = "improve-linucb:advice=segment"
+LINES_JS = """(name) => {
+    // the dash of every drawn line, with the policy and series it belongs to
+    const view = document.querySelector(`.rabm-chart[data-chart="${name}"]`).rabmView;
+    const out = [];
+    function walk(mark) {
+        for (const item of mark.items || []) {
+            if (mark.marktype === 'line' && item.datum && item.datum.policy !== undefined) {
+                out.push({policy: item.datum.policy, series: item.datum.series,
+                          dash: (item.strokeDash || [1, 0]).join(',')});
+            }
+            for (const m of item.items || []) walk(m);
+        }
+    }
+    walk(view.scenegraph().root);
+    return out;
+}"""
+
+
+def line_dashes(page, name: str) -> dict[str, set[str]]:
+    """Policy -> the dashes its drawn lines have in chart ``name``."""
+    out: dict[str, set[str]] = {}
+    for line in page.evaluate(LINES_JS, name):
+        out.setdefault(line["policy"], set()).add(line["dash"])
+    return out
+
+
+def play_to_the_end(page) -> int:
+    """Press Play and let the run finish (no Pause to race with a redraw); returns the
+    ticks run, once the charts show the last of them."""
+    page.get_by_role("button", name="Play", exact=True).click()
+    page.locator(".rabm-status").get_by_text("run finished").wait_for()
+    n_run = int(re.search(r"(\d+) of \d+ ticks run", status(page)).group(1))
+    page.wait_for_function(
+        """(t) => Array.from(document.querySelectorAll('.rabm-chart[data-chart]'))
+            .filter(e => e.dataset.chart !== 'applicant').every(e => {
+                // a chart over ticks shows the last one; the others have no tick column
+                const ticks = e.rabmView.data('main').map(d => d.tick ?? -1);
+                return [-1, t].includes(Math.max(-1, ...ticks));
+            })""",
+        arg=n_run - 1,
+    )
+    return n_run
+
+
+def test_improvement_preset_compares_threshold_with_the_learning_bandit(server, browser):
+    page = open_page(browser, server)
+    choose(page, "scenario preset", "improvement")
+    page.locator(".rabm-status").get_by_text("scenario improvement").wait_for()
+    choose(page, "policy", BANDIT)
+    page.locator(".rabm-status").get_by_text(f"policy {BANDIT}").wait_for()
+    assert "segment advice" in page.locator(".rabm-policy-note").first.inner_text()
+    choose(page, "compare with", "threshold")
+    page.locator(".rabm-status").get_by_text("vs threshold").wait_for()
+    n_run = play_to_the_end(page)  # 100 ticks at 10 a second
+    assert n_run == 100
+    measures = {"did the advice, truly qualify", "accepted without qualifying (gaming)"}
+    rows = chart_data(page, "improvement-gaming")
+    assert {r["policy"] for r in rows} == {BANDIT, "threshold"}
+    assert {r["series"] for r in rows} == measures
+    assert max(r["tick"] for r in rows) == n_run - 1
+    legend = set(chart_texts(page, "improvement-gaming", "legend"))
+    assert {"policy", BANDIT, "threshold", *measures} <= legend, legend
+    # the first policy drawn solid, the second dashed
+    dashes = line_dashes(page, "improvement-gaming")
+    assert dashes == {BANDIT: {"1,0"}, "threshold": {"7,4"}}, dashes
+
+    # from tick 20 on the lines part: the bandit's implementers truly qualify more often
+    # and fewer of its accepted game the model (seed 0, ticks 20-99: 0.24 vs 0.13 and
+    # 0.77 vs 0.88)
+    def late(policy: str, measure: str) -> float:
+        values = [r["value"] for r in rows if r["policy"] == policy and r["series"] == measure
+                  and r["tick"] >= 20 and r["value"] is not None]  # fmt: skip
+        return sum(values) / len(values)
+
+    good, gaming = "did the advice, truly qualify", "accepted without qualifying (gaming)"
+    assert late(BANDIT, good) > late("threshold", good)
+    assert late(BANDIT, gaming) < late("threshold", gaming)
+    # the true-outcomes chart has both policies as well
+    assert {r["policy"] for r in chart_data(page, "true-outcomes")} == {BANDIT, "threshold"}
+    page.context.close()
+
+
+def test_fair_scarf_prepares_scarf_visibly_and_shows_both_policies_per_group(server, browser):
+    page = open_page(browser, server)
+    choose(page, "scenario preset", "fair-scarf")
+    page.locator(".rabm-status").get_by_text("scenario fair-scarf").wait_for()
+    assert field(page, "policy").locator(".v-select__selection").inner_text() == "threshold"
+    choose(page, "compare with", "scarf")
+    # scarf trains its generator: the page says so, and Step, Play and Reset wait
+    banner = page.locator(".rabm-preparing")
+    banner.wait_for()
+    assert "Preparing scarf (training its generator)" in banner.inner_text()
+    for name in ("Step", "Play", "Reset"):
+        assert page.get_by_role("button", name=name, exact=True).is_disabled(), name
+    # the page stays usable meanwhile: the server answers another input
+    choose(page, "play speed", "slow (2 ticks/s)")
+    speed = field(page, "play speed").locator(".v-select__selection")
+    playwright_api.expect(speed).to_have_text("slow (2 ticks/s)")
+    assert banner.count() == 1  # the answer came while scarf was still training
+    banner.wait_for(state="detached", timeout=max(TIMEOUT_MS, 300_000))
+    page.locator(".rabm-status").get_by_text("vs scarf").wait_for()
+    assert "no tick run yet" in status(page)
+    for n in (1, 2, 3):
+        step(page, n)
+    both = {"threshold", "scarf"}
+    groups = chart_data(page, "groups")
+    assert {r["policy"] for r in groups} == both
+    lines = {"group 0: accepted", "group 1: accepted", "gap between groups (DP)"}
+    assert {r["series"] for r in groups} == lines
+    assert {(r["policy"], r["series"]) for r in groups} == {(p, s) for p in both for s in lines}
+    legend = set(chart_texts(page, "groups", "legend"))
+    assert {"policy", *both, *lines} <= legend, legend
+    assert line_dashes(page, "groups") == {"threshold": {"1,0"}, "scarf": {"7,4"}}
+    distance = chart_data(page, "group-distance")
+    assert {r["policy"] for r in distance} == both
+    assert {r["tick"] for r in distance} == {0, 1, 2}
+    page.context.close()

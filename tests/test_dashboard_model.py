@@ -6,6 +6,8 @@ import csv
 import io
 import json
 import re
+import threading
+import time
 import warnings
 
 import numpy as np
@@ -18,15 +20,19 @@ from abm.validation import ConfigError  # noqa: E402
 from dashboards import charts, data  # noqa: E402
 from dashboards.demos import DEMOS, available_demos  # noqa: E402
 from dashboards.settings import (  # noqa: E402
+    PREPARING,
     SLIDERS,
     DashboardModel,
     Settings,
+    base_name,
     dashboard_policies,
     dashboard_presets,
+    policy_description,
+    preparing_text,
 )
 
 EXTENSION_PRESETS = {
-    "improvement": ["true-outcomes"],
+    "improvement": ["true-outcomes", "improvement-gaming"],
     "retraining": ["validity"],
     "groups": ["groups", "group-distance"],
     "causal": ["causal"],
@@ -163,7 +169,12 @@ def test_demos_check_the_registry_at_run_time():
     with_safear = available_demos({"threshold": "", "threshold-true": "", "safear": ""})
     assert "risk-averse-advice" in with_safear
     for demo in available_demos().values():  # every listed demo builds and steps
+        if any(base_name(p) in PREPARING for p in demo.required_policies):
+            continue  # trains for seconds: test_fair_scarf_side_by_side builds and steps it
         stepped(Settings.from_demo(demo), 1)
+    # a spec with parameters needs its registry name only
+    assert "improvement-vs-gaming" in available_demos({"threshold": "", "improve-linucb": ""})
+    assert "improvement-vs-gaming" not in available_demos({"threshold": ""})
 
 
 def test_threshold_trap_demo_shows_the_trap():
@@ -412,6 +423,185 @@ def test_group_chart_has_a_line_per_group():
     chart = {c.name: c for c in charts.charts(model)}["groups"]
     series = set(chart.datasets(data.runs(model), 2)["main"]["series"])
     assert series == {"group 0: accepted", "group 1: accepted", "gap between groups (DP)"}
+
+
+# -- side by side: improvement (issue 19.5) and fair-scarf (issue 21.5) ------------------------
+BANDIT = "improve-linucb:advice=segment"
+IMPROVEMENT = {"impl_improvement_rate": "did the advice, truly qualify",
+               "gaming_rate": "accepted without qualifying (gaming)"}  # fmt: skip
+
+
+def _line(rows: list[dict], policy: str, label: str, key: str = "value") -> np.ndarray:
+    """One policy's line of one series, in tick order, None as NaN."""
+    line = sorted((r for r in rows if r["policy"] == policy and r["series"] == label),
+                  key=lambda r: r["tick"])  # fmt: skip
+    return np.array([np.nan if r[key] is None else r[key] for r in line], dtype=float)
+
+
+def test_trailing_mean_known_answer():
+    nan = np.nan
+    out = data.trailing_mean(np.array([nan, 1.0, 0.0, nan, 0.5, nan, nan]), 2)
+    np.testing.assert_allclose(out, [nan, 1.0, 0.5, 0.0, 0.5, 0.5, nan])
+    assert data.trailing_mean(np.zeros(0), 3).shape == (0,)
+
+
+def test_policy_selects_offer_the_learning_bandit():
+    policies = dashboard_policies()
+    assert policies.index(BANDIT) == policies.index("improve-linucb") + 1
+    assert "segment advice" in policy_description(BANDIT)
+    assert policy_description("threshold").startswith("last threshold")
+    s = Settings.from_preset("improvement").with_input("compare", BANDIT)
+    assert s.compare == BANDIT
+    twin_cmd = s.cli_text().splitlines()[1]
+    assert f"--policy {BANDIT} " in twin_cmd  # the CLI reads the same spec
+    assert twin_cmd.endswith(
+        "--out results/dashboard-improvement-improve-linucb-advice-segment-seed0"
+    )
+    from dashboards.app import file_stem
+
+    assert (
+        file_stem(s) == "recourse-abm_improvement_threshold_vs_improve-linucb-advice-segment_seed0"
+    )
+
+
+@pytest.fixture(scope="module")
+def improvement_run() -> DashboardModel:
+    model = DashboardModel(Settings.from_demo(available_demos()["improvement-vs-gaming"]))
+    for _ in range(40):
+        model.step()
+    return model
+
+
+def test_improvement_side_by_side_shows_improvement_and_gaming(improvement_run):
+    model = improvement_run
+    assert (model.settings.preset, model.settings.policy, model.settings.compare) == (
+        "improvement", "threshold", BANDIT)  # fmt: skip
+    runs = data.runs(model)
+    by_name = {c.name: c for c in charts.charts(model)}
+    chart = by_name["improvement-gaming"]
+    rows = data.rows(chart.datasets(runs, 39)["main"])
+    assert {r["policy"] for r in rows} == {"threshold", BANDIT}
+    assert {r["series"] for r in rows} == set(IMPROVEMENT.values())
+    # each line is the trailing mean of its policy's own tick column
+    tables = {"threshold": model.tick_table(), BANDIT: model.twin.tick_table()}
+    for policy, table in tables.items():
+        for col, label in IMPROVEMENT.items():
+            raw = table[col].to_numpy(dtype=float)
+            np.testing.assert_allclose(_line(rows, policy, label, "tick_value"), raw, atol=1e-6)
+            expected = data.trailing_mean(raw, charts.SMOOTH)
+            np.testing.assert_allclose(_line(rows, policy, label), expected, atol=1e-6)
+    # the two policies differ: over ticks 20-39 (seed 0) those who did the bandit's advice
+    # truly qualify more often, and fewer of its accepted game the model
+    late = {(p, c): np.nanmean(_line(rows, p, label)[20:]) for p in tables
+            for c, label in IMPROVEMENT.items()}  # fmt: skip
+    assert late[BANDIT, "impl_improvement_rate"] > late["threshold", "impl_improvement_rate"] + 0.1
+    assert late[BANDIT, "gaming_rate"] < late["threshold", "gaming_rate"] - 0.1
+    # replay: tick 25 scrubbed back shows the first 26 ticks of the same lines
+    early = data.rows(chart.datasets(runs, 25)["main"])
+    assert early == [r for r in rows if r["tick"] <= 25]
+    # colour names the measure, dash the policy: threshold solid, the bandit dashed
+    enc = _encodings(chart.spec)[0]
+    assert enc["color"]["field"] == "series" and enc["strokeDash"]["field"] == "policy"
+    assert enc["strokeDash"]["scale"]["domain"] == ["threshold", BANDIT]
+    assert enc["strokeDash"]["scale"]["range"] == charts.POLICY_DASH
+    # long names: the policy legend goes under the measures (beside them it is cut off)
+    assert chart.spec["config"]["legend"]["layout"]["bottom"]["direction"] == "vertical"
+    short = charts.improvement_gaming(["threshold"]).spec
+    assert "layout" not in short["config"]["legend"]
+    assert {r["policy"] for r in data.rows(by_name["true-outcomes"].datasets(runs, 39)["main"])} == {
+        "threshold", BANDIT}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def fair_run() -> DashboardModel:
+    # the demo as the sidebar builds it: scarf trains its generator here (15-20 s)
+    model = DashboardModel(Settings.from_demo(available_demos()["fairness-aware-advice"]))
+    for _ in range(8):
+        model.step()
+    return model
+
+
+def test_fair_scarf_side_by_side_has_per_group_lines(fair_run):
+    model = fair_run
+    assert (model.settings.preset, model.settings.policy, model.settings.compare) == (
+        "fair-scarf", "threshold", "scarf")  # fmt: skip
+    runs = data.runs(model)
+    by_name = {c.name: c for c in charts.charts(model)}
+    tables = {"threshold": model.tick_table(), "scarf": model.twin.tick_table()}
+    for name, columns in (
+        ("groups", {"accept_rate_g0": "group 0: accepted", "accept_rate_g1": "group 1: accepted",
+                    "dp_gap": "gap between groups (DP)"}),
+        ("group-distance", {"w_dist": "distance between groups"}),
+        ("budget", {"budget_spent": "spent", "budget_left": "left"}),
+    ):  # fmt: skip
+        rows = data.rows(by_name[name].datasets(runs, 7)["main"])
+        assert {r["policy"] for r in rows} == set(tables), name
+        assert {r["series"] for r in rows} == set(columns.values()), name
+        for policy, table in tables.items():
+            for col, label in columns.items():
+                expected = table[col].to_numpy(dtype=float)
+                np.testing.assert_allclose(_line(rows, policy, label), expected, atol=1e-6)
+    # scarf advises otherwise: it paces the episode's budget, threshold advice spends it early
+    left = {p: t["budget_left"].iloc[-1] for p, t in tables.items()}
+    assert left["scarf"] > left["threshold"] + 1.0
+    assert preparing_text(model.settings) == "preparing scarf (training its generator)…"
+    assert preparing_text(Settings.from_preset("paper")) == "preparing the run…"
+
+
+def _settled(session, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while (session.building or session.preparing.value is not None) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.02)
+    assert not session.building and session.preparing.value is None
+
+
+def test_a_slow_build_shows_preparing_and_the_newest_choice_wins(monkeypatch):
+    import solara
+
+    from dashboards import app
+
+    training = threading.Event()
+
+    class SlowModel(DashboardModel):
+        """Seed 1 trains until released; seed 2 is refused."""
+
+        def __init__(self, settings: Settings) -> None:
+            if settings.seed == 1:
+                assert training.wait(60)
+            if settings.seed == 2:
+                raise ConfigError("seed = 2 is not allowed; allowed: anything else")
+            super().__init__(settings)
+
+    monkeypatch.setattr(app, "DashboardModel", SlowModel)
+    monkeypatch.setattr(app, "QUICK_BUILD_S", 0.05)
+    session = app.Session(solara.reactive)
+    first = session.model.value
+    try:
+        session.build(Settings.from_preset("paper", seed=1))
+        assert session.preparing.value == "preparing the run…"
+        session.step()
+        session.play()
+        session.reset()
+        # Step, Play and Reset wait for the new model: the old one did not move
+        assert session.model.value is first and first.tick == 0 and not session.playing.value
+        assert session.draft.value.seed == 1  # the sidebar shows the new choice already
+        session.build(Settings.from_preset("paper", seed=3))  # changed again meanwhile
+        training.set()
+        _settled(session)
+        assert session.model.value.settings.seed == 3  # seed 1 was superseded: never shown
+        assert session.error.value is None
+        session.step()
+        assert session.model.value.tick == 1
+        # a refused build: the message, and the current run goes on
+        session.build(Settings.from_preset("paper", seed=2))
+        _settled(session)
+        assert session.error.value.startswith("seed = 2 is not allowed")
+        assert session.model.value.settings.seed == 3 and session.model.value.tick == 1
+    finally:
+        training.set()
+        _settled(session)
 
 
 # -- export --------------------------------------------------------------------------------
