@@ -92,6 +92,8 @@ class Population:
         return cls(data, z)
 
     def __getattr__(self, name: str) -> np.ndarray:
+        if name == "data":  # not set yet (copy, pickle): looking it up here would recurse
+            raise AttributeError(name)
         try:
             return self.data[name]
         except KeyError:

@@ -204,3 +204,18 @@ def test_stream_attributes_are_the_named_generators():
         _ = streams.not_a_stream
     odd = streams.get("seed")  # a name taken by an attribute stays reachable by get()
     assert streams.seed == 3 and odd is streams.get("seed")
+
+
+def test_a_population_copies_and_pickles_with_its_own_arrays():
+    """Copies go through __getattr__ before ``data`` is set: they must not recurse."""
+    import copy
+    import pickle
+
+    X = np.arange(6.0).reshape(3, 2)
+    pop = Population.entrants(np.arange(3), X, tick=4, risk_aversion=np.zeros(3))
+    for other in (copy.deepcopy(pop), pickle.loads(pickle.dumps(pop))):
+        assert other.n_features == 2 and len(other) == 3
+        np.testing.assert_array_equal(other.X, X)
+        assert other.X is not pop.X and set(other.data) == set(pop.data)
+    with pytest.raises(AttributeError):
+        _ = pop.no_such_column
