@@ -521,6 +521,7 @@ def fair_run() -> DashboardModel:
     return model
 
 
+@pytest.mark.slow  # trains the scarf generator (~15 s)
 def test_fair_scarf_side_by_side_has_per_group_lines(fair_run):
     model = fair_run
     assert (model.settings.preset, model.settings.policy, model.settings.compare) == (
