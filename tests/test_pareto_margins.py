@@ -157,3 +157,26 @@ def test_a_margin_point_runs_and_keeps_per_episode_figures(tmp_path):
     status = run_study(study, out, workers=1, shared=True, rerun={study.runs()[0].run_id})
     assert status.completed == 1 and load_study(out)[1]["finished_at"].iloc[0] > before
     assert run_study(study, out, workers=1, shared=True).skipped == 1
+
+
+@pytest.mark.slow
+def test_quick_pareto_runs_every_piece_and_leaves_the_shipped_table_alone(tmp_path):
+    """`reproduce pareto --quick`: φ, μ, baselines, margins and the report in about half a
+    minute, nothing merged into results/table3.csv."""
+    import csv
+
+    from typer.testing import CliRunner
+
+    from abm.app.cli import app
+
+    shipped = (Path(__file__).parents[1] / "results" / "table3.csv").read_bytes()
+    out = tmp_path / "quick"
+    r = CliRunner().invoke(app, ["reproduce", "pareto", "--quick", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    with open(out / "table3.csv") as f:
+        methods = {row["method"]: row for row in csv.DictReader(f)}
+    assert set(methods) == {"threshold", "rl-recommender", "rl", "hybrid-exact-linear",
+                            "margin-exact-linear", "margin-phi"}  # fmt: skip
+    assert methods["rl"]["vs_margin"] == "margin-phi" and methods["rl"]["episodes"] == "2"
+    assert (out / "pareto.png").is_file()
+    assert (Path(__file__).parents[1] / "results" / "table3.csv").read_bytes() == shipped

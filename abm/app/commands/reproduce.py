@@ -388,10 +388,29 @@ def pareto(
             "SUMMARY/pareto-SETTING.png; '' for neither"
         ),
     ] = "results",
+    quick: Annotated[
+        bool,
+        typer.Option(
+            help="a smoke run of every piece (about a minute): grid 1:1, φ 100 episodes, 200 "
+            "predictor steps, 2 episodes per point, margins 0 and 0.1 (exact-linear, φ), no "
+            "lookahead; writes results/pareto-quick/SETTING and no summary unless given"
+        ),
+    ] = False,
 ) -> None:
     """durable-recourse-rl Figure 2 / Tables 1 and 3: RR-RF fronts of baselines, hybrids and rl."""
     from abm.app.experiments.pareto import StudyConfig, parse_grid, parse_numbers, run_study
 
+    if quick:  # tiny budgets: the figures mean nothing, every step of the study runs
+        grid, recommenders, predictor_steps, rec_episodes, episodes = (
+            "1:1",
+            "exact-linear",
+            200,
+            100,
+            2,
+        )
+        margins, margin_recommenders, lookahead = "0,0.1", "exact-linear,phi", False
+        out = out or Path("results/pareto-quick") / setting
+        summary = "" if summary == "results" else summary
     out = output_dir(out or Path("results/pareto") / setting)
     if summary:
         output_dir(summary, "--summary")
