@@ -587,7 +587,7 @@ def margin_baseline(method: str) -> str | None:
     if method == "lookahead-true":
         return "margin-true"
     rec = method.split("-", 1)[1] if "-" in method else ""
-    return f"margin-{'exact-linear' if rec == 'exact-linear' else rec}"
+    return f"margin-{rec}" if rec else None
 
 
 def rf_at_rr(rows: list[dict], T: int, beta: float, target: float = TARGET_RR,
@@ -619,7 +619,8 @@ def rf_at_rr(rows: list[dict], T: int, beta: float, target: float = TARGET_RR,
         row = {"method": method, "T": T, "beta": beta, "rf_at_rr095": round(value, 4),
                "rf_lo": "", "rf_hi": "", "rr": round(at, 4),
                "n_predictors": len(pts) if pts[0]["alpha"] != "" else 0, "episodes": "",
-               "vs_margin": "", "diff": "", "diff_lo": "", "diff_hi": "", "_at": at}  # fmt: skip
+               "vs_margin": "", "diff": "", "diff_lo": "", "diff_hi": "", "_at": at,
+               "_value": value}  # fmt: skip
         per = _episodes(pts)
         if per is not None and resamples > 0:
             e = per[0].shape[1]
@@ -639,7 +640,7 @@ def rf_at_rr(rows: list[dict], T: int, beta: float, target: float = TARGET_RR,
             continue
         row["vs_margin"] = base
         # + 0.0: a tie reads 0.0, not -0.0
-        row["diff"] = round(row["rf_at_rr095"] - read_off(*points[base], row["_at"])[0], 4) + 0.0
+        row["diff"] = round(row["_value"] - read_off(*points[base], row["_at"])[0], 4) + 0.0
         mine, theirs = row.get("_boot"), boot.get(base)
         if mine is not None and theirs is not None and out[base]["episodes"] == row["episodes"]:
             diffs = [mine[b, 0] - read_off(*_column(theirs, b), mine[b, 1])[0]
@@ -647,8 +648,8 @@ def rf_at_rr(rows: list[dict], T: int, beta: float, target: float = TARGET_RR,
             lo, hi = np.nanpercentile(diffs, [2.5, 97.5])
             row.update(diff_lo=round(float(lo), 4) + 0.0, diff_hi=round(float(hi), 4) + 0.0)
     for row in out.values():
-        row.pop("_at")
-        row.pop("_boot", None)
+        for key in ("_at", "_value", "_boot"):
+            row.pop(key, None)
     return list(out.values())
 
 
