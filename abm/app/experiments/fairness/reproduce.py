@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from abm.app.experiments.checks import Check, checks_frame
 from abm.app.study import Study, collect
 from abm.scenarios import resolve_scenario
 from abm.validation import ConfigError, problem
@@ -82,16 +83,6 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-@dataclass(frozen=True)
-class Check:
-    """One criterion of §3: what, our value, the target, and whether it holds."""
-
-    name: str
-    value: float
-    target: str
-    ok: bool
-
-
 def checks(table: pd.DataFrame, budget: float = 2.0, quick: bool = False) -> list[Check]:
     """The §3 criteria on a :func:`summarise` table (means over seeds). ``quick`` keeps
     the orderings only (no absolute bounds), for a reduced run."""
@@ -148,10 +139,6 @@ def checks(table: pd.DataFrame, budget: float = 2.0, quick: bool = False) -> lis
         d = v("SCARF", "short") - v("noLSTM", "short")
         out.append(Check("SCARF short-term <= noLSTM + 0.02", d, "<= 0.02", d <= 0.02))
     return out
-
-
-def checks_frame(cs: list[Check]) -> pd.DataFrame:
-    return pd.DataFrame([c.__dict__ for c in cs])
 
 
 def markdown_table(table: pd.DataFrame) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from abm.app.experiments.checks import Check, checks_frame
 from abm.app.study import Study, collect
 from abm.scenarios import resolve_scenario
 from abm.validation import ConfigError, problem, require_int
@@ -118,16 +119,6 @@ def synthetic_table(runs: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-@dataclass(frozen=True)
-class Check:
-    """One check of §4: what, our value, the target, and whether it holds."""
-
-    name: str
-    value: float
-    target: str
-    ok: bool
-
-
 def _cell(table: pd.DataFrame, method: str, xi: float, col: str) -> float:
     row = table[(table["method"] == method) & (np.isclose(table["xi"], xi))]
     return float(row[col].iloc[0]) if len(row) else math.nan
@@ -208,10 +199,6 @@ def checks(
             out.append(Check("synthetic: LinUCB slope below ProtoAR's", slopes, "< 0",
                              slopes < 0))  # fmt: skip
     return out
-
-
-def checks_frame(items: list[Check]) -> pd.DataFrame:
-    return pd.DataFrame([c.__dict__ for c in items], columns=["name", "value", "target", "ok"])
 
 
 def late_gain(runs: pd.DataFrame) -> pd.DataFrame:
