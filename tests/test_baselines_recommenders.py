@@ -91,7 +91,7 @@ def test_ustun_needs_linear_model():
         Ustun().prepare(ctx)
 
 
-@pytest.mark.parametrize("kind", ["logistic", "mlp"])
+@pytest.mark.parametrize("kind", ["logistic", pytest.param("mlp", marks=pytest.mark.slow)])
 def test_wachter_within_tolerance_and_deterministic(kind):
     ctx, world = _context(kind)
     X, goals = _draws(ctx, world, 25, 3)

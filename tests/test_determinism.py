@@ -55,6 +55,7 @@ print(json.dumps({"rr": t["rr"].tolist(), "threshold": t["threshold"].tolist(), 
 """
 
 
+@pytest.mark.slow  # two fresh interpreters: ~6 s; the full tier (CI) runs it
 def test_two_processes_identical():
     outs = [
         subprocess.run(

@@ -26,6 +26,7 @@ def test_dp_model_narrows_the_acceptance_gap_at_a_small_price_in_accuracy():
     assert acc[1] > acc[0] - 0.03
 
 
+@pytest.mark.slow  # two full EI fits
 def test_ei_model_is_a_real_fit_and_deterministic():
     a = build_world(ScenarioConfig(decision_model="ei", **GROUPS)).decision_model.weights
     b = FairLogisticRegression(objective="ei")

@@ -94,6 +94,7 @@ def test_reduced_trial_keeps_the_orderings():
     assert set(steps["tick"]) == set(range(1, 6))
 
 
+@pytest.mark.slow  # two trials with SCARF training
 def test_trial_is_deterministic():
     p = REDUCED.model_copy(update={"methods": ("none", "EI", "SCARF"), "epochs": 3})
     a, _ = run_fairness_trial(_Seed(), "", p, ())

@@ -431,6 +431,7 @@ def test_run_records_artefacts_and_refuses_a_mismatch_unless_allowed(tmp_path):
     assert res.exit_code == 0, res.output
 
 
+@pytest.mark.slow  # a real (short) SAC training run
 def test_train_command_writes_a_learning_curve_plot(tmp_path):
     from abm.app.cli import app as cli_app
 

@@ -115,6 +115,7 @@ def _assert_self_contained(page: str) -> None:
         assert base64.b64decode(s.split(",", 1)[1])[:8] == PNG
 
 
+@pytest.mark.slow  # renders every plot of the report
 def test_html_report_is_one_self_contained_page(study_dir, tmp_path):
     page_path = tmp_path / "page" / "small.html"
     result = CliRunner().invoke(app, ["study", "report", str(study_dir), "--html", str(page_path),
@@ -140,6 +141,7 @@ def test_html_report_is_one_self_contained_page(study_dir, tmp_path):
     assert "validity = [1, 3]" in page  # the study file, verbatim
 
 
+@pytest.mark.slow  # copies and re-reports the whole study
 def test_html_report_counts_errors_and_missing_runs(study_dir, tmp_path):
     import shutil
 

@@ -86,6 +86,7 @@ def test_local_workers_match_serial(tmp_path, serial_reference):
     assert_same_results(serial_reference, tmp_path / "local")
 
 
+@pytest.mark.slow  # starts a local Dask cluster
 def test_dask_cluster_matches_serial(tmp_path, serial_reference):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
