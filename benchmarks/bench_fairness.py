@@ -1,6 +1,6 @@
 """Runtime of the long-term-fairness family against specs/long-term-fairness.md §6.
 
-    python benchmarks/bench_fairness.py [--seeds 5]
+    python benchmarks/bench_fairness.py [--seeds 7] [--repeats 3]
 
 Prints each figure beside its target: ``scarf.prepare`` (target <= 60 s), ``recommend`` for
 100 rejected (<= 5 ms, best of 20), ``w_dist`` at 500 x 500 points (<= 50 ms, best of 5) and
@@ -8,10 +8,13 @@ a 100-tick ``fair-scarf`` episode with ``scarf`` after prepare against ``thresho
 (<= 1.5x). ``reproduce fairness`` times itself (docs/fairness.md).
 
 The episode figure: torch on one thread (the caller's setting, as in a study worker); per
-seed, one episode of each policy, the two taking turns in which goes first; each episode's
-CPU time (``time.process_time``) of ``model.run()`` only, so the policy's ``prepare`` (the
-one-off generator training, which the spec excludes) is not counted; the ratio of the
-medians over seeds. One untimed episode of each runs first, so imports are not timed.
+seed, ``repeats`` episodes of each policy (a fresh model each time; the trained generator
+comes from the process's cache after the first), the two policies taking turns in which
+goes first; each episode's CPU time (``time.process_time``) of ``model.run()`` only, so
+the policy's ``prepare`` (the one-off generator training, which the spec excludes) is not
+counted; a seed's time is the median of its repeats (the machine is shared: one episode
+alone is noisy), the figure the ratio of the medians over seeds. One untimed episode of
+each runs first, so imports are not timed.
 """
 
 from __future__ import annotations
@@ -39,8 +42,11 @@ def episode_cpu(cfg, policy: str) -> float:
     return time.process_time() - start
 
 
-def episode_ratio(seeds: int) -> tuple[float, float, list[tuple[int, float, float]]]:
-    """(median threshold s, median scarf s, per-seed (seed, threshold s, scarf s))."""
+def episode_ratio(
+    seeds: int, repeats: int = 1
+) -> tuple[float, float, list[tuple[int, float, float]]]:
+    """(median threshold s, median scarf s, per-seed (seed, threshold s, scarf s)); a seed's
+    times are the medians of its ``repeats`` episodes."""
     from abm.scenarios import resolve_scenario
 
     base = resolve_scenario("fair-scarf")
@@ -49,8 +55,12 @@ def episode_ratio(seeds: int) -> tuple[float, float, list[tuple[int, float, floa
     rows = []
     for seed in range(seeds):
         cfg = base.replace(seed=seed)
-        order = ("threshold", "scarf") if seed % 2 == 0 else ("scarf", "threshold")
-        got = {p: episode_cpu(cfg, p) for p in order}
+        times: dict[str, list[float]] = {"threshold": [], "scarf": []}
+        for rep in range(repeats):
+            first = "threshold" if (seed + rep) % 2 == 0 else "scarf"
+            for p in (first, "scarf" if first == "threshold" else "threshold"):
+                times[p].append(episode_cpu(cfg, p))
+        got = {p: statistics.median(t) for p, t in times.items()}
         rows.append((seed, got["threshold"], got["scarf"]))
         print(f"  seed {seed}: threshold {got['threshold']:.3f} s, scarf {got['scarf']:.3f} s "
               f"({got['scarf'] / got['threshold']:.2f}x)", flush=True)  # fmt: skip
@@ -69,7 +79,9 @@ def main() -> None:
     from policies.fairness.population import ScarfPolicy, clear_generator_cache
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=5, help="episodes per policy (default 5)")
+    parser.add_argument("--seeds", type=int, default=7, help="seeds (default 7)")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="episodes per policy and seed, median taken (default 3)")  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(1)
 
@@ -95,8 +107,9 @@ def main() -> None:
     Xw, group = rng.random((1000, 10)), np.repeat([0, 1], 500)
     w_s = min(_timed(lambda: wasserstein_between_groups(Xw, group, 2, rng)) for _ in range(5))
 
-    print(f"fair-scarf episodes, CPU s of model.run() after prepare, {args.seeds} seeds:")
-    med_t, med_s, _ = episode_ratio(args.seeds)
+    print(f"fair-scarf episodes, CPU s of model.run() after prepare, {args.seeds} seeds x "
+          f"{args.repeats} repeats:")  # fmt: skip
+    med_t, med_s, _ = episode_ratio(args.seeds, args.repeats)
     ratio = med_s / med_t
     rows = [
         ("scarf.prepare", f"{prepare_s:.1f} s", "<= 60 s", prepare_s <= 60),

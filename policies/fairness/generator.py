@@ -111,6 +111,11 @@ class Surrogate(Protocol):
         """Noise for T transitions of n rows (None: a deterministic transition)."""
 
 
+# the LSTM's zero initial state (h0, c0), read only, by (rows, hidden, dtype): inference
+# makes it once per batch size instead of twice a call
+_ZERO_STATE: dict[tuple[int, int, Any], tuple[Any, Any]] = {}
+
+
 def build_net(kind: str, n_in: int, k: int, T: int, hidden: int, seed: int) -> Any:
     """A fresh generator: ``kind`` in :data:`KINDS`, input width ``n_in`` (features and
     the group), ``k`` outputs per step, horizon ``T``, seeded initial weights.
@@ -124,6 +129,7 @@ def build_net(kind: str, n_in: int, k: int, T: int, hidden: int, seed: int) -> A
     if kind not in KINDS:
         raise ConfigError(problem("generator", kind, "'lstm' or 'mlp'"))
     torch.manual_seed(seed)  # torch's init draws from its global generator: seed it here
+    linear, softplus = nn.functional.linear, nn.functional.softplus
 
     class LSTMGen(nn.Module):
         def __init__(self) -> None:
@@ -138,13 +144,20 @@ def build_net(kind: str, n_in: int, k: int, T: int, hidden: int, seed: int) -> A
             return nn.functional.softplus(self.head(out))
 
         def infer(self, inp):  # forward's kernels, without the modules' Python dispatch
-            seq = inp[:, None, :].expand(-1, self.T, -1)
-            h0 = inp.new_zeros(1, inp.shape[0], hidden)
-            c0 = inp.new_zeros(1, inp.shape[0], hidden)
-            out = torch.lstm(seq, (h0, c0), self.lstm._flat_weights, True, 1, 0.0, False,
-                             False, True)[0]  # fmt: skip
-            lin = nn.functional.linear
-            return nn.functional.softplus(lin(out, self.head.weight, self.head.bias))
+            # the weights go in as they are: they require grad, which makes the input and
+            # head projections fold into one matrix product (detached ones would not, and
+            # the bits would change); the zero state is made once per batch size
+            key = (inp.shape[0], hidden, inp.dtype)
+            state = _ZERO_STATE.get(key)
+            if state is None:
+                if len(_ZERO_STATE) >= 256:
+                    _ZERO_STATE.clear()
+                with torch.inference_mode(False):  # plain tensors: usable in any mode
+                    state = _ZERO_STATE[key] = (inp.new_zeros(1, *key[:2]),
+                                                inp.new_zeros(1, *key[:2]))  # fmt: skip
+            out = torch.lstm(inp[:, None, :].expand(-1, self.T, -1), state,
+                             self.lstm._flat_weights, True, 1, 0.0, False, False, True)[0]  # fmt: skip
+            return softplus(linear(out, self.head.weight, self.head.bias))
 
     class MLPGen(nn.Module):
         def __init__(self) -> None:
@@ -156,9 +169,8 @@ def build_net(kind: str, n_in: int, k: int, T: int, hidden: int, seed: int) -> A
 
         def infer(self, inp):  # forward's kernels, without the modules' Python dispatch
             first, _, last = self.net
-            lin = nn.functional.linear
-            hid = torch.tanh(lin(inp, first.weight, first.bias))
-            return nn.functional.softplus(lin(hid, last.weight, last.bias))
+            hid = torch.tanh(linear(inp, first.weight, first.bias))
+            return softplus(linear(hid, last.weight, last.bias))
 
     return LSTMGen() if kind == "lstm" else MLPGen()
 

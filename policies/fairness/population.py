@@ -20,10 +20,12 @@ runs that differ only in the world's budget train once.
 ``recommend`` gives each rejected applicant δ on I: ``scarf`` follows the plan its LSTM
 made at the candidate's first advice (step = how many times the policy advised that
 candidate, kept by candidate id, capped at T − 1); ``scarf-mlp`` asks its MLP for the
-candidate's current features. x_cf = ``ctx.causal_graph.propagate(...)``, goal = M(x_cf).
-The advice is scaled so its total L1 cost fits ``obs.budget_left`` (with ``pace``, ours,
-only budget_left / ticks remaining of an episode budget is spent per tick), then
-:func:`policies.budget.fit_to_budget` guards the exact total.
+candidate's current features. x_cf = ``ctx.causal_graph.propagate(...)`` (computed by
+:class:`LevelPropagation`, the same bits), goal = M(x_cf). The advice is scaled so its
+total L1 cost fits ``obs.budget_left`` (with ``pace``, ours, only budget_left / ticks
+remaining of an episode budget is spent per tick), then
+:func:`policies.budget.fit_to_budget` guards the exact total (called only when the total
+is not clearly below budget_left: below, it would return the advice unchanged).
 
 ``ei``: no advice; it names the world whose decision model is trained with the EI
 objective (``decision_model = "ei"``, :mod:`abm.fair_models`) and refuses any other, so
@@ -165,6 +167,80 @@ def total_effects(ctx: PolicyContext, idx: np.ndarray) -> np.ndarray:
     return total[idx]
 
 
+class LevelPropagation:
+    """:meth:`abm.causal.CausalGraph.propagate` of the policy's advice on the improvable
+    features ``idx``, bit for bit, one graph level at a time instead of one feature at a
+    time (spec §6: the policy propagates twice a tick).
+
+    A feature's level is 0 without parents, else 1 + its parents' highest level, so the
+    parents' changes are final when a level starts. The graph sums a feature's shift as
+    W[i, j]·Δ_i over its parents in ascending i; here term r of every feature of a level
+    is its r-th parent's (a feature with fewer parents adds 0·Δ = ±0, which leaves a sum's
+    bits unchanged: only the sign of a zero shift can differ, and a zero shift moves
+    nothing). Clipping and the realised changes are elementwise, so computing them for
+    every row and keeping the moved ones gives the graph's values. Rows are finite, so
+    clip(x, 0, 1) = min(max(x, 0), 1): a moved feature's x + shift (shift != 0) is never
+    -0, the one value where the two could differ."""
+
+    def __init__(self, graph: Any, idx: np.ndarray) -> None:
+        level: dict[int, int] = {}
+        for j in np.asarray(graph.order).tolist():
+            pa = graph.parents[j]
+            level[j] = 1 + max(level[i] for i in pa) if pa else 0
+        W = np.asarray(graph.W)
+        self.idx = np.asarray(idx, dtype=np.int64)
+        in_I = set(self.idx.tolist())
+        # per level: its features (c,), whether one is improvable (then it may be fixed),
+        # and per parent rank r the sources (c,) and weights (c,)
+        self.steps: list[tuple[np.ndarray, bool, list[tuple[np.ndarray, np.ndarray]]]] = []
+        for lv in range(1, max(level.values(), default=0) + 1):
+            cols = [j for j in sorted(level) if level[j] == lv]
+            terms = []
+            for r in range(max(len(graph.parents[j]) for j in cols)):
+                pa = [graph.parents[j][r] if r < len(graph.parents[j]) else None for j in cols]
+                src = np.array([cols[0] if i is None else i for i in pa], dtype=np.int64)
+                w = np.array([0.0 if i is None else W[i, j] for i, j in zip(pa, cols, strict=True)])
+                terms.append((src, w))
+            self.steps.append((np.array(cols, dtype=np.int64), bool(in_I & set(cols)), terms))
+        self.needs_fixed = any(has_I for _, has_I, _ in self.steps)
+
+    def __call__(self, X: np.ndarray, X_I: np.ndarray, moved_I: np.ndarray) -> np.ndarray:
+        """X (n, z) with the improvable features already set to ``moved_I`` (n, k) from
+        ``X_I`` (n, k), after the changes propagate; X is updated in place and returned.
+        A feature is intervened where moved_I != X_I."""
+        delta = np.zeros(X.shape)
+        # the graph's Δ is 0 where not intervened; here moved_I - X_I = ±0 there: only the
+        # sign of a zero term differs, which moves nothing (see above)
+        delta[:, self.idx] = moved_I - X_I
+        if self.needs_fixed:
+            fixed = np.zeros(X.shape, dtype=bool)
+            fixed[:, self.idx] = moved_I != X_I
+        last = len(self.steps) - 1
+        for lv, (cols, has_I, terms) in enumerate(self.steps):
+            (src, w), *rest = terms
+            shift = delta[:, src] * w
+            for src, w in rest:
+                shift += delta[:, src] * w
+            moved = shift != 0.0
+            if has_I:
+                moved &= ~fixed[:, cols]
+            if not moved.any():
+                continue
+            before = X[:, cols]
+            after = np.minimum(np.maximum(before + shift, 0.0), 1.0)
+            X[:, cols] = np.where(moved, after, before)
+            if lv < last:  # later levels read this level's realised changes
+                delta[:, cols] = np.where(moved, after - before, delta[:, cols])
+        return X
+
+
+# fit_to_budget returns the recommendation itself when the advised costs (summed
+# cheapest first) fit in budget_left; a total this far below budget_left fits whatever
+# the summation order (n terms >= 0 round by at most ~n·2⁻⁵³ of the total), so the call
+# is skipped then (the usual tick with pace: only budget_left / ticks left is spent)
+FITS_MARGIN = 1e-6
+
+
 class ScarfPolicy(FollowsModel):
     """SCARF (``generator = "lstm"``) or its memoryless ablation (``"mlp"``) in the world."""
 
@@ -204,6 +280,11 @@ class ScarfPolicy(FollowsModel):
         self.ctx = ctx
         self.idx = improvable_features(ctx, self.improvable_given, self.name)
         self._lower_I, self._upper_I = ctx.lower[self.idx], ctx.upper[self.idx]
+        bounds = np.concatenate([self._lower_I, self._upper_I])
+        # min(max(x, lo), hi) is np.clip's value unless a bound is -0 (see _advice)
+        self._minmax = bool(np.isfinite(bounds).all() and not np.signbit(bounds[bounds == 0]).any())
+        graph = ctx.causal_graph
+        self._propagate = None if graph is None else LevelPropagation(graph, self.idx)
         scenario = ctx.extra.get("scenario")
         seed = int(getattr(scenario, "seed", 0))
         rng = stream(seed, f"fairness-{self.name}")
@@ -246,7 +327,8 @@ class ScarfPolicy(FollowsModel):
         X_cf[~advised] = obs.X[~advised]
         rec = Recommendation(goal=goal, X_cf=X_cf, advised=advised,
                              info={"scarf_step": np.where(advised, step, -1)})  # fmt: skip
-        rec = fit_to_budget(rec, obs.X, obs.budget_left)
+        if not float(cost.sum()) * (1.0 + FITS_MARGIN) < obs.budget_left:  # else it all fits
+            rec = fit_to_budget(rec, obs.X, obs.budget_left)
         kept = rec.advised_mask()
         self._steps[rows[kept]] += 1  # ids are distinct within a tick: no repeated rows
         self.stats["advised"] += float(kept.sum())
@@ -306,16 +388,17 @@ class ScarfPolicy(FollowsModel):
 
     def _advice(self, X: np.ndarray, D: np.ndarray) -> np.ndarray:
         """x_cf: X (n, z) with δ (n, k) on I within the bounds, passed down the graph."""
-        X_new = X.copy()
         X_I = X[:, self.idx]
-        moved = np.clip(X_I + D, self._lower_I, self._upper_I)
+        if self._minmax:  # np.clip's bits: X_I + δ is finite and never -0 (δ >= 0), the
+            # bounds are finite and not -0, so no tie between different zeros can occur
+            moved = np.minimum(np.maximum(X_I + D, self._lower_I), self._upper_I)
+        else:
+            moved = np.clip(X_I + D, self._lower_I, self._upper_I)
+        X_new = X.copy()
         X_new[:, self.idx] = moved
-        graph = self.ctx.causal_graph
-        if graph is None:
+        if self._propagate is None:
             return X_new
-        hit = np.zeros(X.shape, dtype=bool)
-        hit[:, self.idx] = moved != X_I
-        return graph.propagate(X, X_new, hit)
+        return self._propagate(X_new, X_I, moved)
 
     def _allowance(self, obs: RecourseObs) -> float:
         left = float(obs.budget_left)
