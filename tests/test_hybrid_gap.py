@@ -1,4 +1,4 @@
-"""The hybrid-gap analysis (issue 14, item 6): its read-off and the committed figures."""
+"""The margin-front read-offs (issue 14, items 6 and 7) and the committed hybrid-gap figures."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ SHIPPED = ROOT / "results" / "hybrid-gap" / "rf_at_rr095.csv"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("hybrid_gap", ROOT / "scripts" / "hybrid_gap.py")
+    spec = importlib.util.spec_from_file_location(
+        "margin_fronts", ROOT / "scripts" / "margin_fronts.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -29,11 +31,21 @@ def test_read_off_interpolates_each_seed_front_at_rr_095():
             rows.append({"policy": f"last-threshold:margin={c}+exact-linear", "beta": 0.05,
                          "rho": 1.0, "seed": seed, "status": "ok", "rr": rr, "rf": rf + shift,
                          "n_succ": 1, "n_reapplied": 2})  # fmt: skip
-    table = gap.read_offs(gap.tidy(pd.DataFrame(rows)))
-    (row,) = table.to_dict("records")
+    seeds = gap.per_seed(gap.tidy(pd.DataFrame(rows)), ["recommender", "beta", "rho"])
+    assert seeds["rf_at_rr095"].tolist() == pytest.approx([0.5, 0.6])  # each seed's own front
+    (row,) = gap.summarise(seeds, ["recommender", "beta", "rho"]).to_dict("records")
     assert row["rf_at_rr095"] == pytest.approx(0.55) and row["rr_reached"] == 0.95
-    assert row["rf_lo"] < 0.55 < row["rf_hi"] and row["condition"] == "calibrated world"
+    assert row["rf_lo"] < 0.55 < row["rf_hi"] and gap.condition(0.05, 1.0) == "calibrated world"
     assert row["success_near_rr095"] == 0.5 and row["seeds"] == 2
+    # a paired difference over seeds: seed 1 is 0.1 above seed 0 in both, so it has no spread
+    both = pd.concat(
+        [
+            seeds.assign(recommender="a"),
+            seeds.assign(recommender="b", rf_at_rr095=seeds.rf_at_rr095 - 0.1),
+        ]
+    )
+    (d,) = gap.paired(both, ["beta"], "recommender", "a", "b")
+    assert d["diff"] == pytest.approx(0.1) and d["diff_lo"] == pytest.approx(0.1)
 
 
 def test_shipped_figures_order_the_mechanisms():
