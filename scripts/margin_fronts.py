@@ -33,6 +33,7 @@ from scipy import stats
 
 from abm.app.experiments.pareto import PAPER_TABLE3, read_off
 from abm.app.study import load_study
+from abm.app.study.runner import read_manifest
 
 RECOMMENDERS = {"exact-linear": "exact-linear, uniform weights",
                 "exact-linear:weights=true": "exact-linear, true difficulties"}  # fmt: skip
@@ -142,7 +143,9 @@ def _short(rec: str) -> str:
 
 
 def behaviour(outs: list[Path]) -> pd.DataFrame:
-    runs = pd.concat([tidy(_load(o)) for o in outs], ignore_index=True)
+    # beta is fixed per study ([set]), so it comes from the study's base scenario
+    runs = pd.concat([tidy(_load(o)).assign(beta=read_manifest(o)["base_scenario"]["beta"])
+                      for o in outs], ignore_index=True)  # fmt: skip
     runs["method"] = runs["recommender"].map(_short)
     runs["behaviour"] = np.where(runs["rho"] == 1.0, "calibrated (1, 0, 0)", "spec (2, 0.1, 1)")
     seeds = per_seed(runs, ["beta", "behaviour", "method"])
