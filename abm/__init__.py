@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.5.1"
+__version__ = "0.5.2"
 
 _PUBLIC = {
     "ConfigError": "abm.validation",

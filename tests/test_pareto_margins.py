@@ -135,6 +135,23 @@ def test_points_without_a_margin_keep_their_run_ids():
         assert run.run_id == "6077e933856fd0dd"
 
 
+def test_the_spec_behaviour_reaches_every_run_and_leaves_the_calibrated_ids_alone():
+    """--behaviour spec puts SPEC §1's (rho, chi, omega) into every evaluated run's config
+    (and so its run id); the calibrated default adds nothing to the overrides."""
+    job = [("threshold", "baseline", None, None, None, "threshold")]
+    calibrated = StudyConfig.of(setting="T1-b001")
+    spec = StudyConfig.of(setting="T1-b001", behaviour="spec")
+    assert calibrated.overrides == {"validity": 1, "beta": 0.01}
+    (run_c,) = evaluation_study(calibrated, job).runs()
+    (run_s,) = evaluation_study(spec, job).runs()
+    assert (run_c.config["rho"], run_c.config["chi"], run_c.config["omega"]) == (1.0, 0.0, 0.0)
+    assert (run_s.config["rho"], run_s.config["chi"], run_s.config["omega"]) == (2.0, 0.1, 1.0)
+    assert run_s.config["beta"] == run_c.config["beta"] == 0.01
+    assert run_s.run_id != run_c.run_id
+    with pytest.raises(ConfigError, match="behaviour"):
+        StudyConfig.of(behaviour="default")
+
+
 def test_a_margin_point_runs_and_keeps_per_episode_figures(tmp_path):
     cfg = StudyConfig.of(setting="T1-b005", episodes=2)
     jobs = [("margin-exact-linear", "margin", None, None, 0.05,

@@ -356,6 +356,45 @@ def test_report_only_on_shipped_points_gives_the_shipped_table3(tmp_path):
     assert (out / "evaluations" / "manifest.json").is_file() and (out / "pareto.png").is_file()
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("setting,beta", [("T1-b005", "0.05"), ("T1-b001", "0.01")])
+def test_the_shipped_spec_behaviour_study_gives_its_table3(tmp_path, monkeypatch, setting, beta):
+    """results/pareto-spec (issue 14, item 7): its predictors were trained under SPEC §1's
+    (rho, chi, omega), its points give back results/behaviour/table3.csv's rows, and
+    --behaviour spec reads and writes there by default, never in the calibrated folders."""
+    import csv
+    import json
+    import shutil
+
+    shipped = ROOT / "results" / "pareto-spec" / setting
+    manifests = sorted((shipped / "predictors").glob("*/manifest.json"))
+    assert len(manifests) == 12  # six rl and six shared hybrid predictors
+    for manifest in manifests:
+        scenario = json.loads(manifest.read_text())["scenario"]
+        assert (scenario["rho"], scenario["chi"], scenario["omega"]) == (2.0, 0.1, 1.0)
+        assert str(scenario["beta"]) == beta
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "results" / "pareto-spec" / setting
+    out.mkdir(parents=True)
+    for name in ("points.csv", "study.json"):
+        shutil.copyfile(shipped / name, out / name)
+    args = ["reproduce", "pareto", "--setting", setting, "--behaviour", "spec", "--report-only"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    with open(tmp_path / "results" / "behaviour" / "table3.csv") as f:
+        ours = list(csv.DictReader(f))
+    with open(ROOT / "results" / "behaviour" / "table3.csv") as f:
+        expected = [r for r in csv.DictReader(f) if (r["T"], r["beta"]) == ("1", beta)]
+    assert ours == expected and {r["method"] for r in ours} >= {
+        "rl",
+        "margin-phi",
+        "hybrid-wachter",
+    }
+    assert (out / "table3.csv").is_file()
+    assert not (tmp_path / "results" / "pareto").exists()
+    assert not (tmp_path / "results" / "table3.csv").exists()
+
+
 def test_pareto_front_is_one_function():
     from abm.app.experiments import pareto
     from abm.app.study import analysis

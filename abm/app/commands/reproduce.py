@@ -314,8 +314,19 @@ def pareto(
         str, typer.Option(help="T1-b005 | T1-b001 | T5-b005 | T5-b001 (T and beta)")
     ] = "T1-b005",
     out: Annotated[
-        Path | None, typer.Option(help="output directory (default results/pareto/SETTING)")
+        Path | None,
+        typer.Option(
+            help="output directory (default results/pareto/SETTING; "
+            "results/pareto-spec/SETTING with --behaviour spec)"
+        ),
     ] = None,
+    behaviour: Annotated[
+        str,
+        typer.Option(
+            help="dropout coefficients of eq. 6: calibrated (the paper preset's rho, chi, omega = "
+            "1, 0, 0) or spec (SPEC §1's 2, 0.1, 1)"
+        ),
+    ] = "calibrated",
     grid: Annotated[
         str, typer.Option(help="ALPHA:TAU pairs of eq. 16, one predictor each")
     ] = "1:4,1:1,2:1,4:1,10:1,30:1",
@@ -385,7 +396,8 @@ def pareto(
         str,
         typer.Option(
             help="also merge this setting's rows into SUMMARY/table3.csv and copy the plot to "
-            "SUMMARY/pareto-SETTING.png; '' for neither"
+            "SUMMARY/pareto-SETTING.png; '' for neither (with --behaviour spec the default "
+            "is results/behaviour)"
         ),
     ] = "results",
     quick: Annotated[
@@ -411,12 +423,15 @@ def pareto(
         margins, margin_recommenders, lookahead = "0,0.1", "exact-linear,phi", False
         out = out or Path("results/pareto-quick") / setting
         summary = "" if summary == "results" else summary
+    if behaviour == "spec":  # another world: kept out of the calibrated study's folders
+        out = out or Path("results/pareto-spec") / setting
+        summary = "results/behaviour" if summary == "results" else summary
     out = output_dir(out or Path("results/pareto") / setting)
     if summary:
         output_dir(summary, "--summary")
     set_threads(threads)
     recs = tuple(r.strip() for r in recommenders.split(",") if r.strip())
-    cfg = StudyConfig.of(setting=setting, grid=parse_grid(grid), recommenders=recs,
+    cfg = StudyConfig.of(setting=setting, behaviour=behaviour, grid=parse_grid(grid), recommenders=recs,
                       margins=parse_numbers("--margins", margins),
                       margin_recommenders=tuple(r.strip() for r in margin_recommenders.split(",")
                                                 if r.strip()),
