@@ -68,7 +68,9 @@ def _small_rank_weights(n: int) -> np.ndarray:
 
 def recommendation_cost(X: np.ndarray, X_cf: np.ndarray, d: np.ndarray) -> np.ndarray:
     """Eq. 18 (with true d) or eq. 5 (with estimated d): sum_i |x_cf_i - x_i| d_i, shape (n,)."""
-    return np.abs(X_cf - X) @ d if np.ndim(d) == 1 else (np.abs(X_cf - X) * d).sum(axis=1)
+    moved = np.subtract(X_cf, X)
+    np.abs(moved, out=moved)  # in place: one (n, z) temporary instead of two
+    return moved @ d if np.ndim(d) == 1 else (moved * d).sum(axis=1)
 
 
 def recommendation_error(cf_scores: np.ndarray, goals: np.ndarray) -> np.ndarray:

@@ -45,6 +45,11 @@ from abm.world import build_world
 _BOUND_TOL = 1e-9
 # advice "falls short of the threshold" when M(x_cf) < threshold - _GOAL_TOL
 _GOAL_TOL = 1e-6
+# from this many waiting rows, the pool is kept in parts between ticks and split by one
+# gather per column (Population.gather) instead of a concatenation and two takes
+_GATHER_FROM = 50_000
+# from this many stayers, scores of rows ending at x_cf or at x are reused, not recomputed
+_REUSE_FROM = 1024
 
 TICK_COLUMNS = (
     "tick", "threshold", "n_applicants", "n_new", "n_reapplied", "n_accepted", "n_rejected",
@@ -220,6 +225,18 @@ class RecourseModel(mesa.Model):
         self._dropped_window: deque[tuple[int, Population]] = deque()
         self._pending: _Decided | None = None  # set between decide() and respond()
 
+    @property
+    def population(self) -> Population:
+        """The candidates waiting to reapply, one row each (:class:`Population`)."""
+        parts = self._waiting
+        if len(parts) > 1:  # a large pool left in parts by the last tick: joined once
+            parts[:] = [Population.concat(parts, self.config.n_features)]
+        return parts[0]
+
+    @population.setter
+    def population(self, pop: Population) -> None:
+        self._waiting = [pop]
+
     # -- planning: snapshots and forks (see abm.planning) ------------------------------
     def snapshot(self) -> Snapshot:
         """The model's own state now (shares arrays: populations are never written in place)."""
@@ -321,8 +338,7 @@ class RecourseModel(mesa.Model):
         c, mech = self.config, self.mech
         ext = None if mech is None else mech.start_tick(t, self.population, self.streams)
         reapplying = self._reapplications(t)
-        returning = self.population.take(reapplying)
-        self.population = self.population.take(~reapplying)
+        returning, self.population = self._split_pool(reapplying)
         n_window = len(returning) + len(self.population) + self._dropped_in_window(t)
         if ext is not None and mech.groups:  # the RF window of each group (eq. 3)
             window = [returning.group, self.population.group]
@@ -361,11 +377,30 @@ class RecourseModel(mesa.Model):
         if self.mech is not None and self.mech.retraining:
             # §2 and robust-recourse §5: under which model, threshold and score advice was given
             issued = self.mech.issued(advice.advised, self._cf_scores(advice)[0], d.threshold)
-        stayers, leaving = self._advised_rows(applicants, rej, dropped, advice, t, issued)
-        outcome = self._implement(stayers)
+        stayers, leaving, order = self._advised_rows(applicants, rej, dropped, advice, t, issued)
+        known = None
+        if (
+            len(stayers) >= _REUSE_FROM
+            and self._recording
+            and self.mech is None
+            and self.scorer.is_linear
+        ):
+            # M(x_cf) is needed for the record anyway; a linear score is a function of the
+            # row alone, so rows that end at x_cf (or where they were) need no new score
+            stay = order[: len(stayers)]
+            known = (self._cf_scores(advice)[0].take(stay), d.obs.scores.take(stay))
+        outcome = self._implement(stayers, known)
 
         self._dropped_window.append((t, leaving))
-        self.population = Population.concat([self.population, stayers], c.n_features)
+        waiting = self._waiting
+        if len(waiting) == 1 and len(waiting[0]) + len(stayers) < _GATHER_FROM:
+            self._waiting = [Population.concat([waiting[0], stayers], c.n_features)]
+        else:
+            waiting = [p for p in (*waiting, stayers) if len(p)]
+            if len(waiting) > 1 and sum(len(p) for p in waiting) >= _GATHER_FROM:
+                self._waiting = waiting  # joined by the next tick's split (or a first look)
+            else:
+                self.population = Population.concat(waiting, c.n_features)
         if self._recording:
             if self.use_agents:  # before recording, so agent reporters read the new rows
                 self._sync_handles(applicants.ids[d.accepted], leaving.ids, stayers.ids)
@@ -392,14 +427,35 @@ class RecourseModel(mesa.Model):
     # -- stages -------------------------------------------------------------------
     def _reapplications(self, t: int) -> np.ndarray:
         """(n_waiting,) bool: who reapplies now; everyone does at the latest T ticks on."""
-        pop = self.population
-        elapsed = t - pop.last_tick
+        column = self._pool_column
+        elapsed = t - column("last_tick")
         due = elapsed >= self.config.validity
         if np.count_nonzero(due) == due.shape[0]:  # always so at T = 1: no draw is needed
             return due
-        gap = behaviour.score_gap(pop.goal, pop.score_now)
+        gap = behaviour.score_gap(column("goal"), column("score_now"))
         p = behaviour.reapply_probability(gap, elapsed, self.config.validity, self.config.nu)
-        return self.streams.reapply.random(len(pop)) < p
+        return self.streams.reapply.random(due.shape[0]) < p
+
+    def _pool_column(self, name: str) -> np.ndarray:
+        """One column of the waiting pool, (n_waiting,), without joining its parts."""
+        parts = self._waiting
+        if len(parts) == 1:
+            return parts[0].data[name]
+        return np.concatenate([p.data[name] for p in parts])
+
+    def _split_pool(self, reapplying: np.ndarray) -> tuple[Population, Population]:
+        """(the reapplying rows, the others) of the waiting pool, each in pool order."""
+        parts = self._waiting
+        if len(parts) == 1:
+            pool = parts[0]
+            return pool.take(reapplying), pool.take(~reapplying)
+        bounds = np.cumsum([0] + [len(p) for p in parts])
+        masks = [reapplying[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        z = self.config.n_features
+        return (
+            Population.gather(parts, [m.nonzero()[0] for m in masks], z),
+            Population.gather(parts, [(~m).nonzero()[0] for m in masks], z),
+        )
 
     def _dropped_in_window(self, t: int) -> int:
         window = self._dropped_window
@@ -533,12 +589,13 @@ class RecourseModel(mesa.Model):
     @staticmethod
     def _advised_rows(
         applicants, rej, dropped, advice, t, issued=None
-    ) -> tuple[Population, Population]:
-        """(stayers, leaving): the rejected rows with this tick's advice and application.
+    ) -> tuple[Population, Population, np.ndarray]:
+        """(stayers, leaving, order): the rejected rows with this tick's advice and application.
 
         One take of every column for both parts (stayers first, then the dropped, each in
         applicant order), split into views; the advice columns come from ``advice``, and
         ``issued`` holds the retraining extension's columns (n,) over the rejected.
+        ``order`` (n,) holds each row's position among the rejected.
         """
         stay, leave = (~dropped).nonzero()[0], dropped.nonzero()[0]
         order = np.concatenate([stay, leave])  # positions among the rejected
@@ -555,7 +612,7 @@ class RecourseModel(mesa.Model):
         }
         if issued:
             replace.update({k: v.take(order) for k, v in issued.items()})
-        return applicants.take(rows, replace).split(stay.shape[0])
+        return (*applicants.take(rows, replace).split(stay.shape[0]), order)
 
     def _dropout(self, applicants, rej, scores, advice) -> np.ndarray:
         """(n,) bool: rejected applicants who give up now (eq. 6)."""
@@ -564,11 +621,12 @@ class RecourseModel(mesa.Model):
         p = behaviour.dropout_probability(gap, applicants.n_apps.take(rej), c.rho, c.chi, c.omega)
         return self.streams.dropout.random(rej.shape[0]) < p
 
-    def _implement(self, stayers: Population) -> _Outcome:
+    def _implement(self, stayers: Population, known: tuple | None = None) -> _Outcome:
         """Each recommended change succeeds with eq. 8's probability; updates ``stayers``.
 
         Only changed entries are drawn (one uniform each, row-major order): advice
-        usually touches one or two of the z features.
+        usually touches one or two of the z features. ``known`` = (M(x_cf), M(x)), each
+        (n,) over the stayers, spares scoring the rows that end at x_cf or at x.
         """
         X, X_cf = stayers.X_obs, stayers.X_cf
         n, z = X.shape
@@ -597,7 +655,16 @@ class RecourseModel(mesa.Model):
         data["X"] = X_new
         data["implemented"] = implemented
         data["effort"] = data["effort"] + effort
-        data["score_now"] = self.scorer.score(X_new)
+        if known is None:
+            data["score_now"] = self.scorer.score(X_new)
+        else:  # rows where some changes failed and others held are the only new points
+            cf_score, before = known
+            score_now = np.where(implemented, cf_score, before)
+            partial = np.bincount(rows_ok, minlength=n).astype(bool)
+            partial &= ~implemented
+            if partial.any():
+                score_now[partial] = self.scorer.score(X_new[partial])
+            data["score_now"] = score_now
         out = _Outcome(rows, cols, ok, effort, implemented)
         out.dprop = None if X_direct is None else X_new - X_direct
         return out
@@ -691,7 +758,7 @@ class RecourseModel(mesa.Model):
             "n_accepted": n_app - n_rej,
             "n_rejected": n_rej,
             "n_dropped": len(leaving),
-            "n_waiting": len(self.population),
+            "n_waiting": sum(map(len, self._waiting)),
             "n_succ": n_succ,
             "n_succ_accepted": n_succ_acc,
             "n_rejected_window": d.n_window,

@@ -190,6 +190,108 @@ def test_concat_with_a_shared_column():
     assert lone.X_obs is a.X and a.X_obs is not a.X  # the part itself is left alone
 
 
+def test_gather_equals_concatenating_then_taking():
+    parts = [random_population(9, 3, 3), Population.empty(3), random_population(5, 3, 4)]
+    masks = [np.random.default_rng(5).random(len(p)) < 0.5 for p in parts]
+    got = Population.gather(parts, [m.nonzero()[0] for m in masks], 3)
+    expected = Population.concat(parts, 3).take(np.concatenate(masks))
+    assert list(got.data) == list(expected.data)
+    for name in got.data:
+        assert got.data[name].dtype == expected.data[name].dtype
+        np.testing.assert_array_equal(got.data[name], expected.data[name], err_msg=name)
+    assert len(Population.gather(parts, [np.zeros(0, np.int64)] * 3, 3)) == 0
+
+
+# -- large batches -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("z", [1, 3, 7, 8, 10, 16, 23, 128, 129, 300])
+@pytest.mark.parametrize("n", [1, 1023, 8192 + 5])
+def test_blocked_row_sums_match_numpy_bit_for_bit(z, n):
+    """The blocked path's summation order is numpy's, for every z and block boundary."""
+    from abm.interfaces import _blocked_row_sums, _feature_sums_match_numpy
+
+    rng = np.random.default_rng(z * 7919 + n)
+    X = rng.standard_normal((n, z)) * np.exp(3.0 * rng.standard_normal((n, z)))
+    X[0] = -0.0  # products of -0.0 only: numpy's sum is +0.0
+    w = rng.standard_normal(z)
+    assert _feature_sums_match_numpy(z)  # numpy of constraints.txt: the path is in use
+    assert same_bits(_blocked_row_sums(X, w), np.add.reduce(X * w, axis=1))
+
+
+def test_a_numpy_summing_in_another_order_keeps_the_plain_path(monkeypatch):
+    from abm import interfaces
+
+    interfaces._feature_sums_match_numpy.cache_clear()
+    monkeypatch.setattr(interfaces, "_pairwise_into_first", _running_sum_into_first)
+    try:
+        assert not interfaces._feature_sums_match_numpy(10)
+        X = np.random.default_rng(0).random((5000, 10))
+        w = np.linspace(-1.0, 1.0, 10)
+        assert same_bits(interfaces.linear_logit(X, w, 0.5), np.add.reduce(X * w, axis=1) + 0.5)
+    finally:
+        interfaces._feature_sums_match_numpy.cache_clear()
+
+
+def _running_sum_into_first(P, lo, n):
+    for i in range(lo + 1, lo + n):
+        P[lo] += P[i]
+
+
+@pytest.mark.parametrize("policy", ["threshold", "last-threshold:margin=0.3+exact-linear"])
+def test_reused_scores_are_the_scores_of_the_new_features(policy, monkeypatch):
+    """score_now is M(X) bit for bit on every waiting row, partly implemented ones included."""
+    from abm import RecourseModel, model
+
+    monkeypatch.setattr(model, "_REUSE_FROM", 0)
+    implement, partial = model.RecourseModel._implement, []
+
+    def counting(self, stayers, known=None):
+        out = implement(self, stayers, known)
+        some_ok = np.bincount(out.rows[out.ok], minlength=len(stayers)) > 0
+        partial.append(int(np.count_nonzero(some_ok & ~out.implemented)))
+        return out
+
+    monkeypatch.setattr(model.RecourseModel, "_implement", counting)
+    m = RecourseModel("paper-T5", policy, seed=0, ticks=30, agents=False)
+    for _ in range(30):
+        m.step()
+        pop = m.population
+        assert same_bits(pop.score_now, m.scorer.score(pop.X))
+    assert sum(partial) > 0  # rows where some changes held and others failed were rescored
+
+
+FAST_CASES = [
+    {"scenario": "paper", "policy": "threshold", "seed": 0},
+    {"scenario": "paper-T5", "policy": "threshold-estimated", "seed": 1},
+    {"scenario": "paper", "policy": "last-threshold:margin=0.05+exact-linear:weights=estimated", "seed": 3},
+    {"scenario": "paper", "policy": "hybrid-exact-linear", "seed": 1, "ticks": 20},
+    {"scenario": "paper-T5", "policy": "lookahead", "seed": 0, "ticks": 8},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", FAST_CASES, ids=lambda c: f"{c['scenario']}-{c['policy']}")
+def test_large_pool_paths_reproduce_the_golden_runs(case, monkeypatch):
+    """Pool kept in parts and gathered, scores reused, blocked row sums, at every size."""
+    import json
+    import sys
+    from pathlib import Path
+
+    from abm import interfaces, model
+
+    golden = Path(__file__).parent / "golden"
+    sys.path.insert(0, str(golden))
+    try:
+        from cases import case_id, run_case
+    finally:
+        sys.path.remove(str(golden))
+    monkeypatch.setattr(model, "_GATHER_FROM", 0)
+    monkeypatch.setattr(model, "_REUSE_FROM", 0)
+    monkeypatch.setattr(interfaces, "_BLOCK_FROM", 0)
+    expected = json.loads((golden / "golden.json").read_text())[case_id(case)]
+    assert run_case(case) == expected
+
+
 # -- streams -------------------------------------------------------------------------------
 
 
