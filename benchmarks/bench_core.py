@@ -7,8 +7,10 @@ Targets (issue 12 item 10): a paper-scale 100-tick episode (N0 = 20, k = 9, m = 
 ``threshold`` = exact-linear, no agent handles) under 25 ms; a PopulationEnv step under
 0.3 ms; a 1,000,000-candidate pool at >= 2,000,000 candidate-ticks/s on one core.
 
-The 1,000,000 pool runs twice: under ``paper`` (T = 1: everyone waiting reapplies, the
-target's setting) and under ``paper-T5`` (a waiting pool that carries over between ticks).
+It also times ``linear_logit`` on 1,000,000 rows: the blocked path against the plain
+``np.add.reduce`` it replaces (same bits, checked). The 1,000,000 pool runs twice: under
+``paper`` (T = 1: everyone waiting reapplies, the target's setting) and under ``paper-T5``
+(a waiting pool that carries over between ticks).
 Pool size P means N0 = P initial candidates, m = P/2 entrants and k = 0.45 P places
 per tick (the paper's 20 / 10 / 9 scaled up). A candidate-tick is one candidate
 active during one tick (applying, or waiting and deciding whether to reapply).
@@ -88,8 +90,33 @@ def measure_env_step(episodes: int) -> dict:
     return {"step_ms": 1000 * statistics.median(per_step)}
 
 
+def measure_scorer(rows: int, repeats: int) -> dict:
+    """linear_logit on (rows, 10) features against the plain np.add.reduce it replaces."""
+    import numpy as np
+
+    from abm.interfaces import linear_logit
+
+    rng = np.random.default_rng(0)
+    X, w = rng.random((rows, 10)), rng.standard_normal(10)
+
+    def timed(fn) -> float:
+        fn()  # warm: the order check runs once per z
+        runs = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            fn()
+            runs.append(time.perf_counter() - start)
+        return 1000 * statistics.median(runs)
+
+    same = linear_logit(X, w, 0.5).tobytes() == (np.add.reduce(X * w, axis=1) + 0.5).tobytes()
+    return {"blocked_ms": timed(lambda: linear_logit(X, w, 0.5)),
+            "plain_ms": timed(lambda: np.add.reduce(X * w, axis=1) + 0.5), "same_bits": same}  # fmt: skip
+
+
 def child(args: argparse.Namespace) -> None:
-    if args.env:
+    if args.scorer:
+        out = measure_scorer(args.pool, args.repeats)
+    elif args.env:
         out = measure_env_step(args.repeats)
     elif args.episode:
         out = measure_episode(args.agents, args.repeats)
@@ -115,6 +142,7 @@ def main() -> None:
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--episode", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--env", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--scorer", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--pool", type=int, default=20, help=argparse.SUPPRESS)
     parser.add_argument("--ticks", type=int, default=100, help=argparse.SUPPRESS)
     parser.add_argument("--agents", action="store_true", help=argparse.SUPPRESS)
@@ -147,6 +175,11 @@ def main() -> None:
         f"PopulationEnv step: {r['step_ms']:.3f} ms ({BEFORE['env_step_ms'] / r['step_ms']:.2f}x "
         f"faster than before; target < {TARGET_ENV_STEP_MS} ms: "
         f"{'yes' if r['step_ms'] < TARGET_ENV_STEP_MS else 'no'})"
+    )
+    r = spawn("--scorer", "--pool", "1000000", "--repeats", "7")
+    console.print(
+        f"linear_logit on 1,000,000 x 10: {r['blocked_ms']:.1f} ms blocked, {r['plain_ms']:.1f} ms "
+        f"plain np.add.reduce ({r['plain_ms'] / r['blocked_ms']:.2f}x; same bits: {r['same_bits']})"
     )
 
     # paper: T = 1, everyone waiting reapplies; paper-T5: a pool that carries over (T = 5)
