@@ -392,15 +392,11 @@ class RecourseModel(mesa.Model):
         outcome = self._implement(stayers, known)
 
         self._dropped_window.append((t, leaving))
-        waiting = self._waiting
-        if len(waiting) == 1 and len(waiting[0]) + len(stayers) < _GATHER_FROM:
-            self._waiting = [Population.concat([waiting[0], stayers], c.n_features)]
-        else:
-            waiting = [p for p in (*waiting, stayers) if len(p)]
-            if len(waiting) > 1 and sum(len(p) for p in waiting) >= _GATHER_FROM:
-                self._waiting = waiting  # joined by the next tick's split (or a first look)
-            else:
-                self.population = Population.concat(waiting, c.n_features)
+        waiting = [*self._waiting, stayers]
+        if sum(map(len, waiting)) < _GATHER_FROM:
+            self.population = Population.concat(waiting, c.n_features)
+        else:  # joined by the next tick's split (or a first look)
+            self._waiting = [p for p in waiting if len(p)]
         if self._recording:
             if self.use_agents:  # before recording, so agent reporters read the new rows
                 self._sync_handles(applicants.ids[d.accepted], leaving.ids, stayers.ids)
