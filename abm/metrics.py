@@ -46,12 +46,14 @@ def gini(values: np.ndarray) -> float:
     n = g.shape[0]
     if n == 0 or total <= 0:
         return float("nan")
-    g = np.sort(g)
+    g = g.copy()
+    g.sort()  # np.sort without its wrapper
     if g[0] == g[-1]:
         return 0.0
     # sum over ordered pairs of |g_i - g_j| = 2 sum_i (2i - n - 1) g_(i), i = 1..n
-    pair_sum = 2.0 * np.add.reduce(_rank_weights(n) * g)
-    return max(float(pair_sum / (2.0 * n * total)), 0.0)
+    g *= _rank_weights(n)
+    pair_sum = 2.0 * float(np.add.reduce(g))
+    return max(pair_sum / (2.0 * n * float(total)), 0.0)
 
 
 def _rank_weights(n: int) -> np.ndarray:

@@ -50,6 +50,8 @@ _GOAL_TOL = 1e-6
 _GATHER_FROM = 50_000
 # from this many stayers, scores of rows ending at x_cf or at x are reused, not recomputed
 _REUSE_FROM = 1024
+# the Population columns of a HistoryWindow
+_HISTORY_COLUMNS = ("ids", "X_obs", "last_tick", "n_apps", "goal", "X_cf")
 
 TICK_COLUMNS = (
     "tick", "threshold", "n_applicants", "n_new", "n_reapplied", "n_accepted", "n_rejected",
@@ -554,14 +556,16 @@ class RecourseModel(mesa.Model):
                 f"expected ({n},) and ({n}, {z})"
             )
         advised = (
-            np.ones(n, dtype=bool) if rec.advised is None else np.asarray(rec.advised, dtype=bool)
+            filled(n, True, np.bool_)
+            if rec.advised is None
+            else np.asarray(rec.advised, dtype=bool)
         )
         # SPEC §2: a recommendation that changes nothing is no advice, whatever its goal
         no_change = advised & (X_cf == X).all(axis=1)
         n_no_change = int(np.count_nonzero(no_change))
         if n_no_change:
             advised = advised & ~no_change
-        all_advised = bool(advised.all())
+        all_advised = np.count_nonzero(advised) == n
         if not all_advised:
             X_cf = np.where(advised[:, None], X_cf, X)
             goal = np.where(advised, goal, np.nan)
@@ -671,14 +675,20 @@ class RecourseModel(mesa.Model):
         Called lazily with the pool as it stood at recommendation time (populations are
         never modified in place once stored, so holding references is a snapshot).
         """
-        h = Population.concat([waiting] + [p for _, p in dropped], self.config.n_features)
+        parts = [p.data for p in (waiting, *(p for _, p in dropped)) if len(p)]
+        if not parts:
+            parts = [Population.empty(self.config.n_features).data]
+        # a lone part shares its arrays; several are joined in the window's columns only
+        h = parts[0] if len(parts) == 1 else {
+            k: np.concatenate([p[k] for p in parts]) for k in _HISTORY_COLUMNS
+        }  # fmt: skip
         return HistoryWindow(
-            ids=h.ids,
-            X=h.X_obs,
-            last_tick=h.last_tick,
-            n_applications=h.n_apps,
-            goal=h.goal,
-            X_cf=h.X_cf,
+            ids=h["ids"],
+            X=h["X_obs"],
+            last_tick=h["last_tick"],
+            n_applications=h["n_apps"],
+            goal=h["goal"],
+            X_cf=h["X_cf"],
         )
 
     # -- records ------------------------------------------------------------------
@@ -738,7 +748,7 @@ class RecourseModel(mesa.Model):
         n_app = len(applicants)
         n_succ, n_succ_acc = d.success_counts()
         has_goal = np.isfinite(r.goal_adv)
-        if has_goal.all():
+        if np.count_nonzero(has_goal) == has_goal.shape[0]:
             cf_goal, goal = r.cf_adv, r.goal_adv
         else:
             cf_goal, goal = r.cf_adv[has_goal], r.goal_adv[has_goal]

@@ -143,21 +143,19 @@ class Population:
         ``same_as`` maps a column to another whose array it shares in the result (e.g.
         ``{"X_obs": "X"}``): the parts' own values of that column are not copied.
         """
-        parts = [p for p in parts if len(p)]
-        if not parts:
+        columns = [p.data for p in parts if p.data["ids"].shape[0]]
+        if not columns:
             return Population.empty(n_features)
-        if len(parts) == 1:
-            data = dict(parts[0].data)
+        first = columns[0]
+        if len(columns) == 1:
+            data = dict(first)
         else:
-            data = {
-                k: np.concatenate([p.data[k] for p in parts])
-                for k in parts[0].data
-                if not (same_as and k in same_as)
-            }
+            skip = same_as or {}
+            data = {k: np.concatenate([c[k] for c in columns]) for k in first if k not in skip}
         if same_as:
             for k, other in same_as.items():
                 data[k] = data[other]
-            data = {k: data[k] for k in parts[0].data}  # the usual column order
+            data = {k: data[k] for k in first}  # the usual column order
         return Population(data, n_features)
 
     @staticmethod

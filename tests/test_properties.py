@@ -23,6 +23,8 @@ from abm.behaviour import (
 from abm.interfaces import HistoryWindow, RecourseObs
 from abm.population import SCHEMA, Population
 from policies.rl.encoding import (
+    N_APPS,
+    N_BINS,
     encode_observation,
     recommender_observation,
     recommender_observation_bounds,
@@ -276,6 +278,40 @@ def test_population_encoding_lies_in_the_env_observation_space(case):
     assert v.dtype == np.float32 and v.shape == env.observation_space.shape
     assert np.all(np.isfinite(v))
     assert env.observation_space.contains(v)
+
+
+def plain_encoding(obs: RecourseObs, window_scores, k: int, ticks: int, T: int) -> np.ndarray:
+    """The population encoding written with np.clip, np.histogram and ndarray.mean."""
+    h, z = obs.history, obs.applicant_X.shape[1]
+    edges = np.linspace(0.0, 1.0, N_BINS + 1)
+
+    def hist(v):
+        v = np.clip(np.asarray(v, dtype=float), 0.0, 1.0)
+        return np.histogram(v[~np.isnan(v)], bins=edges)[0] / k
+
+    def means(X):
+        return X.mean(axis=0) if X.shape[0] else np.zeros(z)
+
+    has_goal = np.isfinite(h.goal)
+    ages = np.bincount(np.clip(obs.tick - h.last_tick, 1, T) - 1, minlength=T)
+    apps = np.bincount(np.clip(h.n_applications, 1, N_APPS) - 1, minlength=N_APPS)
+    threshold = np.nan_to_num(obs.threshold)
+    head = [obs.tick / ticks, threshold, obs.applicant_ids.shape[0] / k, h.ids.shape[0] / k]
+    parts = [np.array(head), hist(obs.applicant_scores), hist(window_scores), hist(h.goal),
+             np.array([np.count_nonzero(~has_goal) / k]), ages / k, apps / k,
+             means(obs.applicant_X), means(h.X)]  # fmt: skip
+    return np.concatenate(parts).astype(np.float32)
+
+
+@FAST
+@given(case=population_observations())
+def test_population_encoding_equals_the_plain_numpy_layout(case):
+    """Integer clips as minimum(maximum()) and means as sums / n keep every bit."""
+    env, obs, window_scores = case
+    c = env.config
+    got = encode_observation(obs, window_scores, c.k, c.ticks, c.validity)
+    want = plain_encoding(obs, window_scores, c.k, c.ticks, c.validity)
+    assert got.tobytes() == want.tobytes()
 
 
 @FAST

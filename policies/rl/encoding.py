@@ -133,12 +133,13 @@ def encode_observation(obs: RecourseObs, window_scores: np.ndarray, k: int, tick
     def hist(v: np.ndarray) -> np.ndarray:
         return histogram01(v) / scale
 
-    z = obs.applicant_X.shape[1]
     w = h.ids.shape[0]
     has_goal = np.isfinite(h.goal)
-    # ndarray.clip is np.clip without its wrapper (a step's largest fixed cost here)
-    ages = np.bincount(np.subtract(obs.tick, h.last_tick).clip(1, validity) - 1, minlength=validity)
-    apps = np.bincount(np.asarray(h.n_applications).clip(1, N_APPS) - 1, minlength=N_APPS)
+    # integer clips as minimum(maximum()): the same values, a third of ndarray.clip's cost
+    ages = np.minimum(np.maximum(np.subtract(obs.tick, h.last_tick), 1), validity)
+    ages = np.bincount(ages - 1, minlength=validity)
+    apps = np.minimum(np.maximum(h.n_applications, 1), N_APPS)
+    apps = np.bincount(apps - 1, minlength=N_APPS)
     parts = [
         np.array(
             [
@@ -154,8 +155,8 @@ def encode_observation(obs: RecourseObs, window_scores: np.ndarray, k: int, tick
         np.array([np.count_nonzero(~has_goal) / scale]),
         ages[:validity] / scale,
         apps[:N_APPS] / scale,
-        obs.applicant_X.mean(axis=0) if obs.applicant_X.shape[0] else np.zeros(z),
-        h.X.mean(axis=0) if w else np.zeros(z),
+        _column_means(obs.applicant_X),
+        _column_means(h.X),
     ]
     return np.concatenate(parts).astype(np.float32)
 
@@ -172,11 +173,17 @@ def histogram01(v: np.ndarray) -> np.ndarray:
     holds edges[i] <= v < edges[i + 1], the last bin also v = 1, at a fraction of the cost.
     """
     v = np.asarray(v, dtype=float).clip(0.0, 1.0)
-    if not (v == v).all():
+    if np.count_nonzero(v == v) != v.shape[0]:
         v = v[v == v]
-    bins = np.searchsorted(_EDGES, v, side="right") - 1
+    bins = _EDGES.searchsorted(v, side="right") - 1
     bins[bins == N_BINS] = N_BINS - 1  # v = 1 belongs to the last, closed bin
     return np.bincount(bins, minlength=N_BINS)
+
+
+def _column_means(X: np.ndarray) -> np.ndarray:
+    """X.mean(axis=0) of X (n, z), shape (z,) (zeros when n = 0), without its wrapper."""
+    n = X.shape[0]
+    return np.add.reduce(X, axis=0) / n if n else np.zeros(X.shape[1])
 
 
 def _nan_to_num(x: float) -> float:
