@@ -151,12 +151,10 @@ def replays(seeds: int, long: int) -> pd.DataFrame:
 
 
 def plot(by_tick: pd.DataFrame, short: int, path: Path) -> None:
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(SETTINGS), figsize=(11, 4.2), sharey=True)
+    fig = Figure(figsize=(11, 4.2))
+    axes = fig.subplots(1, len(SETTINGS), sharey=True)
     colours = {"threshold-estimated": "tab:grey", "threshold-explore": "tab:blue",
                "threshold-optimism": "tab:orange"}  # fmt: skip
     for ax, beta in zip(axes, SETTINGS, strict=True):
@@ -173,7 +171,6 @@ def plot(by_tick: pd.DataFrame, short: int, path: Path) -> None:
     axes[0].legend(loc="lower left", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def main() -> None:

@@ -162,12 +162,10 @@ def markdown_table(table: pd.DataFrame) -> str:
 
 def plot_steps(steps: pd.DataFrame, column: str, path: Path, title: str) -> None:
     """Mean over seeds (band: ± std) of ``column`` per step, one line per method."""
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    fig = Figure(figsize=(6.0, 4.0))
+    ax = fig.subplots()
     for method in METHODS:
         d = steps[steps["method"] == method]
         if not len(d):
@@ -183,7 +181,6 @@ def plot_steps(steps: pd.DataFrame, column: str, path: Path, title: str) -> None
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
 
 
 @dataclass(frozen=True)

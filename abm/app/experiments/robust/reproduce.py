@@ -123,14 +123,12 @@ def table1_markdown(table: pd.DataFrame) -> str:
 
 def plot_price_bars(table: pd.DataFrame, path: str | Path) -> Path:
     """Grouped bars: ours ± sd per method and cell, the paper's value as a black tick."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     by = {(r.method, r.alpha, r.lam): r for r in table.itertuples()}
     cells = sorted({(a, lam) for _, a, lam in by}, key=CELLS.index)
-    fig, ax = plt.subplots(figsize=(8, 4))
+    fig = Figure(figsize=(8, 4))
+    ax = fig.subplots()
     width = 0.8 / len(METHODS)
     for j, m in enumerate(METHODS):
         xs = np.arange(len(cells)) + (j - (len(METHODS) - 1) / 2) * width
@@ -148,7 +146,6 @@ def plot_price_bars(table: pd.DataFrame, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 

@@ -62,15 +62,12 @@ def paired_differences(runs: pd.DataFrame, reference: str = REFERENCE) -> pd.Dat
 def plot_valid_vs_cost(summary: pd.DataFrame, path: str | Path) -> Path:
     """valid_retrained (filled) and valid_threshold (hollow) against mean cost, one point
     per policy with 95 % CIs, one panel per refit schedule."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     schedules = sorted(summary["retrain_every"].unique())
     policies = list(dict.fromkeys(summary["policy"]))
-    fig, axes = plt.subplots(1, len(schedules), figsize=(5.5 * len(schedules), 4.4),
-                             sharex=True, sharey=True, squeeze=False)  # fmt: skip
+    fig = Figure(figsize=(5.5 * len(schedules), 4.4))
+    axes = fig.subplots(1, len(schedules), sharex=True, sharey=True, squeeze=False)
     for ax, every in zip(axes[0], schedules, strict=True):
         panel = summary[summary["retrain_every"] == every]
         for j, policy in enumerate(policies):
@@ -104,7 +101,6 @@ def plot_valid_vs_cost(summary: pd.DataFrame, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 
