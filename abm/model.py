@@ -34,7 +34,7 @@ from abm.interfaces import (
     RecoursePolicy,
 )
 from abm.planning import Simulator, Snapshot
-from abm.population import Population, filled
+from abm.population import Population, filled, join_columns
 from abm.registry import make_policy
 from abm.rng import Streams
 from abm.scenarios import resolve_scenario
@@ -676,12 +676,9 @@ class RecourseModel(mesa.Model):
         never modified in place once stored, so holding references is a snapshot).
         """
         parts = [p.data for p in (waiting, *(p for _, p in dropped)) if len(p)]
-        if not parts:
-            parts = [Population.empty(self.config.n_features).data]
-        # a lone part shares its arrays; several are joined in the window's columns only
-        h = parts[0] if len(parts) == 1 else {
-            k: np.concatenate([p[k] for p in parts]) for k in _HISTORY_COLUMNS
-        }  # fmt: skip
+        # only the columns a window holds are joined
+        h = join_columns(parts or [Population.empty(self.config.n_features).data],
+                         _HISTORY_COLUMNS)  # fmt: skip
         return HistoryWindow(
             ids=h["ids"],
             X=h["X_obs"],

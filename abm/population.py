@@ -143,15 +143,15 @@ class Population:
         ``same_as`` maps a column to another whose array it shares in the result (e.g.
         ``{"X_obs": "X"}``): the parts' own values of that column are not copied.
         """
-        columns = [p.data for p in parts if p.data["ids"].shape[0]]
+        columns = [p.data for p in parts if len(p)]
         if not columns:
             return Population.empty(n_features)
         first = columns[0]
         if len(columns) == 1:
-            data = dict(first)
+            data = dict(first)  # every column at once: the common case of one part
         else:
             skip = same_as or {}
-            data = {k: np.concatenate([c[k] for c in columns]) for k in first if k not in skip}
+            data = join_columns(columns, [k for k in first if k not in skip])
         if same_as:
             for k, other in same_as.items():
                 data[k] = data[other]
@@ -179,6 +179,16 @@ class Population:
                 at += m
             data[k] = out
         return Population(data, n_features)
+
+
+def join_columns(parts: list[dict[str, np.ndarray]], names) -> dict[str, np.ndarray]:
+    """Columns ``names`` of the column dicts ``parts`` (non-empty), their rows in order.
+
+    A lone part's arrays are shared, not copied (stored arrays are never written in place).
+    """
+    if len(parts) == 1:
+        return {k: parts[0][k] for k in names}
+    return {k: np.concatenate([p[k] for p in parts]) for k in names}
 
 
 def filled(n: int, value: Any, dtype: Any) -> np.ndarray:
