@@ -37,3 +37,25 @@ def spy_policy():
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line on the golden runs: how many matched bit for bit, how far the rest moved."""
+    found = [
+        value
+        for report in terminalreporter.stats.get("passed", [])
+        for key, value in getattr(report, "user_properties", ())
+        if key == "golden"
+    ]
+    if not found:
+        return
+    line = f"golden: {found.count('bitwise')} of {len(found)} runs bitwise"
+    for kind, label in (
+        ("tolerance", "within tolerance"),
+        ("exception", "within a stated wider tolerance"),
+    ):
+        runs = [v.split(maxsplit=2)[1:] for v in found if v.startswith(kind)]
+        if runs:
+            rel, where = max(runs, key=lambda v: float(v[0]))
+            line += f", {len(runs)} {label} (largest relative difference {rel}, {where})"
+    terminalreporter.write_line(line)

@@ -1,6 +1,5 @@
 """RL environments (gymnasium check_env), reward eq. 16 and the observation encoding."""
 
-import hashlib
 import warnings
 
 import numpy as np
@@ -109,51 +108,8 @@ def test_reward_eq16_handles_undefined_and_zero_ratios():
     assert many.tolist() == [reward_eq16(a, b, 7.0, 5.0, 1e-3) for a, b in zip(rr, rf, strict=True)]
 
 
-# Recorded from the threaded PopulationEnv before it drove decide/respond itself:
-# SHA-256 of the float32 observations and of repr() of the (ticks, rr, rf, goal) infos
-# over two 100-tick episodes (reset(seed=7), then reset()), actions sin(0.7 i + episode).
-# The rewards' digest is the one of eq. 16 with the NaN rule of abm.metrics.reward_eq16.
-_FINGERPRINT = {
-    "default": (
-        "24eea9f982064ec779140efea1688f8b25a3ba796b2c5169ac5f9416e850fc2e",
-        "c423a289e74c13cc51a7e8bbd3d771d096ba8bec2b348af1e366c29461bb2789",
-        "b260c0382ce394444b1e4276f87328b466824637a04aefbe5a2d31443f443802",
-    ),
-    "T5": (
-        "c12e6c03001337540291f4313ed8a7645915e51e86cc7baa1acaf23d5e899cbe",
-        "45c0f8d7b466b48501eda2b48b159cd6dcf81c39019c18ca0050dbc8f496ca6f",
-        "6a95f983e2c4287186d4d47ee91319f7ea66ef1465168cf12926de353a94b806",
-    ),
-}
-
-
-@pytest.mark.parametrize(
-    "name, kwargs", [("default", {}), ("T5", dict(validity=5, alpha=2.0, tau=0.5))]
-)
-def test_population_env_sequence_is_unchanged(name, kwargs):
-    env = PopulationEnv("paper", **kwargs)
-    obs_digest = hashlib.sha256()
-    rewards, infos, seeds = [], [], []
-    for episode in range(2):
-        obs, info = env.reset(seed=7) if episode == 0 else env.reset()
-        obs_digest.update(obs.tobytes())
-        seeds.append(info["seed"])
-        for i in range(200):
-            action = np.array([np.sin(0.7 * i + episode)], dtype=np.float32)
-            obs, r, terminated, truncated, info = env.step(action)
-            obs_digest.update(obs.tobytes())
-            rewards.append(r)
-            infos.append((info["ticks"], info.get("rr"), info.get("rf"), info["goal"]))
-            assert not truncated
-            if terminated:
-                break
-    assert seeds == [2029167940, 1342382291] and len(rewards) == 200
-    got = (
-        obs_digest.hexdigest(),
-        hashlib.sha256(repr(infos).encode()).hexdigest(),
-        hashlib.sha256(repr(rewards).encode()).hexdigest(),
-    )
-    assert got == _FINGERPRINT[name]
+# The PopulationEnv's observation, reward and info sequence is a golden trace
+# (tests/test_golden.py::test_population_env_trace).
 
 
 def test_population_env_drives_the_model_and_matches_a_plain_run():

@@ -1,9 +1,13 @@
-"""The golden cases: scenario, policy, seed and overrides whose tables must never drift.
+"""The golden cases: scenario, policy, seed and overrides whose results must never drift.
 
-A case's tables are fingerprinted by :func:`fingerprint` (SHA-256 of a canonical CSV
-whose floats are written with ``repr``, so equal fingerprints mean bitwise-equal
-values). ``generate.py`` writes ``golden.json``; ``tests/test_golden.py`` recomputes.
-Regenerate only with a CHANGELOG line saying which figures changed and why.
+Each case keeps its whole tick and candidate tables as Parquet files under ``reference/``
+(:func:`reference_paths`) beside ``golden.json``, which holds the case's summary and the
+SHA-256 fingerprints of both tables (:func:`fingerprint`: a canonical CSV whose floats are
+written with ``repr``, so equal fingerprints mean bitwise-equal values).
+``tests/test_golden.py`` runs every case and compares it with the reference under the
+cross-CPU contract of ``compare.py``; equal fingerprints mean it also matched bit for bit.
+``generate.py`` rewrites both; do so only for a change that alters results (CHANGELOG line
+with old vs new figures, ``RESULTS_SCHEMA`` bumped).
 """
 
 from __future__ import annotations
@@ -12,9 +16,16 @@ import hashlib
 import io
 import json
 import math
+import re
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+REFERENCE = HERE / "reference"
+GOLDEN_FILE = HERE / "golden.json"
 
 _CHEAP = ("none", "threshold", "threshold-true", "threshold-estimated")
 _SCENARIOS = ("paper", "paper-T5", "paper-hard", "paper-T5-hard", "motivating-example")
@@ -42,12 +53,33 @@ CASES += [
     {"scenario": "paper", "policy": "threshold-dice", "seed": 0, "ticks": 2, "needs": "dice_ml", "slow": True},
 ]  # fmt: skip
 
+#: PopulationEnv traces (the RL environment's observations, rewards and infos) kept beside
+#: the model runs: name -> PopulationEnv keyword arguments.
+ENV_CASES: dict[str, dict[str, Any]] = {
+    "default": {},
+    "T5": {"validity": 5, "alpha": 2.0, "tau": 0.5},
+}
 
-_TAGS = ("needs", "slow")  # test tags, not parameters of the case
+# test tags, not parameters of the case: an optional dependency, the slow tier, and a
+# float tolerance (rtol, atol) looser than compare's for a case that trains a model as it runs
+_TAGS = ("needs", "slow", "tol")
+TABLES = ("ticks", "candidates")
 
 
 def case_id(case: dict[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in case.items() if k not in _TAGS)
+
+
+def slug(key: str) -> str:
+    """A file name for ``key`` (a case id): readable, with a digest against collisions."""
+    readable = re.sub(r"[^A-Za-z0-9.]+", "-", key.replace("scenario=", "").replace("policy=", ""))
+    return f"{readable[:60].strip('-')}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+
+
+def reference_paths(key: str) -> dict[str, Path]:
+    """The reference Parquet file of each table of ``key`` (a case id or :func:`env_key`)."""
+    tables = ("trace",) if key.startswith("env=") else TABLES
+    return {t: REFERENCE / f"{slug(key)}.{t}.parquet" for t in tables}
 
 
 def fingerprint(df: pd.DataFrame) -> str:
@@ -70,8 +102,8 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def run_case(case: dict[str, Any]) -> dict[str, Any]:
-    """Summary and table fingerprints of one case (imports the model lazily)."""
+def run_case(case: dict[str, Any]) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
+    """(summary, {"ticks": ..., "candidates": ...}) of one case (imports the model lazily)."""
     from abm import RecourseModel
 
     kwargs = {k: v for k, v in case.items() if k not in ("scenario", "policy", "seed", *_TAGS)}
@@ -81,12 +113,78 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     model.run()
     summary = json_safe(model.summary())
     summary.pop("policy", None)  # the display name may change with the registry; results may not
-    return {
-        "summary": summary,
-        "ticks": fingerprint(model.tick_table()),
-        "candidates": fingerprint(model.candidate_table()),
-    }
+    return summary, {"ticks": model.tick_table(), "candidates": model.candidate_table()}
+
+
+def run_env(kwargs: dict[str, Any]) -> pd.DataFrame:
+    """The trace of two PopulationEnv episodes on ``paper`` (sinusoidal actions, reset seed 7).
+
+    One row per observation: episode, seed, step (-1 for the reset), reward, ticks, rr, rf,
+    goal (NaN where undefined), then obs_0 ... obs_{o-1} (float32).
+    """
+    from abm.app.envs import PopulationEnv
+
+    env = PopulationEnv("paper", **kwargs)
+    rows: list[dict[str, Any]] = []
+    observations: list[np.ndarray] = []
+    for episode in range(2):
+        obs, info = env.reset(seed=7) if episode == 0 else env.reset()
+        seed = info["seed"]
+        rows.append(dict(episode=episode, seed=seed, step=-1, reward=np.nan, ticks=0,
+                         rr=np.nan, rf=np.nan, goal=np.nan))  # fmt: skip
+        observations.append(obs)
+        for i in range(200):
+            action = np.array([np.sin(0.7 * i + episode)], dtype=np.float32)
+            obs, reward, terminated, truncated, info = env.step(action)
+            if truncated:
+                raise RuntimeError("PopulationEnv truncated an episode of the golden trace")
+            rows.append(dict(episode=episode, seed=seed, step=i, reward=float(reward),
+                             ticks=int(info["ticks"]), rr=_num(info.get("rr")),
+                             rf=_num(info.get("rf")), goal=_num(info["goal"])))  # fmt: skip
+            observations.append(obs)
+            if terminated:
+                break
+    ints = {c: np.int64 for c in ("episode", "seed", "step", "ticks")}
+    df = pd.DataFrame(rows).astype(ints)
+    obs_all = np.stack(observations).astype(np.float32)
+    return pd.concat(
+        [df, pd.DataFrame({f"obs_{j}": obs_all[:, j] for j in range(obs_all.shape[1])})], axis=1
+    )
+
+
+def _num(value: Any) -> float:
+    return np.nan if value is None else float(value)
+
+
+def env_key(name: str) -> str:
+    return f"env={name}"
 
 
 def dumps(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def load_golden() -> dict[str, Any]:
+    return json.loads(GOLDEN_FILE.read_text())
+
+
+def read_reference(key: str) -> dict[str, pd.DataFrame]:
+    """The stored tables of ``key`` (a case id or :func:`env_key`), as they were written."""
+    return {name: pd.read_parquet(path) for name, path in reference_paths(key).items()}
+
+
+def write_reference(key: str, tables: dict[str, pd.DataFrame]) -> dict[str, str]:
+    """Write ``tables`` as the reference of ``key``; returns their fingerprints.
+
+    Raises if a table does not read back to the same fingerprint (Parquet must keep every
+    dtype and every bit).
+    """
+    REFERENCE.mkdir(exist_ok=True)
+    paths = reference_paths(key)
+    out = {}
+    for name, df in tables.items():
+        df.to_parquet(paths[name], index=False, compression="zstd", compression_level=19)
+        out[name] = fingerprint(df)
+        if fingerprint(pd.read_parquet(paths[name])) != out[name]:
+            raise RuntimeError(f"{paths[name].name} does not read back bit for bit")
+    return out
