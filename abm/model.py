@@ -45,6 +45,10 @@ from abm.world import build_world
 _BOUND_TOL = 1e-9
 # advice "falls short of the threshold" when M(x_cf) < threshold - _GOAL_TOL
 _GOAL_TOL = 1e-6
+# a recommended change smaller than this (feature units) is round-off, not advice: solvers
+# leave residues of about 1e-16 where a need is exactly met, and whether one appears
+# depends on the CPU's kernels; each would be asked of the candidate and drawn for
+_CHANGE_TOL = 1e-9
 # from this many waiting rows, the pool is kept in parts between ticks and split by one
 # gather per column (Population.gather) instead of a concatenation and two takes
 _GATHER_FROM = 50_000
@@ -560,8 +564,11 @@ class RecourseModel(mesa.Model):
             if rec.advised is None
             else np.asarray(rec.advised, dtype=bool)
         )
+        residue = np.abs(X_cf - X) < _CHANGE_TOL
+        if residue.any():
+            X_cf = np.where(residue, X, X_cf)
         # SPEC §2: a recommendation that changes nothing is no advice, whatever its goal
-        no_change = advised & (X_cf == X).all(axis=1)
+        no_change = advised & residue.all(axis=1)
         n_no_change = int(np.count_nonzero(no_change))
         if n_no_change:
             advised = advised & ~no_change

@@ -32,8 +32,10 @@ import numpy as np
 # Version of what results mean: bumped by every change that alters results (summaries, tick
 # or candidate tables, study rows, training rewards), each with a CHANGELOG.md line.
 # 1: up to 0.1.0; 2: 0.2.0 (eq. 16's NaN rule in PopulationEnv rewards, strict JSON);
-# 3: 0.3.0 (SPEC §2 advice edge cases: ties, "change nothing", unreachable goals, Gini).
-RESULTS_SCHEMA = 3
+# 3: 0.3.0 (SPEC §2 advice edge cases: ties, "change nothing", unreachable goals, Gini);
+# 4: 0.6.0 (results that travel: scores within 1e-9 of the threshold are tied, changes
+# below 1e-9 are round-off, not advice).
+RESULTS_SCHEMA = 4
 
 # packages whose versions can change a simulation's numbers
 VERSIONED = ("recourse-abm", "mesa", "numpy", "scipy", "scikit-learn", "pandas", "torch")

@@ -294,3 +294,15 @@ def test_cached_generator_gives_the_same_episode():
                                   miss.tick_table().drop(columns=timing))  # fmt: skip
     pd.testing.assert_frame_equal(hit.candidate_table(), miss.candidate_table())
     assert hit.tick_table()["budget_spent"].sum() > 0
+
+
+def test_building_a_generator_leaves_torch_global_generator_alone():
+    """The generator's seeded init draws from a fork of torch's global generator."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    a = build_net("lstm", 4, 2, 3, 8, seed=0)
+    assert torch.equal(torch.rand(3), expected)
+    b = build_net("lstm", 4, 2, 3, 8, seed=0)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))

@@ -198,6 +198,37 @@ def test_a_float_moved_by_a_millionth_fails(monkeypatch):
     assert "relative" in str(score) and "candidates.score row 0 (tick 0, cid" in str(score)
 
 
+NOISY_CASES = [
+    PAPER,
+    {"scenario": "paper-T5", "policy": "threshold-estimated", "seed": 1},
+    {"scenario": "paper", "policy": "hybrid-exact-linear", "seed": 1, "ticks": 20},
+    {"scenario": "paper-T5", "policy": "safear:beta_risk=1", "seed": 2, "ticks": 20},
+    {"scenario": "paper-T5", "policy": "lookahead", "seed": 0, "ticks": 8},
+]
+
+
+@pytest.mark.parametrize("case", NOISY_CASES, ids=case_id)
+def test_last_digit_noise_in_every_score_changes_no_outcome(case, monkeypatch):
+    """Another CPU, simulated in-process: every score M(x) carries a relative error of
+    about 1e-13 that depends on x alone, as a kernel's rounding does. Scores equal in exact
+    arithmetic now differ the other way round; no discrete outcome may change."""
+    from abm import world
+
+    assert case in CASES
+    score = world.DecisionModel.score
+
+    def noisy(self, X):
+        s = score(self, X)
+        X = np.asarray(X, dtype=float)
+        phase = np.add.reduce(X * np.arange(1.0, X.shape[1] + 1), axis=1)
+        return s * (1 + 1e-13 * np.sin(3.3e7 * phase + 0.1))
+
+    monkeypatch.setattr(world.DecisionModel, "score", noisy)
+    verdict = check_case(case, *run_case(case))
+    assert verdict.ok, verdict.message(case_id(case))
+    assert not verdict.bitwise
+
+
 def test_the_tolerance_is_tight_and_names_what_broke():
     """Unit check of the comparison on the stored reference: last-digit noise passes, a
     1e-6 move, a NaN appearing and a flipped boolean each fail with their row."""

@@ -123,16 +123,15 @@ def test_margin_points_are_registered_policies_with_the_goal_th_plus_c():
 
 def test_points_without_a_margin_keep_their_run_ids():
     """Adding the margin field changed no run id: a point without one is keyed by the
-    parameters it had before (so stored evaluations are still found), and the shipped
-    `threshold` point of T1-b005 keeps the id it had under results schema 3."""
+    parameters it had before (so stored evaluations are still found); the `threshold` point
+    of T1-b005 had id 6077e933856fd0dd under results schema 3 (the shipped one)."""
     cfg = StudyConfig.of(setting="T1-b005")
     study = evaluation_study(cfg, [("threshold", "baseline", None, None, None, "threshold")])
     (run,) = study.runs()
     before = {"method": "threshold", "family": "baseline", "alpha": None, "tau": None,
               "episodes": 10}  # fmt: skip
     assert run.run_id == run_id(run.config, "threshold", "pareto-eval", before)
-    if RESULTS_SCHEMA == 3:
-        assert run.run_id == "6077e933856fd0dd"
+    assert RESULTS_SCHEMA == 4 and run.run_id == "e8382b129bae6821"
 
 
 def test_the_spec_behaviour_reaches_every_run_and_leaves_the_calibrated_ids_alone():

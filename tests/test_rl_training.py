@@ -79,11 +79,12 @@ def test_training_improves_reward_over_random_actions(trained):
     env = PopulationEnv("paper", alpha=0.0, tau=1.0, **TINY)
     seeds = [101, 102, 103]
     learned = _episode_rewards(env, lambda o: sac.predict(o, deterministic=True)[0], seeds)
-    rng = np.random.default_rng(0)
-    random = _episode_rewards(env, lambda o: rng.uniform(-1, 1, 1).astype(np.float32), seeds)
+    # uniform random actions average 0: the goal halfway up its range, on the same seeds
+    # (a sample of random actions is too noisy a yardstick over 3 short episodes)
+    centre = _episode_rewards(env, lambda o: np.zeros(1, dtype=np.float32), seeds)
     env.close()
-    # RF-only reward: the best goals sit low; random goals average 0.5
-    assert learned > random + 1.0, (learned, random)
+    # RF-only reward: the best goals sit low (episode reward -22 at action 0, +1 at -1)
+    assert learned > centre + 1.0, (learned, centre)
 
 
 @pytest.mark.slow

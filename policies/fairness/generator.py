@@ -128,7 +128,6 @@ def build_net(kind: str, n_in: int, k: int, T: int, hidden: int, seed: int) -> A
 
     if kind not in KINDS:
         raise ConfigError(problem("generator", kind, "'lstm' or 'mlp'"))
-    torch.manual_seed(seed)  # torch's init draws from its global generator: seed it here
     linear, softplus = nn.functional.linear, nn.functional.softplus
 
     class LSTMGen(nn.Module):
@@ -172,7 +171,11 @@ def build_net(kind: str, n_in: int, k: int, T: int, hidden: int, seed: int) -> A
             hid = torch.tanh(linear(inp, first.weight, first.bias))
             return softplus(linear(hid, last.weight, last.bias))
 
-    return LSTMGen() if kind == "lstm" else MLPGen()
+    # torch's init draws from its global generator: seed a fork of it, which is restored
+    # on leaving (the caller's torch random state is left as it was)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return LSTMGen() if kind == "lstm" else MLPGen()
 
 
 def project(D: Any, budget: float) -> Any:
