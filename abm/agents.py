@@ -2,73 +2,46 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import mesa
 import numpy as np
 
 from abm import behaviour
-
-if TYPE_CHECKING:
-    from abm.model import RecourseModel
-    from abm.world import DecisionModel
-
-
-#: Scores within this distance of the k-th highest count as tied with it (score units).
-#: Scores that are equal in exact arithmetic (many candidates implement advice to the same
-#: goal) differ in their last digits, and which way they differ depends on the CPU's
-#: kernels (about 1e-14 apart seen here); the tie must not. 1e-9 is far above that noise
-#: and far below GOAL_GAP (1e-6), the least gap between goals that mean different things.
-SCORE_TIE = 1e-9
-
-
-def select_top_k(scores: np.ndarray, k: int, rng: np.random.Generator) -> tuple[np.ndarray, float]:
-    """Accept exactly min(k, n) of scores (n,); returns (accepted (n,) bool, threshold).
-
-    The threshold is the k-th highest score (the lowest score when n <= k, NaN when
-    n = 0). Candidates within :data:`SCORE_TIE` of it are tied: as many of them as there
-    are places left are admitted in a seeded random order; the generator is used only when
-    such a tie must be broken (SPEC §2).
-    """
-    n = scores.shape[0]
-    if n == 0:
-        return np.zeros(0, dtype=bool), float("nan")
-    if n <= k:
-        return np.ones(n, dtype=bool), float(scores.min())
-    part = scores.copy()
-    part.partition(n - k)  # what np.partition does, without its wrapper
-    threshold = float(part[n - k])
-    accepted = scores > threshold + SCORE_TIE
-    at = ((scores >= threshold - SCORE_TIE) & ~accepted).nonzero()[0]
-    need = k - np.count_nonzero(accepted)
-    if need == at.shape[0]:
-        accepted[at] = True
-    else:
-        accepted[rng.permutation(at)[:need]] = True
-    return accepted, threshold
+from abm.selection import select_top_k
+from abm.world import DecisionModel
 
 
 class DecisionMaker(mesa.Agent):
-    """Scores applicants with the decision model in force and admits the top k each tick.
+    """The decision-maker: scores the applicants with the decision model in force and
+    admits the top k (:func:`abm.selection.select_top_k`) each tick.
 
-    The model is read from :attr:`RecourseModel.scorer`, so a retrained one (world
-    extensions §2) is used as soon as it is fitted.
+    The decision model is read from the model's ``scorer``, so a retrained one is used as
+    soon as it is fitted. Planning forks, which have no Mesa registration, get an
+    unregistered one (:meth:`unregistered`).
     """
 
-    def __init__(self, model: RecourseModel, k: int) -> None:
+    def __init__(self, model: mesa.Model, k: int) -> None:
         super().__init__(model)
         self.k = k
+
+    @classmethod
+    def unregistered(cls, model: object, k: int) -> DecisionMaker:
+        """A decision-maker of a model that Mesa does not know (a planning fork)."""
+        agent = object.__new__(cls)
+        agent.model, agent.k = model, k
+        return agent
 
     @property
     def decision_model(self) -> DecisionModel:
         return self.model.scorer
 
-    def score(self, X: np.ndarray) -> np.ndarray:
-        """M(x) of applicants X (n, z), shape (n,)."""
-        return self.decision_model.score(X)
-
-    def select(self, scores: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, float]:
-        return select_top_k(scores, self.k, rng)
+    def decide(
+        self, X: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray, float]:
+        """(scores (n,), accepted (n,) bool, threshold) of applicants X (n, z); ``rng``
+        breaks ties at the threshold."""
+        scores = self.decision_model.score(X)
+        accepted, threshold = select_top_k(scores, self.k, rng)
+        return scores, accepted, threshold
 
 
 class Candidate(mesa.Agent):
@@ -78,7 +51,7 @@ class Candidate(mesa.Agent):
     Mesa ``unique_id`` is Mesa's own counter.
     """
 
-    def __init__(self, model: RecourseModel, cid: int) -> None:
+    def __init__(self, model: mesa.Model, cid: int) -> None:
         super().__init__(model)
         self.cid = cid
 
@@ -144,3 +117,30 @@ class Candidate(mesa.Agent):
                 gap, np.array([tick - self.last_application]), c.validity, c.nu
             )[0]
         )
+
+
+class CandidateHandles:
+    """The Mesa ``Candidate`` agents of the waiting candidates, kept in step with the pool."""
+
+    def __init__(self, model: mesa.Model) -> None:
+        self.model = model
+        self._handles: dict[int, Candidate] = {}
+        self._rows: dict[int, int] = {}
+
+    def sync(self, gone: np.ndarray, waiting: np.ndarray, pool_ids: np.ndarray) -> None:
+        """Remove the agents of ``gone`` ids, add agents for new ``waiting`` ids; rows
+        follow ``pool_ids`` (w,), the waiting pool's ids in row order."""
+        for cid in gone.tolist():
+            handle = self._handles.pop(cid, None)
+            if handle is not None:
+                handle.remove()
+        for cid in waiting.tolist():
+            if cid not in self._handles:
+                self._handles[cid] = Candidate(self.model, cid)
+        self._rows = {cid: i for i, cid in enumerate(pool_ids.tolist())}
+
+    def row_of(self, cid: int) -> int:
+        try:
+            return self._rows[cid]
+        except KeyError:
+            raise KeyError(f"candidate {cid} is not waiting in the pool") from None

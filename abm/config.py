@@ -233,10 +233,10 @@ class ScenarioConfig(BaseModel):
             )
         if self.n_initial + self.m == 0:
             raise not_allowed("at least 1 (somebody must apply)", field="n_initial + m", value=0)
-        self._check_extensions(z)
+        self._check_mechanisms(z)
         return self
 
-    def _check_extensions(self, z: int) -> None:
+    def _check_mechanisms(self, z: int) -> None:
         """Cross-field rules of the world extensions (specs/world-extensions.md §0-§5)."""
         proxies = self.noncausal_features
         if (
@@ -318,9 +318,10 @@ class ScenarioConfig(BaseModel):
         return len(self.group_share)
 
     @property
-    def extensions(self) -> frozenset[str]:
-        """The world extensions switched on: a subset of {"outcomes", "retraining",
-        "groups", "causal", "budget"}."""
+    def mechanisms(self) -> frozenset[str]:
+        """The world extensions switched on, as the names of their mechanisms
+        (abm/mechanisms/): a subset of {"outcomes", "retraining", "groups", "causal",
+        "budget"}."""
         on = set()
         if self.noncausal_features or self.outcome_delay is not None:
             on.add("outcomes")

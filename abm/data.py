@@ -43,8 +43,6 @@ from abm.validation import ConfigError, not_allowed, problem
 if TYPE_CHECKING:
     import pandas as pd
 
-    from abm.config import ScenarioConfig
-
 __all__ = [
     "PACKAGE_PREFIX",
     "ClassifierSpec",
@@ -552,14 +550,23 @@ class DataWorld(NamedTuple):
     estimator: Any
 
 
-def build_data_world(config: ScenarioConfig, estimator: Any | None = None) -> DataWorld:
-    """The world of ``config.data``: scaled rows, labels, arrivals and a fitted classifier.
+def build_data_world(
+    source: DataSource | None,
+    *,
+    world_seed: int,
+    decision_model: str,
+    weight_range: tuple[float, float],
+    label_noise: float,
+    estimator: Any | None = None,
+) -> DataWorld:
+    """The world of a scenario's ``[data]`` section: scaled rows, labels, arrivals and a
+    fitted classifier (``decision_model``: "logistic" or "mlp"; ``weight_range`` and
+    ``label_noise`` label rows by the synthetic rule where the file has no label column).
 
     ``estimator`` overrides the configured classifier as in :func:`abm.world.build_world`:
     an unfitted one is cloned and fitted on the rows, a fitted one is used as it is. Without
     one the result is cached (per data section, world seed and labelling parameters).
     """
-    source = config.data
     if source is None:
         raise ConfigError("build_data_world needs a scenario with a [data] section")
     try:
@@ -572,8 +579,7 @@ def build_data_world(config: ScenarioConfig, estimator: Any | None = None) -> Da
     if current != source.sha256:
         raise ConfigError(problem("data.sha256", source.sha256, f"the file's current sha256 "
                                   f"{current} (the file changed after the scenario was read)"))  # fmt: skip
-    key = (source, config.world_seed, config.decision_model, config.weight_range,
-           config.label_noise)  # fmt: skip
+    key = (source, world_seed, decision_model, tuple(weight_range), label_noise)
     if estimator is None:
         return _cached_data_world(key)
     return _build(key, estimator)

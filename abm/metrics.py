@@ -144,7 +144,7 @@ def episode_summary(ticks: pd.DataFrame) -> dict[str, float]:
 
 # episode figures of the world extensions (specs/world-extensions.md §7), from their tick
 # columns: (column, how) with how = "sum", "mean" (over defined ticks) or "last"
-_EXTENSION_EPISODE = (
+_MECHANISM_EPISODE = (
     ("n_revealed", "sum"), ("n_revealed_pos", "sum"), ("mean_p_true_accepted", "mean"),
     ("improvement_rate", "mean"), ("mean_true_gain", "mean"), ("model_version", "last"),
     ("validity", "mean"), ("dp_gap", "mean"), ("w_dist", "mean"), ("budget_spent", "sum"),
@@ -153,14 +153,14 @@ _EXTENSION_EPISODE = (
 _PER_GROUP_EPISODE = ("rr_g", "rf_g", "accept_rate_g")
 
 
-def extension_summary(ticks: pd.DataFrame) -> dict[str, float]:
-    """Episode figures of the extensions' tick columns present in ``ticks`` (none while every
-    extension is off): totals of counts and of ``budget_spent``, the last ``model_version``
+def mechanism_summary(ticks: pd.DataFrame) -> dict[str, float]:
+    """Episode figures of the mechanisms' tick columns present in ``ticks`` (none while every
+    world extension is off): totals of counts and of ``budget_spent``, the last ``model_version``
     and ``budget_left``, ``tp_rate`` over all revealed outcomes, and means over defined ticks
     of rates, of the per-group ``rr_g*``, ``rf_g*``, ``accept_rate_g*`` and of ``policy_*``."""
     out: dict[str, float] = {}
     cols = ticks.columns
-    for name, how in _EXTENSION_EPISODE:
+    for name, how in _MECHANISM_EPISODE:
         if name not in cols:
             continue
         if how == "sum":

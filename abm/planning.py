@@ -51,7 +51,7 @@ class Snapshot:
     population: Population
     dropped: tuple[tuple[int, Population], ...]
     pending: Any = None
-    mechanisms: Any = None  # the world extensions' state (abm.extensions), a private copy
+    mechanisms: Any = None  # the mechanisms' state (abm.mechanisms.Mechanisms), a private copy
 
 
 class Forkable(Protocol):

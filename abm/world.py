@@ -18,9 +18,10 @@ from abm.causal import CausalGraph
 from abm.config import ScenarioConfig
 from abm.data import build_data_world
 from abm.fair_models import FAIR_MODELS, FairLogisticRegression
-from abm.interfaces import linear_logit
+from abm.interfaces import PolicyContext
 from abm.metrics_ext import true_outcome_probability
 from abm.rng import stream
+from abm.summation import linear_logit
 
 
 @dataclass(frozen=True)
@@ -115,8 +116,9 @@ class DecisionModel:
 
 
 @dataclass(frozen=True)
-class Extensions:
-    """The world-generating parts of the extensions (specs/world-extensions.md §1, §3, §4).
+class Structure:
+    """How the world's rows are made beyond independent features: the generating parts of
+    the world extensions (specs/world-extensions.md §1, §3, §4).
 
     ``proxies`` are the non-causal features N, ``strength`` their r; ``share`` (G,) the
     group shares and ``shift`` (G, z) their mean shifts (zeros: none); ``graph`` the
@@ -150,13 +152,13 @@ class Extensions:
         return np.minimum(g, len(self.share) - 1).astype(np.int64)
 
 
-def base_rows(E: np.ndarray, nu: np.ndarray, group: np.ndarray, ext: Extensions) -> np.ndarray:
+def base_rows(E: np.ndarray, nu: np.ndarray, group: np.ndarray, structure: Structure) -> np.ndarray:
     """Rows (n, z) from base values E = ν + τ·noise (n, z, written in place): the group
     shift, then the SEM in topological order (§4) or a clip to [0, 1]."""
-    if ext.shift is not None:
-        E += ext.shift[group]
-    if ext.graph is not None:
-        return ext.graph.generate(E, nu)
+    if structure.shift is not None:
+        E += structure.shift[group]
+    if structure.graph is not None:
+        return structure.graph.generate(E, nu)
     return np.clip(E, 0.0, 1.0, out=E)
 
 
@@ -166,16 +168,16 @@ def proxy_columns(
     tau: np.ndarray,
     group: np.ndarray,
     u: np.ndarray,
-    ext: Extensions,
+    structure: Structure,
     rng: np.random.Generator,
 ) -> None:
     """§1: X[:, i] = clip(ν_i + shift_{g,i} + τ_i (r u + √(1 - r²) e_i), 0, 1) for i in N,
     in place; u (n,) is the standardised label score, e (n, |N|) drawn from ``rng``."""
-    cols = list(ext.proxies)
+    cols = list(structure.proxies)
     e = rng.standard_normal((X.shape[0], len(cols)))
-    r = ext.strength
+    r = structure.strength
     noise = r * u[:, None] + math.sqrt(1.0 - r * r) * e
-    base = nu[cols] if ext.shift is None else nu[cols] + ext.shift[group][:, cols]
+    base = nu[cols] if structure.shift is None else nu[cols] + structure.shift[group][:, cols]
     X[:, cols] = np.clip(base + tau[cols] * noise, 0.0, 1.0)
 
 
@@ -186,7 +188,7 @@ class World:
     World extensions (specs/world-extensions.md): ``w_star`` (z,) are the true weights of
     h* (the label weights with non-causal features at 0, renormalised); ``s_mean`` and
     ``s_sd`` the mean and std of the training rows' label score s (for the proxies);
-    ``group_train`` (n_train,) the training rows' groups; ``ext`` how rows are generated.
+    ``group_train`` (n_train,) the training rows' groups; ``structure`` how rows are generated.
     """
 
     generator: FeatureGenerator
@@ -198,7 +200,7 @@ class World:
     s_mean: float = 0.0
     s_sd: float = 1.0
     group_train: np.ndarray | None = None
-    ext: Extensions = field(default_factory=Extensions)
+    structure: Structure = field(default_factory=Structure)
     label_noise: float = 0.0
 
     def draw(
@@ -216,8 +218,8 @@ class World:
         proxies. ``drift`` (z,) moves the means ν (retraining's "shifted" data). Without
         extensions and drift this is :meth:`FeatureGenerator.sample`, bit for bit.
         """
-        ext, gen = self.ext, self.generator
-        if ext.plain and drift is None:
+        structure, gen = self.structure, self.generator
+        if structure.plain and drift is None:
             return gen.sample(n, normals), np.zeros(n, dtype=np.int64)
         tau, nu = gen._affine
         if drift is not None:
@@ -225,14 +227,30 @@ class World:
         E = normals.standard_normal((n, gen.n_features))
         E *= tau  # the arithmetic of FeatureGenerator.sample: same bits without extensions
         E += nu
-        group = ext.groups(n, groups) if ext.n_groups > 1 else np.zeros(n, dtype=np.int64)
-        X = base_rows(E, nu, group, ext)
-        if ext.proxies:
+        group = (
+            structure.groups(n, groups) if structure.n_groups > 1 else np.zeros(n, dtype=np.int64)
+        )
+        X = base_rows(E, nu, group, structure)
+        if structure.proxies:
             # §1: an entrant's label score s = w*·x + label_noise·η, η before e
             eta = noncausal.standard_normal(n)
             s = np.add.reduce(X * self.w_star, axis=1) + self.label_noise * eta
-            proxy_columns(X, nu, tau, group, (s - self.s_mean) / self.s_sd, ext, noncausal)
+            proxy_columns(X, nu, tau, group, (s - self.s_mean) / self.s_sd, structure, noncausal)
         return X, group
+
+    def policy_context(
+        self, config: Any, immutable: np.ndarray, difficulty: np.ndarray, extra: dict
+    ) -> PolicyContext:
+        """What a policy may know of this world under scenario ``config`` (SPEC §4): the
+        decision model, the box, immutables (z,) and difficulties (z,), the training data."""
+        c, z = config, config.n_features
+        return PolicyContext(
+            decision_model=self.decision_model, lower=np.zeros(z), upper=np.ones(z),
+            immutable=immutable, difficulty=difficulty, k=c.k, m=c.m, validity=c.validity,
+            beta=c.beta, ticks=c.ticks, X_train=self.X_train, extra=extra,
+            y_train=self.y_train, group_train=self.group_train, n_groups=c.n_groups,
+            causal_graph=self.structure.graph, budget=c.budget, budget_scope=c.budget_scope,
+        )  # fmt: skip
 
     def true_probability(self, X: np.ndarray, c_star: float, sigma_star: float) -> np.ndarray:
         """h*(x) (n,) of rows X (n, z) (§1)."""
@@ -268,7 +286,14 @@ def build_world(config: ScenarioConfig, estimator: Any | None = None) -> World:
     one is cloned and fitted on the historical data, a fitted one is used as it is.
     """
     if config.data is not None:  # a population from the user's own table (abm.data)
-        d = build_data_world(config, estimator)
+        d = build_data_world(
+            config.data,
+            world_seed=config.world_seed,
+            decision_model=config.decision_model,
+            weight_range=config.weight_range,
+            label_noise=config.label_noise,
+            estimator=estimator,
+        )
         model = DecisionModel(d.estimator)
         return World(
             d.generator, d.label_weights, d.X_train, d.y_train, model, w_star=d.label_weights
@@ -304,20 +329,20 @@ def _cached_world(key: tuple) -> World:
     return _build_world(key, None)
 
 
-def _extensions(key: tuple) -> Extensions:
+def _structure(key: tuple) -> Structure:
     z, *_, proxies, strength, share, shift, edges, immutable = key
     if not (proxies or len(share) > 1 or edges):
-        return Extensions()
+        return Structure()
     shift_arr = np.asarray(shift, dtype=float) if shift and np.any(shift) else None
     if shift_arr is not None:
         shift_arr.setflags(write=False)
     graph = CausalGraph.from_edges(edges, z, immutable, proxies) if edges else None
-    return Extensions(tuple(proxies), float(strength), tuple(share), shift_arr, graph)
+    return Structure(tuple(proxies), float(strength), tuple(share), shift_arr, graph)
 
 
 def _build_world(key: tuple, estimator: Any | None) -> World:
     z, mean_range, std_range, weight_range, noise, n_train, kind, world_seed = key[:8]
-    ext = _extensions(key)
+    structure = _structure(key)
     rng = stream(world_seed, "world")
     mean = rng.uniform(*mean_range, size=z)
     std = rng.uniform(*std_range, size=z)
@@ -329,19 +354,19 @@ def _build_world(key: tuple, estimator: Any | None) -> World:
     w = rng.uniform(*weight_range, size=z)
     w = w / w.sum()
     w_star = w
-    if ext.proxies:
+    if structure.proxies:
         w_star = w.copy()
-        w_star[list(ext.proxies)] = 0.0
+        w_star[list(structure.proxies)] = 0.0
         w_star /= w_star.sum()
-    groups = ext.groups(n_train, stream(world_seed, "world-groups"))
+    groups = structure.groups(n_train, stream(world_seed, "world-groups"))
     tau, nu = gen._affine
-    if ext.shift is not None or ext.graph is not None:
-        X = base_rows(X, nu, groups, ext)  # §3-§4 from today's normalised draw
+    if structure.shift is not None or structure.graph is not None:
+        X = base_rows(X, nu, groups, structure)  # §3-§4 from today's normalised draw
     s = X @ w_star + rng.normal(0.0, noise, size=n_train)
     s_mean, s_sd = float(s.mean()), float(s.std())
-    if ext.proxies:  # training rows carry their historical s
+    if structure.proxies:  # training rows carry their historical s
         u = (s - s_mean) / s_sd
-        proxy_columns(X, nu, tau, groups, u, ext, stream(world_seed, "world-noncausal"))
+        proxy_columns(X, nu, tau, groups, u, structure, stream(world_seed, "world-noncausal"))
     y = (s > 0.5).astype(np.int8)
     if y.min() == y.max():
         raise ValueError(
@@ -351,7 +376,7 @@ def _build_world(key: tuple, estimator: Any | None) -> World:
         # the fairness-regularised models move the mutable, causal features
         improvable = np.ones(z, dtype=bool)
         improvable[list(key[-1])] = False
-        improvable[list(ext.proxies)] = False
+        improvable[list(structure.proxies)] = False
         estimator = make_estimator(kind, world_seed, tuple(improvable.tolist()))
     try:
         check_is_fitted(estimator)
@@ -372,6 +397,6 @@ def _build_world(key: tuple, estimator: Any | None) -> World:
         s_mean=s_mean,
         s_sd=s_sd,
         group_train=groups,
-        ext=ext,
+        structure=structure,
         label_noise=noise,
     )

@@ -543,7 +543,7 @@ def Views(session: Session):
         for c, p in zip(chart_list[:n_core], payloads, strict=False):
             ChartView(c, p, t, session.gate, stem, on_pick if c.clickable else None).key(c.name)
     if n_core < len(chart_list):
-        names = ", ".join(sorted(m.config.extensions))
+        names = ", ".join(sorted(m.config.mechanisms))
         with solara.Div(classes=["rabm-section", "rabm-extensions"]):
             solara.HTML(tag="h3", unsafe_innerHTML=f"World extensions on: {names}")
         with solara.ColumnsResponsive(12, large=6):

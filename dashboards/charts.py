@@ -456,7 +456,7 @@ def charts(model: DashboardModel) -> list[Chart]:
 
 def extension_charts(model: DashboardModel, policies: list[str]) -> list[Chart]:
     """Charts of the world extensions switched on (none for the paper's setting)."""
-    on = model.config.extensions
+    on = model.config.mechanisms
     out = []
     if "outcomes" in on:
         out += [true_outcomes(policies), improvement_gaming(policies)]

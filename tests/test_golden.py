@@ -124,9 +124,9 @@ def test_an_unchanged_run_keeps_the_contract():
 
 def test_one_flipped_acceptance_fails(monkeypatch):
     """At tick 5 the last accepted applicant and the best rejected one change places."""
-    from abm import model as model_module
+    from abm import agents
 
-    select = model_module.select_top_k
+    select = agents.select_top_k
     calls = []
 
     def swap_one(scores, k, rng):
@@ -140,7 +140,7 @@ def test_one_flipped_acceptance_fails(monkeypatch):
             accepted[outside[np.argmax(scores[outside])]] = True
         return accepted, threshold
 
-    monkeypatch.setattr(model_module, "select_top_k", swap_one)
+    monkeypatch.setattr(agents, "select_top_k", swap_one)
     verdict = check_case(PAPER, *run_case(PAPER))
     found = _breaks(verdict)
     assert "candidates.accepted" in found
@@ -156,8 +156,8 @@ def test_one_changed_dropout_draw_fails(monkeypatch):
     real = model_module.RecourseModel._dropout
     calls = []
 
-    def changed(self, applicants, rej, scores, advice):
-        out = real(self, applicants, rej, scores, advice)
+    def changed(self, d, advice):
+        out = real(self, d, advice)
         calls.append(1)
         if len(calls) == 4 and not out.all():
             out = out.copy()

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from abm.agents import SCORE_TIE, select_top_k
+from abm.selection import SCORE_TIE, select_top_k
 from abm.app.envs import PopulationEnv
 from abm.behaviour import (
     dropout_probability,
@@ -46,7 +46,7 @@ score_lists = st.one_of(
 )
 
 
-# -- top-k selection (abm.agents.select_top_k, what DecisionMaker.select calls) ----------
+# -- top-k selection (abm.selection.select_top_k, what DecisionMaker.decide calls) ----------
 
 
 @FAST

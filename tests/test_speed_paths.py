@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from abm import behaviour, metrics
-from abm.model import _mean_wait
+from abm.record import _mean_wait
 from abm.population import SCHEMA, Population
 from abm.rng import Streams, stream
 from policies.rl.encoding import N_BINS, histogram01
@@ -209,7 +209,7 @@ def test_gather_equals_concatenating_then_taking():
 @pytest.mark.parametrize("n", [1, 1023, 8192 + 5])
 def test_blocked_row_sums_match_numpy_bit_for_bit(z, n):
     """The blocked path's summation order is numpy's, for every z and block boundary."""
-    from abm.interfaces import _blocked_row_sums, _feature_sums_match_numpy
+    from abm.summation import _blocked_row_sums, _feature_sums_match_numpy
 
     rng = np.random.default_rng(z * 7919 + n)
     X = rng.standard_normal((n, z)) * np.exp(3.0 * rng.standard_normal((n, z)))
@@ -220,17 +220,17 @@ def test_blocked_row_sums_match_numpy_bit_for_bit(z, n):
 
 
 def test_a_numpy_summing_in_another_order_keeps_the_plain_path(monkeypatch):
-    from abm import interfaces
+    from abm import summation
 
-    interfaces._feature_sums_match_numpy.cache_clear()
-    monkeypatch.setattr(interfaces, "_pairwise_into_first", _running_sum_into_first)
+    summation._feature_sums_match_numpy.cache_clear()
+    monkeypatch.setattr(summation, "_pairwise_into_first", _running_sum_into_first)
     try:
-        assert not interfaces._feature_sums_match_numpy(10)
+        assert not summation._feature_sums_match_numpy(10)
         X = np.random.default_rng(0).random((5000, 10))
         w = np.linspace(-1.0, 1.0, 10)
-        assert same_bits(interfaces.linear_logit(X, w, 0.5), np.add.reduce(X * w, axis=1) + 0.5)
+        assert same_bits(summation.linear_logit(X, w, 0.5), np.add.reduce(X * w, axis=1) + 0.5)
     finally:
-        interfaces._feature_sums_match_numpy.cache_clear()
+        summation._feature_sums_match_numpy.cache_clear()
 
 
 def _running_sum_into_first(P, lo, n):
@@ -267,6 +267,9 @@ FAST_CASES = [
     {"scenario": "paper", "policy": "last-threshold:margin=0.05+exact-linear:weights=estimated", "seed": 3},
     {"scenario": "paper", "policy": "hybrid-exact-linear", "seed": 1, "ticks": 20},
     {"scenario": "paper-T5", "policy": "lookahead", "seed": 0, "ticks": 8},
+    {"scenario": "improvement", "policy": "threshold", "seed": 0, "ticks": 30},
+    {"scenario": "retraining", "policy": "threshold", "seed": 0, "ticks": 30},
+    {"scenario": "groups", "policy": "threshold", "seed": 0, "ticks": 30},
 ]  # fmt: skip
 
 
@@ -277,7 +280,7 @@ def test_large_pool_paths_reproduce_the_golden_runs(case, monkeypatch):
     import sys
     from pathlib import Path
 
-    from abm import interfaces, model
+    from abm import model, pool, summation
 
     golden = Path(__file__).parent / "golden"
     sys.path.insert(0, str(golden))
@@ -292,9 +295,9 @@ def test_large_pool_paths_reproduce_the_golden_runs(case, monkeypatch):
         return summary, {name: fingerprint(df) for name, df in tables.items()}
 
     plain = fingerprints()
-    monkeypatch.setattr(model, "_GATHER_FROM", 0)
+    monkeypatch.setattr(pool, "GATHER_FROM", 0)
     monkeypatch.setattr(model, "_REUSE_FROM", 0)
-    monkeypatch.setattr(interfaces, "_BLOCK_FROM", 0)
+    monkeypatch.setattr(summation, "_BLOCK_FROM", 0)
     assert fingerprints() == plain
 
 

@@ -74,7 +74,7 @@ def _run(policy="threshold", ticks=None, **kw):
 # -- §8.1 off = today -----------------------------------------------------------------------
 def test_defaults_switch_every_extension_off_and_leave_the_config_dict_alone():
     c = ScenarioConfig()
-    assert c.extensions == frozenset()
+    assert c.mechanisms == frozenset()
     assert not set(EXTENSION_DEFAULTS) & set(c.to_dict())
     for name in PRESETS:
         if name not in (*EXTENSION_PRESETS, "fair-scarf", "german-credit"):
@@ -271,7 +271,7 @@ def test_causal_chain_moves_children_of_an_implemented_root():
     new[:, 0] = 0.5
     hit = np.zeros_like(X, dtype=bool)
     hit[:, 0] = True
-    out = m.mech.propagate(X, new, hit)
+    out = m.mechanisms.propagate(X, new, hit)
     np.testing.assert_allclose(out[0], [0.5, 0.6, 0.46])
     np.testing.assert_allclose(out[1], [0.5, 1.0, 0.48])
 
@@ -355,19 +355,24 @@ def test_rollouts_keep_the_model_the_outcomes_and_the_budget():
     m = RecourseModel("paper", policy, seed=3, agents=False, **ALL_ON)
     m.run(6)
     m.decide()
-    mech = m.mech
-    before = (mech.scorer, mech.version, mech.pending, mech.labelled, mech.budget_left)
+    mech = m.mechanisms
+    outcomes, budget = mech.find("outcomes"), mech.find("budget")
+
+    def state():
+        return (mech.scorer, mech.version, outcomes.pending, outcomes.labelled, budget.left)
+
+    before = state()
     pop = m.population
     rows = m.simulator(5)  # crosses the refit at tick 7 on the fork
     assert len(rows) == 5
-    assert (mech.scorer, mech.version, mech.pending, mech.labelled, mech.budget_left) == before
+    assert state() == before
     assert m.population is pop
 
 
 def test_retraining_on_outcomes_uses_the_revealed_labels():
     m = _run("threshold", 21, outcome_delay=2, retrain_every=10, retrain_data="outcomes")
     assert m.model_version == 2
-    n_labelled = sum(o.n for o in m.mech.labelled)
+    n_labelled = sum(o.n for o in m.mechanisms.find("outcomes").labelled)
     assert n_labelled == int(m.tick_table()["n_revealed"].sum()) > 0
 
 
@@ -377,7 +382,7 @@ def test_each_extension_preset_switches_its_mechanism_on(name):
     c = PRESETS[name]
     expected = {"improvement": "outcomes", "retraining": "retraining", "groups": "groups",
                 "causal": "causal", "budget": "budget"}[name]  # fmt: skip
-    assert c.extensions == {expected}
+    assert c.mechanisms == {expected}
 
 
 def test_retraining_columns_measure_the_shift_and_the_older_advice():

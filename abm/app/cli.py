@@ -294,7 +294,7 @@ def run(
         f"{model.config.name} · {policy} · seed {model.config.seed} · {model.tick} ticks"
     )
     console.print(summary_table(summary, title))
-    plots = "metrics.png" + (", extensions.png" if model.config.extensions else "")
+    plots = "metrics.png" + (", extensions.png" if model.config.mechanisms else "")
     console.print(f"results written to [bold]{escape(str(out))}[/] (ticks.parquet, summary.json, {plots}"
                   + (", candidates.parquet)" if events else ")"))  # fmt: skip
 

@@ -43,7 +43,7 @@ def write_run(model, out: str | Path) -> dict[str, Any]:
         out / "metrics.png",
         title=f"{model.config.name} · {model.policy_name} · seed {model.config.seed}",
     )
-    if model.config.extensions:
+    if model.config.mechanisms:
         plot_extensions(
             ticks,
             out / "extensions.png",

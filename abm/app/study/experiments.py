@@ -34,7 +34,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from abm.config import ScenarioConfig
-from abm.metrics import extension_summary, nanmean
+from abm.metrics import mechanism_summary, nanmean
 from abm.model import RecourseModel
 from abm.registry import REGISTRY
 from abm.rng import stream
@@ -101,7 +101,7 @@ def run_episode(config: ScenarioConfig, policy: str, params: BaseModel,
     summary = model.summary()
     # the world extensions' figures reach a study through its kept metrics only, so every
     # run of a study has the same summary columns whichever extensions it switches on
-    extension = extension_summary(ticks)
+    extension = mechanism_summary(ticks)
     row = {k: summary[k] for k in summary if k not in ("scenario", "policy", "seed", *extension)}
     row.update(setup_s=setup_s, run_s=run_s)
     for m in metrics:

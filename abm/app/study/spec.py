@@ -62,8 +62,9 @@ from pydantic import (
 
 from abm.app.study.experiments import EXPERIMENTS, SUMMARY_COLUMNS, Experiment
 from abm.config import FIELD_NAMES, ScenarioConfig
-from abm.model import TICK_COLUMNS, extension_columns
+from abm.mechanisms import tick_columns
 from abm.provenance import RESULTS_SCHEMA
+from abm.record import TICK_COLUMNS
 from abm.registry import REGISTRY
 from abm.scenarios import resolve_scenario
 from abm.validation import ConfigError, one_line, problem
@@ -76,7 +77,7 @@ TOP_KEYS = ("name", "description", "experiment", "scenario", "policy", "seeds", 
 # (and a policy's own policy_* columns) may be kept too, when named (NaN in runs without them)
 METRIC_COLUMNS = tuple(c for c in TICK_COLUMNS if c != "tick")
 # every extension on, with the most groups (16): the union of the extensions' columns
-EXTENSION_METRICS = extension_columns(
+EXTENSION_METRICS = tick_columns(
     ScenarioConfig(outcome_delay=1, retrain_every=1, budget=1.0, group_share=(1 / 16,) * 16)
 )
 _POLICY_METRIC = re.compile(r"policy_[A-Za-z0-9_]+")

@@ -1,0 +1,171 @@
+"""True outcomes (specs/world-extensions.md §1): y ~ Bernoulli(h*(x)) for each acceptance,
+revealed D ticks later to the policy, and the figures of true improvement (§7.1).
+Shapes: a applicants, n rejected, o outcomes, z features."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from abm import metrics, metrics_ext
+from abm.mechanisms.base import Mechanism, RecordView
+from abm.population import Population
+from abm.tick import Advice, Decision, Outcome
+
+COLUMNS = ("n_revealed", "n_revealed_pos", "tp_rate", "mean_p_true_accepted",
+           "improvement_rate", "mean_true_gain", "impl_improvement_rate", "gaming_rate")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Revealed:
+    """Outcomes revealed at one tick: ids (o,), X (o, z) as accepted, tick (o,) of
+    acceptance, y (o,) int8."""
+
+    ids: np.ndarray
+    X: np.ndarray
+    tick: np.ndarray
+    y: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return self.ids.shape[0]
+
+    def take(self, mask: np.ndarray) -> Revealed:
+        return Revealed(self.ids[mask], self.X[mask], self.tick[mask], self.y[mask])
+
+    @staticmethod
+    def none(z: int) -> Revealed:
+        return Revealed(
+            np.zeros(0, np.int64), np.zeros((0, z)), np.zeros(0, np.int64), np.zeros(0, np.int8)
+        )
+
+    @staticmethod
+    def concat(parts: list[Revealed]) -> Revealed:
+        return Revealed(*(np.concatenate([getattr(p, f) for p in parts])
+                          for f in ("ids", "X", "tick", "y")))  # fmt: skip
+
+
+@dataclass
+class OutcomesTick:
+    """One tick of the outcomes: what was revealed, and y (a,) of the applicants (int8,
+    -1 where not accepted)."""
+
+    revealed: Revealed
+    y: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+
+    @property
+    def n_revealed_pos(self) -> int:
+        return int(np.count_nonzero(self.revealed.y))
+
+
+class Outcomes(Mechanism):
+    """Outcomes waiting to be revealed, as (due tick (o,), rows) pairs, and the labelled
+    store (every outcome revealed so far, which retraining may learn from)."""
+
+    name = "outcomes"
+    needs_true_probability = True
+
+    def __init__(self, config, world) -> None:
+        super().__init__(config, world)
+        self.pending: tuple[tuple[np.ndarray, Revealed], ...] = ()
+        self.labelled: tuple[Revealed, ...] = ()
+
+    def start_tick(self, t: int, waiting: Population, streams: Any, others: Any) -> OutcomesTick:
+        """Outcomes due at ``t`` join the labelled store, in acceptance order."""
+        due, keep = [], []
+        for when, rows in self.pending:
+            now = when <= t
+            if now.all():
+                due.append(rows)
+            elif now.any():
+                due.append(rows.take(now))
+                keep.append((when[~now], rows.take(~now)))
+            else:
+                keep.append((when, rows))
+        self.pending = tuple(keep)
+        if not due:
+            return OutcomesTick(Revealed.none(self.config.n_features))
+        revealed = due[0] if len(due) == 1 else Revealed.concat(due)
+        self.labelled = (*self.labelled, revealed)
+        return OutcomesTick(revealed)
+
+    def on_selected(self, state: OutcomesTick, d: Decision, pool, streams, record) -> None:
+        """y ~ Bernoulli(h*(x)) for each acceptance (applicant order), due at t + D."""
+        c, accepted = self.config, d.accepted
+        state.y = y_all = np.full(accepted.shape[0], -1, dtype=np.int8)
+        if c.outcome_delay is None:
+            return
+        rows = accepted.nonzero()[0]
+        X = d.applicants.X_obs.take(rows, axis=0)
+        y = (streams.get("outcomes").random(rows.shape[0]) < d.p_true.take(rows)).astype(np.int8)
+        y_all[rows] = y
+        if c.outcome_delay_dist == "geometric":
+            D = streams.get("outcome-delays").geometric(1.0 / c.outcome_delay, rows.shape[0])
+        else:
+            D = np.full(rows.shape[0], c.outcome_delay, dtype=np.int64)
+        if rows.shape[0]:
+            ids = d.applicants.ids.take(rows)
+            chunk = Revealed(ids, X, np.full(rows.shape[0], d.t, dtype=np.int64), y)
+            self.pending = (*self.pending, (d.t + D.astype(np.int64), chunk))
+
+    def feedback(self, state: OutcomesTick) -> dict[str, Any]:
+        r = state.revealed
+        if not r.n:
+            return {}
+        return {"outcome_ids": r.ids, "outcome_X": r.X, "outcome_tick": r.tick, "outcome_y": r.y}
+
+    @classmethod
+    def tick_columns(cls, config) -> tuple[str, ...]:
+        return COLUMNS
+
+    def true_score(self, X: np.ndarray) -> np.ndarray:
+        """w*·x (n,) for rows X (n, z)."""
+        return np.add.reduce(X * self.world.w_star, axis=1)
+
+    def row(self, state: OutcomesTick, d: Decision, advice: Advice, row: dict,
+            view: RecordView) -> None:  # fmt: skip
+        c, applicants, accepted, p_app = self.config, d.applicants, d.accepted, d.p_true
+        adv = advice.advised
+        s_cf = self.true_score(view.true_counterfactual(advice)[adv])
+        gain = probability_of_score(c, s_cf) - p_app.take(d.rej)[adv]
+        revealed = state.revealed
+        row["n_revealed"] = revealed.n
+        row["n_revealed_pos"] = state.n_revealed_pos
+        row["tp_rate"] = metrics.ratio(state.n_revealed_pos, revealed.n)
+        row["mean_p_true_accepted"] = metrics.nanmean(p_app[accepted])
+        n_adv = s_cf.shape[0]
+        row["improvement_rate"] = metrics.ratio(
+            np.count_nonzero(s_cf >= c.outcome_threshold), n_adv
+        )
+        row["mean_true_gain"] = float(np.add.reduce(gain) / n_adv) if n_adv else math.nan
+        # improvement-bandits §5: did those who did everything asked truly qualify?
+        ret = slice(0, d.n_ret)
+        succ = applicants.advised[ret] & applicants.implemented[ret]
+        good = p_app[ret][succ] >= 0.5
+        acc = accepted[ret][succ]
+        row["impl_improvement_rate"] = metrics.ratio(np.count_nonzero(good), good.shape[0])
+        row["gaming_rate"] = metrics.ratio(np.count_nonzero(acc & ~good), np.count_nonzero(acc))
+
+    def events(self, state: OutcomesTick, d: Decision, advice: Advice, outcome: Outcome,
+               dropped: np.ndarray, chunk: dict, view: RecordView) -> None:  # fmt: skip
+        chunk["p_true"] = d.p_true
+        chunk["y"] = state.y
+        X_cf = view.true_counterfactual(advice)
+        p_cf = np.where(advice.advised, probability_of_score(self.config, self.true_score(X_cf)),
+                        np.nan)  # fmt: skip
+        chunk["cf_p_true"] = view.per_applicant(p_cf, np.nan)
+        improving = advice.advised & (self.true_score(X_cf) >= self.config.outcome_threshold)
+        chunk["improving"] = view.per_applicant(improving, False)
+
+
+def sigma_star(config) -> float:
+    """σ* of h* (§1): the outcome noise, or the label noise when it is not set."""
+    return config.label_noise if config.outcome_noise is None else config.outcome_noise
+
+
+def probability_of_score(config, s: np.ndarray) -> np.ndarray:
+    """h* as a function of the true score s = w*·x (n,) (§1)."""
+    return metrics_ext.probability_of_true_score(s, config.outcome_threshold, sigma_star(config))

@@ -1,0 +1,151 @@
+"""Retraining (specs/world-extensions.md §2): the decision model is refitted every
+``retrain_every`` ticks; outstanding advice may stop being valid under the new model
+(§7.2 and the robust-recourse spec's §5 figures). Shapes: w waiting, a applicants,
+n rejected, z features."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sklearn.base import clone
+
+from abm import metrics_ext
+from abm.mechanisms.base import Mechanism, RecordView
+from abm.population import Population, filled
+from abm.tick import Advice, Decision, Outcome
+from abm.world import DecisionModel
+
+#: validity of outstanding advice: M_v(x_cf) >= goal - VALID_TOL (§2)
+VALID_TOL = 1e-6
+COLUMNS = ("model_version", "n_outstanding", "validity", "shift_l1", "shift_l2",
+           "shift_linf", "valid_retrained", "valid_threshold", "score_drop")  # fmt: skip
+
+
+@dataclass
+class RetrainingTick:
+    """One tick of retraining: the tick-table figures (:data:`COLUMNS`) and M(x_cf) (r,)
+    of the reapplicants' advice under the model that now decides (NaN where unadvised)."""
+
+    figures: dict[str, float]
+    cf_score_now: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+
+class Retraining(Mechanism):
+    """The decision model in force (``scorer``) and how often it was refitted (``version``)."""
+
+    name = "retraining"
+
+    def __init__(self, config, world) -> None:
+        super().__init__(config, world)
+        self.scorer: DecisionModel = world.decision_model
+        self.version = 0
+
+    def start_tick(self, t: int, waiting: Population, streams: Any, others: Any) -> RetrainingTick:
+        """Refit at every ``retrain_every``-th tick; validity of the waiting's advice."""
+        every = self.config.retrain_every
+        shift = (math.nan,) * 3
+        if t >= 1 and t % every == 0:
+            old = self.scorer
+            self._refit(t // every, streams, others.find("outcomes"))
+            shift = _shift_norms(old, self.scorer)
+        out: dict[str, float] = {"model_version": self.version}
+        adv = waiting.advised
+        goals = waiting.goal[adv]
+        cf_now = self.scorer.score(waiting.X_cf[adv])
+        out["n_outstanding"] = int(goals.shape[0])
+        out["validity"] = metrics_ext.validity(cf_now, goals, VALID_TOL)
+        out["shift_l1"], out["shift_l2"], out["shift_linf"] = shift
+        # robust-recourse §5: advice issued under an older model than the one in force
+        if len(waiting):
+            older = waiting.data["issued_version"][adv] < self.version
+        else:
+            older = np.zeros(0, dtype=bool)
+        cf_old = cf_now[older]
+        out["valid_retrained"] = metrics_ext.validity(cf_old, goals[older], VALID_TOL)
+        n_old = cf_old.shape[0]
+        if n_old:
+            th = waiting.data["issued_threshold"][adv][older]
+            drop = waiting.data["issued_score"][adv][older] - cf_old
+            out["valid_threshold"] = np.count_nonzero(cf_old >= th) / n_old
+            out["score_drop"] = float(np.add.reduce(drop) / n_old)
+        else:
+            out["valid_threshold"] = out["score_drop"] = math.nan
+        return RetrainingTick(out)
+
+    def _refit(self, r: int, streams: Any, outcomes: Any) -> None:
+        """§2: refit a clone of M on the scenario's retraining data; a new version."""
+        c, w = self.config, self.world
+        parts_X, parts_y = [], []
+        if c.retrain_data in ("outcomes", "both"):
+            labelled = () if outcomes is None else outcomes.labelled
+            parts_X += [w.X_train, *(o.X for o in labelled)]
+            parts_y += [w.y_train, *(o.y for o in labelled)]
+        if c.retrain_data in ("shifted", "both"):
+            drift = np.zeros(c.n_features) if not c.retrain_drift else np.asarray(c.retrain_drift)
+            X, y = w.shifted_rows(c.n_train, r * drift, streams.get("retrain"))
+            parts_X.append(X)
+            parts_y.append(y)
+        X = np.concatenate(parts_X)
+        y = np.concatenate(parts_y).astype(np.int8)
+        estimator = clone(w.decision_model.estimator)
+        if np.unique(y).shape[0] < 2:
+            raise RuntimeError(
+                f"retraining at version {self.version + 1}: the labels are all {int(y[0])}"
+            )
+        self.scorer = DecisionModel(estimator.fit(X, y))
+        self.version += 1
+
+    def on_selected(self, state: RetrainingTick, d: Decision, pool, streams, record) -> None:
+        if record:  # the advice reapplicants carry, scored by the model that now decides
+            ret = slice(0, d.n_ret)
+            adv = d.applicants.advised[ret]
+            cf_now = filled(d.n_ret, np.nan, np.float64)
+            cf_now[adv] = self.scorer.score(d.applicants.X_cf[ret][adv])
+            state.cf_score_now = cf_now
+
+    def entrant_columns(self, n: int) -> dict[str, np.ndarray]:
+        return self.issued(np.zeros(n, dtype=bool), filled(n, np.nan, np.float64), math.nan)
+
+    def issued(self, advised: np.ndarray, cf_scores: np.ndarray, threshold: float) -> dict:
+        """The model version, the threshold and M(x_cf) (n,) at issue of advice given now;
+        ``cf_scores`` are NaN where not advised; unadvised rows get version -1 and NaN."""
+        version = np.full(advised.shape[0], -1, dtype=np.int64)
+        version[advised] = self.version
+        th = np.where(advised, threshold, math.nan)
+        return {"issued_version": version, "issued_threshold": th, "issued_score": cf_scores}
+
+    @classmethod
+    def tick_columns(cls, config) -> tuple[str, ...]:
+        return COLUMNS
+
+    def row(self, state: RetrainingTick, d: Decision, advice: Advice, row: dict,
+            view: RecordView) -> None:  # fmt: skip
+        row.update(state.figures)
+
+    def events(self, state: RetrainingTick, d: Decision, advice: Advice, outcome: Outcome,
+               dropped: np.ndarray, chunk: dict, view: RecordView) -> None:  # fmt: skip
+        a = len(d.applicants)
+        chunk["model_version"] = filled(a, self.version, np.int64)
+        cf_now = np.full(a, np.nan)
+        cf_now[: d.n_ret] = state.cf_score_now
+        chunk["cf_score_now"] = cf_now
+        valid = np.full(a, -1, dtype=np.int8)
+        seen = ~np.isnan(cf_now)
+        goal = d.applicants.goal
+        valid[seen] = cf_now[seen] >= goal[seen] - VALID_TOL
+        chunk["valid_now"] = valid
+
+
+def _shift_norms(old: DecisionModel, new: DecisionModel) -> tuple[float, float, float]:
+    """‖θ_new − θ_old‖ for p = 1, 2, inf, θ = (w, b) (NaN for a non-linear model)."""
+    if not (old.is_linear and new.is_linear):
+        return (math.nan,) * 3
+    delta = np.append(new.weights - old.weights, new.intercept - old.intercept)
+    return (
+        float(np.add.reduce(np.abs(delta))),
+        float(math.sqrt(np.add.reduce(delta * delta))),
+        float(np.abs(delta).max()),
+    )

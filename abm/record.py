@@ -1,0 +1,309 @@
+"""The record of a run: one tick-table row per tick (SPEC §2 and the mechanisms' columns),
+one candidate-table row per application, the dashboards' view of the last tick, and the
+episode summary, all built from the arrays the model hands over (abm/tick.py).
+
+Shapes: a applicants (reapplicants first), n rejected, s stayers, z features.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import mesa
+import numpy as np
+import pandas as pd
+
+from abm import metrics
+from abm.config import ScenarioConfig
+from abm.mechanisms import Mechanisms, RecordView
+from abm.population import Population
+from abm.tick import Advice, Decision, Outcome
+
+TICK_COLUMNS = (
+    "tick", "threshold", "n_applicants", "n_new", "n_reapplied", "n_accepted", "n_rejected",
+    "n_dropped", "n_waiting", "n_succ", "n_succ_accepted", "n_rejected_window", "rr", "rf",
+    "gini", "gini_cost", "mean_goal", "mean_cf_score", "mean_error", "n_unadvised", "n_unreached",
+    "n_withheld", "n_no_change", "n_below_threshold", "mean_cost", "effort",
+    "wasted_effort", "n_implemented", "mean_time_to_accept",
+)  # fmt: skip
+# the integer columns: the tick and every count
+_COUNT_COLUMNS = tuple(c for c in TICK_COLUMNS if c == "tick" or c.startswith("n_"))
+_MECHANISM_COUNTS = ("model_version", "w_dist_n")
+#: advice "falls short of the threshold" when M(x_cf) < threshold - GOAL_TOL
+GOAL_TOL = 1e-6
+
+
+class Recorder:
+    """Builds and keeps the record of one run (not of planning forks: they record nothing)."""
+
+    def __init__(
+        self,
+        config: ScenarioConfig,
+        mechanisms: Mechanisms,
+        difficulty: np.ndarray,
+        record_events: bool,
+    ) -> None:
+        self.config, self.mechanisms, self.difficulty = config, mechanisms, difficulty
+        self.record_events = record_events
+        self.columns = TICK_COLUMNS + mechanisms.tick_columns()
+        self.collector = TickCollector(model_reporters={c: _reporter(c) for c in self.columns})
+        self.events: list[dict[str, np.ndarray]] = []
+        self.last_row: dict[str, float] = {}
+        self.last_tick: TickState | None = None
+
+    def record(
+        self,
+        model: Any,
+        d: Decision,
+        advice: Advice,
+        dropped: np.ndarray,
+        leaving: Population,
+        outcome: Outcome,
+        policy_stats: dict[str, float] | None,
+    ) -> None:
+        """The tick's row, the dashboards' arrays and the candidate events of ``d``.
+
+        ``model`` is what Mesa's collector reads (``last_row`` and the agents); the record
+        reads its ``scorer``, ``pool``, ``streams`` and ``mechanisms``.
+        """
+        advice.cf_scores(model.scorer)
+        rej, a = d.rej, len(d.applicants)
+
+        def per_applicant(values, fill):  # accepted applicants got no advice: ``fill``
+            values = np.asarray(values)
+            out = np.full((a,) + values.shape[1:], fill, dtype=values.dtype)
+            out[rej] = values
+            return out
+
+        pool, mechanisms = model.pool, self.mechanisms
+        view = RecordView(lambda: pool.waiting, model.streams, per_applicant,
+                          mechanisms.true_counterfactual)  # fmt: skip
+        n_waiting = pool.n_waiting
+        r = _responses(d, advice, dropped, outcome, self.difficulty)
+        self.last_row = _tick_row(d, advice, r, leaving, outcome, n_waiting)
+        if self.mechanisms:
+            self.mechanisms.row(d, advice, self.last_row, view)
+        if policy_stats is not None:  # the policy's own figures (abm.interfaces.ReportsStats)
+            self.last_row.update({f"policy_{k}": float(v) for k, v in policy_stats.items()})
+        self.last_tick = TickState(
+            tick=d.t, threshold=d.threshold, ids=d.applicants.ids, scores=d.scores,
+            accepted=d.accepted, n_reapplied=d.n_ret, rejected_ids=d.obs.ids,
+            goal=advice.goal, cf_scores=r.cf_scores, dropped=dropped,
+            implemented=r.implemented,
+        )  # fmt: skip
+        self.collector.collect(model)
+        if self.record_events:
+            self.events.append(self._events(d, advice, r, outcome, view))
+
+    def _events(self, d: Decision, advice: Advice, r: _Responses, outcome: Outcome,
+                view: RecordView) -> dict[str, np.ndarray]:  # fmt: skip
+        """One candidate-table row per applicant of the tick (see :meth:`candidate_table`)."""
+        applicants, accepted, rej = d.applicants, d.accepted, d.rej
+        a, z = len(applicants), self.config.n_features
+        per_applicant = view.per_applicant
+        # per-feature outcome of each rejected applicant (see candidate_table)
+        ok = np.where(advice.X_cf != advice.X, np.int8(-2), np.int8(-1))
+        stay = np.flatnonzero(~r.dropped)
+        ok[stay[outcome.rows], outcome.cols] = outcome.ok
+        dx = per_applicant((advice.X_cf - advice.X).astype(np.float32), 0.0)
+        ok = per_applicant(ok, -1)
+        chunk: dict[str, np.ndarray] = {
+            "cid": applicants.ids.copy(),
+            "tick": np.full(a, d.t, dtype=np.int64),
+            "entered": applicants.entered.copy(),
+            "application": applicants.n_apps + 1,
+            "reapplied": np.arange(a) < d.n_ret,
+            "score": d.scores,
+            "accepted": accepted,
+            "goal": per_applicant(advice.goal, np.nan),
+            "cf_score": per_applicant(r.cf_scores, np.nan),
+            "cost": per_applicant(r.cost, np.nan),
+            "dropped": per_applicant(r.dropped, False),
+            "implemented": per_applicant(r.implemented, False),
+        }
+        for i in range(z):
+            chunk[f"dx_{i}"] = dx[:, i]
+        for i in range(z):
+            chunk[f"ok_{i}"] = ok[:, i]
+        for key, values in advice.info.items():
+            chunk[key] = per_applicant(np.asarray(values, dtype=float), np.nan)
+        exit_ = np.full(a, "", dtype=object)
+        exit_[accepted] = "accepted"
+        exit_[rej[r.dropped]] = "dropped"
+        chunk["exit"] = exit_
+        if self.mechanisms:
+            self.mechanisms.events(d, advice, outcome, r.dropped, chunk, view)
+        return chunk
+
+    # -- the tables ------------------------------------------------------------------------
+    def tick_table(self) -> pd.DataFrame:
+        """One row per tick (columns: :data:`TICK_COLUMNS`, then the mechanisms' and the
+        policy's own)."""
+        df = self.collector.get_model_vars_dataframe()
+        if df.empty:
+            return pd.DataFrame(columns=list(self.columns))
+        df = df.reset_index(drop=True)
+        for col in df.columns:
+            if col in _COUNT_COLUMNS or (
+                col not in TICK_COLUMNS and (col.startswith("n_") or col in _MECHANISM_COUNTS)
+            ):
+                df[col] = df[col].astype(np.int64)
+        return df
+
+    def candidate_table(self) -> pd.DataFrame:
+        """One row per application: decision, recommendation, per-feature outcome, exit.
+
+        ``dx_i`` is the recommended change of feature i; ``ok_i`` is 1 (done), 0 (failed),
+        -1 (not asked) or -2 (asked, but the candidate dropped out); ``exit`` is
+        ``accepted``, ``dropped`` or empty (still waiting after that application);
+        mechanisms and policies add their own columns.
+        """
+        if not self.events:
+            return pd.DataFrame()
+        # policies may add info columns on some ticks only: fill the others with NaN
+        cols = list(dict.fromkeys(c for e in self.events for c in e))
+        return pd.DataFrame(
+            {
+                c: np.concatenate([e.get(c, np.full(len(e["cid"]), np.nan)) for e in self.events])
+                for c in cols
+            }
+        )
+
+    def summary(self, head: dict[str, Any]) -> dict[str, Any]:
+        """``head`` followed by the episode means over defined ticks and the totals."""
+        ticks = self.tick_table()
+        out = dict(head)
+        out.update(metrics.episode_summary(ticks))
+        out.update(metrics.mechanism_summary(ticks))
+        return out
+
+
+class _Responses:
+    """Per-rejected figures of one tick: M(x_cf) (n,) with NaN where unadvised, the advised
+    ones' M(x_cf) and goals (a,), cost (n,), dropped (n,) and implemented (n,)."""
+
+    __slots__ = ("cf_scores", "cf_adv", "goal_adv", "cost", "dropped", "implemented")
+
+    def __init__(self, cf_scores, cf_adv, goal_adv, cost, dropped, implemented) -> None:
+        self.cf_scores, self.cf_adv, self.goal_adv = cf_scores, cf_adv, goal_adv
+        self.cost, self.dropped, self.implemented = cost, dropped, implemented
+
+
+def _responses(d: Decision, advice: Advice, dropped, outcome: Outcome, difficulty) -> _Responses:
+    cf_scores, cf_adv = advice.scores
+    goal_adv = advice.goal if advice.all_advised else advice.goal[advice.advised]
+    cost = metrics.recommendation_cost(advice.X, advice.X_cf, difficulty)
+    implemented = np.zeros(d.rej.shape[0], dtype=bool)
+    implemented[~dropped] = outcome.implemented
+    return _Responses(cf_scores, cf_adv, goal_adv, cost, dropped, implemented)
+
+
+def _tick_row(d: Decision, advice: Advice, r: _Responses, leaving: Population,
+              outcome: Outcome, n_waiting: int) -> dict:  # fmt: skip
+    """One row of the tick table (SPEC §2)."""
+    applicants, n_ret, n_rej = d.applicants, d.n_ret, int(d.rej.shape[0])
+    n_app = len(applicants)
+    n_succ, n_succ_acc = d.success_counts()
+    has_goal = np.isfinite(r.goal_adv)
+    if np.count_nonzero(has_goal) == has_goal.shape[0]:
+        cf_goal, goal = r.cf_adv, r.goal_adv
+    else:
+        cf_goal, goal = r.cf_adv[has_goal], r.goal_adv[has_goal]
+    n_advised = n_rej if advice.all_advised else np.count_nonzero(advice.advised)
+    cost_adv = r.cost if advice.all_advised else r.cost[advice.advised]
+    n_unreached, n_withheld, n_no_change = advice.counts
+    return {
+        "tick": d.t,
+        "threshold": d.threshold,
+        "n_applicants": n_app,
+        "n_new": n_app - n_ret,
+        "n_reapplied": n_ret,
+        "n_accepted": n_app - n_rej,
+        "n_rejected": n_rej,
+        "n_dropped": len(leaving),
+        "n_waiting": n_waiting,
+        "n_succ": n_succ,
+        "n_succ_accepted": n_succ_acc,
+        "n_rejected_window": d.n_window,
+        "rr": metrics.recourse_reliability(n_succ_acc, n_succ),
+        "rf": metrics.recourse_feasibility(n_succ, d.n_window),
+        "gini": metrics.gini(r.cf_adv),
+        "gini_cost": metrics.gini(cost_adv),
+        "mean_goal": metrics.nanmean(r.goal_adv),
+        "mean_cf_score": metrics.nanmean(r.cf_adv),
+        "mean_error": metrics.nanmean(metrics.recommendation_error(cf_goal, goal)),
+        "n_unadvised": n_rej - n_advised,
+        "n_unreached": n_unreached,
+        "n_withheld": n_withheld,
+        "n_no_change": n_no_change,
+        "n_below_threshold": np.count_nonzero(r.cf_adv < d.threshold - GOAL_TOL),
+        "mean_cost": metrics.nanmean(cost_adv),
+        "effort": float(np.add.reduce(outcome.effort)),
+        "wasted_effort": float(np.add.reduce(leaving.effort)),
+        "n_implemented": np.count_nonzero(outcome.implemented),
+        "mean_time_to_accept": _mean_wait(d.t, applicants.entered[d.accepted]),
+    }
+
+
+def _mean_wait(t: int, entered: np.ndarray) -> float:
+    """Mean of t - entered over the accepted (NaN if none), in integer arithmetic.
+
+    Equal to the mean of the float differences: every partial sum of integers below 2^53
+    is exact in floating point, so both sums are the same integer.
+    """
+    n = entered.shape[0]
+    return (t * n - int(np.add.reduce(entered))) / n if n else float("nan")
+
+
+class TickState:
+    """Arrays of the last tick for dashboards: applicants' ids, scores and decisions (a,),
+    and the rejected's goals, achieved goal scores and responses (n,). Reapplicants come
+    first among the applicants."""
+
+    def __init__(self, **arrays: Any) -> None:
+        self.__dict__.update(arrays)
+
+    @property
+    def reapplied(self) -> np.ndarray:
+        """(a,) bool: applicants who were reapplying."""
+        return np.arange(self.ids.shape[0]) < self.n_reapplied
+
+
+def _reporter(column: str):
+    def report(model: Any):
+        return model.last_row[column]
+
+    report.__name__ = f"report_{column}"
+    return report
+
+
+class TickCollector(mesa.DataCollector):
+    """Mesa's DataCollector over the tick record (the model's ``last_row``).
+
+    The record holds immutable scalars only, so the deep copy Mesa makes of every
+    reported value (a tenth of a paper-scale tick) is skipped.
+    """
+
+    def collect(self, model: Any) -> None:
+        row = model.last_row
+        if len(row) != len(self.model_reporters):
+            self._align(row)
+            row = {var: row.get(var, math.nan) for var in self.model_reporters}
+        for var in self.model_reporters:
+            self.model_vars[var].append(row[var])
+        if self.agent_reporters or self.agenttype_reporters:
+            # Mesa collects agent data; hide the model reporters already handled above
+            reporters, self.model_reporters = self.model_reporters, {}
+            try:
+                super().collect(model)
+            finally:
+                self.model_reporters = reporters
+
+    def _align(self, row: dict) -> None:
+        """Columns first reported now (a policy's ``policy_*``): NaN on the earlier ticks."""
+        done = len(next(iter(self.model_vars.values()), []))
+        for var in row:
+            if var not in self.model_reporters:
+                self.model_reporters[var] = _reporter(var)
+                self.model_vars[var] = [math.nan] * done
