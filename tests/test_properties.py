@@ -13,7 +13,6 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from abm.agents import SCORE_TIE, select_top_k
-from abm.app.envs import PopulationEnv
 from abm.behaviour import (
     dropout_probability,
     reapply_probability,
@@ -22,6 +21,7 @@ from abm.behaviour import (
 )
 from abm.interfaces import HistoryWindow, RecourseObs
 from abm.population import SCHEMA, Population
+from lab.envs import PopulationEnv
 from policies.rl.encoding import (
     N_APPS,
     N_BINS,
