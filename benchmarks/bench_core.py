@@ -127,7 +127,7 @@ def measure_env_step(episodes: int) -> dict:
     """Median over episodes of the mean PopulationEnv step (one tick, exact-linear)."""
     import numpy as np
 
-    from abm.app.envs import PopulationEnv
+    from lab.envs import PopulationEnv
 
     env = PopulationEnv("paper")
     env.reset(seed=0)

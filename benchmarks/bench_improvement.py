@@ -87,7 +87,7 @@ def rounds(n: int = 2000, K: int = 200, D: int = 9) -> dict[str, float]:
 def bwo_round_ms(seed: int = 0) -> float:
     """Milliseconds per round of BwO-UCB over one whole COMPAS trial (T = 1000, K = 200,
     refits on rounds with feedback included): the reproduction's ``ms_per_round``."""
-    from policies.improvement.static import TrialParams, build_task, run_bwo
+    from lab.study.trials.improvement import TrialParams, build_task, run_bwo
 
     task = build_task(TrialParams(methods=("BwO-UCB",)), seed)
     t0 = time.perf_counter()

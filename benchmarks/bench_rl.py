@@ -43,7 +43,7 @@ def sac_rate(env, steps: int, seed: int = 0) -> float:
     """SAC training steps per second (one gradient step per environment step)."""
     from stable_baselines3 import SAC
 
-    from abm.app.experiments.rl_training import PREDICTOR_SAC
+    from lab.experiments.rl_training import PREDICTOR_SAC
 
     sac = PREDICTOR_SAC.replace(learning_starts=min(200, steps // 4))
     model = SAC("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **sac.sb3_kwargs())
@@ -71,7 +71,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     import torch
 
-    from abm.app.envs import PopulationEnv, RecommenderEnv
+    from lab.envs import PopulationEnv, RecommenderEnv
 
     torch.set_num_threads(1)
     print(f"{'environment':34s} {'env steps/s':>12s} {'SAC steps/s':>12s} {'SAC share':>10s}")

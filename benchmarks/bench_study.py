@@ -20,7 +20,7 @@ from pathlib import Path
 
 
 def make_study(runs: int, ticks: int):
-    from abm.app.study import Study
+    from lab.study import Study
 
     ks = [3, 5, 7, 9]
     seeds = max(1, runs // len(ks))
@@ -64,7 +64,7 @@ def main() -> None:
     from distributed import LocalCluster
     from distributed import __version__ as dask_version
 
-    from abm.app.study import TIMING_COLUMNS, load_study, run_study
+    from lab.study import TIMING_COLUMNS, load_study, run_study
 
     load0 = os.getloadavg()
     study = make_study(args.runs, args.ticks)

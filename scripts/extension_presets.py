@@ -101,7 +101,7 @@ def _ci(v: np.ndarray) -> float:
 def _plot(preset: str, ticks: dict[str, list[pd.DataFrame]], out: Path) -> None:
     from matplotlib.figure import Figure
 
-    from abm.app.plots import _panels
+    from lab.plots import _panels
 
     first = next(iter(ticks.values()))[0]
     panels = _panels(first)

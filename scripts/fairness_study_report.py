@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy import stats
 
-from abm.app.study import load_study
+from lab.study import load_study
 
 LATE = 75  # the late window: ticks 75-99 of 100
 

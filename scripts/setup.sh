@@ -24,7 +24,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 VENV_PY=.venv/bin/python
 want="$(cat pyproject.toml constraints.txt scripts/setup.sh | sha256sum | cut -d' ' -f1)"
-check_base="import abm, policies, mesa, solara"
+check_base="import abm, policies, lab, dashboards, mesa, solara"
 check_dev="$check_base, torch, stable_baselines3, dice_ml, dask.distributed, importlinter, hypothesis, xdist"
 up_to_date() {  # $1: mode
   local check="check_$1"

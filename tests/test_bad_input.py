@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from abm.app.cli import app
+from lab.cli import app
 
 runner = CliRunner()
 

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from abm.app.cli import app
-from abm.app.evaluation import evaluate, evaluate_many
+from lab.cli import app
+from lab.evaluation import evaluate, evaluate_many
 
 runner = CliRunner()
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -103,8 +103,8 @@ def test_calibrate_command(tmp_path):
 
 def test_calibrate_is_a_function_that_raises_on_a_bad_grid():
     """Called from Python the command raises the one-line error; the CLI prints it (exit 2)."""
-    from abm.app.commands.recommenders import calibrate
     from abm.validation import ConfigError
+    from lab.commands.recommenders import calibrate
 
     with pytest.raises(ConfigError, match=r"--grid = '\[1\]' is not allowed; allowed: a JSON"):
         calibrate(grid="[1]")

@@ -7,9 +7,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from abm.app import cli
-from abm.app.cli import app, friendly_errors, run
 from abm.validation import ConfigError
+from lab import cli
+from lab.cli import app, friendly_errors, run
 
 runner = CliRunner()
 
@@ -131,7 +131,7 @@ def test_version_flag_and_python_dash_m():
 
     res = runner.invoke(app, ["--version"])
     assert res.exit_code == 0 and __version__ in res.output and "results schema" in res.output
-    out = subprocess.run([sys.executable, "-m", "abm", "--version"], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "lab", "--version"], capture_output=True, text=True)
     assert out.returncode == 0 and __version__ in out.stdout
 
 

@@ -151,7 +151,7 @@ def test_cli_command_reproduces_the_dashboard_run(tmp_path):
     assert args[:2] == ["recourse-abm", "run"]
     out = tmp_path / "run"
     args[args.index("--out") + 1] = str(out)
-    cmd = [sys.executable, "-m", "abm", *args[1:]]
+    cmd = [sys.executable, "-m", "lab", *args[1:]]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     model = stepped(s, 6)
@@ -619,7 +619,7 @@ def test_csv_export_has_every_tick_of_both_policies():
 
 # -- the command -------------------------------------------------------------------------------
 def test_dashboard_command_serves_on_the_given_host():
-    from abm.app.commands.dashboard import check_host, solara_command
+    from lab.commands.dashboard import check_host, solara_command
 
     cmd = solara_command("0.0.0.0", 9000, open_browser=False, production=True)
     assert cmd[cmd.index("--host") + 1] == "0.0.0.0" and cmd[cmd.index("--port") + 1] == "9000"

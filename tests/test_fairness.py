@@ -10,11 +10,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from abm.app.experiments.fairness.reproduce import checks, summarise, trial_study
 from abm.interfaces import LinearScorer, PolicyContext, RecourseObs
 from abm.model import RecourseModel
 from abm.scenarios import resolve_scenario
 from abm.validation import ConfigError
+from lab.experiments.fairness.reproduce import checks, summarise, trial_study
+from lab.study.trials.fairness import (
+    BETA_HAT,
+    FairnessTrialParams,
+    counterfactual,
+    parity_gap,
+    run_fairness_trial,
+    transition,
+    w1_groups,
+)
 from policies.fairness.generator import (
     TrainSettings,
     build_net,
@@ -29,15 +38,6 @@ from policies.fairness.population import (
     clear_generator_cache,
     improvable_features,
     total_effects,
-)
-from policies.fairness.static import (
-    BETA_HAT,
-    FairnessTrialParams,
-    counterfactual,
-    parity_gap,
-    run_fairness_trial,
-    transition,
-    w1_groups,
 )
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "fairness"

@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from abm.app.cli import app
 from abm.config import ScenarioConfig
+from lab.cli import app
 
 # 150 examples of a whole run each (about 1 s apiece): the slow tier
 pytestmark = pytest.mark.slow

@@ -12,6 +12,17 @@ import pytest
 from pydantic import ValidationError
 
 from abm.validation import ConfigError
+from lab.study.trials.improvement import (
+    Task,
+    TrialParams,
+    play,
+    regret_slope,
+    run_linucb,
+    run_protoar,
+    run_trial,
+    stratified_split,
+    trace,
+)
 from policies.improvement import data as imp_data
 from policies.improvement.bandits import (
     BwOUCB,
@@ -25,17 +36,6 @@ from policies.improvement.bandits import (
     linucb_width,
     noisy_probability,
     protoar_pick,
-)
-from policies.improvement.static import (
-    Task,
-    TrialParams,
-    play,
-    regret_slope,
-    run_linucb,
-    run_protoar,
-    run_trial,
-    stratified_split,
-    trace,
 )
 
 

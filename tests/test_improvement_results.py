@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from abm.app.experiments.improvement.reproduce import (
+from lab.experiments.improvement.reproduce import (
     checks,
     checks_frame,
     late_gain,
@@ -160,7 +160,7 @@ def test_population_study_linucb_improves_more_and_games_less():
 def test_command_refuses_bad_input_in_one_line(tmp_path, args, message):
     from typer.testing import CliRunner
 
-    from abm.app.cli import app
+    from lab.cli import app
 
     result = CliRunner().invoke(app, ["reproduce", "improvement", *args, "--out", str(tmp_path)])
     assert result.exit_code == 2

@@ -19,8 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_import_contracts_are_kept():
-    """dashboards -> abm.app -> policies -> abm core, every abm module declared, no cycle
-    in abm.app, policies or dashboards, and dashboards never importing abm.app.cli."""
+    """dashboards | lab -> policies -> abm core (the two front ends independent: neither
+    imports the other), and no cycle among the sibling modules of lab, policies or
+    dashboards."""
     lint = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
     if lint is None:
         pytest.fail("lint-imports is missing: install the dev extra (bash scripts/setup.sh)")

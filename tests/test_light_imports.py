@@ -21,8 +21,8 @@ DATA_SUFFIXES = (".csv", ".parquet", ".zip", ".npz", ".npy", ".data", ".arff", "
 
 
 def loaded_after(code: str) -> dict:
-    """Run ``code`` in a fresh interpreter: top-level modules loaded, abm/policies modules
-    loaded, and data files opened (seen through an audit hook)."""
+    """Run ``code`` in a fresh interpreter: top-level modules loaded, abm/policies/lab
+    modules loaded, and data files opened (seen through an audit hook)."""
     probe = textwrap.dedent(
         """
         import json, sys
@@ -36,7 +36,7 @@ def loaded_after(code: str) -> dict:
         names = sorted(sys.modules)
         print(json.dumps({{
             "top": sorted({{n.split(".")[0] for n in names}}),
-            "ours": [n for n in names if n.split(".")[0] in ("abm", "policies")],
+            "ours": [n for n in names if n.split(".")[0] in ("abm", "policies", "lab")],
             "opened": opened,
         }}))
         """
@@ -68,5 +68,5 @@ def test_registry_lists_policies_without_heavy_libraries_or_data():
     heavy = {*HEAVY, "dice_ml", "stable_baselines3", "gymnasium", "pandas"} & set(seen["top"])
     assert not heavy, f"listing policies loads {heavy}"
     # the application layer (experiments, their data loaders) is not touched
-    assert not [m for m in seen["ours"] if m.startswith("abm.app")]
+    assert not [m for m in seen["ours"] if m.split(".")[0] == "lab"]
     assert not [p for p in seen["opened"] if p.endswith(DATA_SUFFIXES)]

@@ -6,7 +6,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from abm.app.experiments.pareto import (
+from abm.provenance import RESULTS_SCHEMA
+from abm.registry import make_policy
+from abm.validation import ConfigError
+from lab.experiments.pareto import (
     EVALUATIONS,
     StudyConfig,
     evaluation_study,
@@ -17,10 +20,7 @@ from abm.app.experiments.pareto import (
     read_points,
     rf_at_rr,
 )
-from abm.app.study import Study, load_study, run_id, run_study
-from abm.provenance import RESULTS_SCHEMA
-from abm.registry import make_policy
-from abm.validation import ConfigError
+from lab.study import Study, load_study, run_id, run_study
 
 
 def test_read_off_interpolates_on_the_front_and_falls_back_to_the_nearest_point():
@@ -183,7 +183,7 @@ def test_quick_pareto_runs_every_piece_and_leaves_the_shipped_table_alone(tmp_pa
 
     from typer.testing import CliRunner
 
-    from abm.app.cli import app
+    from lab.cli import app
 
     shipped = (Path(__file__).parents[1] / "results" / "table3.csv").read_bytes()
     out = tmp_path / "quick"

@@ -12,8 +12,6 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from abm.selection import SCORE_TIE, select_top_k
-from abm.app.envs import PopulationEnv
 from abm.behaviour import (
     dropout_probability,
     reapply_probability,
@@ -22,6 +20,8 @@ from abm.behaviour import (
 )
 from abm.interfaces import HistoryWindow, RecourseObs
 from abm.population import SCHEMA, Population
+from abm.selection import SCORE_TIE, select_top_k
+from lab.envs import PopulationEnv
 from policies.rl.encoding import (
     N_APPS,
     N_BINS,

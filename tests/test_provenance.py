@@ -5,9 +5,9 @@ import math
 
 import numpy as np
 
-from abm.app.results import write_run
 from abm.model import RecourseModel
 from abm.provenance import RESULTS_SCHEMA, json_safe, versions, write_json
+from lab.results import write_run
 
 
 def test_json_safe_writes_strict_json(tmp_path):

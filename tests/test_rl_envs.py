@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from abm.app.envs import PopulationEnv, RecommenderEnv
 from abm.metrics import reward_eq16
 from abm.model import RecourseModel
+from lab.envs import PopulationEnv, RecommenderEnv
 from policies.rl.encoding import encode_observation, observation_size
 
 

@@ -8,11 +8,15 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from abm.app.cli import app
-from abm.app.envs import PopulationEnv
-from abm.app.evaluation import evaluate
-from abm.app.experiments.pareto import TABLE3_COLUMNS
-from abm.app.experiments.rl_training import (
+from abm.model import RecourseModel
+from abm.provenance import file_sha256
+from abm.registry import make_policy
+from abm.validation import ConfigError
+from lab.cli import app
+from lab.envs import PopulationEnv
+from lab.evaluation import evaluate
+from lab.experiments.pareto import TABLE3_COLUMNS
+from lab.experiments.rl_training import (
     PREDICTOR_SAC,
     RECOMMENDER_MAX_STEP,
     RECOMMENDER_OBSERVATION,
@@ -21,10 +25,6 @@ from abm.app.experiments.rl_training import (
     train_predictor,
     train_recommender,
 )
-from abm.model import RecourseModel
-from abm.provenance import file_sha256
-from abm.registry import make_policy
-from abm.validation import ConfigError
 from policies.rl.artefacts import ArtefactError, load_sac, read_manifest
 
 TINY = dict(ticks=10)
@@ -407,7 +407,7 @@ def test_pareto_study_runs_every_piece_on_a_tiny_budget(tmp_path):
 def test_run_records_artefacts_and_refuses_a_mismatch_unless_allowed(tmp_path):
     import json
 
-    from abm.app.cli import app as cli_app
+    from lab.cli import app as cli_app
 
     runner = CliRunner()
     res = runner.invoke(cli_app, ["run", "-p", "rl", "--ticks", "3", "--out", str(tmp_path / "a")])
@@ -434,7 +434,7 @@ def test_run_records_artefacts_and_refuses_a_mismatch_unless_allowed(tmp_path):
 
 @pytest.mark.slow  # a real (short) SAC training run
 def test_train_command_writes_a_learning_curve_plot(tmp_path):
-    from abm.app.cli import app as cli_app
+    from lab.cli import app as cli_app
 
     out = tmp_path / "phi"
     res = CliRunner().invoke(cli_app, ["train", "recommender", "--episodes", "3",

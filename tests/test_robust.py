@@ -120,7 +120,7 @@ def test_robust_lp_never_beats_its_own_lower_bound_and_alpha0_is_the_nominal_pro
 
 
 def test_alg1_and_alg2_advice_is_worst_case_valid_on_german_fold():
-    from policies.robust.table1 import german_lr_fold
+    from lab.study.trials.robust import german_lr_fold
 
     w, b, X0 = german_lr_fold(2)
     for alpha, lam in ((0.1, 0.1), (0.5, 0.01)):

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from abm.app.experiments.robust import summarise_table1, table1_checks, table1_study
-from abm.app.study import EXPERIMENTS, execute_run
-from policies.robust.table1 import (
+from lab.experiments.robust import summarise_table1, table1_checks, table1_study
+from lab.study import EXPERIMENTS, execute_run
+from lab.study.trials.robust import (
     CELLS,
     METHODS,
     N_FOLDS,
@@ -74,7 +74,7 @@ def test_table1_is_a_study_of_the_one_runner():
 
 @pytest.mark.slow
 def test_reproduction_rerun_matches_the_committed_table(table1, tmp_path):
-    from abm.app.experiments.robust import reproduce_german_lr
+    from lab.experiments.robust import reproduce_german_lr
 
     ours = reproduce_german_lr(tmp_path, workers=1)
     assert {p.name for p in tmp_path.iterdir()} >= {"table1.csv", "table1.md", "price_bars.png"}
@@ -134,7 +134,7 @@ def test_robust_advice_stays_above_its_threshold_and_buys_rr_with_rf():
 def test_reproduce_robust_bad_input_is_one_line_with_exit_2(args, field):
     from typer.testing import CliRunner
 
-    from abm.app.cli import app
+    from lab.cli import app
 
     result = CliRunner().invoke(app, ["reproduce", "robust", *args])
     assert result.exit_code == 2
@@ -145,7 +145,7 @@ def test_reproduce_robust_bad_input_is_one_line_with_exit_2(args, field):
 def test_reproduce_robust_retrain_writes_the_report(tmp_path):
     from typer.testing import CliRunner
 
-    from abm.app.cli import app
+    from lab.cli import app
 
     study = ROOT / "results" / "robust-retrain"
     if not (study / "manifest.json").is_file():

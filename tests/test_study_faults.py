@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from test_study_runner import assert_same_results  # noqa: E402  (tests/ is on sys.path)
 
-from abm.app.study import Study, finished_runs, run_study
+from lab.study import Study, finished_runs, run_study
 
 pytestmark = pytest.mark.slow
 
@@ -60,7 +60,7 @@ def write_study(tmp: Path, beta: float = 0.05, study: str = STUDY) -> Path:
 
 
 def driver(study: Path, out: Path, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "abm.app.cli", "study", "run", str(study), "--out",
+    return subprocess.Popen([sys.executable, "-m", "lab.cli", "study", "run", str(study), "--out",
                              str(out), *extra], cwd=ROOT, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
 
@@ -102,7 +102,7 @@ def test_killing_the_dask_scheduler_leaves_runs_pending_and_a_resume_completes(t
                              stderr=subprocess.DEVNULL)  # fmt: skip
     worker = None
     try:
-        from abm.app.study import runner
+        from lab.study import runner
 
         wait_for(lambda: _answers(runner, address), sched, timeout=60)
         worker = subprocess.Popen([str(BIN / "dask"), "worker", address, "--nthreads", "1",

@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from abm.app.cli import app
-from abm.app.study import TIMING_COLUMNS, Study, finished_runs, load_study, run_study
-from abm.app.study import runner as study_runner
-from abm.app.study import spec as study_spec
 from abm.validation import ConfigError
+from lab.cli import app
+from lab.study import TIMING_COLUMNS, Study, finished_runs, load_study, run_study
+from lab.study import runner as study_runner
+from lab.study import spec as study_spec
 
 SCENARIO = """
 name = "small"

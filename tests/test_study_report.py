@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from abm.app.cli import app
-from abm.app.study import pareto_front, summarize
+from lab.cli import app
+from lab.study import pareto_front, summarize
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -73,7 +73,7 @@ def test_report_prints_intervals_and_writes_plots(study_dir, tmp_path):
     table = pd.read_csv(tmp_path / "p" / "summary.csv")
     assert len(table) == 2 * 2 * 2 and set(table["n"]) == {3}
     # threshold per run is the mean over ticks of the kept column
-    from abm.app.study import load_study
+    from lab.study import load_study
 
     ticks, runs = load_study(study_dir)
     first = runs.iloc[0]
@@ -145,10 +145,10 @@ def test_html_report_is_one_self_contained_page(study_dir, tmp_path):
 def test_html_report_counts_errors_and_missing_runs(study_dir, tmp_path):
     import shutil
 
-    from abm.app.study import Study
-    from abm.app.study.analysis import build_report
-    from abm.app.study.page import html_report
-    from abm.app.study.runner import store_result
+    from lab.study import Study
+    from lab.study.analysis import build_report
+    from lab.study.page import html_report
+    from lab.study.runner import store_result
 
     out = tmp_path / "partial"
     shutil.copytree(study_dir, out)

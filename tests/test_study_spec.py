@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from abm.app.study import EXPERIMENTS, Study, paired_seeds, parse_seeds, run_id
-from abm.app.study.spec import ExperimentName, StudyFile
 from abm.config import ConfigError
+from lab.study import EXPERIMENTS, Study, paired_seeds, parse_seeds, run_id
+from lab.study.spec import ExperimentName, StudyFile
 
 
 def build(**keys):

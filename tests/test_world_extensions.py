@@ -432,7 +432,7 @@ causal_graph = [[], [[7, 4, 0.6]]]
 
 @pytest.mark.slow
 def test_new_fields_sweep_in_a_study_and_extension_columns_are_kept(tmp_path):
-    from abm.app.study import Study, load_study, run_study
+    from lab.study import Study, load_study, run_study
 
     path = tmp_path / "ext.toml"
     path.write_text(EXT_STUDY)

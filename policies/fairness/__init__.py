@@ -4,10 +4,12 @@ Gumucio & Zhang 2026).
 * :mod:`policies.fairness.generator` -- the LSTM (SCARF) and MLP (ablation) intervention
   generators, the budget projection and their training through a differentiable
   surrogate (torch, POT Sinkhorn).
-* :mod:`policies.fairness.static` -- the synthetic SCM reproduction (spec §2-§3), the
-  ``fairness-trial`` experiment of the study runner.
 * :mod:`policies.fairness.population` -- the population policies ``scarf``, ``scarf-mlp``
   and ``ei`` (no advice under ``decision_model = "ei"``); ``none`` is the core's.
+
+The synthetic SCM reproduction (spec §2-§3, the ``fairness-trial`` experiment of the study
+runner) lives in the application layer (:mod:`lab.study.trials.fairness`; the
+reproduction: :mod:`lab.experiments.fairness`).
 
 Importing this package loads neither torch nor POT; they load on use.
 """

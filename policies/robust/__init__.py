@@ -9,8 +9,9 @@
 * :mod:`policies.robust.policy` -- the population-model policies ``robust-l1``,
   ``robust-l2``, ``robust-linf``, ``roar-l1``, ``roar-linf``.
 
-The paper's Table 1 reproduction lives in the application layer
-(:mod:`abm.app.experiments.robust`); docs/robust.md lists the paper issues we fixed.
+The paper's Table 1 reproduction lives in the application layer (one cell per study run:
+:mod:`lab.study.trials.robust`; the reproduction: :mod:`lab.experiments.robust`);
+docs/robust.md lists the paper issues we fixed.
 """
 
 from policies.robust.policy import RobustPolicy, register

@@ -143,7 +143,7 @@ def run_env(kwargs: dict[str, Any]) -> pd.DataFrame:
     One row per observation: episode, seed, step (-1 for the reset), reward, ticks, rr, rf,
     goal (NaN where undefined), then obs_0 ... obs_{o-1} (float32).
     """
-    from abm.app.envs import PopulationEnv
+    from lab.envs import PopulationEnv
 
     env = PopulationEnv("paper", **kwargs)
     rows: list[dict[str, Any]] = []

@@ -39,7 +39,7 @@ STUDIES = Path(__file__).resolve().parents[2] / "studies"
 
 def study_run_ids() -> dict[str, dict[str, object]]:
     """Per shipped study file: its number of runs and a digest of its run ids in order."""
-    from abm.app.study.spec import Study
+    from lab.study.spec import Study
 
     out: dict[str, dict[str, object]] = {}
     for path in sorted(STUDIES.glob("*.toml")):

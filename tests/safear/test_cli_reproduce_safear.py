@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from abm.app.cli import app
-from abm.app.experiments.safear import PAPER_TABLE17, data_available
+from lab.cli import app
+from lab.experiments.safear import PAPER_TABLE17, data_available
 
 runner = CliRunner()
 

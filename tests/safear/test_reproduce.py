@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from abm.app.experiments.safear import (
+from lab.experiments.safear import (
     PAPER_TABLE17,
     build_dataset_mdp,
     data_available,

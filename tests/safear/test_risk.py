@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from abm.app.experiments.safear import geometric_mdp, insurance_mdp
+from lab.experiments.safear import geometric_mdp, insurance_mdp
 from policies.safear import (
     exact_distribution,
     exact_measures,

@@ -1,1 +1,0 @@
-"""The SCARF synthetic reproduction (long-term fairness): :mod:`.reproduce`."""

@@ -1,0 +1,508 @@
+"""SAC training of the recommender φ and the predictor μ, with checkpoints and resume.
+
+The loop is stable-baselines3's own: the environment is wrapped in SB3's ``Monitor`` (episode
+boundaries and lengths), and ``learn`` runs a ``CallbackList`` of SB3 callbacks and small
+:class:`~stable_baselines3.common.callbacks.BaseCallback` subclasses: the learning curve and
+progress (:class:`LearningCurve`), ``StopTrainingOnMaxEpisodes`` (φ's episode budget),
+:class:`CodeFreeCheckpoint` (SB3's ``CheckpointCallback`` saves pickled zips; this one does
+not) and, with ``eval_every > 0``, ``EvalCallback`` on a separate environment
+(:class:`SyncedEval`, deterministic actions, ``evaluations.npz``).
+
+An output directory holds, while training, ``checkpoints/`` and ``learning_curve.csv``
+(one row per finished episode, appended as it goes); at the end ``actor.safetensors`` and
+``manifest.json`` (see :mod:`policies.rl.artefacts`). Nothing written here is a pickle: a
+checkpoint ``step_N`` is ``step_N.pt`` (policy, optimiser states and the entropy
+coefficient as torch tensors, read back with ``torch.load(weights_only=True)``),
+``step_N_buffer.npz`` (the replay buffer's arrays, read with ``allow_pickle=False``) and
+``step_N.json`` (step and episode counts, clocks, the environment's learning state, the
+manifest it belongs to; written last, so a checkpoint counts only once it exists). The
+latest two are kept.
+
+Resume (``resume=True``) restarts from the latest checkpoint: weights, optimiser states,
+entropy coefficient, replay buffer, step, update and episode counts and the environment's
+learning state (episode count, d̂, its random generator). It is not bit-identical to an
+uninterrupted run: the episode in progress at the checkpoint is restarted, the buffer of
+``step_N`` holds N - 1 transitions (SB3 stores a step's transition after the callbacks
+ran), and the torch / numpy generators SB3 samples minibatches and actions from are
+reseeded from (seed, checkpoint step), so resuming the same checkpoint twice gives the
+same result.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from abm.validation import optional_import
+
+# a missing extra is a one-line error naming it, not a traceback
+for _module in ("torch", "stable_baselines3", "gymnasium", "safetensors"):
+    optional_import(_module, "rl", "RL training")
+
+import torch  # noqa: E402
+from stable_baselines3 import SAC  # noqa: E402
+from stable_baselines3.common.callbacks import (  # noqa: E402
+    BaseCallback,
+    CallbackList,
+    EvalCallback,
+    StopTrainingOnMaxEpisodes,
+)
+from stable_baselines3.common.monitor import Monitor  # noqa: E402
+from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
+
+from abm.validation import ConfigError, one_line  # noqa: E402
+from policies.rl.artefacts import save_actor, write_manifest  # noqa: E402
+from policies.rl.encoding import RECOMMENDER_ACTIONS, RECOMMENDER_OBSERVATION  # noqa: E402
+
+Progress = Callable[[int, int], None]
+
+
+class _Params(BaseModel):
+    """Frozen, no unknown fields; :meth:`make` reports a bad value as one :class:`ConfigError` line."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @classmethod
+    def make(cls, prefix: str = "", **values: Any):
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            raise ConfigError(one_line(exc, prefix, list(cls.model_fields))) from None
+
+    def replace(self, **changes: Any):
+        """A validated copy with ``changes``."""
+        return self.make(**{**self.model_dump(), **changes})
+
+
+class SACParams(_Params):
+    """SAC hyper-parameters (stable-baselines3 names); ``net`` is the hidden layer sizes."""
+
+    net: Annotated[tuple[Annotated[int, Field(ge=1, le=4096)], ...],
+                   Field(min_length=1, max_length=8)] = (64, 64)  # fmt: skip
+    learning_rate: float = Field(3e-4, gt=0, le=1)
+    batch_size: int = Field(128, ge=1, le=65_536)
+    buffer_size: int = Field(100_000, ge=1, le=10**8)
+    learning_starts: int = Field(500, ge=0, le=10**9)
+    gamma: float = Field(0.99, ge=0, le=1)
+    tau: float = Field(0.005, gt=0, le=1)
+    train_freq: int = Field(1, ge=1, le=10**6)
+    gradient_steps: int = Field(1, ge=1, le=10**6)
+    ent_coef: Literal["auto"] | Annotated[float, Field(gt=0, le=1e3)] = "auto"
+
+    def sb3_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of ``stable_baselines3.SAC``."""
+        kw = self.model_dump(exclude={"net"})
+        return {**kw, "policy_kwargs": {"net_arch": list(self.net)}}
+
+
+class _Common(_Params):
+    seed: int = Field(0, ge=0, le=2**32 - 1)
+    checkpoint_every: int = Field(10_000, ge=1, le=10**9)
+    eval_every: int = Field(0, ge=0, le=10**9)  # steps between evaluations; 0: none
+    eval_episodes: int = Field(20, ge=1, le=10_000)
+
+
+class RecommenderTraining(_Common):
+    """φ's training settings besides SAC's (App. D; ``reward_scale`` None: per action mapping)."""
+
+    warmup_episodes: int = Field(0, ge=0, le=10**9)
+    episodes: int = Field(20_000, ge=1, le=10**9)
+    max_step: float = Field(0.5, gt=0, le=1)
+    action: Literal[RECOMMENDER_ACTIONS] = "direction"  # type: ignore[valid-type]
+    reward_scale: float | None = Field(None, gt=0, le=1e9)
+
+
+class PredictorTraining(_Common):
+    """μ's training settings besides SAC's (eq. 16 weights, budget, goal mapping)."""
+
+    alpha: float = Field(ge=0, le=1e6)
+    tau: float = Field(ge=0, le=1e6)
+    steps: int = Field(7000, ge=1, le=10**9)
+    checkpoint_every: int = Field(1000, ge=1, le=10**9)
+    log_floor: float = Field(1e-3, gt=0, le=1)
+    max_margin: float = Field(0.3, gt=0, le=1)
+    eval_episodes: int = Field(3, ge=1, le=10_000)  # 100-tick episodes
+
+
+# φ: a step's reward is the outcome of that one attempt (the next step is a new attempt
+# from wherever the candidate got), so a short horizon is enough; gamma = 0 makes the
+# critic a one-step (contextual-bandit) value, simpler to fit than with gamma 0.9. With
+# the default "direction" mapping, train without warm-up (docs/rl.md).
+RECOMMENDER_SAC = SACParams(gamma=0.0, learning_rate=1e-3, learning_starts=300)
+RECOMMENDER_MAX_STEP = 0.5
+# eq. 15 is divided by this before SAC sees it (None: per action mapping). Direct: ψ = 300
+# times errors ~0.3 gives ~-100, /30 gives O(1). Direction: the error is ~0 by
+# construction, so eq. 15 is -φ ĉ, already O(1).
+RECOMMENDER_REWARD_SCALES = {"direct": 30.0, "direction": 1.0}
+# A goal acts on the next tick (T = 1) or the next few: gamma 0.9 (a ~10-tick horizon)
+# assigns that credit within the paper's 7,000 steps; with 0.99, alpha:tau = 10:1 still sat
+# at RR 0.65 after 7,000 steps, with 0.9 it reached RR 0.93 (the fixed-margin front's end).
+PREDICTOR_SAC = SACParams(gamma=0.9, learning_starts=200)
+_ACTIONS = {"direct": "x_cf = clip(x + max_step a, 0, 1), immutable features kept; a in [-1, 1]^z",
+            "direction": "u = (a + 1) / 2 on mutable features, x_cf = clip(x + t u, 0, 1) with the "
+                         "smallest t such that M(x_cf) >= g (bisection on M.score)"}  # fmt: skip
+
+
+def train_recommender(out: str | Path, scenario: str = "paper", *, seed: int = 0,
+                      warmup_episodes: int = 0, episodes: int = 20_000,
+                      sac: SACParams = RECOMMENDER_SAC, checkpoint_every: int = 10_000,
+                      max_step: float = RECOMMENDER_MAX_STEP, action: str = "direction",
+                      reward_scale: float | None = None, eval_every: int = 0,
+                      eval_episodes: int = 20, resume: bool = False, progress: Progress | None = None,
+                      env_params: dict[str, Any] | None = None, **overrides: Any) -> dict[str, Any]:  # fmt: skip
+    """Train φ in :class:`lab.envs.RecommenderEnv`: ``warmup_episodes`` on error only, then
+    ``episodes`` with cost (App. D). Returns the manifest. ``progress(done, total)``
+    reports finished episodes. ``max_step``, ``action`` (``direct``, the paper's, or
+    ``direction``) and ``reward_scale`` are :class:`lab.envs.RecommenderEnv`'s; the
+    manifest records them (and the observation layout) for :class:`LearnedRecommender`.
+    The learning curve's ``reward`` is eq. 15 itself, not the scaled reward SAC sees.
+    Bad settings raise :class:`abm.validation.ConfigError` before anything is built."""
+    from lab.envs import RecommenderEnv
+
+    p = RecommenderTraining.make(seed=seed, warmup_episodes=warmup_episodes, episodes=episodes,
+                                 checkpoint_every=checkpoint_every, max_step=max_step,
+                                 action=action, reward_scale=reward_scale, eval_every=eval_every,
+                                 eval_episodes=eval_episodes)  # fmt: skip
+    sac = _sac(sac)
+    scale = p.reward_scale or RECOMMENDER_REWARD_SCALES[p.action]
+    env_kw = {"max_step": p.max_step, "action": p.action, "reward_scale": scale,
+              **(env_params or {}), **overrides}  # fmt: skip
+    env = RecommenderEnv(scenario, warmup_episodes=p.warmup_episodes, **env_kw)
+    total_episodes = p.warmup_episodes + p.episodes
+    manifest = {
+        **_base_manifest(env, "recommender", p.seed),
+        "observation": RECOMMENDER_OBSERVATION,
+        "action_mode": env.action_mode,
+        "max_step": env.max_step,
+        "action": _ACTIONS[env.action_mode],
+        "env": {"max_steps": env.max_steps, "epsilon": env.epsilon, "phi": env.phi, "psi": env.psi,
+                "goal_max": env.goal_max, "warmup_episodes": p.warmup_episodes,
+                "episodes": p.episodes, "reward_scale": env.reward_scale},
+        "sac": sac.model_dump(),
+    }  # fmt: skip
+    # evaluation with cost from the first episode; d̂ is copied in before each evaluation
+    make_eval = (lambda: RecommenderEnv(scenario, warmup_episodes=0, **env_kw)) if p.eval_every else None  # fmt: skip
+    return _train(out, env, manifest, sac, p, total_steps=total_episodes * env.max_steps,
+                  stop_episodes=total_episodes, resume=resume, progress=progress,
+                  make_eval=make_eval)  # fmt: skip
+
+
+def train_predictor(out: str | Path, scenario: str = "paper", *, alpha: float, tau: float,
+                    recommender: str = "exact-linear", seed: int = 0, steps: int = 7000,
+                    sac: SACParams = PREDICTOR_SAC, checkpoint_every: int = 1000,
+                    eval_every: int = 0, eval_episodes: int = 3, resume: bool = False,
+                    progress: Progress | None = None, log_floor: float = 1e-3,
+                    max_margin: float = 0.3, **overrides: Any) -> dict[str, Any]:  # fmt: skip
+    """Train μ in :class:`lab.envs.PopulationEnv` with reward weights (alpha, tau) for
+    ``steps`` ticks, the paper's recommender part fixed to ``recommender`` (a registry
+    spec; ``rl:path=DIR`` for a learned φ). Returns the manifest."""
+    from lab.envs import PopulationEnv, _make_recommender
+    from policies.rl.learned import LearnedRecommender
+
+    p = PredictorTraining.make(alpha=alpha, tau=tau, seed=seed, steps=steps,
+                               checkpoint_every=checkpoint_every, eval_every=eval_every,
+                               eval_episodes=eval_episodes, log_floor=log_floor,
+                               max_margin=max_margin)  # fmt: skip
+    sac = _sac(sac)
+    out = Path(out)
+    rec = _make_recommender(recommender)  # unknown names fail before any training
+    env_kw = {"alpha": p.alpha, "tau": p.tau, "recommender": recommender,
+              "log_floor": p.log_floor, "max_margin": p.max_margin, **overrides}  # fmt: skip
+    env = PopulationEnv(scenario, **env_kw)
+    manifest = {
+        **_base_manifest(env, "predictor", p.seed),
+        "action": "g = min(th + max_margin (a + 1) / 2, 1), a in [-1, 1]",
+        "max_margin": p.max_margin,
+        "alpha": p.alpha,
+        "tau": p.tau,
+        "log_floor": p.log_floor,
+        "recommender": recommender,
+        "recommender_path": None,
+        "sac": sac.model_dump(),
+    }
+    if isinstance(rec, LearnedRecommender):
+        # stored relative to this artefact so that the pair can be moved together
+        manifest["recommender_path"] = _relpath(Path(rec.path), out)
+    make_eval = (lambda: PopulationEnv(scenario, **env_kw)) if p.eval_every else None
+    return _train(out, env, manifest, sac, p, total_steps=p.steps, stop_episodes=None,
+                  resume=resume, progress=progress, make_eval=make_eval)  # fmt: skip
+
+
+def _sac(sac: SACParams | dict[str, Any]) -> SACParams:
+    return sac if isinstance(sac, SACParams) else SACParams.make("sac", **sac)
+
+
+def _base_manifest(env, kind: str, seed: int) -> dict[str, Any]:
+    """The manifest keys every artefact has: what it is and the world it was trained in."""
+    return {"kind": kind, "scenario": env.config.to_dict(), "seed": seed,
+            "n_features": env.config.n_features, "obs_dim": int(env.observation_space.shape[0])}  # fmt: skip
+
+
+# -- the shared loop ----------------------------------------------------------------------
+
+
+def _train(out, env, manifest, sac: SACParams, p: _Common, *, total_steps: int,
+           stop_episodes: int | None, resume: bool, progress: Progress | None,
+           make_eval: Callable[[], Any] | None) -> dict[str, Any]:  # fmt: skip
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    ckdir = out / "checkpoints"
+    curve_path = out / "learning_curve.csv"
+    vec = DummyVecEnv([lambda: Monitor(env)])
+    clock = _Clock()
+    manifest_json = json.loads(json.dumps(manifest, default=str))
+    model = SAC("MlpPolicy", vec, seed=p.seed, device="cpu", verbose=0, **sac.sb3_kwargs())
+    latest = _latest_checkpoint(ckdir) if resume else None
+    state = None
+    if latest is not None:
+        state = json.loads(latest.with_suffix(".json").read_text())
+        if state["manifest"] != manifest_json:
+            raise ConfigError(f"--resume: the checkpoint in {ckdir} was made with other settings; "
+                              "use the same options or a new --out")  # fmt: skip
+        _restore(model, latest, state)
+        model.set_random_seed(p.seed + model.num_timesteps)
+        vec.seed(p.seed + model.num_timesteps)
+        _truncate_curve(curve_path, model.num_timesteps)
+        clock.before = (state["cpu_seconds"], state["wall_seconds"])
+    else:
+        if ckdir.exists():
+            for f in ckdir.iterdir():
+                f.unlink()
+        curve_path.unlink(missing_ok=True)
+        (out / "evaluations.npz").unlink(missing_ok=True)
+    episodes_done = state["episodes"] if state else 0
+    curve = LearningCurve(env, curve_path, manifest, episodes_done, stop_episodes is not None,
+                          progress, stop_episodes or total_steps)  # fmt: skip
+    callbacks = [curve, CodeFreeCheckpoint(env, ckdir, p.checkpoint_every, manifest_json, curve,
+                                           clock, state)]  # fmt: skip
+    if stop_episodes is not None:
+        callbacks.append(StopTrainingOnMaxEpisodes(stop_episodes - episodes_done))
+    eval_env = None
+    if make_eval is not None:
+        eval_env = make_eval()
+        callbacks.append(SyncedEval(env, eval_env, p, out, model.num_timesteps))
+    remaining = total_steps - model.num_timesteps
+    if remaining > 0 and (stop_episodes is None or episodes_done < stop_episodes):
+        model.learn(total_timesteps=remaining, callback=CallbackList(callbacks),
+                    reset_num_timesteps=False)  # fmt: skip
+    spec = save_actor(out, model.actor)
+    full = {**manifest, "policy": spec, "steps": int(model.num_timesteps),
+            "episodes_trained": curve.episodes, "cpu_seconds": clock.cpu(),
+            "wall_seconds": clock.wall(), "learning_curve": curve_path.name}  # fmt: skip
+    if p.eval_every:
+        full["evaluations"] = "evaluations.npz"
+    if manifest["kind"] == "recommender":
+        full["d_hat"] = env.estimator.d.tolist()
+        full["d_error"] = env.difficulty_error()
+    write_manifest(out, full)
+    env.close()
+    if eval_env is not None:
+        eval_env.close()
+    return json.loads((out / "manifest.json").read_text())
+
+
+class _Clock:
+    """CPU and wall seconds of this run plus those of the runs it resumes."""
+
+    def __init__(self) -> None:
+        self.cpu0, self.wall0 = time.process_time(), time.perf_counter()
+        self.before = (0.0, 0.0)
+
+    def cpu(self) -> float:
+        return self.before[0] + time.process_time() - self.cpu0
+
+    def wall(self) -> float:
+        return self.before[1] + time.perf_counter() - self.wall0
+
+
+class LearningCurve(BaseCallback):
+    """One CSV row per finished episode (SB3's ``Monitor`` marks the end) and progress.
+
+    Columns: episode, timesteps, reward (the episode's sum; eq. 15 itself for φ), length,
+    mean_<key> of the env's per-step info (error, cost, rr, rf, goal), and for φ warmup and
+    d_error. ``progress(done, total)`` gets episodes (φ) or steps (μ, every 100 steps).
+    """
+
+    def __init__(self, env, path: Path, manifest: dict[str, Any], episodes: int,
+                 by_episode: bool, progress: Progress | None, total: int) -> None:  # fmt: skip
+        super().__init__()
+        self.env_, self.path, self.manifest = env, path, manifest
+        self.episodes, self.by_episode = episodes, by_episode
+        self.progress, self.total = progress, total
+        self._ep: dict[str, list[float]] = {}
+
+    def _on_training_start(self) -> None:
+        self._report()
+
+    def _report(self) -> None:
+        if self.progress is not None:
+            done = self.episodes if self.by_episode else self.num_timesteps
+            self.progress(min(done, self.total), self.total)
+
+    def _on_step(self) -> bool:
+        info = self.locals["infos"][0]
+        # φ's env trains on eq. 15 / reward_scale; the curve reports eq. 15 itself
+        reward = float(info.get("reward_eq15", self.locals["rewards"][0]))
+        ep = self._ep
+        ep.setdefault("reward", []).append(reward)
+        for key in ("error", "cost", "rr", "rf", "goal"):
+            if key in info:
+                ep.setdefault(key, []).append(float(info[key]))
+        if "episode" in info:  # Monitor's end-of-episode record
+            self.episodes += 1
+            row = {"episode": self.episodes, "timesteps": self.num_timesteps,
+                   "reward": float(np.sum(ep["reward"])), "length": int(info["episode"]["l"])}  # fmt: skip
+            for key in ("error", "cost", "rr", "rf", "goal"):
+                if key in ep:
+                    row[f"mean_{key}"] = float(np.mean(ep[key]))
+            if self.manifest["kind"] == "recommender":
+                row["warmup"] = int(self.episodes <= self.manifest["env"]["warmup_episodes"])
+                row["d_error"] = self.env_.difficulty_error()
+            _append_row(self.path, row)
+            self._ep = {}
+            if self.by_episode:
+                self._report()
+        if not self.by_episode and self.num_timesteps % 100 == 0:
+            self._report()
+        return True
+
+
+class CodeFreeCheckpoint(BaseCallback):
+    """Every ``every`` steps, a checkpoint without pickles (module docstring); keeps two."""
+
+    def __init__(self, env, ckdir: Path, every: int, manifest: dict[str, Any], curve,
+                 clock: _Clock, state: dict[str, Any] | None) -> None:  # fmt: skip
+        super().__init__()
+        self.env_, self.ckdir, self.every, self.manifest = env, ckdir, every, manifest
+        self.curve, self.clock, self.state = curve, clock, state
+
+    def _on_training_start(self) -> None:
+        if self.state is not None and "env" in self.state:
+            # after SB3's first reset, so the restored learning state survives it
+            self.env_.set_state(self.state["env"])
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps % self.every == 0:
+            self.save()
+        return True
+
+    def save(self) -> None:
+        m = self.model
+        self.ckdir.mkdir(parents=True, exist_ok=True)
+        stem = self.ckdir / f"step_{self.num_timesteps:09d}"
+        _, variables = m._get_torch_save_params()
+        tensors = {**m.get_parameters(), **{v: getattr(m, v).detach() for v in variables}}
+        torch.save(tensors, stem.with_suffix(".pt"))
+        buf = m.replay_buffer
+        n = buf.buffer_size if buf.full else buf.pos
+        np.savez(stem.with_name(stem.name + "_buffer.npz"),
+                 **{k: getattr(buf, k)[:n] for k in _BUFFER_ARRAYS if getattr(buf, k) is not None})  # fmt: skip
+        state = {"steps": self.num_timesteps, "episodes": self.curve.episodes,
+                 "n_updates": m._n_updates, "episode_num": m._episode_num,
+                 "buffer": {"pos": int(buf.pos), "full": bool(buf.full)},
+                 "cpu_seconds": self.clock.cpu(), "wall_seconds": self.clock.wall(),
+                 "manifest": self.manifest}  # fmt: skip
+        if hasattr(self.env_, "get_state"):
+            state["env"] = self.env_.get_state()
+        stem.with_suffix(".json").write_text(json.dumps(state))
+        for old in sorted(self.ckdir.glob("step_*.json"))[:-2]:
+            for f in (old, old.with_suffix(".pt"), old.with_name(old.stem + "_buffer.npz")):
+                f.unlink(missing_ok=True)
+
+
+_BUFFER_ARRAYS = ("observations", "next_observations", "actions", "rewards", "dones", "timeouts")
+
+
+def _restore(model, latest: Path, state: dict[str, Any]) -> None:
+    """Load a :class:`CodeFreeCheckpoint` into a freshly built ``model`` of the same settings."""
+    tensors = torch.load(latest, map_location="cpu", weights_only=True)
+    names, variables = model._get_torch_save_params()
+    model.set_parameters({k: tensors[k] for k in names}, exact_match=True, device="cpu")
+    for v in variables:  # in place: the entropy optimiser holds this tensor
+        getattr(model, v).data.copy_(tensors[v])
+    buf = model.replay_buffer
+    with np.load(latest.with_name(latest.stem + "_buffer.npz"), allow_pickle=False) as arrays:
+        for k in arrays.files:
+            getattr(buf, k)[: len(arrays[k])] = arrays[k]
+    buf.pos, buf.full = int(state["buffer"]["pos"]), bool(state["buffer"]["full"])
+    model.num_timesteps = int(state["steps"])
+    model._n_updates, model._episode_num = int(state["n_updates"]), int(state["episode_num"])
+
+
+class SyncedEval(EvalCallback):
+    """SB3's ``EvalCallback`` every ``eval_every`` training steps, on the same episodes each time.
+
+    Before each evaluation the evaluation environment's generator is reset to one fixed
+    seed (so successive evaluations compare the policy on identical episodes) and, for φ,
+    it gets the training environment's current d̂ (part of φ's observation). Results go to
+    ``evaluations.npz`` (SB3's layout: timesteps, results, ep_lengths), kept across resumes.
+    """
+
+    def __init__(self, train_env, eval_env, p: _Common, out: Path, done_steps: int) -> None:
+        vec = DummyVecEnv([lambda: Monitor(eval_env)])
+        super().__init__(vec, n_eval_episodes=p.eval_episodes, eval_freq=p.eval_every,
+                         log_path=str(out), deterministic=True, verbose=0)  # fmt: skip
+        # a seed of its own, so evaluation episodes are not training's first episodes
+        self.train_env, self.raw_eval, self.eval_seed = train_env, eval_env, p.seed + 10_007
+        # n_calls counts from the checkpoint's step, so evaluations fall on the same steps
+        self.n_calls = done_steps
+        self._keep_earlier(out / "evaluations.npz", done_steps)
+
+    def _keep_earlier(self, path: Path, done_steps: int) -> None:
+        if done_steps == 0 or not path.is_file():
+            return
+        with np.load(path, allow_pickle=False) as f:
+            keep = f["timesteps"] <= done_steps
+            self.evaluations_timesteps = f["timesteps"][keep].tolist()
+            self.evaluations_results = f["results"][keep].tolist()
+            self.evaluations_length = f["ep_lengths"][keep].tolist()
+
+    def _on_step(self) -> bool:
+        if self.n_calls % self.eval_freq == 0:  # as EvalCallback decides
+            self.raw_eval.np_random = np.random.default_rng(self.eval_seed)
+            if hasattr(self.raw_eval, "estimator"):
+                self.raw_eval.estimator.d = self.train_env.estimator.d.copy()
+                self.raw_eval.estimator.updates = self.train_env.estimator.updates.copy()
+        return super()._on_step()
+
+
+def _latest_checkpoint(ckdir: Path) -> Path | None:
+    found = sorted(ckdir.glob("step_*.json")) if ckdir.is_dir() else []
+    for js in reversed(found):
+        if js.with_suffix(".pt").is_file() and js.with_name(js.stem + "_buffer.npz").is_file():
+            return js.with_suffix(".pt")
+    return None
+
+
+def _append_row(path: Path, row: dict[str, Any]) -> None:
+    new = not path.exists()
+    with open(path, "a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(row), extrasaction="ignore")
+        if new:
+            writer.writeheader()
+        writer.writerow(row)
+
+
+def _truncate_curve(path: Path, steps: int) -> None:
+    """Drop learning-curve rows written after the checkpoint being resumed."""
+    if not path.exists():
+        return
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    path.unlink()
+    for row in rows:
+        if int(row["timesteps"]) <= steps:
+            _append_row(path, row)
+
+
+def _relpath(target: Path, start: Path) -> str:
+    import os
+
+    return os.path.relpath(target.resolve(), start.resolve())
