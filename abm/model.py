@@ -154,7 +154,7 @@ class RecourseModel(mesa.Model):
         return Snapshot(
             config=self.config, world=self.world, tick=self.tick, next_id=self._next_id,
             population=self.population, dropped=tuple(self.pool.dropped),
-            pending=self._pending, mechanisms=self.mechanisms.fork() if self.mechanisms else self.mechanisms,
+            pending=self._pending, mechanisms=self.mechanisms.fork() if self.mechanisms.on else self.mechanisms,
         )  # fmt: skip
 
     @classmethod
@@ -236,12 +236,12 @@ class RecourseModel(mesa.Model):
         if self._pending is not None:
             raise RuntimeError(f"tick {self.tick} is already decided: call respond() first")
         t, c, pool, mech = self.tick, self.config, self.pool, self.mechanisms
-        states = mech.start_tick(t, pool.waiting, self.streams) if mech else ()
+        states = mech.start_tick(t, pool.waiting, self.streams) if mech.on else ()
         returning = pool.split(self._reapplications(t))
         n_window = len(returning) + pool.n_waiting + pool.dropped_in_window(t)
         feedback = None
         if getattr(self.policy, "observe", None) is not None:  # captured before X changes
-            feedback = reapplicant_feedback(t, returning, mech.feedback(states) if mech else {})
+            feedback = reapplicant_feedback(t, returning, mech.feedback(states) if mech.on else {})
         # hidden changes become visible now: what is seen (X_obs) is the true X
         applicants = Population.concat([returning, self._arrivals(t)], c.n_features, {"X_obs": "X"})
         scores, accepted, threshold = self.decision_maker.decide(
@@ -249,7 +249,7 @@ class RecourseModel(mesa.Model):
         )
         d = Decision(t, threshold, applicants, scores, accepted, len(returning), n_window)
         d.states = states
-        if mech:
+        if mech.on:
             mech.on_selected(d, pool, self.streams, self.record_events)
         if feedback is not None:
             self.policy.observe(feedback(accepted[: len(returning)]))
@@ -272,17 +272,13 @@ class RecourseModel(mesa.Model):
         """The entrants of tick ``t`` (N₀ at tick 0, m later), each with fresh ids."""
         c, streams = self.config, self.streams
         n = c.n_initial if t == 0 else c.m
-        if self.world.structure.plain:
-            X, group = self.world.generator.sample(n, streams.arrivals), None
-        else:  # groups, SEM and proxies each draw from their own stream (§0)
-            X, group = self.world.draw(n, streams.arrivals, streams.get("groups"),
-                                       streams.get("noncausal"))  # fmt: skip
+        X, group = self.world.entrants(n, streams)
         ids = np.arange(self._next_id, self._next_id + n)
         self._next_id += n
         lo, hi = c.risk_aversion
         # a stream of its own: traits never shift the arrivals of other runs
         risk = filled(n, lo, np.float64) if lo == hi else streams.get("traits").uniform(lo, hi, n)
-        extra = self.mechanisms.entrant_columns(n) if self.mechanisms else None
+        extra = self.mechanisms.entrant_columns(n) if self.mechanisms.on else None
         return Population.entrants(ids, X, t, risk, group, extra)
 
     def _observation(self, d: Decision) -> RecourseObs:
@@ -296,7 +292,7 @@ class RecourseModel(mesa.Model):
             history_fn=self.pool.history_fn(),
             extra={"risk_aversion": applicants.risk_aversion.take(rej)},
             decision_model=self.scorer, model_version=self.model_version,
-            **(self.mechanisms.observation(d) if self.mechanisms else {}),
+            **(self.mechanisms.observation(d) if self.mechanisms.on else {}),
         )  # fmt: skip
 
     def respond(self, recommendation: Recommendation | None) -> None:
@@ -307,20 +303,25 @@ class RecourseModel(mesa.Model):
         """
         d = self._require_pending()
         advice = self._validate(d, recommendation)
-        if self.mechanisms:
+        if self.mechanisms.on:
             self.mechanisms.on_advice(d, advice, self.policy_name)
         self._pending = None
         t, applicants, rej, mech = d.t, d.applicants, d.rej, self.mechanisms
         dropped = self._dropout(d, advice)
         issued = None
-        if mech:  # under which model, threshold and score the advice was given
+        if mech.on:  # under which model, threshold and score the advice was given
             issued = mech.issued(
                 advice.advised, lambda: advice.cf_scores(self.scorer)[0], d.threshold
             )
         stayers, leaving, order = advised_rows(applicants, rej, dropped, advice.goal,
                                                advice.X_cf, advice.advised, t, issued)  # fmt: skip
         known = None
-        if len(stayers) >= _REUSE_FROM and self._recording and not mech and self.scorer.is_linear:
+        if (
+            len(stayers) >= _REUSE_FROM
+            and self._recording
+            and not mech.on
+            and self.scorer.is_linear
+        ):
             # M(x_cf) is needed for the record anyway; a linear score is a function of the
             # row alone, so rows that end at x_cf (or where they were) need no new score
             stay = order[: len(stayers)]
@@ -340,50 +341,8 @@ class RecourseModel(mesa.Model):
 
     def _validate(self, d: Decision, rec: Recommendation | None) -> Advice:
         """The policy's advice to the rejected of ``d``, checked: shapes, [0, 1], immutables."""
-        X = d.obs.X
-        n, z = X.shape
-        name = self.policy_name
-        if n == 0:
-            if rec is not None and np.asarray(rec.goal).size:
-                raise RuntimeError(f"policy {name!r} advised candidates although none was rejected")
-            return Advice(np.empty(0), X, X.copy(), np.zeros(0, bool), {}, True, (0, 0, 0))
-        if not isinstance(rec, Recommendation):
-            raise TypeError(f"respond() needs a Recommendation for {n} rejected, got {rec!r}")
-        goal = np.asarray(rec.goal, dtype=float).reshape(-1)
-        X_cf = np.asarray(rec.X_cf, dtype=float)
-        if goal.shape != (n,) or X_cf.shape != (n, z):
-            raise RuntimeError(f"policy {name!r} returned goal {goal.shape} and X_cf "
-                               f"{X_cf.shape}; expected ({n},) and ({n}, {z})")  # fmt: skip
-        advised = (
-            filled(n, True, np.bool_) if rec.advised is None else np.asarray(rec.advised, bool)
-        )
-        residue = np.abs(X_cf - X) < _CHANGE_TOL
-        if residue.any():
-            X_cf = np.where(residue, X, X_cf)
-        # SPEC §2: a recommendation that changes nothing is no advice, whatever its goal
-        no_change = advised & residue.all(axis=1)
-        n_no_change = int(np.count_nonzero(no_change))
-        if n_no_change:
-            advised = advised & ~no_change
-        all_advised = np.count_nonzero(advised) == n
-        if not all_advised:
-            X_cf = np.where(advised[:, None], X_cf, X)
-            goal = np.where(advised, goal, np.nan)
-        n_unreached, n_withheld = (
-            0 if flags is None else int(np.count_nonzero(np.asarray(flags, dtype=bool) & ~advised))
-            for flags in (rec.unreached, rec.withheld)
-        )
-        lo, hi = np.minimum.reduce(X_cf, axis=None), np.maximum.reduce(X_cf, axis=None)
-        # NaN fails both comparisons, so this also catches non-finite advice
-        if not (lo >= -_BOUND_TOL and hi <= 1 + _BOUND_TOL):
-            raise RuntimeError(f"policy {name!r} returned counterfactuals outside [0, 1] (or NaN)")
-        if self._any_immutable and (X_cf[:, self.immutable] != X[:, self.immutable]).any():
-            raise RuntimeError(f"policy {name!r} changed an immutable feature")
-        if lo < 0 or hi > 1:
-            X_cf = np.clip(X_cf, 0.0, 1.0)
-        info = {key: np.asarray(v) for key, v in rec.info.items()}
-        counts = (n_unreached, n_withheld, n_no_change)
-        return Advice(goal, X, X_cf, advised, info, all_advised, counts)
+        immutable = self.immutable if self._any_immutable else None
+        return _checked_advice(d.obs.X, rec, immutable, self.policy_name)
 
     def _dropout(self, d: Decision, advice: Advice) -> np.ndarray:
         """(n,) bool: rejected applicants who give up now (eq. 6)."""
@@ -414,7 +373,7 @@ class RecourseModel(mesa.Model):
         X_new = X.copy()
         X_new.ravel()[changed[ok]] = x_cf_ok
         dprop = None
-        if self.mechanisms:  # changes may follow down a causal graph (§4)
+        if self.mechanisms.on:  # the world may carry changes on (a causal graph, §4)
             intervened = np.zeros(X.shape, dtype=bool)
             intervened.ravel()[changed[ok]] = True
             carried = self.mechanisms.propagate(X, X_new, intervened)
@@ -476,3 +435,51 @@ class RecourseModel(mesa.Model):
         c = self.config
         head = {"scenario": c.name, "policy": self.policy_name, "seed": c.seed, "ticks": self.tick}
         return self.recorder.summary(head)
+
+
+def _checked_advice(
+    X: np.ndarray, rec: Recommendation | None, immutable: np.ndarray | None, name: str
+) -> Advice:
+    """Policy ``name``'s advice ``rec`` to the rejected, whose features are X (n, z): shapes
+    checked, changes below _CHANGE_TOL dropped, a change of nothing no advice (SPEC §2), the
+    [0, 1] box and the ``immutable`` features (z,) bool (None: none) kept."""
+    n, z = X.shape
+    if n == 0:
+        if rec is not None and np.asarray(rec.goal).size:
+            raise RuntimeError(f"policy {name!r} advised candidates although none was rejected")
+        return Advice(np.empty(0), X, X.copy(), np.zeros(0, bool), {}, True, (0, 0, 0))
+    if not isinstance(rec, Recommendation):
+        raise TypeError(f"respond() needs a Recommendation for {n} rejected, got {rec!r}")
+    goal = np.asarray(rec.goal, dtype=float).reshape(-1)
+    X_cf = np.asarray(rec.X_cf, dtype=float)
+    if goal.shape != (n,) or X_cf.shape != (n, z):
+        raise RuntimeError(f"policy {name!r} returned goal {goal.shape} and X_cf "
+                           f"{X_cf.shape}; expected ({n},) and ({n}, {z})")  # fmt: skip
+    advised = filled(n, True, np.bool_) if rec.advised is None else np.asarray(rec.advised, bool)
+    residue = np.abs(X_cf - X) < _CHANGE_TOL
+    if residue.any():
+        X_cf = np.where(residue, X, X_cf)
+    # SPEC §2: a recommendation that changes nothing is no advice, whatever its goal
+    no_change = advised & residue.all(axis=1)
+    n_no_change = int(np.count_nonzero(no_change))
+    if n_no_change:
+        advised = advised & ~no_change
+    all_advised = np.count_nonzero(advised) == n
+    if not all_advised:
+        X_cf = np.where(advised[:, None], X_cf, X)
+        goal = np.where(advised, goal, np.nan)
+    n_unreached, n_withheld = (
+        0 if flags is None else int(np.count_nonzero(np.asarray(flags, dtype=bool) & ~advised))
+        for flags in (rec.unreached, rec.withheld)
+    )
+    lo, hi = np.minimum.reduce(X_cf, axis=None), np.maximum.reduce(X_cf, axis=None)
+    # NaN fails both comparisons, so this also catches non-finite advice
+    if not (lo >= -_BOUND_TOL and hi <= 1 + _BOUND_TOL):
+        raise RuntimeError(f"policy {name!r} returned counterfactuals outside [0, 1] (or NaN)")
+    if immutable is not None and (X_cf[:, immutable] != X[:, immutable]).any():
+        raise RuntimeError(f"policy {name!r} changed an immutable feature")
+    if lo < 0 or hi > 1:
+        X_cf = np.clip(X_cf, 0.0, 1.0)
+    info = {key: np.asarray(v) for key, v in rec.info.items()}
+    counts = (n_unreached, n_withheld, n_no_change)
+    return Advice(goal, X, X_cf, advised, info, all_advised, counts)

@@ -82,7 +82,7 @@ class Recorder:
         n_waiting = pool.n_waiting
         r = _responses(d, advice, dropped, outcome, self.difficulty)
         self.last_row = _tick_row(d, advice, r, leaving, outcome, n_waiting)
-        if self.mechanisms:
+        if self.mechanisms.on:
             self.mechanisms.row(d, advice, self.last_row, view)
         if policy_stats is not None:  # the policy's own figures (abm.interfaces.ReportsStats)
             self.last_row.update({f"policy_{k}": float(v) for k, v in policy_stats.items()})
@@ -132,7 +132,7 @@ class Recorder:
         exit_[accepted] = "accepted"
         exit_[rej[r.dropped]] = "dropped"
         chunk["exit"] = exit_
-        if self.mechanisms:
+        if self.mechanisms.on:
             self.mechanisms.events(d, advice, outcome, r.dropped, chunk, view)
         return chunk
 

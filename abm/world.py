@@ -252,6 +252,13 @@ class World:
             causal_graph=self.structure.graph, budget=c.budget, budget_scope=c.budget_scope,
         )  # fmt: skip
 
+    def entrants(self, n: int, streams: Any) -> tuple[np.ndarray, np.ndarray | None]:
+        """(X (n, z), group (n,) or None: all 0) of ``n`` new candidates: the features from
+        the arrivals stream; groups and proxies each from their own (§0)."""
+        if self.structure.plain:
+            return self.generator.sample(n, streams.arrivals), None
+        return self.draw(n, streams.arrivals, streams.get("groups"), streams.get("noncausal"))
+
     def true_probability(self, X: np.ndarray, c_star: float, sigma_star: float) -> np.ndarray:
         """h*(x) (n,) of rows X (n, z) (§1)."""
         return true_outcome_probability(X, self.w_star, c_star, sigma_star)

@@ -83,17 +83,17 @@ def measure_tick_floor(states: int, repeats: int) -> dict:
 
 
 def _replayed_halves(seed: int, at: int, repeats: int) -> dict:
-    from collections import deque
-
     from abm import RecourseModel
+    from abm.pool import Pool
 
     model = RecourseModel("paper", "threshold", seed=seed, agents=False, record_events=False)
     model.run(at)
 
     def restore(snap) -> None:
         # the model's own state, as RecourseModel.from_snapshot sets it (benchmark only)
-        model.tick, model._next_id, model.population = snap.tick, snap.next_id, snap.population
-        model._dropped_window = deque(snap.dropped)
+        c = model.config
+        model.tick, model._next_id = snap.tick, snap.next_id
+        model.pool = Pool(c.n_features, c.validity, snap.population, snap.dropped)
         model._pending = None if snap.pending is None else snap.pending.copy()
 
     def median_us(fn, *args) -> float:

@@ -39,17 +39,17 @@ def measure(settings: dict[str, dict], repeats: int) -> dict[str, dict]:
     """Median episode times per setting; the settings take turns within each repeat, so a
     ratio compares episodes run under the same load (paired by seed)."""
     from abm import RecourseModel
-    from abm.extensions import Mechanisms
+    from abm.mechanisms.retraining import Retraining
 
     refit_s: list[float] = []
-    original = Mechanisms._refit
+    original = Retraining._refit
 
-    def timed(self, r, streams):
+    def timed(self, r, streams, outcomes):
         t0 = time.perf_counter()
-        original(self, r, streams)
+        original(self, r, streams, outcomes)
         refit_s.append(time.perf_counter() - t0)
 
-    Mechanisms._refit = timed
+    Retraining._refit = timed
     times = {name: {"total": [], "excl": [], "refits": [], "apps": []} for name in settings}
     try:
         for fields in settings.values():  # worlds built and cached, POT imported
@@ -68,7 +68,7 @@ def measure(settings: dict[str, dict], repeats: int) -> dict[str, dict]:
                 times[name]["refits"] += refit_s
                 times[name]["apps"].append(int(model.tick_table()["n_applicants"].sum()))
     finally:
-        Mechanisms._refit = original
+        Retraining._refit = original
     base, base_apps = times["off"]["total"], times["off"]["apps"]
     out = {}
     for name, t in times.items():

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from abm import behaviour, metrics
-from abm.record import _mean_wait
 from abm.population import SCHEMA, Population
+from abm.record import _mean_wait
 from abm.rng import Streams, stream
 from policies.rl.encoding import N_BINS, histogram01
 

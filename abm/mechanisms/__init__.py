@@ -48,7 +48,10 @@ class Mechanisms:
 
     def __init__(self, config: ScenarioConfig, world: World, stages: tuple[Mechanism, ...] = ()):
         self.config, self.world, self.stages = config, world, stages
+        #: whether any mechanism is on (an attribute: the tick asks it several times)
+        self.on = bool(stages)
         self.true_probability_needed = any(m.needs_true_probability for m in stages)
+        self._retraining = self.find("retraining")
 
     @classmethod
     def build(cls, config: ScenarioConfig, world: World) -> Mechanisms:
@@ -56,7 +59,7 @@ class Mechanisms:
         return cls(config, world, tuple(m(config, world) for m in ORDER if m.name in on))
 
     def __bool__(self) -> bool:
-        return bool(self.stages)
+        return self.on
 
     def fork(self) -> Mechanisms:
         """A copy whose state changes leave this one alone."""
@@ -69,12 +72,14 @@ class Mechanisms:
     @property
     def scorer(self) -> DecisionModel:
         """The decision model in force (a refitted one under retraining)."""
-        return getattr(self.find("retraining"), "scorer", self.world.decision_model)
+        r = self._retraining
+        return self.world.decision_model if r is None else r.scorer
 
     @property
     def version(self) -> int:
         """How many times the decision model was refitted."""
-        return getattr(self.find("retraining"), "version", 0)
+        r = self._retraining
+        return 0 if r is None else r.version
 
     # -- decide ----------------------------------------------------------------------------
     def start_tick(self, t: int, waiting: Population, streams: Any) -> tuple[Any, ...]:
