@@ -39,7 +39,7 @@ class DecisionMaker(mesa.Agent):
     ) -> tuple[np.ndarray, np.ndarray, float]:
         """(scores (n,), accepted (n,) bool, threshold) of applicants X (n, z); ``rng``
         breaks ties at the threshold."""
-        scores = self.decision_model.score(X)
+        scores = self.model.scorer.score(X)
         accepted, threshold = select_top_k(scores, self.k, rng)
         return scores, accepted, threshold
 

@@ -68,21 +68,22 @@ class Recorder:
         reads its ``scorer``, ``pool``, ``streams`` and ``mechanisms``.
         """
         advice.cf_scores(model.scorer)
-        rej, a = d.rej, len(d.applicants)
-
-        def per_applicant(values, fill):  # accepted applicants got no advice: ``fill``
-            values = np.asarray(values)
-            out = np.full((a,) + values.shape[1:], fill, dtype=values.dtype)
-            out[rej] = values
-            return out
-
         pool, mechanisms = model.pool, self.mechanisms
-        view = RecordView(lambda: pool.waiting, model.streams, per_applicant,
-                          mechanisms.true_counterfactual)  # fmt: skip
-        n_waiting = pool.n_waiting
+        view = None
+        if self.record_events or mechanisms.on:
+            rej, a = d.rej, len(d.applicants)
+
+            def per_applicant(values, fill):  # accepted applicants got no advice: ``fill``
+                values = np.asarray(values)
+                out = np.full((a,) + values.shape[1:], fill, dtype=values.dtype)
+                out[rej] = values
+                return out
+
+            view = RecordView(lambda: pool.waiting, model.streams, per_applicant,
+                              mechanisms.true_counterfactual)  # fmt: skip
         r = _responses(d, advice, dropped, outcome, self.difficulty)
-        self.last_row = _tick_row(d, advice, r, leaving, outcome, n_waiting)
-        if self.mechanisms.on:
+        self.last_row = _tick_row(d, advice, r, leaving, outcome, pool.n_waiting)
+        if mechanisms.on:
             self.mechanisms.row(d, advice, self.last_row, view)
         if policy_stats is not None:  # the policy's own figures (abm.interfaces.ReportsStats)
             self.last_row.update({f"policy_{k}": float(v) for k, v in policy_stats.items()})
