@@ -41,12 +41,12 @@ from abm.tick import Advice, Decision, Outcome, reapplicant_feedback
 from abm.validation import require_int
 from abm.world import build_world
 
-# tolerance for a policy's counterfactual leaving the [0, 1] box (then clipped)
-_BOUND_TOL = 1e-9
-# a recommended change smaller than this (feature units) is round-off, not advice: solvers
-# leave residues of about 1e-16 where a need is exactly met, and whether one appears
-# depends on the CPU's kernels; each would be asked of the candidate and drawn for
-_CHANGE_TOL = 1e-9
+#: tolerance for a policy's counterfactual leaving the [0, 1] box (then clipped)
+BOUND_TOL = 1e-9
+#: a recommended change smaller than this (feature units) is round-off, not advice: solvers
+#: leave residues of about 1e-16 where a need is exactly met, and whether one appears
+#: depends on the CPU's kernels; each would be asked of the candidate and drawn for
+CHANGE_TOL = 1e-9
 # from this many stayers, scores of rows ending at x_cf or at x are reused, not recomputed
 _REUSE_FROM = 1024
 
@@ -441,7 +441,7 @@ def _checked_advice(
     X: np.ndarray, rec: Recommendation | None, immutable: np.ndarray | None, name: str
 ) -> Advice:
     """Policy ``name``'s advice ``rec`` to the rejected, whose features are X (n, z): shapes
-    checked, changes below _CHANGE_TOL dropped, a change of nothing no advice (SPEC §2), the
+    checked, changes below CHANGE_TOL dropped, a change of nothing no advice (SPEC §2), the
     [0, 1] box and the ``immutable`` features (z,) bool (None: none) kept."""
     n, z = X.shape
     if n == 0:
@@ -456,7 +456,7 @@ def _checked_advice(
         raise RuntimeError(f"policy {name!r} returned goal {goal.shape} and X_cf "
                            f"{X_cf.shape}; expected ({n},) and ({n}, {z})")  # fmt: skip
     advised = filled(n, True, np.bool_) if rec.advised is None else np.asarray(rec.advised, bool)
-    residue = np.abs(X_cf - X) < _CHANGE_TOL
+    residue = np.abs(X_cf - X) < CHANGE_TOL
     if residue.any():
         X_cf = np.where(residue, X, X_cf)
     # SPEC §2: a recommendation that changes nothing is no advice, whatever its goal
@@ -474,7 +474,7 @@ def _checked_advice(
     )
     lo, hi = np.minimum.reduce(X_cf, axis=None), np.maximum.reduce(X_cf, axis=None)
     # NaN fails both comparisons, so this also catches non-finite advice
-    if not (lo >= -_BOUND_TOL and hi <= 1 + _BOUND_TOL):
+    if not (lo >= -BOUND_TOL and hi <= 1 + BOUND_TOL):
         raise RuntimeError(f"policy {name!r} returned counterfactuals outside [0, 1] (or NaN)")
     if immutable is not None and (X_cf[:, immutable] != X[:, immutable]).any():
         raise RuntimeError(f"policy {name!r} changed an immutable feature")

@@ -10,6 +10,11 @@ for a while can aim for the highest threshold seen recently instead:
 is the standard last-threshold goal, so ``recent-max:window=1+exact-linear`` reproduces
 the ``threshold`` policy exactly.
 
+The thresholds are remembered from real ticks only: a planner's forks (``abm.planning``)
+call the policy for ticks that never happen, and what it learnt from them would change
+the real run (rule ``fork-safe`` of ``abm.testing.check_policy``, which the package's
+tests run).
+
 Registered through the ``recourse_abm.policies`` entry point (see ``pyproject.toml``):
 goal selector ``recent-max`` (``recent-max:window=5,margin=0.01+exact-linear``) and
 policy ``recent-max`` (recent-max + exact-linear; its keywords go to exact-linear).
@@ -48,13 +53,20 @@ class RecentMax:
 
     def prepare(self, ctx: PolicyContext) -> None:
         self._recent.clear()  # a new run starts with no history
+        # planners (abm.planning) call the policy on forks of the model, for ticks that
+        # never happen; while one runs, ``running`` is True (None: a context without one)
+        self._simulator = ctx.extra.get("simulator")
 
     def select(self, obs: RecourseObs, rng: np.random.Generator) -> float:
+        recent = list(self._recent)
         if not np.isnan(obs.threshold):
-            self._recent.append(float(obs.threshold))
-        if not self._recent:
+            recent.append(float(obs.threshold))
+            if not getattr(self._simulator, "running", False):
+                self._recent.append(float(obs.threshold))  # remembered from real ticks only
+        recent = recent[-self.window :]
+        if not recent:
             return float("nan")  # nobody has applied yet: no goal to aim for
-        return float(min(max(self._recent) + self.margin, 1.0))
+        return float(min(max(recent) + self.margin, 1.0))
 
 
 def register(registry: Registry) -> None:
