@@ -27,6 +27,7 @@ from mesa.agent import AgentSet
 
 from abm import behaviour
 from abm.agents import Candidate, CandidateHandles, DecisionMaker
+from abm.card import Card
 from abm.config import ScenarioConfig
 from abm.interfaces import Recommendation, RecourseObs, RecoursePolicy
 from abm.mechanisms import Mechanisms
@@ -395,7 +396,7 @@ class RecourseModel(mesa.Model):
             if partial.any():
                 score_now[partial] = self.scorer.score(X_new[partial])
             data["score_now"] = score_now
-        return Outcome(rows, cols, ok, effort, implemented, dprop)
+        return Outcome(rows, cols, ok, effort, implemented, X, X_new, dprop)
 
     # -- the record and the agents --------------------------------------------------------
     def row_of(self, cid: int) -> int:
@@ -429,6 +430,11 @@ class RecourseModel(mesa.Model):
     def candidate_table(self) -> pd.DataFrame:
         """One row per application (:meth:`abm.record.Recorder.candidate_table`)."""
         return self.recorder.candidate_table()
+
+    def outcome_card(self) -> Card:
+        """The outcome card of the run so far (:mod:`abm.card`): the same figures for every
+        policy, NaN with a reason where a figure's mechanism is off or it is undefined."""
+        return self.recorder.card(self.population)
 
     def summary(self) -> dict[str, Any]:
         """Episode means over defined ticks (rr, rf, gini, mean_cost) and totals."""

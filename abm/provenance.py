@@ -34,8 +34,10 @@ import numpy as np
 # 1: up to 0.1.0; 2: 0.2.0 (eq. 16's NaN rule in PopulationEnv rewards, strict JSON);
 # 3: 0.3.0 (SPEC §2 advice edge cases: ties, "change nothing", unreachable goals, Gini);
 # 4: 0.6.0 (results that travel: scores within 1e-9 of the threshold are tied, changes
-# below 1e-9 are round-off, not advice).
-RESULTS_SCHEMA = 4
+# below 1e-9 are round-off, not advice); 5: 0.8.0 (the outcome card's tick columns:
+# n_short_of_goal, and with outcomes n_qualified_accepted, true_gain_sum, advised_change,
+# noncausal_change).
+RESULTS_SCHEMA = 5
 
 # packages whose versions can change a simulation's numbers
 VERSIONED = ("recourse-abm", "mesa", "numpy", "scipy", "scikit-learn", "pandas", "torch")

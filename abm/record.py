@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from abm import metrics
+from abm.card import Card, outcome_card
 from abm.config import ScenarioConfig
 from abm.mechanisms import Mechanisms, RecordView
 from abm.population import Population
@@ -24,13 +25,14 @@ TICK_COLUMNS = (
     "tick", "threshold", "n_applicants", "n_new", "n_reapplied", "n_accepted", "n_rejected",
     "n_dropped", "n_waiting", "n_succ", "n_succ_accepted", "n_rejected_window", "rr", "rf",
     "gini", "gini_cost", "mean_goal", "mean_cf_score", "mean_error", "n_unadvised", "n_unreached",
-    "n_withheld", "n_no_change", "n_below_threshold", "mean_cost", "effort",
+    "n_withheld", "n_no_change", "n_below_threshold", "n_short_of_goal", "mean_cost", "effort",
     "wasted_effort", "n_implemented", "mean_time_to_accept",
 )  # fmt: skip
 # the integer columns: the tick and every count
 _COUNT_COLUMNS = tuple(c for c in TICK_COLUMNS if c == "tick" or c.startswith("n_"))
 _MECHANISM_COUNTS = ("model_version", "w_dist_n")
-#: advice "falls short of the threshold" when M(x_cf) < threshold - GOAL_TOL
+#: advice "falls short of the threshold" (of its goal) when M(x_cf) < threshold - GOAL_TOL
+#: (goal - GOAL_TOL)
 GOAL_TOL = 1e-6
 
 
@@ -49,6 +51,8 @@ class Recorder:
         self.columns = TICK_COLUMNS + mechanisms.tick_columns()
         self.collector = TickCollector(model_reporters={c: _reporter(c) for c in self.columns})
         self.events: list[dict[str, np.ndarray]] = []
+        # each candidate's total effort, as they leave (accepted or dropped out)
+        self._exit_effort: list[np.ndarray] = []
         self.last_row: dict[str, float] = {}
         self.last_tick: TickState | None = None
 
@@ -83,8 +87,9 @@ class Recorder:
                               mechanisms.true_counterfactual)  # fmt: skip
         r = _responses(d, advice, dropped, outcome, self.difficulty)
         self.last_row = _tick_row(d, advice, r, leaving, outcome, pool.n_waiting)
+        self._exit_effort += [d.applicants.effort[d.accepted], leaving.effort]
         if mechanisms.on:
-            self.mechanisms.row(d, advice, self.last_row, view)
+            self.mechanisms.row(d, advice, outcome, self.last_row, view)
         if policy_stats is not None:  # the policy's own figures (abm.interfaces.ReportsStats)
             self.last_row.update({f"policy_{k}": float(v) for k, v in policy_stats.items()})
         self.last_tick = TickState(
@@ -171,6 +176,12 @@ class Recorder:
             }
         )
 
+    def card(self, waiting: Population) -> Card:
+        """The outcome card (:mod:`abm.card`) of the run so far; ``waiting`` is the pool
+        (its candidates' effort counts as spent so far)."""
+        spent = np.concatenate([*self._exit_effort, waiting.effort])
+        return outcome_card(self.tick_table(), spent, self.config)
+
     def summary(self, head: dict[str, Any]) -> dict[str, Any]:
         """``head`` followed by the episode means over defined ticks and the totals."""
         ticks = self.tick_table()
@@ -239,6 +250,7 @@ def _tick_row(d: Decision, advice: Advice, r: _Responses, leaving: Population,
         "n_withheld": n_withheld,
         "n_no_change": n_no_change,
         "n_below_threshold": np.count_nonzero(r.cf_adv < d.threshold - GOAL_TOL),
+        "n_short_of_goal": np.count_nonzero(r.cf_adv < r.goal_adv - GOAL_TOL),
         "mean_cost": metrics.nanmean(cost_adv),
         "effort": float(np.add.reduce(outcome.effort)),
         "wasted_effort": float(np.add.reduce(leaving.effort)),

@@ -92,13 +92,15 @@ class Advice:
 class Outcome:
     """Implementation draws of the stayers: changed entries (``rows``, ``cols``) (e,), their
     success ``ok`` (e,), realised ``effort`` (s,), whether each stayer did everything asked
-    (s,), and ``dprop`` (s, z): changes that followed down the causal graph, if any."""
+    (s,), their features before and after (``X_before``, ``X_after``, (s, z)), and
+    ``dprop`` (s, z): changes that followed down the causal graph, if any."""
 
-    __slots__ = ("rows", "cols", "ok", "effort", "implemented", "dprop")
+    __slots__ = ("rows", "cols", "ok", "effort", "implemented", "X_before", "X_after", "dprop")
 
-    def __init__(self, rows, cols, ok, effort, implemented, dprop=None) -> None:
+    def __init__(self, rows, cols, ok, effort, implemented, X_before, X_after, dprop=None):
         self.rows, self.cols, self.ok = rows, cols, ok
         self.effort, self.implemented, self.dprop = effort, implemented, dprop
+        self.X_before, self.X_after = X_before, X_after
 
 
 def reapplicant_feedback(t: int, returning: Population, extra: dict[str, Any]):

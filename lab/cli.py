@@ -218,6 +218,17 @@ def summary_table(summary: dict[str, Any], title: str) -> Table:
     return table
 
 
+def card_table(card: Any, title: str) -> Table:
+    """The outcome card (abm.card): every figure, and why a figure is undefined."""
+    table = Table(title=title, show_header=True, header_style="bold")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_column("undefined because", style="dim")
+    for _, label, value, reason in card.rows():
+        table.add_row(label, fmt(value) if value == value else "–", reason)
+    return table
+
+
 def _option_bounds(field: str) -> dict[str, Any]:
     """typer's ``min``/``max`` for an option that sets a scenario field (bounds live in
     :class:`ScenarioConfig`, once)."""
@@ -294,6 +305,7 @@ def run(
         f"{model.config.name} · {policy} · seed {model.config.seed} · {model.tick} ticks"
     )
     console.print(summary_table(summary, title))
+    console.print(card_table(model.outcome_card(), "outcome card"))
     plots = "metrics.png" + (", extensions.png" if model.config.mechanisms else "")
     console.print(f"results written to [bold]{escape(str(out))}[/] (ticks.parquet, summary.json, {plots}"
                   + (", candidates.parquet)" if events else ")"))  # fmt: skip

@@ -23,11 +23,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from abm.card import FIGURES as CARD_FIGURES
+from abm.card import NAMES as CARD_NAMES
 from abm.config import ScenarioConfig
 from abm.scenarios import resolve_scenario
 from abm.validation import ConfigError, problem
 from lab.study import Study, collect, paired_seeds, parse_seeds
-from lab.study.analysis import png_bytes
+from lab.study.analysis import nested_bootstrap, png_bytes
 from lab.study.experiments import BENCH_RECOMMENDERS, EPISODE_METRICS, mean_std
 
 Progress = Callable[[int, int], None]
@@ -59,13 +61,39 @@ def _aggregate(per_episode: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _per_episode(ticks: pd.DataFrame, runs: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """run_id -> {rr, rf, gini, mean_cost, n_unadvised} of an ``episode`` study."""
+    """run_id -> {rr, rf, gini, mean_cost, n_unadvised, card: {figure: value}} of an
+    ``episode`` study."""
     unadvised = ticks.groupby("run_id", sort=False)["n_unadvised"].sum()
     failed = runs[runs["status"] != "ok"]
     if len(failed):
         raise RuntimeError(f"{len(failed)} episode(s) failed; first: {failed['error'].iloc[0]}")
     return {r.run_id: {**{k: float(getattr(r, k)) for k in METRICS},
-                       "n_unadvised": int(unadvised[r.run_id])} for r in runs.itertuples()}  # fmt: skip
+                       "n_unadvised": int(unadvised[r.run_id]),
+                       "card": {k: float(getattr(r, k)) for k in CARD_NAMES}}
+            for r in runs.itertuples()}  # fmt: skip
+
+
+def _card(per: dict[str, dict], cells: list[list[str]]) -> dict[str, dict[str, float]]:
+    """figure -> {mean, lo, hi}: the card of one policy over ``cells`` (worlds x episodes
+    of run ids), worlds as a random effect (:func:`nested_bootstrap`)."""
+    out = {}
+    for k in CARD_NAMES:
+        v = np.array([[per[rid]["card"][k] for rid in world] for world in cells])
+        mean, lo, hi = nested_bootstrap(v)
+        out[k] = {"mean": mean, "lo": lo, "hi": hi}
+    return out
+
+
+def _paired(per: dict, cells: list[list[str]], base: list[list[str]]) -> dict[str, dict]:
+    """figure -> {mean, lo, hi} of the paired difference (policy - baseline) on the same
+    worlds and episodes."""
+    out = {}
+    for k in CARD_NAMES:
+        v = np.array([[per[a]["card"][k] - per[b]["card"][k] for a, b in zip(wa, wb, strict=True)]
+                      for wa, wb in zip(cells, base, strict=True)])  # fmt: skip
+        mean, lo, hi = nested_bootstrap(v)
+        out[k] = {"mean": mean, "lo": lo, "hi": hi}
+    return out
 
 
 def evaluate(scenario: ScenarioConfig | str | Path, policy: str, episodes: int = 10, seed: int = 0,
@@ -87,6 +115,8 @@ def evaluate_many(
     workers: int = 1,
     *,
     seeds: Any = None,
+    world_seeds: Any = None,
+    baseline: str | None = "none",
     store: str | Path | None = None,
     scheduler: Any = None,
     progress: Progress | None = None,
@@ -95,25 +125,50 @@ def evaluate_many(
     """:func:`evaluate` for several policies on the same paired seeds.
 
     ``seeds`` (any form of :func:`lab.study.parse_seeds`) replaces ``seed`` and
-    ``episodes``; ``store`` keeps the runs there (a rerun resumes); ``scheduler`` runs them
-    on Dask.
+    ``episodes``; ``world_seeds`` (the same syntax) runs every episode seed in each of
+    those worlds (default: the scenario's one world); ``store`` keeps the runs there (a
+    rerun resumes); ``scheduler`` runs them on Dask.
+
+    Each result also holds the outcome card (``card``: figure -> mean, lo, hi, worlds as a
+    random effect, :func:`lab.study.analysis.nested_bootstrap`), ``card_reasons`` (why a
+    figure is undefined in this world) and, for every policy but ``baseline`` when it is
+    among ``policies``, the paired difference to it (``vs_baseline``).
     """
     run_seeds = _seeds(seed, episodes, seeds)
+    config = (
+        resolve_scenario(scenario).replace(**overrides) if overrides else resolve_scenario(scenario)
+    )
+    worlds = (parse_seeds(world_seeds, "world_seeds") if world_seeds is not None
+              else (config.world_seed,))  # fmt: skip
     policies = list(dict.fromkeys(policies))
+    sweep: dict[str, Any] = {"policy": policies}
+    if world_seeds is not None:
+        sweep["world_seed"] = list(worlds)
     study = Study.build(resolve_scenario(scenario), name="evaluate", overrides=overrides,
-                        seeds=list(run_seeds), metrics=["n_unadvised"],
-                        sweep={"policy": policies})  # fmt: skip
+                        seeds=list(run_seeds), metrics=["n_unadvised"], sweep=sweep)  # fmt: skip
     ticks, runs = collect(study, store, workers=_workers(workers), scheduler=scheduler,
                           progress=progress)  # fmt: skip
     per = _per_episode(ticks, runs)
-    by_policy: dict[str, list[dict[str, Any]]] = {p: [] for p in policies}
+    cells = {p: {w: [] for w in worlds} for p in policies}
     for r in study.runs():
-        by_policy[r.policy].append(per[r.run_id])
-    return [{"scenario": _scenario_name(scenario), "policy": p, "episodes": len(run_seeds),
-             "seed": run_seeds[0], "seeds": list(run_seeds), **_aggregate(by_policy[p]),
-             "per_episode": by_policy[p],
-             "overrides": {k: (list(v) if isinstance(v, tuple) else v) for k, v in overrides.items()}}
-            for p in policies]  # fmt: skip
+        cells[r.policy][r.params.get("world_seed", config.world_seed)].append(r.run_id)
+    grid = {p: [cells[p][w] for w in worlds] for p in policies}
+    reasons = {f.name: f"needs {f.needs}" for f in CARD_FIGURES
+               if f.needs and f.needs not in config.mechanisms}  # fmt: skip
+    out = []
+    for p in policies:
+        flat = [per[rid] for world in grid[p] for rid in world]
+        result = {"scenario": _scenario_name(scenario), "policy": p, "episodes": len(run_seeds),
+                  "seed": run_seeds[0], "seeds": list(run_seeds), "worlds": list(worlds),
+                  **_aggregate(flat), "card": _card(per, grid[p]), "card_reasons": reasons,
+                  "per_episode": flat,
+                  "overrides": {k: (list(v) if isinstance(v, tuple) else v)
+                                for k, v in overrides.items()}}  # fmt: skip
+        if baseline in policies and p != baseline:
+            result["vs_baseline"] = {"policy": baseline,
+                                     "card": _paired(per, grid[p], grid[baseline])}  # fmt: skip
+        out.append(result)
+    return out
 
 
 # -- recommender benchmark (durable-recourse-rl Table 1 protocol) ---------------------------

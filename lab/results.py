@@ -31,6 +31,9 @@ def write_run(model, out: str | Path) -> dict[str, Any]:
     if model.record_events:
         model.candidate_table().to_parquet(out / "candidates.parquet", index=False)
     summary = model.summary()
+    card = model.outcome_card()
+    summary["card"] = card.values
+    summary["card_reasons"] = card.reasons
     summary["results_schema"] = RESULTS_SCHEMA
     summary["policy_spec"] = model.policy_name
     summary["artefacts"] = artefacts_used(model.policy)

@@ -16,11 +16,10 @@ PNG = b"\x89PNG\r\n\x1a\n"
 def test_evaluate_is_paired_and_reproducible():
     a = evaluate("paper", "threshold", episodes=3, seed=5, ticks=20)
     b = evaluate("paper", "threshold", episodes=3, seed=5, ticks=20)
-    assert a == b
-    assert (
-        a["per_episode"][0]
-        == evaluate("paper", "threshold", episodes=1, seed=5, ticks=20)["per_episode"][0]
-    )
+    # NaN != NaN: the card's undefined figures compare as text
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    one = evaluate("paper", "threshold", episodes=1, seed=5, ticks=20)["per_episode"][0]
+    assert json.dumps(a["per_episode"][0]) == json.dumps(one)
     assert {"rr_mean", "rr_std", "rf_mean", "rf_std", "gini_mean", "cost_mean"} <= set(a)
     with pytest.raises(ValueError, match="episodes = 0 is not allowed"):
         evaluate("paper", "threshold", episodes=0)
@@ -48,8 +47,9 @@ def test_evaluate_pairs_episode_i_with_seed_s_plus_i_for_every_policy(tmp_path):
 @pytest.mark.slow
 def test_evaluate_on_local_workers_matches_serial():
     serial = evaluate_many("paper", ["threshold", "threshold-true"], seeds="7-8", ticks=6)
-    assert evaluate_many("paper", ["threshold", "threshold-true"], seeds=[7, 8], workers=2,
-                         ticks=6) == serial  # fmt: skip
+    local = evaluate_many("paper", ["threshold", "threshold-true"], seeds=[7, 8], workers=2,
+                          ticks=6)  # fmt: skip
+    assert json.dumps(local, sort_keys=True) == json.dumps(serial, sort_keys=True)
 
 
 @pytest.mark.slow

@@ -73,3 +73,11 @@ def test_episode_means_skip_undefined_ticks():
     assert s["rr"] == 0.5 and s["rf"] == 0.5 and s["n_accepted"] == 6
     assert s["mean_time_to_accept"] == 0.5
     assert np.isclose(s["gini_cost"], 0.3) and s["n_unadvised"] == 3 and s["n_withheld"] == 1
+
+
+def test_no_card_figure_is_named_like_a_scenario_field():
+    """A study keeps every card figure as a column beside the swept fields."""
+    from abm.card import NAMES
+    from abm.config import FIELD_NAMES
+
+    assert not set(NAMES) & set(FIELD_NAMES)

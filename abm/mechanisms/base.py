@@ -76,7 +76,8 @@ class Mechanism:
         """The tick-table columns this mechanism adds in a scenario."""
         return ()
 
-    def row(self, state: Any, d: Decision, advice: Advice, row: dict, view: RecordView) -> None:
+    def row(self, state: Any, d: Decision, advice: Advice, outcome: Outcome, row: dict,
+            view: RecordView) -> None:  # fmt: skip
         """Add this mechanism's figures of the tick to ``row``."""
 
     def events(self, state: Any, d: Decision, advice: Advice, outcome: Outcome,

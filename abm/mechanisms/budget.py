@@ -57,8 +57,8 @@ class Budget(Mechanism):
     def tick_columns(cls, config) -> tuple[str, ...]:
         return ("budget_spent", "budget_left")
 
-    def row(self, state: BudgetTick, d: Decision, advice: Advice, row: dict,
-            view: RecordView) -> None:  # fmt: skip
+    def row(self, state: BudgetTick, d: Decision, advice: Advice, outcome: Outcome,
+            row: dict, view: RecordView) -> None:  # fmt: skip
         row["budget_spent"] = state.spent
         row["budget_left"] = self.left
 

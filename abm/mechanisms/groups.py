@@ -44,8 +44,8 @@ class Groups(Mechanism):
             cols += [f"{name}_g{g}" for g in range(config.n_groups)]
         return tuple(cols)
 
-    def row(self, state: GroupsTick, d: Decision, advice: Advice, row: dict,
-            view: RecordView) -> None:  # fmt: skip
+    def row(self, state: GroupsTick, d: Decision, advice: Advice, outcome: Outcome,
+            row: dict, view: RecordView) -> None:  # fmt: skip
         """§7.3: the DP gap, W1 between groups in the pool, and per-group rates."""
         G, applicants, accepted = self.config.n_groups, d.applicants, d.accepted
         group = applicants.group

@@ -16,7 +16,8 @@ from abm.population import Population
 from abm.tick import Advice, Decision, Outcome
 
 COLUMNS = ("n_revealed", "n_revealed_pos", "tp_rate", "mean_p_true_accepted",
-           "improvement_rate", "mean_true_gain", "impl_improvement_rate", "gaming_rate")  # fmt: skip
+           "improvement_rate", "mean_true_gain", "impl_improvement_rate", "gaming_rate",
+           "n_qualified_accepted", "true_gain_sum", "advised_change", "noncausal_change")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -125,8 +126,12 @@ class Outcomes(Mechanism):
         """w*·x (n,) for rows X (n, z)."""
         return np.add.reduce(X * self.world.w_star, axis=1)
 
-    def row(self, state: OutcomesTick, d: Decision, advice: Advice, row: dict,
-            view: RecordView) -> None:  # fmt: skip
+    def true_probability(self, X: np.ndarray) -> np.ndarray:
+        """h*(x) (n,) for rows X (n, z)."""
+        return probability_of_score(self.config, self.true_score(X))
+
+    def row(self, state: OutcomesTick, d: Decision, advice: Advice, outcome: Outcome,
+            row: dict, view: RecordView) -> None:  # fmt: skip
         c, applicants, accepted, p_app = self.config, d.applicants, d.accepted, d.p_true
         adv = advice.advised
         s_cf = self.true_score(view.true_counterfactual(advice)[adv])
@@ -148,6 +153,17 @@ class Outcomes(Mechanism):
         acc = accepted[ret][succ]
         row["impl_improvement_rate"] = metrics.ratio(np.count_nonzero(good), good.shape[0])
         row["gaming_rate"] = metrics.ratio(np.count_nonzero(acc & ~good), np.count_nonzero(acc))
+        # the outcome card's figures (abm/card.py): who is accepted qualifies truly, and
+        # what implemented advice and advised change do to h*
+        row["n_qualified_accepted"] = int(np.count_nonzero(p_app[accepted] >= 0.5))
+        done = outcome.implemented
+        before, after = outcome.X_before[done], outcome.X_after[done]
+        gain = self.true_probability(after) - self.true_probability(before)
+        row["true_gain_sum"] = float(np.add.reduce(gain))
+        change = np.abs(advice.X_cf[adv] - advice.X[adv])
+        row["advised_change"] = float(np.add.reduce(change, axis=None))
+        proxies = list(c.noncausal_features)
+        row["noncausal_change"] = float(np.add.reduce(change[:, proxies], axis=None))
 
     def events(self, state: OutcomesTick, d: Decision, advice: Advice, outcome: Outcome,
                dropped: np.ndarray, chunk: dict, view: RecordView) -> None:  # fmt: skip

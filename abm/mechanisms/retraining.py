@@ -121,8 +121,8 @@ class Retraining(Mechanism):
     def tick_columns(cls, config) -> tuple[str, ...]:
         return COLUMNS
 
-    def row(self, state: RetrainingTick, d: Decision, advice: Advice, row: dict,
-            view: RecordView) -> None:  # fmt: skip
+    def row(self, state: RetrainingTick, d: Decision, advice: Advice, outcome: Outcome,
+            row: dict, view: RecordView) -> None:  # fmt: skip
         row.update(state.figures)
 
     def events(self, state: RetrainingTick, d: Decision, advice: Advice, outcome: Outcome,

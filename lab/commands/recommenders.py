@@ -47,6 +47,48 @@ def _evaluation_table(scenario: str, results: list[dict[str, Any]]) -> Table:
     return table
 
 
+def _interval(cell: dict[str, float]) -> str:
+    if cell["mean"] != cell["mean"]:
+        return "–"
+    if cell["lo"] == cell["hi"]:
+        return f"{cell['mean']:.3g}"
+    return f"{cell['mean']:.3g} [{cell['lo']:.3g}, {cell['hi']:.3g}]"
+
+
+def card_tables(results: list[dict[str, Any]]) -> list[Table]:
+    """The outcome card of each policy (a column each: mean [95 % interval]), then the
+    paired differences to the baseline policy, where it was evaluated too."""
+    from abm.card import FIGURES
+
+    worlds = results[0]["worlds"]
+    where = f"{len(worlds)} worlds" if len(worlds) > 1 else f"one world (world_seed {worlds[0]})"
+    reasons = results[0]["card_reasons"]
+    shown = [f for f in FIGURES if f.name not in reasons]
+    tables = []
+    card = Table(title=f"outcome card · {where} · mean [95 % interval]", header_style="bold")
+    card.add_column("figure")
+    for r in results:
+        card.add_column(r["policy"], justify="right")
+    for f in shown:
+        card.add_row(f.label, *(_interval(r["card"][f.name]) for r in results))
+    tables.append(card)
+    paired = [r for r in results if "vs_baseline" in r]
+    if paired:
+        base = paired[0]["vs_baseline"]["policy"]
+        diff = Table(title=f"difference from {base} on the same worlds and episodes",
+                     header_style="bold")  # fmt: skip
+        diff.add_column("figure")
+        for r in paired:
+            diff.add_column(f"{r['policy']} - {base}", justify="right")
+        for f in shown:
+            diff.add_row(f.label, *(_interval(r["vs_baseline"]["card"][f.name]) for r in paired))
+        tables.append(diff)
+    if reasons:
+        off = ", ".join(sorted({why.removeprefix("needs ") for why in reasons.values()}))
+        tables[-1].caption = f"not shown: the figures of mechanisms off here ({off})"
+    return tables
+
+
 def evaluate(
     scenario: ScenarioOpt = "paper",
     policy: Annotated[
@@ -58,6 +100,13 @@ def evaluate(
     ] = 10,
     seed: FirstSeedOpt = 0,
     seeds: SeedsOpt = None,
+    world_seeds: Annotated[
+        str | None,
+        typer.Option(help="world seeds, each with every episode seed: N (0..N-1), A-B or A,B,C"),
+    ] = None,
+    baseline: Annotated[
+        str, typer.Option(help="policy the others are paired against, when evaluated too")
+    ] = "none",
     workers: WorkersOpt = 1,
     scheduler: Annotated[
         str | None, typer.Option(help="Dask scheduler address, e.g. tcp://host:8786")
@@ -70,8 +119,9 @@ def evaluate(
     ] = None,  # fmt: skip
     set_: Annotated[list[str] | None, typer.Option("--set", help="KEY=VALUE override")] = None,
 ) -> None:
-    """Mean ± std of RR, RF, Gini and cost over paired episodes, per policy (with --out:
-    evaluation.json and evaluation.png)."""
+    """Mean ± std of RR, RF, Gini and cost over paired episodes, per policy, and the outcome
+    card with 95 % intervals (worlds as a random effect) and paired differences to the
+    baseline (with --out: evaluation.json and evaluation.png)."""
     from lab.evaluation import evaluate_many, plot_evaluation
 
     out = None if out is None else output_dir(out)
@@ -80,11 +130,14 @@ def evaluate(
         task = bar.add_task("episodes", total=None)
         results = evaluate_many(
             scenario, policies, episodes, seed, workers, seeds=seeds, scheduler=scheduler,
+            world_seeds=world_seeds, baseline=baseline,
             store=None if out is None else out / "episodes",
             progress=lambda done, total: bar.update(task, completed=done, total=total),
             **parse_overrides(set_),
         )  # fmt: skip
     console.print(_evaluation_table(scenario, results))
+    for table in card_tables(results):
+        console.print(table)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         payload = results[0] if len(results) == 1 else {"results": results, **results[0]}

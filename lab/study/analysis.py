@@ -24,7 +24,8 @@ POLICY_FIGURE = "policies.png"
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["StudyReport", "build_report", "load_study", "pareto_figure", "pareto_front",
+__all__ = ["StudyReport", "build_report", "load_study", "nested_bootstrap", "pareto_figure",
+           "pareto_front",
            "plot_pareto", "plot_sweep", "png_bytes", "policy_figure", "read_manifest", "report",
            "run_status", "summarize", "sweep_figure", "write_plots"]  # fmt: skip
 
@@ -46,6 +47,38 @@ def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:
             front.append(i)
             best = y[i]
     return np.array(front[::-1], dtype=np.int64)
+
+
+def nested_bootstrap(
+    values: np.ndarray, resamples: int = 2000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float, float]:
+    """Mean of ``values`` (W worlds, E episodes) and its ``level`` interval, with worlds
+    as a random effect: each resample draws W worlds with replacement, then E episodes
+    with replacement within each drawn world. Worlds weigh alike (the mean of world
+    means, NaN entries skipped). One world: only its episodes are resampled, and the
+    interval speaks of that world alone. Returns (mean, lo, hi), NaN where undefined."""
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 2 or v.size == 0:
+        raise ValueError(f"values must be (worlds, episodes), got shape {v.shape}")
+    mean = _world_mean(v[None])[0]
+    if mean != mean:
+        return (math.nan, math.nan, math.nan)
+    n_w, n_e = v.shape
+    rng = np.random.default_rng(seed)
+    worlds = rng.integers(0, n_w, (resamples, n_w)) if n_w > 1 else np.zeros((resamples, 1), int)
+    episodes = rng.integers(0, n_e, (resamples, n_w, n_e))
+    stats = _world_mean(v[worlds[:, :, None], episodes])
+    lo, hi = np.nanquantile(stats, [(1 - level) / 2, (1 + level) / 2])
+    return (float(mean), float(lo), float(hi))
+
+
+def _world_mean(v: np.ndarray) -> np.ndarray:
+    """(R, W, E) -> (R,): per resample, the mean over worlds of each world's defined mean."""
+    defined = ~np.isnan(v)
+    n = defined.sum(axis=2)
+    per_world = np.where(n > 0, np.where(defined, v, 0.0).sum(axis=2) / np.maximum(n, 1), np.nan)
+    k = (~np.isnan(per_world)).sum(axis=1)
+    return np.where(k > 0, np.nansum(per_world, axis=1) / np.maximum(k, 1), np.nan)
 
 
 def _t_quantile(n: int) -> float:

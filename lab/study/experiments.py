@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
+from abm.card import NAMES as CARD_NAMES
 from abm.config import ScenarioConfig
 from abm.metrics import mechanism_summary, nanmean
 from abm.model import RecourseModel
@@ -82,7 +83,7 @@ class Experiment:
 # elapsed_s in all, setup_s building the model, run_s running the ticks)
 SUMMARY_COLUMNS = ("rr", "rf", "gini", "mean_cost", "n_accepted", "n_dropped", "n_reapplied",
                    "n_succ", "wasted_effort", "effort", "mean_time_to_accept", "elapsed_s",
-                   "setup_s", "run_s")  # fmt: skip
+                   "setup_s", "run_s", *(n for n in CARD_NAMES if n not in ("rr", "rf", "effort")))  # fmt: skip
 
 
 def run_episode(config: ScenarioConfig, policy: str, params: BaseModel,
@@ -104,6 +105,9 @@ def run_episode(config: ScenarioConfig, policy: str, params: BaseModel,
     extension = mechanism_summary(ticks)
     row = {k: summary[k] for k in summary if k not in ("scenario", "policy", "seed", *extension)}
     row.update(setup_s=setup_s, run_s=run_s)
+    # the outcome card: the same columns in every run, NaN where a figure is undefined
+    card = model.outcome_card().values
+    row.update({name: card[name] for name in CARD_NAMES})
     for m in metrics:
         if m not in ticks.columns:  # an extension column of a run that has it off
             ticks[m] = np.nan

@@ -1,0 +1,126 @@
+"""The outcome card (abm/card.py): known answers from the candidate table, NaN with reasons,
+and the evaluation's intervals with worlds as a random effect."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from abm import RecourseModel
+from abm.card import FIGURES, NAMES, cvar
+from lab.study.analysis import nested_bootstrap
+
+
+@pytest.fixture(scope="module")
+def paper():
+    return RecourseModel("paper", "threshold", seed=3, ticks=40, agents=False).run()
+
+
+def test_every_figure_is_there_in_order_with_a_reason_where_undefined(paper):
+    card = paper.outcome_card()
+    assert list(card.values)[: len(NAMES)] == list(NAMES)
+    for name, value in card.values.items():
+        assert (value != value) == (name in card.reasons), name
+    off = {f.name for f in FIGURES if f.needs}
+    assert {k for k, why in card.reasons.items() if why.startswith("needs ")} == off
+
+
+def test_figures_agree_with_the_candidate_table(paper):
+    card, cand = paper.outcome_card().values, paper.candidate_table()
+    acc = cand[cand.accepted]
+    assert card["accept_rate"] == pytest.approx(len(acc) / len(cand), rel=1e-12)
+    assert card["time_to_accept"] == pytest.approx((acc.tick - acc.entered).mean(), rel=1e-12)
+    advised = cand[cand.goal.notna()]
+    assert card["cost_recommended"] == pytest.approx(advised.cost.mean(), rel=1e-9)
+    short = advised.cf_score < advised.goal - 1e-6
+    assert card["short_of_goal_share"] == short.mean() == 0.0
+    rejected = cand[~cand.accepted]
+    assert card["unadvised_share"] == pytest.approx(rejected.goal.isna().mean(), abs=1e-12)
+
+
+def test_the_effort_of_every_candidate_adds_up_to_the_effort_spent(paper):
+    """Each candidate's total effort (accepted, dropped out or waiting) sums to the effort
+    of every tick: the CVaR is taken over the same effort the tick table counts."""
+    rec = paper.recorder
+    spent = np.concatenate([*rec._exit_effort, paper.population.effort])
+    assert len(spent) == paper.tick_table()["n_new"].sum()
+    assert spent.sum() == pytest.approx(paper.tick_table()["effort"].sum(), rel=1e-12)
+    assert paper.outcome_card().values["cvar95_effort"] == cvar(spent)
+
+
+def test_cvar_is_the_mean_of_the_costliest_five_percent():
+    assert cvar(np.arange(100.0)) == np.mean([95, 96, 97, 98, 99])
+    assert cvar(np.array([3.0])) == 3.0 and math.isnan(cvar(np.zeros(0)))
+    assert cvar(np.arange(21.0)) == pytest.approx((20 + 19) / 2)
+
+
+def test_no_advice_leaves_the_cost_figures_undefined_with_a_reason():
+    card = RecourseModel("paper", "none", seed=0, ticks=10, agents=False).run().outcome_card()
+    assert card.values["unadvised_share"] == 1.0 and card.values["effort"] == 0.0
+    assert card.reasons["cost_recommended"] == "no advice was given"
+    assert card.reasons["rr"] == "no candidate reapplied having carried out advice"
+
+
+def test_advice_on_proxies_gains_nothing_true_and_advice_on_causes_does():
+    """improvement: exact-linear with uniform costs moves the feature the model weighs most,
+    a proxy there (all of its change non-causal, no gain in h*); without proxies the
+    same advice moves causal features and h* rises."""
+    proxies = RecourseModel("improvement", "threshold", seed=0, ticks=30, agents=False).run()
+    card = proxies.outcome_card().values
+    assert card["noncausal_share"] == 1.0 and card["true_gain"] == 0.0
+    causal = RecourseModel("paper", "threshold", seed=0, ticks=30, agents=False,
+                           outcome_delay=2).run()  # fmt: skip
+    c2 = causal.outcome_card()
+    assert c2.values["true_gain"] > 0.01
+    assert c2.reasons["noncausal_share"] == "the world has no non-causal features"
+
+
+def test_group_and_budget_figures_appear_where_their_mechanisms_are_on():
+    groups = RecourseModel("groups", "threshold", seed=0, ticks=20, agents=False).run()
+    card = groups.outcome_card().values
+    assert {"rr_g0", "rr_g1", "rf_g0", "rf_g1"} <= set(card)
+    assert card["rr_gap"] == pytest.approx(abs(card["rr_g0"] - card["rr_g1"]))
+    budget = RecourseModel("budget", "threshold", seed=0, ticks=20, agents=False).run()
+    spent = budget.tick_table()["budget_spent"].sum()
+    assert budget.outcome_card().values["budget_spent"] == pytest.approx(spent)
+
+
+# -- intervals with worlds as a random effect ------------------------------------------------
+
+
+def test_constant_values_give_a_point_interval():
+    assert nested_bootstrap(np.full((4, 3), 0.25)) == (0.25, 0.25, 0.25)
+
+
+def test_worlds_that_differ_widen_the_interval_beyond_one_worlds():
+    rng = np.random.default_rng(1)
+    v = rng.normal(0.0, 1.0, (10, 1)) + rng.normal(0.0, 0.05, (10, 8))
+    _, lo, hi = nested_bootstrap(v)
+    _, lo1, hi1 = nested_bootstrap(v[:1])
+    assert hi - lo > 10 * (hi1 - lo1)
+    assert nested_bootstrap(v, seed=3) == nested_bootstrap(v, seed=3)
+
+
+def test_worlds_weigh_alike_and_undefined_entries_are_skipped():
+    v = np.array([[1.0, np.nan, np.nan], [3.0, 3.0, 3.0]])
+    assert nested_bootstrap(v)[0] == 2.0  # the mean of world means, not of entries
+    assert all(math.isnan(x) for x in nested_bootstrap(np.full((2, 2), np.nan)))
+
+
+@pytest.mark.slow
+def test_evaluate_runs_every_episode_seed_in_every_world_and_pairs_with_the_baseline():
+    from lab.evaluation import evaluate_many
+
+    res = evaluate_many("paper", ["none", "threshold"], seeds="0-1", world_seeds="3,7",
+                        ticks=8)  # fmt: skip
+    none, thr = res
+    assert none["worlds"] == [3, 7] and len(thr["per_episode"]) == 4
+    assert "vs_baseline" not in none and thr["vs_baseline"]["policy"] == "none"
+    diff = thr["vs_baseline"]["card"]["accept_rate"]["mean"]
+    assert diff == pytest.approx(thr["card"]["accept_rate"]["mean"]
+                                 - none["card"]["accept_rate"]["mean"])  # fmt: skip
+    one_world = evaluate_many("paper", ["threshold"], seeds="0-1", world_seed=7, ticks=8)[0]
+    assert json.dumps(one_world["per_episode"]) == json.dumps(thr["per_episode"][2:])
