@@ -93,6 +93,25 @@ _FIXED: dict[str, ScenarioConfig] = {
         description="long-term fairness (SCARF): two groups, group 0 lower on features 0-4, "
         "a causal graph from 0-3 to 5-8, an episode budget of 20 (L1), outcomes after 1 tick",
     ),
+    # every world extension at once (issue 33): the world the five families meet in
+    "lending": _PAPER.replace(
+        name="lending",
+        validity=5,
+        noncausal_features=(8, 9),
+        noncausal_strength=0.9,
+        outcome_delay=5,
+        retrain_every=10,
+        retrain_data="outcomes",
+        group_share=(0.5, 0.5),
+        group_shift=((-0.1,) * 5 + (0.0,) * 5, (0.0,) * 10),
+        causal_graph=((7, 4, 0.6), (4, 1, 0.5)),
+        budget=5.0,
+        budget_scope="tick",
+        description="a lending market with every extension on: two groups (group 0 lower on "
+        "features 0-4), proxies 8 and 9 the model rewards but repayment ignores, repayments "
+        "revealed 5 ticks after a loan and the model refitted on them every 10 ticks, a "
+        "causal chain 7 -> 4 -> 1, and a counselling budget of 5 (L1) per tick",
+    ),
     "budget": _PAPER.replace(
         name="budget",
         budget=1.0,

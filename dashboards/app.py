@@ -551,6 +551,20 @@ def Views(session: Session):
                 ChartView(c, p, t, session.gate, stem).key(c.name)
     ApplicantsCard(m, t, frame, on_pick)
     AgentView(session)
+    OutcomeCard(m, frame)
+
+
+@solara.component
+def OutcomeCard(model: DashboardModel, frame: int):
+    """The outcome card of the run so far: the figures the command line and the studies
+    report, for both policies side by side."""
+    rows = solara.use_memo(lambda: data.card_rows(model), [model, frame])
+    if not rows:
+        return
+    with solara.Card("Outcome card (the run so far)", classes=["rabm-card"]):
+        solara.Text("The same figures for every policy (docs/outcome-card.md); figures of "
+                    "mechanisms that are off are left out.")  # fmt: skip
+        solara.DataFrame(pd.DataFrame(rows), items_per_page=40)
 
 
 @solara.component

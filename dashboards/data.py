@@ -386,3 +386,26 @@ def applicant_exists(run: Run, cid: int, t: int) -> bool:
     """Whether ``cid`` applied at some tick 0..t."""
     apps = run.apps(0, t)
     return bool(apps) and bool(np.any(apps["cid"] == cid))
+
+
+def card_rows(model: DashboardModel) -> list[dict[str, str]]:
+    """The outcome card (abm/card.py) of the run so far, one row per figure defined for at
+    least one policy: {"figure": label, <policy>: value, ...}; the same figures as
+    ``recourse-abm run`` and the studies. Empty before the first tick."""
+    if model.tick == 0:
+        return []
+    s = model.settings
+    cards = [(s.policy, model.outcome_card())]
+    if model.twin is not None:
+        cards.append((f"{s.compare} (side by side)", model.twin.outcome_card()))
+    rows = []
+    for name, label, _, _ in cards[0][1].rows():
+        values = [c.values.get(name, float("nan")) for _, c in cards]
+        if all(v != v for v in values):
+            continue
+        row = {"figure": label}
+        row.update(
+            {p: "–" if v != v else f"{v:.3g}" for (p, _), v in zip(cards, values, strict=True)}
+        )
+        rows.append(row)
+    return rows

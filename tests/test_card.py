@@ -124,3 +124,13 @@ def test_evaluate_runs_every_episode_seed_in_every_world_and_pairs_with_the_base
                                  - none["card"]["accept_rate"]["mean"])  # fmt: skip
     one_world = evaluate_many("paper", ["threshold"], seeds="0-1", world_seed=7, ticks=8)[0]
     assert json.dumps(one_world["per_episode"]) == json.dumps(thr["per_episode"][2:])
+
+
+def test_the_docs_figure_table_is_the_codes():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "card_table.py"
+    res = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr

@@ -68,18 +68,6 @@ SETTINGS = {
 # one broken (a fixed policy fails test_registered_policy until its entry goes), and
 # every rule not listed must pass. To be fixed by another issue.
 KNOWN: dict[str, dict[str, str]] = {
-    "threshold-wachter": {
-        # Wachter stops once M(x_cf) >= g - tol, tol = 1e-3: every advised row ends
-        # 8.3e-4..9.7e-4 short of its goal (paper: 59 of 59 rows)
-        "goal-reached": "Wachter's tol = 1e-3: advice ends up to 9.7e-4 short of its goal",
-        # a row whose own score is within tol of the goal is returned unchanged, yet
-        # CompositePolicy marks it advised (the model demotes it: n_no_change, 52 rows in
-        # 8 paper ticks)
-        "honest-masks": "rows within tol = 1e-3 of the goal come back unchanged but advised",
-    },
-    "hybrid-wachter": {
-        "goal-reached": "Wachter's tol = 1e-3: advice ends up to 9.4e-4 short of its goal",
-    },
     # the ARLIM policies draw their arms from the generator of their first recommend and
     # record every pick (open picks, pick counter, LinUCB/BwO statistics) in recommend,
     # so a planning fork's calls change the real advice from tick 0 on

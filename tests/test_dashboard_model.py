@@ -715,3 +715,17 @@ def test_page_refuses_crafted_values(page):
     _button(rc, v, "Step").click()
     assert "1 of 100 ticks run" in _status(rc)  # still the old, valid run
     assert set(dashboard_policies()) >= {"threshold", "none"}
+
+
+def test_the_outcome_card_shows_both_policies_and_only_the_figures_that_apply():
+    model = stepped(Settings.from_preset("groups", compare="none"), 6)
+    rows = data.card_rows(model)
+    first = next(r for r in rows if r["figure"].startswith("recourse feasibility"))
+    assert set(first) == {"figure", "threshold", "none (side by side)"}
+    assert first["none (side by side)"] == "0"
+    labels = {r["figure"] for r in rows}
+    assert any("demographic-parity" in f for f in labels)  # groups on
+    assert not any("h*(x)" in f for f in labels)  # outcomes off: left out
+    card = model.outcome_card().values
+    assert first["threshold"] == f"{card['rf']:.3g}"
+    assert data.card_rows(stepped(Settings.from_preset("paper"), 0)) == []

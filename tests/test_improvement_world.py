@@ -46,7 +46,7 @@ def feedback(tick, ids=(), X=None, cf=None, after=None, accepted=(), out_ids=(),
 
 
 def test_reward_needs_implementation_acceptance_and_a_good_outcome():
-    pol = ImproveLinUCB(n_arms=2, window=10)
+    pol = ImproveLinUCB(n_arms=2, window=10, advice="arm")
     pol.prepare(context())
     X = np.array([[0.1, 0.1, 0.3], [0.2, 0.0, 0.7], [0.0, 0.2, 0.1]])
     rec = pol.recommend(observation(0, [7, 8, 9], X), np.random.default_rng(0))
@@ -77,7 +77,7 @@ def test_reward_needs_implementation_acceptance_and_a_good_outcome():
 
 
 def test_bad_outcome_and_window_close_at_zero():
-    pol = ImproveProto(n_arms=2, window=3)
+    pol = ImproveProto(n_arms=2, window=3, advice="arm")
     pol.prepare(context())
     X = np.array([[0.1, 0.1, 0.3], [0.2, 0.0, 0.7]])
     rec = pol.recommend(observation(0, [1, 2], X), np.random.default_rng(0))
@@ -89,7 +89,7 @@ def test_bad_outcome_and_window_close_at_zero():
 
 
 def test_default_window_is_validity_plus_delay_and_bad_parameters():
-    pol = ImproveProto()
+    pol = ImproveProto(advice="arm")
     pol.prepare(context(delay=4, validity=5))
     assert pol.window == 9
     with pytest.raises(ConfigError, match=r"window = '?0'? is not allowed"):
@@ -100,7 +100,7 @@ def test_default_window_is_validity_plus_delay_and_bad_parameters():
         make_policy("improve-bwo:max_samples=1.5")
     with pytest.raises(ConfigError, match=r"advice"):
         make_policy("improve-proto:advice=half")
-    few = ImproveProto(n_arms=5)
+    few = ImproveProto(n_arms=5, advice="arm")
     few.prepare(context())
     with pytest.warns(UserWarning, match="using all of them"):
         few.recommend(observation(0, [1], [[0.1, 0.1, 0.3]]), np.random.default_rng(0))
@@ -183,7 +183,7 @@ def test_costs_and_proto_rows_equal_the_plain_expressions_bit_for_bit():
                         immutable=~mutable, difficulty=np.ones(z), k=1, m=1, validity=1,
                         beta=0.05, ticks=5, X_train=X_train,
                         extra={"scenario": SimpleNamespace(outcome_delay=1)})  # fmt: skip
-    pol = ImproveProto(n_arms=K)
+    pol = ImproveProto(n_arms=K, advice="arm")
     pol.prepare(ctx)
     pol._draw_arms(np.random.default_rng(0))
     for n in (1, 7, 33, 5):  # the buffer grows, then is reused smaller

@@ -195,3 +195,16 @@ def test_experiment_parameters_are_set_swept_and_part_of_the_run_id():
     # an episode keeps the id of its configuration and policy alone
     episode = build(seeds=1).runs()[0]
     assert episode.run_id == run_id(episode.config, episode.policy)
+
+
+def test_a_scenario_axis_starts_each_point_from_its_preset_with_set_applied():
+    study = Study.build("paper", zip=[{"scenario": ["paper", "groups"],
+                                       "policy": ["threshold", "none"]}],
+                        sweep={"world_seed": [0, 1]}, seeds=2, ticks=5, set={"k": 4})  # fmt: skip
+    runs = study.runs()
+    assert len(runs) == 2 * 2 * 2 and len({r.run_id for r in runs}) == 8
+    groups = [r for r in runs if r.params["scenario"] == "groups"]
+    assert all(r.policy == "none" and r.config["group_share"] == [0.5, 0.5] for r in groups)
+    assert all(r.config["ticks"] == 5 and r.config["k"] == 4 for r in runs)
+    with pytest.raises(ConfigError, match=r"^sweep.scenario\[0\] = 'nowhere' is not allowed"):
+        Study.build("paper", sweep={"scenario": ["nowhere"]})

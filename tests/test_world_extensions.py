@@ -77,7 +77,7 @@ def test_defaults_switch_every_extension_off_and_leave_the_config_dict_alone():
     assert c.mechanisms == frozenset()
     assert not set(EXTENSION_DEFAULTS) & set(c.to_dict())
     for name in PRESETS:
-        if name not in (*EXTENSION_PRESETS, "fair-scarf", "german-credit"):
+        if name not in (*EXTENSION_PRESETS, "fair-scarf", "lending", "german-credit"):
             assert not set(EXTENSION_DEFAULTS) & set(PRESETS[name].to_dict()), name
     on = ScenarioConfig(budget=2.0)
     assert on.to_dict()["budget"] == 2.0 and "retrain_every" not in on.to_dict()
@@ -468,3 +468,16 @@ def test_mesa_agents_score_with_the_model_in_force_after_a_refit():
     assert (
         cand.score == expected != m.world.decision_model.score(cand.observed_features[None, :])[0]
     )
+
+
+def test_the_lending_preset_switches_every_mechanism_on():
+    """The combined world of the five-families study: every mechanism at once, and a run
+    records every mechanism's columns."""
+    assert PRESETS["lending"].mechanisms == {"outcomes", "retraining", "groups", "causal",
+                                             "budget"}  # fmt: skip
+    m = _run("threshold", 12, scenario="lending", seed=1)
+    ticks = m.tick_table()
+    for col in ("n_revealed", "model_version", "dp_gap", "budget_left", "true_gain_sum"):
+        assert col in ticks
+    assert ticks["model_version"].iloc[-1] == 1 and (ticks["budget_spent"] <= 5.0 + 1e-9).all()
+    assert {"dprop_7", "group", "p_true", "budget_cost"} <= set(m.candidate_table().columns)

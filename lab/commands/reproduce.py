@@ -482,6 +482,37 @@ def _report_pareto(res: dict, setting: str, out: Path, summary: str) -> None:
         )
 
 
+def five_families(
+    out: Annotated[Path, typer.Option(help="output directory (the runs stay in OUT/store)")] = Path(
+        "results/five-families"
+    ),
+    quick: Annotated[
+        bool,
+        typer.Option(help="2 worlds x 2 episodes of 8 ticks, 3 presets: a check, not a result"),
+    ] = False,
+    workers: Annotated[int, typer.Option(min=1, help="parallel processes")] = 2,
+    report_only: Annotated[
+        bool, typer.Option(help="rebuild the report from the runs already in OUT/store")
+    ] = False,
+) -> None:
+    """The five families in one set of worlds: each family's strongest policies in the
+    combined world and every single-mechanism preset, 10 worlds x 5 episodes (about 2
+    CPU-hours; resumable), then report.html and leaderboard.csv."""
+    from lab.experiments import five_families as ff
+
+    out = output_dir(out)
+    if report_only:
+        res = ff.write_report(ff.read_runs(out, quick), out, quick)
+    else:
+        with progress_bar() as bar:
+            task = bar.add_task("episodes", total=None)
+            res = ff.run(out, quick=quick, workers=workers, log=console.print,
+                         progress=lambda done, total: bar.update(task, completed=done,
+                                                                 total=total))  # fmt: skip
+    console.print(f"report: [bold]{escape(str(res['report']))}[/], "
+                  f"leaderboard: {escape(str(res['leaderboard']))}")  # fmt: skip
+
+
 def register(app: typer.Typer) -> None:
     reproduce_app = typer.Typer(
         help="Reproduce published results (tables as CSV, figures as PNG).",
@@ -492,4 +523,5 @@ def register(app: typer.Typer) -> None:
     reproduce_app.command("improvement")(improvement)
     reproduce_app.command("fairness")(fairness)
     reproduce_app.command("robust")(robust)
+    reproduce_app.command("five-families")(five_families)
     app.add_typer(reproduce_app, name="reproduce")

@@ -1,9 +1,10 @@
 """Study specification: an experiment, a base scenario, parameter sweeps, seeds and metrics.
 
 A study is a grid: every combination of the sweep axes, times every seed. An axis is one
-scenario field, ``policy`` or a parameter of the experiment, with a list or a range of
-values; a ``[[zip]]`` group is one axis whose fields advance together (``n_initial`` and
-``m`` of equal length, say). Every run has a stable id derived from everything that
+scenario field, ``policy``, ``scenario`` (presets by name: each point starts from that
+preset, with ``[set]`` applied) or a parameter of the experiment, with a list or a range
+of values; a ``[[zip]]`` group is one axis whose fields advance together (``n_initial``
+and ``m`` of equal length, or the pairs of ``scenario`` and ``policy`` to run). Every run has a stable id derived from everything that
 determines its result (the scenario's content, policy, seed, experiment and its
 parameters, the results schema; see :func:`run_id`), so results can be resumed and merged
 in any order, and a changed input gets a new id. The experiments are those of
@@ -65,7 +66,7 @@ from abm.mechanisms import tick_columns
 from abm.provenance import RESULTS_SCHEMA
 from abm.record import TICK_COLUMNS
 from abm.registry import REGISTRY
-from abm.scenarios import resolve_scenario
+from abm.scenarios import PRESETS, resolve_scenario
 from abm.validation import ConfigError, one_line, problem
 from lab.study.experiments import EXPERIMENTS, SUMMARY_COLUMNS, Experiment
 
@@ -306,6 +307,9 @@ class Study:
     skipped_policies: tuple[str, ...] = ()
     experiment: str = "episode"
     settings: dict[str, Any] = field(default_factory=dict)  # fixed experiment parameters
+    # the scenario fields of [set] (and ticks): applied again to each preset of a
+    # `scenario` axis
+    fixed: dict[str, Any] = field(default_factory=dict)
 
     # -- construction ---------------------------------------------------------------
     @classmethod
@@ -350,7 +354,7 @@ class Study:
         except ValidationError as exc:
             raise ConfigError(one_line(exc, allowed_fields=TOP_KEYS)) from None
         experiment = EXPERIMENTS[spec.experiment]
-        base, settings, seen = _fixed(spec, experiment, base_dir)
+        base, settings, seen, fixed = _fixed(spec, experiment, base_dir)
         skipped: list[str] = []
         axes = _axes(spec, experiment, seen, skipped)
         policy = _fixed_policy(spec, experiment, seen)
@@ -362,7 +366,7 @@ class Study:
                     metrics=metrics, report_metrics=report, description=spec.description,
                     spec=_canonical(dict(data)), source=source, source_text=source_text,
                     skipped_policies=tuple(dict.fromkeys(skipped)), experiment=spec.experiment,
-                    settings=settings)  # fmt: skip
+                    settings=settings, fixed=fixed)  # fmt: skip
         study.runs()  # validates every grid point (scenario and experiment parameters)
         return study
 
@@ -401,10 +405,14 @@ class Study:
         out = []
         for point in self.points():
             policy = point.get("policy", self.policy)
-            changes = {k: v for k, v in point.items() if k != "policy" and k not in param_names}
+            changes = {k: v for k, v in point.items()
+                       if k not in ("policy", "scenario") and k not in param_names}  # fmt: skip
             where = ", ".join(f"{k}={v!r}" for k, v in point.items())
             try:
-                config = self.base.replace(**changes)
+                base = self.base
+                if "scenario" in point:  # a preset of the scenario axis, with [set] applied
+                    base = resolve_scenario(point["scenario"]).replace(**self.fixed)
+                config = base.replace(**changes)
                 settings = _settings(experiment, {**self.settings, **{
                     k: v for k, v in point.items() if k in param_names}}, "")  # fmt: skip
             except ConfigError as exc:
@@ -455,11 +463,12 @@ def _fixed(spec: StudyFile, experiment: Experiment, base_dir: str | Path | None)
         if key in _NOT_SWEPT:
             raise ConfigError(f"set.{key} is not allowed: {_NOT_SWEPT[key]}")
     params = {k: v for k, v in fixed.items() if k in experiment.params.model_fields}
+    changes = {k: v for k, v in fixed.items() if k not in params}
     try:
-        base = base.replace(**{k: v for k, v in fixed.items() if k not in params})
+        base = base.replace(**changes)
     except ConfigError as exc:
         raise ConfigError(f"[set]: {exc}") from None
-    return base, _settings(experiment, params, "set"), set(fixed)
+    return base, _settings(experiment, params, "set"), set(fixed), changes
 
 
 def _settings(experiment: Experiment, params: dict[str, Any], prefix: str) -> dict[str, Any]:
@@ -545,8 +554,8 @@ def _check_axis_field(key: str, where: str, seen: set[str], experiment: Experime
         raise ConfigError(f"{where}: {key} cannot be swept: {_NOT_SWEPT[key]}")
     if key == "policy" and not experiment.policy:
         raise ConfigError(f"{where}: experiment {experiment.name!r} takes no policy")
-    if key != "policy" and key not in FIELD_NAMES and key not in params:
-        allowed = ["policy"] * experiment.policy + list(params) + [
+    if key not in ("policy", "scenario") and key not in FIELD_NAMES and key not in params:
+        allowed = ["policy"] * experiment.policy + ["scenario"] + list(params) + [
             f for f in FIELD_NAMES if f not in _NOT_SWEPT]  # fmt: skip
         raise ConfigError(f"{where}: unknown scenario field {key!r}; allowed: "
                           + ", ".join(allowed))  # fmt: skip
@@ -602,6 +611,10 @@ def _axis_values(
             if not isinstance(v, str):
                 raise ConfigError(problem(f"{where}[{i}]", v, "a policy name"))
             _check_policy(v, f"{where}[{i}]")
+    elif key == "scenario":
+        for i, v in enumerate(values):
+            if not (isinstance(v, str) and v in PRESETS):
+                raise ConfigError(problem(f"{where}[{i}]", v, f"a preset ({', '.join(PRESETS)})"))
     else:
         values = [_as_field_type(key, v) for v in values]
     return values

@@ -39,15 +39,17 @@ def torch_scorer(model: Any) -> Callable[[Any], Any]:
 class Wachter(FollowsModel):
     """Proximal gradient descent with a growing lambda, batched over candidates.
 
-    Each iteration takes a Gauss-Newton-scaled gradient step on (M(x') - g)^2 and then
+    Advice must reach its goal g (SPEC §2): the descent aims ``tol`` above it, at
+    g' = min(g + tol, (1 + g) / 2), and a row counts as reached only at M(x') >= g.
+    Each iteration takes a Gauss-Newton-scaled gradient step on (M(x') - g')^2 and then
     the exact proximal step of ||x' - x||_1 / lambda (a soft threshold, so features
     that do not pay for themselves stay exactly unchanged), clipped to the bounds with
-    immutable features fixed. Every ``check`` iterations, rows still short of
-    g - ``tol`` double their lambda (Wachter's schedule). After ``max_iter`` iterations
-    (an iteration cap, never a clock), rows short of g - ``tol`` get a NaN row: no advice.
-    It stops earlier once every row is within ``tol`` of its goal and either no entry
-    moves by ``xtol`` or ``min_iter`` iterations have passed. M is the decision model in
-    force (``use_model``), its torch function rebuilt when it changes.
+    immutable features fixed. Every ``check`` iterations, rows still below g double
+    their lambda (Wachter's schedule). After ``max_iter`` iterations (an iteration cap,
+    never a clock), rows below g get a NaN row: no advice (unreached). It stops earlier
+    once every row lies in [g, g' + tol] and either no entry moves by ``xtol`` or
+    ``min_iter`` iterations have passed. M is the decision model in force
+    (``use_model``), its torch function rebuilt when it changes.
     """
 
     def __init__(
@@ -112,6 +114,7 @@ class Wachter(FollowsModel):
         hi = torch.from_numpy(np.asarray(self.ctx.upper, dtype=float))
         mutable = torch.from_numpy(np.asarray(self.ctx.mutable, dtype=float))
         lam = torch.full_like(g, self.lam)
+        target = torch.minimum(g + self.tol, (1.0 + g) / 2.0)  # aimed at: above the goal
         x = x0.clone()
         for it in range(1, self.max_iter + 1):
             with torch.enable_grad():
@@ -119,7 +122,7 @@ class Wachter(FollowsModel):
                 s = self.f(xv)
                 (grad,) = torch.autograd.grad(s.sum(), xv)  # rows are independent
             grad = grad * mutable
-            r = (s.detach() - g)[:, None]
+            r = (s.detach() - target)[:, None]
             norm2 = (grad * grad).sum(dim=1, keepdim=True).clamp_min(1e-12)
             # Gauss-Newton scaling: step eta = lr / (2 lambda |grad M|^2), so one step would
             # close the linearised gap at lr = 1; the prox threshold is eta itself
@@ -132,12 +135,12 @@ class Wachter(FollowsModel):
             x = x_new
             if it % self.check == 0:
                 s = self.f(x)
-                short = s < g - self.tol
-                close = bool(((s - g).abs() <= self.tol).all())
+                short = s < g
+                close = bool(((s >= g) & (s <= target + self.tol)).all())
                 if close and (moved < self.xtol or it >= self.min_iter):
-                    break  # every row is within tolerance of its goal (and settled)
+                    break  # every row reaches its goal, close to the aim (and settled)
                 lam = torch.where(short, lam * 2.0, lam)
-        short = (self.f(x) < g - self.tol).numpy()
+        short = (self.f(x) < g).numpy()
         return x.numpy().copy(), short
 
     def observe(self, feedback: Feedback) -> None:

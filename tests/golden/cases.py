@@ -72,6 +72,8 @@ CASES += [
     {"scenario": "fair-scarf", "policy": "scarf-mlp", "seed": 0, "ticks": 20, "tol": (1e-5, 1e-9), "slow": True},
     {"scenario": "fair-scarf", "policy": "scarf", "seed": 0, "ticks": 20, "tol": (1e-5, 1e-9), "slow": True},
     {"scenario": "german-credit", "policy": "threshold", "seed": 0, "ticks": 20},
+    {"scenario": "lending", "policy": "threshold", "seed": 0, "ticks": 30},
+    {"scenario": "lending", "policy": "safear", "seed": 1, "ticks": 20},
 ]  # fmt: skip
 
 #: PopulationEnv traces (the RL environment's observations, rewards and infos) kept beside

@@ -1,0 +1,238 @@
+"""The five families in one set of worlds (issue 33, item 6).
+
+Runs ``studies/five-families.toml`` (each family's strongest policies in the combined
+world ``lending`` and every single-mechanism preset, 10 worlds x 5 paired episodes) and
+``studies/five-families-rl.toml`` (``rl`` and a hybrid, whose artefacts exist for world 0
+of ``paper`` only), then writes the report: per preset a leaderboard of the outcome card
+(mean [95 % interval], worlds as a random effect), the paired difference of every policy
+to ``threshold`` (the strongest simple baseline beside the constant margin) and to
+``none``, and three trade-off charts (RR against RF; group gap against RR; true gain
+against cost). ``leaderboard.csv`` holds every figure; ``report.html`` shows them.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from abm.card import FIGURES
+from abm.provenance import RESULTS_SCHEMA, now
+from abm.scenarios import PRESETS
+from lab.study import Study, collect, load_study
+from lab.study.analysis import nested_bootstrap, png_bytes
+from lab.study.page import STYLE
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDIES = (ROOT / "studies" / "five-families.toml", ROOT / "studies" / "five-families-rl.toml")
+BASELINES = ("threshold", "none")
+MARGIN = "last-threshold:margin=0.05+exact-linear:weights=estimated"
+SHORT = {MARGIN: "margin 0.05 (estimated d)"}
+# the figures of the leaderboard, in order; those of a mechanism that is off are left out
+SHOWN = ("rr", "rf", "accept_rate", "cost_recommended", "cost_incurred", "cvar95_effort",
+         "unadvised_share", "true_gain", "noncausal_share", "qualified_rate", "still_valid",
+         "valid_after_refit", "dp_gap", "rr_gap", "rf_gap", "budget_spent")  # fmt: skip
+LABELS = {f.name: f.label for f in FIGURES}
+NEEDS = {f.name: f.needs for f in FIGURES}
+
+
+def studies(quick: bool = False) -> list[Study]:
+    """The two studies; ``quick``: 2 worlds x 2 episodes of 8 ticks, the combined world,
+    paper and groups, for a check that every piece runs (not for conclusions)."""
+    out = []
+    for path in STUDIES:
+        data = tomllib.loads(path.read_text())
+        if quick:
+            data.update(seeds=2, ticks=8)
+            if "world_seed" in data.get("sweep", {}):
+                data["sweep"]["world_seed"] = [0, 1]
+            zipped = data.get("zip")
+            if zipped:
+                keep = [i for i, s in enumerate(zipped[0]["scenario"])
+                        if s in ("lending", "paper", "groups")
+                        and zipped[0]["policy"][i] not in ("robust-l1", "safear")]  # fmt: skip
+                data["zip"] = [{k: [v[i] for i in keep] for k, v in zipped[0].items()}]
+            data["name"] = data["name"] + "-quick"
+        out.append(Study.from_dict(data, source=str(path)))
+    return out
+
+
+def run(out: str | Path, *, quick: bool = False, workers: int = 2,
+        progress: Callable[[int, int], None] | None = None,
+        log: Callable[[str], None] = print) -> dict[str, Any]:  # fmt: skip
+    """Run (or resume) both studies under ``out``/store and write the report."""
+    out = Path(out)
+    frames = []
+    for study in studies(quick):
+        log(f"{study.name}: {study.n_runs} runs")
+        _, runs = collect(study, out / "store" / study.name, workers=workers, progress=progress)
+        frames.append(_tidy(runs, study))
+    runs = pd.concat(frames, ignore_index=True)
+    return write_report(runs, out, quick)
+
+
+def _tidy(runs: pd.DataFrame, study: Study) -> pd.DataFrame:
+    runs = runs.copy()
+    failed = runs[runs["status"] != "ok"]
+    if len(failed):
+        raise RuntimeError(f"{study.name}: {len(failed)} run(s) failed; first: "
+                           f"{failed['error'].iloc[0]}")  # fmt: skip
+    if "scenario" not in runs:
+        runs["scenario"] = study.base.name
+    if "world_seed" not in runs:
+        runs["world_seed"] = study.base.world_seed
+    runs["study"] = study.name
+    return runs
+
+
+def leaderboard(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per (study, preset, policy, figure): mean, lo, hi over worlds and episodes,
+    and the paired difference to each baseline run on the same worlds and seeds."""
+    rows = []
+    for (study, preset), part in runs.groupby(["study", "scenario"], sort=False):
+        on = PRESETS[preset].mechanisms
+        worlds = sorted(part["world_seed"].unique())
+        cells = {p: _cells(g, worlds) for p, g in part.groupby("policy", sort=False)}
+        for policy, g in cells.items():
+            for fig in SHOWN:
+                if NEEDS[fig] and NEEDS[fig] not in on:
+                    continue
+                mean, lo, hi = nested_bootstrap(g[fig])
+                row = {"study": study, "preset": preset, "policy": policy, "figure": fig,
+                       "worlds": len(worlds), "episodes": g[fig].shape[1],
+                       "mean": mean, "lo": lo, "hi": hi}  # fmt: skip
+                for base in BASELINES:
+                    if base in cells and base != policy:
+                        d = nested_bootstrap(g[fig] - cells[base][fig])
+                    else:
+                        d = (math.nan,) * 3
+                    row.update({f"vs_{base}": d[0], f"vs_{base}_lo": d[1],
+                                f"vs_{base}_hi": d[2]})  # fmt: skip
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _cells(g: pd.DataFrame, worlds: list[int]) -> dict[str, np.ndarray]:
+    """figure -> (worlds, episodes) array of one policy's runs, seeds in order."""
+    g = g.sort_values(["world_seed", "seed"])
+    out = {}
+    for fig in SHOWN:
+        out[fig] = np.array([g.loc[g["world_seed"] == w, fig].to_numpy(float) for w in worlds])
+    return out
+
+
+# -- the report ------------------------------------------------------------------------------
+def _name(policy: str) -> str:
+    return SHORT.get(policy, policy)
+
+
+def _cell(mean: float, lo: float, hi: float) -> str:
+    if mean != mean:
+        return "n/a"
+    if lo == hi:
+        return f"{mean:.3g}"
+    return f"{mean:.3g} [{lo:.3g}, {hi:.3g}]"
+
+
+def _diff(row: pd.Series, base: str) -> str:
+    m, lo, hi = row[f"vs_{base}"], row[f"vs_{base}_lo"], row[f"vs_{base}_hi"]
+    if m != m:
+        return ""
+    text = f"{m:+.3g} [{lo:+.3g}, {hi:+.3g}]"
+    if lo > 0 or hi < 0:
+        return f"<b>{text}</b>"
+    return text
+
+
+def _chart(board: pd.DataFrame, preset: str, x: str, y: str) -> bytes | None:
+    from matplotlib.figure import Figure
+
+    part = board[(board["preset"] == preset) & (board["study"] == "five-families")]
+    piv = {f: part[part["figure"] == f].set_index("policy") for f in (x, y)}
+    if x not in set(part["figure"]) or y not in set(part["figure"]):
+        return None
+    fig = Figure(figsize=(5.2, 3.8))
+    ax = fig.subplots()
+    for policy in piv[x].index:
+        a, b = piv[x].loc[policy], piv[y].loc[policy]
+        if a["mean"] != a["mean"] or b["mean"] != b["mean"]:
+            continue
+        ax.errorbar(a["mean"], b["mean"], xerr=[[a["mean"] - a["lo"]], [a["hi"] - a["mean"]]],
+                    yerr=[[b["mean"] - b["lo"]], [b["hi"] - b["mean"]]], fmt="o", ms=5,
+                    capsize=2, lw=1, label=_name(policy))  # fmt: skip
+    ax.set_xlabel(LABELS[x], fontsize=8)
+    ax.set_ylabel(LABELS[y], fontsize=8)
+    ax.set_title(f"{preset}: {y} against {x}", fontsize=9)
+    ax.tick_params(labelsize=7)
+    ax.legend(fontsize=6, loc="best")
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+CHARTS = (("rf", "rr"), ("rr", "dp_gap"), ("cost_recommended", "true_gain"))
+
+
+def write_report(runs: pd.DataFrame, out: Path, quick: bool = False) -> dict[str, Any]:
+    """leaderboard.csv and report.html under ``out``; returns their paths."""
+    board = leaderboard(runs)
+    out.mkdir(parents=True, exist_ok=True)
+    board.to_csv(out / "leaderboard.csv", index=False)
+    parts = [f"<h1>Five families in one set of worlds{' (quick check)' if quick else ''}</h1>",
+             "<p class='lead'>Every policy at its defaults; mean [95 % interval] over worlds and "
+             "episodes, worlds resampled first (a random effect); paired differences to "
+             "<code>threshold</code> and to <code>none</code> on the same worlds and seeds, "
+             f"in bold where the interval excludes 0. Results schema {RESULTS_SCHEMA}; written "
+             f"{now()}.</p>"]  # fmt: skip
+    for (study, preset), part in board.groupby(["study", "preset"], sort=False):
+        worlds, episodes = int(part["worlds"].iloc[0]), int(part["episodes"].iloc[0])
+        where = f"{worlds} worlds" if worlds > 1 else "one world (world_seed 0)"
+        parts.append(f"<h2>{html.escape(preset)} ({where} x {episodes} episodes; "
+                     f"{html.escape(study)})</h2><p>{html.escape(PRESETS[preset].description)}</p>")  # fmt: skip
+        figs = list(dict.fromkeys(part["figure"]))
+        policies = list(dict.fromkeys(part["policy"]))
+        head = "".join(f"<th>{html.escape(_name(p))}</th>" for p in policies)
+        body = []
+        for f in figs:
+            cells = part[part["figure"] == f].set_index("policy")
+            row = "".join(
+                f"<td>{_cell(*cells.loc[p, ['mean', 'lo', 'hi']])}</td>" for p in policies
+            )
+            body.append(f"<tr><td class='l'>{html.escape(LABELS[f])}</td>{row}</tr>")
+        parts.append(f"<table><tr><th class='l'>figure</th>{head}</tr>{''.join(body)}</table>")
+        for base in BASELINES:
+            others = [p for p in policies if p != base]
+            if base not in policies or not others:
+                continue
+            head = "".join(f"<th>{html.escape(_name(p))} − {base}</th>" for p in others)
+            body = []
+            for f in figs:
+                cells = part[part["figure"] == f].set_index("policy")
+                row = "".join(f"<td>{_diff(cells.loc[p], base)}</td>" for p in others)
+                body.append(f"<tr><td class='l'>{html.escape(LABELS[f])}</td>{row}</tr>")
+            parts.append(f"<h3>paired difference to {base}</h3><table><tr><th class='l'>"
+                         f"figure</th>{head}</tr>{''.join(body)}</table>")  # fmt: skip
+        imgs = [png for x, y in CHARTS if (png := _chart(board, preset, x, y)) is not None]
+        parts.append("<div class='figs'>" + "".join(
+            f"<img src='data:image/png;base64,{base64.b64encode(p).decode()}'>" for p in imgs)
+            + "</div>")  # fmt: skip
+    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>five families</title>"
+            f"<style>{STYLE}</style></head><body>{''.join(parts)}</body></html>")  # fmt: skip
+    (out / "report.html").write_text(page)
+    return {"leaderboard": out / "leaderboard.csv", "report": out / "report.html",
+            "board": board}  # fmt: skip
+
+
+def read_runs(out: str | Path, quick: bool = False) -> pd.DataFrame:
+    """The runs of both studies as stored under ``out``/store (for a report only)."""
+    frames = []
+    for study in studies(quick):
+        _, runs = load_study(Path(out) / "store" / study.name)
+        frames.append(_tidy(runs, study))
+    return pd.concat(frames, ignore_index=True)
