@@ -130,6 +130,9 @@ def test_html_report_is_one_self_contained_page(study_dir, tmp_path):
     for name in ("beta", "validity", "threshold-true", "rr", "rf", "threshold"):
         assert f">{name}<" in page, name
     assert _status_counts(page) == [24, 24, 0, 0]
+    # the outcome card per policy; the figures of mechanisms that are off are left out
+    assert "<h2>Outcome card" in page and "CVaR95 of the effort" in page
+    assert "demographic-parity" not in page
     # one plot per metric and swept parameter, the policy comparison and the Pareto plot
     assert len(re.findall(r"<img ", page)) == 3 * 2 + 2
     manifest = json.loads((study_dir / "manifest.json").read_text())

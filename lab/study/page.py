@@ -16,8 +16,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+from abm.card import FIGURES
 from abm.provenance import RESULTS_SCHEMA, now
-from lab.study.analysis import POLICY_FIGURE, StudyReport, build_report
+from lab.study.analysis import POLICY_FIGURE, StudyReport, build_report, summarize
 
 HTML_NAME = "report.html"
 # error messages listed in full; the rest are counted
@@ -93,6 +94,27 @@ def _policies(rep: StudyReport) -> str:
         for _, r in rep.policies.iterrows()
     ]
     return _table(header, rows, left=1)
+
+
+def _card(rep: StudyReport) -> str:
+    """The outcome card (abm/card.py) per policy (and preset, when a study sweeps them):
+    mean ± 95 % CI over all the group's runs of every figure defined in some run."""
+    ok = rep.runs[rep.runs["status"] == "ok"] if "status" in rep.runs else rep.runs
+    figures = [f for f in FIGURES if f.name in ok and ok[f.name].notna().any()]
+    if ok.empty or not figures:
+        return ""
+    by = ["scenario", "policy"] if "scenario" in ok else ["policy"]
+    by = [b for b in by if b in ok]
+    if not by:
+        return ""
+    table = summarize(ok, by, [f.name for f in figures])
+    groups = [" · ".join(str(r[b]) for b in by) for _, r in table.iterrows()]
+    header = ["figure", *(_e(g) for g in groups)]
+    rows = [[_e(f.label)] + [_mean_ci(r[f.name], r[f"{f.name}_ci"]) for _, r in table.iterrows()]
+            for f in figures]  # fmt: skip
+    return ("<h2>Outcome card: mean ± 95 % CI over runs</h2><p>The same figures for every "
+            "policy (docs/outcome-card.md); the figures of mechanisms that are off in every run "
+            "are left out.</p>" + _table(header, rows, left=1))  # fmt: skip
 
 
 def _status(rep: StudyReport) -> str:
@@ -198,6 +220,7 @@ def render_html(rep: StudyReport) -> str:
         if len(rep.policies) > 1:
             body += ["<h2>Policies compared over all their runs</h2>", _policies(rep),
                      _figures([f for f in rep.figures if f[0] == POLICY_FIGURE])]  # fmt: skip
+        body.append(_card(rep))
     else:
         body.append("<p>No run has finished yet: no tables or plots.</p>")
     text = m.get("study_text")

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from abm.provenance import file_sha256, write_json
 from abm.provenance import versions as provenance_versions
-from abm.validation import one_line, optional_import
+from abm.validation import ConfigError, one_line, optional_import
 
 KINDS = ("recommender", "predictor")
 FORMAT = 2
@@ -36,8 +36,9 @@ MANIFEST_FILE = "manifest.json"
 ACTIVATIONS = ("ReLU", "Tanh", "ELU", "LeakyReLU", "GELU", "SiLU")
 
 
-class ArtefactError(ValueError):
-    """A path that is not the expected trained artefact; the message says why."""
+class ArtefactError(ConfigError):
+    """A path that is not the expected trained artefact, or one trained for another world;
+    the message says why (a bad input: the command line exits 2 with it)."""
 
 
 class BoxSpec(BaseModel):

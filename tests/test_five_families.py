@@ -1,0 +1,55 @@
+"""The five-families study (issue 33, item 6): its files, and the quick variant end to end
+(2 worlds x 2 episodes of 8 ticks: a check that every piece runs, not a result)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from abm.scenarios import PRESETS
+from lab.experiments import five_families as ff
+
+
+def test_the_study_files_pair_each_family_with_every_world_it_runs_in():
+    main, rl = ff.studies()
+    runs = main.runs()
+    pairs = {(r.params["scenario"], r.policy) for r in runs}
+    assert {p for p, _ in pairs} == {"lending", "improvement", "retraining", "groups", "causal",
+                                     "budget", "fair-scarf", "paper"}  # fmt: skip
+    for preset in {p for p, _ in pairs}:
+        mine = {pol for p, pol in pairs if p == preset}
+        assert {"none", "threshold", ff.MARGIN, "safear", "robust-l1", "roar-l1"} <= mine
+        assert ("improve-linucb" in mine) == ("outcomes" in PRESETS[preset].mechanisms)
+        assert ("scarf-mlp" in mine) == ("budget" in PRESETS[preset].mechanisms)
+    worlds = {r.params["world_seed"] for r in runs}
+    assert worlds == set(range(10)) and {r.seed for r in runs} == set(range(5))
+    assert len(runs) == len(pairs) * 10 * 5
+    assert {r.config["world_seed"] for r in rl.runs()} == {0} and "rl" in rl.policy + "".join(
+        r.policy for r in rl.runs()
+    )
+
+
+@pytest.mark.slow
+def test_the_quick_variant_runs_every_piece_and_writes_the_report(tmp_path):
+    res = ff.run(tmp_path, quick=True, workers=1, log=lambda *_: None)
+    board = pd.read_csv(res["leaderboard"])
+    assert (tmp_path / "report.html").read_text().count("<h2>") == 4  # 3 presets + the rl world
+    lending = board[(board.preset == "lending") & (board.study == "five-families-quick")]
+    assert set(lending.policy) >= {"none", "threshold", "improve-linucb", "scarf-mlp"}
+    # every mechanism is on in lending: its figures are there; off in paper: left out
+    assert {"true_gain", "still_valid", "dp_gap", "budget_spent"} <= set(lending.figure)
+    paper = board[(board.preset == "paper") & (board.study == "five-families-quick")]
+    assert not {"true_gain", "dp_gap"} & set(paper.figure)
+    defined = board.dropna(subset=["mean"])
+    assert (
+        (defined["lo"] <= defined["mean"] + 1e-12) & (defined["mean"] <= defined["hi"] + 1e-12)
+    ).all()
+    self_diff = board[board.policy == "threshold"]["vs_threshold"]
+    assert self_diff.isna().all()
+    rr = lending[(lending.policy == "threshold") & (lending.figure == "rf")].iloc[0]
+    none = lending[(lending.policy == "none") & (lending.figure == "rf")].iloc[0]
+    assert math.isclose(rr["vs_none"], rr["mean"] - none["mean"], abs_tol=1e-12)
+    again = ff.write_report(ff.read_runs(tmp_path, quick=True), tmp_path / "again", quick=True)
+    assert pd.read_csv(again["leaderboard"]).equals(board)
