@@ -169,3 +169,17 @@ def test_html_report_counts_errors_and_missing_runs(study_dir, tmp_path):
     # means and intervals use the completed runs only: the first point keeps one seed
     rep = build_report(out)
     assert sorted(rep.table["n"]) == [1] + [3] * 7 and math.isnan(rep.table["rr_ci"].iloc[0])
+
+
+def test_a_study_over_worlds_reports_the_card_with_worlds_as_a_random_effect(tmp_path):
+    path = tmp_path / "ws.toml"
+    path.write_text('name = "ws"\nscenario = "groups"\nticks = 6\nseeds = 2\nworld_seeds = 3\n'
+                    'metrics = ["rr", "rf"]\n[sweep]\npolicy = ["none", "threshold"]\n')  # fmt: skip
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app, ["study", "run", str(path), "--out", str(out), "--workers", "1"]
+    )
+    assert result.exit_code == 0, result.output
+    page = (out / "report.html").read_text()
+    assert "Outcome card: mean [95 % interval] over 3 worlds" in page
+    assert "demographic-parity" in page  # groups on

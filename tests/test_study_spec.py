@@ -208,3 +208,13 @@ def test_a_scenario_axis_starts_each_point_from_its_preset_with_set_applied():
     assert all(r.config["ticks"] == 5 and r.config["k"] == 4 for r in runs)
     with pytest.raises(ConfigError, match=r"^sweep.scenario\[0\] = 'nowhere' is not allowed"):
         Study.build("paper", sweep={"scenario": ["nowhere"]})
+
+
+def test_world_seeds_run_every_seed_in_every_world_in_the_seed_syntax():
+    study = Study.build("paper", world_seeds="3-4", seeds=2, ticks=3)
+    runs = study.runs()
+    assert [(r.config["world_seed"], r.seed) for r in runs] == [(3, 0), (3, 1), (4, 0), (4, 1)]
+    with pytest.raises(ConfigError, match="world_seed is set or swept twice"):
+        Study.build("paper", world_seeds=2, sweep={"world_seed": [0, 1]})
+    with pytest.raises(ConfigError, match=r"^world_seeds = 'x' is not allowed"):
+        Study.build("paper", world_seeds="x")

@@ -16,9 +16,17 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from abm.card import FIGURES
 from abm.provenance import RESULTS_SCHEMA, now
-from lab.study.analysis import POLICY_FIGURE, StudyReport, build_report, summarize
+from lab.study.analysis import (
+    POLICY_FIGURE,
+    StudyReport,
+    build_report,
+    nested_bootstrap,
+    summarize,
+)
 
 HTML_NAME = "report.html"
 # error messages listed in full; the rest are counted
@@ -97,24 +105,39 @@ def _policies(rep: StudyReport) -> str:
 
 
 def _card(rep: StudyReport) -> str:
-    """The outcome card (abm/card.py) per policy (and preset, when a study sweeps them):
-    mean ± 95 % CI over all the group's runs of every figure defined in some run."""
+    """The outcome card (abm/card.py) per policy (and preset, when a study sweeps them) over
+    all the group's runs, every figure defined in some run: mean ± 95 % CI over seeds, or
+    with several worlds mean [95 % interval] resampling worlds, then seeds within them."""
     ok = rep.runs[rep.runs["status"] == "ok"] if "status" in rep.runs else rep.runs
     figures = [f for f in FIGURES if f.name in ok and ok[f.name].notna().any()]
-    if ok.empty or not figures:
+    by = [b for b in ("scenario", "policy") if b in ok]
+    if ok.empty or not figures or not by:
         return ""
-    by = ["scenario", "policy"] if "scenario" in ok else ["policy"]
-    by = [b for b in by if b in ok]
-    if not by:
-        return ""
-    table = summarize(ok, by, [f.name for f in figures])
-    groups = [" · ".join(str(r[b]) for b in by) for _, r in table.iterrows()]
+    n_worlds = ok["world_seed"].nunique() if "world_seed" in ok else 1
+    groups, columns = [], []
+    for key, g in ok.groupby(by, sort=False):
+        groups.append(" · ".join(str(k) for k in (key if isinstance(key, tuple) else (key,))))
+        if n_worlds > 1:
+            worlds = [w for _, w in g.groupby("world_seed")]
+            width = max(len(w) for w in worlds)
+            cells = {}
+            for f in figures:
+                v = np.full((len(worlds), width), np.nan)
+                for i, w in enumerate(worlds):
+                    v[i, : len(w)] = w[f.name].to_numpy(float)
+                mean, lo, hi = nested_bootstrap(v)
+                cells[f.name] = "n/a" if mean != mean else f"{mean:.3g} [{lo:.3g}, {hi:.3g}]"
+        else:
+            row = summarize(g, [], [f.name for f in figures]).iloc[0]
+            cells = {f.name: _mean_ci(row[f.name], row[f"{f.name}_ci"]) for f in figures}
+        columns.append(cells)
     header = ["figure", *(_e(g) for g in groups)]
-    rows = [[_e(f.label)] + [_mean_ci(r[f.name], r[f"{f.name}_ci"]) for _, r in table.iterrows()]
-            for f in figures]  # fmt: skip
-    return ("<h2>Outcome card: mean ± 95 % CI over runs</h2><p>The same figures for every "
-            "policy (docs/outcome-card.md); the figures of mechanisms that are off in every run "
-            "are left out.</p>" + _table(header, rows, left=1))  # fmt: skip
+    rows = [[_e(f.label)] + [c[f.name] for c in columns] for f in figures]
+    how = (f"mean [95 % interval] over {n_worlds} worlds (resampled, then seeds within them)"
+           if n_worlds > 1 else "mean ± 95 % CI over runs (one world)")  # fmt: skip
+    return (f"<h2>Outcome card: {how}</h2><p>The same figures for every policy "
+            "(docs/outcome-card.md); the figures of mechanisms that are off in every run are "
+            "left out.</p>" + _table(header, rows, left=1))  # fmt: skip
 
 
 def _status(rep: StudyReport) -> str:

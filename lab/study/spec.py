@@ -17,6 +17,7 @@ TOML layout (all keys but ``scenario`` optional)::
     scenario = "paper-T5"            # preset name or a scenario .toml (relative to this file)
     policy = "threshold"             # fixed policy (or sweep it below)
     seeds = 10                       # 0..9; or "0-9", "3,7", a list [3, 7], {start = 0, stop = 9}
+    world_seeds = 5                  # every seed in each of worlds 0..4 (a random effect)
     ticks = 50
     metrics = ["rr", "rf", "gini"]   # tick columns to keep (episode; default: all)
     report_metrics = ["rr", "rf"]    # shown by `study report` (default: rr, rf, gini,
@@ -72,8 +73,8 @@ from lab.study.experiments import EXPERIMENTS, SUMMARY_COLUMNS, Experiment
 
 # every registered experiment, so a study file may name any of them
 ExperimentName = Literal[tuple(EXPERIMENTS)]  # type: ignore[valid-type]
-TOP_KEYS = ("name", "description", "experiment", "scenario", "policy", "seeds", "ticks",
-            "metrics", "report_metrics", "set", "sweep", "zip")  # fmt: skip
+TOP_KEYS = ("name", "description", "experiment", "scenario", "policy", "seeds", "world_seeds",
+            "ticks", "metrics", "report_metrics", "set", "sweep", "zip")  # fmt: skip
 # per-tick columns a study may keep; ``tick`` is always kept. The world extensions' columns
 # (and a policy's own policy_* columns) may be kept too, when named (NaN in runs without them)
 METRIC_COLUMNS = tuple(c for c in TICK_COLUMNS if c != "tick")
@@ -231,6 +232,8 @@ class StudyFile(BaseModel):
     scenario: StrictStr | ScenarioConfig
     policy: StrictStr | None = None
     seeds: StrictInt | StrictStr | list[Any] | dict[str, Any] = Field(1, validate_default=True)
+    # worlds as a random effect: the same as sweeping world_seed, in the seed syntax
+    world_seeds: StrictInt | StrictStr | list[Any] | dict[str, Any] | None = None
     ticks: StrictInt | None = None
     metrics: list[StrictStr] | StrictStr | None = None
     report_metrics: list[StrictStr] | StrictStr | None = None
@@ -482,6 +485,10 @@ def _settings(experiment: Experiment, params: dict[str, Any], prefix: str) -> di
 def _axes(spec: StudyFile, experiment: Experiment, seen: set[str], skipped: list[str]):
     zips = [spec.zip] if isinstance(spec.zip, dict) else list(spec.zip)
     axes: list[Axis] = []
+    if spec.world_seeds is not None:
+        worlds = parse_seeds(spec.world_seeds, "world_seeds")
+        _check_axis_field("world_seed", "world_seeds", seen, experiment)
+        axes.append(Axis(("world_seed",), tuple((w,) for w in worlds)))
     for key, raw in spec.sweep.items():
         _check_axis_field(key, f"sweep.{key}", seen, experiment)
         values = _axis_values(key, raw, f"sweep.{key}", skipped)
