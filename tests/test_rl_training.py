@@ -148,7 +148,8 @@ def test_learned_policies_run_deterministically(trained):
                    f"rl-recommender:path={rec}", f"rl:path={pred}+exact-linear"):  # fmt: skip
         a = evaluate("paper", policy, episodes=2, seed=5, **TINY)
         b = evaluate("paper", policy, episodes=2, seed=5, **TINY)
-        assert a["per_episode"] == b["per_episode"], policy
+        # NaN != NaN: the card's undefined figures compare as text
+        assert json.dumps(a["per_episode"]) == json.dumps(b["per_episode"]), policy
         assert np.isfinite(a["rf_mean"])
 
 
