@@ -51,5 +51,8 @@ def test_the_quick_variant_runs_every_piece_and_writes_the_report(tmp_path):
     rr = lending[(lending.policy == "threshold") & (lending.figure == "rf")].iloc[0]
     none = lending[(lending.policy == "none") & (lending.figure == "rf")].iloc[0]
     assert math.isclose(rr["vs_none"], rr["mean"] - none["mean"], abs_tol=1e-12)
+    margin = lending[(lending.policy == ff.MARGIN) & (lending.figure == "rf")].iloc[0]
+    assert math.isclose(rr["vs_margin"], rr["mean"] - margin["mean"], abs_tol=1e-12)
+    assert board[board.policy == ff.MARGIN]["vs_margin"].isna().all()
     again = ff.write_report(ff.read_runs(tmp_path, quick=True), tmp_path / "again", quick=True)
     assert pd.read_csv(again["leaderboard"]).equals(board)
