@@ -14,7 +14,6 @@ reorder a dot product). Shapes: n rows, z features.
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +25,9 @@ import numpy as np
 from abm.validation import ConfigError, problem, require_int
 
 FIELD = "causal_graph"
+# |w_ij| at most this: a larger weight moves a child by more than its whole [0, 1] range
+# per unit change of its parent ten times over (and 1e300 overflows the SEM's sums)
+WEIGHT_MAX = 10.0
 Edge = tuple[int, int, float]
 
 
@@ -39,7 +41,7 @@ def _is_weight(value: Any) -> bool:
 
 def _checked_edges(edges: Any, z: int) -> tuple[Edge, ...]:
     """``edges`` as (int, int, float) triples, in the given order, or a :class:`ConfigError`
-    for the first malformed, out-of-range, self-looping, non-finite or repeated edge."""
+    for the first malformed, out-of-range, self-looping, out-of-bounds weight or repeated edge."""
     if isinstance(edges, str | bytes) or not isinstance(edges, Iterable):
         raise ConfigError(problem(FIELD, edges, "a list of edges (i, j, w)"))
     out: list[Edge] = []
@@ -55,8 +57,9 @@ def _checked_edges(edges: Any, z: int) -> tuple[Edge, ...]:
         i, j = int(i), int(j)
         if i == j:
             raise ConfigError(problem(name, edge, "i != j (no self-loop)", verb="is a self-loop"))
-        if not _is_weight(w) or not math.isfinite(w):
-            raise ConfigError(problem(name, edge, "(i, j, w) with w a finite number"))
+        if not _is_weight(w) or not abs(w) <= WEIGHT_MAX:  # NaN fails too
+            text = f"(i, j, w) with w a finite number in [-{WEIGHT_MAX:g}, {WEIGHT_MAX:g}]"
+            raise ConfigError(problem(name, edge, text))
         if (i, j) in seen:
             raise ConfigError(
                 problem(
@@ -142,7 +145,7 @@ class CausalGraph:
         """The graph of the ``causal_graph`` field, or None when it has no edge.
 
         Raises :class:`ConfigError` (one line naming ``causal_graph``) for an index
-        outside [0, z-1], a self-loop, a repeated pair, a non-finite weight, an edge into
+        outside [0, z-1], a self-loop, a repeated pair, a weight outside [-WEIGHT_MAX, WEIGHT_MAX], an edge into
         an ``immutable`` feature, an edge touching a ``noncausal`` feature, or a cycle.
         """
         z = require_int("n_features", n_features, 1)

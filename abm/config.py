@@ -53,6 +53,8 @@ DecisionModel = Literal["logistic", "mlp", "dp", "ei"]
 DECISION_MODELS: tuple[str, ...] = get_args(DecisionModel)
 
 _SEED_MAX = 2**63 - 1
+# places per tick: as many as the largest population a tick can start with (n_initial, m)
+K_MAX = 10_000_000
 
 
 def _integral(value: Any) -> Any:
@@ -70,10 +72,12 @@ Int = Annotated[int, BeforeValidator(_integral), Strict()]
 Float = Annotated[float, Strict()]
 
 
-def _range(low: float, high: float, positive_high: bool = False) -> Any:
-    """A [lo, hi] pair with low <= lo <= hi <= high (and hi > 0 if ``positive_high``)."""
+def _range(low: float, high: float, positive_high: bool = False, note: str = "") -> Any:
+    """A [lo, hi] pair with low <= lo <= hi <= high (and hi > 0 if ``positive_high``);
+    ``note`` says why the bounds are what they are."""
     allowed = f"a pair [lo, hi] with {number_text(low)} <= lo <= hi <= {number_text(high)}"
     allowed += " and hi > 0" if positive_high else ""
+    allowed += f" ({note})" if note else ""
 
     def check(value: tuple[float, float]) -> tuple[float, float]:
         lo, hi = value
@@ -89,10 +93,13 @@ def _range(low: float, high: float, positive_high: bool = False) -> Any:
 
 MeanRange = _range(0.0, 1.0)
 StdRange = _range(0.0, 10.0, positive_high=True)
-WeightRange = _range(0.0, math.inf, positive_high=True)
+# w* is normalised to sum 1, so only lo/hi matters: a finite bound keeps U(lo, hi) and
+# its sum finite (hi = inf gave NaN weights)
+WEIGHT_MAX = 1e6
+WeightRange = _range(0.0, WEIGHT_MAX, positive_high=True, note="weights are normalised to sum 1")
 RiskRange = _range(0.0, 100.0)
 _DIFFICULTY_TEXT = "one number in (0, 1] per feature (n_features of them)"
-_IMMUTABLE_TEXT = "feature indices in [0, n_features - 1], leaving one feature mutable"
+_IMMUTABLE_TEXT = "distinct feature indices in [0, n_features - 1], leaving one feature mutable"
 _DATA_TEXT = "a [data] table with path and features (see docs/own-data.md)"
 _NONCAUSAL_TEXT = "distinct feature indices in [0, n_features - 1], leaving one causal"
 _DRIFT_TEXT = "empty, or n_features numbers in [-1, 1]"
@@ -143,14 +150,14 @@ class ScenarioConfig(BaseModel):
     mean_range: MeanRange = (0.3, 0.7)
     std_range: StdRange = (0.05, 0.2)
     weight_range: WeightRange = (0.1, 1.0)
-    label_noise: Float = Field(0.05, ge=0.0)
+    label_noise: Float = Field(0.05, ge=0.0, allow_inf_nan=False)
     n_train: Int = Field(10_000, ge=10, le=10_000_000)
     decision_model: DecisionModel = "logistic"
     immutable: tuple[Int, ...] = Field((), json_schema_extra={"allowed": _IMMUTABLE_TEXT})
     # population (App. D)
     # bounded so that a typo fails as a field, not as an out-of-memory error
     n_initial: Int = Field(20, ge=0, le=10_000_000)
-    k: Int = Field(9, ge=1)
+    k: Int = Field(9, ge=1, le=K_MAX)
     m: Int = Field(10, ge=0, le=10_000_000)
     ticks: Int = Field(100, ge=1, le=1_000_000)
     validity: Int = Field(1, ge=1, le=10_000)
@@ -225,9 +232,14 @@ class ScenarioConfig(BaseModel):
                 field="difficulty",
                 value=self.difficulty,
             )
-        if any(not 0 <= i < z for i in self.immutable) or len(set(self.immutable)) == z:
+        fixed = self.immutable
+        if (
+            any(not 0 <= i < z for i in fixed)
+            or len(set(fixed)) != len(fixed)
+            or len(set(fixed)) == z
+        ):
             raise not_allowed(
-                f"feature indices in [0, {z - 1}], leaving one feature mutable",
+                f"distinct feature indices in [0, {z - 1}], leaving one feature mutable",
                 field="immutable",
                 value=self.immutable,
             )
@@ -292,7 +304,8 @@ class ScenarioConfig(BaseModel):
             )
         if self.retrain_every and self.retrain_data != "shifted" and self.outcome_delay is None:
             raise not_allowed(
-                "an outcome_delay (outcomes to retrain on), or retrain_data = shifted",
+                "an outcome_delay (outcomes to retrain on), or retrain_data = shifted "
+                "with a retrain_drift",
                 field="retrain_data",
                 value=self.retrain_data,
             )
@@ -312,6 +325,38 @@ class ScenarioConfig(BaseModel):
                         field=name,
                         value=getattr(self, name),
                     )
+        self._check_companions()
+
+    def _check_companions(self) -> None:
+        """Settings that mean nothing without another one: refused, naming both fields."""
+        if self.decision_model in ("dp", "ei") and len(self.group_share) < 2:
+            raise not_allowed(
+                "logistic or mlp with one group (dp and ei penalise differences between "
+                "groups: give group_share two or more groups)",
+                field="decision_model",
+                value=self.decision_model,
+            )
+        if self.retrain_data == "shifted" and not self.retrain_drift:
+            raise not_allowed(
+                "outcomes or both while retrain_drift is empty (shifted data moves by "
+                "retrain_drift: set it)",
+                field="retrain_data",
+                value=self.retrain_data,
+            )
+        if self.retrain_drift and self.retrain_data == "outcomes":
+            raise not_allowed(
+                "empty while retrain_data = outcomes (the drift moves shifted data only: "
+                "set retrain_data = shifted or both)",
+                field="retrain_drift",
+                value=self.retrain_drift,
+            )
+        if self.outcome_delay_dist == "geometric" and self.outcome_delay is None:
+            raise not_allowed(
+                "fixed while outcome_delay is none (geometric delays have mean "
+                "outcome_delay: set it)",
+                field="outcome_delay_dist",
+                value=self.outcome_delay_dist,
+            )
 
     @property
     def n_groups(self) -> int:
@@ -398,6 +443,8 @@ def parse_overrides(items: list[str] | None) -> dict[str, Any]:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise ConfigError(problem("--set", item, "KEY=VALUE, e.g. beta=0.01"))
+        if "\n" in item or "\r" in item:  # TOML would read a second line as another key
+            raise ConfigError(problem("--set", item, "one KEY=VALUE on one line (repeat --set)"))
         try:
             out[key.strip()] = tomllib.loads(f"v = {value.strip()}")["v"]
         except tomllib.TOMLDecodeError:

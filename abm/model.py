@@ -39,7 +39,7 @@ from abm.registry import make_policy
 from abm.rng import Streams
 from abm.scenarios import resolve_scenario
 from abm.tick import Advice, Decision, Outcome, reapplicant_feedback
-from abm.validation import require_int
+from abm.validation import ConfigError, problem, require_int
 from abm.world import build_world
 
 #: tolerance for a policy's counterfactual leaving the [0, 1] box (then clipped)
@@ -101,6 +101,11 @@ class RecourseModel(mesa.Model):
         allow_mismatch: bool = False,
         **overrides: Any,
     ) -> None:
+        flags = {"agents": agents, "record_events": record_events, "allow_mismatch": allow_mismatch}
+        for name, flag in flags.items():  # "yes" or 0 would pass as truthy
+            if not isinstance(flag, bool | np.bool_):
+                raise ConfigError(problem(name, flag, "true or false"))
+        agents, record_events, allow_mismatch = (bool(flag) for flag in flags.values())
         config = _configure(scenario, seed, overrides)
         self.config, self.allow_mismatch = config, allow_mismatch
         self.streams = Streams(config.seed)

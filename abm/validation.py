@@ -4,7 +4,7 @@ Every user-facing check (scenario fields, study specs, training and policy param
 raises :class:`ConfigError` with a message built here, whether the check is a pydantic
 model's or our own, so the CLI, the dashboard and the Python API report alike::
 
-    k = 0 is not allowed; allowed: an integer >= 1
+    k = 0 is not allowed; allowed: an integer in [1, 10000000]
 
 Pydantic models describe a field's allowed values once, in the field itself (bounds,
 ``Literal`` choices, or ``json_schema_extra={"allowed": ...}`` for compound fields), and

@@ -282,11 +282,16 @@ def run(
 
     out = output_dir(out)
     overrides = parse_overrides(set_)
+    config = resolve_scenario(scenario)
+    # --ticks and --seed win over --set ticks=/seed=; the value they replace is still checked
+    replaced = {k: overrides[k] for k, v in (("ticks", ticks), ("seed", seed))
+                if v is not None and k in overrides}  # fmt: skip
+    if replaced:
+        config.replace(**replaced)
     if ticks is not None:
         overrides["ticks"] = ticks
-    if seed is not None:  # --seed wins over --set seed=N
+    if seed is not None:
         overrides["seed"] = seed
-    config = resolve_scenario(scenario)
     model = RecourseModel(
         config,
         policy,

@@ -130,12 +130,29 @@ MARKUP = [
     (["run", "--out", "{file}", "--policy", "[link]"], "--out"),
 ]
 
+# third round: settings that mean nothing alone, finite but absurd values, input that was
+# read and then ignored (more in tests/test_bad_input_more.py)
+THIRD_ROUND = [
+    (["run", "--set", "decision_model=dp"], "group_share"),
+    (["run", "--set", "retrain_data=shifted"], "retrain_drift"),
+    (["run", "--set", "outcome_delay_dist=geometric"], "outcome_delay"),
+    (["run", "--set", "causal_graph=[[0, 1, 1e300]]"], "1e+300"),
+    (["run", "--set", "label_noise=inf"], "label_noise = inf"),
+    (["run", "--set", "immutable=[0, 0]"], "immutable = (0, 0)"),
+    (["run", "--set", "k=100000000000000000000"], "k = 100000000000000000000"),
+    (["run", "--set", "weight_range=[1, inf]"], "weight_range = [1, inf]"),
+    (["run", "--ticks", "2", "--set", "ticks=abc"], "ticks = 'abc'"),
+    (["run", "--set", "k=2\nbeta=-1"], "--set"),
+    (["evaluate", "--seeds", "2", "--seed", "5", "--out", "{out}"], "--seeds"),
+]
+
 CLASSES = {
     "output-paths": OUTPUT_PATHS,
     "numbers": NUMBERS,
     "unknown-names": UNKNOWN_NAMES,
     "malformed": MALFORMED,
     "markup": MARKUP,
+    "third-round": THIRD_ROUND,
 }
 CASES = [
     pytest.param(args, named, id=f"{cls}-{i}-{' '.join(args)[:60]}")

@@ -12,10 +12,10 @@ from abm.scenarios import PRESETS, resolve_scenario, scenario_from_toml
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("k", 0, "k = 0 is not allowed; allowed: an integer >= 1"),
-        ("k", 2.5, "k = 2.5 is not allowed; allowed: an integer >= 1"),
-        ("k", True, "k = True is not allowed; allowed: an integer >= 1"),
-        ("k", "3", "k = '3' is not allowed; allowed: an integer >= 1"),
+        ("k", 0, "k = 0 is not allowed; allowed: an integer in [1, 10000000]"),
+        ("k", 2.5, "k = 2.5 is not allowed; allowed: an integer in [1, 10000000]"),
+        ("k", True, "k = True is not allowed; allowed: an integer in [1, 10000000]"),
+        ("k", "3", "k = '3' is not allowed; allowed: an integer in [1, 10000000]"),
         ("beta", 0.0, "beta = 0.0 is not allowed; allowed: a number in (0, inf]"),
         ("beta", -1, "beta = -1 is not allowed; allowed: a number in (0, inf]"),
         ("beta", math.nan, "beta = nan is not allowed; allowed: a number in (0, inf]"),
@@ -29,7 +29,7 @@ from abm.scenarios import PRESETS, resolve_scenario, scenario_from_toml
         ("mean_range", (0.1, 0.2, 0.3), "allowed: a pair [lo, hi] with 0 <= lo <= hi <= 1"),
         ("std_range", (0.0, 0.0), "std_range = (0.0, 0.0) is not allowed; allowed: a pair [lo, "
                                   "hi] with 0 <= lo <= hi <= 10 and hi > 0"),
-        ("immutable", (10,), "immutable = (10,) is not allowed; allowed: feature indices in [0, 9]"),
+        ("immutable", (10,), "immutable = (10,) is not allowed; allowed: distinct feature indices in [0, 9]"),
         ("immutable", tuple(range(10)), "leaving one feature mutable"),
         ("decision_model", "svm", "decision_model = 'svm' is not allowed; allowed: one of "
                                   "logistic, mlp"),

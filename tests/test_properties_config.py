@@ -107,7 +107,8 @@ OUT_OF_RANGE = {
                    "an integer in [1, 10000]"),
     "n_train": (st.integers(max_value=9), "an integer in [10, 10000000]"),
     "n_initial": (st.integers(max_value=-1), "an integer in [0, 10000000]"),
-    "k": (st.integers(max_value=0), "an integer >= 1"),
+    "k": (st.one_of(st.integers(max_value=0), st.integers(min_value=10_000_001)),
+          "an integer in [1, 10000000]"),
     "m": (st.integers(max_value=-1), "an integer in [0, 10000000]"),
     "ticks": (st.one_of(st.integers(max_value=0), st.integers(min_value=1_000_001)),
               "an integer in [1, 1000000]"),
@@ -117,7 +118,8 @@ OUT_OF_RANGE = {
              "an integer in [0, 2**63 - 1]"),
     "world_seed": (st.integers(max_value=-1), "an integer in [0, 2**63 - 1]"),
     "beta": (st.one_of(st.floats(max_value=0.0), st.just(math.nan)), "a number in (0, inf]"),
-    "label_noise": (st.floats(max_value=0.0, exclude_max=True), "a number in [0, inf]"),
+    "label_noise": (st.one_of(st.floats(max_value=0.0, exclude_max=True), st.just(math.inf)),
+                    "a number in [0, inf)"),
     "rho": (st.one_of(st.floats(max_value=0.0, exclude_max=True), st.just(math.inf)),
             "a number in [0, inf)"),
     "chi": (st.floats(max_value=0.0, exclude_max=True), "a number in [0, inf)"),
@@ -153,7 +155,9 @@ def test_out_of_range_values_name_field_value_and_range(field):
 @given(st.one_of(st.booleans(), st.text(), st.floats(allow_nan=False).filter(
     lambda x: not x.is_integer())))  # fmt: skip
 def test_an_integer_field_takes_integers_only(value):
-    with pytest.raises(ConfigError, match=r"^k = .* is not allowed; allowed: an integer >= 1$"):
+    with pytest.raises(
+        ConfigError, match=r"^k = .* is not allowed; allowed: an integer in \[1, 10000000\]$"
+    ):
         ScenarioConfig().replace(k=value)
 
 

@@ -24,7 +24,21 @@ SeedsOpt = Annotated[
     str | None,
     typer.Option(help="episode seeds instead of --seed/--episodes: N (0..N-1), A-B or A,B,C"),
 ]
-FirstSeedOpt = Annotated[int, typer.Option(min=0, help="first episode seed S")]
+FirstSeedOpt = Annotated[int | None, typer.Option(min=0, help="first episode seed S [default: 0]")]
+EPISODES, FIRST_SEED = 10, 0
+
+
+def episode_seeds(seed: int | None, episodes: int | None, seeds: str | None) -> tuple[int, int]:
+    """(first seed, episodes), their defaults filled in; ``--seeds`` replaces both, so
+    either given with it would be ignored: refused, naming both options."""
+    if seeds is not None:
+        for name, value in (("--seed", seed), ("--episodes", episodes)):
+            if value is not None:
+                raise ConfigError(problem(name, value, "--seeds alone, or --seed and --episodes",
+                                          verb=f"conflicts with --seeds = {seeds!r}"))  # fmt: skip
+    return (FIRST_SEED if seed is None else seed), (EPISODES if episodes is None else episodes)
+
+
 WorkersOpt = Annotated[int, typer.Option(min=1, help="parallel processes")]
 
 
@@ -96,9 +110,10 @@ def evaluate(
         typer.Option("--policy", "-p", help="policy (repeat to compare side by side)"),
     ] = None,  # fmt: skip
     episodes: Annotated[
-        int, typer.Option(min=1, max=100_000, help="episodes; episode i uses seed S+i")
-    ] = 10,
-    seed: FirstSeedOpt = 0,
+        int | None,
+        typer.Option(min=1, max=100_000, help="episodes; episode i uses seed S+i [default: 10]"),
+    ] = None,
+    seed: FirstSeedOpt = None,
     seeds: SeedsOpt = None,
     world_seeds: Annotated[
         str | None,
@@ -124,6 +139,7 @@ def evaluate(
     baseline (with --out: evaluation.json and evaluation.png)."""
     from lab.evaluation import evaluate_many, plot_evaluation
 
+    seed, episodes = episode_seeds(seed, episodes, seeds)
     out = None if out is None else output_dir(out)
     policies = policy or ["threshold"]
     with progress_bar() as bar:
@@ -215,8 +231,10 @@ def parse_calibration_grid(text: str) -> dict[str, list[Any]]:
 def calibrate(
     policy: Annotated[str, typer.Option("--policy", "-p")] = "threshold-ustun",
     target_rr: Annotated[float, typer.Option(min=0.0, max=1.0, help="RR to aim for")] = 0.4,
-    episodes: Annotated[int, typer.Option(min=1, max=100_000, help="episodes per grid point")] = 10,
-    seed: FirstSeedOpt = 0,
+    episodes: Annotated[
+        int | None, typer.Option(min=1, max=100_000, help="episodes per grid point [default: 10]")
+    ] = None,
+    seed: FirstSeedOpt = None,
     seeds: SeedsOpt = None,
     workers: WorkersOpt = 2,
     grid: Annotated[
@@ -233,6 +251,7 @@ def calibrate(
     from lab.evaluation import CALIBRATION_GRID, plot_calibration
     from lab.evaluation import calibrate as run_calibration
 
+    seed, episodes = episode_seeds(seed, episodes, seeds)
     out = None if out is None else output_dir(out)
     points = CALIBRATION_GRID if grid is None else parse_calibration_grid(grid)
     with progress_bar() as bar:

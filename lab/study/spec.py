@@ -46,7 +46,9 @@ import json
 import math
 import re
 import tomllib
+from collections import Counter
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
 
@@ -68,7 +70,7 @@ from abm.provenance import RESULTS_SCHEMA
 from abm.record import TICK_COLUMNS
 from abm.registry import REGISTRY
 from abm.scenarios import PRESETS, resolve_scenario
-from abm.validation import ConfigError, one_line, problem
+from abm.validation import ConfigError, one_line, problem, show
 from lab.study.experiments import EXPERIMENTS, SUMMARY_COLUMNS, Experiment
 
 # every registered experiment, so a study file may name any of them
@@ -96,7 +98,7 @@ Number = StrictInt | float
 
 
 def _finite(value: float) -> float:
-    if not math.isfinite(value):
+    if not isinstance(value, int) and not math.isfinite(value):  # ints are (10**400 too)
         raise ValueError(f"a finite number is required, got {value!r}")
     return value
 
@@ -128,10 +130,23 @@ class Range(BaseModel):
             raise ValueError(f"a log range needs start > 0, got {self.start}")
         return self
 
+    def count(self) -> int:
+        """How many values :meth:`values` gives, without listing them."""
+        if self.step is None:
+            return self.num or 1
+        try:
+            span = (self.stop - self.start) / self.step
+        except OverflowError:  # integers past a float's range
+            span = math.inf
+        if math.isfinite(span):
+            return int(math.floor(span + 1e-9)) + 1
+        # 1e308 wide or a step of 1e-320: the float overflows, the fraction does not
+        return int((Fraction(self.stop) - Fraction(self.start)) // Fraction(self.step)) + 1
+
     def values(self) -> list[Any]:
         start, stop = self.start, self.stop
         if self.step is not None:
-            n = int(math.floor((stop - start) / self.step + 1e-9)) + 1
+            n = self.count()
             if n > MAX_RUNS:
                 raise ValueError(f"range has {n:,} values; at most {MAX_RUNS:,}")
             if all(isinstance(v, int) for v in (start, stop, self.step)):
@@ -357,14 +372,14 @@ class Study:
         except ValidationError as exc:
             raise ConfigError(one_line(exc, allowed_fields=TOP_KEYS)) from None
         experiment = EXPERIMENTS[spec.experiment]
+        # counted before any axis is listed: a grid of 10^12 runs is refused at once
+        _check_run_count(_count_runs(spec))
         base, settings, seen, fixed = _fixed(spec, experiment, base_dir)
         skipped: list[str] = []
         axes = _axes(spec, experiment, seen, skipped)
         policy = _fixed_policy(spec, experiment, seen)
         metrics, report = _metric_names(spec, experiment)
-        n_runs = math.prod(len(a.values) for a in axes) * len(spec.seeds)
-        if n_runs > MAX_RUNS:
-            raise ConfigError(f"the study has {n_runs:,} runs; at most {MAX_RUNS:,} are allowed")
+        _check_run_count(math.prod(len(a.values) for a in axes) * len(spec.seeds))
         study = cls(name=spec.name, base=base, policy=policy, axes=tuple(axes), seeds=spec.seeds,
                     metrics=metrics, report_metrics=report, description=spec.description,
                     spec=_canonical(dict(data)), source=source, source_text=source_text,
@@ -410,7 +425,7 @@ class Study:
             policy = point.get("policy", self.policy)
             changes = {k: v for k, v in point.items()
                        if k not in ("policy", "scenario") and k not in param_names}  # fmt: skip
-            where = ", ".join(f"{k}={v!r}" for k, v in point.items())
+            where = ", ".join(f"{k}={show(v)}" for k, v in point.items())
             try:
                 base = self.base
                 if "scenario" in point:  # a preset of the scenario axis, with [set] applied
@@ -454,6 +469,51 @@ def run_id(
 
 
 # -- validation helpers ------------------------------------------------------------
+def _check_run_count(n_runs: int) -> None:
+    if n_runs > MAX_RUNS:
+        digits = len(str(n_runs))
+        shown = f"{n_runs:,}" if digits <= 18 else f"more than 10^{digits - 1}"
+        raise ConfigError(f"the study has {shown} runs; at most {MAX_RUNS:,} are allowed")
+
+
+def _count_runs(spec: StudyFile) -> int:
+    """The grid's size from the axes' lengths (a ``[[zip]]`` group counts once), before
+    any value is listed or checked; an axis too malformed to count counts 1 (listing it
+    then reports the problem)."""
+    n = len(spec.seeds)
+    if spec.world_seeds is not None:
+        try:
+            n *= len(parse_seeds(spec.world_seeds, "world_seeds"))
+        except ConfigError:
+            pass
+    for key, raw in spec.sweep.items():
+        n *= _axis_length(key, raw)
+    for group in [spec.zip] if isinstance(spec.zip, dict) else spec.zip:
+        lengths = {_axis_length(key, raw) for key, raw in group.items()}
+        n *= lengths.pop() if len(lengths) == 1 else 1
+    return n
+
+
+def _axis_length(key: str, raw: Any) -> int:
+    """How many values ``raw`` (a list, a range table or a ``registered`` selection)
+    gives, without listing them; 1 when it is not one of those."""
+    if isinstance(raw, list):
+        return max(len(raw), 1)
+    if not isinstance(raw, dict):
+        return 1
+    if "registered" in raw:
+        names = raw["registered"]
+        if key != "policy" or not isinstance(names, list):
+            return 1
+        registry = REGISTRY.entries("policy")
+        found = sum(isinstance(n, str) and n.partition(":")[0] in registry for n in names)
+        return max(found, 1)
+    try:
+        return Range.model_validate(raw).count()
+    except (ValidationError, ValueError, ArithmeticError):
+        return 1
+
+
 def _fixed(spec: StudyFile, experiment: Experiment, base_dir: str | Path | None):
     """(base scenario with [set] applied, fixed experiment parameters, the names set)."""
     base = _base_scenario(spec.scenario, base_dir)
@@ -628,8 +688,8 @@ def _axis_values(
 
 
 def _no_repeats(values: list[Any], where: str) -> None:
-    keys = [json.dumps(v, sort_keys=True) for v in values]
-    dupes = sorted({k for k in keys if keys.count(k) > 1})
+    counts = Counter(json.dumps(v, sort_keys=True) for v in values)
+    dupes = sorted(k for k, c in counts.items() if c > 1)
     if dupes:
         raise ConfigError(f"{where} lists {', '.join(dupes)} more than once")
 
