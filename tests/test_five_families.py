@@ -56,3 +56,48 @@ def test_the_quick_variant_runs_every_piece_and_writes_the_report(tmp_path):
     assert board[board.policy == ff.MARGIN]["vs_margin"].isna().all()
     again = ff.write_report(ff.read_runs(tmp_path, quick=True), tmp_path / "again", quick=True)
     assert pd.read_csv(again["leaderboard"]).equals(board)
+
+
+def _doc_script():
+    import importlib.util
+
+    path = ff.ROOT / "scripts" / "five_families_doc.py"
+    spec = importlib.util.spec_from_file_location("five_families_doc", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_goal_tables_pick_the_best_advising_policy_and_bold_what_excludes_zero():
+    doc = _doc_script()
+    rows = []
+    for policy, rr, rf, vs_margin in (("none", math.nan, 0.0, (math.nan,) * 3),
+                                      ("threshold", 0.5, 0.6, (0.01, -0.02, 0.04)),
+                                      (ff.MARGIN, 0.9, 0.3, (math.nan,) * 3),
+                                      ("safear", 0.4, 0.8, (0.5, 0.4, 0.6))):  # fmt: skip
+        for fig, value in (("rr", rr), ("rf", rf)):
+            rows.append({"study": "five-families", "preset": "paper", "policy": policy,
+                         "figure": fig, "worlds": 10, "episodes": 5, "mean": value,
+                         "lo": value - 0.1, "hi": value + 0.1, "vs_margin": vs_margin[0],
+                         "vs_margin_lo": vs_margin[1], "vs_margin_hi": vs_margin[2],
+                         "vs_threshold": 0.0, "vs_threshold_lo": -0.1, "vs_threshold_hi": 0.1,
+                         "vs_none": 0.2, "vs_none_lo": 0.1, "vs_none_hi": 0.3})  # fmt: skip
+    text = doc.tables(pd.DataFrame(rows))
+    lines = text.splitlines()
+    rr_row = lines[lines.index("**reliability** (`rr`, higher is better)") + 4]
+    rf_row = lines[lines.index("**feasibility** (`rf`, higher is better)") + 4]
+    assert "`margin 0.05` | 0.900 [0.800, 1.000] | – |" in rr_row  # none is never "best"
+    assert "`safear` | 0.800" in rf_row and "**+0.500 [+0.400, +0.600]**" in rf_row
+    assert "| 0.000 [−0.100, 0.100] | 0.400, 0.800 |" in rf_row  # the control, its RR and RF
+    assert "**+0.200 [+0.100, +0.300]**" in rf_row and "+0.000 [−0.100, +0.100]" in rf_row
+    assert "low cost" not in text  # a figure the board lacks gets no table
+
+
+def test_docs_five_families_tables_match_the_shipped_leaderboard():
+    import subprocess
+    import sys
+
+    script = ff.ROOT / "scripts" / "five_families_doc.py"
+    done = subprocess.run([sys.executable, str(script), "--check"], capture_output=True,
+                          text=True)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
