@@ -149,6 +149,37 @@ def test_dice_valid_deterministic_and_leaves_global_state():
     assert np.isnan(impossible).all()
 
 
+def test_dice_finding_no_counterfactual_leaves_the_row_unreached(monkeypatch):
+    pytest.importorskip("dice_ml")
+    from raiutils.exceptions import UserConfigValidationException
+
+    from policies.baselines.dice import Dice
+
+    ctx, world = _context("logistic", (0,))
+    X, goals = _draws(ctx, world, 3, 5, goal_max=0.8)
+    d = Dice(cfs=2, samples=100)
+    d.prepare(ctx)
+    # DiCE raises (it does not return an empty set) when no counterfactual is found; it did
+    # so in `lending` and ended the episode before 0.8.0
+    found = d.explainer.generate_counterfactuals
+    calls = []
+
+    def none_for_the_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise UserConfigValidationException(
+                "No counterfactuals found for any of the query points!"
+            )
+        return found(*args, **kwargs)
+
+    monkeypatch.setattr(d.explainer, "generate_counterfactuals", none_for_the_second)
+    below = np.flatnonzero(ctx.decision_model.score(X) < goals)
+    assert len(below) >= 2
+    X_cf = d.recommend(X, goals, np.random.default_rng(0))
+    assert np.isnan(X_cf[below[1]]).all()
+    assert not np.isnan(X_cf[below[0]]).any()
+
+
 @pytest.mark.slow
 def test_mlp_decision_model():
     from abm.mlp import MLPClassifier

@@ -113,6 +113,7 @@ class Dice(FollowsModel):
 
     def _one(self, x: np.ndarray, goal: float, seed: int) -> np.ndarray:
         import pandas as pd
+        from raiutils.exceptions import UserConfigValidationException
 
         if not goal <= 1.0:
             return np.full_like(x, np.nan)
@@ -129,11 +130,16 @@ class Dice(FollowsModel):
                 np.random.seed(seed)  # noqa: NPY002
                 random.seed(seed)
                 kwargs = {}
-            res = self.explainer.generate_counterfactuals(
-                query, total_CFs=self.cfs, desired_range=[goal, min(goal + self.width, 1.0)],
-                features_to_vary=self.vary, permitted_range=self.permitted,
-                posthoc_sparsity_param=None, verbose=False, **kwargs,
-            )  # fmt: skip
+            try:
+                res = self.explainer.generate_counterfactuals(
+                    query, total_CFs=self.cfs, desired_range=[goal, min(goal + self.width, 1.0)],
+                    features_to_vary=self.vary, permitted_range=self.permitted,
+                    posthoc_sparsity_param=None, verbose=False, **kwargs,
+                )  # fmt: skip
+            except UserConfigValidationException:
+                # DiCE raises, rather than returning none, when it finds no counterfactual
+                # for the query: the goal is out of its reach, so the row is unreached
+                return np.full_like(x, np.nan)
         cfs = res.cf_examples_list[0].final_cfs_df
         if cfs is None or len(cfs) == 0:
             return np.full_like(x, np.nan)
