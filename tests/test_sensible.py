@@ -55,7 +55,8 @@ def test_every_policy_runs_in_every_preset_or_refuses_in_one_line(policy, preset
                               record_events=False)  # fmt: skip
     except ConfigError as exc:
         message = str(exc)
-        assert "\n" not in message and len(message) < 300, message
+        # one line; an artefact trained for another world lists every field that differs
+        assert "\n" not in message and len(message) < 500, message
         assert shipped[(policy, preset)] == "refused"
         return
     card = model.run().outcome_card()
