@@ -7,6 +7,7 @@ import math
 
 import pandas as pd
 import pytest
+from scripts_loader import load_script
 
 from abm.scenarios import PRESETS
 from lab.experiments import five_families as ff
@@ -59,13 +60,7 @@ def test_the_quick_variant_runs_every_piece_and_writes_the_report(tmp_path):
 
 
 def _doc_script():
-    import importlib.util
-
-    path = ff.ROOT / "scripts" / "five_families_doc.py"
-    spec = importlib.util.spec_from_file_location("five_families_doc", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("five_families_doc")
 
 
 def test_the_goal_tables_pick_the_best_advising_policy_and_bold_what_excludes_zero():

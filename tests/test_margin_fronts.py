@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from scripts_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "results" / "hybrid-gap" / "rf_at_rr095.csv"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location(
-        "margin_fronts", ROOT / "scripts" / "margin_fronts.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("margin_fronts")
 
 
 def test_read_off_interpolates_each_seed_front_at_rr_095():

@@ -3,20 +3,11 @@ resample worlds, then episodes within them."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from scripts_loader import load_script
 
-ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location(
-    "table3_worlds", ROOT / "scripts" / "table3_worlds.py"
-)
-t3 = importlib.util.module_from_spec(spec)
-sys.modules["table3_worlds"] = t3
-spec.loader.exec_module(t3)
+t3 = load_script("table3_worlds")
 
 
 def test_every_front_point_and_baseline_is_a_registered_policy():
