@@ -158,6 +158,21 @@ class ClassifierSpec(BaseModel):
             if name not in names:
                 allowed = f"a parameter of {cls.__name__}: " + ", ".join(sorted(names))
                 raise not_allowed(allowed, field=f"params.{name}", value=dict(self.params)[name])
+        # built once here, unfitted: a class needing an argument a TOML file cannot give
+        # (StackingClassifier's estimators) or one whose predict_proba the given parameters
+        # switch off (SVC without probability = true) is refused now, not by the world builder
+        try:
+            instance = self.make(0)
+        except (TypeError, ValueError) as exc:
+            why = " ".join(str(exc).split())
+            allowed = (f"a classifier that can be constructed with the given parameters "
+                       f"({cls.__name__}: {why})")  # fmt: skip
+            raise not_allowed(allowed, field="estimator", value=self.estimator) from None
+        if not hasattr(instance, "predict_proba"):
+            allowed = (f"a classifier with predict_proba ({cls.__name__} has none with these "
+                       "parameters" + (", e.g. set probability = true" if "probability" in names
+                                       else "") + ")")  # fmt: skip
+            raise not_allowed(allowed, field="estimator", value=self.estimator)
         return self
 
     def make(self, seed: int) -> Any:
@@ -643,8 +658,12 @@ def _fit(source: DataSource, kind: str, seed: int, X, y, estimator: Any | None) 
         from sklearn.linear_model import LogisticRegression
 
         estimator = LogisticRegression(max_iter=1000)
+    field = "data.classifier.params" if source.classifier is not None else "decision_model"
     try:
-        return estimator.fit(X, y)
+        fitted = estimator.fit(X, y)
     except (ValueError, TypeError) as exc:  # sklearn's parameter checks raise these
-        field = "data.classifier.params" if source.classifier is not None else "decision_model"
         raise ConfigError(f"{field}: {' '.join(str(exc).split())}") from None
+    if not hasattr(fitted, "predict_proba"):  # switched off by a parameter, seen after fit
+        raise ConfigError(f"{field}: the fitted {type(fitted).__name__} has no predict_proba; "
+                          "allowed: parameters that keep predict_proba")  # fmt: skip
+    return fitted

@@ -99,8 +99,13 @@ def write_json(path: str | Path, data: Any) -> Path:
     """
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n")
-    os.replace(tmp, path)
+    text = json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n"
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:  # a full disk, an interrupt: no temporary file is left behind
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 

@@ -37,6 +37,7 @@ from lab.terminal import (
     friendly_errors,
     output_dir,
     progress_bar,
+    refusal_leaves_no_output,
 )
 
 __all__ = [
@@ -107,7 +108,8 @@ def usage_message(exc: typer.TyperException, argv: list[str]) -> str:
 @contextlib.contextmanager
 def _one_line_errors(argv: list[str]) -> Iterator[None]:
     try:
-        yield
+        with refusal_leaves_no_output():  # a refused command leaves no empty --out behind
+            yield
     except typer.TyperException as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":
             raise  # prints the help, as asked

@@ -11,7 +11,7 @@ import contextlib
 import functools
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -68,19 +68,88 @@ def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 OUTPUT_ALLOWED = "a directory that can be created and written (missing parents are created)"
+OUTPUT_FILE_ALLOWED = "a file path whose folder can be created and written"
+# output directories checked by output_dir that did not exist then: (the path, its nearest
+# ancestor that existed); a refused command removes those of them it left empty
+_CHECKED_MISSING: list[tuple[Path, Path]] = []
 
 
-def output_dir(path: str | Path | None, option: str = "--out") -> Path:
+@contextlib.contextmanager
+def refusal_leaves_no_output() -> Iterator[None]:
+    """Around a command: if it is refused (bad input, or an exit with status 2), the output
+    directories it checked with :func:`output_dir` that did not exist are removed again,
+    when empty (see :func:`remove_created_outputs`)."""
+    mark = len(_CHECKED_MISSING)
+    try:
+        yield
+    except (*USER_ERRORS, MemoryError):
+        remove_created_outputs(mark)
+        raise
+    except typer.Exit as exc:
+        if exc.exit_code == 2:
+            remove_created_outputs(mark)
+        raise
+    finally:
+        del _CHECKED_MISSING[mark:]
+
+
+def remove_created_outputs(mark: int = 0) -> None:
+    """Remove what a refused command left of the output directories it checked (with
+    :func:`output_dir`) after ``mark`` that did not exist then: empty folders only, so a
+    file written before the refusal is kept (a long run never loses data)."""
+    for target, ancestor in reversed(_CHECKED_MISSING[mark:]):
+        if target.is_dir() and not target.is_symlink():
+            for root, _, _ in os.walk(target, topdown=False):
+                with contextlib.suppress(OSError):
+                    os.rmdir(root)  # fails, and keeps it, unless empty
+        folder = target.parent
+        while folder != ancestor and ancestor in folder.parents:  # parents it created
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+            folder = folder.parent
+    del _CHECKED_MISSING[mark:]
+
+
+def output_file(path: str | Path | None, option: str) -> Path:
+    """``path`` as a file to write, checked like :func:`output_dir` (its folder) before any
+    work starts; an existing directory, or a folder that is a file, is refused naming
+    ``option`` and ``path``."""
+    text = "" if path is None else str(path)
+    if not text.strip():
+        raise ConfigError(problem(option, text, OUTPUT_FILE_ALLOWED, verb="is empty"))
+    target = Path(text)
+    try:
+        is_dir = target.is_dir()
+    except (OSError, ValueError) as exc:
+        verb = f"is unusable ({exc})"
+        raise ConfigError(problem(option, text, OUTPUT_FILE_ALLOWED, verb=verb)) from None
+    if is_dir:
+        raise ConfigError(problem(option, text, OUTPUT_FILE_ALLOWED, verb="is a directory"))
+    output_dir(target.absolute().parent, option, shown=text, allowed=OUTPUT_FILE_ALLOWED)
+    return target
+
+
+def output_dir(
+    path: str | Path | None,
+    option: str = "--out",
+    *,
+    shown: str | None = None,
+    allowed: str = OUTPUT_ALLOWED,
+) -> Path:
     """``path`` as an output directory, checked before any work starts.
 
     Refused, with a one-line :class:`ConfigError` naming ``option``: an empty path, an
     existing file, a path below a file, one that cannot be created or written. The check
     creates the missing directories and a probe file, then removes both: nothing is left
-    behind, so a later bad input still writes nothing.
+    behind, so a later bad input still writes nothing. ``shown`` is the value named in
+    the message (:func:`output_file` names the file, not its folder).
     """
     text = "" if path is None else str(path)
     if not text.strip():
-        raise ConfigError(problem(option, text, OUTPUT_ALLOWED, verb="is empty"))
+        raise ConfigError(problem(option, text, allowed, verb="is empty"))
+    named = text if shown is None else shown
     try:
         target = Path(text).absolute()
         ancestor, missing = target, []
@@ -88,23 +157,26 @@ def output_dir(path: str | Path | None, option: str = "--out") -> Path:
             missing.append(ancestor)
             ancestor = ancestor.parent
         if not ancestor.is_dir():
-            what = "is a file" if ancestor == target else f"lies under the file {ancestor}"
-            raise ConfigError(problem(option, text, OUTPUT_ALLOWED, verb=what))
+            inside = ancestor != target or shown is not None
+            what = f"lies under the file {ancestor}" if inside else "is a file"
+            raise ConfigError(problem(option, named, allowed, verb=what))
     except ConfigError:
         raise
     except (OSError, ValueError) as exc:  # a NUL byte, a name too long, no permission
         verb = f"is unusable ({exc})"
-        raise ConfigError(problem(option, text, OUTPUT_ALLOWED, verb=verb)) from None
+        raise ConfigError(problem(option, named, allowed, verb=verb)) from None
     try:
         for directory in reversed(missing):
             directory.mkdir()
         fd, probe = tempfile.mkstemp(dir=target, prefix=".recourse-abm-probe-")
         os.close(fd)
         os.unlink(probe)
+        if missing:
+            _CHECKED_MISSING.append((target, ancestor))
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise ConfigError(
-            problem(option, text, OUTPUT_ALLOWED, verb=f"cannot be written ({reason})")
+            problem(option, named, allowed, verb=f"cannot be written ({reason})")
         ) from None
     finally:
         for directory in missing:  # deepest first: only what the probe created, if empty

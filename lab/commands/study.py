@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from lab.terminal import console, fmt, progress_bar
+from lab.terminal import console, err_console, fmt, output_dir, output_file, progress_bar
 
 # lab.study loads the model (Mesa, scikit-learn, pandas, pyarrow): the commands import it
 # when they run, so that `recourse-abm --help` stays fast
@@ -61,9 +61,10 @@ def run(
 
     Exits with status 1 while any run is pending (lost to a dead worker or scheduler: rerun
     to resume) or failed (an error raised by the run; --retry-errors reruns those)."""
-    from lab.study import Study, run_study
+    from lab.study import StoreError, Study, run_study
 
     study = Study.from_toml(file)
+    out = output_dir(out)  # a read-only or unusable --out: one line, before anything runs
     console.print(_plan_text(study), highlight=False)
     if scheduler is not None:
         # a lost scheduler makes Dask's client log reconnect tracebacks from its own thread;
@@ -79,8 +80,14 @@ def run(
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        status = run_study(study, out, workers=workers, scheduler=scheduler, force=force,
-                           retry_errors=retry_errors, progress=progress)  # fmt: skip
+        try:
+            status = run_study(study, out, workers=workers, scheduler=scheduler, force=force,
+                               retry_errors=retry_errors, progress=progress)  # fmt: skip
+        except StoreError as exc:  # a full disk: one line, exit 1 (the study resumes)
+            bar.stop()
+            err_console.print(f"[bold red]error:[/] {escape(exc.strerror)}", highlight=False,
+                              soft_wrap=True)  # fmt: skip
+            raise typer.Exit(1) from None
     rate = status.completed / status.seconds if status.seconds > 0 else math.nan
     console.print(
         f"{status.completed} run(s) done now ({status.backend}, {status.seconds:.1f} s, "
@@ -111,9 +118,12 @@ def _write_report(out: Path, metrics: list[str] | None = None, plots: Path | Non
     """Write the PNGs, summary.csv and the HTML page of ``out``; ``show(report)`` prints
     before the paths of what was written."""
     from lab.study.analysis import build_report, write_plots
-    from lab.study.page import write_html
+    from lab.study.page import HTML_NAME, write_html
 
     rep = build_report(out, metrics)
+    # both places checked before either is written: a refusal writes nothing
+    output_dir(plots if plots is not None else Path(out) / "report", "--plots")
+    output_file(html if html is not None else Path(out) / HTML_NAME, "--html")
     written = write_plots(rep, plots)
     page = write_html(rep, html)
     if show is not None:

@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import csv
 import json
+import pickle
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -262,11 +264,16 @@ def _train(out, env, manifest, sac: SACParams, p: _Common, *, total_steps: int,
     latest = _latest_checkpoint(ckdir) if resume else None
     state = None
     if latest is not None:
-        state = json.loads(latest.with_suffix(".json").read_text())
+        state = _read_state(latest)
         if state["manifest"] != manifest_json:
             raise ConfigError(f"--resume: the checkpoint in {ckdir} was made with other settings; "
                               "use the same options or a new --out")  # fmt: skip
-        _restore(model, latest, state)
+        try:
+            _restore(model, latest, state)
+        # a crafted pickle, a truncated zip, tensors of another shape or name
+        except (pickle.UnpicklingError, RuntimeError, ValueError, KeyError, TypeError, OSError,
+                EOFError, IndexError) as exc:  # fmt: skip
+            raise _not_a_checkpoint(latest, exc) from None
         model.set_random_seed(p.seed + model.num_timesteps)
         vec.seed(p.seed + model.num_timesteps)
         _truncate_curve(curve_path, model.num_timesteps)
@@ -420,9 +427,43 @@ class CodeFreeCheckpoint(BaseCallback):
 _BUFFER_ARRAYS = ("observations", "next_observations", "actions", "rewards", "dones", "timeouts")
 
 
+def _not_a_checkpoint(path: Path, exc: BaseException) -> ConfigError:
+    """--resume refused: ``path`` is not a checkpoint :class:`CodeFreeCheckpoint` wrote."""
+    # torch's own message (several lines, advising weights_only=False) is not shown: a file
+    # that holds a pickle is never loaded with pickles allowed
+    if isinstance(exc, pickle.UnpicklingError):
+        reason = "not tensors alone: torch, with pickled code refused, could not read it"
+    else:
+        text = " ".join(str(exc).split())
+        reason = type(exc).__name__ + (f": {text[:160]}" if text else "")
+    return ConfigError(
+        f"--resume: {path} is not a checkpoint this program wrote ({reason}); remove "
+        f"{path.parent} to start afresh, or choose a new --out"
+    )
+
+
+def _read_state(latest: Path) -> dict[str, Any]:
+    """The JSON state beside checkpoint ``latest``, checked for the keys a resume reads."""
+    path = latest.with_suffix(".json")
+    try:
+        state = json.loads(path.read_text())
+        if not isinstance(state, dict):
+            raise ValueError("not a JSON object")
+        for key in ("manifest", "steps", "episodes", "n_updates", "episode_num", "buffer",
+                    "cpu_seconds", "wall_seconds"):  # fmt: skip
+            if key not in state:
+                raise KeyError(key)
+        int(state["steps"]), int(state["buffer"]["pos"]), bool(state["buffer"]["full"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise _not_a_checkpoint(path, exc) from None
+    return state
+
+
 def _restore(model, latest: Path, state: dict[str, Any]) -> None:
     """Load a :class:`CodeFreeCheckpoint` into a freshly built ``model`` of the same settings."""
-    tensors = torch.load(latest, map_location="cpu", weights_only=True)
+    with warnings.catch_warnings():  # torch warns of a foreign pickle protocol, then refuses
+        warnings.simplefilter("ignore")
+        tensors = torch.load(latest, map_location="cpu", weights_only=True)
     names, variables = model._get_torch_save_params()
     model.set_parameters({k: tensors[k] for k in names}, exact_match=True, device="cpu")
     for v in variables:  # in place: the entropy optimiser holds this tensor

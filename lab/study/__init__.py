@@ -21,6 +21,7 @@ from lab.study.analysis import build_report, pareto_front, report, summarize
 from lab.study.experiments import EXPERIMENTS, Experiment, execute_run
 from lab.study.page import html_report
 from lab.study.runner import (
+    StoreError,
     StudyRun,
     collect,
     finished_runs,
@@ -44,6 +45,7 @@ __all__ = [
     "Axis",
     "Experiment",
     "RunSpec",
+    "StoreError",
     "Study",
     "StudyRun",
     "build_report",

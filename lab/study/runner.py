@@ -25,6 +25,8 @@ them. Only an exception raised by the run itself is stored as an error.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
+import errno
 import fcntl
 import json
 import multiprocessing
@@ -66,13 +68,51 @@ def _tmp(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.tmp")
 
 
+class StoreError(OSError):
+    """A study's results could not be written (a full disk, a quota, an I/O error). What
+    was finished before stays sealed and the manifest valid: the same command resumes."""
+
+
+def _no_space(exc: OSError) -> bool:
+    # pyarrow's own OSError carries the errno in its text only
+    return exc.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(exc)
+
+
+@contextlib.contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    """Turn an OSError while writing ``path`` into a one-line :class:`StoreError`."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except OSError as exc:
+        what = ("ran out of space (no space left on device)" if _no_space(exc)
+                else f"could not be written ({exc.strerror or ' '.join(str(exc).split())})")  # fmt: skip
+        raise StoreError(
+            exc.errno,
+            f"{path} {what}; finished runs are kept and nothing partial is trusted: free "
+            "space (or fix the cause) and rerun the same command to resume the study",
+            str(path),
+        ) from exc
+
+
 def _atomic_parquet(table: pa.Table, path: Path) -> dict[str, Any]:
     """Write ``table`` to ``path`` atomically; returns its seal entry (sha256, rows, columns)."""
     tmp = _tmp(path)
-    pq.write_table(table, tmp)
-    digest = file_sha256(tmp)
-    os.replace(tmp, path)
+    try:
+        with _writing(path):
+            pq.write_table(table, tmp)
+            digest = file_sha256(tmp)
+            os.replace(tmp, path)
+    except BaseException:  # no temporary file is left behind
+        tmp.unlink(missing_ok=True)
+        raise
     return {"sha256": digest, "rows": table.num_rows, "columns": table.column_names}
+
+
+def _write_json(path: Path, data: Any) -> None:
+    with _writing(path):
+        write_json(path, data)
 
 
 def _param_value(value: Any) -> Any:
@@ -116,7 +156,7 @@ def store_result(out: Path, study: Study, run: RunSpec, result: dict[str, Any]) 
     seal["runs"] = _atomic_parquet(
         pa.Table.from_pylist(rows), out / "runs" / f"{run.run_id}.parquet"
     )
-    write_json(out / "runs" / f"{run.run_id}.json", seal)
+    _write_json(out / "runs" / f"{run.run_id}.json", seal)
 
 
 def _check_part(path: Path, entry: Any, run_id: str) -> str:
@@ -311,7 +351,7 @@ def _write_manifest(
     })  # fmt: skip
     if shared:
         manifest["shared"] = True
-    write_json(path, manifest)
+    _write_json(path, manifest)
     return manifest
 
 
@@ -614,6 +654,9 @@ def run_study(
     Raises:
         ConfigError: bad arguments, ``out`` holds another study, or another ``study run``
             holds ``out``.
+        StoreError: a result or the manifest could not be written (a full disk): the runs
+            sealed before stay, the manifest stays valid and no temporary file is left, so
+            the same call resumes.
     """
     if not isinstance(study, Study):
         study = Study.from_toml(study)
@@ -625,8 +668,9 @@ def run_study(
         probe_scheduler(scheduler)  # before anything is written
     out = Path(out)
     runs = study.runs()
-    (out / "runs").mkdir(parents=True, exist_ok=True)
-    (out / "ticks").mkdir(parents=True, exist_ok=True)
+    with _writing(out):
+        (out / "runs").mkdir(parents=True, exist_ok=True)
+        (out / "ticks").mkdir(parents=True, exist_ok=True)
     with StudyLock(out):
         manifest = _write_manifest(out, study, runs, force, shared)
         good, problems = check_parts(out, repair=True)
@@ -643,6 +687,7 @@ def run_study(
         start = time.perf_counter()
         if progress:
             progress(status.skipped, status.total)
+        failing = False
         try:
             for result in results:
                 if result["status"] == "pending":
@@ -655,6 +700,9 @@ def run_study(
                     status.error_messages.append(f"{result['run_id']}: {result['error']}")
                 if progress:
                     progress(status.skipped + status.completed, status.total)
+        except BaseException:
+            failing = True
+            raise
         finally:
             status.seconds = time.perf_counter() - start
             good, _ = check_parts(out)
@@ -665,7 +713,11 @@ def run_study(
                               pending=status.pending, failed=status.failed,
                               seconds=round(status.seconds, 3))  # fmt: skip
             manifest["invocations"].append(invocation)
-            write_json(out / MANIFEST, manifest)
+            try:
+                _write_json(out / MANIFEST, manifest)
+            except StoreError:
+                if not failing:  # else the first failure is the one to report
+                    raise
     return status
 
 
@@ -688,7 +740,7 @@ def record_runs(study: Study, out: str | Path, results: dict[str, dict[str, Any]
             store_result(out, study, by_id[rid], result)
         manifest["invocations"].append({"started": now(), "backend": "recorded", "skipped": 0,
                                         "finished": now(), "completed": len(results), "errors": 0})  # fmt: skip
-        write_json(out / MANIFEST, manifest)
+        _write_json(out / MANIFEST, manifest)
 
 
 def collect(

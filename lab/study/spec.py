@@ -70,7 +70,7 @@ from abm.provenance import RESULTS_SCHEMA
 from abm.record import TICK_COLUMNS
 from abm.registry import REGISTRY
 from abm.scenarios import PRESETS, resolve_scenario
-from abm.validation import ConfigError, one_line, problem, show
+from abm.validation import ConfigError, interval, one_line, problem, show
 from lab.study.experiments import EXPERIMENTS, SUMMARY_COLUMNS, Experiment
 
 # every registered experiment, so a study file may name any of them
@@ -671,6 +671,8 @@ def _axis_values(
                                   "{start = 1, stop = 9, step = 2} (fixed values go under [set])"))  # fmt: skip
     if not values:
         raise ConfigError(f"{where} is empty: list at least one value")
+    for i, v in enumerate(values):
+        _int64(v, f"{where}[{i}]")
     if unique:
         _no_repeats(values, where)
     if key == "policy":
@@ -685,6 +687,21 @@ def _axis_values(
     else:
         values = [_as_field_type(key, v) for v in values]
     return values
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _int64(value: Any, where: str) -> None:
+    """An integer axis value (or one inside a list value) outside int64 is refused at plan
+    time: its results column is int64, so it would fail only after runs were written."""
+    if isinstance(value, list | tuple):
+        for j, v in enumerate(value):
+            _int64(v, f"{where}[{j}]")
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if not _INT64[0] <= value <= _INT64[1]:
+            allowed = interval(*_INT64, integer=True) + " (results are stored as int64)"
+            raise ConfigError(problem(where, value, allowed))
 
 
 def _no_repeats(values: list[Any], where: str) -> None:

@@ -1,0 +1,452 @@
+"""Bad input, third round, second part (issue "Reliability, third round"): output locations
+that cannot be used, integers past int64 as study axes, classifiers without predict_proba,
+crafted checkpoints, a full disk during `study run`, and empty folders left by a refusal.
+
+Refusals end as in tests/test_bad_input.py: exit status 2, exactly one line ``error: ...``
+naming the option or field and its value, no traceback, nothing written. A full disk is not
+bad input: exit status 1, one line naming the path and saying how to resume.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import pickle
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from abm.config import ScenarioConfig
+from abm.validation import ConfigError
+from lab import terminal
+from lab.cli import app
+from lab.study import TIMING_COLUMNS, Study, load_study, read_manifest, run_study
+from lab.study import runner as study_runner
+
+runner = CliRunner()
+STUDY = """\
+scenario = "paper"
+ticks = 3
+seeds = [0, 1]
+[set]
+n_initial = 20
+[sweep]
+beta = [0.1, 0.5]
+policy = ["threshold", "none"]
+"""
+
+
+def _one_line(result, code: int = 2, *named: str) -> str:
+    text = result.output
+    assert "Traceback" not in text, text
+    assert result.exit_code == code, (result.exit_code, text, result.exception)
+    errors = [line for line in text.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, text
+    if code == 2:
+        assert len([line for line in text.splitlines() if line.strip()]) == 1, text
+    for name in named:  # a long path is shown by its ends (abm.validation.show)
+        assert (name if len(name) < 60 else name[-30:]) in errors[0], (name, errors[0])
+    return errors[0]
+
+
+@pytest.fixture
+def study_file(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.toml"
+    path.write_text(STUDY)
+    return path
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    """A finished tiny study (8 runs), read by the report cases."""
+    root = tmp_path_factory.mktemp("finished")
+    (root / "tiny.toml").write_text(STUDY)
+    run_study(root / "tiny.toml", root / "st", workers=1)
+    return root / "st"
+
+
+def _read_only(monkeypatch, code: int = errno.EROFS) -> None:
+    """Every probe file output_dir makes fails as on a read-only mount (root ignores modes)."""
+
+    def refuse(*args, **kwargs):
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(terminal.tempfile, "mkstemp", refuse)
+
+
+# -- 1. an output location that cannot be used -----------------------------------------------
+@pytest.mark.parametrize("code", [errno.EROFS, errno.EACCES])
+def test_study_run_on_a_read_only_out_is_one_line(study_file, tmp_path, monkeypatch, code):
+    out = tmp_path / "ro"
+    out.mkdir()
+    _read_only(monkeypatch, code)
+    line = _one_line(runner.invoke(app, ["study", "run", str(study_file), "--out", str(out),
+                                         "--workers", "1"]), 2, "--out", str(out))  # fmt: skip
+    assert os.strerror(code) in line
+    assert list(out.iterdir()) == []
+    # a missing --out under a read-only folder: nothing is created either
+    line = _one_line(runner.invoke(app, ["study", "run", str(study_file), "--out",
+                                         str(out / "a" / "b"), "--workers", "1"]), 2, "--out")  # fmt: skip
+    assert list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("where", ["{file}", "{file}/sub", "{file}/a/b"])
+def test_study_run_out_on_a_file_is_one_line(study_file, tmp_path, where):
+    (tmp_path / "file").write_text("x")
+    out = where.format(file=tmp_path / "file")
+    _one_line(runner.invoke(app, ["study", "run", str(study_file), "--out", out]), 2, "--out", out)
+    assert (tmp_path / "file").read_text() == "x"
+
+
+@pytest.mark.parametrize(
+    ("option", "where", "verb"),
+    [
+        ("--html", "{file}/r.html", "lies under the file"),
+        ("--html", "{file}/deeper/r.html", "lies under the file"),
+        ("--html", "{dir}", "is a directory"),
+        ("--plots", "{file}", "is a file"),
+        ("--plots", "{file}/sub", "lies under the file"),
+    ],
+)
+def test_study_report_output_that_cannot_be_used(finished, tmp_path, option, where, verb):
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "dir").mkdir()
+    target = where.format(file=tmp_path / "file", dir=tmp_path / "dir")
+    plots = tmp_path / "plots"
+    argv = ["study", "report", str(finished), option, target]
+    if option == "--html":  # the plots are not written when the page is refused
+        argv += ["--plots", str(plots)]
+    line = _one_line(runner.invoke(app, argv), 2, option, target, verb)
+    assert line.startswith(f"error: {option} = ")
+    assert not plots.exists()
+    assert (tmp_path / "file").read_text() == "x"
+    assert list((tmp_path / "dir").iterdir()) == []
+
+
+def test_study_report_in_a_read_only_study_names_the_default(finished, monkeypatch, tmp_path):
+    _read_only(monkeypatch)
+    # the default OUT/report exists (study run wrote it): its probe file fails
+    line = _one_line(runner.invoke(app, ["study", "report", str(finished)]), 2, "--plots")
+    assert "Read-only file system" in line
+    # given places are checked before either is written
+    html = tmp_path / "new" / "r.html"
+    _one_line(runner.invoke(app, ["study", "report", str(finished), "--html", str(html),
+                                  "--plots", str(tmp_path / "p")]), 2)  # fmt: skip
+    assert not (tmp_path / "new").exists() and not (tmp_path / "p").exists()
+
+
+def test_study_report_to_new_places_still_writes(finished, tmp_path):
+    html, plots = tmp_path / "a" / "b" / "r.html", tmp_path / "plots"
+    result = runner.invoke(app, ["study", "report", str(finished), "--html", str(html),
+                                 "--plots", str(plots)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert html.is_file() and (plots / "summary.csv").is_file()
+
+
+# -- 2. integers past int64 as a study axis ---------------------------------------------------
+BIG = 100000000000000000000  # 10**20
+
+
+@pytest.mark.parametrize(
+    ("axis", "where"),
+    [
+        (f"[sweep]\nk = [2, {BIG}]\n", "k"),  # k's own bound (1..10**7) refuses it first
+        (f"[sweep]\nbudget = [2, {BIG}]\n", "sweep.budget[1]"),  # a float field, None default
+        (f"[sweep]\nbudget = [2, -{BIG}]\n", "sweep.budget[1]"),
+        ("[sweep]\nbudget = {start = 9223372036854775800, stop = 9223372036854775810, "
+         "step = 5}\n", "sweep.budget[2]"),
+        (f"[[zip]]\nbudget = [1, {BIG}]\nbeta = [0.1, 0.2]\n", "zip[0].budget[1]"),
+        (f"[sweep]\nworld_seed = [1, {BIG}]\n", "world_seed"),
+        (f"[sweep]\nm = [1, {BIG}]\n", "m"),
+        (f"seeds = [0, {BIG}]\n", "seeds"),
+    ],
+)  # fmt: skip
+def test_integer_axis_values_past_int64_are_refused_at_plan_time(tmp_path, axis, where):
+    path = tmp_path / "big.toml"
+    head = 'scenario = "paper"\nticks = 2\n'
+    # top-level keys go before the tables
+    path.write_text(head + axis if axis.startswith("seeds") else head + "seeds = [0]\n" + axis)
+    with pytest.raises(ConfigError) as info:
+        Study.from_toml(path)
+    assert where in str(info.value) and "\n" not in str(info.value)
+    _one_line(runner.invoke(app, ["study", "plan", str(path)]), 2, where)
+    out = tmp_path / "out"
+    _one_line(runner.invoke(app, ["study", "run", str(path), "--out", str(out)]), 2, where)
+    assert not out.exists()
+
+
+def test_integer_axis_values_within_int64_are_kept(tmp_path):
+    path = tmp_path / "ok.toml"
+    path.write_text('scenario = "paper"\nticks = 2\nseeds = [0]\n[sweep]\n'
+                    "world_seed = [0, 9223372036854775807]\n")  # fmt: skip
+    assert Study.from_toml(path).n_runs == 2
+
+
+# -- 3. a classifier without predict_proba, or one that cannot be built ---------------------
+@pytest.fixture
+def people(tmp_path: Path) -> Path:
+    path = tmp_path / "people.csv"
+    pd.DataFrame({"a": [1, 2, 3, 4, 5, 6, 7, 8], "b": [3, 1, 2, 5, 4, 6, 8, 7],
+                  "ok": [0, 1, 0, 1, 0, 1, 0, 1]}).to_csv(path, index=False)  # fmt: skip
+    return path
+
+
+def _classified(people: Path, estimator: str, **params) -> ScenarioConfig:
+    return ScenarioConfig(n_features=2, difficulty=[0.5, 0.5], n_initial=8, ticks=2,
+                          data={"path": str(people), "features": ["a", "b"], "label": "ok",
+                                "classifier": {"estimator": estimator, "params": params}})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("estimator", "params", "why"),
+    [
+        ("sklearn.svm.SVC", {}, "predict_proba"),
+        ("sklearn.svm.SVC", {"probability": False}, "probability = true"),
+        ("sklearn.svm.NuSVC", {}, "predict_proba"),
+        ("sklearn.linear_model.SGDClassifier", {}, "predict_proba"),
+        ("sklearn.linear_model.SGDClassifier", {"loss": "hinge"}, "predict_proba"),
+        ("sklearn.ensemble.StackingClassifier", {}, "can be constructed with the given"),
+        ("sklearn.ensemble.VotingClassifier", {}, "missing 1 required positional argument"),
+        ("sklearn.ensemble.StackingClassifier", {"cv": 3}, "estimators"),
+    ],
+)
+def test_classifier_without_predict_proba_is_one_line(people, estimator, params, why):
+    with pytest.raises(ConfigError) as info:
+        _classified(people, estimator, **params)
+    text = str(info.value)
+    assert text.startswith(f"data.classifier.estimator = {estimator!r} is not allowed"), text
+    assert why in text and "\n" not in text
+
+
+@pytest.mark.parametrize(
+    ("estimator", "params"),
+    [
+        ("sklearn.svm.SVC", {"probability": True}),
+        ("sklearn.linear_model.SGDClassifier", {"loss": "log_loss"}),
+        ("sklearn.ensemble.RandomForestClassifier", {"n_estimators": 3}),
+    ],
+)
+def test_classifier_with_predict_proba_is_kept(people, estimator, params):
+    assert _classified(people, estimator, **params).data.classifier.estimator == estimator
+
+
+def test_scenario_toml_naming_svc_is_refused_by_the_cli(people, tmp_path):
+    toml = tmp_path / "svc.toml"
+    toml.write_text('base = "paper"\ndifficulty = [0.5, 0.5]\nticks = 2\nn_initial = 8\n'
+                    '[data]\npath = "people.csv"\nfeatures = ["a", "b"]\nlabel = "ok"\n'
+                    '[data.classifier]\nestimator = "sklearn.svm.SVC"\n')  # fmt: skip
+    out = tmp_path / "out"
+    argv = ["run", "--scenario", str(toml), "--policy", "none", "--out", str(out)]
+    _one_line(runner.invoke(app, argv), 2, "data.classifier", "predict_proba")
+    assert not out.exists()
+    toml.write_text(toml.read_text() + "params = { probability = true }\n")
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 0, result.output
+
+
+# -- 4. a crafted checkpoint under --resume ----------------------------------------------------
+class _Boom:
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (Path.touch, (Path(self.marker),))
+
+
+@pytest.mark.slow
+def test_resume_from_a_crafted_checkpoint_is_one_line(tmp_path):
+    import torch
+
+    out = tmp_path / "rec"
+    argv = ["train", "recommender", "--out", str(out), "--warmup-episodes", "2", "--episodes",
+            "20", "--checkpoint-every", "20", "--net", "16,16", "--learning-starts", "10",
+            "--batch-size", "16"]  # fmt: skip
+    assert runner.invoke(app, argv).exit_code == 0
+    latest = sorted((out / "checkpoints").glob("step_*.pt"))[-1]
+    good = latest.read_bytes()
+    marker = tmp_path / "code-ran"
+    crafted = {
+        "pickle": lambda f: f.write_bytes(pickle.dumps(_Boom(marker))),
+        "torch": lambda f: torch.save({"w": _Boom(marker)}, f),
+        "garbage": lambda f: f.write_bytes(b"not a checkpoint"),
+        "empty": lambda f: f.write_bytes(b""),
+        "other tensors": lambda f: torch.save({"x": torch.zeros(3)}, f),
+    }
+    for name, write in crafted.items():
+        write(latest)
+        line = _one_line(runner.invoke(app, [*argv, "--resume"]), 2, "--resume", str(latest),
+                         "is not a checkpoint this program wrote")  # fmt: skip
+        assert "weights_only" not in line, (name, line)
+        assert not marker.exists(), name
+    latest.write_bytes(good)
+    state = latest.with_suffix(".json")
+    good_state = state.read_text()
+    for text in ("{", "[]", '{"manifest": 1}'):
+        state.write_text(text)
+        _one_line(runner.invoke(app, [*argv, "--resume"]), 2, "--resume", str(state))
+    state.write_text(good_state)
+    assert runner.invoke(app, [*argv, "--resume"]).exit_code == 0
+
+
+# -- 5. a full disk during `study run` ---------------------------------------------------------
+def _full_disk_after(monkeypatch, n_ok: int, what: str) -> list[int]:
+    """After ``n_ok`` writes of ``what`` (a Parquet part, a seal, the manifest), the next one
+    writes half its bytes to the temporary file and fails with ENOSPC."""
+    calls = [0]
+    real_table, real_text = pq.write_table, Path.write_text
+
+    def trip(path) -> bool:
+        calls[0] += 1
+        return calls[0] > n_ok
+
+    def write_table(table, where, *args, **kwargs):
+        if what == "part" and trip(where):
+            Path(where).write_bytes(b"PAR1 half a part")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_table(table, where, *args, **kwargs)
+
+    def write_text(self, data, *args, **kwargs):
+        name = self.name
+        seal = name.endswith(f".json.{os.getpid()}.tmp") and not name.startswith(".manifest")
+        if (what == "seal" and seal) or (what == "manifest" and name.startswith(".manifest")):
+            if trip(self):
+                real_text(self, data[: len(data) // 2], *args, **kwargs)
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self))
+        return real_text(self, data, *args, **kwargs)
+
+    monkeypatch.setattr(study_runner.pq, "write_table", write_table)
+    monkeypatch.setattr(Path, "write_text", write_text)
+    return calls
+
+
+def _results(out: Path) -> pd.DataFrame:
+    _, runs = load_study(out)
+    timing = [c for c in TIMING_COLUMNS if c in runs.columns]
+    return runs.drop(columns=timing).sort_values("run_id").reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> pd.DataFrame:
+    root = tmp_path_factory.mktemp("whole")
+    (root / "tiny.toml").write_text(STUDY)
+    status = run_study(root / "tiny.toml", root / "st", workers=1)
+    assert status.complete
+    return _results(root / "st")
+
+
+@pytest.mark.parametrize(
+    ("what", "n_ok", "path"),
+    [
+        ("part", 3, "/runs/"),  # the run rows of the second run, its ticks written
+        ("part", 4, "/ticks/"),  # the ticks of the third run (two parts per run)
+        ("part", 5, "/runs/"),
+        ("seal", 2, "/runs/"),  # the seal of the third run, its parts written
+        ("manifest", 0, "manifest.json"),  # the manifest, before any run
+        ("manifest", 1, "manifest.json"),  # the manifest, after every run
+    ],
+)
+def test_a_full_disk_ends_in_one_line_and_the_study_resumes(
+    study_file, tmp_path, monkeypatch, uninterrupted, what, n_ok, path
+):
+    out = tmp_path / "st"
+    calls = _full_disk_after(monkeypatch, n_ok, what)
+    result = runner.invoke(app, ["study", "run", str(study_file), "--out", str(out),
+                                 "--workers", "1"])  # fmt: skip
+    line = _one_line(result, 1, "ran out of space", "rerun the same command", path)
+    assert calls[0] == n_ok + 1
+    monkeypatch.undo()
+    if what == "manifest" and n_ok == 0:  # never written: nothing ran
+        assert not (out / "manifest.json").exists() and not list(out.rglob("*.parquet"))
+    else:
+        assert read_manifest(out)["name"] == "tiny"  # still valid JSON, still the study's
+    assert [str(p) for p in out.rglob("*.tmp")] == [], line
+    # the rerun, with space again, completes with the same results as an uninterrupted run
+    result = runner.invoke(app, ["study", "run", str(study_file), "--out", str(out),
+                                 "--workers", "1"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert [str(p) for p in out.rglob("*.tmp")] == []
+    pd.testing.assert_frame_equal(_results(out), uninterrupted)
+
+
+def test_a_full_disk_through_the_python_api_raises_store_error(study_file, tmp_path, monkeypatch):
+    _full_disk_after(monkeypatch, 1, "part")
+    with pytest.raises(study_runner.StoreError) as info:
+        run_study(study_file, tmp_path / "st", workers=1)
+    assert info.value.errno == errno.ENOSPC and "ran out of space" in str(info.value)
+    assert isinstance(info.value, OSError)
+
+
+def test_write_json_leaves_no_temporary_file(tmp_path, monkeypatch):
+    from abm.provenance import write_json
+
+    target = tmp_path / "x.json"
+    write_json(target, {"a": 1})
+
+    def full(self, data, *args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(OSError):
+        write_json(target, {"a": 2})
+    monkeypatch.undo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.json"]
+    assert target.read_text().strip().endswith("}")
+
+
+# -- 6. a refused command leaves no empty --out behind ----------------------------------------
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["train", "predictor", "--alpha", "1", "--tau", "1", "--recommender", "rl:path=/etc",
+          "--steps", "10", "--out", "{out}"], "/etc"),
+        (["train", "predictor", "--alpha", "1", "--tau", "1", "--recommender",
+          "rl:path={tmp}/nowhere", "--steps", "10", "--out", "{out}/a/b"], "nowhere"),
+        (["reproduce", "pareto", "--quick", "--phi", "MISSING", "--out", "{out}"], "MISSING"),
+        (["reproduce", "pareto", "--quick", "--phi", "MISSING", "--out", "{out}/deep/er"],
+         "MISSING"),
+        (["train", "recommender", "--out", "{out}", "--set", "nosuch=1"], "nosuch"),
+    ],
+)  # fmt: skip
+def test_a_refused_command_leaves_no_empty_out(tmp_path, argv, named):
+    out = tmp_path / "out"
+    argv = [a.replace("{out}", str(out)).replace("{tmp}", str(tmp_path)) for a in argv]
+    _one_line(runner.invoke(app, argv), 2, named)
+    assert not out.exists()
+
+
+def test_a_refused_default_out_leaves_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _one_line(runner.invoke(app, ["reproduce", "pareto", "--quick", "--phi", "MISSING"]), 2)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_existing_out_and_written_files_are_kept(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    argv = ["train", "predictor", "--alpha", "1", "--tau", "1", "--recommender",
+            "rl:path=/etc", "--steps", "10", "--out", str(out)]  # fmt: skip
+    _one_line(runner.invoke(app, argv), 2, "/etc")
+    assert out.is_dir()  # it was there before: kept
+    # a refusal after a file was written in a new --out keeps the file (no data lost)
+    new = tmp_path / "new"
+    with pytest.raises(ConfigError), terminal.refusal_leaves_no_output():
+        terminal.output_dir(new)
+        (new / "sub").mkdir(parents=True)
+        (new / "kept.txt").write_text("x")
+        raise ConfigError("refused late")
+    assert (new / "kept.txt").is_file() and not (new / "sub").exists()
+
+
+def test_output_file_checks(tmp_path):
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(ConfigError, match=r"^--html = '' is empty"):
+        terminal.output_file("", "--html")
+    with pytest.raises(ConfigError, match=r"^--html = '.*/x\.html' lies under the file "):
+        terminal.output_file(tmp_path / "f" / "x.html", "--html")
+    assert terminal.output_file(tmp_path / "n" / "x.html", "--html") == tmp_path / "n" / "x.html"
+    assert not (tmp_path / "n").exists()
+    with pytest.raises(ConfigError, match=r"^--html = '.*' is a directory; allowed: a file path"):
+        terminal.output_file(tmp_path, "--html")
