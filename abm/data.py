@@ -160,7 +160,7 @@ class ClassifierSpec(BaseModel):
                 raise not_allowed(allowed, field=f"params.{name}", value=dict(self.params)[name])
         # built once here, unfitted: a class needing an argument a TOML file cannot give
         # (StackingClassifier's estimators) or one whose predict_proba the given parameters
-        # switch off (SVC without probability = true) is refused now, not by the world builder
+        # switch off (SVC, SGDClassifier's hinge loss) is refused now, not by the world builder
         try:
             instance = self.make(0)
         except (TypeError, ValueError) as exc:
@@ -169,9 +169,10 @@ class ClassifierSpec(BaseModel):
                        f"({cls.__name__}: {why})")  # fmt: skip
             raise not_allowed(allowed, field="estimator", value=self.estimator) from None
         if not hasattr(instance, "predict_proba"):
-            allowed = (f"a classifier with predict_proba ({cls.__name__} has none with these "
-                       "parameters" + (", e.g. set probability = true" if "probability" in names
-                                       else "") + ")")  # fmt: skip
+            # SVC's probability = true would give one, but scikit-learn deprecates it (1.9)
+            allowed = (
+                f"a classifier with predict_proba ({cls.__name__} has none with these parameters)"
+            )
             raise not_allowed(allowed, field="estimator", value=self.estimator)
         return self
 
