@@ -20,8 +20,12 @@ def table() -> str:
 
 def main() -> int:
     text = DOC.read_text()
-    new = re.sub(r"(<!-- figures -->\n).*?(\n<!-- /figures -->)",
-                 lambda m: m.group(1) + table() + m.group(2), text, flags=re.S)  # fmt: skip
+    new, found = re.subn(r"(<!-- figures -->\n).*?(<!-- /figures -->)",
+                         lambda m: m.group(1) + table() + "\n" + m.group(2), text,
+                         flags=re.S)  # fmt: skip
+    if found != 1:
+        print("docs/outcome-card.md has no <!-- figures --> ... <!-- /figures --> block")
+        return 1
     if "--check" in sys.argv[1:]:
         if new != text:
             print("docs/outcome-card.md is stale: run python scripts/card_table.py")

@@ -95,9 +95,12 @@ def main() -> int:
     parser.add_argument("--board", type=Path, default=BOARD)
     args = parser.parse_args()
     text = DOC.read_text()
-    new = re.sub(r"(<!-- goals -->\n).*?(\n<!-- /goals -->)",
-                 lambda m: m.group(1) + tables(pd.read_csv(args.board)) + m.group(2), text,
-                 flags=re.S)  # fmt: skip
+    new, found = re.subn(r"(<!-- goals -->\n).*?(<!-- /goals -->)",
+                         lambda m: m.group(1) + tables(pd.read_csv(args.board)) + "\n"
+                         + m.group(2), text, flags=re.S)  # fmt: skip
+    if found != 1:
+        print("docs/five-families.md has no <!-- goals --> ... <!-- /goals --> block")
+        return 1
     if args.check:
         if new != text:
             print("docs/five-families.md is stale: run python scripts/five_families_doc.py")

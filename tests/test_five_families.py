@@ -96,3 +96,6 @@ def test_docs_five_families_tables_match_the_shipped_leaderboard():
     done = subprocess.run([sys.executable, str(script), "--check"], capture_output=True,
                           text=True)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+    page = (ff.ROOT / "docs" / "five-families.md").read_text()
+    goals = page.split("<!-- goals -->")[1].split("<!-- /goals -->")[0]
+    assert "**reliability**" in goals and "| lending | 10 × 5 |" in goals  # not left empty
