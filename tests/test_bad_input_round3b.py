@@ -450,3 +450,23 @@ def test_output_file_checks(tmp_path):
     assert not (tmp_path / "n").exists()
     with pytest.raises(ConfigError, match=r"^--html = '.*' is a directory; allowed: a file path"):
         terminal.output_file(tmp_path, "--html")
+
+
+# -- 7. --quick checks what it replaces -------------------------------------------------------
+@pytest.mark.parametrize(
+    ("option", "value", "named"),
+    [
+        ("--recommenders", "nosuch", "recommenders"),
+        ("--recommenders", "exact-linear,wachtr", "wachtr"),
+        ("--margins", "0,abc", "--margins"),
+        ("--grid", "1-1", "--grid"),
+        ("--margin-recommenders", "nope", "margin_recommenders"),
+    ],
+)
+def test_pareto_quick_refuses_what_it_would_replace(tmp_path, option, value, named):
+    out = tmp_path / "pq"
+    result = runner.invoke(
+        app, ["reproduce", "pareto", "--quick", "--out", str(out), option, value]
+    )
+    _one_line(result, 2, named)
+    assert not out.exists()

@@ -412,7 +412,25 @@ def pareto(
     """durable-recourse-rl Figure 2 / Tables 1 and 3: RR-RF fronts of baselines, hybrids and rl."""
     from lab.experiments.pareto import StudyConfig, parse_grid, parse_numbers, run_study
 
+    def config(grid: str, recommenders: str, predictor_steps: int, rec_episodes: int,
+               episodes: int, margins: str, margin_recommenders: str, lookahead: bool):  # fmt: skip
+        recs = tuple(r.strip() for r in recommenders.split(",") if r.strip())
+        return StudyConfig.of(setting=setting, behaviour=behaviour, grid=parse_grid(grid),
+                              recommenders=recs, margins=parse_numbers("--margins", margins),
+                              margin_recommenders=tuple(r.strip() for r in
+                                                        margin_recommenders.split(",")
+                                                        if r.strip()),
+                              predictor_steps=predictor_steps,
+                              rec_warmup_episodes=rec_warmup_episodes, rec_episodes=rec_episodes,
+                              episodes=episodes, seed=seed, workers=workers,
+                              hybrid_predictors=hybrid_predictors, lookahead=lookahead, rl=rl,
+                              report_only=report_only, reevaluate=reevaluate,
+                              recommender_from=None if phi is None else str(phi))  # fmt: skip
+
     if quick:  # tiny budgets: the figures mean nothing, every step of the study runs
+        # what was given is checked all the same, then replaced: bad input is never ignored
+        config(grid, recommenders, predictor_steps, rec_episodes, episodes, margins,
+               margin_recommenders, lookahead)  # fmt: skip
         grid, recommenders, predictor_steps, rec_episodes, episodes = (
             "1:1",
             "exact-linear",
@@ -430,16 +448,8 @@ def pareto(
     if summary:
         output_dir(summary, "--summary")
     set_threads(threads)
-    recs = tuple(r.strip() for r in recommenders.split(",") if r.strip())
-    cfg = StudyConfig.of(setting=setting, behaviour=behaviour, grid=parse_grid(grid), recommenders=recs,
-                      margins=parse_numbers("--margins", margins),
-                      margin_recommenders=tuple(r.strip() for r in margin_recommenders.split(",")
-                                                if r.strip()),
-                      predictor_steps=predictor_steps, rec_warmup_episodes=rec_warmup_episodes,
-                      rec_episodes=rec_episodes, episodes=episodes, seed=seed, workers=workers,
-                      hybrid_predictors=hybrid_predictors, lookahead=lookahead, rl=rl,
-                      report_only=report_only, reevaluate=reevaluate,
-                      recommender_from=None if phi is None else str(phi))  # fmt: skip
+    cfg = config(grid, recommenders, predictor_steps, rec_episodes, episodes, margins,
+                 margin_recommenders, lookahead)  # fmt: skip
     cpu0, wall0 = time.process_time(), time.perf_counter()
     with progress_bar(transient=False) as bar:
         tasks: dict[str, int] = {}
