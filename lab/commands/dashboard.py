@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Annotated
 import typer
 
 from abm.validation import ConfigError, problem
+from lab.processes import die_with_parent
 
 
 def app_path() -> Path:
@@ -83,12 +85,28 @@ def dashboard(
             f"listening on {host}: anyone who can reach this computer on port {port} can use "
             "the dashboard (there is no login)"
         )
+    # the server dies with this process: on SIGKILL by the kernel (die_with_parent), on
+    # SIGTERM by the handler below, which stops it before exiting
+    server = subprocess.Popen(solara_command(host, port, open_browser, production), env=env,
+                              preexec_fn=die_with_parent)  # fmt: skip
+
+    def stop(signum: int, frame: object) -> None:
+        server.terminate()
+        raise typer.Exit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
     try:
-        raise typer.Exit(
-            subprocess.call(solara_command(host, port, open_browser, production), env=env)
-        )
+        raise typer.Exit(server.wait())
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if server.poll() is None:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
 
 
 def register(app: typer.Typer) -> None:

@@ -47,6 +47,7 @@ import pyarrow.parquet as pq
 
 from abm.provenance import RESULTS_SCHEMA, file_sha256, git_info, now, versions, write_json
 from abm.validation import ConfigError
+from lab.processes import watch_parent
 from lab.study.experiments import execute_run
 from lab.study.spec import RunSpec, Study
 
@@ -372,7 +373,9 @@ def _local(tasks: list[dict[str, Any]], workers: int) -> Iterator[dict[str, Any]
     deaths: dict[str, int] = {}
     window = 4 * workers  # bounded, so a broken pool has few runs to resubmit
     while pending:
-        pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+        # workers exit when the driver dies, however it dies (no orphans after a SIGKILL)
+        pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                      initializer=watch_parent, initargs=(os.getpid(),))  # fmt: skip
         inflight: dict[cf.Future, dict[str, Any]] = {}
         broken = False
         try:
