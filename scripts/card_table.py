@@ -3,7 +3,6 @@ python scripts/card_table.py [--check] (tests/test_card.py runs --check)."""
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
@@ -19,20 +18,10 @@ def table() -> str:
 
 
 def main() -> int:
-    text = DOC.read_text()
-    new, found = re.subn(r"(<!-- figures -->\n).*?(<!-- /figures -->)",
-                         lambda m: m.group(1) + table() + "\n" + m.group(2), text,
-                         flags=re.S)  # fmt: skip
-    if found != 1:
-        print("docs/outcome-card.md has no <!-- figures --> ... <!-- /figures --> block")
-        return 1
-    if "--check" in sys.argv[1:]:
-        if new != text:
-            print("docs/outcome-card.md is stale: run python scripts/card_table.py")
-            return 1
-        return 0
-    DOC.write_text(new)
-    return 0
+    from lab.docblocks import fill_block
+
+    return fill_block(DOC, "figures", table(), check="--check" in sys.argv[1:],
+                      command="python scripts/card_table.py")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -15,11 +15,12 @@ fails when the page is stale.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
 import pandas as pd
+
+from lab.docblocks import fill_block
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "five-families.md"
@@ -94,20 +95,8 @@ def main() -> int:
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--board", type=Path, default=BOARD)
     args = parser.parse_args()
-    text = DOC.read_text()
-    new, found = re.subn(r"(<!-- goals -->\n).*?(<!-- /goals -->)",
-                         lambda m: m.group(1) + tables(pd.read_csv(args.board)) + "\n"
-                         + m.group(2), text, flags=re.S)  # fmt: skip
-    if found != 1:
-        print("docs/five-families.md has no <!-- goals --> ... <!-- /goals --> block")
-        return 1
-    if args.check:
-        if new != text:
-            print("docs/five-families.md is stale: run python scripts/five_families_doc.py")
-            return 1
-        return 0
-    DOC.write_text(new)
-    return 0
+    return fill_block(DOC, "goals", tables(pd.read_csv(args.board)), check=args.check,
+                      command="python scripts/five_families_doc.py")  # fmt: skip
 
 
 if __name__ == "__main__":
