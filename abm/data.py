@@ -415,6 +415,11 @@ class _Table(NamedTuple):
     y: np.ndarray | None  # (N,) int8, 1 = label_good; None without a label column
 
 
+#: the largest magnitude a feature value may have: beyond it min-max scaling loses the
+#: column (a span of 1e308 overflows, one of 1e17 rounds every ordinary value to the same)
+MAX_ABS_VALUE = 1e15
+
+
 @lru_cache(maxsize=8)
 def _read(path: str, digest: str, fmt: str | None, sep: str, columns: tuple | None):
     """The file as a DataFrame (``digest`` keys the cache: a changed file is read again)."""
@@ -480,6 +485,12 @@ def _prepare(key: tuple) -> _Table:
             default = (0.0, float(len(cats[name]) - 1))
         elif pd.api.types.is_numeric_dtype(col):
             raw = col.to_numpy(dtype=float)
+            bad = ~(np.abs(raw) <= MAX_ABS_VALUE)  # inf, or so large the scaling overflows
+            if bad.any():
+                row = int(np.flatnonzero(bad)[0])
+                allowed = (f"finite values of magnitude <= {MAX_ABS_VALUE:g} ({name!r} holds "
+                           f"{raw[row]:g} in data row {row}, counting from 0)")  # fmt: skip
+                raise _Problem(f"features[{j}]", name, allowed)
             default = (float(raw.min()), float(raw.max()))
         else:
             allowed = f"a numeric column ({name!r} is {col.dtype}), or its codes under categories"

@@ -246,17 +246,27 @@ def scenario_from_toml(path: str | Path) -> ScenarioConfig:
     """
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(
             problem("scenario", str(path), "an existing .toml file", verb="does not exist")
         ) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"scenario file {path} is not UTF-8 text (byte {exc.start}: "
+                          f"{exc.reason}); TOML files are UTF-8") from None  # fmt: skip
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"scenario file {path} is not valid TOML: {exc}") from None
-    data = dict(data.get("scenario", data))
+    table = data.get("scenario", data)
+    if not isinstance(table, dict):
+        if {"sweep", "zip", "seeds", "world_seeds", "metrics"} & set(data):
+            raise ConfigError(f"scenario file {path} is a study file (it has a scenario key "
+                              f"and study keys); run it with: recourse-abm study run {path}")  # fmt: skip
+        raise ConfigError(problem("scenario", table, "a [scenario] table of scenario fields"))
+    data = dict(table)
     base_name = data.pop("base", None)
-    if base_name is not None and not isinstance(base_name, str):
-        raise ConfigError(problem("base", base_name, f"a preset name ({', '.join(PRESETS)})"))
+    if base_name is not None and (not isinstance(base_name, str) or base_name not in PRESETS):
+        raise ConfigError(problem("base", base_name, f"a preset name ({', '.join(PRESETS)}); "
+                                  "a file cannot be a base"))  # fmt: skip
     base = None if base_name is None else get_scenario(base_name)
     data.setdefault("name", path.stem)
     _file_relative_data(data, path.parent)

@@ -470,3 +470,80 @@ def test_pareto_quick_refuses_what_it_would_replace(tmp_path, option, value, nam
     )
     _one_line(result, 2, named)
     assert not out.exists()
+
+
+# -- 8. unclear messages: files that are not what they claim to be ----------------------------
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("content", "named"),
+    [
+        ('base = "paper"\nk = 3\n'.encode("utf-16"), "is not UTF-8 text"),
+        (bytes(range(128, 256)), "is not UTF-8 text"),
+        (b'name = "s"\nscenario = "paper"\nseeds = 3\n[sweep]\nk = [2, 3]\n', "is a study file"),
+        (b'scenario = "paper"\nmetrics = ["rr"]\n', "recourse-abm study run"),
+        (b"scenario = 3\n", "scenario = 3 is not allowed; allowed: a [scenario] table"),
+        (b'base = "other.toml"\n', "base = 'other.toml' is not allowed; allowed: a preset name"),
+        (b'base = "nosuch"\nk = 3\n', "a file cannot be a base"),
+    ],
+)
+def test_a_scenario_file_that_is_not_one_names_the_file_and_the_fix(tmp_path, content, named):
+    scen = _write(tmp_path / "s.toml", content)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["run", "--scenario", str(scen), "--ticks", "2", "--out", str(out)])
+    _one_line(result, 2, named)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32"])
+def test_a_study_file_in_another_encoding_is_named(tmp_path, encoding):
+    study = _write(tmp_path / "st.toml", 'scenario = "paper"\nseeds = 2\n'.encode(encoding))
+    _one_line(runner.invoke(app, ["study", "plan", str(study)]), 2, "st.toml", "not UTF-8")
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "named"),
+    [
+        ("--lr", "0", "--lr = 0.0 is not allowed"),
+        ("--lr", "1.5", "--lr = 1.5 is not allowed"),
+        ("--gamma", "1.5", "--gamma = 1.5"),
+        ("--batch-size", "0", "--batch-size = 0"),
+        ("--learning-starts", "-1", "--learning-starts"),
+    ],
+)
+def test_a_training_option_is_named_as_typed(tmp_path, option, value, named):
+    out = tmp_path / "phi"
+    result = runner.invoke(app, ["train", "recommender", "--out", str(out), option, value])
+    _one_line(result, 2, named)
+    assert "learning_rate" not in result.output and not out.exists()
+
+
+def test_the_dashboard_refuses_a_host_or_port_it_cannot_listen_on():
+    import socket
+
+    _one_line(runner.invoke(app, ["dashboard", "--no-open", "--host", "999.1.1.1"]), 2,
+              "--host = '999.1.1.1' cannot be resolved")  # fmt: skip
+    _one_line(runner.invoke(app, ["dashboard", "--no-open", "--host", "192.0.2.1"]), 2,
+              "--host = '192.0.2.1' cannot be listened on")  # fmt: skip
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = runner.invoke(app, ["dashboard", "--no-open", "--port", str(port)])
+        _one_line(result, 2, f"--port = {port} is in use")
+
+
+@pytest.mark.parametrize("cell", ["inf", "-inf", "1e308", "-2e16"])
+def test_a_data_cell_too_large_names_the_column_and_row(tmp_path, cell):
+    rows = ["a,b,ok", "0.1,0.2,1", f"0.3,{cell},0", "0.5,0.6,1", "0.2,0.1,0", "0.9,0.8,1"]
+    (tmp_path / "people.csv").write_text("\n".join(rows) + "\n")
+    scen = tmp_path / "d.toml"
+    scen.write_text('base = "paper"\ndifficulty = [0.5, 0.5]\nticks = 2\nn_initial = 4\n'
+                    '[data]\npath = "people.csv"\nfeatures = ["a", "b"]\nlabel = "ok"\n')  # fmt: skip
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["run", "--scenario", str(scen), "--out", str(out)])
+    _one_line(result, 2, "data.features[1] = 'b'", "data row 1", "magnitude <= 1e+15")
+    assert not out.exists()

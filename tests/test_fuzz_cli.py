@@ -128,3 +128,44 @@ def test_scenario_files(fields, raw):
             path.write_text("".join(f"{k} = {_toml_value(v)}\n" for k, v in fields.items()))
         _check(runner.invoke(app, ["run", "--scenario", str(path), "--ticks", "2", "--no-events",
                                    "--out", str(Path(tmp) / "out")]))  # fmt: skip
+
+
+axis_values = st.one_of(
+    st.lists(st.integers(1, 9), min_size=1, max_size=3),
+    st.lists(toml_values, min_size=0, max_size=4),
+    st.fixed_dictionaries({"start": small, "stop": small, "step": st.one_of(small, st.floats())}),
+    toml_values,
+)
+
+
+@given(
+    sweep=st.dictionaries(
+        st.one_of(
+            st.sampled_from([*ScenarioConfig.model_fields, "policy", "world_seed"]),
+            st.just("bogus"),
+        ),
+        axis_values,
+        max_size=3,
+    ),
+    # weighted towards plans that can pass, so the valid paths are fuzzed too
+    seeds=st.one_of(
+        st.integers(1, 3), st.integers(1, 3), small, texts, st.lists(small, max_size=3)
+    ),
+    scenario=st.one_of(
+        st.just("paper"), st.just("paper"), st.sampled_from(["lending", "nosuch"]), texts
+    ),
+)
+@settings(max_examples=60, deadline=None)
+def test_study_grids(sweep, seeds, scenario):
+    """``study plan`` of any grid: a plan (exit 0) or one line (exit 2), never a traceback."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "grid.toml"
+        lines = [f"scenario = {_toml_value(scenario)}", f"seeds = {_toml_value(seeds)}", "[sweep]"]
+        for key, value in sweep.items():
+            if isinstance(value, dict):
+                inner = ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items())
+                lines.append(f"{key} = {{{inner}}}")
+            else:
+                lines.append(f"{key} = {_toml_value(value)}")
+        path.write_text("\n".join(lines) + "\n")
+        _check(runner.invoke(app, ["study", "plan", str(path)]))

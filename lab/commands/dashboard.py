@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -60,6 +62,28 @@ def check_host(host: str) -> str:
     return host
 
 
+def check_listen(host: str, port: int) -> None:
+    """Refuse, before the server starts, a ``host`` that does not resolve or a ``port``
+    already in use there (the server would print its own error and exit 3)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(problem("--host", host, "an IP address or host name, e.g. 127.0.0.1 "
+                                  "or 0.0.0.0", verb=f"cannot be resolved ({why})")) from None  # fmt: skip
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigError(problem("--port", port, f"a free port on {host}",
+                                          verb="is in use")) from None  # fmt: skip
+            raise ConfigError(problem("--host", host, "an address of this computer",
+                                      verb=f"cannot be listened on ({exc.strerror})")) from None  # fmt: skip
+
+
 def dashboard(
     host: Annotated[str, typer.Option(help=HOST_HELP)] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="port to listen on")] = 8765,
@@ -73,6 +97,7 @@ def dashboard(
     Each tab runs its own simulation here; the page loads nothing from the internet.
     """
     check_host(host)
+    check_listen(host, port)
     if importlib.util.find_spec("solara") is None:
         raise ConfigError(
             "the dashboard needs solara: pip install 'solara' 'ipyvuetify<2' 'ipyvue<2'"

@@ -33,9 +33,20 @@ def sac_params(base, net, lr, batch_size, gamma, learning_starts):
     """``base`` (a :class:`SACParams`) with the options given on the command line (validated)."""
     changes = {k: v for k, v in (("learning_rate", lr), ("batch_size", batch_size), ("gamma", gamma),
                                  ("learning_starts", learning_starts)) if v is not None}  # fmt: skip
+    for field, value in changes.items():  # one at a time, so the refusal names the option
+        try:
+            base.replace(**{field: value})
+        except ConfigError as exc:
+            option = OPTION_OF[field]
+            raise ConfigError(str(exc).replace(field, option, 1)) from None
     if net is not None:
         changes["net"] = parse_net(net)
     return base.replace(**changes)
+
+
+#: the SAC field each training option sets
+OPTION_OF = {"learning_rate": "--lr", "batch_size": "--batch-size", "gamma": "--gamma",
+             "learning_starts": "--learning-starts"}  # fmt: skip
 
 
 def set_threads(threads: int) -> None:

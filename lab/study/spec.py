@@ -335,9 +335,12 @@ class Study:
         """Load and validate a study file; errors name the file and the offending key."""
         path = Path(path)
         try:
-            text = path.read_text()
+            text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise ConfigError(f"study file not found: {path}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"study file {path} is not UTF-8 text (byte {exc.start}: "
+                              f"{exc.reason}); TOML files are UTF-8") from None  # fmt: skip
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
