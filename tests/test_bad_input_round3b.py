@@ -547,3 +547,39 @@ def test_a_data_cell_too_large_names_the_column_and_row(tmp_path, cell):
     result = runner.invoke(app, ["run", "--scenario", str(scen), "--out", str(out)])
     _one_line(result, 2, "data.features[1] = 'b'", "data row 1", "magnitude <= 1e+15")
     assert not out.exists()
+
+
+def _mount_tmpfs(where: Path, size: int) -> bool:
+    import subprocess
+
+    where.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                          capture_output=True)  # fmt: skip
+    return done.returncode == 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="mounts a tmpfs")
+def test_a_real_full_disk_on_a_small_tmpfs(study_file, tmp_path, uninterrupted):
+    """Not injected: the study's store lies on a tmpfs too small for it (CI runs as root)."""
+    import subprocess
+
+    disk = tmp_path / "disk"
+    if not _mount_tmpfs(disk, 48 * 1024):  # a few runs' parts fit, not all eight
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        out = disk / "st"
+        argv = ["study", "run", str(study_file), "--out", str(out), "--workers", "1"]
+        line = _one_line(runner.invoke(app, argv), 1, "ran out of space", "rerun the same command")
+        assert str(disk) in line or "st" in line
+        assert [str(p) for p in out.rglob("*.tmp")] == [], line
+        if (out / "manifest.json").exists():
+            assert read_manifest(out)["name"] == "tiny"
+        # more room on the same disk: the same command finishes what was left, identically
+        subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
+        result = runner.invoke(app, argv)
+        assert result.exit_code == 0, result.output
+        assert [str(p) for p in out.rglob("*.tmp")] == []
+        pd.testing.assert_frame_equal(_results(out), uninterrupted)
+    finally:
+        subprocess.run(["umount", str(disk)], capture_output=True)
