@@ -501,6 +501,9 @@ def _prepare(key: tuple) -> _Table:
             raise _Problem(f"bounds.{name}", [lo, hi], allowed)
         span = hi - lo if hi > lo else 1.0  # a constant column scales to 0 (as App. B.1's)
         X[:, j] = (raw - lo) / span
+    if len(frame) and (X == X[0]).all():  # no feature tells anyone apart: no model to learn
+        allowed = "at least one column that varies (every feature column is constant)"
+        raise _Problem("features", list(features), allowed)
     X.setflags(write=False)
     y = None
     if label is not None:

@@ -70,7 +70,7 @@ NUMBERS = [
     (["train", "recommender", "--episodes", "-1", "--out", "{out}"], "episodes"),
     (["train", "recommender", "--episodes", "0", "--out", "{out}"], "episodes"),
     (["train", "recommender", "--max-step", "0", "--out", "{out}"], "max_step"),
-    (["train", "recommender", "--lr", "nan", "--out", "{out}"], "learning_rate"),
+    (["train", "recommender", "--lr", "nan", "--out", "{out}"], "--lr = nan"),
     (["train", "predictor", "--alpha", "-1", "--tau", "1", "--out", "{out}"], "alpha"),
     (["train", "predictor", "--alpha", "1", "--tau", "inf", "--out", "{out}"], "tau"),
     (["train", "predictor", "--alpha", "1", "--tau", "1", "steps", "0", "--out", "{out}"],

@@ -583,3 +583,48 @@ def test_a_real_full_disk_on_a_small_tmpfs(study_file, tmp_path, uninterrupted):
         pd.testing.assert_frame_equal(_results(out), uninterrupted)
     finally:
         subprocess.run(["umount", str(disk)], capture_output=True)
+
+
+# -- 9. input read and then ignored, the rest ---------------------------------------------------
+@pytest.mark.parametrize(
+    ("grid", "named"),
+    [
+        ("{}", "is empty"),
+        ('{"rho": [1], "rho": [2]}', "names rho twice"),
+        ('{"rho": [1], "chi": [0], "chi": [0.1]}', "names chi twice"),
+    ],
+)
+def test_calibrate_grid_that_would_be_ignored_is_refused(tmp_path, grid, named):
+    out = tmp_path / "cal"
+    _one_line(runner.invoke(app, ["calibrate", "--grid", grid, "--out", str(out)]), 2, named)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("metrics", ["", " ", ",", " , "])
+def test_study_report_with_no_metric_named_is_refused(finished, metrics):
+    result = runner.invoke(app, ["study", "report", str(finished), "--metrics", metrics])
+    _one_line(result, 2, "--metrics", "names no metric")
+
+
+def test_data_whose_every_feature_is_constant_is_refused(tmp_path):
+    rows = ["a,b,ok", *(f"1,2,{i % 2}" for i in range(6))]
+    (tmp_path / "same.csv").write_text("\n".join(rows) + "\n")
+    scen = tmp_path / "d.toml"
+    scen.write_text('base = "paper"\ndifficulty = [0.5, 0.5]\nticks = 2\nn_initial = 4\n'
+                    '[data]\npath = "same.csv"\nfeatures = ["a", "b"]\nlabel = "ok"\n')  # fmt: skip
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["run", "--scenario", str(scen), "--out", str(out)])
+    _one_line(result, 2, "data.features", "every feature column is constant")
+    assert not out.exists()
+    rows[2] = "1,3,1"  # one varying value is enough
+    (tmp_path / "same.csv").write_text("\n".join(rows) + "\n")
+    assert runner.invoke(app, ["run", "--scenario", str(scen), "--out", str(out)]).exit_code == 0
+
+
+def test_resume_without_a_checkpoint_says_it_starts_afresh(tmp_path, capsys):
+    from lab.commands.train import say_fresh_start
+
+    say_fresh_start(tmp_path, resume=True)
+    assert "--resume: no checkpoint in" in capsys.readouterr().out
+    say_fresh_start(tmp_path, resume=False)
+    assert capsys.readouterr().out == ""

@@ -219,12 +219,23 @@ def check_recommender(spec: str) -> str:
 def parse_calibration_grid(text: str) -> dict[str, list[Any]]:
     """``--grid``'s JSON object: scenario field -> non-empty list of values."""
     allowed = 'a JSON object of field -> non-empty list, e.g. {"rho": [1, 4]}'
+
+    def no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in pairs]
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:  # json keeps the last silently: the first would be read and ignored
+            raise ConfigError(problem("--grid", text, allowed + " (each field once)",
+                                      verb=f"names {', '.join(twice)} twice"))  # fmt: skip
+        return dict(pairs)
+
     try:
-        points = json.loads(text)
+        points = json.loads(text, object_pairs_hook=no_repeats)
     except json.JSONDecodeError:
         raise ConfigError(problem("--grid", text, allowed)) from None
     if not isinstance(points, dict) or not all(isinstance(v, list) and v for v in points.values()):
         raise ConfigError(problem("--grid", text, allowed))
+    if not points:
+        raise ConfigError(problem("--grid", text, allowed, verb="is empty"))
     return points
 
 

@@ -13,6 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from abm.validation import ConfigError, problem
 from lab.terminal import console, err_console, fmt, output_dir, output_file, progress_bar
 
 # lab.study loads the model (Mesa, scikit-learn, pandas, pyarrow): the commands import it
@@ -94,8 +95,8 @@ def run(
         f"{rate:.1f} runs/s), {status.skipped} already finished, {status.errors} error(s); "
         f"results in [bold]{escape(str(out))}[/]"
     )
-    for problem in status.quarantined[:5]:
-        console.print(f"  [yellow]quarantined[/] {escape(problem)}", highlight=False)
+    for why in status.quarantined[:5]:
+        console.print(f"  [yellow]quarantined[/] {escape(why)}", highlight=False)
     for message in status.error_messages[:5]:
         console.print(f"  [red]error[/] {escape(message)}", highlight=False)
     if status.errors > 5:
@@ -148,7 +149,11 @@ def report(
 ) -> None:
     """Print mean ± 95 % CI per sweep point; write the plots (PNG), summary.csv and one
     self-contained HTML page (tables, plots, run status, provenance), and print its path."""
-    chosen = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
+    chosen = None if metrics is None else [m.strip() for m in metrics.split(",") if m.strip()]
+    if chosen == []:
+        raise ConfigError(problem("--metrics", metrics, "comma-separated metric names "
+                                  "(leave the option out for the study's report_metrics)",
+                                  verb="names no metric"))  # fmt: skip
     _write_report(out, chosen, plots, html, show=_print_summary)
 
 

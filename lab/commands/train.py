@@ -44,6 +44,16 @@ def sac_params(base, net, lr, batch_size, gamma, learning_starts):
     return base.replace(**changes)
 
 
+def say_fresh_start(out: Path, resume: bool) -> None:
+    """With ``--resume`` and no checkpoint under ``out``, say that training starts afresh
+    (a resume that quietly started over would look like one that continued)."""
+    from lab.experiments.rl_training import latest_checkpoint
+
+    if resume and latest_checkpoint(Path(out) / "checkpoints") is None:
+        console.print(f"--resume: no checkpoint in {escape(str(Path(out) / 'checkpoints'))}; "
+                      "starting afresh", highlight=False)  # fmt: skip
+
+
 #: the SAC field each training option sets
 OPTION_OF = {"learning_rate": "--lr", "batch_size": "--batch-size", "gamma": "--gamma",
              "learning_starts": "--learning-starts"}  # fmt: skip
@@ -133,6 +143,7 @@ def recommender(
     out = output_dir(out)
     set_threads(threads)
     sac = sac_params(RECOMMENDER_SAC, net, lr, batch_size, gamma, learning_starts)
+    say_fresh_start(out, resume)
     with progress_bar(transient=False) as bar:
         task = bar.add_task("training φ (episodes)", total=warmup_episodes + episodes)
         m = train_recommender(out, scenario, seed=seed, warmup_episodes=warmup_episodes,
@@ -183,6 +194,7 @@ def predictor(
     out = output_dir(out)
     set_threads(threads)
     sac = sac_params(PREDICTOR_SAC, net, lr, batch_size, gamma, learning_starts)
+    say_fresh_start(out, resume)
     with progress_bar(transient=False) as bar:
         task = bar.add_task(f"training μ (α={alpha:g}, τ={tau:g})", total=steps)
         m = train_predictor(out, scenario, alpha=alpha, tau=tau, recommender=recommender,

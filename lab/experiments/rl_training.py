@@ -261,7 +261,7 @@ def _train(out, env, manifest, sac: SACParams, p: _Common, *, total_steps: int,
     clock = _Clock()
     manifest_json = json.loads(json.dumps(manifest, default=str))
     model = SAC("MlpPolicy", vec, seed=p.seed, device="cpu", verbose=0, **sac.sb3_kwargs())
-    latest = _latest_checkpoint(ckdir) if resume else None
+    latest = latest_checkpoint(ckdir) if resume else None
     state = None
     if latest is not None:
         state = _read_state(latest)
@@ -514,7 +514,8 @@ class SyncedEval(EvalCallback):
         return super()._on_step()
 
 
-def _latest_checkpoint(ckdir: Path) -> Path | None:
+def latest_checkpoint(ckdir: Path) -> Path | None:
+    """The newest complete checkpoint (weights, state and replay buffer) in ``ckdir``."""
     found = sorted(ckdir.glob("step_*.json")) if ckdir.is_dir() else []
     for js in reversed(found):
         if js.with_suffix(".pt").is_file() and js.with_name(js.stem + "_buffer.npz").is_file():
