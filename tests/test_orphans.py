@@ -15,32 +15,23 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _stat(pid: int) -> tuple[str, int] | None:
+    """(state, parent pid) of process ``pid``; None when it is gone or a zombie."""
+    try:
+        state, ppid = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[:2]
+    except OSError:
+        return None
+    return None if state == "Z" else (state, int(ppid))
+
+
 def _children(pid: int) -> set[int]:
-    """Live (not zombie) processes whose parent is ``pid``."""
-    out = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
-        if int(ppid) == pid and state != "Z":
-            out.add(int(entry.name))
-    return out
+    """Live processes whose parent is ``pid``."""
+    pids = (int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit())
+    return {p for p in pids if (st := _stat(p)) is not None and st[1] == pid}
 
 
 def _alive(pids: set[int]) -> set[int]:
-    alive = set()
-    for pid in pids:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            alive.add(pid)
-    return alive
+    return {p for p in pids if _stat(p) is not None}
 
 
 def _wait(cond, timeout: float) -> bool:
@@ -58,6 +49,25 @@ def _cli(*args: str) -> subprocess.Popen:
                             start_new_session=True)  # fmt: skip
 
 
+def _kill_leaves_no_child(proc: subprocess.Popen, sig: int, children: int, start: float,
+                          gone: float) -> None:  # fmt: skip
+    """Wait (``start`` s) for ``children`` children of ``proc``, send ``proc`` ``sig``, and
+    check that they are gone ``gone`` s later; whatever is left is killed."""
+    mine: set[int] = set()
+    try:
+        assert _wait(lambda: len(_children(proc.pid)) >= children, start), "no child started"
+        time.sleep(1.0)  # the children are at work
+        mine = _children(proc.pid)
+        os.kill(proc.pid, sig)
+        proc.wait(timeout=30)
+        assert _wait(lambda: not _alive(mine), gone), f"left behind: {_alive(mine)}"
+    finally:
+        for pid in _alive(mine | _children(proc.pid)):
+            os.kill(pid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)"),
@@ -70,19 +80,7 @@ def test_a_killed_study_driver_leaves_no_worker(tmp_path, sig):
     study.write_text('name = "long"\nscenario = "paper"\nseeds = 40\nticks = 400\n'
                      'metrics = ["rr"]\n')  # fmt: skip
     driver = _cli("study", "run", str(study), "--out", str(tmp_path / "out"), "--workers", "2")
-    workers: set[int] = set()
-    try:
-        assert _wait(lambda: len(_children(driver.pid)) >= 2, 120), "no workers started"
-        time.sleep(1.0)  # the workers are running their first runs
-        workers = _children(driver.pid)
-        os.kill(driver.pid, sig)
-        driver.wait(timeout=30)
-        assert _wait(lambda: not _alive(workers), 10), f"left behind: {_alive(workers)}"
-    finally:
-        for pid in _alive(workers | _children(driver.pid)):
-            os.kill(pid, signal.SIGKILL)
-        if driver.poll() is None:
-            driver.kill()
+    _kill_leaves_no_child(driver, sig, children=2, start=120, gone=10)
 
 
 def _free_port() -> int:
@@ -96,15 +94,4 @@ def test_a_killed_dashboard_leaves_no_server(sig):
     pytest.importorskip("solara")
     port = _free_port()
     parent = _cli("dashboard", "--no-open", "--port", str(port))
-    server: set[int] = set()
-    try:
-        assert _wait(lambda: _children(parent.pid), 60), "the server did not start"
-        server = _children(parent.pid)
-        os.kill(parent.pid, sig)
-        parent.wait(timeout=30)
-        assert _wait(lambda: not _alive(server), 15), f"left behind: {_alive(server)}"
-    finally:
-        for pid in _alive(server | _children(parent.pid)):
-            os.kill(pid, signal.SIGKILL)
-        if parent.poll() is None:
-            parent.kill()
+    _kill_leaves_no_child(parent, sig, children=1, start=60, gone=15)
