@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_checks import one_error_line
 from typer.testing import CliRunner
 
 from abm import RecourseModel
@@ -42,17 +43,12 @@ def _refused(argv: list[str], tmp_path: Path, *named: str) -> str:
     """Run the CLI with ``argv`` (``{out}``: a fresh path) and return its one error line."""
     out = tmp_path / "out"
     argv = [a.replace("{out}", str(out)) for a in argv]
-    result = runner.invoke(app, argv)
-    text = result.output
-    assert "Traceback" not in text, text
-    assert result.exit_code == 2, (result.exit_code, text, result.exception)
-    lines = [line for line in text.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), text
+    line = one_error_line(runner.invoke(app, argv))
     for name in named:
-        assert name in lines[0], (name, lines[0])
+        assert name in line, (name, line)
     assert not out.exists()
     assert not (tmp_path / "results").exists()
-    return lines[0]
+    return line
 
 
 # -- 1. a grid is counted before it is listed -----------------------------------------------

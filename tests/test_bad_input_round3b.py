@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from cli_checks import one_error_line
 from typer.testing import CliRunner
 
 from abm.config import ScenarioConfig
@@ -40,16 +41,10 @@ policy = ["threshold", "none"]
 
 
 def _one_line(result, code: int = 2, *named: str) -> str:
-    text = result.output
-    assert "Traceback" not in text, text
-    assert result.exit_code == code, (result.exit_code, text, result.exception)
-    errors = [line for line in text.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1, text
-    if code == 2:
-        assert len([line for line in text.splitlines() if line.strip()]) == 1, text
+    line = one_error_line(result, code)
     for name in named:  # a long path is shown by its ends (abm.validation.show)
-        assert (name if len(name) < 60 else name[-30:]) in errors[0], (name, errors[0])
-    return errors[0]
+        assert (name if len(name) < 60 else name[-30:]) in line, (name, line)
+    return line
 
 
 @pytest.fixture
