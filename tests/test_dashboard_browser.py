@@ -550,10 +550,18 @@ def test_agent_view_from_table_row_and_from_scatter_point(server, browser):
     for n in (1, 2, 3):
         step(page, n)
     row = page.locator(".rabm-applicants .rabm-table tbody tr").first
-    cid = row.locator("td").first.inner_text().strip()
-    row.click()
     card = page.locator(".rabm-agent")
-    card.get_by_text(f"Applicant {cid}").first.wait_for()
+    # The table may still be redrawing the last tick when the row is clicked (a click on a
+    # row being replaced is lost under load): click again until the card opens.
+    for attempt in range(4):
+        cid = row.locator("td").first.inner_text().strip()
+        row.click()
+        try:
+            card.get_by_text(f"Applicant {cid}").first.wait_for(timeout=TIMEOUT_MS // 4)
+            break
+        except playwright_api.TimeoutError:
+            if attempt == 3:
+                raise
     history = table_rows(page, ".rabm-agent")
     assert history and history[-1][0] == "2"  # applied at tick 2, the tick shown
     assert page.locator('.rabm-chart[data-chart="applicant"] canvas').count() == 1
