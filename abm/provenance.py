@@ -36,8 +36,9 @@ import numpy as np
 # 4: 0.6.0 (results that travel: scores within 1e-9 of the threshold are tied, changes
 # below 1e-9 are round-off, not advice); 5: 0.8.0 (the outcome card's tick columns:
 # n_short_of_goal, and with outcomes n_qualified_accepted, true_gain_sum, advised_change,
-# noncausal_change).
-RESULTS_SCHEMA = 5
+# noncausal_change); 6: 0.8.1 (episode budgets paced by every policy, scarf's shrunken
+# advice fitted to its allowance, the robust policies' cost weight relative to the weights).
+RESULTS_SCHEMA = 6
 
 # packages whose versions can change a simulation's numbers
 VERSIONED = ("recourse-abm", "mesa", "numpy", "scipy", "scikit-learn", "pandas", "torch")

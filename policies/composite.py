@@ -13,7 +13,7 @@ from abm.interfaces import (
     RecourseObs,
     Scorer,
 )
-from policies.budget import fit_to_budget
+from policies.budget import fit_paced
 from policies.goals import GOAL_GAP, admissible_goals
 
 
@@ -36,8 +36,8 @@ class CompositePolicy:
     Both parts are handed the decision model in force (``obs.decision_model``) right before
     each is used, so a goal selector that simulates the future (``lookahead``, whose
     rollouts call this policy again, possibly under a refitted model) cannot leave the
-    recommender on another model. Advice is then cut to ``obs.budget_left``
-    (:func:`~policies.budget.fit_to_budget`).
+    recommender on another model. Advice is then cut to this tick's share of the budget
+    (:func:`~policies.budget.fit_paced`).
     """
 
     def __init__(self, goal: GoalSelector, recommender: Recommender, gap: float = GOAL_GAP) -> None:
@@ -48,6 +48,7 @@ class CompositePolicy:
         self.gap = float(gap)
 
     def prepare(self, ctx: PolicyContext) -> None:
+        self.ctx = ctx
         self.base_model = ctx.decision_model  # what an obs without decision_model means
         self.goal.prepare(ctx)
         self.recommender.prepare(ctx)
@@ -70,7 +71,7 @@ class CompositePolicy:
             X_cf = np.where(failed[:, None], obs.X, X_cf)
             goals[failed] = np.nan
             rec = Recommendation(goal=goals, X_cf=X_cf, advised=~failed, unreached=failed)
-        return fit_to_budget(rec, obs.X, obs.budget_left)
+        return fit_paced(rec, obs, self.ctx)
 
     def observe(self, feedback: Feedback) -> None:
         for part in (self.goal, self.recommender):

@@ -12,7 +12,7 @@ import pytest
 from abm.interfaces import LinearScorer, PolicyContext, Recommendation, RecourseObs
 from abm.registry import make_policy
 from abm.validation import ConfigError
-from policies.budget import fit_to_budget
+from policies.budget import fit_to_budget, tick_allowance
 
 # costs are multiples of 1/8, so every sum below is exact
 X = np.array([[0.5, 0.5], [0.25, 0.5], [0.5, 0.5], [0.5, 0.25], [0.25, 0.25]])
@@ -152,3 +152,56 @@ def test_no_advice_costs_nothing():
     policy.prepare(ctx)
     obs = observation(ctx, budget_left=0.0)
     assert spent(policy.recommend(obs, np.random.default_rng(0)), obs.X) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("left", "tick", "ticks", "scope", "expected"),
+    [
+        (math.inf, 0, 100, "episode", math.inf),  # no budget
+        (20.0, 0, 100, "episode", 0.2),  # an even share of what is left
+        (18.0, 10, 100, "episode", 0.2),
+        (20.0, 99, 100, "episode", 20.0),  # the last tick may spend it all
+        (20.0, 150, 100, "episode", 20.0),  # ... and any tick past the end
+        (5.0, 3, 100, "tick", 5.0),  # a per-tick budget is spent whole
+    ],
+)
+def test_tick_allowance_known_answers(left, tick, ticks, scope, expected):
+    assert tick_allowance(left, tick, ticks, scope) == pytest.approx(expected, rel=1e-15)
+
+
+@pytest.mark.parametrize(
+    "spec", ["threshold", "threshold-ustun", "safear:rollouts=20", "robust-l1", "roar-l1"]
+)
+def test_policies_pace_an_episode_budget(spec):
+    """Ticks 3 of 10: an episode budget is spent at most 1/7 of what is left; a tick budget
+    of the same size is spent in full (the cheapest advice first)."""
+    totals = {}
+    for scope in ("episode", "tick"):
+        ctx = dataclasses.replace(context(), budget_scope=scope)
+        policy = make_policy(spec)
+        policy.prepare(ctx)
+        free = observation(ctx)
+        total = spent(policy.recommend(free, np.random.default_rng(0)), free.X)
+        assert total > 0
+        obs = dataclasses.replace(free, budget_left=0.9 * total)
+        totals[scope] = spent(policy.recommend(obs, np.random.default_rng(0)), obs.X)
+        allowance = 0.9 * total / 7 if scope == "episode" else 0.9 * total
+        assert totals[scope] <= allowance
+    assert totals["tick"] > totals["episode"] > 0
+
+
+@pytest.mark.parametrize(
+    "policy", ["threshold", pytest.param("scarf-mlp", marks=pytest.mark.slow)]
+)  # scarf-mlp trains its generator (~10 s)
+def test_an_episode_budget_lasts_the_episode(policy):
+    """fair-scarf (an episode budget of 20): no tick spends more than an even share of what
+    was left (scarf's shrunken advice included: moves clipped at the bounds made a plain
+    rescale overspend about fourfold before 0.8.0), and advice is still given at the end."""
+    from abm import RecourseModel
+
+    ticks = RecourseModel("fair-scarf", policy, seed=0, ticks=30, agents=False,
+                          record_events=False).run().tick_table()  # fmt: skip
+    before = np.concatenate([[20.0], ticks["budget_left"].to_numpy()[:-1]])
+    share = before / np.maximum(30 - np.arange(30), 1)
+    assert (ticks["budget_spent"].to_numpy() <= share + 1e-9).all()
+    assert (ticks["budget_spent"].to_numpy()[-5:] > 0).all()

@@ -542,9 +542,13 @@ def test_fair_scarf_side_by_side_has_per_group_lines(fair_run):
             for col, label in columns.items():
                 expected = table[col].to_numpy(dtype=float)
                 np.testing.assert_allclose(_line(rows, policy, label), expected, atol=1e-6)
-    # scarf advises otherwise: it paces the episode's budget, threshold advice spends it early
-    left = {p: t["budget_left"].iloc[-1] for p, t in tables.items()}
-    assert left["scarf"] > left["threshold"] + 1.0
+    # both pace the episode's budget: no tick spends more than an even share of what is left
+    ticks, budget = model.settings.ticks, 20.0
+    for table in tables.values():
+        before = np.concatenate([[budget], table["budget_left"].to_numpy()[:-1]])
+        share = before / np.maximum(ticks - np.arange(len(table)), 1)
+        assert (table["budget_spent"].to_numpy() <= share + 1e-9).all()
+        assert table["budget_spent"].iloc[-1] > 0
     assert preparing_text(model.settings) == "preparing scarf (training its generator)…"
     assert preparing_text(Settings.from_preset("paper")) == "preparing the run…"
 

@@ -13,7 +13,7 @@ import pytest
 from abm import RecourseModel
 from abm.config import ScenarioConfig
 from abm.interfaces import LinearScorer, PolicyContext, RecourseObs
-from abm.registry import REGISTRY
+from abm.registry import REGISTRY, make_policy
 from abm.validation import ConfigError
 from policies.robust import policy as robust_policy
 from policies.robust.policy import RobustPolicy
@@ -474,3 +474,32 @@ def test_a_policy_refuses_a_scorer_with_nan_weights():
     pol = REGISTRY.make_policy("robust-l1")
     with pytest.raises(ConfigError, match=r"^decision_model.weights = nan"):
         pol.prepare(context(LinearScorer([1.0, math.nan, 0.0], 0.0)))
+
+
+def test_kappa_sets_lam_from_the_largest_mutable_weight():
+    """λ_t = κ · max_j |w_j| over mutable features: the same κ whatever the weights' scale."""
+    for preset in ("paper", "german-credit"):
+        model = RecourseModel(preset, "robust-l1:kappa=0.4", seed=0, ticks=3, agents=False,
+                              record_events=False)  # fmt: skip
+        W, _ = linearise(model.context.decision_model, np.zeros((1, model.config.n_features)))
+        w = np.abs(np.ravel(W))[~np.asarray(model.context.immutable)]
+        lam = model.run().tick_table()["policy_lam"].dropna().to_numpy()
+        assert lam.size and np.all(lam == 0.4 * w.max())
+    explicit = RecourseModel("paper", "robust-l1:lam=2", seed=0, ticks=2, agents=False,
+                             record_events=False).run().tick_table()["policy_lam"]  # fmt: skip
+    assert set(explicit.dropna()) == {2.0}  # an explicit lam is absolute
+
+
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        ("robust-l1:lam=2,kappa=0.4", "give lam (absolute) or kappa"),
+        ("roar-l1:kappa=1.5", "kappa"),
+        ("robust-l2:kappa=0", "kappa"),
+    ],
+)
+def test_lam_and_kappa_errors_name_the_field(spec, words):
+    with pytest.raises(ConfigError) as info:
+        make_policy(spec)
+    message = str(info.value)
+    assert words in message and "\n" not in message

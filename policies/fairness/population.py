@@ -22,10 +22,12 @@ made at the candidate's first advice (step = how many times the policy advised t
 candidate, kept by candidate id, capped at T − 1); ``scarf-mlp`` asks its MLP for the
 candidate's current features. x_cf = ``ctx.causal_graph.propagate(...)`` (computed by
 :class:`LevelPropagation`, the same bits), goal = M(x_cf). The advice is scaled so its
-total L1 cost fits ``obs.budget_left`` (with ``pace``, ours, only budget_left / ticks
-remaining of an episode budget is spent per tick), then
-:func:`policies.budget.fit_to_budget` guards the exact total (called only when the total
-is not clearly below budget_left: below, it would return the advice unchanged).
+total L1 cost fits the tick's allowance (with ``pace``, ours, only budget_left / ticks
+remaining of an episode budget, :func:`policies.budget.tick_allowance`; every δ scaled by
+one factor, found by bisection since moves clipped at the bounds cost less than their
+share), then :func:`policies.budget.fit_to_budget` guards the exact total (called only
+when the total is not clearly below the allowance: below, it would return the advice
+unchanged).
 
 ``ei``: no advice; it names the world whose decision model is trained with the EI
 objective (``decision_model = "ei"``, :mod:`abm.fair_models`) and refuses any other, so
@@ -35,7 +37,6 @@ a study row labelled ``ei`` is that world.
 from __future__ import annotations
 
 import hashlib
-import math
 from collections import OrderedDict
 from typing import Annotated, Any
 
@@ -46,7 +47,7 @@ from abm.interfaces import Feedback, FollowsModel, PolicyContext, Recommendation
 from abm.registry import Registry
 from abm.rng import stream
 from abm.validation import ConfigError, problem
-from policies.budget import fit_to_budget
+from policies.budget import fit_to_budget, tick_allowance
 from policies.fairness.generator import (
     TrainSettings,
     check_budget,
@@ -235,10 +236,12 @@ class LevelPropagation:
 
 
 # fit_to_budget returns the recommendation itself when the advised costs (summed
-# cheapest first) fit in budget_left; a total this far below budget_left fits whatever
+# cheapest first) fit in the allowance; a total this far below it fits whatever
 # the summation order (n terms >= 0 round by at most ~n·2⁻⁵³ of the total), so the call
 # is skipped then (the usual tick with pace: only budget_left / ticks left is spent)
 FITS_MARGIN = 1e-6
+# bisection steps of the scale that fits advice to the allowance: 2^-40 of the full advice
+SHRINK_STEPS = 40
 
 
 class ScarfPolicy(FollowsModel):
@@ -318,22 +321,32 @@ class ScarfPolicy(FollowsModel):
         cost = np.abs(X_cf - obs.X).sum(axis=1)
         total = float(cost.sum())
         if total > allowance:  # shrink every δ alike, then let fit_to_budget trim the rest
-            D = D * (allowance / total)
-            X_cf = self._advice(obs.X, D)
-            cost = np.abs(X_cf - obs.X).sum(axis=1)
+            X_cf, cost = self._shrink(obs.X, D, allowance)
         advised = cost > 0
         goal = np.full(n, np.nan)
         goal[advised] = self.ctx.decision_model.score(X_cf[advised])
         X_cf[~advised] = obs.X[~advised]
         rec = Recommendation(goal=goal, X_cf=X_cf, advised=advised,
                              info={"scarf_step": np.where(advised, step, -1)})  # fmt: skip
-        if not float(cost.sum()) * (1.0 + FITS_MARGIN) < obs.budget_left:  # else it all fits
-            rec = fit_to_budget(rec, obs.X, obs.budget_left)
+        if not float(cost.sum()) * (1.0 + FITS_MARGIN) < allowance:  # else it all fits
+            rec = fit_to_budget(rec, obs.X, allowance)
         kept = rec.advised_mask()
         self._steps[rows[kept]] += 1  # ids are distinct within a tick: no repeated rows
         self.stats["advised"] += float(kept.sum())
         self.stats["spent"] += float(np.abs(rec.X_cf[kept] - obs.X[kept]).sum())
         return rec
+
+    def _shrink(self, X: np.ndarray, D: np.ndarray, allowance: float):
+        """Advice for c·D (X_cf (n, z), costs (n,)) with the largest c in [0, 1] whose total
+        cost fits ``allowance``, by bisection: the cost of c·D grows with c but not in
+        proportion (moves clipped at the bounds), so c = allowance / total overspends."""
+        lo, hi = 0.0, 1.0
+        for _ in range(SHRINK_STEPS):
+            mid = 0.5 * (lo + hi)
+            cost = np.abs(self._advice(X, D * mid) - X).sum(axis=1)
+            lo, hi = (mid, hi) if float(cost.sum()) <= allowance else (lo, mid)
+        X_cf = self._advice(X, D * lo)
+        return X_cf, np.abs(X_cf - X).sum(axis=1)
 
     def steps_of(self, ids: Any) -> np.ndarray:
         """How many times the policy advised each candidate of ``ids`` (n,): 0 if never."""
@@ -401,11 +414,9 @@ class ScarfPolicy(FollowsModel):
         return self._propagate(X_new, X_I, moved)
 
     def _allowance(self, obs: RecourseObs) -> float:
-        left = float(obs.budget_left)
-        if math.isinf(left) or not self.pace or self.ctx.budget_scope != "episode":
-            return left
-        remaining = max(self.ctx.ticks - obs.tick, 1)
-        return left / remaining
+        if not self.pace:
+            return float(obs.budget_left)
+        return tick_allowance(obs.budget_left, obs.tick, self.ctx.ticks, self.ctx.budget_scope)
 
 
 class ScarfMLPPolicy(ScarfPolicy):

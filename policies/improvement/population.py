@@ -45,7 +45,7 @@ from abm.interfaces import (
 )
 from abm.registry import Registry
 from abm.validation import ConfigError, problem, require_int
-from policies.budget import fit_to_budget
+from policies.budget import fit_paced
 from policies.goals import admissible_goals
 from policies.improvement.bandits import BwOUCB, LinUCB, argmax_feasible
 
@@ -239,7 +239,7 @@ class ImprovementPolicy(FollowsModel):
             self.stats["picks"] += rows.size
         rec = Recommendation(goal=goal, X_cf=X_cf, advised=advised,
                              info={"arm": arm, "arm_E": arm_E})  # fmt: skip
-        fitted = fit_to_budget(rec, obs.X, obs.budget_left)
+        fitted = fit_paced(rec, obs, self.ctx)
         if fitted is not rec:  # advice the budget withheld can earn nothing
             for i in np.flatnonzero(advised & ~fitted.advised_mask()):
                 self._close(int(obs.ids[i]), 0.0)

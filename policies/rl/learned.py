@@ -221,6 +221,7 @@ class LearnedPolicy(CompositePolicy):
         )
 
     def prepare(self, ctx: PolicyContext) -> None:
+        self.ctx = ctx
         self.base_model = ctx.decision_model
         self.goal.prepare(ctx)
         if self.recommender.path is None:

@@ -53,6 +53,14 @@ def check_lam(lam: float, field: str = "lam") -> float:
     return float(lam)
 
 
+def check_kappa(kappa: float, field: str = "kappa") -> float:
+    """``kappa`` as a float in (0, 1) (the L1 cost weight relative to the largest weight)."""
+    ok = not isinstance(kappa, bool) and isinstance(kappa, int | float | np.floating)
+    if not (ok and math.isfinite(kappa) and 0.0 < kappa < 1.0):
+        raise ConfigError(problem(field, kappa, "a number in (0, 1)"))
+    return float(kappa)
+
+
 def dual_exponent(p: float) -> float:
     """q with 1/p + 1/q = 1: p = 1 gives inf, p = inf gives 1."""
     p = check_p(p)

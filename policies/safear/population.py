@@ -46,7 +46,7 @@ from abm.behaviour import change_success_probability
 from abm.config import require_int
 from abm.interfaces import Feedback, FollowsModel, PolicyContext, Recommendation, RecourseObs
 from abm.registry import Registry
-from policies.budget import fit_to_budget
+from policies.budget import fit_paced
 from policies.goals import admissible_goals
 from policies.safear.mdp import GOAL_ACTION, RecourseMDP
 from policies.safear.risk import per_start_measures, rollout
@@ -70,7 +70,7 @@ class SafeARPolicy(FollowsModel):
 
     Plans are built afresh each tick from the decision model in force (``use_model``:
     feature choice, grid and goal states all read it), so a new model needs no
-    rebuilding; advice is cut to ``obs.budget_left`` (:func:`policies.budget.fit_to_budget`).
+    rebuilding; advice is cut to this tick's share of the budget (:func:`policies.budget.fit_paced`).
     """
 
     def __init__(
@@ -144,7 +144,7 @@ class SafeARPolicy(FollowsModel):
                 raise ValueError(
                     f"safear: obs.extra['risk_aversion'] must have shape ({n},), got {beta.shape}"
                 )
-        return fit_to_budget(self.plan(obs.X, goal, beta, rng), obs.X, obs.budget_left)
+        return fit_paced(self.plan(obs.X, goal, beta, rng), obs, self.ctx)
 
     # ------------------------------------------------------------------ planning
     def plan(
