@@ -350,6 +350,14 @@ class ScenarioConfig(BaseModel):
                 field="retrain_drift",
                 value=self.retrain_drift,
             )
+        if self.retrain_drift and not self.retrain_every:
+            raise not_allowed(
+                "empty while retrain_every = 0 (the drift moves the data of refits, and "
+                "there are none: set retrain_every, or clear retrain_drift and set "
+                "retrain_data = outcomes)",
+                field="retrain_drift",
+                value=self.retrain_drift,
+            )
         if self.outcome_delay_dist == "geometric" and self.outcome_delay is None:
             raise not_allowed(
                 "fixed while outcome_delay is none (geometric delays have mean "

@@ -153,6 +153,11 @@ COMPANIONS = [
     ({"retrain_every": 5, "outcome_delay": 2, "retrain_drift": DRIFT},
      "retrain_drift = (0.1,", "retrain_data = outcomes"),
     ({"outcome_delay_dist": "geometric"}, "outcome_delay_dist = 'geometric'", "outcome_delay"),
+    # a drift without refits: nothing is ever refitted on the drifting data
+    ({"retrain_drift": DRIFT, "retrain_data": "shifted"}, "retrain_drift = (0.1,",
+     "retrain_every = 0"),
+    ({"retrain_drift": DRIFT, "retrain_data": "both", "outcome_delay": 2},
+     "retrain_drift = (0.1,", "retrain_every"),
 ]  # fmt: skip
 
 
@@ -178,10 +183,12 @@ def test_the_companions_together_are_fine():
 def test_presets_and_shipped_studies_keep_validating():
     for name, config in PRESETS.items():
         assert ScenarioConfig.from_dict(config.to_dict()) == config, name
-    # robust-retrain sweeps retrain_every = [0, 10] over `retraining` (drift set): a point
-    # without refits keeps its drift, so that combination is not refused
+    # robust-retrain runs `retraining` with refits and without: the point without clears
+    # the drift and the shifted data with them (a drift without refits is refused)
     study = Study.from_toml(ROOT / "studies" / "robust-retrain.toml")
-    assert {r.config.get("retrain_every", 0) for r in study.runs()} == {0, 10}
+    points = {(r.config.get("retrain_every", 0), bool(r.config.get("retrain_drift", ())))
+              for r in study.runs()}  # fmt: skip
+    assert points == {(0, False), (10, True)}
     assert Study.from_toml(ROOT / "studies" / "fairness-scarf.toml").n_runs > 0
 
 
