@@ -31,6 +31,8 @@ EXEMPT_POLICIES = ("none",)
 EXEMPT_PRESETS = ("large",)
 SLOW = ("threshold-dice", "hybrid-dice")
 RF_MIN = 0.05
+# a pair that is not sensible says so when the budget left most rejections without advice
+WITHHELD_NOTE = 0.5
 
 
 def refusal(preset: str, policy: str) -> str:
@@ -42,7 +44,7 @@ def refusal(preset: str, policy: str) -> str:
     return ""
 
 
-def verdict(rr: float, rf: float, short: float) -> str:
+def verdict(rr: float, rf: float, short: float, withheld: float = math.nan) -> str:
     problems = []
     if rr != rr:
         problems.append("RR undefined")
@@ -50,6 +52,8 @@ def verdict(rr: float, rf: float, short: float) -> str:
         problems.append(f"RF {rf:.3g} < {RF_MIN}")
     if short > 0:
         problems.append(f"{short:.3g} of advice short of its goal")
+    if problems and withheld >= WITHHELD_NOTE:
+        problems.append(f"the budget withheld advice from {withheld:.0%} of rejections")
     return "; ".join(problems)
 
 
@@ -80,17 +84,20 @@ def main() -> None:
                 card = r["card"]
                 rr, rf = card["rr"]["mean"], card["rf"]["mean"]
                 short = card["short_of_goal_share"]["mean"]
+                withheld = card["withheld_share"]["mean"]
                 rows.append({"preset": preset, "policy": r["policy"], "status": "ran",
                              "ticks": extra.get("ticks", PRESETS[preset].ticks),
                              "seeds": args.seeds, "rr": rr, "rf": rf,
                              "short_of_goal": 0.0 if short != short else short,
-                             "cost": card["cost_recommended"]["mean"],
-                             "problem": verdict(rr, rf, 0.0 if short != short else short)})  # fmt: skip
+                             "cost": card["cost_recommended"]["mean"], "withheld": withheld,
+                             "problem": verdict(rr, rf, 0.0 if short != short else short,
+                                                withheld)})  # fmt: skip
         for p, why in runs.items():
             if why:
                 rows.append({"preset": preset, "policy": p, "status": "refused", "ticks": 0,
                              "seeds": 0, "rr": math.nan, "rf": math.nan,
-                             "short_of_goal": math.nan, "cost": math.nan, "problem": why})  # fmt: skip
+                             "short_of_goal": math.nan, "cost": math.nan, "withheld": math.nan,
+                             "problem": why})  # fmt: skip
     table = pd.DataFrame(rows)
     old = args.out / "sensible.csv"
     if old.is_file():  # pairs checked by an earlier call (other policies) are kept
@@ -126,16 +133,17 @@ def markdown(table: pd.DataFrame, args) -> str:
         f"{len(table)} pairs: {len(ran)} ran, {len(table) - len(ran)} refused with one line, "
         f"{len(bad)} ran but are not sensible.",
         "",
-        "| policy | preset | RR | RF | short of goal | cost | verdict |",
-        "|---|---|---|---|---|---|---|",
+        "| policy | preset | RR | RF | short of goal | cost | withheld | verdict |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in table.itertuples():
         if r.status == "refused":
-            lines.append(f"| {r.policy} | {r.preset} | | | | | refused: {r.problem} |")
+            lines.append(f"| {r.policy} | {r.preset} | | | | | | refused: {r.problem} |")
         else:
             ok = "sensible" if not r.problem else f"**not sensible**: {r.problem}"
+            held = "" if r.withheld != r.withheld else f"{r.withheld:.3f}"
             lines.append(f"| {r.policy} | {r.preset} | {r.rr:.3f} | {r.rf:.3f} | "
-                         f"{r.short_of_goal:.3f} | {r.cost:.3f} | {ok} |")  # fmt: skip
+                         f"{r.short_of_goal:.3f} | {r.cost:.3f} | {held} | {ok} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
