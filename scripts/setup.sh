@@ -3,8 +3,9 @@
 #
 #   bash scripts/setup.sh          the base install: simulation, CLI, dashboard, exact
 #                                  recommenders (what the README's main job needs)
-#   bash scripts/setup.sh --dev    everything: torch (CPU wheel, pinned) and the rl, dice and
-#                                  dist extras, the test and lint tools, the data-set wheel
+#   bash scripts/setup.sh --dev    everything: torch (CPU wheel, pinned) and the rl, dice,
+#                                  dist and docs extras, the test and lint tools, the data-set
+#                                  wheel
 #
 # Idempotent and quick when nothing changed: a mode's installs are skipped while
 # .venv/.installed-<mode> holds the hash of what they were installed from (pyproject.toml,
@@ -25,7 +26,7 @@ fi
 VENV_PY=.venv/bin/python
 want="$(cat pyproject.toml constraints.txt scripts/setup.sh | sha256sum | cut -d' ' -f1)"
 check_base="import abm, policies, lab, dashboards, mesa, solara"
-check_dev="$check_base, torch, stable_baselines3, dice_ml, dask.distributed, importlinter, hypothesis, xdist"
+check_dev="$check_base, torch, stable_baselines3, dice_ml, dask.distributed, importlinter, hypothesis, xdist, mkdocs, material, mkdocstrings_handlers.python, mkdocs_typer2, mkdocs_jupyter, nbmake, nbclient, ipykernel"
 up_to_date() {  # $1: mode
   local check="check_$1"
   [ "$(cat ".venv/.installed-$1" 2>/dev/null)" = "$want" ] \
