@@ -41,7 +41,7 @@ rm -f ".venv/.installed-$MODE"
 "$VENV_PY" -m pip install --quiet --upgrade pip
 if [ "$MODE" = dev ]; then
   # torch first, pinned: on PyPI's default index an unpinned torch is a multi-GB CUDA build
-  # (see the README for PyTorch's CPU wheel index; a GPU build works too)
+  # (see docs/getting-started.md for PyTorch's CPU wheel index; a GPU build works too)
   # TORCH_INDEX_URL=... installs it from another index, e.g. PyTorch's CPU wheel index
   "$VENV_PY" -m pip install --quiet "torch==2.13.0" ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
   "$VENV_PY" -m pip install --quiet -c constraints.txt -e ".[dev]"
