@@ -1,6 +1,6 @@
 """Scenario configuration: every parameter of the simulated world in one frozen record.
 
-Symbols follow durable-recourse-rl (App. B, App. D); the README's parameter table
+Symbols follow durable-recourse-rl (App. B, App. D); docs/model.md's parameter table
 says where each default comes from. :class:`ScenarioConfig` is a frozen pydantic model:
 each field declares its bounds, bad input raises :class:`~abm.validation.ConfigError`
 with one line naming the field, the value and the allowed range.

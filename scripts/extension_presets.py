@@ -5,7 +5,7 @@ mechanism (or against a simple alternative policy), on paired seeds.
     python scripts/extension_presets.py --seeds 3 --ticks 40  # a quick look
 
 Writes results/extensions/figures.csv (one row per preset, arm and metric: mean and 95 %
-CI over seeds), results/extensions/figures.md (the tables the README quotes, with the
+CI over seeds), results/extensions/figures.md (the tables docs/mechanisms/ quotes, with the
 paired differences B - A and their 95 % CIs) and one PNG per preset (the mechanism's tick
 columns, means over seeds, both arms). Arms share seeds, so each arrival, dropout and
 implementation draw is common to both (common random numbers).

@@ -3,8 +3,9 @@
 #
 #   bash scripts/setup.sh          the base install: simulation, CLI, dashboard, exact
 #                                  recommenders (what the README's main job needs)
-#   bash scripts/setup.sh --dev    everything: torch (CPU wheel, pinned) and the rl, dice and
-#                                  dist extras, the test and lint tools, the data-set wheel
+#   bash scripts/setup.sh --dev    everything: torch (CPU wheel, pinned) and the rl, dice,
+#                                  dist and docs extras, the test and lint tools, the data-set
+#                                  wheel
 #
 # Idempotent and quick when nothing changed: a mode's installs are skipped while
 # .venv/.installed-<mode> holds the hash of what they were installed from (pyproject.toml,
@@ -25,7 +26,7 @@ fi
 VENV_PY=.venv/bin/python
 want="$(cat pyproject.toml constraints.txt scripts/setup.sh | sha256sum | cut -d' ' -f1)"
 check_base="import abm, policies, lab, dashboards, mesa, solara"
-check_dev="$check_base, torch, stable_baselines3, dice_ml, dask.distributed, importlinter, hypothesis, xdist"
+check_dev="$check_base, torch, stable_baselines3, dice_ml, dask.distributed, importlinter, hypothesis, xdist, mkdocs, material, mkdocstrings_handlers.python, mkdocs_typer2, mkdocs_jupyter, nbmake, nbclient, ipykernel"
 up_to_date() {  # $1: mode
   local check="check_$1"
   [ "$(cat ".venv/.installed-$1" 2>/dev/null)" = "$want" ] \
@@ -40,7 +41,7 @@ rm -f ".venv/.installed-$MODE"
 "$VENV_PY" -m pip install --quiet --upgrade pip
 if [ "$MODE" = dev ]; then
   # torch first, pinned: on PyPI's default index an unpinned torch is a multi-GB CUDA build
-  # (see the README for PyTorch's CPU wheel index; a GPU build works too)
+  # (see docs/getting-started.md for PyTorch's CPU wheel index; a GPU build works too)
   # TORCH_INDEX_URL=... installs it from another index, e.g. PyTorch's CPU wheel index
   "$VENV_PY" -m pip install --quiet "torch==2.13.0" ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
   "$VENV_PY" -m pip install --quiet -c constraints.txt -e ".[dev]"

@@ -749,7 +749,7 @@ def test_lesson_plan_of_teaching_md(server, browser):
         page.get_by_role("button", name=re.compile("tick table")).click()
     assert "dp_gap" in Path(info.value.path()).read_text().splitlines()[0]
 
-    # the README's picture: the default scenario after a few ticks
+    # docs/dashboard.md's picture: the default scenario after a few ticks
     choose(page, "classroom demonstration", "free exploration")
     choose(page, "scenario preset", "paper")
     restarted(page)
