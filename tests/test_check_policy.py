@@ -78,8 +78,8 @@ KNOWN: dict[str, dict[str, str]] = {
         # goal = M(x_cf) of a budget-limited intervention: below the threshold in 87 of
         # 101 advised rows (budget world), 80 of 94 (fair-scarf)
         "goal-admissible": "goal = M(x_cf) of a budget-scaled intervention, mostly below the threshold",
-        # advised = cost > 0: changes below 1e-9 count as advice (fair-scarf: 11 of 111 rows)
-        "honest-masks": "advised where the cost is > 0, even below the model's 1e-9",
+        # (0.8.0 also broke honest-masks here: rows advised for changes below 1e-9, from
+        # shrinking past the allowance; since 0.8.1's rescaling none in these worlds)
         # each candidate's step counter (the LSTM plan's position) advances in recommend
         "fork-safe": "the per-candidate plan step advances in recommend",
     },
