@@ -37,8 +37,10 @@ import numpy as np
 # below 1e-9 are round-off, not advice); 5: 0.8.0 (the outcome card's tick columns:
 # n_short_of_goal, and with outcomes n_qualified_accepted, true_gain_sum, advised_change,
 # noncausal_change); 6: 0.8.1 (episode budgets paced by every policy, scarf's shrunken
-# advice fitted to its allowance, the robust policies' cost weight relative to the weights).
-RESULTS_SCHEMA = 6
+# advice fitted to its allowance, the robust policies' cost weight relative to the weights);
+# 7: 0.8.2 (robust and ROAR policies halve λ for rows short of the threshold, the greedy
+# exact solver for robust-l1 and -linf, new robust-l1 and -l2 defaults).
+RESULTS_SCHEMA = 7
 
 # packages whose versions can change a simulation's numbers
 VERSIONED = ("recourse-abm", "mesa", "numpy", "scipy", "scikit-learn", "pandas", "torch")

@@ -57,6 +57,19 @@ def verdict(rr: float, rf: float, short: float, withheld: float = math.nan) -> s
     return "; ".join(problems)
 
 
+def budget_bound(rr: float, rf: float, short: float, withheld: float) -> bool:
+    """True when RF < RF_MIN is the only problem and the world's budget explains it.
+
+    The budget withheld advice from a share ``withheld`` >= WITHHELD_NOTE of the rejected,
+    so RF cannot exceed 1 − withheld whatever the policy; the pair is budget-bound when the
+    advice the budget let through was carried out at a rate RF / (1 − withheld) >= RF_MIN.
+    Such a pair stays "not sensible" by the letter of item 3, in its own count.
+    """
+    if rr != rr or short > 0 or rf >= RF_MIN or not withheld >= WITHHELD_NOTE:
+        return False
+    return withheld < 1.0 and rf / (1.0 - withheld) >= RF_MIN
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=Path("results/sensible"))
@@ -113,15 +126,23 @@ def main() -> None:
     bad = table[(table.status == "ran") & (table.problem != "")]
     print(
         f"{len(table)} pairs: {int((table.status == 'refused').sum())} refused, "
-        f"{len(bad)} ran but not sensible"
+        f"{len(bad)} ran but not sensible, {int(bound(table).sum())} of them budget-bound"
     )
     for r in bad.itertuples():
         print(f"  {r.policy} in {r.preset}: {r.problem}")
 
 
+def bound(table: pd.DataFrame) -> pd.Series:
+    """(rows,) bool: the pairs that ran and are budget-bound (:func:`budget_bound`)."""
+    return pd.Series(
+        [r.status == "ran" and budget_bound(r.rr, r.rf, r.short_of_goal, r.withheld)
+         for r in table.itertuples()], index=table.index, dtype=bool)  # fmt: skip
+
+
 def markdown(table: pd.DataFrame, args) -> str:
     ran = table[table.status == "ran"]
     bad = ran[ran.problem != ""]
+    n_bound = int(bound(table).sum())
     lines = [
         "# Every built-in policy at its defaults, in every preset",
         "",
@@ -131,7 +152,14 @@ def markdown(table: pd.DataFrame, args) -> str:
         "(the scale preset) are exempt.",
         "",
         f"{len(table)} pairs: {len(ran)} ran, {len(table) - len(ran)} refused with one line, "
-        f"{len(bad)} ran but are not sensible.",
+        f"{len(bad)} ran but are not sensible, {n_bound} of them budget-bound.",
+        "",
+        "*Budget-bound*: RF < 0.05 is the only problem, the world's intervention budget "
+        f"withheld advice from at least {WITHHELD_NOTE:.0%} of the rejected (so RF cannot "
+        "exceed 1 − withheld, whatever the policy), and the advice it let through was carried "
+        f"out at a rate RF / (1 − withheld) >= {RF_MIN}. Such advice costs more per row than "
+        "the budget's share pays for; a policy that does not size its advice to the budget "
+        "(as SCARF does) cannot do better there. They are counted as not sensible.",
         "",
         "| policy | preset | RR | RF | short of goal | cost | withheld | verdict |",
         "|---|---|---|---|---|---|---|---|",
@@ -141,6 +169,9 @@ def markdown(table: pd.DataFrame, args) -> str:
             lines.append(f"| {r.policy} | {r.preset} | | | | | | refused: {r.problem} |")
         else:
             ok = "sensible" if not r.problem else f"**not sensible**: {r.problem}"
+            if budget_bound(r.rr, r.rf, r.short_of_goal, r.withheld):
+                ok = (f"**not sensible, budget-bound**: {r.problem}; the advice given was "
+                      f"carried out at a rate {r.rf / (1.0 - r.withheld):.2f}")  # fmt: skip
             held = "" if r.withheld != r.withheld else f"{r.withheld:.3f}"
             lines.append(f"| {r.policy} | {r.preset} | {r.rr:.3f} | {r.rf:.3f} | "
                          f"{r.short_of_goal:.3f} | {r.cost:.3f} | {held} | {ok} |")  # fmt: skip

@@ -131,7 +131,7 @@ def test_points_without_a_margin_keep_their_run_ids():
     before = {"method": "threshold", "family": "baseline", "alpha": None, "tau": None,
               "episodes": 10}  # fmt: skip
     assert run.run_id == run_id(run.config, "threshold", "pareto-eval", before)
-    assert RESULTS_SCHEMA == 6 and run.run_id == "5568c8b7367e66ef"
+    assert RESULTS_SCHEMA == 7 and run.run_id == "6babe66d478e38cc"
 
 
 def test_the_spec_behaviour_reaches_every_run_and_leaves_the_calibrated_ids_alone():

@@ -428,6 +428,7 @@ def test_solver_failure_falls_back_and_warns_once(monkeypatch):
     for name, p in (("robust-l1", 1), ("robust-linf", INF)):
         pol = REGISTRY.make_policy(f"{name}:alpha=0.2,lam=1")
         pol.prepare(context(scorer))
+        pol.exact = False  # the convex program's path, where SLSQP can fail
         with pytest.warns(RuntimeWarning, match="SLSQP failed"):
             rec = pol.recommend(obs, np.random.default_rng(0))
         with warnings.catch_warnings():
@@ -503,3 +504,67 @@ def test_lam_and_kappa_errors_name_the_field(spec, words):
         make_policy(spec)
     message = str(info.value)
     assert words in message and "\n" not in message
+
+
+def test_backoff_halves_lam_until_a_row_bound_at_its_best_feature_reaches_the_cut():
+    """w = (4, 1, 0.5), x0 = (0.9, 0, 0), cut 0.6: the best feature meets its bound at
+    ℓ = s − logit 0.6 = −0.405; feature 1 pays only while σ(−ℓ)·1 > λ, so neither λ = 1.5
+    nor λ/2 moves it (σ(0.405) = 0.6), and λ/4 = 0.375 stops it at ℓ = log(5/3)."""
+    scorer = LinearScorer([4.0, 1.0, 0.5], -4.0)
+    obs = observation([[0.9, 0.0, 0.0]], scorer, threshold=0.6)
+    stuck = REGISTRY.make_policy("robust-l1:alpha=0,lam=1.5,backoff=0")
+    stuck.prepare(context(scorer))
+    rec = stuck.recommend(obs, np.random.default_rng(0))
+    assert not rec.advised[0] and rec.unreached[0]
+    assert stuck.tick_stats()["backed_off"] == 0.0
+    pol = REGISTRY.make_policy("robust-l1:alpha=0,lam=1.5,backoff=6")
+    pol.prepare(context(scorer))
+    rec = pol.recommend(obs, np.random.default_rng(0))
+    assert rec.advised[0] and rec.goal[0] >= 0.6
+    assert rec.info["lam"][0] == pytest.approx(1.5 / 4)
+    assert rec.X_cf[0, 0] == 1.0 and 0.0 < rec.X_cf[0, 1] < 1.0 and rec.X_cf[0, 2] == 0.0
+    s = scorer.weights @ rec.X_cf[0] + scorer.intercept
+    assert s - math.log(0.6 / 0.4) == pytest.approx(math.log(5 / 3), abs=1e-6)
+    assert pol.tick_stats() == pytest.approx(
+        {
+            "lam": 1.5,
+            "backed_off": 1.0,
+            "price_of_robustness": 0.0,
+            "solver_fallbacks": 0.0,
+            "n_clipped": 0.0,
+        }  # fmt: skip
+    )
+    one = REGISTRY.make_policy("robust-l1:alpha=0,lam=1.5,backoff=1")
+    one.prepare(context(scorer))
+    assert not one.recommend(obs, np.random.default_rng(0)).advised[0]  # λ/2 is not enough
+
+
+@pytest.mark.parametrize("value", ["-1", "21", "1.5"])
+def test_backoff_must_be_a_small_nonnegative_integer(value):
+    with pytest.raises(ConfigError) as info:
+        make_policy(f"roar-l1:backoff={value}")
+    assert "backoff" in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["robust-l1", "robust-linf"])
+def test_the_greedy_fast_path_reaches_the_convex_programs_optimum(name):
+    """On random linear models and rows in [0, 1]^4 (one feature immutable), the greedy
+    advice's price is never above SLSQP's on the same rows (equal to 1e-6 where both are
+    optimal), and its worst-case logit reaches the same target."""
+    rng = np.random.default_rng(7)
+    p = 1.0 if name == "robust-l1" else math.inf
+    for trial in range(6):
+        scorer = LinearScorer(rng.uniform(-1.0, 5.0, 4), float(rng.uniform(-6.0, -2.0)))
+        X = rng.uniform(0.0, 0.6, (12, 4))
+        alpha, lam = float(rng.uniform(0.0, 0.4)), float(rng.uniform(0.3, 2.0))
+        prices = {}
+        for exact in (True, False):
+            pol = REGISTRY.make_policy(f"{name}:alpha={alpha},lam={lam},backoff=0")
+            pol.prepare(context(scorer, z=4, immutable=(3,)))
+            pol.exact = exact
+            assert pol._greedy_exact() is exact
+            X_cf, _ = pol.solve(X, scorer.weights, scorer.intercept)
+            assert (X_cf[:, 3] == X[:, 3]).all() and (X_cf >= 0).all() and (X_cf <= 1).all()
+            prices[exact] = price(X_cf, X, scorer.weights, scorer.intercept, alpha, lam, p)
+        assert (prices[True] <= prices[False] + 1e-9).all(), trial
+        np.testing.assert_allclose(prices[True], prices[False], atol=1e-6)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from scripts_loader import load_script
 
 from abm import RecourseModel
 from abm.registry import REGISTRY
@@ -69,3 +70,31 @@ def test_the_shipped_table_covers_every_pair():
     table = pd.read_csv(SHIPPED)
     expected = {(p.values[0], p.values[1]) for p in pairs()}
     assert set(zip(table.policy, table.preset, strict=True)) == expected
+
+
+@pytest.mark.parametrize(
+    ("rr", "rf", "short", "withheld", "expected"),
+    [
+        (0.7, 0.03, 0.0, 0.96, True),  # 0.03 / 0.04 = 0.75 of the advice given carried out
+        (0.7, 0.001, 0.0, 0.96, False),  # 0.025 < 0.05: the policy, not the budget
+        (0.7, 0.03, 0.0, 0.30, False),  # the budget withheld little
+        (float("nan"), 0.03, 0.0, 0.96, False),  # RR undefined is a problem of its own
+        (0.7, 0.03, 0.1, 0.96, False),  # advice short of its goal too
+        (0.7, 0.08, 0.0, 0.96, False),  # sensible: nothing to explain
+        (0.7, 0.0, 0.0, 1.0, False),  # everything withheld: nothing carried out
+    ],
+)
+def test_budget_bound_only_when_the_budget_explains_a_low_rf(rr, rf, short, withheld, expected):
+    sensible = load_script("sensible")
+    assert sensible.budget_bound(rr, rf, short, withheld) is expected
+
+
+def test_the_shipped_table_counts_budget_bound_pairs_apart():
+    sensible = load_script("sensible")
+    table = pd.read_csv(SHIPPED, keep_default_na=False, na_values=[""])
+    table["problem"] = table["problem"].fillna("")
+    bound = sensible.bound(table)
+    ran = table.status == "ran"
+    assert not (bound & ~ran).any() and (table.problem[bound] != "").all()
+    text = (SHIPPED.parent / "sensible.md").read_text()
+    assert f"{int(bound.sum())} of them budget-bound" in text

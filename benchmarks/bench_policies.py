@@ -1,0 +1,134 @@
+"""Every registered policy's episode time against `threshold`'s, paired in one process.
+
+Usage: python benchmarks/bench_policies.py [--repeats 5] [--policies P ...] [--scale 1000]
+       [--ticks-at-scale 10] [--skip-scale]
+
+For each policy, a preset where it is defined (``paper`` first, else the first of
+PREFERRED that does not refuse it), ``--repeats`` pairs of 100-tick episodes (events and
+agent handles off), `threshold` and the policy alternately on the same seed, so both see
+the same load. Prints the medians, the ratio of medians and the policy's time per
+advised candidate (episode time over the rejected who got advice), then the same at
+N₀ = ``--scale`` with k and m scaled alike (``--ticks-at-scale`` ticks, one pair: a
+slow policy solves hundreds of problems a tick there). Targets (issue 34) are printed
+beside each ratio; privileged policies (lookahead) and DiCE have their own lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from abm import RecourseModel  # noqa: E402
+from abm.registry import REGISTRY  # noqa: E402
+from abm.scenarios import PRESETS  # noqa: E402
+from abm.validation import ConfigError  # noqa: E402
+
+# where a policy runs when `paper` refuses it (the bandits' and SCARF's home worlds first)
+PREFERRED = ("paper", "improvement", "fair-scarf", "groups", "causal", "retraining", "budget",
+             "german-credit", "lending")  # fmt: skip
+TARGET = {"threshold-ustun": 50.0, "lookahead": 30.0}  # issue 34, item 2; the rest 10x
+NO_TARGET = ("threshold-dice", "hybrid-dice")  # dice-ml's ~0.1 s per query: reported only
+DEFAULT_TARGET = 10.0
+
+
+def home(policy: str) -> str | None:
+    """The first preset of PREFERRED whose model accepts ``policy`` (None: none does)."""
+    for preset in PREFERRED:
+        try:
+            RecourseModel(preset, policy, seed=0, ticks=1, agents=False, record_events=False)
+        except (ConfigError, ValueError):
+            continue
+        return preset
+    return None
+
+
+def episode(preset: str, policy: str, seed: int, **overrides) -> tuple[float, int]:
+    """Wall seconds of one episode (set-up excluded) and the number of advised rejections."""
+    model = RecourseModel(preset, policy, seed=seed, agents=False, record_events=False,
+                          **overrides)  # fmt: skip
+    gc.collect()
+    start = time.perf_counter()
+    model.run()
+    wall = time.perf_counter() - start
+    ticks = model.tick_table()
+    return wall, int((ticks["n_rejected"] - ticks["n_unadvised"]).sum())
+
+
+def paired(preset: str, policy: str, repeats: int, **overrides) -> dict[str, float]:
+    base, mine, advised = [], [], []
+    for r in range(repeats):
+        base.append(episode(preset, "threshold", r, **overrides)[0])
+        wall, n = episode(preset, policy, r, **overrides)
+        mine.append(wall)
+        advised.append(n)
+    t_base, t_mine = statistics.median(base), statistics.median(mine)
+    n_adv = statistics.median(advised)
+    return {"threshold": t_base, "policy": t_mine, "ratio": t_mine / t_base,
+            "per_advised": t_mine / n_adv if n_adv else float("nan")}  # fmt: skip
+
+
+def scaled(preset: str, n0: int, ticks: int) -> dict[str, int]:
+    """Overrides for N₀ = ``n0`` with k and m scaled by the same factor as N₀."""
+    cfg = PRESETS[preset]
+    factor = n0 / max(cfg.n_initial, 1)
+    return {"n_initial": n0, "k": max(1, round(cfg.k * factor)), "m": round(cfg.m * factor),
+            "ticks": ticks}  # fmt: skip
+
+
+def verdict(policy: str, ratio: float) -> str:
+    if policy in NO_TARGET:
+        return "no target (dice-ml)"
+    target = TARGET.get(policy, DEFAULT_TARGET)
+    return f"<= {target:g}x: {'met' if ratio <= target else 'NOT met'}"
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--policies", nargs="*", default=None)
+    ap.add_argument("--scale", type=int, default=1000)
+    ap.add_argument("--ticks-at-scale", type=int, default=10)
+    ap.add_argument("--skip-scale", action="store_true")
+    args = ap.parse_args(argv)
+    policies = args.policies or [p for p in REGISTRY.describe() if p not in ("threshold", "none")]
+    load = os.getloadavg()[0]
+    print(f"{len(policies)} policies, {args.repeats} pairs each; load average {load:.2f} "
+          f"on {os.cpu_count()} CPUs at the start")  # fmt: skip
+    header = f"{'policy':<22} {'preset':<13} {'threshold':>10} {'policy':>10} {'ratio':>8} " \
+             f"{'per advised':>12}  target"  # fmt: skip
+    print(header)
+    rows = []
+    for policy in policies:
+        preset = home(policy)
+        if preset is None:
+            print(f"{policy:<22} refused by every preset of {', '.join(PREFERRED)}")
+            continue
+        r = paired(preset, policy, args.repeats)
+        rows.append((policy, preset, r))
+        print(f"{policy:<22} {preset:<13} {r['threshold'] * 1e3:>8.1f}ms {r['policy'] * 1e3:>8.1f}ms "
+              f"{r['ratio']:>7.1f}x {r['per_advised'] * 1e3:>10.3f}ms  {verdict(policy, r['ratio'])}",
+              flush=True)  # fmt: skip
+    if args.skip_scale:
+        return
+    print(f"\nAt N0 = {args.scale:,} (k and m scaled alike), {args.ticks_at_scale} ticks, one pair; "
+          "'growth' is the ratio here over the ratio at paper scale")  # fmt: skip
+    for policy, preset, small in rows:
+        try:
+            r = paired(preset, policy, 1, **scaled(preset, args.scale, args.ticks_at_scale))
+        except ConfigError as exc:
+            print(f"{policy:<22} {preset:<13} refused at this scale: {exc}")
+            continue
+        print(f"{policy:<22} {preset:<13} {r['threshold'] * 1e3:>8.1f}ms {r['policy'] * 1e3:>8.1f}ms "
+              f"{r['ratio']:>7.1f}x {r['per_advised'] * 1e3:>10.3f}ms  growth "
+              f"{r['ratio'] / small['ratio']:.2f}", flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
