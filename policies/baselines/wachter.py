@@ -36,6 +36,24 @@ def torch_scorer(model: Any) -> Callable[[Any], Any]:
     )
 
 
+def linear_score_grad(model: Any) -> Callable[[Any], Any] | None:
+    """For a linear ``model``: X (n, z) -> (M(X) (n,), ∂M/∂X (n, z)) in closed form, the
+    bits autograd gives for :func:`torch_scorer` (sigmoid' = (1 − s)·s, then the outer
+    product with w, one product per entry); None for any other model."""
+    if not model.is_linear:
+        return None
+    import torch
+
+    w = torch.tensor(np.asarray(model.weights), dtype=torch.float64)
+    b = float(model.intercept)
+
+    def score_grad(X):
+        s = torch.sigmoid(X @ w + b)
+        return s, ((1.0 - s) * s)[:, None] * w
+
+    return score_grad
+
+
 class Wachter(FollowsModel):
     """Proximal gradient descent with a growing lambda, batched over candidates.
 
@@ -83,10 +101,12 @@ class Wachter(FollowsModel):
 
     def prepare(self, ctx: PolicyContext) -> None:
         self.ctx = ctx
-        self.f = torch_scorer(ctx.decision_model)
+        self.model_changed()
 
     def model_changed(self) -> None:
         self.f = torch_scorer(self.ctx.decision_model)
+        # autograd's graph costs more than the rest of an iteration on a tick's few rows
+        self.f_grad = linear_score_grad(self.ctx.decision_model)
 
     def recommend(self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         import torch
@@ -117,10 +137,13 @@ class Wachter(FollowsModel):
         target = torch.minimum(g + self.tol, (1.0 + g) / 2.0)  # aimed at: above the goal
         x = x0.clone()
         for it in range(1, self.max_iter + 1):
-            with torch.enable_grad():
-                xv = x.clone().requires_grad_(True)
-                s = self.f(xv)
-                (grad,) = torch.autograd.grad(s.sum(), xv)  # rows are independent
+            if self.f_grad is not None:
+                s, grad = self.f_grad(x)
+            else:
+                with torch.enable_grad():
+                    xv = x.clone().requires_grad_(True)
+                    s = self.f(xv)
+                    (grad,) = torch.autograd.grad(s.sum(), xv)  # rows are independent
             grad = grad * mutable
             r = (s.detach() - target)[:, None]
             norm2 = (grad * grad).sum(dim=1, keepdim=True).clamp_min(1e-12)
@@ -131,7 +154,8 @@ class Wachter(FollowsModel):
             d = y - x0
             d = torch.sign(d) * torch.clamp(d.abs() - thresh, min=0.0) * mutable
             x_new = torch.minimum(torch.maximum(x0 + d, lo), hi)
-            moved = float((x_new - x).abs().max())
+            if it % self.check == 0:  # how far the last step went matters only here
+                moved = float((x_new - x).abs().max())
             x = x_new
             if it % self.check == 0:
                 s = self.f(x)

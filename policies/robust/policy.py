@@ -19,8 +19,10 @@ this tick's acceptance cut, ℓ(s − logit(th_t)), ``"half"`` at 0.5 as in the 
 ``robust-l1:alpha=0`` is the non-robust reference.
 
 Per candidate (candidate table): ``wc_score`` = σ of the worst-case logit of X_cf over
-the ball, ``price_J`` = the price minimised (with the target shift). Per tick
-(``tick_stats``, tick columns ``policy_<key>``): ``lam`` (the λ_t used), ``price_of_robustness`` = mean L1 cost of
+the ball, ``price_J`` = the price minimised (with the target shift), ``lam`` = the row's λ
+(λ_t, or smaller where ``backoff`` halved it). Per tick (``tick_stats``, tick columns
+``policy_<key>``): ``lam`` (the λ_t used), ``backed_off`` (share of rows solved again with
+a smaller λ), ``price_of_robustness`` = mean L1 cost of
 the tick's advice / mean L1 cost of the exact α = 0 optimum on the same rows − 1 (NaN when
 that is 0), ``solver_fallbacks`` (SLSQP failures answered by Algorithm 1 or 2, warned
 once) and ``n_clipped`` (rows outside the box, clipped first).
@@ -341,7 +343,8 @@ def register(registry: Registry) -> None:
     """Add the five robust recourse policies to ``registry``."""
     common = (
         "alpha (ball radius), kappa (L1 cost weight relative to the largest weight) or "
-        "lam (absolute), target=threshold|half"
+        "lam (absolute), target=threshold|half, backoff (halvings of lam for a row short of "
+        "the threshold)"
     )
     for name, factory, what in (
         ("robust-l1", robust_l1, "robust recourse vs an L1 model change (convex program)"),
