@@ -395,19 +395,25 @@ class SafeARPolicy(FollowsModel):
         S, H = mdp.n_states, pol.horizon
         E1, E2 = np.zeros(S), np.zeros(S)
         R = mdp.goal.astype(float)
-        row_of, p, c, nx = mdp.row_of, mdp.prob, mdp.cost, mdp.indices
-        nrows = mdp.n_actions * S
+        indptr, p_all, c_all, nx_all = mdp.indptr, mdp.prob, mdp.cost, mdp.indices
+        states = np.arange(S)
         for h in range(H - 1, -1, -1):
             a = pol.actions[h].astype(np.int64)
-            e1 = np.bincount(row_of, weights=p * (c + E1[nx]), minlength=nrows)
-            e2 = np.bincount(row_of, weights=p * (c * c + 2 * c * E1[nx] + E2[nx]), minlength=nrows)
-            r = np.bincount(row_of, weights=p * R[nx], minlength=nrows)
-            idx = np.where(a >= 0, a, 0) * S + np.arange(S)
+            # only the planned action's row of each state: its transitions in stored order,
+            # so each state's sums add the same terms in the same order as over every row
+            row = np.where(a >= 0, a, 0) * S + states
+            start, count = indptr[row], indptr[row + 1] - indptr[row]
+            owner = np.repeat(states, count)
+            entry = np.repeat(start - np.cumsum(count) + count, count) + np.arange(owner.size)
+            p, c, nx = p_all[entry], c_all[entry], nx_all[entry]
+            e1 = np.bincount(owner, weights=p * (c + E1[nx]), minlength=S)
+            e2 = np.bincount(owner, weights=p * (c * c + 2 * c * E1[nx] + E2[nx]), minlength=S)
+            r = np.bincount(owner, weights=p * R[nx], minlength=S)
             goal = mdp.goal | (a < 0)
             E1, E2, R = (
-                np.where(goal, 0.0, e1[idx]),
-                np.where(goal, 0.0, e2[idx]),
-                np.where(goal, mdp.goal.astype(float), r[idx]),
+                np.where(goal, 0.0, e1),
+                np.where(goal, 0.0, e2),
+                np.where(goal, mdp.goal.astype(float), r),
             )
         mean = E1[starts]
         return mean, np.maximum(E2[starts] - mean * mean, 0.0), R[starts]

@@ -121,3 +121,26 @@ def test_feature_mdp_side_effect_and_failure():
     assert {tuple(m.features[t]) for t in nxt} == {(2, 1, 0), (2, 2, 0)}
     # Goal states have no actions.
     assert not m.available[:, m.goal].any()
+
+
+def test_two_outcome_tables_build_the_general_paths_bits():
+    """The two-outcome fast path of from_outcomes (the population planner's layout) gives
+    the arrays the general sparse path gives: a third, zero-probability outcome sends the
+    same table through the general path. Random tables with merged outcomes (both to one
+    state), swapped columns and zero probabilities."""
+    rng = np.random.default_rng(5)
+    for _ in range(10):
+        A, S = int(rng.integers(1, 5)), int(rng.integers(2, 30))
+        nxt = rng.integers(0, S, (A, S, 2))
+        nxt[:, : S // 3, 1] = nxt[:, : S // 3, 0]  # both outcomes to one state
+        p0 = rng.choice([0.25, 0.5, 1.0, rng.uniform()], size=(A, S))
+        p0[:, 0] = 0.0  # unavailable rows: both probabilities 0 (state 0 is a goal)
+        prob = np.stack([p0, np.where(p0 > 0, 1.0 - p0, 0.0)], axis=2)
+        cost = rng.uniform(0.0, 2.0, (A, S, 2))
+        goal = rng.random(S) < 0.3
+        goal[0] = True
+        fast = RecourseMDP.from_outcomes(nxt, prob, cost, goal, 3)
+        pad = lambda a, v: np.concatenate([a, np.full(a.shape[:2] + (1,), v, a.dtype)], axis=2)  # noqa: E731
+        general = RecourseMDP.from_outcomes(pad(nxt, 0), pad(prob, 0.0), pad(cost, 0.0), goal, 3)
+        for name in ("indptr", "indices", "prob", "cost"):
+            assert np.array_equal(getattr(fast, name), getattr(general, name)), name
