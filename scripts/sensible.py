@@ -61,8 +61,9 @@ def budget_bound(rr: float, rf: float, short: float, withheld: float) -> bool:
     """True when RF < RF_MIN is the only problem and the world's budget explains it.
 
     The budget withheld advice from a share ``withheld`` >= WITHHELD_NOTE of the rejected,
-    so RF cannot exceed 1 − withheld whatever the policy; the pair is budget-bound when the
-    advice the budget let through was carried out at a rate RF / (1 − withheld) >= RF_MIN.
+    so RF can hardly exceed 1 − withheld whatever the policy; the pair is budget-bound when
+    RF measured against the share advised, RF / (1 − withheld), is >= RF_MIN (it may pass
+    1: reapplications put one candidate's success against fewer rejections in its window).
     Such a pair stays "not sensible" by the letter of item 3, in its own count.
     """
     if rr != rr or short > 0 or rf >= RF_MIN or not withheld >= WITHHELD_NOTE:
@@ -155,9 +156,9 @@ def markdown(table: pd.DataFrame, args) -> str:
         f"{len(bad)} ran but are not sensible, {n_bound} of them budget-bound.",
         "",
         "*Budget-bound*: RF < 0.05 is the only problem, the world's intervention budget "
-        f"withheld advice from at least {WITHHELD_NOTE:.0%} of the rejected (so RF cannot "
-        "exceed 1 − withheld, whatever the policy), and the advice it let through was carried "
-        f"out at a rate RF / (1 − withheld) >= {RF_MIN}. Such advice costs more per row than "
+        f"withheld advice from at least {WITHHELD_NOTE:.0%} of the rejected (so RF can hardly "
+        "exceed 1 − withheld, whatever the policy), and RF measured against the share advised, "
+        f"RF / (1 − withheld), is >= {RF_MIN}. Such advice costs more per row than "
         "the budget's share pays for; a policy that does not size its advice to the budget "
         "(as SCARF does) cannot do better there. They are counted as not sensible.",
         "",
@@ -170,8 +171,8 @@ def markdown(table: pd.DataFrame, args) -> str:
         else:
             ok = "sensible" if not r.problem else f"**not sensible**: {r.problem}"
             if budget_bound(r.rr, r.rf, r.short_of_goal, r.withheld):
-                ok = (f"**not sensible, budget-bound**: {r.problem}; the advice given was "
-                      f"carried out at a rate {r.rf / (1.0 - r.withheld):.2f}")  # fmt: skip
+                ok = (f"**not sensible, budget-bound**: {r.problem}; RF / (1 − withheld) "
+                      f"= {r.rf / (1.0 - r.withheld):.2f}")  # fmt: skip
             held = "" if r.withheld != r.withheld else f"{r.withheld:.3f}"
             lines.append(f"| {r.policy} | {r.preset} | {r.rr:.3f} | {r.rf:.3f} | "
                          f"{r.short_of_goal:.3f} | {r.cost:.3f} | {held} | {ok} |")  # fmt: skip
