@@ -153,11 +153,9 @@ class Wachter(FollowsModel):
             thresh = self.lr / (2.0 * lam[:, None] * norm2)
             d = y - x0
             d = torch.sign(d) * torch.clamp(d.abs() - thresh, min=0.0) * mutable
-            x_new = torch.minimum(torch.maximum(x0 + d, lo), hi)
-            if it % self.check == 0:  # how far the last step went matters only here
-                moved = float((x_new - x).abs().max())
-            x = x_new
+            x_prev, x = x, torch.minimum(torch.maximum(x0 + d, lo), hi)
             if it % self.check == 0:
+                moved = float((x - x_prev).abs().max())  # how far the last step went
                 s = self.f(x)
                 short = s < g
                 close = bool(((s >= g) & (s <= target + self.tol)).all())
