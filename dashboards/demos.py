@@ -23,7 +23,8 @@ class Demo:
         preset: scenario preset the demo starts from (``recourse-abm scenarios``).
         policy: the policy shown first (a registry name, or a spec with parameters such
             as ``improve-linucb:advice=segment``).
-        compare: a second policy run side by side on the same seed ("" for none).
+        compare: up to three more policies run side by side on the same seed.
+        charts: the world-extension charts the lesson is about (None: every one that is on).
         overrides: scenario fields changed from the preset (dashboard fields only:
             k, m, n_initial, validity, ticks, seed, beta, difficulty).
         explanation: markdown shown next to the controls: what to do and what to look for.
@@ -34,13 +35,14 @@ class Demo:
     preset: str
     policy: str
     explanation: str
-    compare: str = ""
+    compare: tuple[str, ...] = ()
     overrides: dict[str, Any] = field(default_factory=dict)
+    charts: tuple[str, ...] | None = None
 
     @property
     def required_policies(self) -> tuple[str, ...]:
         """The registry names the demo's policies build on (a spec's parameters dropped)."""
-        return tuple(part.name for p in (self.policy, self.compare) if p for part in parse_spec(p))
+        return tuple(part.name for p in (self.policy, *self.compare) for part in parse_spec(p))
 
 
 DEMOS: tuple[Demo, ...] = (
@@ -66,7 +68,7 @@ DEMOS: tuple[Demo, ...] = (
         title="2 · Harder features",
         preset="paper-hard",
         policy="threshold",
-        compare="threshold-true",
+        compare=("threshold-true",),
         explanation=(
             "Changes succeed with probability 1 − exp(−β a / dᵢ): a small **β** and a large "
             "difficulty **dᵢ** make a change likely to fail. Here β = 0.01.\n\n"
@@ -94,7 +96,7 @@ DEMOS: tuple[Demo, ...] = (
         title="4 · Risk-averse advice",
         preset="paper-hard",
         policy="safear",
-        compare="threshold",
+        compare=("threshold",),
         explanation=(
             "SafeAR plans recourse that accounts for the *risk* that a change fails, not "
             "only its expected cost. Compare it (solid) with standard threshold advice "
@@ -122,7 +124,7 @@ DEMOS: tuple[Demo, ...] = (
         title="6 · Improvement or gaming?",
         preset="improvement",
         policy="threshold",
-        compare="improve-linucb:advice=segment",
+        compare=("improve-linucb:advice=segment", "none"),
         explanation=(
             "Here the model can be fooled: features x8 and x9 are proxies. The model "
             "rewards them, but they never change the true chance p* of a good outcome. "
@@ -143,7 +145,7 @@ DEMOS: tuple[Demo, ...] = (
         title="7 · Fairness-aware advice",
         preset="fair-scarf",
         policy="threshold",
-        compare="scarf",
+        compare=("scarf",),
         explanation=(
             "Two groups, one starting behind, a causal graph between the features and a "
             "budget for advice. Threshold advice (solid) treats everyone alike; *scarf* "
