@@ -127,16 +127,19 @@ DEMOS: tuple[Demo, ...] = (
         compare=("improve-linucb:advice=segment", "none"),
         explanation=(
             "Here the model can be fooled: features x8 and x9 are proxies. The model "
-            "rewards them, but they never change the true chance p* of a good outcome. "
-            "Whether an accepted applicant does well comes to light 5 ticks later.\n\n"
-            "Threshold advice (solid) asks for the cheapest change that reaches the "
-            "threshold, which often means the proxies. The bandit (dashed, "
-            "*improve-linucb*) learns from the outcomes that come to light which changes "
-            "truly help, and steers its advice that way.\n\n"
-            "Press **Play** and let 40 or 50 ticks run. In **Improvement or gaming?**: of "
-            "those who did all they were told, how many truly qualify, and how many "
-            "of the accepted only fooled the model? Does the gap between the two policies "
-            "open up as the bandit learns? Compare RR in **Does advice work?**\n\n"
+            "rewards them, but they never change the true qualification h*(x) of an "
+            "applicant. Three policies on the same applicants: threshold advice, a bandit "
+            "that learns from true outcomes which changes truly help "
+            "(*improve-linucb*), and no advice at all (*none*).\n\n"
+            "Press **Play** and **Pause** after about 20 ticks; the figures hold from then "
+            "on. Point at **Does advice make people better?**: the true gain of advice "
+            "carried out stays at 0 for threshold advice and is above 0 for the bandit. Then "
+            "at **Who is accepted, and what was advised**: all of threshold's advised change "
+            "is on proxies (dashed line at 1), about half of the bandit's; and the share of "
+            "acceptances that truly qualify is no higher with threshold advice than with no "
+            "advice (solid lines of threshold and none together), higher with the bandit's. "
+            "Last, RR in **Does advice work?**: threshold advice gets more people "
+            "accepted.\n\n"
             "*Ask:* is advice that gets people accepted good advice?"
         ),
     ),
@@ -146,17 +149,22 @@ DEMOS: tuple[Demo, ...] = (
         preset="fair-scarf",
         policy="threshold",
         compare=("scarf",),
+        charts=("groups", "group-distance", "budget"),
         explanation=(
-            "Two groups, one starting behind, a causal graph between the features and a "
-            "budget for advice. Threshold advice (solid) treats everyone alike; *scarf* "
-            "(dashed) plans a sequence of changes over several rounds, aimed at bringing the "
-            "groups together, within the budget.\n\n"
-            "Choosing this demonstration first trains scarf's generator: wait for it (about "
-            "15-20 seconds), then press **Play**. Watch **Groups: who gets accepted?** (the "
-            "gap between the groups, solid against dashed) and **Groups: how far apart are "
-            "they?**: does fairness-aware advice close the gap faster? What does it cost in "
-            "**Budget for advice** and in RR?\n\n"
-            "*Ask:* should advice treat everyone the same, or help those who start behind?"
+            "Two groups, group 0 starting behind, a causal graph between the features and a "
+            "budget of 20 for all the advice of the episode. Threshold advice treats "
+            "everyone alike; *scarf* plans changes over several rounds, aimed at bringing "
+            "the groups together, within the budget.\n\n"
+            "Choosing this demonstration first trains scarf (about 15-20 seconds): start it "
+            "while you introduce the scenario. Then press **Play** and **Pause** after about "
+            "30 ticks. Point at **Groups: who gets accepted?**: the dotted gap lines of the "
+            "two policies run close together: in this world fairness-aware advice does not "
+            "close the gap faster. **Groups: how far apart are they?**: the distance falls "
+            "slowly under both. **Budget for advice**: both pace the budget over the episode. "
+            "Last, RR in **Does advice work?**: scarf's advice is rarely enough to be "
+            "accepted.\n\n"
+            "*Ask:* should advice treat everyone alike, or help those who start behind? Who "
+            "pays for it?"
         ),
     ),
 )

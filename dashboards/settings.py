@@ -59,13 +59,49 @@ _SCENARIO_FIELDS = ("k", "m", "n_initial", "validity", "ticks", "seed", "beta", 
 # their default advice (docs/improvement.md), so the dashboard offers the variant that does
 POLICY_VARIANTS: dict[str, str] = {
     "improve-linucb:advice=segment": (
-        "improvement (ARLIM): LinUCB learns from revealed outcomes which direction of "
-        "change truly improves; segment advice (walk towards the arm only as far as the goal)"
+        "learns from true outcomes which changes truly help (a bandit); segment advice: "
+        "change only as far as the goal needs"
     ),
     "improve-proto:advice=segment": (
-        "improvement (ARLIM): the cheapest valid prototype, learns nothing; segment advice "
-        "(walk towards the arm only as far as the goal)"
+        "the cheapest change towards a typical accepted applicant, learns nothing; segment "
+        "advice: change only as far as the goal needs"
     ),
+}
+# what each policy advises, in the words of a lesson (the registry's descriptions are for
+# researchers: "G-RSVI per candidate, beta_risk from the candidate"); a policy missing here
+# shows the registry's description
+PLAIN_NOTES: dict[str, str] = {
+    "threshold": "standard practice: reach this round's threshold by the cheapest change, "
+    "every feature counted as equally hard",
+    "threshold-true": "like threshold, but knowing how hard each feature truly is to change",
+    "threshold-estimated": "like threshold, learning from the applicants' attempts how hard "
+    "each feature is",
+    "threshold-explore": "like threshold-estimated, sometimes advising rarely tried features "
+    "to learn about them",
+    "threshold-dice": "reach the threshold with advice from DiCE (several diverse options)",
+    "threshold-ustun": "reach the threshold with the fewest features changed (Ustun's "
+    "actionable recourse)",
+    "threshold-wachter": "reach the threshold with the nearest change found by gradient "
+    "steps (Wachter)",
+    "none": "no advice at all (the control): the rejected simply try again",
+    "lookahead": "a privileged reference: simulates the coming rounds to set a goal that "
+    "will still be enough",
+    "safear": "risk-averse advice: prefers changes that are likely to succeed, not only cheap",
+    "ei": "no advice; the model itself is trained to give both groups an equal chance to improve",
+    "scarf": "fairness-aware advice planned over several rounds, to bring two groups closer, "
+    "within a budget",
+    "scarf-mlp": "like scarf, without memory of earlier rounds (a comparison)",
+    "improve-linucb": "learns from true outcomes which changes truly help (a bandit)",
+    "improve-proto": "advises the cheapest change towards a typical accepted applicant; "
+    "learns nothing",
+    "improve-bwo": "learns from true outcomes which changes truly help (a tree model)",
+    "robust-l1": "advice that stays enough if the model changes a little (robust recourse)",
+    "robust-l2": "advice that stays enough if the model changes a little (robust recourse)",
+    "robust-linf": "advice that stays enough if the model changes a little (robust recourse)",
+    "roar-l1": "advice that stays enough if the model changes a little (ROAR)",
+    "roar-linf": "advice that stays enough if the model changes a little (ROAR)",
+    "rl": "learned goal and learned advice (the paper's method, trained in advance)",
+    "rl-recommender": "this round's threshold as goal, advice from a trained network",
 }
 # what a policy does while the model is built, for those that take seconds to prepare
 PREPARING: dict[str, str] = {
@@ -106,10 +142,15 @@ def dashboard_policies() -> list[str]:
 
 
 def policy_description(spec: str) -> str:
-    """One line on what ``spec`` advises (the registry's description, or the variant's)."""
+    """One line on what ``spec`` advises, in plain words (:data:`PLAIN_NOTES`, the
+    variant's, or else the registry's description)."""
     if spec in POLICY_VARIANTS:
         return POLICY_VARIANTS[spec]
-    return REGISTRY.describe("policy").get(base_name(spec), "")
+    name = base_name(spec)
+    if name.startswith("hybrid-"):
+        return (f"learned goal with {name.removeprefix('hybrid-')} advice (the paper's "
+                "hybrid, trained in advance)")  # fmt: skip
+    return PLAIN_NOTES.get(name) or REGISTRY.describe("policy").get(name, "")
 
 
 _support_lock = threading.Lock()

@@ -547,7 +547,12 @@ def test_policy_selects_offer_the_learning_bandit():
     policies = dashboard_policies()
     assert policies.index(BANDIT) == policies.index("improve-linucb") + 1
     assert "segment advice" in policy_description(BANDIT)
-    assert policy_description("threshold").startswith("last threshold")
+    assert policy_description("threshold").startswith("standard practice")
+    # plain words for every policy offered: no research shorthand
+    for spec in policies:
+        note = policy_description(spec)
+        assert note, spec
+        assert not re.search(r"G-RSVI|beta_risk|ARLIM|LinUCB|path=DIR|eq\.|Alg\.", note), spec
     s = Settings.from_preset("improvement").with_input("compare", BANDIT)
     assert s.compare == (BANDIT,)
     twin_cmd = s.cli_text().splitlines()[1]
@@ -1028,3 +1033,14 @@ def test_forecast_at_paper_scale_takes_at_most_5_s():
         worst = max(worst, time.perf_counter() - t0)
         assert all(len(v) == forecast.DEFAULT_FUTURES for v in results.values())
     assert worst < 5.0, worst
+
+
+def test_demo_7_shows_only_the_charts_its_lesson_is_about():
+    demo = available_demos()["fairness-aware-advice"]
+    model = stepped(Settings.from_preset("fair-scarf"), 2)  # threshold alone: no training
+    every = [c.name for c in charts.charts(model)]
+    assert {"true-gain", "qualified", "causal"} <= set(every)  # on in this world
+    shown = [c.name for c in charts.charts(model, 0, demo.charts)]
+    assert shown[-3:] == ["groups", "group-distance", "budget"]
+    assert not {"true-gain", "qualified", "true-outcomes", "causal"} & set(shown)
+    assert "reliability" in shown  # the core charts stay
