@@ -133,6 +133,9 @@ CSS = """
 .rabm-drawer .v-card { margin: 8px; }
 .rabm-slider-row { display: flex; align-items: center; gap: 8px; margin: 2px 0; }
 .rabm-slider-row .v-input__slider { flex: 1 1 auto; min-width: 120px; }
+.rabm-slider .v-input__slot, .rabm-replay .v-input__slot { flex-wrap: wrap; }
+.rabm-slider .v-input__slot > .v-label, .rabm-replay .v-input__slot > .v-label {
+    flex: 1 0 100%; margin-bottom: -4px; }
 .rabm-slider-row .rabm-number { flex: 0 0 78px; max-width: 78px; }
 .rabm-replay { flex-wrap: wrap; }
 .rabm-replay .v-input { flex: 1 1 240px; min-width: 200px; }
@@ -593,13 +596,14 @@ def IntSlider(name: str, label: str, value: int, lo: int, hi: int, on_input):
                                  class_=f"rabm-number rabm-number-{name}",
                                  attributes={"aria-label": label, "min": lo, "max": hi})  # fmt: skip
 
-        def typed(*args: Any) -> None:
-            text = str(box.v_model if box.v_model is not None else "").strip()
+        def typed(widget: Any, *_: Any) -> None:
+            text = str(widget.v_model if widget.v_model is not None else "").strip()
             try:
-                number = int(text)
+                number: Any = int(text)
             except ValueError:
-                raise ConfigError(problem(name, text, interval(lo, hi, integer=True))) from None
-            on_input(name, number)
+                number = text  # refused with the field's message by Settings.with_input
+            if number != value:  # Enter, then leaving the box: one rebuild
+                on_input(name, number)
 
         solara.v.use_event(box, "keyup.enter", typed)
         solara.v.use_event(box, "blur", typed)
@@ -620,10 +624,9 @@ def _policy_items(support: dict[str, str] | None, offer: list[str]) -> list[dict
 
 @solara.component
 def PolicySelect(label: str, value: str, items: list[dict[str, Any]], on_value, name: str):
-    el = solara.v.Select(label=label, v_model=value, items=items, class_=f"rabm-select-{name}",
-                         hide_details=True, menu_props={"maxWidth": 380})  # fmt: skip
-    solara.v.use_event(el, "change", lambda *args: on_value(args[2]))
-    return el
+    return solara.v.Select(label=label, v_model=value, items=items, on_v_model=on_value,
+                           class_=f"rabm-select-{name}", hide_details=True,
+                           menu_props={"maxWidth": 380})  # fmt: skip
 
 
 @solara.component
@@ -762,7 +765,7 @@ def Views(session: Session):
                       classes=["rabm-whose"], style={"max-width": "420px"})  # fmt: skip
     stem = file_stem(m.settings)
     on_pick = session.handler(session.pick)
-    n_core = len(charts.charts(m, whose, ()))
+    n_core = charts.N_CORE
     with solara.ColumnsResponsive(12, large=6):
         for c, p in zip(chart_list[:n_core], payloads, strict=False):
             ChartView(c, p, t, session.gate, stem, on_pick if c.clickable else None).key(c.name)

@@ -38,6 +38,7 @@ COUNT = "applicants (count)"
 SERIES_DASH = [[1, 0], [7, 4], [2, 3], [10, 3, 2, 3], [4, 4], [1, 0]]
 SERIES_WIDTH = [4.5, 3, 2, 1.5, 1.5, 1.5]
 MEASURE_STROKE = "#444"  # a measure's legend swatch: its dash, in no policy's colour
+N_CORE = 6  # the charts every model has, before those of the world extensions
 PER_TICK = 100  # applications drawn per tick in "Every application" (all the accepted)
 # line legends show a stretch of the line itself: its colour, dash and width
 LINE_LEGEND = {"symbolType": "stroke", "symbolSize": 500, "columns": 2}
@@ -532,6 +533,7 @@ def charts(
     mine = policies[whose]
     out = [rr_rf(policies), score_histogram(mine), goals(policies),
            applicant_scatter(mine), pool(policies), effort(policies, model)]  # fmt: skip
+    assert len(out) == N_CORE
     extensions = extension_charts(model, policies)
     if only is not None:
         extensions = [c for c in extensions if c.name in only]

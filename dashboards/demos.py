@@ -138,8 +138,8 @@ DEMOS: tuple[Demo, ...] = (
             "is on proxies (dashed line at 1), about half of the bandit's; and the share of "
             "acceptances that truly qualify is no higher with threshold advice than with no "
             "advice (solid lines of threshold and none together), higher with the bandit's. "
-            "Last, RR in **Does advice work?**: threshold advice gets more people "
-            "accepted.\n\n"
+            "Last, RR in **Does advice work?**: is the advice that makes people better "
+            "the more reliable?\n\n"
             "*Ask:* is advice that gets people accepted good advice?"
         ),
     ),
