@@ -292,7 +292,9 @@ class Session:
         self.revision = reactive(0)  # bumped when a refused choice must leave the inputs
         self.restoring = reactive(False)  # the run of the address is being rebuilt
         self.gate = FrameGate()
-        self.lock = threading.Lock()  # the play thread and the handlers share the model
+        # the play thread, the handlers and the outcome card share the model; reentrant: a
+        # model set under it renders the views, which read the model under it again
+        self.lock = threading.RLock()
         # the builder thread and the handlers share these: the newest build waiting to be
         # done (with the event set once it is dealt with) and whether it runs
         self._build_lock = threading.Lock()
@@ -310,6 +312,12 @@ class Session:
     def tick(self) -> int:
         """The tick the views show."""
         return shown_tick(self.model.value, self.replay.value)
+
+    def runs(self) -> list[data.Run]:
+        """:func:`dashboards.data.runs` of the model, read under the lock: the play thread
+        steps the model and the outcome card's thread reads its record meanwhile."""
+        with self.lock:
+            return data.runs(self.model.value)
 
     def address(self) -> str:
         """The page address's query for what is on screen."""
@@ -479,7 +487,7 @@ class Session:
     def pick(self, cid: Any) -> None:
         t = self.tick()
         ok = isinstance(cid, int) and not isinstance(cid, bool)
-        run = data.runs(self.model.value)[self.whose.value]
+        run = self.runs()[self.whose.value]
         if not ok or not data.applicant_exists(run, cid, t):
             raise ConfigError(
                 problem("applicant", cid, f"the id of someone who applied by tick {t}")
@@ -634,7 +642,7 @@ def Inputs(session: Session):
     """The demonstrations and the scenario: every input goes through :meth:`Session.input`."""
     d = session.draft.value
     revision = session.revision.value
-    session.frame.value  # noqa: B018 (subscribe: the preset's policies are checked on a build)
+    session.model.value  # noqa: B018 (subscribe: a build checks the preset's policies)
     on_input = session.handler(session.input)
     demo = session.demos.get(d.demo)
     with solara.Card("Demonstrations", classes=["rabm-demos"]):
@@ -737,7 +745,7 @@ def Views(session: Session):
     only = demo.charts if demo is not None else None
     chart_list = solara.use_memo(lambda: charts.charts(m, whose, only), [m, whose])
     session.gate.charts = {c.name for c in chart_list}
-    runs = data.runs(m)
+    runs = session.runs()
     mine = [runs[whose]]
     payloads = solara.use_memo(
         lambda: [
@@ -776,19 +784,24 @@ def Views(session: Session):
         with solara.ColumnsResponsive(12, large=6):
             for c, p in zip(chart_list[n_core:], payloads[n_core:], strict=True):
                 ChartView(c, p, t, session.gate, stem).key(c.name)
-    ApplicantsCard(m, whose, t, frame, on_pick)
+    ApplicantsCard(m, runs[whose], whose, t, frame, on_pick)
     AgentView(session)
-    OutcomeCard(m, frame)
+    OutcomeCard(m, frame, session.lock)
 
 
 APPLICANT_CHARTS = ("scores", "applicants")  # charts of one policy's applicants
 
 
 @solara.component
-def OutcomeCard(model: DashboardModel, frame: int):
+def OutcomeCard(model: DashboardModel, frame: int, lock: threading.RLock):
     """The outcome card of the run so far: the figures the command line and the studies
     report, for every policy side by side."""
-    rows = solara.use_memo(lambda: data.card_rows(model), [model, frame])
+
+    def rows_now() -> list[dict[str, str]]:
+        with lock:
+            return data.card_rows(model)
+
+    rows = solara.use_memo(rows_now, [model, frame])
     if not rows:
         return
     with solara.Card("Outcome card (the run so far)", classes=["rabm-card"]):
@@ -798,9 +811,9 @@ def OutcomeCard(model: DashboardModel, frame: int):
 
 
 @solara.component
-def ApplicantsCard(model: DashboardModel, whose: int, t: int, frame: int, on_pick):
+def ApplicantsCard(model: DashboardModel, run: data.Run, whose: int, t: int, frame: int, on_pick):
     z = model.config.n_features
-    cols = solara.use_memo(lambda: data.applicant_rows(data.runs(model)[whose], t, z),
+    cols = solara.use_memo(lambda: data.applicant_rows(run, t, z),
                            [model, whose, t, frame])  # fmt: skip
     items = solara.use_memo(lambda: charts.to_json({**cols, "key": cols.get("id", [])}), [cols])
     policy = model.settings.policies[whose]
@@ -831,7 +844,7 @@ def AgentCard(session: Session, cid: int):
     whose = min(session.whose.value, len(m.settings.policies) - 1)
     policy = m.settings.policies[whose]
     z = m.config.n_features
-    cols = solara.use_memo(lambda: data.applicant_history(data.runs(m)[whose], cid, t, z),
+    cols = solara.use_memo(lambda: data.applicant_history(session.runs()[whose], cid, t, z),
                            [m, whose, cid, t, frame])  # fmt: skip
     colour = data.policy_styles(m.settings.policies)[policy][0]
     with solara.Card(f"Applicant {cid}", classes=["rabm-agent"]):

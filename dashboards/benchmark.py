@@ -70,11 +70,17 @@ def server(n_initial: int, steps: int, compare: list[str]) -> None:
     _, rc = solara.render(solara.AppLayout(children=[app.Page()]), handle_error=False)
     slider = [w for w in rc.find(v.Slider).widgets if "N₀" in str(w.label)][0]
     slider.fire_event("change", n_initial)
+
+    def built() -> None:
+        while rc.find(v.Btn, children=["Step"]).widget.disabled:  # a slow build: "preparing"
+            time.sleep(0.05)
+
+    built()
     for name, spec in zip(app.COMPARE_INPUTS, compare, strict=False):
-        select = [w for w in rc.find(v.Select).widgets if f"rabm-select-{name}" in (w.class_ or "")]
+        select = [w for w in rc.find(v.Select).widgets
+                  if f"rabm-select-{name}" in (w.class_ or "").split()]  # fmt: skip
         select[0].v_model = spec
-    while rc.find(v.Btn, children=["Step"]).widget.disabled:  # a slow build: "preparing"
-        time.sleep(0.05)
+        built()
     times = []
     for _ in range(steps):
         button = rc.find(v.Btn, children=["Step"]).widget
