@@ -131,7 +131,7 @@ DEMOS: tuple[Demo, ...] = (
             "applicant. Three policies on the same applicants: threshold advice, a bandit "
             "that learns from true outcomes which changes truly help "
             "(*improve-linucb*), and no advice at all (*none*).\n\n"
-            "Press **Play** and **Pause** after about 20 ticks; the figures hold from then "
+            "Press **Play** and **Pause** after 30 to 40 ticks; the figures hold from then "
             "on. Point at **Does advice make people better?**: the true gain of advice "
             "carried out stays at 0 for threshold advice and is above 0 for the bandit. Then "
             "at **Who is accepted, and what was advised**: all of threshold's advised change "

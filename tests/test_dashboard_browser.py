@@ -986,7 +986,11 @@ def test_item2_a_reload_returns_to_the_same_tick_and_settings(server, browser):
     wait_charts(page)
     assert status(page) == before  # the same tick, settings, seed, policies
     assert page.url == address
-    assert chart_data(page, "reliability") == data_before  # the same run, rebuilt
+    # the same run, rebuilt (the charts may draw the rebuilt run a moment after the status)
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while chart_data(page, "reliability") != data_before and time.monotonic() < deadline:
+        page.wait_for_timeout(200)
+    assert chart_data(page, "reliability") == data_before
     label = field(page, "classroom demonstration").locator(".v-select__selection")
     assert label.inner_text() == "2 · Harder features"
     # a shared link opens the same view in another tab
@@ -1155,9 +1159,7 @@ def test_lesson_demos_6_and_7_of_teaching_md(server, browser):
     choose(page, "classroom demonstration", "6 · Improvement or gaming?")
     restarted(page)
     page.get_by_role("button", name="Play", exact=True).click()
-    page.locator(".rabm-status").get_by_text(
-        re.compile(r"\b(2\d|[3-9]\d) of 100 ticks run")
-    ).wait_for()
+    page.locator(".rabm-status").get_by_text(re.compile(r"\b([3-9]\d) of 100 ticks run")).wait_for()
     page.get_by_role("button", name="Pause", exact=True).click()
     page.get_by_role("button", name="Play", exact=True).wait_for()
     wait_charts(page, max(drawn_frames(page)) - 1)
