@@ -19,6 +19,13 @@ drawing is fast every tick is drawn, otherwise frames are skipped, never queued.
 A new model is built on a worker thread too. Most build in well under a second and appear
 as if built in the handler; a policy that trains when prepared (``scarf``: 15-20 s) shows
 "preparing …" while the sidebar stays usable, and a newer choice supersedes it.
+
+The page address holds the view (:func:`~dashboards.settings.to_query`: the settings or
+demonstration, the ticks run, the tick shown): a reload, a shared link or Back rebuilds the
+same run from its settings and seed and shows the same tick. The page draws its own frame
+(:func:`Layout` replaces Solara's): a bar with the run controls that stays on top on any
+screen, and a settings drawer that closes with its ✕, with Escape, or by a click beside it
+on a narrow screen.
 """
 
 from __future__ import annotations
@@ -27,8 +34,10 @@ import functools
 import io
 import logging
 import os
+import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -41,9 +50,11 @@ import solara  # noqa: E402
 import solara.server.settings  # noqa: E402
 
 from abm.validation import ConfigError, interval, problem  # noqa: E402
-from dashboards import charts, data  # noqa: E402
+from dashboards import charts, data, forecast  # noqa: E402
 from dashboards.demos import available_demos  # noqa: E402
 from dashboards.settings import (  # noqa: E402
+    COMPARE_INPUTS,
+    MAX_POLICIES,
     OFF,
     SLIDERS,
     TEXT_FIELDS,
@@ -51,26 +62,84 @@ from dashboards.settings import (  # noqa: E402
     Settings,
     dashboard_policies,
     dashboard_presets,
+    fit_to_preset,
+    from_query,
+    known_support,
     path_safe,
     policy_description,
+    policy_support,
     preparing_text,
+    to_query,
 )
-from dashboards.widgets import ApplicantTable, CopyBox, VegaView  # noqa: E402
+from dashboards.widgets import Address, ApplicantTable, CopyBox, PageKeys, VegaView  # noqa: E402
 
 # Solara's "runs on Solara" badge sits over the page's bottom-right corner
 solara.server.settings.theme.show_banner = False
 solara.server.settings.theme.title = "recourse-abm"
+# Solara warns on every page request from an address other than "localhost" that its
+# session cookie falls back to SameSite=Lax over plain http: that fallback is what a
+# classroom network wants, and the warning filled the server log
+warnings.filterwarnings("ignore", message="Cookies with samesite=none require https")
+
 
 log = logging.getLogger(__name__)
+
+
+def _warm_support() -> None:
+    """Which policies each preset can run, computed once at start (the first takes a few
+    seconds: it loads the trained policies' libraries), so the menus need not wait."""
+    for preset in dashboard_presets():
+        try:
+            policy_support(preset)
+        except Exception:  # a preset that fails here fails with its message when chosen
+            log.exception("checking the policies of preset %s failed", preset)
+
+
+_warming = threading.Lock()
+_warm_started = False
+
+
+def warm_support() -> None:
+    """Start :func:`_warm_support` on a thread, once per server process (not where the
+    page is rendered without a server, as in tests: a thread still loading libraries
+    when the interpreter exits aborts it)."""
+    global _warm_started
+    if "solara.server.starlette" not in sys.modules:
+        return
+    with _warming:
+        if _warm_started:
+            return
+        _warm_started = True
+    threading.Thread(target=_warm_support, name="rabm-support", daemon=True).start()
+
+
 FREE = "free exploration"
 SPEEDS = {"slow (2 ticks/s)": 2, "normal (10 ticks/s)": 10, "fast (20 ticks/s)": 20}
 DEFAULT_SPEED = "normal (10 ticks/s)"
 FRAME_TIMEOUT_S = 2.0  # Play stops waiting for a browser that has not drawn the last frame
 PLAY_POLL_S = 0.02  # how often Play asks whether the browser has drawn the last frame
+DRAWER_BESIDE_PX = 960  # from this window width the drawer sits beside the page, open
 QUICK_BUILD_S = 1.0  # a build this fast is waited for; a slower one shows "preparing"
 
 CSS = """
 .rabm-chart { position: relative; width: 100%; min-height: 300px; }
+.rabm-bar.v-app-bar { z-index: 8 !important; }
+.rabm-bar .v-btn.rabm-run { margin-left: 6px; min-width: 0 !important; padding: 0 10px !important; }
+.rabm-bar .rabm-title { font-size: 17px; white-space: nowrap; overflow: hidden; }
+.rabm-drawer { max-width: 100vw; }
+.rabm-drawer.v-navigation-drawer--is-mobile { top: 48px !important; max-height: calc(100% - 48px) !important; }
+.rabm-drawer-head { display: flex; align-items: center; justify-content: space-between;
+                    padding: 4px 4px 0 12px; }
+.rabm-drawer .v-card { margin: 8px; }
+.rabm-slider-row { display: flex; align-items: center; gap: 8px; margin: 2px 0; }
+.rabm-slider-row .v-input__slider { flex: 1 1 auto; min-width: 120px; }
+.rabm-slider .v-input__slot, .rabm-replay .v-input__slot { flex-wrap: wrap; }
+.rabm-slider .v-input__slot > .v-label, .rabm-replay .v-input__slot > .v-label {
+    flex: 1 0 100%; margin-bottom: -4px; }
+.rabm-slider-row .rabm-number { flex: 0 0 78px; max-width: 78px; }
+.rabm-replay { flex-wrap: wrap; }
+.rabm-replay .v-input { flex: 1 1 240px; min-width: 200px; }
+.rabm-forecast-text { font-size: 13px; margin: 4px 0; }
 .rabm-plot, .rabm-plot.vega-embed { width: 100%; display: block; }
 .rabm-chart-tools { position: absolute; right: 0; top: 0; z-index: 2; }
 .rabm-error { position: sticky; top: 0; z-index: 5; }
@@ -167,7 +236,7 @@ def shown_tick(model: DashboardModel, replay: int | None) -> int:
 
 def status_text(model: DashboardModel, t: int) -> str:
     s, c = model.settings, model.config
-    compare = f" vs **{s.compare}**" if s.compare else ""
+    compare = " vs " + ", ".join(f"**{p}**" for p in s.compare) if s.compare else ""
     if model.tick == 0:
         where = f"no tick run yet (0 of {c.ticks})"
     else:
@@ -180,12 +249,9 @@ def status_text(model: DashboardModel, t: int) -> str:
 
 def csv_bytes(model: DashboardModel, which: str) -> bytes:
     """The tick table (``which="ticks"``) or candidate table (``"candidates"``) of the run
-    so far as CSV, a ``policy`` column first (both policies when side by side)."""
+    so far as CSV, a ``policy`` column first (every policy when side by side)."""
     frames = []
-    s = model.settings
-    for policy, run in ((s.policy, model), (s.compare, model.twin)):
-        if run is None:
-            continue
+    for policy, run in zip(model.settings.policies, model.models(), strict=True):
         table = run.tick_table() if which == "ticks" else run.candidate_table()
         frames.append(table.assign(policy=policy)[["policy", *table.columns]])
     buf = io.StringIO()
@@ -194,7 +260,7 @@ def csv_bytes(model: DashboardModel, which: str) -> bytes:
 
 
 def file_stem(settings: Settings) -> str:
-    vs = f"_vs_{path_safe(settings.compare)}" if settings.compare else ""
+    vs = "".join(f"_vs_{path_safe(p)}" for p in settings.compare)
     return f"recourse-abm_{settings.preset}_{path_safe(settings.policy)}{vs}_seed{settings.seed}"
 
 
@@ -204,28 +270,38 @@ class Session:
 
     Components read only the values they show, so a new frame re-renders the views, not
     the sidebar. Each handler checks what the browser sent; a bad value sets :attr:`error`
-    to a one-line message and changes nothing else.
+    to a one-line message and changes nothing else. ``query`` is the page address's query
+    the tab was opened with: its run is rebuilt (:meth:`restore`).
     """
 
-    def __init__(self, reactive: Callable[[Any], solara.Reactive]) -> None:
+    def __init__(self, reactive: Callable[[Any], solara.Reactive], query: str = "") -> None:
         self.demos = available_demos()
         initial = Settings.from_preset()
         self.draft = reactive(initial)  # what the inputs show (may be invalid)
         self.error = reactive(None)
+        self.notice = reactive(None)  # what a preset change replaced, in a sentence
         self.model = reactive(DashboardModel(initial))
         self.playing = reactive(False)
         self.frame = reactive(0)  # bumped whenever the views should redraw
         self.replay = reactive(None)  # a tick to show instead of the newest
         self.picked = reactive(None)  # the applicant in the agent view
+        self.whose = reactive(0)  # whose applicants the applicant views show (a policy's index)
         self.speed = reactive(DEFAULT_SPEED)
         self.preparing = reactive(None)  # what is being built, while it takes a while
+        self.drawer = reactive(None)  # the settings drawer open (None: as the screen suits)
+        self.revision = reactive(0)  # bumped when a refused choice must leave the inputs
+        self.restoring = reactive(False)  # the run of the address is being rebuilt
         self.gate = FrameGate()
-        self.lock = threading.Lock()  # the play thread and the handlers share the model
-        # the builder thread and the handlers share these: the newest settings waiting to
-        # be built (with the event set once they are dealt with) and whether it runs
+        # the play thread, the handlers and the outcome card share the model; reentrant: a
+        # model set under it renders the views, which read the model under it again
+        self.lock = threading.RLock()
+        # the builder thread and the handlers share these: the newest build waiting to be
+        # done (with the event set once it is dealt with) and whether it runs
         self._build_lock = threading.Lock()
-        self._wanted: tuple[Settings, threading.Event] | None = None
+        self._wanted: tuple[Settings, int, int | None, threading.Event] | None = None
         self._building = False
+        if query:
+            self.restore(query)
 
     @property
     def building(self) -> bool:
@@ -237,6 +313,17 @@ class Session:
         """The tick the views show."""
         return shown_tick(self.model.value, self.replay.value)
 
+    def runs(self) -> list[data.Run]:
+        """:func:`dashboards.data.runs` of the model, read under the lock: the play thread
+        steps the model and the outcome card's thread reads its record meanwhile."""
+        with self.lock:
+            return data.runs(self.model.value)
+
+    def address(self) -> str:
+        """The page address's query for what is on screen."""
+        m = self.model.value
+        return to_query(m.settings, m.tick, self.replay.value)
+
     def publish(self) -> None:
         self.gate.sent(self.frame.value + 1)
         self.frame.set(self.frame.value + 1)
@@ -247,42 +334,61 @@ class Session:
             handler(*args)
         except ConfigError as exc:
             self.error.set(str(exc))
+            self.revision.set(self.revision.value + 1)
         except Exception as exc:  # a bug must not take the lesson down
             log.exception("dashboard handler failed")
             self.error.set(f"could not apply that: {type(exc).__name__}: {exc}")
 
-    def build(self, new: Settings) -> None:
-        """A fresh model from ``new`` (stopped, tick 0), built on the builder thread.
+    def restore(self, query: str) -> None:
+        """Rebuild the run an address names: its settings, then its ticks, showing its
+        tick; what the address gets wrong is named on the page and left out."""
+        settings, run, shown, problems = from_query(query, self.demos)
+        if problems:
+            self.error.set("address: " + "; ".join(problems))
+        self.restoring.set(True)
+        self.build(settings, run, shown, wait=False)
 
-        Waits up to :data:`QUICK_BUILD_S` for it; a slower build sets :attr:`preparing`
-        and the page stays usable meanwhile. Only the newest settings asked for are
-        built: one asked for while another builds replaces it. On ConfigError the old run
-        goes on, with the message in :attr:`error`."""
+    def build(self, new: Settings, run: int = 0, shown: int | None = None,
+              wait: bool = True) -> None:  # fmt: skip
+        """A fresh model from ``new``, stepped ``run`` ticks and showing tick ``shown``
+        (None: the newest), built on the builder thread.
+
+        Waits up to :data:`QUICK_BUILD_S` for it (not at all unless ``wait``); a slower
+        build sets :attr:`preparing` and the page stays usable meanwhile. Only the newest
+        build asked for is done: one asked for while another builds replaces it. On
+        ConfigError the old run goes on, with the message in :attr:`error`."""
         self.draft.set(new)
         done = threading.Event()
         with self._build_lock:
-            self._wanted = (new, done)
+            self._wanted = (new, run, shown, done)
             start, self._building = not self._building, True
         if start:
             threading.Thread(target=self._builder, name="rabm-build", daemon=True).start()
-        if done.wait(QUICK_BUILD_S):
+        if wait and done.wait(QUICK_BUILD_S):
             return
         self.playing.set(False)  # Step and Play wait for the new model
-        self.preparing.set(preparing_text(new))
+        text = preparing_text(new)
+        if run:
+            text = text[:-1] + f" and running its {run} ticks again…"
+        self.preparing.set(text)
         if not self.building:  # done between the wait and the line above: nothing to show
             self.preparing.set(None)
 
     def _builder(self) -> None:
-        """Build the newest wanted settings until none is left (the builder thread)."""
+        """Do the newest wanted build until none is left (the builder thread)."""
         while True:
             with self._build_lock:
                 wanted, self._wanted = self._wanted, None
                 if wanted is None:
                     self._building = False
                     break
-            new, done = wanted
+            new, run, shown, done = wanted
+            notes: list[str] = []
             try:
+                new, notes = fit_to_preset(new)
                 built, message = DashboardModel(new), None
+                for _ in range(run):
+                    built.step()
             except ConfigError as exc:
                 built, message = None, str(exc)
             except Exception as exc:  # a bug must not take the lesson down
@@ -291,25 +397,41 @@ class Session:
             with self._build_lock:
                 superseded = self._wanted is not None
             if not superseded:
-                self._show(built, message)
+                self._show(built, message, shown, notes)
             done.set()
         self.preparing.set(None)
+        self.restoring.set(False)
 
-    def _show(self, built: DashboardModel | None, message: str | None) -> None:
+    def _show(self, built: DashboardModel | None, message: str | None, shown: int | None,
+              notes: list[str]) -> None:  # fmt: skip
         if built is None:
             self.error.set(message)
+            # the inputs show what runs, not what was refused
+            self.draft.set(self.model.value.settings)
+            self.revision.set(self.revision.value + 1)
             return
         self.playing.set(False)
         with self.lock:
             self.model.set(built)
-        self.error.set(None)
-        self.replay.set(None)
+        self.draft.set(built.settings)
+        if not self.restoring.value:
+            self.error.set(None)
+        self.notice.set("; ".join(notes) + ": left out." if notes else None)
+        if notes:
+            self.revision.set(self.revision.value + 1)
+        self.replay.set(shown if shown is not None and shown < built.tick - 1 else None)
         self.picked.set(None)
+        self.whose.set(0)
         self.publish()
 
     # each handler below is called through guarded()
     def input(self, name: str, value: Any) -> None:
-        self.build(self.draft.value.with_input(name, value))
+        new = self.draft.value.with_input(name, value)
+        support = known_support(new.preset)
+        if name in ("policy", *COMPARE_INPUTS) and support and support.get(value):
+            raise ConfigError(problem(name, value, f"a policy that runs on {new.preset} "
+                                      f"(this one {support[value]})"))  # fmt: skip
+        self.build(new)
 
     def demo(self, title: Any) -> None:
         if title == FREE:
@@ -356,10 +478,17 @@ class Session:
         self.replay.set(None if value == last else value)
         self.publish()
 
+    def set_whose(self, policy: Any) -> None:
+        policies = self.model.value.settings.policies
+        _check_choice("applicants of", policy, policies)
+        self.whose.set(policies.index(policy))
+        self.picked.set(None)
+
     def pick(self, cid: Any) -> None:
         t = self.tick()
         ok = isinstance(cid, int) and not isinstance(cid, bool)
-        if not ok or not data.applicant_exists(data.runs(self.model.value)[0], cid, t):
+        run = self.runs()[self.whose.value]
+        if not ok or not data.applicant_exists(run, cid, t):
             raise ConfigError(
                 problem("applicant", cid, f"the id of someone who applied by tick {t}")
             )
@@ -396,47 +525,124 @@ class Session:
         return lambda *args: self.guarded(method, *args)
 
 
-# -- components --------------------------------------------------------------------------------
+def _check_choice(field: str, value: Any, choices: list[str]) -> None:
+    if not isinstance(value, str) or value not in choices:
+        raise ConfigError(problem(field, value, "one of " + ", ".join(choices)))
+
+
+# -- the frame: a bar with the run controls, a drawer with the settings -------------------------
+@solara.component
+def Layout(children=[]):  # noqa: B006 (Solara's signature for a layout)
+    """Solara's app frame, replaced: :func:`Page` draws its own bar and drawer."""
+    return solara.Div(children=children)
+
+
 @solara.component
 def Html(text: str, classes: list[str] | None = None):
     return solara.HTML(tag="div", unsafe_innerHTML=_html(text), classes=classes or [])
 
 
 @solara.component
-def Controls(session: Session):
-    """Reset, Play/Pause, Step and the play speed; runs the play loop."""
+def RunButtons(session: Session):
+    """Reset, Play/Pause and Step in the bar (reachable on any screen); runs the play loop."""
     m, playing = session.model.value, session.playing.value
     preparing = session.preparing.value is not None
     session.frame.value  # noqa: B018 (subscribe: a step may finish the run)
     solara.use_thread(session.play_loop, dependencies=[playing, m], intrusive_cancel=False)
-    with solara.Card("Run", classes=["rabm-controls"]):
-        with solara.Row(justify="space-between"):
-            solara.Button("Reset", color="primary", on_click=session.handler(session.reset),
-                          disabled=preparing)  # fmt: skip
-            solara.Button("Pause" if playing else "Play", color="primary",
-                          on_click=session.handler(session.play),
-                          disabled=preparing or (not m.running and not playing))  # fmt: skip
-            solara.Button("Step", color="primary", on_click=session.handler(session.step),
-                          disabled=preparing or playing or not m.running)  # fmt: skip
-        solara.Select("play speed", values=list(SPEEDS), value=session.speed.value,
-                      on_value=session.handler(session.set_speed))  # fmt: skip
+    with solara.Div(classes=["rabm-run-buttons"], style={"display": "flex"}) as row:
+        solara.Button("Reset", on_click=session.handler(session.reset), disabled=preparing,
+                      outlined=True, classes=["rabm-run"])  # fmt: skip
+        solara.Button("Pause" if playing else "Play", on_click=session.handler(session.play),
+                      disabled=preparing or (not m.running and not playing), outlined=True,
+                      classes=["rabm-run"])  # fmt: skip
+        solara.Button("Step", on_click=session.handler(session.step), outlined=True,
+                      disabled=preparing or playing or not m.running, classes=["rabm-run"])  # fmt: skip
+    return row
+
+
+@solara.component
+def Bar(session: Session):
+    """The bar on top: ☰ (the settings drawer), the title, the run controls."""
+    open_ = session.drawer.value
+    with solara.v.AppBar(app=True, clipped_left=True, dense=True, dark=True, color="primary",
+                         class_="rabm-bar"):  # fmt: skip
+        menu = solara.v.AppBarNavIcon(class_="rabm-menu", attributes={"title": "settings"})
+        solara.v.use_event(menu, "click", lambda *_: session.drawer.set(not open_))
+        solara.v.ToolbarTitle(children=["recourse-abm"], class_="rabm-title d-none d-sm-flex")
+        solara.v.Spacer()
+        RunButtons(session)
+
+
+@solara.component
+def Drawer(session: Session):
+    """The settings: the play speed, the demonstrations and the scenario. Closes with its
+    ✕, with Escape (:class:`PageKeys`), or on a narrow screen by a click beside it."""
+    with solara.v.NavigationDrawer(app=True, clipped=True, v_model=session.drawer.value,
+                                   on_v_model=session.drawer.set, width=400,
+                                   mobile_break_point=DRAWER_BESIDE_PX, class_="rabm-drawer"):  # fmt: skip
+        with solara.Div(classes=["rabm-drawer-head"]):
+            solara.Text("Settings", style={"font-weight": "500"})
+            solara.Button(icon_name="mdi-close", icon=True, classes=["rabm-drawer-close"],
+                          on_click=lambda: session.drawer.set(False))  # fmt: skip
+        with solara.Card("Run", classes=["rabm-controls"]):
+            solara.Select("play speed", values=list(SPEEDS), value=session.speed.value,
+                          on_value=session.handler(session.set_speed))  # fmt: skip
+        Inputs(session)
 
 
 @solara.component
 def IntSlider(name: str, label: str, value: int, lo: int, hi: int, on_input):
     """A slider that applies its value when released (one model rebuild, not one per
-    pixel dragged)."""
-    el = solara.v.Slider(v_model=value, min=lo, max=hi, step=1, label=f"{label} = {value}",
-                         thumb_label=True, hide_details=True,
-                         class_=f"rabm-slider rabm-slider-{name}")  # fmt: skip
-    solara.v.use_event(el, "change", lambda *args: on_input(name, args[2]))
-    return el
+    pixel dragged), with a box to type the number (N₀ = 1,000 on a 300-pixel slider)."""
+    with solara.Div(classes=["rabm-slider-row"]) as row:
+        el = solara.v.Slider(v_model=value, min=lo, max=hi, step=1, label=f"{label} = {value}",
+                             thumb_label=True, hide_details=True,
+                             class_=f"rabm-slider rabm-slider-{name}")  # fmt: skip
+        solara.v.use_event(el, "change", lambda *args: on_input(name, args[2]))
+        box = solara.v.TextField(v_model=str(value), type="number", dense=True,
+                                 hide_details=True, outlined=True,
+                                 class_=f"rabm-number rabm-number-{name}",
+                                 attributes={"aria-label": label, "min": lo, "max": hi})  # fmt: skip
+
+        def typed(widget: Any, *_: Any) -> None:
+            text = str(widget.v_model if widget.v_model is not None else "").strip()
+            try:
+                number: Any = int(text)
+            except ValueError:
+                number = text  # refused with the field's message by Settings.with_input
+            if number != value:  # Enter, then leaving the box: one rebuild
+                on_input(name, number)
+
+        solara.v.use_event(box, "keyup.enter", typed)
+        solara.v.use_event(box, "blur", typed)
+    return row
+
+
+def _policy_items(support: dict[str, str] | None, offer: list[str]) -> list[dict[str, Any]]:
+    """Menu items: every policy; those the preset cannot run greyed out, with why."""
+    items = []
+    for p in offer:
+        why = (support or {}).get(p, "")
+        if why:
+            items.append({"text": f"{p} — not on this preset: {why}", "value": p, "disabled": True})
+        else:
+            items.append({"text": p, "value": p})
+    return items
+
+
+@solara.component
+def PolicySelect(label: str, value: str, items: list[dict[str, Any]], on_value, name: str):
+    return solara.v.Select(label=label, v_model=value, items=items, on_v_model=on_value,
+                           class_=f"rabm-select-{name}", hide_details=True,
+                           menu_props={"maxWidth": 380})  # fmt: skip
 
 
 @solara.component
 def Inputs(session: Session):
     """The demonstrations and the scenario: every input goes through :meth:`Session.input`."""
     d = session.draft.value
+    revision = session.revision.value
+    session.model.value  # noqa: B018 (subscribe: a build checks the preset's policies)
     on_input = session.handler(session.input)
     demo = session.demos.get(d.demo)
     with solara.Card("Demonstrations", classes=["rabm-demos"]):
@@ -445,21 +651,29 @@ def Inputs(session: Session):
                       on_value=session.handler(session.demo))  # fmt: skip
         if demo is not None:
             Html(demo.explanation, classes=["rabm-explanation"])
+    support = known_support(d.preset)
     policies = dashboard_policies()
     with solara.Card("Scenario", classes=["rabm-scenario"]):
         solara.Text("Changing a setting starts the run again at tick 0.")
         solara.Select("scenario preset", values=dashboard_presets(), value=d.preset,
                       on_value=lambda x: on_input("preset", x))  # fmt: skip
-        solara.Select("policy", values=policies, value=d.policy,
-                      on_value=lambda x: on_input("policy", x))  # fmt: skip
+        if session.notice.value:
+            solara.Info(session.notice.value, dense=True, classes=["rabm-notice"])
+        PolicySelect("policy", d.policy, _policy_items(support, policies),
+                     lambda x: on_input("policy", x), "policy").key(f"policy-{revision}")  # fmt: skip
         PolicyNote(d.policy)
-        solara.Select("compare with (same seed)", values=[OFF, *policies],
-                      value=d.compare or OFF, on_value=lambda x: on_input("compare", x))  # fmt: skip
-        if d.compare:
-            PolicyNote(d.compare)
+        labels = ["compare with (same seed)", "a third policy", "a fourth policy"]
+        for i, name in enumerate(COMPARE_INPUTS[: min(len(d.compare) + 1, MAX_POLICIES - 1)]):
+            value = d.compare[i] if i < len(d.compare) else OFF
+            others = [p for p in policies if p not in d.policies or p == value]
+            PolicySelect(labels[i], value, [{"text": OFF, "value": OFF},
+                                            *_policy_items(support, others)],
+                         lambda x, name=name: on_input(name, x), name).key(f"{name}-{revision}")  # fmt: skip
+            if value != OFF:
+                PolicyNote(value)
         for name, (label, _, _) in SLIDERS.items():
             lo, hi = d.slider_range(name)
-            IntSlider(name, label, getattr(d, name), lo, hi, on_input).key(name)
+            IntSlider(name, label, getattr(d, name), lo, hi, on_input).key(f"{name}-{revision}")
         for name, label in TEXT_FIELDS.items():
             solara.InputText(label, value=getattr(d, name), continuous_update=False,
                              on_value=lambda text, name=name: on_input(name, text),
@@ -468,7 +682,7 @@ def Inputs(session: Session):
 
 @solara.component
 def PolicyNote(spec: str):
-    """One line under a policy select: what the chosen policy advises."""
+    """One line under a policy select: what the chosen policy advises, in plain words."""
     text = solara.use_memo(lambda: policy_description(spec), [spec])
     if text:
         solara.Text(text, classes=["rabm-policy-note"])
@@ -510,24 +724,40 @@ def ChartView(chart: charts.Chart, payload: str, tick: int, gate: FrameGate, ste
     )
 
 
+def compare_note(policies: list[str]) -> str:
+    """The line above the charts side by side: each policy with its colour and dash."""
+    styles = data.policy_styles(policies)
+    names = {(1, 0): "solid", (8, 4): "dashed", (2, 3): "dotted", (10, 3, 2, 3): "dash-dot"}
+    parts = [f'<span style="color:{styles[p][0]}">■</span> **{p}** '
+             f"({names.get(tuple(styles[p][1]), 'dashed')})" for p in policies]  # fmt: skip
+    return ("Side by side on the same seed (identical arrivals): " + ", ".join(parts)
+            + ". A policy keeps its colour and dash in every chart; in the chart of outcomes "
+            "the colour is the outcome and the dash the policy.")  # fmt: skip
+
+
 @solara.component
 def Views(session: Session):
     """Status, replay slider, charts, the applicant table and the agent view."""
     m, frame, playing = session.model.value, session.frame.value, session.playing.value
+    whose = min(session.whose.value, len(m.settings.policies) - 1)
     t = session.tick()
-    chart_list = solara.use_memo(lambda: charts.charts(m), [m])
+    demo = session.demos.get(m.settings.demo)
+    only = demo.charts if demo is not None else None
+    chart_list = solara.use_memo(lambda: charts.charts(m, whose, only), [m, whose])
     session.gate.charts = {c.name for c in chart_list}
+    runs = session.runs()
+    mine = [runs[whose]]
     payloads = solara.use_memo(
         lambda: [
-            charts.to_json(charts.payload(c, data.runs(m), t, frame, m.serial)) for c in chart_list
+            charts.to_json(charts.payload(c, mine if c.name in APPLICANT_CHARTS else runs, t,
+                                          frame, m.serial))
+            for c in chart_list
         ],
         [chart_list, t, frame],
-    )
+    )  # fmt: skip
     Html(status_text(m, t), classes=["rabm-status"])
     if m.settings.compare:
-        Html(f"Side by side on the same seed (identical arrivals): lines of "
-             f"**{m.settings.policy}** are solid, of **{m.settings.compare}** dashed; "
-             "bars are coloured by policy.", classes=["rabm-compare-note"])  # fmt: skip
+        Html(compare_note(m.settings.policies), classes=["rabm-compare-note"])
     if m.tick > 0:
         with solara.Row(classes=["rabm-replay"], style={"align-items": "center"}):
             solara.SliderInt("tick shown (scrub back through the run)", value=t, min=0,
@@ -536,9 +766,14 @@ def Views(session: Session):
             if session.replay.value is not None:
                 solara.Button("back to the newest tick", text=True,
                               on_click=lambda: session.guarded(session.show_tick, m.tick - 1))  # fmt: skip
+    if m.settings.compare:
+        solara.Select("applicants of", values=m.settings.policies,
+                      value=m.settings.policies[whose],
+                      on_value=session.handler(session.set_whose),
+                      classes=["rabm-whose"], style={"max-width": "420px"})  # fmt: skip
     stem = file_stem(m.settings)
     on_pick = session.handler(session.pick)
-    n_core = len(chart_list) - len(charts.extension_charts(m, []))
+    n_core = charts.N_CORE
     with solara.ColumnsResponsive(12, large=6):
         for c, p in zip(chart_list[:n_core], payloads, strict=False):
             ChartView(c, p, t, session.gate, stem, on_pick if c.clickable else None).key(c.name)
@@ -549,16 +784,24 @@ def Views(session: Session):
         with solara.ColumnsResponsive(12, large=6):
             for c, p in zip(chart_list[n_core:], payloads[n_core:], strict=True):
                 ChartView(c, p, t, session.gate, stem).key(c.name)
-    ApplicantsCard(m, t, frame, on_pick)
+    ApplicantsCard(m, runs[whose], whose, t, frame, on_pick)
     AgentView(session)
-    OutcomeCard(m, frame)
+    OutcomeCard(m, frame, session.lock)
+
+
+APPLICANT_CHARTS = ("scores", "applicants")  # charts of one policy's applicants
 
 
 @solara.component
-def OutcomeCard(model: DashboardModel, frame: int):
+def OutcomeCard(model: DashboardModel, frame: int, lock: threading.RLock):
     """The outcome card of the run so far: the figures the command line and the studies
-    report, for both policies side by side."""
-    rows = solara.use_memo(lambda: data.card_rows(model), [model, frame])
+    report, for every policy side by side."""
+
+    def rows_now() -> list[dict[str, str]]:
+        with lock:
+            return data.card_rows(model)
+
+    rows = solara.use_memo(rows_now, [model, frame])
     if not rows:
         return
     with solara.Card("Outcome card (the run so far)", classes=["rabm-card"]):
@@ -568,12 +811,14 @@ def OutcomeCard(model: DashboardModel, frame: int):
 
 
 @solara.component
-def ApplicantsCard(model: DashboardModel, t: int, frame: int, on_pick):
+def ApplicantsCard(model: DashboardModel, run: data.Run, whose: int, t: int, frame: int, on_pick):
     z = model.config.n_features
-    cols = solara.use_memo(lambda: data.applicant_rows(data.runs(model)[0], t, z),
-                           [model, t, frame])  # fmt: skip
+    cols = solara.use_memo(lambda: data.applicant_rows(run, t, z),
+                           [model, whose, t, frame])  # fmt: skip
     items = solara.use_memo(lambda: charts.to_json({**cols, "key": cols.get("id", [])}), [cols])
-    title = "Applicants" if t < 0 else f"Applicants at tick {t} ({data.n_rows(cols)})"
+    policy = model.settings.policies[whose]
+    of = f" under {policy}" if model.settings.compare else ""
+    title = "Applicants" if t < 0 else f"Applicants at tick {t}{of} ({data.n_rows(cols)})"
     with solara.Card(title, classes=["rabm-applicants"]):
         solara.Text("Click a row (or a point in 'Every application') to follow that applicant. "
                     "Click a column header to sort.")  # fmt: skip
@@ -584,7 +829,7 @@ def ApplicantsCard(model: DashboardModel, t: int, frame: int, on_pick):
 @solara.component
 def AgentView(session: Session):
     """One applicant's history up to the tick shown: every application with its score,
-    threshold, goal, advice, what they did and the outcome."""
+    threshold, goal, advice, what they did and the outcome; and their forecast."""
     cid = session.picked.value
     if cid is None:
         solara.Info("Agent view: click an applicant in the table or in the 'Every "
@@ -596,25 +841,96 @@ def AgentView(session: Session):
 @solara.component
 def AgentCard(session: Session, cid: int):
     m, t, frame = session.model.value, session.tick(), session.frame.value
+    whose = min(session.whose.value, len(m.settings.policies) - 1)
+    policy = m.settings.policies[whose]
     z = m.config.n_features
-    cols = solara.use_memo(lambda: data.applicant_history(data.runs(m)[0], cid, t, z),
-                           [m, cid, t, frame])  # fmt: skip
+    cols = solara.use_memo(lambda: data.applicant_history(session.runs()[whose], cid, t, z),
+                           [m, whose, cid, t, frame])  # fmt: skip
+    colour = data.policy_styles(m.settings.policies)[policy][0]
     with solara.Card(f"Applicant {cid}", classes=["rabm-agent"]):
         if not cols:
             solara.Text(f"Applicant {cid} has not applied by tick {t}.")
         else:
-            solara.Text(f"{len(cols['tick'])} application(s) up to tick {t}; first at tick "
-                        f"{cols['tick'][0]}; last outcome: {cols['outcome'][-1]}.",
+            under = f" under {policy}" if m.settings.compare else ""
+            solara.Text(f"{len(cols['tick'])} application(s) up to tick {t}{under}; first at "
+                        f"tick {cols['tick'][0]}; last outcome: {cols['outcome'][-1]}.",
                         classes=["rabm-agent-summary"])  # fmt: skip
-            spec = charts.to_json(charts.applicant_chart(cols, cid))
+            spec = charts.to_json(charts.applicant_chart(cols, cid, colour))
             payload = charts.to_json({"frame": frame, "data": {"main": cols}, "signals": {}})
             VegaView.element(spec=spec, payload=payload, name="applicant",
                              filename=f"applicant-{cid}.png")  # fmt: skip
             items = charts.to_json({**cols, "key": list(range(len(cols["tick"])))})
             ApplicantTable.element(headers=_headers(HISTORY_HEADERS, cols), rows=items,
                                    colours=data.OUTCOME_COLOURS, sort_by="tick", sort_desc=False)  # fmt: skip
+            ForecastCard(session, cid, whose, colour)
         solara.Button("close", on_click=lambda: session.picked.set(None), text=True,
                       classes=["rabm-agent-close"])  # fmt: skip
+
+
+@solara.component
+def ForecastCard(session: Session, cid: int, whose: int, colour: str):
+    """ "If I follow this advice, when will I be accepted?": :mod:`dashboards.forecast`'s
+    futures of the applicant from the newest tick, computed on a thread and drawn as they
+    arrive; "more futures" adds :data:`~dashboards.forecast.MORE_FUTURES` each way."""
+    m = session.model.value
+    newest = session.replay.value is None and not session.playing.value
+    wanted, set_wanted = solara.use_state(forecast.DEFAULT_FUTURES, key=f"{cid}")
+    state, set_state = solara.use_state(None)
+    model_for = m.models()[whose]
+    spec = solara.use_memo(lambda: charts.to_json(charts.forecast_chart(colour)), [colour])
+
+    def compute(cancel: threading.Event) -> None:
+        if not newest:
+            return
+        with session.lock:
+            begin = forecast.start(model_for, cid)
+        if isinstance(begin, str):
+            set_state({"why": begin})
+            return
+        results: dict[str, list] = {arm: [] for arm in forecast.ARMS}
+        t0 = time.perf_counter()
+
+        def publish() -> None:
+            if not cancel.is_set():
+                set_state({"results": {k: list(v) for k, v in results.items()},
+                           "wanted": wanted, "seconds": time.perf_counter() - t0})  # fmt: skip
+
+        forecast.run(begin, range(wanted), results, publish, cancel)
+
+    solara.use_thread(compute, dependencies=[m, m.tick, cid, whose, wanted, newest],
+                      intrusive_cancel=False)  # fmt: skip
+    with solara.Card("If I follow this advice, when will I be accepted?",
+                     classes=["rabm-forecast"]):  # fmt: skip
+        if not newest:
+            solara.Text("The forecast starts from the newest tick: press 'back to the newest "
+                        "tick' (and pause) to see it.")  # fmt: skip
+            return
+        if state is None:
+            solara.v.ProgressLinear(indeterminate=True, class_="rabm-forecast-progress")
+            return
+        if "why" in state:
+            solara.Text(f"No forecast: {state['why']}.", classes=["rabm-forecast-text"])
+            return
+        results = state["results"]
+        done = len(results[forecast.ARMS[1]])
+        total = state["wanted"]
+        if done < total:
+            solara.v.ProgressLinear(value=100 * done / total, class_="rabm-forecast-progress")
+        solara.Text(f"{done} of {total} futures each way from tick {m.tick - 1}, the same "
+                    "random draws for both: in one, applicant {cid} makes every change "
+                    "advised; in the other, none. Ticks count from the next one (1).".replace(
+                        "{cid}", str(cid)), classes=["rabm-forecast-text"])  # fmt: skip
+        for arm in forecast.ARMS:
+            solara.Text(forecast.describe(arm, forecast.summary(results[arm])),
+                        classes=["rabm-forecast-text", "rabm-forecast-summary"])  # fmt: skip
+        payload = charts.to_json({"frame": done, "data": forecast.chart_data(results),
+                                  "signals": {}})  # fmt: skip
+        VegaView.element(spec=spec, payload=payload, name="forecast",
+                         filename=f"forecast-{cid}.png")  # fmt: skip
+        if done >= total:
+            solara.Button(f"{forecast.MORE_FUTURES} more futures each way", text=True,
+                          classes=["rabm-forecast-more"],
+                          on_click=lambda: set_wanted(wanted + forecast.MORE_FUTURES))  # fmt: skip
 
 
 @solara.component
@@ -623,7 +939,8 @@ def ExportCard(session: Session):
     stem = file_stem(m.settings)
     with solara.Card("Export and reproduce", classes=["rabm-export"]):
         solara.Text("Tables of every tick run so far (a policy column first). Each chart has "
-                    "its own PNG button, showing the tick on screen.")  # fmt: skip
+                    "its own PNG button, showing the tick on screen. The page address keeps "
+                    "this view: a reload or a shared link runs the same ticks again.")  # fmt: skip
         with solara.Row():
             solara.FileDownload(lambda: csv_bytes(m, "ticks"), filename=f"{stem}_ticks.csv",
                                 label="tick table (CSV)", mime_type="text/csv")  # fmt: skip
@@ -635,15 +952,32 @@ def ExportCard(session: Session):
 
 
 @solara.component
+def AddressBar(session: Session):
+    """Keeps the page address on what is shown (not while the address's run is rebuilt)."""
+    session.frame.value  # noqa: B018 (subscribe: every step and replay changes the view)
+    session.replay.value  # noqa: B018
+    if session.restoring.value:
+        return
+    Address.element(query=session.address())
+
+
+@solara.component
 def Page():
-    session = solara.use_memo(lambda: Session(solara.reactive), [])  # one per browser tab
+    router = solara.use_router()
+    # one per browser tab; the address it was opened with names the run to rebuild
+    session = solara.use_memo(lambda: Session(solara.reactive, router.search or ""), [])
+    solara.use_effect(warm_support, [])
     solara.Style(CSS)
     solara.Title("recourse-abm")
-    with solara.Sidebar():
-        Controls(session)
-        Inputs(session)
-    with solara.Column(gap="8px", style={"padding": "0 8px"}, classes=["rabm-main"]):
-        ErrorBanner(session)
-        PreparingBanner(session)
-        Views(session)
-        ExportCard(session)
+    PageKeys.element(on_escape=lambda: session.drawer.set(False),
+                     on_width=lambda px: session.drawer.set(bool(isinstance(px, int | float)
+                                                                 and px >= DRAWER_BESIDE_PX)))  # fmt: skip
+    AddressBar(session)
+    Bar(session)
+    Drawer(session)
+    with solara.v.Content():
+        with solara.Column(gap="8px", style={"padding": "8px"}, classes=["rabm-main"]):
+            ErrorBanner(session)
+            PreparingBanner(session)
+            Views(session)
+            ExportCard(session)

@@ -1,7 +1,10 @@
 """Time the dashboard: the server alone, or the whole path through a real browser.
 
-    python dashboards/benchmark.py [--n-initial 1000] [--steps 30]
+    python dashboards/benchmark.py [--n-initial 1000] [--steps 30] [--compare none ...]
     python dashboards/benchmark.py --browser [--n-initial 1000] [--steps 30] [--play 10]
+        [--compare threshold-true --compare none --compare threshold-estimated]
+
+``--compare`` (up to three times) adds policies side by side on the same seed.
 
 Server (default): renders the page in-process with Solara's test tooling (no browser),
 sets N₀ through the sidebar slider, clicks Step and times each click: the model tick, the
@@ -48,7 +51,7 @@ EMIT_JS = """(el, [event, value]) => {
     return true;
 }"""
 DRAWN_JS = """() => Array.from(document.querySelectorAll('.rabm-chart[data-chart]'))
-    .filter(e => e.dataset.chart !== 'applicant').map(e => Number(e.dataset.drawn ?? -1))"""
+    .filter(e => !e.closest('.rabm-agent')).map(e => Number(e.dataset.drawn ?? -1))"""
 
 
 def summary(name: str, ms: list[float]) -> str:
@@ -57,7 +60,7 @@ def summary(name: str, ms: list[float]) -> str:
             f"min {s[0]:.0f} ms, max {s[-1]:.0f} ms over {len(s)} steps")  # fmt: skip
 
 
-def server(n_initial: int, steps: int) -> None:
+def server(n_initial: int, steps: int, compare: list[str]) -> None:
     warnings.filterwarnings("ignore")
     import ipyvuetify as v
     import solara
@@ -67,15 +70,25 @@ def server(n_initial: int, steps: int) -> None:
     _, rc = solara.render(solara.AppLayout(children=[app.Page()]), handle_error=False)
     slider = [w for w in rc.find(v.Slider).widgets if "N₀" in str(w.label)][0]
     slider.fire_event("change", n_initial)
-    while rc.find(v.Btn, children=["Step"]).widget.disabled:  # a slow build: "preparing"
-        time.sleep(0.05)
+
+    def built() -> None:
+        while rc.find(v.Btn, children=["Step"]).widget.disabled:  # a slow build: "preparing"
+            time.sleep(0.05)
+
+    built()
+    for name, spec in zip(app.COMPARE_INPUTS, compare, strict=False):
+        select = [w for w in rc.find(v.Select).widgets
+                  if f"rabm-select-{name}" in (w.class_ or "").split()]  # fmt: skip
+        select[0].v_model = spec
+        built()
     times = []
     for _ in range(steps):
         button = rc.find(v.Btn, children=["Step"]).widget
         t0 = time.perf_counter()
         button.click()
         times.append(1000 * (time.perf_counter() - t0))
-    print(f"N0={n_initial}, server only (step + data + render, no browser)")
+    print(f"N0={n_initial}, {1 + len(compare)} policies, server only (step + data + render, "
+          "no browser)")  # fmt: skip
     print(summary("step", times))
     rc.close()
 
@@ -105,7 +118,7 @@ def _serve() -> tuple[subprocess.Popen, str]:
             time.sleep(0.3)
 
 
-def browser(n_initial: int, steps: int, play_s: float, play_rate: int) -> None:
+def browser(n_initial: int, steps: int, play_s: float, play_rate: int, compare: list[str]) -> None:
     from playwright.sync_api import sync_playwright
 
     chromium = os.environ.get("RABM_CHROMIUM", "/usr/bin/chromium")
@@ -123,6 +136,10 @@ def browser(n_initial: int, steps: int, play_s: float, play_rate: int) -> None:
             page.get_by_text("episode length (ticks) = 300").wait_for()
             page.evaluate(SET_SLIDER_JS, ["n_initial", n_initial])
             page.get_by_text(f"N₀ = {n_initial}").wait_for()
+            names = ("compare", "compare_2", "compare_3")  # dashboards.app.COMPARE_INPUTS
+            for name, spec in zip(names, compare, strict=False):
+                page.locator(f".rabm-select-{name}").evaluate(EMIT_JS, ["input", spec])
+                page.locator(".rabm-status").get_by_text(spec).wait_for()
             page.wait_for_function(f"({DRAWN_JS})().length >= 6")
             page.wait_for_timeout(1000)
             page.evaluate("document.addEventListener('click', () => { "
@@ -135,7 +152,7 @@ def browser(n_initial: int, steps: int, play_s: float, play_rate: int) -> None:
                     f"(b) => ({DRAWN_JS})().every(f => f > b)", arg=before, polling="raf"
                 )
                 frame = page.evaluate(
-                    "(b) => window.rabmDrawn.filter(d => d.frame > b && d.chart !== 'applicant')"
+                    "(b) => window.rabmDrawn.filter(d => d.frame > b && !['applicant', 'forecast'].includes(d.chart))"
                     ".map(d => ({chart: d.chart, arrived: d.arrived - window.rabmClick, "
                     "drawn: d.t - window.rabmClick}))", before)  # fmt: skip
                 redraw.append(max(d["drawn"] for d in frame))
@@ -143,7 +160,7 @@ def browser(n_initial: int, steps: int, play_s: float, play_rate: int) -> None:
                 for d in frame:
                     draw.setdefault(d["chart"], []).append(d["drawn"] - d["arrived"])
                 page.get_by_text(re.compile(rf"\b{n} of \d+ ticks run")).wait_for()
-            print(f"N0={n_initial}, headless chromium ({chromium})")
+            print(f"N0={n_initial}, {1 + len(compare)} policies, headless chromium ({chromium})")
             print(summary("redraw after Step (click to last chart drawn)", redraw))
             print(summary("  click to the first chart's new data (server, network)", first))
             print("  drawing per chart (median ms): " + ", ".join(
@@ -180,11 +197,15 @@ def main() -> None:
     parser.add_argument("--play", type=float, default=10.0, help="seconds of Play (browser)")
     parser.add_argument("--speed", type=int, default=10, choices=SPEED_CHOICES,
                         help="Play speed, ticks/s (browser)")  # fmt: skip
+    parser.add_argument("--compare", action="append", default=[],
+                        help="a policy side by side (up to three times)")  # fmt: skip
     args = parser.parse_args()
+    if len(args.compare) > 3:
+        parser.error(f"--compare given {len(args.compare)} times; allowed: at most 3")
     if args.browser:
-        browser(args.n_initial, args.steps, args.play, args.speed)
+        browser(args.n_initial, args.steps, args.play, args.speed, args.compare)
     else:
-        server(args.n_initial, args.steps)
+        server(args.n_initial, args.steps, args.compare)
 
 
 if __name__ == "__main__":

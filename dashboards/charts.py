@@ -7,9 +7,13 @@ VegaView`), so a redraw costs Vega's dataflow, not a compile. Specs are plain di
 an Altair chart costs 20-40 ms, a dict well under 1 ms.
 
 Conventions a student can rely on: every axis says what it measures and in which unit;
-counts have integer axes; ticks count from 0; outcomes have one colour everywhere
-(:data:`~dashboards.data.OUTCOME_COLOURS`); series differ in colour and in dash; side by
-side, the first policy is drawn solid and the second dashed, and legends name them.
+counts have integer axes; ticks count from 0. One colour language: outcomes have their
+colours (:data:`~dashboards.data.OUTCOME_COLOURS`: green accepted, red rejected, grey
+dropped, orange waiting) and no other mark uses them; every policy has its own colour and
+dash, keyed by its name (:func:`~dashboards.data.policy_styles`); black is the threshold.
+In a chart over ticks the colour is the policy and, where a chart has several measures,
+the dash is the measure; in the chart of outcomes over ticks the colour is the outcome and
+the dash the policy. Legends name what colour and dash mean.
 """
 
 from __future__ import annotations
@@ -21,23 +25,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from dashboards import data
-from dashboards.data import OUTCOME_COLOURS, Columns, Run
+from dashboards.data import OUTCOME_COLOURS, REFERENCE, Columns, Run, policy_styles
 from dashboards.settings import DashboardModel
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
 HEIGHT = 210
 WINDOW = 20  # ticks shown by the applicant scatter
-SMOOTH = 10  # ticks averaged by the improvement-or-gaming lines (a few implementers a tick)
+
 SUBTITLE_CHARS = 68  # a subtitle line fits a half-width chart on a 1280-pixel screen
 SHARE = "share (0 to 1)"
 COUNT = "applicants (count)"
-POLICY_DASH = [[1, 0], [7, 4]]  # first policy solid, second dashed
 SERIES_DASH = [[1, 0], [7, 4], [2, 3], [10, 3, 2, 3], [4, 4], [1, 0]]
 SERIES_WIDTH = [4.5, 3, 2, 1.5, 1.5, 1.5]
-POLICY_COLOURS = ["#1f77b4", "#9467bd"]
+MEASURE_STROKE = "#444"  # a measure's legend swatch: its dash, in no policy's colour
+N_CORE = 6  # the charts every model has, before those of the world extensions
+PER_TICK = 100  # applications drawn per tick in "Every application" (all the accepted)
 # line legends show a stretch of the line itself: its colour, dash and width
 LINE_LEGEND = {"symbolType": "stroke", "symbolSize": 500, "columns": 2}
-GROUP_COLOURS = ["#1f77b4", "#e377c2", "#17becf", "#bcbd22", "#8c564b", "#9467bd"]
 # a half-width chart on a 1280-pixel screen fits the measure and policy legends side by
 # side while their longest labels have this many characters together; past it they stack
 LEGENDS_SIDE_BY_SIDE_CHARS = 48
@@ -101,56 +105,82 @@ def _y(title: str, kind: str) -> dict[str, Any]:
     return y
 
 
+def _pick(values: list[Any], domain: list[str]) -> str:
+    """A Vega expression: ``values[i]`` for the legend entry ``domain[i]``."""
+    return f"{json.dumps(values)}[indexof({json.dumps(domain)}, datum.value)]"
+
+
 def line_spec(
     name: str,
     title: str,
     subtitle: str,
     y_title: str,
-    styles: list[tuple[str, str]],
+    measures: list[str],
     policies: list[str],
     kind: str = "share",
     layers: list[dict[str, Any]] | None = None,
+    outcome_colours: list[str] | None = None,
 ) -> dict[str, Any]:
     """Lines over ticks from dataset ``main`` (rows tick, series, policy, value).
 
-    ``styles`` lists (series label, colour); ``kind`` is ``share`` (axis 0 to 1),
-    ``count`` (integer axis) or ``value`` (from 0). One policy: series differ in colour and dash.
-    Two: colour is the series, dash the policy (solid first, dashed second)."""
-    labels = [label for label, _ in styles]
-    # one series needs no legend: the title names it; beside a policy legend, one column
-    legend = {**LINE_LEGEND, "columns": 1 if len(policies) > 1 else 2} if len(labels) > 1 else None
-    colour = {"field": "series", "type": "nominal", "title": "measure",
-              "scale": {"domain": labels, "range": [c for _, c in styles]},
-              "sort": labels, "legend": legend}  # fmt: skip
-    if len(policies) > 1:
-        dash = {"field": "policy", "type": "nominal", "title": "policy",
-                "scale": {"domain": policies, "range": POLICY_DASH},
-                "legend": {**LINE_LEGEND, "columns": 1, "encode": {"symbols": {"update": {
-                    "stroke": {"value": "#333"}, "strokeWidth": {"value": 2}}}}}}  # fmt: skip
+    ``measures`` are the series labels; ``kind`` is ``share`` (axis 0 to 1), ``count``
+    (integer axis) or ``value`` (from 0). The colour is the policy's (:func:`policy_styles`)
+    and the dash the measure's, or the policy's own where the chart has one measure. With
+    ``outcome_colours`` (one per measure: lines of outcomes) the colour is the outcome and
+    the dash the policy's."""
+    styles = policy_styles(policies)
+    colours = [styles[p][0] for p in policies]
+    dashes = [styles[p][1] for p in policies]
+    several = len(policies) > 1
+    measure_legend = ({**LINE_LEGEND, "columns": 1 if several else 2}
+                      if len(measures) > 1 else None)  # fmt: skip
+    policy_legend = {**LINE_LEGEND, "columns": 1} if several else None
+    by_measure = {"field": "series", "type": "nominal", "title": "measure", "sort": measures}
+    by_policy = {"field": "policy", "type": "nominal", "title": "policy", "sort": policies}
+    if outcome_colours is not None:
+        colour = {**by_measure, "legend": measure_legend,
+                  "scale": {"domain": measures, "range": outcome_colours}}  # fmt: skip
+        legend = None
+        if policy_legend:  # each policy's swatch: its dash in its own colour
+            legend = {**policy_legend, "encode": {"symbols": {"update": {
+                "stroke": {"signal": _pick(colours, policies)}, "strokeWidth": {"value": 2}}}}}  # fmt: skip
+        dash = {**by_policy, "legend": legend, "scale": {"domain": policies, "range": dashes}}
     else:
-        dash = {"field": "series", "type": "nominal", "title": "measure", "legend": legend,
-                "scale": {"domain": labels, "range": SERIES_DASH[: len(labels)]}}  # fmt: skip
-    # equal values are common (the threshold policy aims exactly at the threshold): wider
-    # lines first, so that lines drawn over each other stay visible
-    width = {"field": "series", "type": "nominal", "title": "measure", "sort": labels,
-             "scale": {"domain": labels, "range": SERIES_WIDTH[: len(labels)]}, "legend": legend}  # fmt: skip
-    line = {
-        "data": {"name": "main"},
-        "mark": {"type": "line", "point": {"size": 16, "filled": True}},
-        "encoding": {
-            "x": _tick_axis(),
-            "y": _y(y_title, kind),
-            "color": colour,
-            "strokeDash": dash,
-            "strokeWidth": width,
-            "detail": {"field": "policy"},
-            "tooltip": [{"field": "series", "title": "measure"}, {"field": "policy"},
-                        {"field": "tick"}, {"field": "value", "format": ".3f"}],
-        },
+        colour = {**by_policy, "legend": policy_legend,
+                  "scale": {"domain": policies, "range": colours}}  # fmt: skip
+        if len(measures) == 1:
+            dash = {**by_policy, "legend": policy_legend,
+                    "scale": {"domain": policies, "range": dashes}}  # fmt: skip
+        else:
+            legend = None
+            if measure_legend:
+                legend = {**measure_legend, "encode": {"symbols": {"update": {
+                    "stroke": {"value": MEASURE_STROKE}}}}}  # fmt: skip
+            dash = {**by_measure, "legend": legend,
+                    "scale": {"domain": measures, "range": SERIES_DASH[: len(measures)]}}  # fmt: skip
+    encoding: dict[str, Any] = {
+        "x": _tick_axis(),
+        "y": _y(y_title, kind),
+        "color": colour,
+        "strokeDash": dash,
+        "detail": {"field": "policy"},
+        "tooltip": [{"field": "series", "title": "measure"}, {"field": "policy"},
+                    {"field": "tick"}, {"field": "value", "format": ".3f"}],
     }  # fmt: skip
+    if len(measures) > 1:
+        # equal values are common (the threshold policy aims exactly at the threshold):
+        # wider lines first, so that lines drawn over each other stay visible
+        encoding["strokeWidth"] = {**by_measure, "legend": None,
+                                   "scale": {"domain": measures,
+                                             "range": SERIES_WIDTH[: len(measures)]}}  # fmt: skip
+    line = {"data": {"name": "main"},
+            "mark": {"type": "line", "point": {"size": 16, "filled": True}},
+            "encoding": encoding}  # fmt: skip
     spec = _spec(name, title, subtitle, {"layer": [line, *(layers or [])]})
-    if len(policies) > 1 and max(map(len, labels)) + max(map(len, policies)) > (
-        LEGENDS_SIDE_BY_SIDE_CHARS
+    if (
+        several
+        and len(measures) > 1
+        and max(map(len, measures)) + max(map(len, policies)) > (LEGENDS_SIDE_BY_SIDE_CHARS)
     ):
         # Vega's legend layout (Vega-Lite passes it through): the policy legend goes
         # under the measures instead of being cut off at the chart's right edge
@@ -164,14 +194,15 @@ def _series_chart(
     title: str,
     subtitle: str,
     y_title: str,
-    columns: dict[str, tuple[str, str]],
+    columns: dict[str, str],
     policies: list[str],
     kind: str = "share",
+    outcome_colours: list[str] | None = None,
 ) -> Chart:
-    """A :func:`line_spec` chart of tick-table ``columns`` {column: (label, colour)}."""
-    labels = {col: label for col, (label, _) in columns.items()}
-    spec = line_spec(name, title, subtitle, y_title, list(columns.values()), policies, kind)
-    return Chart(name, spec, lambda runs, t: {"main": data.series(runs, t, labels)})
+    """A :func:`line_spec` chart of tick-table ``columns`` {column: label}."""
+    spec = line_spec(name, title, subtitle, y_title, list(columns.values()), policies, kind,
+                     outcome_colours=outcome_colours)  # fmt: skip
+    return Chart(name, spec, lambda runs, t: {"main": data.series(runs, t, columns)})
 
 
 # -- the core charts -------------------------------------------------------------------------
@@ -180,9 +211,7 @@ def rr_rf(policies: list[str]) -> Chart:
         "reliability", "Does advice work?",
         "RR: of those who made every recommended change, the share accepted. "
         "RF: of the recently rejected, the share who made every change.",
-        SHARE,
-        {"rr": ("RR reliability", "#1f77b4"), "rf": ("RF feasibility", "#ff7f0e")},
-        policies,
+        SHARE, {"rr": "RR reliability", "rf": "RF feasibility"}, policies,
     )  # fmt: skip
 
 
@@ -191,32 +220,40 @@ def goals(policies: list[str]) -> Chart:
         "goals", "Threshold and goal scores",
         "The threshold is the lowest accepted score; goals are what advice aimed for.",
         "score M(x) (0 to 1)",
-        {"threshold": ("threshold", "#000000"), "mean_goal": ("goal given (mean)", "#9467bd"),
-         "mean_cf_score": ("score after the changes (mean)", "#17becf")},
+        {"threshold": "threshold", "mean_goal": "goal given (mean)",
+         "mean_cf_score": "score after the changes (mean)"},
         policies,
     )  # fmt: skip
 
 
+POOL_COLUMNS = {"n_applicants": ("applied", REFERENCE),
+                "n_accepted": ("accepted", OUTCOME_COLOURS["accepted"]),
+                "n_rejected": ("rejected", OUTCOME_COLOURS["rejected"]),
+                "n_dropped": ("dropped (gave up)", OUTCOME_COLOURS["dropped"]),
+                "n_waiting": ("waiting", OUTCOME_COLOURS["waiting"])}  # fmt: skip
+
+
 def pool(policies: list[str]) -> Chart:
+    """Applicants per tick by outcome: the colour is the outcome, the dash the policy."""
     return _series_chart(
         "pool", "Who applies, and what happens to them",
         "Per tick: applicants, accepted, rejected (incl. dropped), dropped, and waiting "
         "to try again after the tick.",
-        COUNT,
-        {"n_applicants": ("applied", "#000000"),
-         "n_accepted": ("accepted", OUTCOME_COLOURS["accepted"]),
-         "n_rejected": ("rejected", OUTCOME_COLOURS["rejected"]),
-         "n_dropped": ("dropped (gave up)", OUTCOME_COLOURS["dropped"]),
-         "n_waiting": ("waiting", OUTCOME_COLOURS["waiting"])},
-        policies, kind="count",
+        COUNT, {col: label for col, (label, _) in POOL_COLUMNS.items()}, policies,
+        kind="count", outcome_colours=[c for _, c in POOL_COLUMNS.values()],
     )  # fmt: skip
 
 
+def _decision_scale() -> dict[str, Any]:
+    return {"field": "decision", "type": "nominal", "title": "decision",
+            "scale": {"domain": ["accepted", "rejected"],
+                      "range": [OUTCOME_COLOURS["accepted"], OUTCOME_COLOURS["rejected"]]}}  # fmt: skip
+
+
 def score_histogram(policy: str) -> Chart:
-    """Tick t's applicants by score and decision; the threshold as a dashed rule."""
-    decision = {"field": "decision", "type": "nominal", "title": "decision",
-                "scale": {"domain": ["accepted", "rejected"],
-                          "range": [OUTCOME_COLOURS["accepted"], OUTCOME_COLOURS["rejected"]]}}  # fmt: skip
+    """Tick t's applicants by score and decision, in bins with an edge at the threshold
+    (a bar never mixes scores below it with scores at or above it), a mark per applicant
+    under the bars, and the threshold as a dashed rule."""
     bars = {
         "data": {"name": "main"},
         "mark": {"type": "bar", "opacity": 0.9, "binSpacing": 1},
@@ -227,33 +264,45 @@ def score_histogram(policy: str) -> Chart:
             "y": {"field": "y1", "type": "quantitative", "title": COUNT,
                   "axis": {"format": "d", "tickMinStep": 1}},
             "y2": {"field": "y0"},
-            "color": decision,
+            "color": _decision_scale(),
             "tooltip": [{"field": "decision"}, {"field": "count", "title": "applicants"},
-                        {"field": "lo", "title": "score from"}, {"field": "hi", "title": "to"}],
+                        {"field": "lo", "title": "score from", "format": ".3f"},
+                        {"field": "hi", "title": "to", "format": ".3f"}],
         },
+    }  # fmt: skip
+    each = {
+        "data": {"name": "each"},
+        "mark": {"type": "tick", "thickness": 2, "size": 10, "opacity": 0.8},
+        "encoding": {"x": {"field": "score", "type": "quantitative"}, "y": {"value": HEIGHT + 6},
+                     "color": {**_decision_scale(), "legend": None},
+                     "tooltip": [{"field": "score", "format": ".4f"}, {"field": "decision"}]},
     }  # fmt: skip
     rule = {
         "data": {"name": "threshold"},
-        "mark": {"type": "rule", "color": "black", "strokeDash": [5, 3], "size": 2},
+        "mark": {"type": "rule", "color": REFERENCE, "strokeDash": [5, 3], "size": 2},
         "encoding": {"x": {"field": "threshold", "type": "quantitative"},
-                     "tooltip": [{"field": "threshold", "format": ".3f"}]},
+                     "tooltip": [{"field": "threshold", "format": ".4f"}]},
     }  # fmt: skip
     spec = _spec("scores", "Scores this tick",
-                 f"Applicants of the tick shown ({policy}); dashed: the threshold.",
-                 {"layer": [bars, rule]})  # fmt: skip
-    spec["title"]["text"] = {"expr": "'Scores at tick ' + tick"}
+                 f"Applicants of the tick shown ({policy}); dashed: the threshold, an edge of "
+                 "the bars. Each applicant is a mark under the axis.",
+                 {"layer": [bars, rule, each]})  # fmt: skip
+    spec["title"]["text"] = {
+        "expr": "tick < 0 ? 'Scores (no tick run yet)' : 'Scores at tick ' + tick"
+    }
 
     def datasets(runs: list[Run], t: int) -> dict[str, Columns]:
         threshold = data.threshold_at(runs[0], t)
-        return {"main": data.score_bins(runs[0], t),
+        return {"main": data.score_bins(runs[0], t), "each": data.scores(runs[0], t),
                 "threshold": {"threshold": [] if threshold is None else [threshold]}}  # fmt: skip
 
     return Chart("scores", spec, datasets)
 
 
 def applicant_scatter(policy: str) -> Chart:
-    """Applications of the last :data:`WINDOW` ticks, coloured by outcome; click a point to
-    follow that applicant."""
+    """Applications of the last :data:`WINDOW` ticks, coloured by outcome, the accepted
+    on top; at most :data:`PER_TICK` a tick (every accepted one), with a note saying so;
+    click a point to follow that applicant."""
     outcome = {"field": "outcome", "type": "nominal", "title": "outcome",
                "scale": {"domain": ["accepted", "rejected", "dropped"],
                          "range": [OUTCOME_COLOURS[k] for k in ("accepted", "rejected", "dropped")]}}  # fmt: skip
@@ -269,23 +318,32 @@ def applicant_scatter(policy: str) -> Chart:
             "y": {"field": "score", "type": "quantitative", "title": "score M(x) (0 to 1)",
                   "scale": {"domain": [0, 1]}},
             "color": outcome,
+            "order": {"field": "z", "type": "quantitative"},
             "tooltip": [{"field": "id", "title": "applicant"}, {"field": "tick"},
                         {"field": "score", "format": ".3f"}, {"field": "outcome"}],
         },
     }  # fmt: skip
     line = {
         "data": {"name": "threshold"},
-        "mark": {"type": "line", "color": "black", "strokeDash": [5, 3], "clip": True},
+        "mark": {"type": "line", "color": REFERENCE, "strokeDash": [5, 3], "clip": True},
         "encoding": {"x": {"field": "tick", "type": "quantitative", "scale": x_scale},
                      "y": {"field": "threshold", "type": "quantitative"}},
     }  # fmt: skip
+    note = {
+        "data": {"name": "note"},
+        "mark": {"type": "text", "align": "left", "baseline": "top", "fontSize": 10,
+                 "color": "#555", "x": 4, "y": 4},
+        "encoding": {"text": {"field": "text"}},
+    }  # fmt: skip
     spec = _spec("applicants", "Every application, by tick",
-                 f"Last {WINDOW} ticks ({policy}); dashed: the threshold. "
-                 "Click a point to follow that applicant.", {"layer": [points, line]})  # fmt: skip
+                 f"Last {WINDOW} ticks ({policy}); dashed: the threshold; accepted drawn on "
+                 "top. Click a point to follow that applicant.",
+                 {"layer": [points, line, note]})  # fmt: skip
 
     def datasets(runs: list[Run], t: int) -> dict[str, Columns]:
-        return {"main": data.applications(runs[0], t, WINDOW),
-                "threshold": data.thresholds(runs[0], t, WINDOW)}  # fmt: skip
+        return {"main": data.applications(runs[0], t, WINDOW, PER_TICK),
+                "threshold": data.thresholds(runs[0], t, WINDOW),
+                "note": data.application_note(runs[0], t, WINDOW, PER_TICK)}  # fmt: skip
 
     return Chart("applicants", spec, datasets, clickable=True, keys={"main": "key"})
 
@@ -301,15 +359,24 @@ def _bars_by_policy(
     tooltip: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """Stacked bars per feature from dataset ``main``: colour names the policy (bars side
-    by side), opacity the part of the stack (``kinds``, first solid)."""
+    by side), opacity the part of the stack (``kinds``, first solid); both legends show
+    squares like the bars (the parts' in the policy's colour, or grey side by side)."""
+    styles = policy_styles(policies)
+    swatch = styles[policies[0]][0] if len(policies) == 1 else MEASURE_STROKE
+    square = {"symbolType": "square", "symbolSize": 150, "symbolStrokeWidth": 0}
     enc: dict[str, Any] = {
         "x": {"field": "feature", "type": "nominal", "title": "feature",
               "sort": None, "axis": {"labelAngle": 0}},
         "y": {"field": "value", "type": "quantitative", "title": y_title, "stack": True},
         "color": {"field": "policy", "type": "nominal", "title": "policy",
-                  "scale": {"domain": policies, "range": POLICY_COLOURS[: len(policies)]}},
+                  "scale": {"domain": policies, "range": [styles[p][0] for p in policies]},
+                  "legend": {**square, "columns": 1} if len(policies) > 1 else None},
         "opacity": {"field": kind_field, "type": "nominal", "title": None,
-                    "scale": {"domain": kinds, "range": [1.0, 0.4]}, "sort": kinds},
+                    "scale": {"domain": kinds, "range": [1.0, 0.4]}, "sort": kinds,
+                    "legend": {**square, "symbolFillColor": swatch,
+                               "encode": {"symbols": {"update": {
+                                   "fill": {"value": swatch},
+                                   "opacity": {"signal": _pick([1.0, 0.4], kinds)}}}}}},
         "order": {"field": "order", "type": "quantitative"},
         "tooltip": tooltip,
     }  # fmt: skip
@@ -339,36 +406,48 @@ def effort(policies: list[str], model: DashboardModel) -> Chart:
 def true_outcomes(policies: list[str]) -> Chart:
     return _series_chart(
         "true-outcomes", "True outcomes (hidden from the model)",
-        "Does advice make people truly better, or only better-scored? p* is the true "
-        "chance of a good outcome.",
+        "Per tick. p* is the true chance of a good outcome; the model never sees it.",
         SHARE,
-        {"improvement_rate": ("advice that truly qualifies", "#2ca02c"),
-         "tp_rate": ("revealed outcomes that were good", "#1f77b4"),
-         "mean_p_true_accepted": ("p* of the accepted (mean)", "#9467bd")},
+        {"improvement_rate": "advice that truly qualifies",
+         "tp_rate": "revealed outcomes that were good",
+         "mean_p_true_accepted": "p* of the accepted (mean)"},
         policies,
     )  # fmt: skip
 
 
-def improvement_gaming(policies: list[str]) -> Chart:
-    """Of those who reapplied having done all the advice: the share who truly qualify
-    (``impl_improvement_rate``) and, of the accepted among them, the share who do not
-    (``gaming_rate``); each the mean of the last :data:`SMOOTH` ticks, since a tick has
-    only a handful of such applicants (improvement-bandits §5)."""
-    columns = {"impl_improvement_rate": ("did the advice, truly qualify", "#2ca02c"),
-               "gaming_rate": ("accepted without qualifying (gaming)", "#d62728")}  # fmt: skip
+# outcome-card figures over the run so far: label -> (numerator, denominator, card name)
+TRUE_GAIN = {"true gain Δh* per advice carried out": ("true_gain_sum", "n_implemented",
+                                                      "true_gain")}  # fmt: skip
+QUALIFIED = {"acceptances that truly qualify": ("n_qualified_accepted", "n_accepted",
+                                                "qualified_rate"),
+             "advised change on proxies (non-causal)": ("noncausal_change", "advised_change",
+                                                        "noncausal_share")}  # fmt: skip
+
+
+def true_gain(policies: list[str]) -> Chart:
+    """The outcome card's true gain (``true_gain``) as it stood after each tick."""
     spec = line_spec(
-        "improvement-gaming", "Improvement or gaming?",
-        "Of those who did all the advice: the share whose true chance p* is at least 0.5, "
-        "and of the accepted among them, the share below it. "
-        f"Mean of the last {SMOOTH} ticks.",
-        SHARE, list(columns.values()), policies,
+        "true-gain", "Does advice make people better? (outcome card)",
+        "Mean gain in the true qualification h*(x) of advice carried out in full, over the "
+        "run so far. No advice (none): no line.",
+        "gain in h*(x) (so far)", list(TRUE_GAIN), policies, "value",
     )  # fmt: skip
-    spec["layer"][0]["encoding"]["tooltip"].append(
-        {"field": "tick_value", "title": "this tick alone", "format": ".3f"}
+    return Chart(
+        "true-gain", spec, lambda runs, t: {"main": data.running_share(runs, t, TRUE_GAIN)}
     )
-    labels = {col: label for col, (label, _) in columns.items()}
-    return Chart("improvement-gaming", spec,
-                 lambda runs, t: {"main": data.smoothed_series(runs, t, labels, SMOOTH)})  # fmt: skip
+
+
+def qualified(policies: list[str]) -> Chart:
+    """The outcome card's ``qualified_rate`` and ``noncausal_share`` after each tick."""
+    spec = line_spec(
+        "qualified", "Who is accepted, and what was advised (outcome card)",
+        "Over the run so far: the share of acceptances with h*(x) ≥ 1/2 (compare with "
+        "none, no advice), and the share of advised change on proxy features.",
+        SHARE, list(QUALIFIED), policies,
+    )  # fmt: skip
+    return Chart(
+        "qualified", spec, lambda runs, t: {"main": data.running_share(runs, t, QUALIFIED)}
+    )
 
 
 def validity(policies: list[str]) -> Chart:
@@ -390,7 +469,7 @@ def validity(policies: list[str]) -> Chart:
         "validity", "Retraining: is outstanding advice still valid?",
         "Share of waiting advised applicants whose goal still meets the refitted model. "
         "Dotted lines: the model was refitted.",
-        SHARE, [("advice still valid", "#1f77b4")], policies, "share", [rules, labels],
+        SHARE, ["advice still valid"], policies, "share", [rules, labels],
     )  # fmt: skip
 
     def datasets(runs: list[Run], t: int) -> dict[str, Columns]:
@@ -402,9 +481,8 @@ def validity(policies: list[str]) -> Chart:
 
 
 def group_rates(policies: list[str], n_groups: int) -> Chart:
-    columns = {f"accept_rate_g{g}": (f"group {g}: accepted", GROUP_COLOURS[g % 6])
-               for g in range(n_groups)}  # fmt: skip
-    columns["dp_gap"] = ("gap between groups (DP)", "#000000")
+    columns = {f"accept_rate_g{g}": f"group {g}: accepted" for g in range(n_groups)}
+    columns["dp_gap"] = "gap between groups (DP)"
     return _series_chart(
         "groups", "Groups: who gets accepted?",
         "Share of each group's applicants accepted per tick, and the largest gap "
@@ -418,7 +496,7 @@ def group_distance(policies: list[str]) -> Chart:
         "group-distance", "Groups: how far apart are they?",
         "Wasserstein distance W1 between the groups' true features in the pool after the tick.",
         "W1 distance (feature units)",
-        {"w_dist": ("distance between groups", "#e377c2")}, policies, kind="value",
+        {"w_dist": "distance between groups"}, policies, kind="value",
     )  # fmt: skip
 
 
@@ -440,18 +518,26 @@ def budget(policies: list[str]) -> Chart:
         "budget", "Budget for advice",
         "Advice costs its total feature change (L1); spent per tick and what is left.",
         "budget (Σ |Δx|)",
-        {"budget_spent": ("spent", "#d62728"), "budget_left": ("left", "#2ca02c")},
+        {"budget_spent": "spent", "budget_left": "left"},
         policies, kind="value",
     )  # fmt: skip
 
 
-def charts(model: DashboardModel) -> list[Chart]:
-    """The charts of this model: the core six, then one or two per world extension on."""
-    s = model.settings
-    policies = [s.policy, s.compare] if s.compare else [s.policy]
-    out = [rr_rf(policies), score_histogram(s.policy), goals(policies),
-           applicant_scatter(s.policy), pool(policies), effort(policies, model)]  # fmt: skip
-    return out + extension_charts(model, policies)
+def charts(
+    model: DashboardModel, whose: int = 0, only: tuple[str, ...] | None = None
+) -> list[Chart]:
+    """The charts of this model: the core six, then those of the world extensions on
+    (only those named in ``only``, when given: a lesson's own). The score histogram and
+    the scatter show the applicants of policy number ``whose`` (0: the first)."""
+    policies = model.settings.policies
+    mine = policies[whose]
+    out = [rr_rf(policies), score_histogram(mine), goals(policies),
+           applicant_scatter(mine), pool(policies), effort(policies, model)]  # fmt: skip
+    assert len(out) == N_CORE
+    extensions = extension_charts(model, policies)
+    if only is not None:
+        extensions = [c for c in extensions if c.name in only]
+    return out + extensions
 
 
 def extension_charts(model: DashboardModel, policies: list[str]) -> list[Chart]:
@@ -459,7 +545,7 @@ def extension_charts(model: DashboardModel, policies: list[str]) -> list[Chart]:
     on = model.config.mechanisms
     out = []
     if "outcomes" in on:
-        out += [true_outcomes(policies), improvement_gaming(policies)]
+        out += [true_gain(policies), qualified(policies), true_outcomes(policies)]
     if "retraining" in on:
         out.append(validity(policies))
     if "groups" in on:
@@ -488,9 +574,10 @@ def to_json(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), allow_nan=False)
 
 
-def applicant_chart(history: Columns, cid: int) -> dict[str, Any]:
+def applicant_chart(history: Columns, cid: int, colour: str) -> dict[str, Any]:
     """One applicant's score per application against that tick's threshold (dataset
-    ``main``: the columns of :func:`~dashboards.data.applicant_history`)."""
+    ``main``: the columns of :func:`~dashboards.data.applicant_history`), the line in
+    the colour of the policy whose run it is."""
     outcome = {"field": "outcome", "type": "nominal", "title": "outcome",
                "scale": {"domain": ["accepted", "rejected", "dropped"],
                          "range": [OUTCOME_COLOURS[k] for k in ("accepted", "rejected", "dropped")]}}  # fmt: skip
@@ -501,24 +588,69 @@ def applicant_chart(history: Columns, cid: int) -> dict[str, Any]:
          "axis": {"format": "d", "values": list(range(lo, hi + 1, step))},
          "scale": {"domain": [lo - 0.5, hi + 0.5], "nice": False, "zero": False}}  # fmt: skip
     layers = [
-        {"mark": {"type": "line", "color": "black", "strokeDash": [5, 3], "point": False},
+        {"mark": {"type": "line", "color": REFERENCE, "strokeDash": [5, 3], "point": False},
          "encoding": {"x": x, "y": {"field": "threshold", "type": "quantitative",
                                     "title": "score M(x) (0 to 1)", "scale": {"domain": [0, 1]}}}},
-        {"mark": {"type": "line", "color": "#1f77b4"},
+        {"mark": {"type": "line", "color": colour},
          "encoding": {"x": x, "y": {"field": "score", "type": "quantitative"}}},
         {"mark": {"type": "point", "filled": True, "size": 70},
          "encoding": {"x": x, "y": {"field": "score", "type": "quantitative"}, "color": outcome,
                       "tooltip": [{"field": "tick"}, {"field": "score"},
                                   {"field": "threshold"}, {"field": "outcome"}]}},
-        {"mark": {"type": "point", "shape": "triangle-up", "size": 60, "color": "#17becf",
-                  "filled": True},
+        {"mark": {"type": "point", "shape": "triangle-up", "size": 60, "color": REFERENCE,
+                  "filled": False},
          "encoding": {"x": x, "y": {"field": "achieved", "type": "quantitative"},
                       "tooltip": [{"field": "tick"}, {"field": "achieved",
                                                       "title": "score after the changes"}]}},
     ]  # fmt: skip
     spec = _spec(f"applicant-{cid}", f"Applicant {cid}: score per application",
                  "Dots: score when applying (outcome colour); dashed: that tick's threshold; "
-                 "triangles: score after the changes made.", {"layer": layers})  # fmt: skip
+                 "open triangles: score after the changes made.", {"layer": layers})  # fmt: skip
     spec["height"] = 160
     spec["data"] = {"name": "main"}
+    return spec
+
+
+def forecast_chart(colour: str) -> dict[str, Any]:
+    """The forecast of one applicant (datasets of :func:`dashboards.forecast.chart_data`):
+    the share of futures accepted within h ticks, following the advice (solid) and not
+    (dashed), in the colour of the policy whose run it is; a band per arm from its 10 %
+    to its 90 % quantile with the median as a rule (a bound past the horizon at its end)."""
+    from dashboards.forecast import ARMS, HORIZON
+
+    arm = {"field": "arm", "type": "nominal", "title": None, "sort": list(ARMS),
+           "scale": {"domain": list(ARMS), "range": [[1, 0], [8, 4]]},
+           "legend": {**LINE_LEGEND, "columns": 1,
+                      "encode": {"symbols": {"update": {"stroke": {"value": colour}}}}}}  # fmt: skip
+    x = {"field": "ahead", "type": "quantitative", "title": "ticks from now",
+         "scale": {"domain": [0, HORIZON + 0.5], "nice": False},
+         "axis": {"format": "d", "values": list(range(0, HORIZON + 1, 2))}}  # fmt: skip
+    band = {
+        "data": {"name": "band"},
+        "mark": {"type": "rect", "opacity": 0.12, "color": colour},
+        "encoding": {"x": {**x, "field": "lo"}, "x2": {"field": "hi"},
+                     "y": {"value": 0}, "y2": {"value": HEIGHT - 60},
+                     "tooltip": [{"field": "arm"}, {"field": "lo", "title": "10 %"},
+                                 {"field": "median"}, {"field": "hi", "title": "90 %"}]},
+    }  # fmt: skip
+    median = {
+        "data": {"name": "band"},
+        "mark": {"type": "rule", "color": colour, "size": 2},
+        "encoding": {"x": {**x, "field": "median"}, "strokeDash": {**arm, "legend": None},
+                     "y": {"value": 0}, "y2": {"value": HEIGHT - 60}},
+    }  # fmt: skip
+    lines = {
+        "data": {"name": "main"},
+        "mark": {"type": "line", "interpolate": "step-after", "color": colour, "strokeWidth": 2.5},
+        "encoding": {"x": x, "strokeDash": arm,
+                     "y": {"field": "share", "type": "quantitative", "scale": {"domain": [0, 1]},
+                           "title": "share of futures accepted by then"},
+                     "tooltip": [{"field": "arm"}, {"field": "ahead", "title": "within ticks"},
+                                 {"field": "share", "format": ".0%"}]},
+    }  # fmt: skip
+    spec = _spec("forecast", "When will I be accepted?",
+                 "Share of futures in which the applicant is accepted within so many ticks. "
+                 "Shaded: from the 10 % to the 90 % quantile; rule: the median.",
+                 {"layer": [band, median, lines]})  # fmt: skip
+    spec["height"] = HEIGHT - 60
     return spec

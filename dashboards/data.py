@@ -1,7 +1,7 @@
 """The data behind each view, at any tick of the run so far (live or replayed).
 
 Every function reads the record only (Mesa's DataCollector columns and the candidate
-table, of the policy and of its side-by-side twin), so scrubbing back to tick t shows
+table, of the policy and of its side-by-side twins), so scrubbing back to tick t shows
 exactly what the page showed live at t. Ticks count from 0, as in the tables and the CSV
 exports: after n steps the newest tick is n - 1.
 
@@ -12,6 +12,7 @@ does the same here.
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 import numpy as np
@@ -21,13 +22,46 @@ from dashboards.settings import DashboardModel
 
 Columns = dict[str, list[Any]]
 
-# one colour per outcome, the same in every chart and in the table
+# The dashboard's colour language: one palette for outcomes (these colours mean nothing
+# else anywhere), another for policies (a policy keeps its colour and dash on every page
+# and in every chart); black is a reference line (the threshold).
 OUTCOME_COLOURS = {
     "accepted": "#2ca02c",
     "rejected": "#d62728",
     "dropped": "#7f7f7f",
     "waiting": "#ff7f0e",
 }
+POLICY_COLOURS = ["#1f77b4", "#9467bd", "#8c564b", "#17becf", "#e377c2", "#bcbd22", "#393b79",
+                  "#a55194"]  # fmt: skip
+POLICY_DASHES = [[1, 0], [8, 4], [2, 3], [10, 3, 2, 3]]
+# the policies of the lessons first, so that they keep the same style in every lesson
+STYLE_ORDER = ["threshold", "threshold-true", "none", "improve-linucb:advice=segment", "scarf",
+               "safear", "threshold-estimated", "lookahead"]  # fmt: skip
+REFERENCE = "#000000"
+
+
+def policy_styles(policies: list[str]) -> dict[str, tuple[str, list[int]]]:
+    """Policy -> (colour, dash), keyed by the policy's name: a policy gets the same style
+    whichever others are shown with it, unless two of those shown would share one (the
+    later then takes the next free colour and dash)."""
+    taken_c: set[int] = set()
+    taken_d: set[int] = set()
+    out = {}
+    for p in policies:
+        n_c, n_d = len(POLICY_COLOURS), len(POLICY_DASHES)
+        c = STYLE_ORDER.index(p) if p in STYLE_ORDER else zlib.crc32(p.encode()) % n_c
+        while c in taken_c:
+            c = (c + 1) % n_c
+        d = c % n_d
+        while d in taken_d and len(taken_d) < n_d:
+            d = (d + 1) % n_d
+        taken_c.add(c)
+        taken_d.add(d)
+        out[p] = (POLICY_COLOURS[c], POLICY_DASHES[d])
+    return out
+
+
+TIE_TOL = 1e-9  # scores closer than this to the threshold are drawn at it
 NO_ADVICE = "no advice"
 GAVE_UP = "gave up"
 # extension columns the table and the agent view show, with their headers
@@ -95,12 +129,10 @@ class Run:
 
 
 def runs(model: DashboardModel) -> list[Run]:
-    """The policy's run, then its twin's (side by side); built once per tick."""
+    """The policy's run, then its twins' (side by side); built once per tick."""
 
     def build() -> list[Run]:
-        s = model.settings
-        twin = [] if model.twin is None else [Run(s.compare, model.twin)]
-        return [Run(s.policy, model), *twin]
+        return [Run(p, m) for p, m in zip(model.settings.policies, model.models(), strict=True)]
 
     return model.per_tick("runs", build)
 
@@ -136,35 +168,24 @@ def series(all_runs: list[Run], t: int, columns: dict[str, str]) -> Columns:
     return {k: json_list(np.concatenate(v), 6 if k == "value" else None) for k, v in parts.items()}
 
 
-def trailing_mean(values: np.ndarray, window: int) -> np.ndarray:
-    """(n,) mean of values[max(i - window + 1, 0) .. i] for each i, ignoring NaN (ticks
-    without anyone to count); NaN where the whole stretch is NaN."""
-    ok = np.isfinite(values)
-    total = np.concatenate([[0.0], np.cumsum(np.where(ok, values, 0.0))])
-    count = np.concatenate([[0], np.cumsum(ok)])
-    hi = np.arange(1, values.shape[0] + 1)
-    lo = np.maximum(hi - window, 0)
-    n = count[hi] - count[lo]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(n > 0, (total[hi] - total[lo]) / np.maximum(n, 1), np.nan)
-
-
-def smoothed_series(all_runs: list[Run], t: int, columns: dict[str, str], window: int) -> Columns:
-    """Like :func:`series`, but ``value`` is the :func:`trailing_mean` of the last
-    ``window`` ticks and ``tick_value`` the tick's own value: {tick, series, policy, value,
-    tick_value}. It reads ticks 0..t only, so a replayed tick shows what was shown live."""
-    out: Columns = {"tick": [], "series": [], "policy": [], "value": [], "tick_value": []}
+def running_share(all_runs: list[Run], t: int, figures: dict[str, tuple[str, str, str]]) -> Columns:
+    """Outcome-card figures of the run so far, at every tick 0..t: ``figures`` maps a
+    label to (numerator column, denominator column, card name); the value at tick i is
+    Σ numerator / Σ denominator over ticks 0..i, as the card computes it after i + 1
+    ticks (None where the denominator is still 0). {tick, series, policy, value}."""
+    out: Columns = {"tick": [], "series": [], "policy": [], "value": []}
     for run in all_runs:
-        for col, label in columns.items():
-            if not run.has(col):
+        for label, (num, den, _) in figures.items():
+            if not (run.has(num) and run.has(den)):
                 continue
-            values = run.ticks(col, t)
-            n = values.shape[0]
+            top, bottom = np.cumsum(run.ticks(num, t)), np.cumsum(run.ticks(den, t))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                value = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1), np.nan)
+            n = value.shape[0]
             out["tick"] += list(range(n))
             out["series"] += [label] * n
             out["policy"] += [run.policy] * n
-            out["value"] += json_list(trailing_mean(values, window), 6)
-            out["tick_value"] += json_list(values, 6)
+            out["value"] += json_list(value, 6)
     return out
 
 
@@ -185,18 +206,40 @@ def threshold_at(run: Run, t: int) -> float | None:
     return json_list(values)[0] if values.shape[0] else None
 
 
-def score_bins(run: Run, t: int, bins: int = 20) -> Columns:
-    """Scores of tick t's applicants in ``bins`` equal bins of [0, 1], split by decision
-    and stacked (accepted below): {lo, hi, count, decision, y0, y1} for non-empty parts,
-    the bar of a part spanning y0..y1."""
+def bin_edges(threshold: float | None, width: float = 0.05) -> np.ndarray:
+    """Edges of equal bins of ``width`` covering [0, 1], one of them at ``threshold`` (the
+    end bins are cut at 0 and 1), so that no bar mixes scores below the threshold with
+    scores at or above it."""
+    if threshold is None or not np.isfinite(threshold):
+        return np.linspace(0.0, 1.0, int(round(1 / width)) + 1)
+    below = int(np.ceil(threshold / width - 1e-9))
+    above = int(np.ceil((1.0 - threshold) / width - 1e-9))
+    # threshold + width * 0 is the threshold itself, to the last bit
+    edges = threshold + width * np.arange(-below, above + 1)
+    inner = edges[(edges > 0.0) & (edges < 1.0)]
+    return np.concatenate([[0.0], inner, [1.0]])
+
+
+def score_bins(run: Run, t: int) -> Columns:
+    """Scores of tick t's applicants in bins of width 0.05 with an edge at the tick's
+    threshold (:func:`bin_edges`), split by decision and stacked (accepted below): {lo,
+    hi, count, decision, y0, y1} for non-empty parts, the bar of a part spanning y0..y1.
+    A score at the threshold falls in the bin that starts there."""
     apps = run.apps(t, t)
-    edges = np.linspace(0.0, 1.0, bins + 1)
+    threshold = threshold_at(run, t)
+    edges = bin_edges(threshold)
+    bins = edges.shape[0] - 1
     score = apps["score"].astype(float) if apps else np.zeros(0)
+    if threshold is not None:
+        # a score off the threshold by round-off only is at it (Demo 1's tie: one
+        # reapplicant 5e-16 below the other, both at the old threshold to 15 digits)
+        score = np.where(np.abs(score - threshold) < TIE_TOL, threshold, score)
     accepted = apps["accepted"].astype(bool) if apps else np.zeros(0, dtype=bool)
     out: Columns = {"lo": [], "hi": [], "count": [], "decision": [], "y0": [], "y1": []}
     base = np.zeros(bins, dtype=np.int64)
     for label, mask in (("accepted", accepted), ("rejected", ~accepted)):
-        counts, _ = np.histogram(score[mask], bins=edges)
+        idx = np.clip(np.searchsorted(edges, score[mask], side="right") - 1, 0, bins - 1)
+        counts = np.bincount(idx, minlength=bins)
         keep = counts > 0
         out["lo"] += json_list(edges[:-1][keep], 6)
         out["hi"] += json_list(edges[1:][keep], 6)
@@ -208,26 +251,74 @@ def score_bins(run: Run, t: int, bins: int = 20) -> Columns:
     return out
 
 
+def scores(run: Run, t: int) -> Columns:
+    """Every applicant of tick t: {score, decision} (for a mark per applicant)."""
+    apps = run.apps(t, t)
+    if not apps:
+        return {"score": [], "decision": []}
+    accepted = apps["accepted"].astype(bool)
+    return {"score": json_list(apps["score"].astype(float), 6),
+            "decision": np.where(accepted, "accepted", "rejected").tolist()}  # fmt: skip
+
+
 def jitter(ids: np.ndarray, width: float = 0.5) -> np.ndarray:
     """(n,) sideways offsets in [-width/2, width/2), fixed per candidate id, so that one
     tick's points spread out the same way on every redraw."""
     return ((ids.astype(np.int64) * 0.6180339887) % 1.0 - 0.5) * width
 
 
-def applications(run: Run, t: int, window: int = 20, limit: int = 2_000) -> Columns:
-    """Applications of ticks t-window+1..t (at most ``limit``, the newest) as scatter
-    points {x (tick plus a fixed jitter), tick, score, outcome, id, key ("tick/id": one
-    application)}."""
+def drawn_rows(tick: np.ndarray, accepted: np.ndarray, per_tick: int) -> np.ndarray:
+    """Row indices to draw of applications in tick order: every accepted one, and of the
+    others of each tick at most ``per_tick`` minus the accepted, evenly spread over the
+    tick's rows (the same rows on every redraw: a tick's rows never change)."""
+    keep = []
+    starts = np.flatnonzero(np.r_[True, tick[1:] != tick[:-1]])
+    for lo, hi in zip(starts, np.r_[starts[1:], tick.shape[0]], strict=True):
+        rows = np.arange(lo, hi)
+        acc = accepted[lo:hi]
+        others = rows[~acc]
+        room = max(per_tick - int(acc.sum()), 0)
+        if others.shape[0] > room:
+            others = (
+                others[np.linspace(0, others.shape[0] - 1, room).round().astype(int)]
+                if room
+                else others[:0]
+            )
+        keep.append(np.sort(np.concatenate([rows[acc], others])))
+    return np.concatenate(keep) if keep else np.zeros(0, dtype=np.int64)
+
+
+def applications(run: Run, t: int, window: int = 20, per_tick: int = 100) -> Columns:
+    """Applications of ticks t-window+1..t as scatter points {x (tick plus a fixed
+    jitter), tick, score, outcome, z (1 for the accepted, drawn on top), id, key ("tick/id":
+    one application)}; per tick every accepted one and at most ``per_tick`` in all
+    (:func:`drawn_rows`)."""
     apps = run.apps(t - window + 1, t)
     if not apps:
-        return {"x": [], "tick": [], "score": [], "outcome": [], "id": [], "key": []}
-    apps = {c: a[-limit:] for c, a in apps.items()}
+        return {"x": [], "tick": [], "score": [], "outcome": [], "z": [], "id": [], "key": []}
+    rows = drawn_rows(apps["tick"].astype(np.int64), apps["accepted"].astype(bool), per_tick)
+    apps = {c: a[rows] for c, a in apps.items()}
     ids = apps["cid"].astype(np.int64)
     tick = apps["tick"].astype(np.int64)
+    outcome = outcomes(apps)
     return {"x": json_list(tick + jitter(ids), 4), "tick": tick.tolist(),
             "score": json_list(apps["score"].astype(float), 4),
-            "outcome": outcomes(apps).tolist(), "id": ids.tolist(),
+            "outcome": outcome.tolist(), "z": (outcome == "accepted").astype(int).tolist(),
+            "id": ids.tolist(),
             "key": [f"{a}/{b}" for a, b in zip(tick.tolist(), ids.tolist(), strict=True)]}  # fmt: skip
+
+
+def application_note(run: Run, t: int, window: int = 20, per_tick: int = 100) -> Columns:
+    """{text: [...]}: how many of the window's applications :func:`applications` draws,
+    when it leaves some out (else no row)."""
+    apps = run.apps(t - window + 1, t)
+    if not apps:
+        return {"text": []}
+    n = apps["tick"].shape[0]
+    drawn = drawn_rows(apps["tick"].astype(np.int64), apps["accepted"].astype(bool), per_tick)
+    if drawn.shape[0] == n:
+        return {"text": []}
+    return {"text": [f"drawn: {drawn.shape[0]:,} of {n:,} (every accepted one)"]}
 
 
 def thresholds(run: Run, t: int, window: int = 20) -> Columns:
@@ -394,10 +485,8 @@ def card_rows(model: DashboardModel) -> list[dict[str, str]]:
     ``recourse-abm run`` and the studies. Empty before the first tick."""
     if model.tick == 0:
         return []
-    s = model.settings
-    cards = [(s.policy, model.outcome_card())]
-    if model.twin is not None:
-        cards.append((f"{s.compare} (side by side)", model.twin.outcome_card()))
+    cards = [(p, m.outcome_card()) for p, m in zip(model.settings.policies, model.models(),
+                                                   strict=True)]  # fmt: skip
     rows = []
     for name, label, _, _ in cards[0][1].rows():
         values = [c.values.get(name, float("nan")) for _, c in cards]

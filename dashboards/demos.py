@@ -23,7 +23,8 @@ class Demo:
         preset: scenario preset the demo starts from (``recourse-abm scenarios``).
         policy: the policy shown first (a registry name, or a spec with parameters such
             as ``improve-linucb:advice=segment``).
-        compare: a second policy run side by side on the same seed ("" for none).
+        compare: up to three more policies run side by side on the same seed.
+        charts: the world-extension charts the lesson is about (None: every one that is on).
         overrides: scenario fields changed from the preset (dashboard fields only:
             k, m, n_initial, validity, ticks, seed, beta, difficulty).
         explanation: markdown shown next to the controls: what to do and what to look for.
@@ -34,13 +35,14 @@ class Demo:
     preset: str
     policy: str
     explanation: str
-    compare: str = ""
+    compare: tuple[str, ...] = ()
     overrides: dict[str, Any] = field(default_factory=dict)
+    charts: tuple[str, ...] | None = None
 
     @property
     def required_policies(self) -> tuple[str, ...]:
         """The registry names the demo's policies build on (a spec's parameters dropped)."""
-        return tuple(part.name for p in (self.policy, self.compare) if p for part in parse_spec(p))
+        return tuple(part.name for p in (self.policy, *self.compare) for part in parse_spec(p))
 
 
 DEMOS: tuple[Demo, ...] = (
@@ -66,7 +68,7 @@ DEMOS: tuple[Demo, ...] = (
         title="2 · Harder features",
         preset="paper-hard",
         policy="threshold",
-        compare="threshold-true",
+        compare=("threshold-true",),
         explanation=(
             "Changes succeed with probability 1 − exp(−β a / dᵢ): a small **β** and a large "
             "difficulty **dᵢ** make a change likely to fail. Here β = 0.01.\n\n"
@@ -94,7 +96,7 @@ DEMOS: tuple[Demo, ...] = (
         title="4 · Risk-averse advice",
         preset="paper-hard",
         policy="safear",
-        compare="threshold",
+        compare=("threshold",),
         explanation=(
             "SafeAR plans recourse that accounts for the *risk* that a change fails, not "
             "only its expected cost. Compare it (solid) with standard threshold advice "
@@ -122,19 +124,22 @@ DEMOS: tuple[Demo, ...] = (
         title="6 · Improvement or gaming?",
         preset="improvement",
         policy="threshold",
-        compare="improve-linucb:advice=segment",
+        compare=("improve-linucb:advice=segment", "none"),
         explanation=(
             "Here the model can be fooled: features x8 and x9 are proxies. The model "
-            "rewards them, but they never change the true chance p* of a good outcome. "
-            "Whether an accepted applicant does well comes to light 5 ticks later.\n\n"
-            "Threshold advice (solid) asks for the cheapest change that reaches the "
-            "threshold, which often means the proxies. The bandit (dashed, "
-            "*improve-linucb*) learns from the outcomes that come to light which changes "
-            "truly help, and steers its advice that way.\n\n"
-            "Press **Play** and let 40 or 50 ticks run. In **Improvement or gaming?**: of "
-            "those who did all they were told, how many truly qualify, and how many "
-            "of the accepted only fooled the model? Does the gap between the two policies "
-            "open up as the bandit learns? Compare RR in **Does advice work?**\n\n"
+            "rewards them, but they never change the true qualification h*(x) of an "
+            "applicant. Three policies on the same applicants: threshold advice, a bandit "
+            "that learns from true outcomes which changes truly help "
+            "(*improve-linucb*), and no advice at all (*none*).\n\n"
+            "Press **Play** and **Pause** after 30 to 40 ticks; the figures hold from then "
+            "on. Point at **Does advice make people better?**: the true gain of advice "
+            "carried out stays at 0 for threshold advice and is above 0 for the bandit. Then "
+            "at **Who is accepted, and what was advised**: all of threshold's advised change "
+            "is on proxies (dashed line at 1), about half of the bandit's; and the share of "
+            "acceptances that truly qualify is no higher with threshold advice than with no "
+            "advice (solid lines of threshold and none together), higher with the bandit's. "
+            "Last, RR in **Does advice work?**: is the advice that makes people better "
+            "the more reliable?\n\n"
             "*Ask:* is advice that gets people accepted good advice?"
         ),
     ),
@@ -143,18 +148,23 @@ DEMOS: tuple[Demo, ...] = (
         title="7 · Fairness-aware advice",
         preset="fair-scarf",
         policy="threshold",
-        compare="scarf",
+        compare=("scarf",),
+        charts=("groups", "group-distance", "budget"),
         explanation=(
-            "Two groups, one starting behind, a causal graph between the features and a "
-            "budget for advice. Threshold advice (solid) treats everyone alike; *scarf* "
-            "(dashed) plans a sequence of changes over several rounds, aimed at bringing the "
-            "groups together, within the budget.\n\n"
-            "Choosing this demonstration first trains scarf's generator: wait for it (about "
-            "15-20 seconds), then press **Play**. Watch **Groups: who gets accepted?** (the "
-            "gap between the groups, solid against dashed) and **Groups: how far apart are "
-            "they?**: does fairness-aware advice close the gap faster? What does it cost in "
-            "**Budget for advice** and in RR?\n\n"
-            "*Ask:* should advice treat everyone the same, or help those who start behind?"
+            "Two groups, group 0 starting behind, a causal graph between the features and a "
+            "budget of 20 for all the advice of the episode. Threshold advice treats "
+            "everyone alike; *scarf* plans changes over several rounds, aimed at bringing "
+            "the groups together, within the budget.\n\n"
+            "Choosing this demonstration first trains scarf (about 15-20 seconds): start it "
+            "while you introduce the scenario. Then press **Play** and **Pause** after about "
+            "30 ticks. Point at **Groups: who gets accepted?**: the dotted gap lines of the "
+            "two policies run close together: in this world fairness-aware advice does not "
+            "close the gap faster. **Groups: how far apart are they?**: the distance falls "
+            "slowly under both. **Budget for advice**: both pace the budget over the episode. "
+            "Last, RR in **Does advice work?**: scarf's advice is rarely enough to be "
+            "accepted.\n\n"
+            "*Ask:* should advice treat everyone alike, or help those who start behind? Who "
+            "pays for it?"
         ),
     ),
 )

@@ -1,5 +1,5 @@
-"""What the dashboard's sidebar edits, the model it builds from it, and the CLI command
-that reproduces that model.
+"""What the dashboard's sidebar edits, the model it builds from it, the CLI command
+that reproduces that model, and the page address that brings the same view back.
 
 :class:`Settings` holds the raw inputs (numbers from sliders, text from input boxes).
 :meth:`Settings.with_input` checks one input as it arrives from the browser: the server
@@ -7,6 +7,9 @@ enforces the widgets' limits itself, so a crafted client gets the same one-line
 :class:`ConfigError` as a bad value typed into a box. :meth:`Settings.resolve` turns the
 inputs into a validated :class:`ScenarioConfig` through the path of
 ``recourse-abm run --set KEY=VALUE`` (TOML values, ``ScenarioConfig`` validation).
+:func:`to_query` and :func:`from_query` write the settings, the ticks run and the tick
+shown into the page address and read them back through the same checks.
+:func:`policy_support` says which policies a preset can run, and why not.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import math
 import numbers
 import re
 import shlex
+import threading
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +36,9 @@ from abm.validation import ConfigError, interval, problem
 MAX_DASHBOARD_POOL = 5_000
 MAX_TEXT = 400  # characters of a text box the server reads (a difficulty list needs ~60)
 OFF = "off"  # the "compare with" choice that runs no second policy
+MAX_POLICIES = 4  # side by side on one seed: the policy and up to three more
+# the inputs naming the second, third and fourth policy (slots of Settings.compare)
+COMPARE_INPUTS = ("compare", "compare_2", "compare_3")
 
 # slider label and range (widened when the preset's own value lies outside)
 SLIDERS: dict[str, tuple[str, int, int]] = {
@@ -51,13 +59,49 @@ _SCENARIO_FIELDS = ("k", "m", "n_initial", "validity", "ticks", "seed", "beta", 
 # their default advice (docs/improvement.md), so the dashboard offers the variant that does
 POLICY_VARIANTS: dict[str, str] = {
     "improve-linucb:advice=segment": (
-        "improvement (ARLIM): LinUCB learns from revealed outcomes which direction of "
-        "change truly improves; segment advice (walk towards the arm only as far as the goal)"
+        "learns from true outcomes which changes truly help (a bandit); segment advice: "
+        "change only as far as the goal needs"
     ),
     "improve-proto:advice=segment": (
-        "improvement (ARLIM): the cheapest valid prototype, learns nothing; segment advice "
-        "(walk towards the arm only as far as the goal)"
+        "the cheapest change towards a typical accepted applicant, learns nothing; segment "
+        "advice: change only as far as the goal needs"
     ),
+}
+# what each policy advises, in the words of a lesson (the registry's descriptions are for
+# researchers: "G-RSVI per candidate, beta_risk from the candidate"); a policy missing here
+# shows the registry's description
+PLAIN_NOTES: dict[str, str] = {
+    "threshold": "standard practice: reach this round's threshold by the cheapest change, "
+    "every feature counted as equally hard",
+    "threshold-true": "like threshold, but knowing how hard each feature truly is to change",
+    "threshold-estimated": "like threshold, learning from the applicants' attempts how hard "
+    "each feature is",
+    "threshold-explore": "like threshold-estimated, sometimes advising rarely tried features "
+    "to learn about them",
+    "threshold-dice": "reach the threshold with advice from DiCE (several diverse options)",
+    "threshold-ustun": "reach the threshold with the fewest features changed (Ustun's "
+    "actionable recourse)",
+    "threshold-wachter": "reach the threshold with the nearest change found by gradient "
+    "steps (Wachter)",
+    "none": "no advice at all (the control): the rejected simply try again",
+    "lookahead": "a privileged reference: simulates the coming rounds to set a goal that "
+    "will still be enough",
+    "safear": "risk-averse advice: prefers changes that are likely to succeed, not only cheap",
+    "ei": "no advice; the model itself is trained to give both groups an equal chance to improve",
+    "scarf": "fairness-aware advice planned over several rounds, to bring two groups closer, "
+    "within a budget",
+    "scarf-mlp": "like scarf, without memory of earlier rounds (a comparison)",
+    "improve-linucb": "learns from true outcomes which changes truly help (a bandit)",
+    "improve-proto": "advises the cheapest change towards a typical accepted applicant; "
+    "learns nothing",
+    "improve-bwo": "learns from true outcomes which changes truly help (a tree model)",
+    "robust-l1": "advice that stays enough if the model changes a little (robust recourse)",
+    "robust-l2": "advice that stays enough if the model changes a little (robust recourse)",
+    "robust-linf": "advice that stays enough if the model changes a little (robust recourse)",
+    "roar-l1": "advice that stays enough if the model changes a little (ROAR)",
+    "roar-linf": "advice that stays enough if the model changes a little (ROAR)",
+    "rl": "learned goal and learned advice (the paper's method, trained in advance)",
+    "rl-recommender": "this round's threshold as goal, advice from a trained network",
 }
 # what a policy does while the model is built, for those that take seconds to prepare
 PREPARING: dict[str, str] = {
@@ -66,6 +110,13 @@ PREPARING: dict[str, str] = {
 }
 _PAPER = get_scenario("paper")
 _SERIALS = itertools.count()
+# why a preset cannot run a policy that trains for seconds when prepared, without training
+# it: (what the preset needs, the check); the real refusal is the policy's own first check
+SLOW_POLICY_NEEDS: dict[str, tuple[str, Callable[[ScenarioConfig], bool]]] = {
+    "scarf": ("needs a budget for advice (budget)", lambda c: c.budget is not None),
+    "scarf-mlp": ("needs a budget for advice (budget)", lambda c: c.budget is not None),
+}
+REASON_CHARS = 90  # a refusal as the policy menus show it
 
 
 def dashboard_presets() -> list[str]:
@@ -91,16 +142,71 @@ def dashboard_policies() -> list[str]:
 
 
 def policy_description(spec: str) -> str:
-    """One line on what ``spec`` advises (the registry's description, or the variant's)."""
+    """One line on what ``spec`` advises, in plain words (:data:`PLAIN_NOTES`, the
+    variant's, or else the registry's description)."""
     if spec in POLICY_VARIANTS:
         return POLICY_VARIANTS[spec]
-    return REGISTRY.describe("policy").get(base_name(spec), "")
+    name = base_name(spec)
+    if name.startswith("hybrid-"):
+        return (f"learned goal with {name.removeprefix('hybrid-')} advice (the paper's "
+                "hybrid, trained in advance)")  # fmt: skip
+    return PLAIN_NOTES.get(name) or REGISTRY.describe("policy").get(name, "")
+
+
+_support_lock = threading.Lock()
+_support: dict[str, dict[str, str]] = {}
+
+
+def policy_support(preset: str) -> dict[str, str]:
+    """Policy spec -> "" if preset ``preset`` (with its own settings) can run it, else why
+    not, in one line. Each policy is prepared as the model would prepare it, except the
+    :data:`SLOW_POLICY_NEEDS` (checked without training). Computed once per preset and
+    process (the first call for a preset takes up to a few seconds)."""
+    with _support_lock:
+        if preset in _support:
+            return _support[preset]
+    config = get_scenario(preset)
+    host = RecourseModel(config, "none", agents=False, record_events=False)
+    out = {}
+    for spec in dashboard_policies():
+        slow = SLOW_POLICY_NEEDS.get(base_name(spec))
+        if slow is not None:
+            out[spec] = "" if slow[1](config) else slow[0]
+            continue
+        try:
+            make_policy(spec).prepare(host.context)
+            out[spec] = ""
+        except Exception as exc:  # any refusal is a reason to show, not a crash
+            text = " ".join(str(exc).split()) or type(exc).__name__
+            out[spec] = text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1] + "…"
+    with _support_lock:
+        _support[preset] = out
+    return out
+
+
+def known_support(preset: str) -> dict[str, str] | None:
+    """:func:`policy_support` of ``preset`` if it is computed already, else None."""
+    with _support_lock:
+        return _support.get(preset)
+
+
+def fit_to_preset(settings: Settings) -> tuple[Settings, list[str]]:
+    """``settings`` with every policy its preset cannot run replaced (the first by
+    ``threshold``, the others left out), and what was replaced, as sentences."""
+    support = policy_support(settings.preset)
+    notes = [f"{p} does not run on {settings.preset} ({support[p]})"
+             for p in settings.policies if support.get(p)]  # fmt: skip
+    if not notes:
+        return settings, []
+    policy = settings.policy if not support.get(settings.policy) else "threshold"
+    compare = tuple(p for p in settings.compare if not support.get(p) and p != policy)
+    return settings.replace(policy=policy, compare=compare, demo=""), notes
 
 
 def preparing_text(settings: Settings) -> str:
     """What the page says while the model of ``settings`` is being built, e.g.
     ``"preparing scarf (training its generator)…"``."""
-    names = [p for p in (settings.policy, settings.compare) if p]
+    names = settings.policies
     slow = [f"{p} ({PREPARING[base_name(p)]})" for p in names if base_name(p) in PREPARING]
     return "preparing " + (" and ".join(slow) if slow else "the run") + "…"
 
@@ -135,7 +241,7 @@ class Settings:
 
     preset: str = "paper"
     policy: str = "threshold"
-    compare: str = ""  # a second policy on the same seed; "" = off
+    compare: tuple[str, ...] = ()  # up to three more policies on the same seed
     k: int = _PAPER.k
     m: int = _PAPER.m
     n_initial: int = _PAPER.n_initial
@@ -145,6 +251,15 @@ class Settings:
     beta: str = _fmt_number(_PAPER.beta)
     difficulty: str = ", ".join(_fmt_number(d) for d in _PAPER.difficulty)
     demo: str = ""  # the demonstration these settings came from, if any
+
+    def __post_init__(self) -> None:
+        if isinstance(self.compare, str):  # one policy given as text ("" for none)
+            object.__setattr__(self, "compare", (self.compare,) if self.compare else ())
+
+    @property
+    def policies(self) -> list[str]:
+        """Every policy shown: the policy, then the ones compared with it."""
+        return [self.policy, *self.compare]
 
     @classmethod
     def from_preset(cls, preset: str = "paper", **changes: Any) -> Settings:
@@ -193,10 +308,24 @@ class Settings:
             return Settings.from_preset(value, policy=self.policy, compare=self.compare)
         if name == "policy":
             _one_of("policy", value, dashboard_policies())
-            return self.replace(policy=value, demo="")
-        if name == "compare":
-            _one_of("compare", value, [OFF, *dashboard_policies()])
-            return self.replace(compare="" if value == OFF else value, demo="")
+            return self.replace(policy=value, compare=tuple(p for p in self.compare
+                                                            if p != value), demo="")  # fmt: skip
+        if name in COMPARE_INPUTS:
+            _one_of(name, value, [OFF, *dashboard_policies()])
+            slot = COMPARE_INPUTS.index(name)
+            compare = list(self.compare)
+            if value == OFF:
+                del compare[slot : slot + 1]
+            else:
+                others = [p for i, p in enumerate(self.policies) if i != slot + 1]
+                if value in others:
+                    raise ConfigError(problem(name, value, "a policy not shown yet (it is)"))
+                if slot > len(compare):
+                    raise ConfigError(
+                        problem(name, value, f"off (choose {COMPARE_INPUTS[slot - 1]} first)")
+                    )
+                compare[slot : slot + 1] = [value]
+            return self.replace(compare=tuple(compare), demo="")
         if name in SLIDERS:
             lo, hi = self.slider_range(name)
             ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
@@ -207,8 +336,8 @@ class Settings:
             if not isinstance(value, str) or len(value) > MAX_TEXT:
                 raise ConfigError(problem(name, value, f"text of at most {MAX_TEXT} characters"))
             return self.replace(**{name: value})
-        raise ConfigError(problem("input", name, "one of preset, policy, compare, "
-                                  + ", ".join(_SCENARIO_FIELDS)))  # fmt: skip
+        raise ConfigError(problem("input", name, "one of preset, policy, "
+                                  + ", ".join([*COMPARE_INPUTS, *_SCENARIO_FIELDS])))  # fmt: skip
 
     def resolve(self) -> ScenarioConfig:
         """The validated scenario; raises :class:`ConfigError` naming the bad field."""
@@ -236,10 +365,114 @@ class Settings:
 
     def cli_text(self) -> str:
         """The shell command(s) that reproduce the current run, one line per policy."""
-        lines = [shlex.join(self.cli_args())]
-        if self.compare:
-            lines.append(shlex.join(self.cli_args(self.compare)))
-        return "\n".join(lines)
+        return "\n".join(shlex.join(self.cli_args(p)) for p in self.policies)
+
+
+# -- the page address ------------------------------------------------------------------------
+QUERY_KEYS = ("demo", "preset", "policy", "compare", *_SCENARIO_FIELDS, "run", "shown")
+
+
+def to_query(settings: Settings, run: int = 0, shown: int | None = None) -> str:
+    """The page address's query for ``settings`` after ``run`` ticks, showing tick ``shown``
+    (None: the newest): the demonstration or the preset, then only what differs from it."""
+    if settings.demo:
+        from dashboards.demos import DEMOS  # demos import this module
+
+        base = Settings.from_demo(next(d for d in DEMOS if d.name == settings.demo))
+        pairs = [("demo", settings.demo)]
+    else:
+        base = Settings.from_preset(settings.preset)
+        pairs = [("preset", settings.preset)]
+    if settings.preset != base.preset:
+        pairs.append(("preset", settings.preset))
+    if settings.policy != base.policy or not settings.demo:
+        pairs.append(("policy", settings.policy))
+    if settings.compare != base.compare:
+        pairs += [("compare", p) for p in settings.compare] or [("compare", OFF)]
+    pairs += [(name, str(getattr(settings, name))) for name in _SCENARIO_FIELDS
+              if getattr(settings, name) != getattr(base, name)]  # fmt: skip
+    if run:
+        pairs.append(("run", str(run)))
+    if shown is not None and shown != run - 1:
+        pairs.append(("shown", str(shown)))
+    return urllib.parse.urlencode(pairs, safe=":+,=")
+
+
+def _query_int(name: str, text: str, lo: int, hi: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not lo <= value <= hi:
+        raise ConfigError(problem(name, text, interval(lo, hi, integer=True)))
+    return value
+
+
+def from_query(query: str, demos: dict) -> tuple[Settings, int, int | None, list[str]]:
+    """(settings, ticks to run, tick to show or None, problems) from a page address's
+    query, every value through the sidebar's checks; a bad value is left out and named
+    in ``problems`` (one line each), the rest applies."""
+    params = urllib.parse.parse_qsl(query or "", keep_blank_values=True)
+    problems: list[str] = []
+    values: dict[str, list[str]] = {}
+    for key, value in params:
+        if key not in QUERY_KEYS:
+            problems.append(problem("address", key, "one of " + ", ".join(QUERY_KEYS)))
+            continue
+        values.setdefault(key, []).append(value)
+
+    def attempt(apply: Callable[[], Any]) -> None:
+        try:
+            apply()
+        except ConfigError as exc:
+            problems.append(str(exc))
+
+    settings = Settings.from_preset()
+    demo = values.get("demo", [""])[-1]
+    if demo:
+        if demo in demos:
+            settings = Settings.from_demo(demos[demo])
+        else:
+            problems.append(problem("demo", demo, "one of " + ", ".join(demos)))
+    state = {"s": settings}
+
+    def put(name: str, value: Any) -> None:
+        state["s"] = state["s"].with_input(name, value)
+
+    for preset in values.get("preset", [])[-1:]:
+        if preset != state["s"].preset:
+            attempt(lambda preset=preset: put("preset", preset))
+    for policy in values.get("policy", [])[-1:]:
+        attempt(lambda policy=policy: put("policy", policy))
+    if "compare" in values:
+        compare = [p for p in values["compare"] if p != OFF]
+        if len(compare) >= MAX_POLICIES:
+            problems.append(problem("compare", ",".join(compare),
+                                    f"at most {MAX_POLICIES - 1} policies"))  # fmt: skip
+            compare = compare[: MAX_POLICIES - 1]
+        state["s"] = state["s"].replace(compare=())
+        for i, p in enumerate(compare):
+            attempt(lambda i=i, p=p: put(COMPARE_INPUTS[i], p))
+    for name in SLIDERS:
+        for text in values.get(name, [])[-1:]:
+            lo, hi = state["s"].slider_range(name)
+            attempt(lambda name=name, text=text, lo=lo, hi=hi:
+                    put(name, _query_int(name, text, lo, hi)))  # fmt: skip
+    for name in TEXT_FIELDS:
+        for text in values.get(name, [])[-1:]:
+            attempt(lambda name=name, text=text: put(name, text))
+    settings = state["s"]
+    if demo in demos and settings.demo == "" and "policy" not in values and "compare" not in values:
+        settings = settings.replace(demo=demo)
+    run, shown = 0, None
+    for text in values.get("run", [])[-1:]:
+        attempt(lambda text=text: state.update(run=_query_int("run", text, 0, settings.ticks)))
+    run = state.get("run", 0)
+    for text in values.get("shown", [])[-1:]:
+        attempt(lambda text=text: state.update(
+            shown=_query_int("shown", text, 0, max(run - 1, 0))))  # fmt: skip
+    shown = state.get("shown")
+    return settings, run, shown, problems
 
 
 def _toml_text(value: Any) -> str:
@@ -261,36 +494,47 @@ def check_policy(name: str, field: str = "policy") -> None:
 
 
 class DashboardModel(RecourseModel):
-    """A :class:`RecourseModel` built from :class:`Settings`, with an optional twin.
+    """A :class:`RecourseModel` built from :class:`Settings`, with up to three twins.
 
-    The twin runs ``settings.compare`` on the same scenario and seed in lockstep, so both
-    policies see identical arrivals (a paired comparison). Both record their per-application
-    events (the agent view, the effort chart and replay read them); Mesa agent handles are
-    off (the views read the recorded tables).
+    Each twin runs one of ``settings.compare`` on the same scenario and seed in lockstep,
+    so every policy sees identical arrivals (a paired comparison). All record their
+    per-application events (the agent view, the effort chart and replay read them); Mesa
+    agent handles are off (the views read the recorded tables).
     """
 
     def __init__(self, settings: Settings | None = None) -> None:
         settings = Settings.from_preset() if settings is None else settings
         config = settings.resolve()
         check_policy(settings.policy)
-        if settings.compare:
-            check_policy(settings.compare, "compare")
+        if len(settings.compare) >= MAX_POLICIES or len(set(settings.policies)) < len(
+            settings.policies
+        ):
+            raise ConfigError(problem("compare", ",".join(settings.compare),
+                                      f"at most {MAX_POLICIES - 1} other policies, each once"))  # fmt: skip
+        for name, spec in zip(COMPARE_INPUTS, settings.compare, strict=False):
+            check_policy(spec, name)
         super().__init__(config, settings.policy, agents=False, record_events=True)
         self.settings = settings
         self.serial = next(_SERIALS)  # tells the browser's charts that the model is new
-        self.twin = (
-            RecourseModel(config, settings.compare, agents=False, record_events=True)
-            if settings.compare
-            else None
-        )
+        self.twins = [RecourseModel(config, spec, agents=False, record_events=True)
+                      for spec in settings.compare]  # fmt: skip
         self._cache: tuple[int, dict[str, Any]] = (-1, {})
+
+    @property
+    def twin(self) -> RecourseModel | None:
+        """The first twin (None without one)."""
+        return self.twins[0] if self.twins else None
+
+    def models(self) -> list[RecourseModel]:
+        """The model of each policy, in the order of ``settings.policies``."""
+        return [self, *self.twins]
 
     def step(self) -> None:
         if not self.running:  # a late Play tick after the last one does nothing
             return
         super().step()
-        if self.twin is not None:
-            self.twin.step()
+        for twin in self.twins:
+            twin.step()
 
     def per_tick(self, key: str, build: Callable[[], Any]) -> Any:
         """``build()``, computed once per tick (every view reads the same record)."""
@@ -304,6 +548,8 @@ class DashboardModel(RecourseModel):
 
 
 __all__ = [
+    "COMPARE_INPUTS",
+    "MAX_POLICIES",
     "OFF",
     "POLICY_VARIANTS",
     "PREPARING",
@@ -316,7 +562,12 @@ __all__ = [
     "check_policy",
     "dashboard_policies",
     "dashboard_presets",
+    "fit_to_preset",
+    "known_support",
+    "from_query",
     "path_safe",
+    "policy_support",
     "policy_description",
     "preparing_text",
+    "to_query",
 ]

@@ -9,6 +9,9 @@ strings, so nothing but Python files has to be installed).
 - :class:`ApplicantTable`: the applicants with coloured outcomes; a click on a row picks
   the applicant for the agent view.
 - :class:`CopyBox`: a command in a box, with a button that copies it to the clipboard.
+- :class:`Address`: keeps the page address on the view shown.
+- :class:`PageKeys`: Escape closes the settings drawer; the window's width sets it open
+  or closed when the page opens.
 
 Vega, Vega-Lite and vega-embed load through require.js from Solara's CDN path, which the
 server answers from its local cache (``scripts/solara-offline-assets.sh``): no request
@@ -351,3 +354,64 @@ class CopyBox(v.VuetifyTemplate):
 
     template = traitlets.Unicode(COPY_TEMPLATE).tag(sync=True)
     text = traitlets.Unicode("").tag(sync=True)
+
+
+ADDRESS_TEMPLATE = r"""
+<template><span class="rabm-address" style="display: none"></span></template>
+<script>
+module.exports = {
+    mounted() { this.write(); },
+    watch: { query() { this.write(); } },
+    methods: {
+        write() {
+            // replace, not push: Back leaves the page instead of stepping back through ticks
+            const url = new URL(window.location.href);
+            url.search = this.query ? '?' + this.query : '';
+            if (url.href !== window.location.href) {
+                window.history.replaceState(window.history.state, '', url.href);
+            }
+        },
+    },
+}
+</script>
+"""
+
+
+class Address(v.VuetifyTemplate):
+    """Writes ``query`` into the page address (history.replaceState: no new history entry),
+    so a reload, a bookmark or a shared link comes back to the same view."""
+
+    template = traitlets.Unicode(ADDRESS_TEMPLATE).tag(sync=True)
+    query = traitlets.Unicode("").tag(sync=True)
+
+
+KEYS_TEMPLATE = r"""
+<template><span class="rabm-keys" style="display: none"></span></template>
+<script>
+module.exports = {
+    mounted() {
+        this.onKey = (event) => { if (event.key === 'Escape') this.escape(); };
+        document.addEventListener('keydown', this.onKey);
+        this.width(window.innerWidth);
+    },
+    destroyed() { document.removeEventListener('keydown', this.onKey); },
+}
+</script>
+"""
+
+
+class PageKeys(v.VuetifyTemplate):
+    """Escape anywhere on the page calls ``on_escape()``; ``on_width(pixels)`` gets the
+    window's width once, when the page opens."""
+
+    template = traitlets.Unicode(KEYS_TEMPLATE).tag(sync=True)
+    on_escape = traitlets.Callable(None, allow_none=True)
+    on_width = traitlets.Callable(None, allow_none=True)
+
+    def vue_escape(self, _=None):
+        if self.on_escape is not None:
+            self.on_escape()
+
+    def vue_width(self, pixels=None):
+        if self.on_width is not None:
+            self.on_width(pixels)

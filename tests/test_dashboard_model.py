@@ -2,6 +2,7 @@
 data behind every view (live and replayed), chart specs, export, the CLI command, and
 the Solara page rendered in-process (Step, Reset, demos, bad input)."""
 
+import copy
 import csv
 import io
 import json
@@ -32,7 +33,7 @@ from dashboards.settings import (  # noqa: E402
 )
 
 EXTENSION_PRESETS = {
-    "improvement": ["true-outcomes", "improvement-gaming"],
+    "improvement": ["true-gain", "qualified", "true-outcomes"],
     "retraining": ["validity"],
     "groups": ["groups", "group-distance"],
     "causal": ["causal"],
@@ -98,6 +99,12 @@ def test_bad_settings_raise_the_cli_message(changes, message):
         ("beta", 5, "beta = 5 is not allowed; allowed: text of at most 400 characters"),
         ("difficulty", "1," * 300, "difficulty = '1,1,1,"),
         ("rho", 0.5, "input = 'rho' is not allowed; allowed: one of preset, policy"),
+        (
+            "compare",
+            "threshold",
+            "compare = 'threshold' is not allowed; allowed: a policy not shown",
+        ),
+        ("compare_2", "none", "compare_2 = 'none' is not allowed; allowed: off (choose compare"),
     ],
 )
 def test_every_input_is_checked_on_the_server(name, value, message):
@@ -110,8 +117,9 @@ def test_every_input_is_checked_on_the_server(name, value, message):
 def test_good_inputs_apply_and_a_preset_keeps_the_policies():
     s = Settings().with_input("policy", "none").with_input("compare", "threshold-true")
     s = s.with_input("preset", "paper-T5")
-    assert (s.preset, s.policy, s.compare, s.validity) == ("paper-T5", "none", "threshold-true", 5)
-    assert s.with_input("compare", "off").compare == ""
+    assert (s.preset, s.policy, s.compare, s.validity) == (
+        "paper-T5", "none", ("threshold-true",), 5)  # fmt: skip
+    assert s.with_input("compare", "off").compare == ()
     assert s.with_input("seed", 7.0).seed == 7  # JSON numbers may arrive as floats
     lo, hi = Settings.from_preset("motivating-example").slider_range("ticks")
     assert (lo, hi) == (1, 300)
@@ -173,7 +181,8 @@ def test_demos_check_the_registry_at_run_time():
             continue  # trains for seconds: test_fair_scarf_side_by_side builds and steps it
         stepped(Settings.from_demo(demo), 1)
     # a spec with parameters needs its registry name only
-    assert "improvement-vs-gaming" in available_demos({"threshold": "", "improve-linucb": ""})
+    assert "improvement-vs-gaming" in available_demos(
+        {"threshold": "", "improve-linucb": "", "none": ""})  # fmt: skip
     assert "improvement-vs-gaming" not in available_demos({"threshold": ""})
 
 
@@ -263,7 +272,7 @@ def test_series_known_answer_and_nan_as_null():
 
 def test_scatter_jitter_stays_within_its_tick():
     model = stepped(Settings.from_preset("paper", n_initial=300), 3)
-    cols = data.applications(data.runs(model)[0], 2, window=20)
+    cols = data.applications(data.runs(model)[0], 2, window=20, per_tick=10**6)
     x, tick = np.array(cols["x"]), np.array(cols["tick"])
     assert np.all(np.abs(x - tick) <= 0.25) and x.min() >= -0.25
     assert data.n_rows(cols) == len(model.candidate_table())
@@ -375,34 +384,132 @@ def test_count_axes_are_integers():
         assert enc["axis"]["format"] == "d", name
 
 
-def test_side_by_side_charts_name_both_policies():
-    model = stepped(Settings.from_preset("paper", compare="threshold-true"), 3)
+FOUR = ("threshold-true", "none", "threshold-estimated")
+
+
+def _colour_uses(spec) -> list[tuple[str, str, str]]:
+    """(channel field, domain value, colour) of every colour scale and fixed mark colour."""
+    out = []
+    for layer in spec.get("layer", [spec]):
+        mark = layer.get("mark", {})
+        if isinstance(mark, dict) and "color" in mark:
+            out.append(("mark", "", mark["color"]))
+        enc = layer.get("encoding", {})
+        colour = enc.get("color")
+        if isinstance(colour, dict) and "scale" in colour:
+            for value, c in zip(colour["scale"]["domain"], colour["scale"]["range"], strict=True):
+                out.append((colour["field"], value, c))
+    return out
+
+
+def test_four_policies_side_by_side_in_every_chart_with_their_own_colour_and_dash():
+    model = stepped(Settings.from_preset("groups", compare=FOUR), 3)
+    policies = model.settings.policies
+    assert len(model.twins) == 3 and len(set(policies)) == 4
+    styles = data.policy_styles(policies)
+    assert len({c for c, _ in styles.values()}) == 4
+    assert len({tuple(d) for _, d in styles.values()}) == 4
     runs = data.runs(model)
-    both = {"threshold", "threshold-true"}
     for chart in charts.charts(model):
         if chart.name in ("scores", "applicants"):
-            continue  # one policy's applicants; the title says whose
+            continue  # one policy's applicants (the "applicants of" choice); tested below
         cols = chart.datasets(runs, 2)["main"]
-        assert set(cols["policy"]) == both, chart.name
-        policy_channels = [enc[ch] for enc in _encodings(chart.spec) for ch in enc
-                           if isinstance(enc[ch], dict) and enc[ch].get("field") == "policy"
-                           and ch in ("color", "strokeDash")]  # fmt: skip
-        assert policy_channels, chart.name
-        assert all(set(p["scale"]["domain"]) == both and p["title"] == "policy"
-                   for p in policy_channels)  # fmt: skip
+        assert set(cols["policy"]) == set(policies), chart.name
+        channels = [enc[ch] for enc in _encodings(chart.spec) for ch in enc
+                    if isinstance(enc[ch], dict) and enc[ch].get("field") == "policy"
+                    and ch in ("color", "strokeDash")]  # fmt: skip
+        assert channels and all(c["title"] == "policy" for c in channels), chart.name
+        for c in channels:  # each policy its own style, whatever its position
+            kind = 0 if c is channels[0] and "color" in str(c) else None
+            rng = dict(zip(c["scale"]["domain"], c["scale"]["range"], strict=True))
+            assert set(rng) == set(policies), chart.name
+            del kind
+    # a policy keeps its style whatever it is shown with, and in whichever position
+    alone = data.policy_styles(["threshold-true", "threshold"])
+    assert alone["threshold"] == styles["threshold"]
+    assert alone["threshold-true"] == styles["threshold-true"]
+    # the applicant views show the policy asked for
+    whose = charts.charts(model, whose=2)
+    assert "(none)" in " ".join(_texts(next(c for c in whose if c.name == "scores").spec))
+    # the table, CSV and card have every policy
+    from dashboards.app import csv_bytes
+
+    rows = list(csv.DictReader(io.StringIO(csv_bytes(model, "ticks").decode())))
+    assert [r["policy"] for r in rows] == [p for p in policies for _ in range(3)]
+    assert set(data.card_rows(model)[0]) == {"figure", *policies}
+    assert len(model.settings.cli_text().splitlines()) == 4
 
 
-def test_single_policy_series_differ_in_colour_and_dash():
-    model = stepped(Settings.from_preset("paper"), 2)
-    pool = {c.name: c.spec for c in charts.charts(model)}["pool"]
-    enc = _encodings(pool)[0]
-    colours, dashes = enc["color"]["scale"]["range"], enc["strokeDash"]["scale"]["range"]
-    assert len(set(colours)) == len(colours) == 5
-    assert len({tuple(d) for d in dashes}) == len(dashes) == 5
-    # the outcome colours are the table's
-    domain = enc["color"]["scale"]["domain"]
-    assert colours[domain.index("accepted")] == data.OUTCOME_COLOURS["accepted"]
-    assert colours[domain.index("waiting")] == data.OUTCOME_COLOURS["waiting"]
+def test_one_colour_language():
+    """Outcome colours mean outcomes only; policy colours are none of them; a chart over
+    ticks with several measures tells them apart by dash, not colour."""
+    model = stepped(Settings.from_preset("fair-scarf", policy="threshold", compare=FOUR), 2)
+    outcome = set(data.OUTCOME_COLOURS.values())
+    assert not outcome & set(data.POLICY_COLOURS)
+    for chart in charts.charts(model):
+        for field, value, colour in _colour_uses(chart.spec):
+            if colour in outcome:  # an outcome colour names that outcome, nothing else
+                assert field in ("series", "decision", "outcome"), (chart.name, field, value)
+                assert value.startswith(next(k for k, c in data.OUTCOME_COLOURS.items()
+                                             if c == colour)), (chart.name, value)  # fmt: skip
+            elif field == "policy":
+                assert colour == data.policy_styles(model.settings.policies)[value][0]
+            else:  # otherwise only the reference black and neutral greys
+                assert colour in (data.REFERENCE, "#555", charts.MEASURE_STROKE), (
+                    chart.name,
+                    colour,
+                )
+    rr = {c.name: c.spec for c in charts.charts(model)}["reliability"]
+    enc = _encodings(rr)[0]
+    assert enc["color"]["field"] == "policy" and enc["strokeDash"]["field"] == "series"
+    # the effort legend's swatches are squares like its bars, in the bar's colour alone
+    one = stepped(Settings.from_preset("paper"), 1)
+    effort = {c.name: c.spec for c in charts.charts(one)}["effort"]
+    legend = _encodings(effort)[0]["opacity"]["legend"]
+    assert legend["symbolType"] == "square"
+    assert legend["symbolFillColor"] == data.policy_styles(["threshold"])["threshold"][0]
+
+
+def test_bins_have_an_edge_at_the_threshold_so_the_demo_1_tie_shows():
+    model = stepped(Settings.from_demo(available_demos()["threshold-trap"]), 2)
+    run = data.runs(model)[0]
+    threshold = data.threshold_at(run, 1)
+    bins = data.score_bins(run, 1)
+    threshold = round(threshold, 6)  # as sent to the browser
+    assert threshold in bins["lo"]  # a bar starts exactly at the threshold
+    at = [i for i, lo in enumerate(bins["lo"]) if lo == threshold]
+    # the two second attempts tied at the threshold: one accepted, one rejected, in the
+    # bar that starts there; no bar mixes scores below the threshold with those above
+    assert sorted(bins["decision"][i] for i in at) == ["accepted", "rejected"]
+    each = data.scores(run, 1)
+    for lo, hi, d in zip(bins["lo"], bins["hi"], bins["decision"], strict=True):
+        assert hi <= threshold or lo >= threshold
+        assert d in each["decision"]
+    assert len(each["score"]) == sum(bins["count"])
+    title = {c.name: c.spec for c in charts.charts(model)}["scores"]["title"]["text"]["expr"]
+    assert "no tick run yet" in title and "tick < 0" in title
+
+
+def test_scatter_keeps_every_tick_and_every_accepted_one_on_top():
+    model = stepped(Settings.from_preset("paper", n_initial=1000), 3)
+    run = data.runs(model)[0]
+    cols = data.applications(run, 2, window=20, per_tick=100)
+    table = model.candidate_table()
+    ticks = np.array(cols["tick"])
+    for t in range(3):  # tick 0 is drawn too (the newest 2,000 used to crowd it out)
+        n_acc = int(table.loc[table["tick"] == t, "accepted"].sum())
+        mine = ticks == t
+        assert 0 < mine.sum() <= max(100, n_acc)
+        assert (
+            sum(o == "accepted" for o, m in zip(cols["outcome"], mine, strict=True) if m) == n_acc
+        )
+    assert cols["z"] == [int(o == "accepted") for o in cols["outcome"]]
+    assert data.application_note(run, 2)["text"][0].startswith(f"drawn: {len(ticks):,} of")
+    spec = {c.name: c.spec for c in charts.charts(model)}["applicants"]
+    assert _encodings(spec)[0]["order"]["field"] == "z"
+    # few applicants: every one drawn, no note
+    small = stepped(Settings.from_preset("paper"), 2)
+    assert data.application_note(data.runs(small)[0], 1) == {"text": []}
 
 
 @pytest.mark.parametrize("preset", [*EXTENSION_PRESETS, "paper"])
@@ -427,8 +534,6 @@ def test_group_chart_has_a_line_per_group():
 
 # -- side by side: improvement (issue 19.5) and fair-scarf (issue 21.5) ------------------------
 BANDIT = "improve-linucb:advice=segment"
-IMPROVEMENT = {"impl_improvement_rate": "did the advice, truly qualify",
-               "gaming_rate": "accepted without qualifying (gaming)"}  # fmt: skip
 
 
 def _line(rows: list[dict], policy: str, label: str, key: str = "value") -> np.ndarray:
@@ -438,20 +543,18 @@ def _line(rows: list[dict], policy: str, label: str, key: str = "value") -> np.n
     return np.array([np.nan if r[key] is None else r[key] for r in line], dtype=float)
 
 
-def test_trailing_mean_known_answer():
-    nan = np.nan
-    out = data.trailing_mean(np.array([nan, 1.0, 0.0, nan, 0.5, nan, nan]), 2)
-    np.testing.assert_allclose(out, [nan, 1.0, 0.5, 0.0, 0.5, 0.5, nan])
-    assert data.trailing_mean(np.zeros(0), 3).shape == (0,)
-
-
 def test_policy_selects_offer_the_learning_bandit():
     policies = dashboard_policies()
     assert policies.index(BANDIT) == policies.index("improve-linucb") + 1
     assert "segment advice" in policy_description(BANDIT)
-    assert policy_description("threshold").startswith("last threshold")
+    assert policy_description("threshold").startswith("standard practice")
+    # plain words for every policy offered: no research shorthand
+    for spec in policies:
+        note = policy_description(spec)
+        assert note, spec
+        assert not re.search(r"G-RSVI|beta_risk|ARLIM|LinUCB|path=DIR|eq\.|Alg\.", note), spec
     s = Settings.from_preset("improvement").with_input("compare", BANDIT)
-    assert s.compare == BANDIT
+    assert s.compare == (BANDIT,)
     twin_cmd = s.cli_text().splitlines()[1]
     assert f"--policy {BANDIT} " in twin_cmd  # the CLI reads the same spec
     assert twin_cmd.endswith(
@@ -464,6 +567,16 @@ def test_policy_selects_offer_the_learning_bandit():
     )
 
 
+def test_running_share_known_answer():
+    model = stepped(Settings.from_preset("improvement"), 6)
+    run = data.runs(model)[0]
+    cols = data.running_share([run], 5, {"q": ("n_qualified_accepted", "n_accepted", "")})
+    table = model.tick_table()
+    expected = table["n_qualified_accepted"].cumsum() / table["n_accepted"].cumsum()
+    np.testing.assert_allclose(cols["value"], expected.to_numpy(), atol=1e-6)
+    assert cols["tick"] == list(range(6)) and set(cols["series"]) == {"q"}
+
+
 @pytest.fixture(scope="module")
 def improvement_run() -> DashboardModel:
     model = DashboardModel(Settings.from_demo(available_demos()["improvement-vs-gaming"]))
@@ -472,44 +585,41 @@ def improvement_run() -> DashboardModel:
     return model
 
 
-def test_improvement_side_by_side_shows_improvement_and_gaming(improvement_run):
+def test_improvement_demo_draws_the_outcome_cards_figures_against_none(improvement_run):
     model = improvement_run
     assert (model.settings.preset, model.settings.policy, model.settings.compare) == (
-        "improvement", "threshold", BANDIT)  # fmt: skip
+        "improvement", "threshold", (BANDIT, "none"))  # fmt: skip
     runs = data.runs(model)
     by_name = {c.name: c for c in charts.charts(model)}
-    chart = by_name["improvement-gaming"]
-    rows = data.rows(chart.datasets(runs, 39)["main"])
-    assert {r["policy"] for r in rows} == {"threshold", BANDIT}
-    assert {r["series"] for r in rows} == set(IMPROVEMENT.values())
-    # each line is the trailing mean of its policy's own tick column
-    tables = {"threshold": model.tick_table(), BANDIT: model.twin.tick_table()}
-    for policy, table in tables.items():
-        for col, label in IMPROVEMENT.items():
-            raw = table[col].to_numpy(dtype=float)
-            np.testing.assert_allclose(_line(rows, policy, label, "tick_value"), raw, atol=1e-6)
-            expected = data.trailing_mean(raw, charts.SMOOTH)
-            np.testing.assert_allclose(_line(rows, policy, label), expected, atol=1e-6)
-    # the two policies differ: over ticks 20-39 (seed 0) those who did the bandit's advice
-    # truly qualify more often, and fewer of its accepted game the model
-    late = {(p, c): np.nanmean(_line(rows, p, label)[20:]) for p in tables
-            for c, label in IMPROVEMENT.items()}  # fmt: skip
-    assert late[BANDIT, "impl_improvement_rate"] > late["threshold", "impl_improvement_rate"] + 0.1
-    assert late[BANDIT, "gaming_rate"] < late["threshold", "gaming_rate"] - 0.1
-    # replay: tick 25 scrubbed back shows the first 26 ticks of the same lines
-    early = data.rows(chart.datasets(runs, 25)["main"])
-    assert early == [r for r in rows if r["tick"] <= 25]
-    # colour names the measure, dash the policy: threshold solid, the bandit dashed
-    enc = _encodings(chart.spec)[0]
-    assert enc["color"]["field"] == "series" and enc["strokeDash"]["field"] == "policy"
-    assert enc["strokeDash"]["scale"]["domain"] == ["threshold", BANDIT]
-    assert enc["strokeDash"]["scale"]["range"] == charts.POLICY_DASH
-    # long names: the policy legend goes under the measures (beside them it is cut off)
-    assert chart.spec["config"]["legend"]["layout"]["bottom"]["direction"] == "vertical"
-    short = charts.improvement_gaming(["threshold"]).spec
-    assert "layout" not in short["config"]["legend"]
-    assert {r["policy"] for r in data.rows(by_name["true-outcomes"].datasets(runs, 39)["main"])} == {
-        "threshold", BANDIT}  # fmt: skip
+    gain = data.rows(by_name["true-gain"].datasets(runs, 39)["main"])
+    share = data.rows(by_name["qualified"].datasets(runs, 39)["main"])
+    # each line ends at the outcome card's figure of the run so far, for every policy
+    for policy, m in zip(model.settings.policies, model.models(), strict=True):
+        card = m.outcome_card().values
+        for rows, figures in ((gain, charts.TRUE_GAIN), (share, charts.QUALIFIED)):
+            for label, (_, _, name) in figures.items():
+                line = _line(rows, policy, label)
+                assert line.shape == (40,)
+                last = line[-1]
+                if card[name] != card[name]:  # none gives no advice: no value at all
+                    assert np.isnan(line).all(), (policy, name)
+                else:
+                    assert last == pytest.approx(card[name], abs=1e-6), (policy, name)
+        # replay: tick 25 shows the card as it stood after 26 ticks
+        early = data.rows(by_name["true-gain"].datasets(runs, 25)["main"])
+        assert early == [r for r in gain if r["tick"] <= 25]
+
+    # what the lesson points at (seed 0, after 40 ticks): threshold advice asks only for
+    # proxies and gains nothing; the bandit's advice gains, and more of its acceptances
+    # truly qualify than without advice
+    def end(rows, policy, label):
+        return _line(rows, policy, label)[-1]
+
+    gain_label = next(iter(charts.TRUE_GAIN))
+    qual, proxy = list(charts.QUALIFIED)
+    assert end(gain, "threshold", gain_label) == 0 and end(gain, BANDIT, gain_label) > 0
+    assert end(share, "threshold", proxy) == 1 and end(share, BANDIT, proxy) < 0.6
+    assert end(share, BANDIT, qual) > end(share, "none", qual)
 
 
 @pytest.fixture(scope="module")
@@ -525,7 +635,7 @@ def fair_run() -> DashboardModel:
 def test_fair_scarf_side_by_side_has_per_group_lines(fair_run):
     model = fair_run
     assert (model.settings.preset, model.settings.policy, model.settings.compare) == (
-        "fair-scarf", "threshold", "scarf")  # fmt: skip
+        "fair-scarf", "threshold", ("scarf",))  # fmt: skip
     runs = data.runs(model)
     by_name = {c.name: c for c in charts.charts(model)}
     tables = {"threshold": model.tick_table(), "scarf": model.twin.tick_table()}
@@ -725,11 +835,212 @@ def test_the_outcome_card_shows_both_policies_and_only_the_figures_that_apply():
     model = stepped(Settings.from_preset("groups", compare="none"), 6)
     rows = data.card_rows(model)
     first = next(r for r in rows if r["figure"].startswith("recourse feasibility"))
-    assert set(first) == {"figure", "threshold", "none (side by side)"}
-    assert first["none (side by side)"] == "0"
+    assert set(first) == {"figure", "threshold", "none"}
+    assert first["none"] == "0"
     labels = {r["figure"] for r in rows}
     assert any("demographic-parity" in f for f in labels)  # groups on
     assert not any("h*(x)" in f for f in labels)  # outcomes off: left out
     card = model.outcome_card().values
     assert first["threshold"] == f"{card['rf']:.3g}"
     assert data.card_rows(stepped(Settings.from_preset("paper"), 0)) == []
+
+
+# -- the page address (issue 36.2) ------------------------------------------------------------
+def test_the_address_round_trips_settings_demo_ticks_and_tick_shown():
+    from dashboards.settings import from_query, to_query
+
+    demos = available_demos()
+    cases = [
+        (Settings.from_preset("paper", k=5, beta="0.2", compare=("none", "threshold-true")), 7, 3),
+        (Settings.from_demo(demos["threshold-trap"]), 2, None),
+        (Settings.from_demo(demos["harder-features"]).with_input("difficulty", "0.5, " * 9 + "0.3"),
+         4, 0),
+        (Settings.from_preset("groups"), 0, None),
+    ]  # fmt: skip
+    for settings, run, shown in cases:
+        query = to_query(settings, run, shown)
+        assert from_query(query, demos) == (settings, run, shown, []), query
+    assert to_query(Settings.from_demo(demos["threshold-trap"]), 2) == "demo=threshold-trap&run=2"
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("k=abc", "k = 'abc' is not allowed; allowed: an integer in [1, 100]"),
+        ("seed=100", "seed = '100' is not allowed; allowed: an integer in [0, 99]"),
+        ("policy=../etc", "policy = '../etc' is not allowed"),
+        ("demo=nope", "demo = 'nope' is not allowed; allowed: one of threshold-trap"),
+        ("run=500", "run = '500' is not allowed; allowed: an integer in [0, 100]"),
+        ("run=3&shown=3", "shown = '3' is not allowed; allowed: an integer in [0, 2]"),
+        ("colour=red", "address = 'colour' is not allowed; allowed: one of demo, preset"),
+        ("compare=none&compare=none", "compare_2 = 'none' is not allowed"),
+    ],
+)
+def test_a_bad_address_names_the_field_and_the_rest_applies(query, message):
+    from dashboards.settings import from_query
+
+    settings, run, shown, problems = from_query(query + "&m=3", available_demos())
+    assert len(problems) == 1 and problems[0].startswith(message), problems
+    assert "\n" not in problems[0] and settings.m == 3  # the good part applied
+
+
+def test_a_session_opened_on_an_address_rebuilds_the_same_run():
+    import solara
+
+    from dashboards import app
+
+    live = stepped(Settings.from_preset("paper", compare="none", seed=4), 6)
+    query = app.to_query(live.settings, live.tick, 2)
+    session = app.Session(solara.reactive, query)
+    _settled(session)
+    m = session.model.value
+    assert m.settings == live.settings and m.tick == 6 and session.replay.value == 2
+    assert m.tick_table().equals(live.tick_table())  # same seed, same numbers
+    assert m.twin.tick_table().equals(live.twin.tick_table())
+    assert session.address() == query and session.error.value is None
+    bad = app.Session(solara.reactive, "k=abc&run=2")
+    _settled(bad)
+    assert bad.error.value.startswith("address: k = 'abc' is not allowed")
+    assert bad.model.value.tick == 2  # the rest of the address applied
+
+
+# -- menus offer what the preset can run (issue 36.4) -------------------------------------------
+def test_policy_support_matches_what_builds():
+    from dashboards.settings import SLOW_POLICY_NEEDS, policy_support
+
+    support = policy_support("paper")
+    assert support["threshold"] == "" and support["none"] == ""
+    assert "outcome_delay" in support["improve-linucb"]
+    assert "budget" in support["scarf"] and "'ei'" in support["ei"]
+    assert policy_support("improvement")["improve-linucb:advice=segment"] == ""
+    assert policy_support("fair-scarf")["scarf"] == ""
+    # every refusal is what building the model says (the slow trainers: their first check)
+    for spec, why in support.items():
+        if why and spec not in SLOW_POLICY_NEEDS:
+            with pytest.raises(Exception, match=re.escape(why[:40])):
+                DashboardModel(Settings.from_preset("paper", policy=spec))
+    for preset in ("paper", "budget"):
+        for spec in SLOW_POLICY_NEEDS:
+            refused = bool(policy_support(preset)[spec])
+            assert refused == (get_scenario_budget(preset) is None)
+
+
+def get_scenario_budget(preset: str):
+    from abm.scenarios import get_scenario
+
+    return get_scenario(preset).budget
+
+
+def test_a_preset_change_leaves_out_what_it_cannot_run_and_menus_follow_the_model():
+    import solara
+
+    from dashboards import app
+
+    session = app.Session(solara.reactive)
+    session.guarded(session.input, "preset", "improvement")
+    _settled(session)
+    session.guarded(session.input, "policy", BANDIT)
+    session.guarded(session.input, "compare", "none")
+    _settled(session)
+    assert session.model.value.settings.policies == [BANDIT, "none"]
+    session.guarded(session.input, "preset", "paper")  # the bandit cannot run there
+    _settled(session)
+    m = session.model.value
+    assert (m.settings.preset, m.settings.policies) == ("paper", ["threshold", "none"])
+    assert session.draft.value == m.settings and BANDIT in session.notice.value
+    assert session.error.value is None
+    # a policy the preset cannot run is refused with why, and the inputs keep what runs
+    session.guarded(session.input, "compare_2", "scarf")
+    assert session.error.value.startswith("compare_2 = 'scarf' is not allowed; allowed: a "
+                                          "policy that runs on paper (this one needs a budget")  # fmt: skip
+    assert session.draft.value == m.settings and session.model.value is m
+
+
+# -- the forecast of the agent view (issue 36.8) ------------------------------------------------
+def _direct_future(model, cid: int, follow: bool, key: int) -> int | None:
+    """Future ``key`` simulated directly: the model's state with the applicant's row set
+    by hand, stepped HORIZON whole ticks; accepted = gone from the pool without dropping."""
+    import dataclasses
+
+    from abm.planning import RolloutStreams, WithoutFeedback
+    from abm.population import Population
+    from dashboards.forecast import HORIZON
+
+    snap = model.snapshot()
+    pop = snap.population
+    data_ = {k: v.copy() for k, v in pop.data.items()}
+    row = int(np.flatnonzero(pop.ids == cid)[0])
+    x = pop.X_cf[row] if follow else pop.X_obs[row]
+    data_["X"][row] = x
+    data_["implemented"][row] = follow
+    data_["score_now"][row] = model.scorer.score(x[None, :])[0]
+    snap = dataclasses.replace(snap, population=Population(data_, pop.n_features))
+    policy = WithoutFeedback(copy.deepcopy(model.policy, {id(model): model}))
+    fork = RecourseModel.from_snapshot(snap, RolloutStreams(model.config.seed, model.tick, key),
+                                       policy)  # fmt: skip
+    for ahead in range(1, HORIZON + 1):
+        fork.step()
+        if not np.any(fork.pool.waiting.ids == cid):
+            dropped = any(np.any(p.ids == cid) for _, p in fork.pool.dropped)
+            return None if dropped else ahead
+    return None
+
+
+def test_forecast_equals_a_direct_simulation_of_the_same_futures():
+    import math
+
+    from dashboards import forecast
+
+    model = stepped(Settings.from_preset("paper", seed=2), 8)
+    pop = model.population
+    cids = [int(c) for c in pop.ids[pop.advised][:3]]
+    assert cids
+    for cid in cids:
+        begin = forecast.start(model, cid)
+        results = {arm: [] for arm in forecast.ARMS}
+        forecast.run(begin, range(40), results, lambda: None, threading.Event())
+        direct = {forecast.ARMS[0]: [_direct_future(model, cid, True, k) for k in range(40)],
+                  forecast.ARMS[1]: [_direct_future(model, cid, False, k) for k in range(40)]}  # fmt: skip
+        assert results == direct, cid
+        for arm in forecast.ARMS:  # the figures shown, by hand
+            a = np.array([math.inf if t is None else t for t in direct[arm]])
+            s = forecast.summary(direct[arm])
+            assert s["never"] == pytest.approx(np.mean(np.isinf(a)))
+            assert s["median"] == np.sort(a)[math.ceil(0.5 * len(a)) - 1]
+            assert s["p10"] == np.sort(a)[math.ceil(0.1 * len(a)) - 1]
+            assert s["p90"] == np.sort(a)[math.ceil(0.9 * len(a)) - 1]
+    # the real run was not touched by any of it
+    again = stepped(Settings.from_preset("paper", seed=2), 8)
+    model.step()
+    again.step()
+    assert model.tick_table().equals(again.tick_table())
+    assert "not waiting" in forecast.start(model, 10**6)
+    assert forecast.start(stepped(Settings.from_preset("paper"), 0), 0) == "no tick run yet"
+
+
+def test_forecast_at_paper_scale_takes_at_most_5_s():
+    from dashboards import forecast
+
+    model = stepped(Settings.from_preset("paper"), 10)
+    pop = model.population
+    worst = 0.0
+    for cid in pop.ids[pop.advised][:4]:
+        t0 = time.perf_counter()
+        begin = forecast.start(model, int(cid))
+        results = {arm: [] for arm in forecast.ARMS}
+        forecast.run(begin, range(forecast.DEFAULT_FUTURES), results, lambda: None,
+                     threading.Event())  # fmt: skip
+        worst = max(worst, time.perf_counter() - t0)
+        assert all(len(v) == forecast.DEFAULT_FUTURES for v in results.values())
+    assert worst < 5.0, worst
+
+
+def test_demo_7_shows_only_the_charts_its_lesson_is_about():
+    demo = available_demos()["fairness-aware-advice"]
+    model = stepped(Settings.from_preset("fair-scarf"), 2)  # threshold alone: no training
+    every = [c.name for c in charts.charts(model)]
+    assert {"true-gain", "qualified", "causal"} <= set(every)  # on in this world
+    shown = [c.name for c in charts.charts(model, 0, demo.charts)]
+    assert shown[-3:] == ["groups", "group-distance", "budget"]
+    assert not {"true-gain", "qualified", "true-outcomes", "causal"} & set(shown)
+    assert "reliability" in shown  # the core charts stay
