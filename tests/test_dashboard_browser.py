@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -28,7 +29,13 @@ pytestmark = pytest.mark.slow  # a served app in headless chromium
 CHROMIUM = os.environ.get("RABM_CHROMIUM", "/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[1]
 APP = Path(os.environ.get("RABM_DASHBOARD_APP", ROOT / "dashboards" / "app.py"))
-DOCS = ROOT / "docs"
+# the lesson walk's screenshots go to docs/ only on request (RABM_UPDATE_SCREENSHOTS=1), so a
+# test run leaves the checkout as it found it; otherwise to a scratch folder
+DOCS = (
+    ROOT / "docs"
+    if os.environ.get("RABM_UPDATE_SCREENSHOTS") == "1"
+    else Path(tempfile.mkdtemp(prefix="rabm-shots-"))
+)
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 MAX_SCREENSHOT_BYTES = 150_000
