@@ -60,6 +60,14 @@ FIGURES: tuple[Figure, ...] = (
     Figure("qualified_rate", "acceptances that truly qualify, h*(x) >= 1/2", "outcomes"),
     Figure("still_valid", "outstanding advice still valid under the model in force", "retraining"),
     Figure("valid_after_refit", "advice issued under an older model, still valid", "retraining"),
+    Figure(
+        "domain_shift", "MMD² between the first and the last refit's positive class", "retraining"
+    ),
+    Figure(
+        "model_shift", "MMD² between successive models' scores (mean over refits)", "retraining"
+    ),
+    Figure("disagreement", "share whose predicted class a refit changed (mean)", "retraining"),
+    Figure("param_shift", "L2 distance between successive models' (w, b) (mean)", "retraining"),
     Figure("dp_gap", "demographic-parity gap in acceptance (mean over ticks)", "groups"),
     Figure("w_dist", "W1 between the groups' features in the pool (mean over ticks)", "groups"),
     Figure("rr_gap", "largest minus smallest RR between groups", "groups"),
@@ -157,6 +165,21 @@ def outcome_card(ticks: pd.DataFrame, effort_by_candidate: np.ndarray, config: A
     if needs("valid_after_refit", "retraining"):
         put("valid_after_refit", nanmean(ticks["valid_retrained"]),
             "no advice outlived a refit")  # fmt: skip
+    shifts = ("domain_shift", "model_shift", "disagreement", "param_shift")
+    if all([needs(name, "retraining") for name in shifts]):  # a list: needs() puts NaNs
+        refits = "" if ticks["model_version"].iloc[-1:].gt(0).any() else "no refit"
+        if "domain_mmd" in ticks:
+            last = ticks["domain_mmd"].dropna()
+            put("domain_shift", last.iloc[-1] if len(last) else math.nan,
+                refits or "the positive class had under two rows")  # fmt: skip
+            put("model_shift", nanmean(ticks["model_mmd"]), refits or "undefined at every refit")
+            put(
+                "disagreement", nanmean(ticks["disagreement"]), refits or "undefined at every refit"
+            )
+        else:
+            for name in shifts[:3]:
+                put(name, math.nan, "shift_points = 0")
+        put("param_shift", nanmean(ticks["shift_l2"]), refits or "a non-linear model")
     groups = range(config.n_groups)
     if needs("dp_gap", "groups"):
         put("dp_gap", nanmean(ticks["dp_gap"]), "no tick with applicants of every group")

@@ -107,6 +107,8 @@ _SHARE_TEXT = "1 to 16 numbers >= 0 summing to 1"
 _SHIFT_TEXT = "empty, or one row of n_features numbers in [-1, 1] per group"
 _GRAPH_TEXT = "edges (i, j, w) of an acyclic graph over the features (docs/world.md)"
 _SHARE_TOL = 1e-9
+SHIFT_POINTS = 2000  # abm.metrics_ext.SHIFT_MAX_POINTS
+_SHIFT_POINTS_TEXT = "0 (off) or an integer in [2, 1000000]"
 
 # the fields of the world extensions with their "off" defaults: to_dict() leaves them out
 # while at the default, so configs (and run ids hashed from them) are as before they existed
@@ -120,6 +122,7 @@ EXTENSION_DEFAULTS: dict[str, Any] = {
     "retrain_every": 0,
     "retrain_data": "outcomes",
     "retrain_drift": (),
+    "shift_points": SHIFT_POINTS,
     "group_share": (1.0,),
     "group_shift": (),
     "causal_graph": (),
@@ -197,6 +200,10 @@ class ScenarioConfig(BaseModel):
     retrain_every: Int = Field(0, ge=0, le=1_000_000)
     retrain_data: Literal["outcomes", "shifted", "both"] = "outcomes"
     retrain_drift: tuple[Float, ...] = Field((), json_schema_extra={"allowed": _DRIFT_TEXT})
+    # the domain and model shifts at each refit (MMD², subsampled to this many rows; 0: off)
+    shift_points: Int = Field(
+        SHIFT_POINTS, ge=0, le=1_000_000, json_schema_extra={"allowed": _SHIFT_POINTS_TEXT}
+    )
     # §3 groups
     group_share: tuple[Float, ...] = Field((1.0,), json_schema_extra={"allowed": _SHARE_TEXT})
     group_shift: tuple[tuple[Float, ...], ...] = Field(
@@ -350,6 +357,9 @@ class ScenarioConfig(BaseModel):
                 field="retrain_drift",
                 value=self.retrain_drift,
             )
+        if self.shift_points == 1:
+            raise not_allowed(_SHIFT_POINTS_TEXT + " (an MMD needs two rows a sample)",
+                              field="shift_points", value=self.shift_points)  # fmt: skip
         if self.retrain_drift and not self.retrain_every:
             raise not_allowed(
                 "empty while retrain_every = 0 (the drift moves the data of refits, and "

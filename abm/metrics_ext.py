@@ -1,6 +1,7 @@
 """Metrics of the world extensions (specs/world-extensions.md §7), as pure functions.
 
-True outcomes (§1), validity under retraining (§2) and group fairness (§3). n rows,
+True outcomes (§1), validity under retraining (§2) and the shifts recourse causes
+(domain and model, by MMD), and group fairness (§3). n rows,
 z features, G = ``n_groups``; group ids are integers in [0, G-1]. As in
 :mod:`abm.metrics`, a ratio whose denominator is empty is NaN. Sums over features are
 row reductions (``np.add.reduce``), not matrix products, so their bits depend on the
@@ -106,6 +107,100 @@ def validity(cf_scores_now: np.ndarray, goals: np.ndarray, tol: float = 1e-6) ->
     if cf.shape != goals.shape:
         raise ConfigError(problem("goals", goals.shape, f"shape {cf.shape} like cf_scores_now"))
     return ratio(np.count_nonzero(cf >= goals - tol), cf.size)
+
+
+# -- shifts that recourse causes (Altmeyer et al., SaTML 2023) ---------------------------
+SHIFT_MAX_POINTS = 2000  # larger samples are subsampled to this many rows
+
+
+def subsample(n: int, max_points: int, rng: np.random.Generator | None) -> np.ndarray:
+    """Row indices (<= max_points,) of a sample of ``n`` rows: all of them, or ``max_points``
+    drawn without replacement from ``rng`` (sorted, so rows keep their order)."""
+    if n <= max_points:
+        return np.arange(n)
+    if rng is None:
+        raise ValueError(problem("rng", None, f"a numpy Generator: {n} rows > {max_points}"))
+    return np.sort(rng.choice(n, size=max_points, replace=False))
+
+
+def median_gamma(X: np.ndarray) -> float:
+    """The RBF kernel's γ = 1 / (2 m²) by the median heuristic, m = the median Euclidean
+    distance between distinct rows of X (n, z); 1.0 where m is 0 or n < 2."""
+    from sklearn.metrics.pairwise import euclidean_distances
+    from threadpoolctl import threadpool_limits
+
+    X = np.asarray(X, dtype=np.float64)
+    if X.shape[0] < 2:
+        return 1.0
+    with threadpool_limits(limits=1, user_api="blas"):  # the same bits in every process
+        d2 = euclidean_distances(X, squared=True)
+    med2 = float(np.median(d2[np.triu_indices(X.shape[0], 1)]))
+    return 1.0 / (2.0 * med2) if med2 > 0 else 1.0
+
+
+def kernel_mean(X: np.ndarray, Y: np.ndarray | None, gamma: float, paired: bool = False) -> float:
+    """Mean of k(x, y) = exp(−γ‖x − y‖²) over X (m, z) × Y (n, z); over the m(m − 1) pairs
+    of distinct rows when Y is None (the within-sample term of the unbiased MMD²), and so
+    too when ``paired`` (m = n, row i of X and of Y measured on one unit: the cross term
+    of the paired U-statistic, Gretton et al. 2012, Lemma 6)."""
+    from sklearn.metrics.pairwise import rbf_kernel
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        K = rbf_kernel(X, Y, gamma=gamma)
+    if Y is not None and not paired:
+        return float(np.add.reduce(K, axis=None) / K.size)
+    m = K.shape[0]
+    if m < 2:
+        return _NAN
+    return float((np.add.reduce(K, axis=None) - np.trace(K)) / (m * (m - 1)))
+
+
+def mmd2(
+    X: np.ndarray,
+    Y: np.ndarray,
+    gamma: float | None = None,
+    rng: np.random.Generator | None = None,
+    max_points: int = SHIFT_MAX_POINTS,
+    paired: bool = False,
+) -> float:
+    """The unbiased estimate of MMD² between the rows of X (m, z) and Y (n, z) (Gretton et
+    al. 2012, eq. 3) with the RBF kernel exp(−γ‖x − y‖²); γ by :func:`median_gamma` over
+    both samples pooled when None. A sample over ``max_points`` rows is subsampled from
+    ``rng`` (X first). NaN when either sample has fewer than 2 rows. Its expectation is 0
+    when X and Y come from one distribution, so an estimate may be slightly negative.
+    ``paired`` (m = n): row i of X and of Y belong to one unit (two models' scores of one
+    applicant); the cross term then leaves out the pairs i = i (Lemma 6's U-statistic),
+    without which two identical samples would score below 0.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    if X.ndim == 1:
+        X, Y = X[:, None], Y[:, None]
+    if X.ndim != 2 or Y.ndim != 2 or X.shape[1] != Y.shape[1]:
+        raise ConfigError(problem("Y", Y.shape, f"(n, {X.shape[-1]}) like X of shape {X.shape}"))
+    if paired:
+        if X.shape != Y.shape:
+            raise ConfigError(problem("Y", Y.shape, f"shape {X.shape} like X (paired rows)"))
+        keep = subsample(X.shape[0], max_points, rng)
+        X, Y = X[keep], Y[keep]
+    else:
+        X = X[subsample(X.shape[0], max_points, rng)]
+        Y = Y[subsample(Y.shape[0], max_points, rng)]
+    if X.shape[0] < 2 or Y.shape[0] < 2:
+        return _NAN
+    if gamma is None:
+        gamma = median_gamma(np.concatenate([X, Y]))
+    cross = kernel_mean(X, Y, gamma, paired=paired)
+    return kernel_mean(X, None, gamma) + kernel_mean(Y, None, gamma) - 2.0 * cross
+
+
+def disagreement(scores_a: np.ndarray, scores_b: np.ndarray, cut: float = 0.5) -> float:
+    """Share of rows whose predicted class (score >= ``cut``) differs between two models'
+    scores (n,) of the same rows; NaN for no rows."""
+    a = np.asarray(scores_a, dtype=np.float64) >= cut
+    b = np.asarray(scores_b, dtype=np.float64) >= cut
+    return ratio(np.count_nonzero(a != b), a.size)
 
 
 # -- §3: groups -------------------------------------------------------------------------

@@ -40,7 +40,7 @@ import numpy as np
 # advice fitted to its allowance, the robust policies' cost weight relative to the weights);
 # 7: 0.8.2 (robust and ROAR policies halve λ for rows short of the threshold, the greedy
 # exact solver for robust-l1 and -linf, new robust-l1 and -l2 defaults).
-RESULTS_SCHEMA = 7
+RESULTS_SCHEMA = 8
 
 # packages whose versions can change a simulation's numbers
 VERSIONED = ("recourse-abm", "mesa", "numpy", "scipy", "scikit-learn", "pandas", "torch")

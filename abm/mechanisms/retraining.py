@@ -22,6 +22,8 @@ from abm.world import DecisionModel
 VALID_TOL = 1e-6
 COLUMNS = ("model_version", "n_outstanding", "validity", "shift_l1", "shift_l2",
            "shift_linf", "valid_retrained", "valid_threshold", "score_drop")  # fmt: skip
+#: at a refit, while ``shift_points`` > 0 (Altmeyer et al.'s domain and model shifts)
+SHIFT_COLUMNS = ("domain_mmd", "model_mmd", "disagreement")
 
 
 @dataclass
@@ -42,15 +44,20 @@ class Retraining(Mechanism):
         super().__init__(config, world)
         self.scorer: DecisionModel = world.decision_model
         self.version = 0
+        self._reference: ShiftReference | None = None  # drawn at the first refit
+        self._k_scores = math.nan  # within-sample kernel mean of the scores in force
 
     def start_tick(self, t: int, waiting: Population, streams: Any, others: Any) -> RetrainingTick:
         """Refit at every ``retrain_every``-th tick; validity of the waiting's advice."""
         every = self.config.retrain_every
         shift = (math.nan,) * 3
+        moved = dict.fromkeys(SHIFT_COLUMNS, math.nan)
         if t >= 1 and t % every == 0:
             old = self.scorer
-            self._refit(t // every, streams, others.find("outcomes"))
+            X, y = self._refit(t // every, streams, others.find("outcomes"))
             shift = _shift_norms(old, self.scorer)
+            if self.config.shift_points:
+                moved = self._shifts(old, X, y, streams.get("shift"))
         out: dict[str, float] = {"model_version": self.version}
         adv = waiting.advised
         goals = waiting.goal[adv]
@@ -65,6 +72,8 @@ class Retraining(Mechanism):
             older = np.zeros(0, dtype=bool)
         cf_old = cf_now[older]
         out["valid_retrained"] = metrics_ext.validity(cf_old, goals[older], VALID_TOL)
+        if self.config.shift_points:
+            out.update(moved)
         n_old = cf_old.shape[0]
         if n_old:
             th = waiting.data["issued_threshold"][adv][older]
@@ -75,8 +84,9 @@ class Retraining(Mechanism):
             out["valid_threshold"] = out["score_drop"] = math.nan
         return RetrainingTick(out)
 
-    def _refit(self, r: int, streams: Any, outcomes: Any) -> None:
-        """§2: refit a clone of M on the scenario's retraining data; a new version."""
+    def _refit(self, r: int, streams: Any, outcomes: Any) -> tuple[np.ndarray, np.ndarray]:
+        """§2: refit a clone of M on the scenario's retraining data; a new version.
+        Returns the rows it added to the first training data, X (n, z) and y (n,) int8."""
         c, w = self.config, self.world
         parts_X, parts_y = [], []
         if c.retrain_data in ("outcomes", "both"):
@@ -90,6 +100,7 @@ class Retraining(Mechanism):
             parts_y.append(y)
         X = np.concatenate(parts_X)
         y = np.concatenate(parts_y).astype(np.int8)
+        first = w.X_train.shape[0] if c.retrain_data in ("outcomes", "both") else 0
         estimator = clone(w.decision_model.estimator)
         if np.unique(y).shape[0] < 2:
             raise RuntimeError(
@@ -97,6 +108,49 @@ class Retraining(Mechanism):
             )
         self.scorer = DecisionModel(estimator.fit(X, y))
         self.version += 1
+        return X[first:], y[first:]
+
+    def _shifts(self, old: DecisionModel, X: np.ndarray, y: np.ndarray, rng) -> dict:
+        """The shifts of one refit (Altmeyer et al. 2023, §4), each an unbiased MMD²
+        (:func:`abm.metrics_ext.mmd2`) with a bandwidth fixed for the episode:
+
+        * ``domain_mmd``: the positive class of the data the model was first fitted on
+          against the positive class of the rows added to it since, X (n, z) and y (n,):
+          revealed outcomes and/or shifted data (the first data itself left out, so the
+          two samples share no row and the new rows are not diluted);
+        * ``model_mmd``: the scores of the previous model against the new one's on a fixed
+          sample of the first training data (the model shift of this refit; paired rows:
+          0 when the scores did not change);
+        * ``disagreement``: the share of that sample whose predicted class (score >= 1/2)
+          the refit changed.
+
+        Samples over ``shift_points`` rows are subsampled from ``rng`` (stream ``shift``).
+        """
+        ref = self._reference
+        if ref is None:
+            ref = self._reference = ShiftReference.draw(self.world, self.config.shift_points, rng)
+        if math.isnan(self._k_scores):  # the first refit: the first model's scores
+            self._k_scores = metrics_ext.kernel_mean(old.score(ref.X_eval)[:, None], None,
+                                                     ref.gamma_scores)  # fmt: skip
+        pos = X[y == 1]
+        pos = pos[metrics_ext.subsample(pos.shape[0], self.config.shift_points, rng)]
+        if pos.shape[0] >= 2:
+            domain = (ref.k_positive + metrics_ext.kernel_mean(pos, None, ref.gamma_positive)
+                      - 2.0 * metrics_ext.kernel_mean(ref.positive, pos, ref.gamma_positive))  # fmt: skip
+        else:
+            domain = math.nan
+        s_old = old.score(ref.X_eval)
+        s_new = self.scorer.score(ref.X_eval)
+        k_new = metrics_ext.kernel_mean(s_new[:, None], None, ref.gamma_scores)
+        between = metrics_ext.kernel_mean(s_old[:, None], s_new[:, None], ref.gamma_scores,
+                                          paired=True)  # fmt: skip
+        model = self._k_scores + k_new - 2.0 * between
+        self._k_scores = k_new  # the next refit's "old" term
+        return {
+            "domain_mmd": domain,
+            "model_mmd": model,
+            "disagreement": metrics_ext.disagreement(s_old, s_new),
+        }
 
     def on_selected(self, state: RetrainingTick, d: Decision, pool, streams, record) -> None:
         if record:  # the advice reapplicants carry, scored by the model that now decides
@@ -119,7 +173,7 @@ class Retraining(Mechanism):
 
     @classmethod
     def tick_columns(cls, config) -> tuple[str, ...]:
-        return COLUMNS
+        return COLUMNS + (SHIFT_COLUMNS if config.shift_points else ())
 
     def row(self, state: RetrainingTick, d: Decision, advice: Advice, outcome: Outcome,
             row: dict, view: RecordView) -> None:  # fmt: skip
@@ -137,6 +191,32 @@ class Retraining(Mechanism):
         goal = d.applicants.goal
         valid[seen] = cf_now[seen] >= goal[seen] - VALID_TOL
         chunk["valid_now"] = valid
+
+
+@dataclass(frozen=True)
+class ShiftReference:
+    """What the shifts of an episode compare against, drawn once at its first refit:
+    ``positive`` (<= P, z), the first training data's positive class, with its kernel's γ
+    (median heuristic) and within-sample kernel mean; ``X_eval`` (<= P, z), a sample of
+    the first training data on which models are scored, and the γ of the first model's
+    scores there (median heuristic). P = ``shift_points``."""
+
+    positive: np.ndarray
+    gamma_positive: float
+    k_positive: float
+    X_eval: np.ndarray
+    gamma_scores: float
+
+    @classmethod
+    def draw(cls, world, points: int, rng: np.random.Generator) -> ShiftReference:
+        X, y = world.X_train, world.y_train
+        pos = X[y == 1]
+        pos = pos[metrics_ext.subsample(pos.shape[0], points, rng)]
+        gamma = metrics_ext.median_gamma(pos)
+        X_eval = X[metrics_ext.subsample(X.shape[0], points, rng)]
+        scores = world.decision_model.score(X_eval)[:, None]
+        return cls(pos, gamma, metrics_ext.kernel_mean(pos, None, gamma), X_eval,
+                   metrics_ext.median_gamma(scores))  # fmt: skip
 
 
 def _shift_norms(old: DecisionModel, new: DecisionModel) -> tuple[float, float, float]:
