@@ -150,12 +150,18 @@ class Recorder:
         if df.empty:
             return pd.DataFrame(columns=list(self.columns))
         df = df.reset_index(drop=True)
-        for col in df.columns:
-            if col in _COUNT_COLUMNS or (
-                col not in TICK_COLUMNS and (col.startswith("n_") or col in _MECHANISM_COUNTS)
-            ):
-                df[col] = df[col].astype(np.int64)
-        return df
+        counts = [
+            col
+            for col, dtype in df.dtypes.items()
+            if dtype != np.int64
+            and (
+                col in _COUNT_COLUMNS
+                or (col not in TICK_COLUMNS and (col.startswith("n_") or col in _MECHANISM_COUNTS))
+            )
+        ]
+        # only the columns that are not int64 yet, in one astype: casting every count column
+        # one at a time took 3 of the 4 ms a tick table costs (the dashboard builds one a Step)
+        return df.astype(dict.fromkeys(counts, np.int64)) if counts else df
 
     def candidate_table(self) -> pd.DataFrame:
         """One row per application: decision, recommendation, per-feature outcome, exit.
