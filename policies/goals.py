@@ -45,3 +45,53 @@ class LastThreshold:
 
     def select(self, obs: RecourseObs, rng: np.random.Generator) -> float:
         return float(min(obs.threshold + self.margin, 1.0))
+
+
+class TrendThreshold:
+    """A practitioner's adaptive goal: this tick's threshold, plus ``margin``, plus the
+    threshold's recent trend carried ``horizon`` ticks ahead (to about when the advised
+    reapply): g_t = th_t + margin + horizon · s_t, with s_t the least-squares slope of the
+    threshold over the last ``window`` ticks (fewer at the start, 0 with one tick). With
+    ``up_only`` (default) a falling bar never lowers the goal below th_t + margin.
+
+    The thresholds it keeps are those of the real run: inside a planning fork's rollout
+    (``ctx.extra["simulator"].running``) it reads them but records nothing.
+    """
+
+    def __init__(
+        self,
+        margin: Annotated[float, Field(gt=-1.0, lt=1.0)] = 0.0,
+        window: Annotated[int, Field(ge=2, le=1000)] = 5,
+        horizon: Annotated[float, Field(ge=0.0, le=1000.0)] = 1.0,
+        up_only: bool = True,
+    ) -> None:
+        self.margin, self.window, self.horizon = float(margin), int(window), float(horizon)
+        self.up_only = bool(up_only)
+        self._seen: tuple[tuple[int, float], ...] = ()
+        self._sim = None
+
+    def prepare(self, ctx: PolicyContext) -> None:
+        self._seen = ()
+        self._sim = ctx.extra.get("simulator")
+
+    @staticmethod
+    def slope(seen: tuple[tuple[int, float], ...]) -> float:
+        """Least-squares slope of the threshold per tick over (tick, threshold) pairs."""
+        if len(seen) < 2:
+            return 0.0
+        t = np.array([s[0] for s in seen], dtype=float)
+        th = np.array([s[1] for s in seen])
+        dt = t - t.mean()
+        return float(np.add.reduce(dt * (th - th.mean())) / np.add.reduce(dt * dt))
+
+    def select(self, obs: RecourseObs, rng: np.random.Generator) -> float:
+        seen = self._seen
+        if obs.threshold == obs.threshold:  # a tick without applicants adds nothing
+            kept = tuple(s for s in seen if s[0] != obs.tick)  # a tick counts once
+            seen = (kept + ((obs.tick, float(obs.threshold)),))[-self.window :]
+            if not (self._sim is not None and self._sim.running):
+                self._seen = seen
+        trend = self.horizon * self.slope(seen)
+        if self.up_only:
+            trend = max(trend, 0.0)
+        return float(min(obs.threshold + self.margin + trend, 1.0))

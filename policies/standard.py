@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from abm.registry import Registry
 from policies.composite import CompositePolicy, NoAdvice
-from policies.goals import LastThreshold
+from policies.goals import LastThreshold, TrendThreshold
 from policies.recommenders import ExactLinear
 
 
 def register(registry: Registry) -> None:
     registry.combiner(CompositePolicy)
     registry.goal("last-threshold", LastThreshold, "this tick's acceptance threshold (+ margin)")
+    registry.goal(
+        "trend-threshold", TrendThreshold,
+        "this tick's threshold (+ margin) + its recent slope carried horizon ticks ahead",
+    )  # fmt: skip
     registry.recommender(
         "exact-linear", ExactLinear,
         "exactly optimal weighted-L1 change for linear models; weights=uniform|true|estimated",
