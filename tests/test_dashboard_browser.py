@@ -31,8 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 APP = Path(os.environ.get("RABM_DASHBOARD_APP", ROOT / "dashboards" / "app.py"))
 # the lesson walk's screenshots go to docs/ only on request (RABM_UPDATE_SCREENSHOTS=1), so a
 # test run leaves the checkout as it found it; otherwise to a scratch folder
-DOCS = (
-    ROOT / "docs"
+DOCS = ROOT / "docs"
+SHOTS = (
+    DOCS
     if os.environ.get("RABM_UPDATE_SCREENSHOTS") == "1"
     else Path(tempfile.mkdtemp(prefix="rabm-shots-"))
 )
@@ -285,7 +286,7 @@ def screenshot(page, name: str, until: str) -> Path:
     in docs/: scaled to 3/4, a 128-colour palette (each < 150 kB)."""
     from PIL import Image
 
-    path = DOCS / name
+    path = SHOTS / name
     size = page.viewport_size
     # a viewport taller than the page: nothing scrolled, everything painted
     height = page.locator(".rabm-main").bounding_box()["height"]
@@ -946,7 +947,7 @@ def test_item1_phone_and_800x600_drawer_closes_and_the_run_stays_reachable(
 
         raw = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
         raw.quantize(colors=64, method=Image.Quantize.FASTOCTREE).save(
-            DOCS / "dashboard-phone.png", optimize=True)  # fmt: skip
+            SHOTS / "dashboard-phone.png", optimize=True)  # fmt: skip
     # a slider that fits, and a box to type N₀ (no arrow keys needed)
     slider = page.locator(".rabm-slider-k .v-slider").bounding_box()
     assert slider["width"] >= 120, slider
