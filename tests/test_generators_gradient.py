@@ -210,3 +210,31 @@ def test_registered_with_validated_parameters(name):
     assert make_policy(f"threshold-{name}") is not None
     with pytest.raises((ConfigError, ValueError)):
         make_policy(f"last-threshold+{name}:lam=-1")
+
+
+@pytest.fixture(scope="module")
+def mlp_world():
+    from abm.model import RecourseModel
+
+    m = RecourseModel("paper", "none", seed=0, agents=False, decision_model="mlp")
+    return m.context, m.world
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_mlp_decision_model_advice_reaches_its_goal(cls, mlp_world):
+    ctx, world = mlp_world
+    rng = np.random.default_rng(2)
+    X = world.generator.sample(200, rng)
+    s = ctx.decision_model.score(X)
+    X = X[s < 0.4][:15]
+    goals = np.full(X.shape[0], 0.5)
+    rec = cls()
+    rec.prepare(ctx)
+    out = rec.recommend(X, goals, np.random.default_rng(0))
+    ok = ~np.isnan(out).any(axis=1)
+    assert ok.sum() >= 0.8 * X.shape[0]
+    assert (ctx.decision_model.score(out[ok]) >= goals[ok]).all()
+    assert (out[ok] >= ctx.lower).all() and (out[ok] <= ctx.upper).all()
+    if cls is Probe:  # the closed-form rate at the advice meets the target band
+        rate = rec.invalidation_rate(torch.from_numpy(out[ok]), torch.from_numpy(goals[ok]))
+        assert (rate.numpy() <= rec.target_rate + rec.rate_eps).all()

@@ -16,8 +16,8 @@ r the target rate. A row counts as reached only at M(x') >= g AND IR(x') <= r + 
 rows short of either double their lam (the authors' loop likewise lowers the distance
 weight until the target rate is met). Wachter's score term aims just above g, which
 would hold x' on the goal against the hinge; here it aims at the score where the rate,
-linearised at the factual x, equals r (logit(g) + sigma ||∇f(x)|| Phi^-1(1 - r)), tol
-above it, so the two terms agree (for a linear logit the aim is exact); rows still short after max_iter get
+linearised at the factual x, equals r - eps (logit(g) + sigma ||∇f(x)|| Phi^-1(1 - r +
+eps)), tol above it, so the two terms agree (for a linear logit the aim is exact); rows still short after max_iter get
 NaN (unreached). Defaults from the authors' implementation (the PROBE recourse method
 of CARLA, carla/recourse_methods/catalog/probe/library/probe.py, after
 MartinPawelczyk/ProbabilisticallyRobustRecourse): sigma2 = noise_variance = 0.01,
@@ -80,8 +80,7 @@ class Probe(Wachter):
 
         s = s.clamp(_S_CLAMP, 1.0 - _S_CLAMP)
         g = g.clamp(_S_CLAMP, 1.0 - _S_CLAMP)
-        m = torch.from_numpy(np.asarray(self.ctx.mutable, dtype=float))
-        dlogit = grad * m / (s * (1.0 - s))[:, None]  # logit' = M' / (M (1 - M))
+        dlogit = grad * self._m / (s * (1.0 - s))[:, None]  # logit' = M' / (M (1 - M))
         norm = (dlogit * dlogit).sum(dim=1).sqrt().clamp_min(1e-300)
         f = torch.log(s) - torch.log1p(-s)
         fg = torch.log(g) - torch.log1p(-g)
@@ -112,10 +111,9 @@ class Probe(Wachter):
         return -w[:, None] * dlogit, curv
 
     def _aim(self, x0, g):
-        # the score at which the linearised rate at x0 equals r (then tol above it):
-        # logit(g) + sigma ||∇f(x0)|| Phi^-1(1 - r)
+        # the score at which the linearised rate at x0 equals r - eps (then tol above it):
+        # logit(g) + sigma ||∇f(x0)|| Phi^-1(1 - r + eps)
         import torch
-        from scipy.stats import norm as normal
 
         with torch.enable_grad():
             xv = x0.detach().clone().requires_grad_(True)
@@ -126,12 +124,24 @@ class Probe(Wachter):
         a = torch.sigmoid(
             torch.log(gc)
             - torch.log1p(-gc)
-            + self.sigma * gnorm * float(normal.ppf(1.0 - self.target_rate))
+            + self.sigma
+            * gnorm
+            * float(torch.special.ndtri(torch.tensor(1.0 - self.target_rate + self.rate_eps)))
         )
         return torch.minimum(a + self.tol, (1.0 + a) / 2.0)
 
+    def model_changed(self) -> None:
+        super().model_changed()
+        import torch
+
+        self._m = torch.from_numpy(np.asarray(self.ctx.mutable, dtype=float))
+
     def _short(self, x, s, g):
-        return (s < g) | (self.invalidation_rate(x, g) > self.target_rate + self.rate_eps)
+        short = (s < g) | (self.invalidation_rate(x, g) > self.target_rate + self.rate_eps)
+        self._last = (x, short)  # the loop asks _settled about the same x next
+        return short
 
     def _settled(self, x, s, g, target) -> bool:
-        return not bool(self._short(x, s, g).any())
+        last = getattr(self, "_last", None)
+        short = last[1] if last is not None and last[0] is x else self._short(x, s, g)
+        return not bool(short.any())
