@@ -143,6 +143,7 @@ class Wachter(FollowsModel):
         lam = torch.full_like(g, self.lam)
         target = self._aim(x0, g)
         x = x0.clone()
+        trust = None  # a penalty step's largest move, once one is needed
         for it in range(1, self.max_iter + 1):
             if self.f_grad is not None:
                 s, grad = self.f_grad(x)
@@ -167,7 +168,9 @@ class Wachter(FollowsModel):
                 # corner. The fixed point does not depend on the step.
                 pgrad, curv = pen
                 pnorm = (pgrad * mutable).square().sum(dim=1).sqrt()
-                curv = torch.maximum(curv, pnorm / self._trust(lo, hi))
+                if trust is None:
+                    trust = self._trust(lo, hi)
+                curv = torch.maximum(curv, pnorm / trust)
                 eta = torch.minimum(thresh, self.lr / curv.clamp_min(1e-300)[:, None])
                 y = x - (eta / thresh) * self.lr * r * grad / norm2 - eta * pgrad * mutable
                 thresh = eta

@@ -90,18 +90,29 @@ class Probe(Wachter):
         """Eq. 4's closed form IR(x') (n,) for torch rows x (n, z), goals g (n,)."""
         import torch
 
+        s, grad = self._score_grad(x)
+        u, _, _ = self._margin(s, grad, g)
+        return torch.special.ndtr(-u)
+
+    def _score_grad(self, x):
+        """M(x) (n,) and ∂M/∂x (n, z): closed form for a linear model, else autograd."""
+        import torch
+
+        if self.f_grad is not None:
+            return self.f_grad(x)
         with torch.enable_grad():
             xv = x.detach().clone().requires_grad_(True)
             s = self.f(xv)
             (grad,) = torch.autograd.grad(s.sum(), xv)
-        u, _, _ = self._margin(s.detach(), grad, g)
-        return torch.special.ndtr(-u)
+        return s.detach(), grad
 
     def _penalty_grad(self, x, s, grad, g, lam):
         import torch
 
         u, dlogit, norm = self._margin(s, grad, g)
         rate = torch.special.ndtr(-u)
+        if not bool((rate > self.target_rate).any()):
+            return None  # the hinge is flat on every row: a plain Wachter step
         # d/dx Phi(-u) = -phi(u) ∇u, ∇u = ∇f / (sigma ||∇f||); zero where the hinge is flat
         phi = torch.exp(-0.5 * u * u) / math.sqrt(2.0 * math.pi)
         active = (rate > self.target_rate).to(x.dtype)
@@ -115,11 +126,8 @@ class Probe(Wachter):
         # logit(g) + sigma ||∇f(x0)|| Phi^-1(1 - r + eps)
         import torch
 
-        with torch.enable_grad():
-            xv = x0.detach().clone().requires_grad_(True)
-            s = self.f(xv)
-            (grad,) = torch.autograd.grad(s.sum(), xv)
-        u, _, gnorm = self._margin(s.detach(), grad, g)
+        s, grad = self._score_grad(x0)
+        u, _, gnorm = self._margin(s, grad, g)
         gc = g.clamp(_S_CLAMP, 1.0 - _S_CLAMP)
         a = torch.sigmoid(
             torch.log(gc)
