@@ -36,6 +36,13 @@ def torch_scorer(model: Any) -> Callable[[Any], Any]:
     )
 
 
+def torch_isfinite(t):
+    """Elementwise finiteness of a torch tensor (kept apart so torch loads lazily)."""
+    import torch
+
+    return torch.isfinite(t)
+
+
 def linear_score_grad(model: Any) -> Callable[[Any], Any] | None:
     """For a linear ``model``: X (n, z) -> (M(X) (n,), ∂M/∂X (n, z)) in closed form, the
     bits autograd gives for :func:`torch_scorer` (sigmoid' = (1 − s)·s, then the outer
@@ -134,8 +141,9 @@ class Wachter(FollowsModel):
         hi = torch.from_numpy(np.asarray(self.ctx.upper, dtype=float))
         mutable = torch.from_numpy(np.asarray(self.ctx.mutable, dtype=float))
         lam = torch.full_like(g, self.lam)
-        target = torch.minimum(g + self.tol, (1.0 + g) / 2.0)  # aimed at: above the goal
+        target = self._aim(x0, g)
         x = x0.clone()
+        trust = None  # a penalty step's largest move, once one is needed
         for it in range(1, self.max_iter + 1):
             if self.f_grad is not None:
                 s, grad = self.f_grad(x)
@@ -144,26 +152,69 @@ class Wachter(FollowsModel):
                     xv = x.clone().requires_grad_(True)
                     s = self.f(xv)
                     (grad,) = torch.autograd.grad(s.sum(), xv)  # rows are independent
+            pen = self._penalty_grad(x, s.detach(), grad, g, lam)
             grad = grad * mutable
             r = (s.detach() - target)[:, None]
             norm2 = (grad * grad).sum(dim=1, keepdim=True).clamp_min(1e-12)
             # Gauss-Newton scaling: step eta = lr / (2 lambda |grad M|^2), so one step would
             # close the linearised gap at lr = 1; the prox threshold is eta itself
-            y = x - self.lr * r * grad / norm2
             thresh = self.lr / (2.0 * lam[:, None] * norm2)
+            y = x - self.lr * r * grad / norm2
+            if pen is not None:  # a further smooth term, weighted against ||x' - x||_1
+                # its curvature bound c (n,) caps the step at lr / c where that is shorter,
+                # and so does a trust region (the term's own move at most lr * 5% of the
+                # widest feature range a step): far from the boundary the penalties are
+                # nearly flat, and a step sized by curvature alone overshoots to the box's
+                # corner. The fixed point does not depend on the step.
+                pgrad, curv = pen
+                pnorm = (pgrad * mutable).square().sum(dim=1).sqrt()
+                if trust is None:
+                    trust = self._trust(lo, hi)
+                curv = torch.maximum(curv, pnorm / trust)
+                eta = torch.minimum(thresh, self.lr / curv.clamp_min(1e-300)[:, None])
+                y = x - (eta / thresh) * self.lr * r * grad / norm2 - eta * pgrad * mutable
+                thresh = eta
             d = y - x0
             d = torch.sign(d) * torch.clamp(d.abs() - thresh, min=0.0) * mutable
             x_prev, x = x, torch.minimum(torch.maximum(x0 + d, lo), hi)
             if it % self.check == 0:
                 moved = float((x - x_prev).abs().max())  # how far the last step went
                 s = self.f(x)
-                short = s < g
-                close = bool(((s >= g) & (s <= target + self.tol)).all())
+                short = self._short(x, s, g)
+                close = self._settled(x, s, g, target)
                 if close and (moved < self.xtol or it >= self.min_iter):
                     break  # every row reaches its goal, close to the aim (and settled)
                 lam = torch.where(short, lam * 2.0, lam)
-        short = (self.f(x) < g).numpy()
+        short = self._short(x, self.f(x), g).numpy()
         return x.numpy().copy(), short
+
+    # Hooks for generators that add a penalty to Wachter's objective (policies.generators):
+    # Wachter itself adds none, so its iterations are the plain ones above.
+    def _penalty_grad(self, x, s, grad, g, lam):
+        """(gradient (n, z), curvature bound (n,)) of the extra term at x (n, z), given
+        M(x) (n,), ∂M/∂x (n, z), goals g (n,) and the rows' lambdas (n,); None: no extra
+        term."""
+        return None
+
+    @staticmethod
+    def _trust(lo, hi) -> float:
+        """A penalty step's largest move: 5% of the widest finite feature range."""
+        width = (hi - lo)[torch_isfinite(hi - lo)]
+        return 0.05 * float(width.max()) if width.numel() else 0.05
+
+    def _aim(self, x0, g):
+        """The score (n,) the descent aims at from x0 (n, z): tol above the goal g (n,)."""
+        import torch
+
+        return torch.minimum(g + self.tol, (1.0 + g) / 2.0)
+
+    def _short(self, x, s, g):
+        """Rows (n,) bool whose counterfactual is not (yet) valid: M(x') < g."""
+        return s < g
+
+    def _settled(self, x, s, g, target) -> bool:
+        """Whether every row is done: at its goal and within tol of the aim."""
+        return bool(((s >= g) & (s <= target + self.tol)).all())
 
     def observe(self, feedback: Feedback) -> None:
         pass
