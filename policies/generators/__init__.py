@@ -6,7 +6,17 @@ Registered through the ``recourse_abm.policies`` entry point ``generators``.
 from __future__ import annotations
 
 from abm.registry import Registry
+from policies.generators.face import Face
 
 
 def register(registry: Registry) -> None:
-    """Register this family's recommenders and policies (filled in by each method's module)."""
+    """Register this family's recommenders and their last-threshold policies."""
+    registry.recommender(
+        "face", Face,
+        "FACE: shortest density-weighted kNN-graph path over X_train to an accepted node; mode, k",
+    )  # fmt: skip
+    for name in ("face",):
+        registry.policy(
+            f"threshold-{name}", registry.composite("last-threshold", name),
+            f"last threshold + {name} recommender",
+        )  # fmt: skip
