@@ -35,8 +35,9 @@ class Face(FollowsModel):
     estimate w_ij = ||x_i - x_j|| * (r_i r_j)^(z/2) / r_bar^z (eq. 5's kNN form, with
     r_i the distance from x_i to its k-th neighbour, so sparse regions cost more),
     or the plain length when ``density=False``. A query row is linked the same way
-    (its k nearest / all within ``radius`` with the same immutables), by edges leaving
-    it only, so one Dijkstra per row never routes through another row. Targets: nodes
+    (its k nearest / all within ``radius`` with the same immutables); the graph being
+    undirected, one multi-source Dijkstra from the accepted targets per distinct goal
+    serves every row of a tick exactly (rows never route through each other). Targets: nodes
     inside [lower, upper] whose score under the model in force is >= the row's goal;
     rows with none reachable get NaN (unreached).
     """
@@ -110,7 +111,6 @@ class Face(FollowsModel):
         self.node_score = np.asarray(self.ctx.decision_model.score(self.nodes), dtype=float)
 
     def recommend(self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        from scipy.sparse import csr_matrix, vstack
         from scipy.sparse.csgraph import dijkstra
 
         X = np.asarray(X, dtype=float)
@@ -146,15 +146,26 @@ class Face(FollowsModel):
         rq, _ = self.nn.kneighbors(Q, n_neighbors=min(self.k, n - 1) + 1)
         rq = np.maximum(rq[:, -1], 1e-12)
         w = self._weight(ds, rq[rows], self.r[cols])
-        E = csr_matrix((w, (rows, cols)), shape=(q, n + q))
-        G = vstack([csr_matrix((self.G.data, self.G.indices, self.G.indptr), shape=(n, n + q)), E])
-        D = dijkstra(G.tocsr(), directed=True, indices=n + np.arange(q))[:, :n]  # (q, n)
-        ok = self.inside[None, :] & (self.node_score[None, :] >= goals[need][:, None])
-        D = np.where(ok, D, np.inf)
-        best = D.argmin(axis=1)
-        reached = np.isfinite(D[np.arange(q), best])
-        cf = self.nodes[best].copy()
-        cf[~reached] = np.nan
+        # exact and batched: the graph is undirected, so one multi-source Dijkstra from
+        # the accepted targets (per distinct goal) gives every node's cost to its nearest
+        # target and which target that is; a row's cost is then the cheapest neighbour
+        cf = np.full((q, self.nodes.shape[1]), np.nan)
+        gq = goals[need]
+        for g in np.unique(gq):
+            targets = np.flatnonzero(self.inside & (self.node_score >= g))
+            if targets.size == 0:
+                continue
+            D, _, src = dijkstra(
+                self.G, directed=False, indices=targets, min_only=True, return_predecessors=True
+            )
+            sel = gq[rows] == g
+            tot = w[sel] + D[cols[sel]]
+            r_sel, c_sel = rows[sel], cols[sel]
+            order = np.lexsort((tot, r_sel))  # per row, cheapest first
+            r_o = r_sel[order]
+            first = order[np.r_[True, r_o[1:] != r_o[:-1]]]
+            fin = np.isfinite(tot[first])
+            cf[r_sel[first][fin]] = self.nodes[src[c_sel[first][fin]]]
         out[need] = cf
         return out
 
