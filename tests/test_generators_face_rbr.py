@@ -102,3 +102,84 @@ def test_face_immutables_bounds_unreached_and_model_in_force():
     face.model_changed()
     cf2 = face.recommend(X[:1], g[:1], np.random.default_rng(0))
     assert cf2[0, 0] > 0.8 and face.ctx.decision_model.score(cf2)[0] >= 0.5
+
+
+# ---- RBR ----
+
+
+def _rbr_objective(rbr, x, S, pos):
+    """F at x (z,) by direct computation: inner problems solved to convergence from zero."""
+    from policies.generators.rbr import (
+        optimistic_nll,
+        pessimistic_ll,
+        solve_optimistic,
+        solve_pessimistic,
+    )
+
+    p = x.size
+    c = np.linalg.norm(x - S, axis=1)
+    v = solve_optimistic(c, rbr.sigma, rbr.epsilon_op, p, 5000)
+    u = solve_pessimistic(c, rbr.sigma, rbr.epsilon_pe, p, 5000)
+    op = optimistic_nll(c, v, rbr.sigma, p)
+    pe = pessimistic_ll(c, u, rbr.sigma, rbr.epsilon_pe, p)
+    return -op[~pos].sum() - pe[pos].sum()
+
+
+def _rbr_world():
+    rng = np.random.default_rng(3)
+    X_train = rng.uniform(-2, 2, (400, 2))
+    model = _Linear(np.array([3.0, 1.0]), -1.0)
+    return X_train, model
+
+
+def test_rbr_lowers_its_worst_case_objective_and_reaches_goal():
+    from policies.generators.rbr import RBR
+
+    X_train, model = _rbr_world()
+    rbr = RBR(num_samples=200)
+    rbr.prepare(_ctx(X_train, model, [-3, -3], [3, 3]))
+    x = np.array([[-1.0, -1.0]])
+    g = np.array([0.5])
+    cf = rbr.recommend(x, g, np.random.default_rng(7))
+    assert model.score(cf)[0] >= 0.5
+    # the same samples the recommender drew (same seed) around its boundary point
+    xb = rbr._boundary(x[0], 0.5)
+    r = np.random.default_rng(7)
+    V = r.standard_normal((1, 200, 2))
+    V /= np.linalg.norm(V, axis=-1, keepdims=True)
+    V *= (r.random((1, 200)) ** 0.5)[..., None] * rbr.perturb_radius
+    S = (xb + V)[0]
+    pos = model.score(S) >= 0.5
+    f_rbr = _rbr_objective(rbr, cf[0], S, pos)
+    f_b = _rbr_objective(rbr, xb, S, pos)  # the non-robust, closest boundary point
+    assert f_rbr < f_b
+    # the L1 budget of the paper: within ||x_b - x||_1 + delta_plus of x
+    assert np.abs(cf[0] - x[0]).sum() <= np.abs(xb - x[0]).sum() + rbr.delta_plus + 1e-9
+    # robustness: further inside the accepted side than the boundary point
+    assert model.score(cf)[0] > model.score(xb[None])[0]
+
+
+def test_rbr_determinism_immutables_unreached_and_model_in_force():
+    from policies.generators.rbr import RBR
+
+    rng = np.random.default_rng(4)
+    X_train = np.c_[rng.uniform(-2, 2, (300, 2)), rng.integers(0, 2, 300)]
+    X_train[X_train[:, 2] == 1, 0] = np.minimum(X_train[X_train[:, 2] == 1, 0], 0.0)
+    model = _Linear(np.array([3.0, 0.0, 0.0]), -1.5)  # accepted: x0 > 0.5
+    ctx = _ctx(X_train, model, [-2, -2, 0], [2, 2, 1], immutable=[False, False, True])
+    rbr = RBR(num_samples=50, max_iter=200)
+    rbr.prepare(ctx)
+    X = np.array([[-1.0, 0.0, 0.0], [-1.0, 0.0, 1.0], [1.5, 0.0, 0.0]])
+    g = np.full(3, 0.5)
+    a = rbr.recommend(X, g, np.random.default_rng(1))
+    b = rbr.recommend(X, g, np.random.default_rng(1))
+    np.testing.assert_array_equal(np.nan_to_num(a, nan=-9), np.nan_to_num(b, nan=-9))
+    assert a[0, 2] == 0.0 and model.score(a[:1])[0] >= 0.5
+    assert (a[0] >= [-2, -2, 0]).all() and (a[0] <= [2, 2, 1]).all()
+    assert np.isnan(a[1]).all()  # group 1 has no accepted applicant: unreached
+    np.testing.assert_array_equal(a[2], X[2])
+    strict = _Linear(np.array([3.0, 0.0, 0.0]), -4.5)  # accepted: x0 > 1.5
+    rbr.ctx = ctx.with_model(strict)
+    rbr.model_changed()
+    c = rbr.recommend(X[:1], g[:1], np.random.default_rng(1))
+    assert strict.score(c)[0] >= 0.5

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from abm.registry import Registry
 from policies.generators.face import Face
+from policies.generators.rbr import RBR
 
 
 def register(registry: Registry) -> None:
@@ -15,7 +16,11 @@ def register(registry: Registry) -> None:
         "face", Face,
         "FACE: shortest density-weighted kNN-graph path over X_train to an accepted node; mode, k",
     )  # fmt: skip
-    for name in ("face",):
+    registry.recommender(
+        "rbr", RBR,
+        "Robust Bayesian Recourse: worst-case posterior odds near the boundary, projected gradient",
+    )  # fmt: skip
+    for name in ("face", "rbr"):
         registry.policy(
             f"threshold-{name}", registry.composite("last-threshold", name),
             f"last threshold + {name} recommender",
