@@ -141,6 +141,7 @@ class Face(FollowsModel):
             rows.append(np.full(i_a.size, a))
             cols.append(i_a)
             ds.append(d_a)
+        start = np.r_[0, np.cumsum([c.size for c in cols])]  # row a's edges: start[a]:start[a+1]
         rows, cols, ds = np.concatenate(rows), np.concatenate(cols), np.concatenate(ds)
         # a query's own radius: its k-th neighbour among all nodes, as for the nodes
         rq, _ = self.nn.kneighbors(Q, n_neighbors=min(self.k, n - 1) + 1)
@@ -158,14 +159,11 @@ class Face(FollowsModel):
             D, _, src = dijkstra(
                 self.G, directed=False, indices=targets, min_only=True, return_predecessors=True
             )
-            sel = gq[rows] == g
-            tot = w[sel] + D[cols[sel]]
-            r_sel, c_sel = rows[sel], cols[sel]
-            order = np.lexsort((tot, r_sel))  # per row, cheapest first
-            r_o = r_sel[order]
-            first = order[np.r_[True, r_o[1:] != r_o[:-1]]]
-            fin = np.isfinite(tot[first])
-            cf[r_sel[first][fin]] = self.nodes[src[c_sel[first][fin]]]
+            for r in np.flatnonzero(gq == g):
+                lo_, hi_ = start[r], start[r + 1]
+                tot = w[lo_:hi_] + D[cols[lo_:hi_]]
+                if tot.size and np.isfinite(tot.min()):
+                    cf[r] = self.nodes[src[cols[lo_ + int(np.argmin(tot))]]]
         out[need] = cf
         return out
 
