@@ -93,7 +93,11 @@ def test_face_immutables_bounds_unreached_and_model_in_force():
     g = np.array([0.5, 0.5, 0.5])
     cf = face.recommend(X, g, np.random.default_rng(0))
     assert cf[0, 2] == 0.0 and model.score(cf[:1])[0] >= 0.5 and (cf[0] <= [0.9, 1, 1]).all()
-    assert np.isnan(cf[1]).all()  # no accepted node shares group 1: unreached
+    # group 1's applicants never reach x0 > 0.5, but the advice keeps the row's group and
+    # takes a node's mutable values (the path runs on the mutable features)
+    assert cf[1, 2] == 1.0 and model.score(cf[1:2])[0] >= 0.5
+    # unreached: a goal no node can meet
+    assert np.isnan(face.recommend(X[:1], np.array([0.999]), np.random.default_rng(0))).all()
     np.testing.assert_array_equal(cf[2], X[2])  # already at goal: unchanged
     again = face.recommend(X, g, np.random.default_rng(99))
     np.testing.assert_array_equal(np.nan_to_num(cf, nan=-1), np.nan_to_num(again, nan=-1))

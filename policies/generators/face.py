@@ -76,26 +76,24 @@ class Face(FollowsModel):
         self.imm = np.asarray(ctx.immutable, dtype=bool)
         n = len(nodes)
         kk = min(self.k, n - 1)
-        self.nn = NearestNeighbors().fit(nodes)
+        # distances on the mutable features only: immutables are the row's own (below)
+        self.space = nodes[:, ~self.imm]
+        self.nn = NearestNeighbors().fit(self.space)
         # k-th neighbour distance: the kNN density estimate's radius (density ~ r^-z)
-        dk, _ = self.nn.kneighbors(nodes, n_neighbors=kk + 1)
+        dk, _ = self.nn.kneighbors(self.space, n_neighbors=kk + 1)
         self.r = np.maximum(dk[:, -1], 1e-12)
         self.r_bar = float(np.exp(np.log(self.r).mean()))
         if self.mode == "knn":
-            A = self.nn.kneighbors_graph(nodes, n_neighbors=kk + 1, mode="distance")
+            A = self.nn.kneighbors_graph(self.space, n_neighbors=kk + 1, mode="distance")
         else:
-            A = self.nn.radius_neighbors_graph(nodes, radius=self.radius, mode="distance")
+            A = self.nn.radius_neighbors_graph(self.space, radius=self.radius, mode="distance")
         A = A.tocoo()
         keep = A.row != A.col
         i, j, d = A.row[keep], A.col[keep], A.data[keep]
-        if self.imm.any():
-            keep = (nodes[i][:, self.imm] == nodes[j][:, self.imm]).all(axis=1)
-            i, j, d = i[keep], j[keep], d[keep]
         w = self._weight(d, self.r[i], self.r[j])
         G = csr_matrix((w, (i, j)), shape=(n, n))
         self.G = G.maximum(G.T)  # symmetric: kNN links are not mutual by themselves
-        lo, hi = np.asarray(ctx.lower, dtype=float), np.asarray(ctx.upper, dtype=float)
-        self.inside = ((nodes >= lo) & (nodes <= hi)).all(axis=1)
+        self.inside = self._inside(nodes)
         self.model_changed()
 
     def _weight(self, d: np.ndarray, ri: np.ndarray, rj: np.ndarray) -> np.ndarray:
@@ -103,7 +101,7 @@ class Face(FollowsModel):
         d = np.maximum(d, 1e-12)
         if not self.density:
             return d
-        z = self.nodes.shape[1]
+        z = self.space.shape[1]
         return d * np.exp(0.5 * z * (np.log(ri) + np.log(rj)) - z * np.log(self.r_bar))
 
     def model_changed(self) -> None:
@@ -119,53 +117,53 @@ class Face(FollowsModel):
         need = np.flatnonzero(self.ctx.decision_model.score(X) < goals)
         if need.size == 0:
             return out
-        Q = X[need]
+        Q = X[need][:, ~self.imm]
         n, q = len(self.nodes), len(need)
         kk = min(self.k, n)
-        # query edges: each row to its neighbours with the same immutables (row -> node only)
         if self.mode == "knn":
-            dist, idx = self.nn.kneighbors(Q, n_neighbors=n if self.imm.any() else kk)
+            dist, idx = self.nn.kneighbors(Q, n_neighbors=kk)
+            nbrs = list(zip(dist, idx, strict=True))
         else:
-            dlist, ilist = self.nn.radius_neighbors(Q, radius=self.radius, sort_results=True)
-        rows, cols, ds = [], [], []
-        for a in range(q):
-            if self.mode == "knn":
-                d_a, i_a = dist[a], idx[a]
-            else:
-                d_a, i_a = dlist[a], ilist[a]
-            if self.imm.any():
-                ok = (self.nodes[i_a][:, self.imm] == Q[a, self.imm]).all(axis=1)
-                d_a, i_a = d_a[ok], i_a[ok]
-                if self.mode == "knn":
-                    d_a, i_a = d_a[:kk], i_a[:kk]
-            rows.append(np.full(i_a.size, a))
-            cols.append(i_a)
-            ds.append(d_a)
-        start = np.r_[0, np.cumsum([c.size for c in cols])]  # row a's edges: start[a]:start[a+1]
-        rows, cols, ds = np.concatenate(rows), np.concatenate(cols), np.concatenate(ds)
-        # a query's own radius: its k-th neighbour among all nodes, as for the nodes
+            nbrs = list(zip(*self.nn.radius_neighbors(Q, radius=self.radius), strict=True))
+        # a query's own radius: its k-th neighbour, as for the nodes
         rq, _ = self.nn.kneighbors(Q, n_neighbors=min(self.k, n - 1) + 1)
         rq = np.maximum(rq[:, -1], 1e-12)
-        w = self._weight(ds, rq[rows], self.r[cols])
-        # exact and batched: the graph is undirected, so one multi-source Dijkstra from
-        # the accepted targets (per distinct goal) gives every node's cost to its nearest
-        # target and which target that is; a row's cost is then the cheapest neighbour
         cf = np.full((q, self.nodes.shape[1]), np.nan)
         gq = goals[need]
-        for g in np.unique(gq):
-            targets = np.flatnonzero(self.inside & (self.node_score >= g))
+        # one multi-source Dijkstra from the accepted targets serves every row with the
+        # same targets (the graph is undirected): per distinct goal, or per row where
+        # immutables make each row's targets its own (nodes carrying the row's values)
+        keys = [(gq[a], tuple(X[need[a], self.imm])) for a in range(q)]
+        for key in dict.fromkeys(keys):
+            g, imm_vals = key
+            H = self.nodes
+            if self.imm.any():
+                H = self.nodes.copy()
+                H[:, self.imm] = imm_vals
+                score = np.asarray(self.ctx.decision_model.score(H), dtype=float)
+                inside = self._inside(H)
+            else:
+                score, inside = self.node_score, self.inside
+            targets = np.flatnonzero(inside & (score >= g))
             if targets.size == 0:
                 continue
             D, _, src = dijkstra(
                 self.G, directed=False, indices=targets, min_only=True, return_predecessors=True
             )
-            for r in np.flatnonzero(gq == g):
-                lo_, hi_ = start[r], start[r + 1]
-                tot = w[lo_:hi_] + D[cols[lo_:hi_]]
-                if tot.size and np.isfinite(tot.min()):
-                    cf[r] = self.nodes[src[cols[lo_ + int(np.argmin(tot))]]]
+            for a in (a for a in range(q) if keys[a] == key):
+                d_a, i_a = nbrs[a]
+                if i_a.size == 0:
+                    continue
+                tot = self._weight(d_a, np.full(i_a.size, rq[a]), self.r[i_a]) + D[i_a]
+                j = int(np.argmin(tot))
+                if np.isfinite(tot[j]):
+                    cf[a] = H[src[i_a[j]]]
         out[need] = cf
         return out
+
+    def _inside(self, H: np.ndarray) -> np.ndarray:
+        lo, hi = np.asarray(self.ctx.lower, dtype=float), np.asarray(self.ctx.upper, dtype=float)
+        return ((H >= lo) & (H <= hi)).all(axis=1)
 
     def observe(self, feedback: Feedback) -> None:
         pass
