@@ -180,7 +180,8 @@ def test_rbr_determinism_immutables_unreached_and_model_in_force():
     np.testing.assert_array_equal(np.nan_to_num(a, nan=-9), np.nan_to_num(b, nan=-9))
     assert a[0, 2] == 0.0 and model.score(a[:1])[0] >= 0.5
     assert (a[0] >= [-2, -2, 0]).all() and (a[0] <= [2, 2, 1]).all()
-    assert np.isnan(a[1]).all()  # group 1 has no accepted applicant: unreached
+    assert a[1, 2] == 1.0 and model.score(a[1:2])[0] >= 0.5  # keeps the row's group
+    assert np.isnan(rbr.recommend(X[:1], np.array([0.9999]), np.random.default_rng(1))).all()
     np.testing.assert_array_equal(a[2], X[2])
     strict = _Linear(np.array([3.0, 0.0, 0.0]), -4.5)  # accepted: x0 > 1.5
     rbr.ctx = ctx.with_model(strict)

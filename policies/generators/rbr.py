@@ -141,10 +141,14 @@ class RBR(FollowsModel):
 
     def _boundary(self, x: np.ndarray, g: float) -> np.ndarray | None:
         imm = np.asarray(self.ctx.immutable, dtype=bool)
-        ok = self.node_score >= g
         if imm.any():
-            ok &= (self.nodes[:, imm] == x[imm]).all(axis=1)
-        C = self.nodes[ok]
+            # candidates carry the row's immutable values (re-scored), so every point on
+            # the segment keeps them
+            C = self.nodes.copy()
+            C[:, imm] = x[imm]
+            C = C[self._score(C) >= g]
+        else:
+            C = self.nodes[self.node_score >= g]
         if len(C) == 0:
             return None
         C = C[np.argsort(np.abs(C - x).sum(axis=1), kind="stable")[: self.n_candidates]]
