@@ -29,8 +29,9 @@ class Face(FollowsModel):
     """Shortest density-weighted path on a kNN or epsilon graph (FACE, Sec. 4).
 
     Graph: ``mode="knn"`` links each node to its ``k`` nearest nodes (symmetrised),
-    ``mode="epsilon"`` links nodes closer than ``radius`` (Euclidean). Only nodes with the
-    same immutable values are linked, so a path never changes an immutable feature. Edge
+    ``mode="epsilon"`` links nodes closer than ``radius`` (Euclidean), all on the mutable
+    features; for a row, a node stands for its mutable values with the row's immutable
+    values (re-scored per row), so advice never changes an immutable feature. Edge
     weight: the edge length ||x_i - x_j||_2 times a density penalty, the paper's kNN
     estimate w_ij = ||x_i - x_j|| * (r_i r_j)^(z/2) / r_bar^z (eq. 5's kNN form, with
     r_i the distance from x_i to its k-th neighbour, so sparse regions cost more),
