@@ -167,6 +167,31 @@ DEMOS: tuple[Demo, ...] = (
             "pays for it?"
         ),
     ),
+    Demo(
+        name="recession",
+        title="8 · A recession",
+        preset="recession",
+        policy="threshold",
+        compare=("threshold-true",),
+        charts=("capacity",),
+        overrides={"ticks": 80},
+        explanation=(
+            "The paper's world, but from tick 40 to tick 59 only **5 places** a tick are "
+            "open instead of 9, while 10 newcomers keep arriving each tick. Advice says "
+            '"reach this tick\'s threshold", the score that won a place when it was '
+            "given.\n\n"
+            "Press **Play** and **Pause** at about tick 38: **Places and newcomers per "
+            "tick** is flat, RR in **Does advice work?** is steady. Ask what advice given "
+            "now is worth. Play on to about tick 45: the places line drops to 5, "
+            "**Threshold and goal scores** shows the threshold climbing tick after tick, "
+            "so each tick's goal is below the next tick's threshold, and RR falls: advice "
+            "carried out in full is often not enough. **Who applies** shows the queue of those waiting to try again "
+            "growing through the recession. Play to the end: after tick 60 the places "
+            "return, the queue drains and RR recovers, with a lag.\n\n"
+            "*Ask:* was the advice given at tick 39 wrong? Who should have known, and "
+            "what should it have said?"
+        ),
+    ),
 )
 
 

@@ -1044,3 +1044,21 @@ def test_demo_7_shows_only_the_charts_its_lesson_is_about():
     assert shown[-3:] == ["groups", "group-distance", "budget"]
     assert not {"true-gain", "qualified", "true-outcomes", "causal"} & set(shown)
     assert "reliability" in shown  # the core charts stay
+
+
+def test_recession_demo_shows_places_halving_and_the_threshold_climbing():
+    demo = available_demos()["recession"]
+    model = stepped(Settings.from_demo(demo), 50)
+    assert (model.settings.preset, model.settings.policy) == ("recession", "threshold")
+    shown = [c.name for c in charts.charts(model, 0, demo.charts)]
+    assert shown[-1] == "capacity" and "reliability" in shown
+    # the chart draws the tick table's k_t and m_t, for every policy side by side
+    runs = data.runs(model)
+    rows = data.rows(charts.capacity(model.settings.policies).datasets(runs, 49)["main"])
+    places = [r for r in rows if r["series"] == "places k" and r["policy"] == "threshold"]
+    assert [r["value"] for r in places if r["tick"] in (39, 40, 49)] == [9, 5, 5]
+    table = model.models()[0].tick_table()
+    assert (table["n_accepted"][40:50] <= 5).all() and (table["m"] == 10).all()
+    # what the lesson points at: the threshold climbs and the queue grows in the recession
+    assert table["threshold"][45:50].mean() > table["threshold"][30:40].mean()
+    assert table["n_waiting"][45:50].mean() > table["n_waiting"][30:40].mean()
