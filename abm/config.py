@@ -55,6 +55,7 @@ DECISION_MODELS: tuple[str, ...] = get_args(DecisionModel)
 _SEED_MAX = 2**63 - 1
 # places per tick: as many as the largest population a tick can start with (n_initial, m)
 K_MAX = 10_000_000
+M_MAX = 10_000_000
 
 
 def _integral(value: Any) -> Any:
@@ -109,6 +110,18 @@ _GRAPH_TEXT = "edges (i, j, w) of an acyclic graph over the features (docs/world
 _SHARE_TOL = 1e-9
 SHIFT_POINTS = 2000  # abm.metrics_ext.SHIFT_MAX_POINTS
 _SHIFT_POINTS_TEXT = "0 (off) or an integer in [2, 1000000]"
+# capacity schedules (abm.capacity): factors on k and m
+FACTOR_MAX = 1000.0
+_STEPS_TEXT = (
+    f"pairs [from_tick, factor], ticks >= 0 strictly increasing, factors in [0, {FACTOR_MAX:g}]"
+)
+_SEASON_TEXT = (
+    "empty, or [amplitude, period, phase] with amplitude in [0, 1], period > 0, phase finite"
+)
+_SHOCKS_TEXT = (
+    f"empty, or [probability, factor, duration] with probability in [0, 1], factor in "
+    f"[0, {FACTOR_MAX:g}], duration an integer in [1, 1000000]"
+)
 
 # the fields of the world extensions with their "off" defaults: to_dict() leaves them out
 # while at the default, so configs (and run ids hashed from them) are as before they existed
@@ -128,6 +141,12 @@ EXTENSION_DEFAULTS: dict[str, Any] = {
     "causal_graph": (),
     "budget": None,
     "budget_scope": "episode",
+    "k_steps": (),
+    "m_steps": (),
+    "k_season": (),
+    "m_season": (),
+    "k_shocks": (),
+    "m_shocks": (),
 }
 
 
@@ -161,7 +180,7 @@ class ScenarioConfig(BaseModel):
     # bounded so that a typo fails as a field, not as an out-of-memory error
     n_initial: Int = Field(20, ge=0, le=10_000_000)
     k: Int = Field(9, ge=1, le=K_MAX)
-    m: Int = Field(10, ge=0, le=10_000_000)
+    m: Int = Field(10, ge=0, le=M_MAX)
     ticks: Int = Field(100, ge=1, le=1_000_000)
     validity: Int = Field(1, ge=1, le=10_000)
     # beta = inf is the limiting case "every change succeeds"
@@ -218,6 +237,13 @@ class ScenarioConfig(BaseModel):
         None, json_schema_extra={"allowed": "none (unlimited) or a number >= 0"}
     )
     budget_scope: Literal["tick", "episode"] = "episode"
+    # §6 capacity that changes: schedules multiplying k and m (abm.capacity)
+    k_steps: tuple[tuple[Int, Float], ...] = Field((), json_schema_extra={"allowed": _STEPS_TEXT})
+    m_steps: tuple[tuple[Int, Float], ...] = Field((), json_schema_extra={"allowed": _STEPS_TEXT})
+    k_season: tuple[Float, ...] = Field((), json_schema_extra={"allowed": _SEASON_TEXT})
+    m_season: tuple[Float, ...] = Field((), json_schema_extra={"allowed": _SEASON_TEXT})
+    k_shocks: tuple[Float, ...] = Field((), json_schema_extra={"allowed": _SHOCKS_TEXT})
+    m_shocks: tuple[Float, ...] = Field((), json_schema_extra={"allowed": _SHOCKS_TEXT})
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -333,6 +359,35 @@ class ScenarioConfig(BaseModel):
                         value=getattr(self, name),
                     )
         self._check_companions()
+        self._check_capacity()
+
+    def _check_capacity(self) -> None:
+        """The capacity schedules' shapes and ranges (abm.capacity)."""
+        for name in ("k", "m"):
+            steps = getattr(self, f"{name}_steps")
+            starts = [s for s, _ in steps]
+            if (
+                any(s < 0 for s in starts)
+                or any(b <= a for a, b in zip(starts, starts[1:], strict=False))
+                or not all(0.0 <= f <= FACTOR_MAX for _, f in steps)
+            ):
+                raise not_allowed(_STEPS_TEXT, field=f"{name}_steps", value=steps)
+            season = getattr(self, f"{name}_season")
+            if season and (
+                len(season) != 3
+                or not 0.0 <= season[0] <= 1.0
+                or not 0.0 < season[1] < math.inf
+                or not math.isfinite(season[2])
+            ):
+                raise not_allowed(_SEASON_TEXT, field=f"{name}_season", value=season)
+            shocks = getattr(self, f"{name}_shocks")
+            if shocks and (
+                len(shocks) != 3
+                or not 0.0 <= shocks[0] <= 1.0
+                or not 0.0 <= shocks[1] <= FACTOR_MAX
+                or not (1.0 <= shocks[2] <= 1_000_000 and float(shocks[2]).is_integer())
+            ):
+                raise not_allowed(_SHOCKS_TEXT, field=f"{name}_shocks", value=shocks)
 
     def _check_companions(self) -> None:
         """Settings that mean nothing without another one: refused, naming both fields."""
@@ -397,6 +452,12 @@ class ScenarioConfig(BaseModel):
         if self.budget is not None:
             on.add("budget")
         return frozenset(on)
+
+    @property
+    def capacity_on(self) -> bool:
+        """Whether a schedule changes k or m over time (abm.capacity); not one of
+        :attr:`mechanisms`: it changes the tick's sizes, not its stages."""
+        return any(getattr(self, f"{n}_{s}") for n in "km" for s in ("steps", "season", "shocks"))
 
     # a dataclass-like record: frozen attributes, equality and hash without the label
     def __setattr__(self, name: str, value: Any) -> None:

@@ -141,7 +141,10 @@ class RecourseObs:
     World extensions: ``decision_model`` is the model in force (None: the one of
     ``PolicyContext``) and ``model_version`` counts its refits; ``group`` (n,) and
     ``applicant_group`` (a,) are group ids (None without groups); ``budget_left`` is what
-    the intervention budget still allows this tick (inf without a budget).
+    the intervention budget still allows this tick (inf without a budget). ``k`` and
+    ``m`` are the places and the entrants per tick in force at this tick (k_t, m_t of a
+    capacity schedule; the scenario's k and m without one; None where the observation
+    was not made by a model). ``PolicyContext.k``/``m`` stay the scenario's base values.
     """
 
     tick: int
@@ -161,6 +164,8 @@ class RecourseObs:
     group: np.ndarray | None = None
     applicant_group: np.ndarray | None = None
     budget_left: float = math.inf
+    k: int | None = None
+    m: int | None = None
 
     @cached_property
     def history(self) -> HistoryWindow:

@@ -27,6 +27,7 @@ from mesa.agent import AgentSet
 
 from abm import behaviour
 from abm.agents import Candidate, CandidateHandles, DecisionMaker
+from abm.capacity import Capacity
 from abm.card import Card
 from abm.config import ScenarioConfig
 from abm.interfaces import Recommendation, RecourseObs, RecoursePolicy
@@ -116,6 +117,8 @@ class RecourseModel(mesa.Model):
         self.use_agents, self.record_events, self._recording = agents, record_events, True
         self._set_feature_facts(config)
         self.mechanisms = Mechanisms.build(config, self.world)
+        # k_t and m_t (constant unless a schedule is on); shocks are drawn here, once
+        self.capacity = Capacity.build(config, self.streams)
         self.decision_maker = DecisionMaker(self, config.k)
         # privileged: rollouts of this model (planning references only, see abm.planning)
         self.simulator = Simulator(self, type(self).from_snapshot)
@@ -161,6 +164,7 @@ class RecourseModel(mesa.Model):
             config=self.config, world=self.world, tick=self.tick, next_id=self._next_id,
             population=self.population, dropped=tuple(self.pool.dropped),
             pending=self._pending, mechanisms=self.mechanisms.fork() if self.mechanisms.on else self.mechanisms,
+            capacity=self.capacity,
         )  # fmt: skip
 
     @classmethod
@@ -178,6 +182,8 @@ class RecourseModel(mesa.Model):
         fork.use_agents = fork.record_events = fork._recording = fork._bounded = False
         fork._set_feature_facts(c)
         fork.mechanisms = snap.mechanisms.fork()
+        # the real run's schedule, shocks included (drawn once for the whole episode)
+        fork.capacity = snap.capacity if snap.capacity is not None else Capacity(c)
         fork.decision_maker = DecisionMaker.unregistered(fork, c.k)
         fork.tick, fork._next_id = snap.tick, snap.next_id
         fork.pool = Pool(c.n_features, c.validity, snap.population, snap.dropped)
@@ -242,6 +248,8 @@ class RecourseModel(mesa.Model):
         if self._pending is not None:
             raise RuntimeError(f"tick {self.tick} is already decided: call respond() first")
         t, c, pool, mech = self.tick, self.config, self.pool, self.mechanisms
+        if self.capacity.on:
+            self.decision_maker.k = self.capacity.at(t)[0]
         states = mech.start_tick(t, pool.waiting, self.streams) if mech.on else ()
         returning = pool.split(self._reapplications(t))
         n_window = len(returning) + pool.n_waiting + pool.dropped_in_window(t)
@@ -277,7 +285,7 @@ class RecourseModel(mesa.Model):
     def _arrivals(self, t: int) -> Population:
         """The entrants of tick ``t`` (N₀ at tick 0, m later), each with fresh ids."""
         c, streams = self.config, self.streams
-        n = c.n_initial if t == 0 else c.m
+        n = c.n_initial if t == 0 else self.capacity.at(t)[1]
         X, group = self.world.entrants(n, streams)
         ids = np.arange(self._next_id, self._next_id + n)
         self._next_id += n
@@ -298,6 +306,7 @@ class RecourseModel(mesa.Model):
             history_fn=self.pool.history_fn(),
             extra={"risk_aversion": applicants.risk_aversion.take(rej)},
             decision_model=self.scorer, model_version=self.model_version,
+            k=self.decision_maker.k, m=self.capacity.at(d.t)[1],
             **(self.mechanisms.observation(d) if self.mechanisms.on else {}),
         )  # fmt: skip
 

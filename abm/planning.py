@@ -52,6 +52,7 @@ class Snapshot:
     dropped: tuple[tuple[int, Population], ...]
     pending: Any = None
     mechanisms: Any = None  # the mechanisms' state (abm.mechanisms.Mechanisms), a private copy
+    capacity: Any = None  # k_t and m_t of every tick (abm.capacity.Capacity), read only
 
 
 class Forkable(Protocol):

@@ -30,7 +30,9 @@ TICK_COLUMNS = (
 )  # fmt: skip
 # the integer columns: the tick and every count
 _COUNT_COLUMNS = tuple(c for c in TICK_COLUMNS if c == "tick" or c.startswith("n_"))
-_MECHANISM_COUNTS = ("model_version", "w_dist_n")
+_MECHANISM_COUNTS = ("model_version", "w_dist_n", "k", "m")
+#: the columns of a capacity schedule (abm.capacity): k_t and m_t in force that tick
+CAPACITY_COLUMNS = ("k", "m")
 #: advice "falls short of the threshold" (of its goal) when M(x_cf) < threshold - GOAL_TOL
 #: (goal - GOAL_TOL)
 GOAL_TOL = 1e-6
@@ -48,7 +50,10 @@ class Recorder:
     ) -> None:
         self.config, self.mechanisms, self.difficulty = config, mechanisms, difficulty
         self.record_events = record_events
+        self.capacity_on = config.capacity_on
         self.columns = TICK_COLUMNS + mechanisms.tick_columns()
+        if self.capacity_on:
+            self.columns += CAPACITY_COLUMNS
         self.collector = TickCollector(model_reporters={c: _reporter(c) for c in self.columns})
         self.events: list[dict[str, np.ndarray]] = []
         # each candidate's total effort, as they leave (accepted or dropped out)
@@ -90,6 +95,8 @@ class Recorder:
         self._exit_effort += [d.applicants.effort[d.accepted], leaving.effort]
         if mechanisms.on:
             self.mechanisms.row(d, advice, outcome, self.last_row, view)
+        if self.capacity_on:
+            self.last_row["k"], self.last_row["m"] = model.capacity.at(d.t)
         if policy_stats is not None:  # the policy's own figures (abm.interfaces.ReportsStats)
             self.last_row.update({f"policy_{k}": float(v) for k, v in policy_stats.items()})
         self.last_tick = TickState(

@@ -119,6 +119,17 @@ _FIXED: dict[str, ScenarioConfig] = {
         description="an intervention budget: advice may move features by 1.0 in total "
         "(L1) per tick; the rest of the rejected get none",
     ),
+    # -- capacity that changes (abm.capacity; ours) ----------------------------------------
+    "recession": _PAPER.replace(
+        name="recession",
+        k_steps=((40, 0.5), (60, 1.0)),
+        description="a recession in the paper's world: for ticks 40-59 only 5 places a "
+        "tick are open instead of 9 (k halved, 4.5 rounded up), while 10 newcomers keep "
+        "arriving. Those advised at tick 39 were told the score that won a place then; "
+        "they come back to a queue that grows every tick and a threshold that has moved "
+        "up, so advice met in full is often not enough. When the 9 places return at tick "
+        "60 the backlog drains and the threshold falls again",
+    ),
 }
 
 

@@ -554,7 +554,21 @@ def extension_charts(model: DashboardModel, policies: list[str]) -> list[Chart]:
         out.append(causal(policies, model.config.n_features))
     if "budget" in on:
         out.append(budget(policies))
+    if model.config.capacity_on:  # not a mechanism: a schedule of k and m (abm.capacity)
+        out.append(capacity(policies))
     return out
+
+
+def capacity(policies: list[str]) -> Chart:
+    """k_t and m_t of a capacity schedule, with the accepted, per tick."""
+    return _series_chart(
+        "capacity", "Places and newcomers per tick",
+        "Per tick: the places open (k), the newcomers who arrive (m) and the applicants "
+        "accepted. A schedule changes k and m over time.",
+        "per tick (count)",
+        {"k": "places k", "m": "newcomers m", "n_accepted": "accepted"},
+        policies, kind="count",
+    )  # fmt: skip
 
 
 def payload(

@@ -167,6 +167,30 @@ DEMOS: tuple[Demo, ...] = (
             "pays for it?"
         ),
     ),
+    Demo(
+        name="recession",
+        title="8 · A recession",
+        preset="recession",
+        policy="threshold",
+        charts=("capacity",),
+        overrides={"ticks": 80},
+        explanation=(
+            "The paper's world, but from tick 40 to tick 59 only **5 places** a tick are "
+            'open instead of 9, while 10 newcomers keep arriving. Advice says "reach this '
+            "tick's threshold\": the score that won a place when the advice was given.\n\n"
+            "Press **Play** and **Pause** at tick 39: **Places and newcomers per tick** is "
+            "still flat and the threshold in **Threshold and goal scores** is steady. Ask "
+            "what the advice given now is worth. Step to tick 41: the places drop to 5 and "
+            "the threshold jumps; those advised at tick 39 who did everything asked were "
+            "rejected (RR in **Does advice work?** falls to 0). Play to tick 55: the "
+            "threshold keeps climbing and **Who applies** shows the queue of those waiting "
+            "to try again growing. Play on past tick 60: the places return, the threshold "
+            "falls, and those advised during the recession now get in easily (RR near 1).\n\n"
+            "*Ask:* was the advice given at tick 39 wrong? Who could have known, and what "
+            "should it have said? Then choose the preset *paper* with the same seed and "
+            "compare."
+        ),
+    ),
 )
 
 

@@ -1206,3 +1206,26 @@ def test_lesson_demos_6_and_7_of_teaching_md(server, browser):
         assert left[-1] > 5, (policy, left[-1])
     screenshot(page, "teaching-demo7.png", '.rabm-chart[data-chart="budget"]')
     page.context.close()
+
+
+def test_lesson_demo_8_a_recession(server, browser):
+    """Demo 8 as docs/teaching.md runs it: the places halve for ticks 40-59, the advice of
+    tick 39 carried out in full is rejected at tick 40, and advice given in the recession
+    works when the places return; writes docs/teaching-demo8.png."""
+    assert "**Demo 8 · A recession**" in (ROOT / "docs" / "teaching.md").read_text()
+    page = open_page(browser, server)
+    page.set_viewport_size({"width": 1280, "height": 1500})
+    choose(page, "classroom demonstration", "8 · A recession")
+    restarted(page)
+    wait_charts(page)  # Play before the first frame is drawn may be lost
+    page.get_by_role("button", name="Play", exact=True).click()
+    page.locator(".rabm-status").get_by_text("80 of 80 ticks run").wait_for()
+    wait_charts(page, max(drawn_frames(page)) - 1)
+    places = {r["tick"]: r["value"] for r in chart_data(page, "capacity")
+              if r["series"] == "places k"}  # fmt: skip
+    assert [places[t] for t in (39, 40, 59, 60)] == [9, 5, 5, 9]
+    rr = {r["tick"]: r["value"] for r in chart_data(page, "reliability")
+          if r["series"] == "RR reliability"}  # fmt: skip
+    assert rr[40] == 0.0 and rr[60] == 1.0
+    screenshot(page, "teaching-demo8.png", '.rabm-chart[data-chart="capacity"]')
+    page.context.close()

@@ -1044,3 +1044,25 @@ def test_demo_7_shows_only_the_charts_its_lesson_is_about():
     assert shown[-3:] == ["groups", "group-distance", "budget"]
     assert not {"true-gain", "qualified", "true-outcomes", "causal"} & set(shown)
     assert "reliability" in shown  # the core charts stay
+
+
+def test_recession_demo_shows_places_halving_and_the_threshold_climbing():
+    demo = available_demos()["recession"]
+    model = stepped(Settings.from_demo(demo), 62)
+    assert (model.settings.preset, model.settings.policy) == ("recession", "threshold")
+    shown = [c.name for c in charts.charts(model, 0, demo.charts)]
+    assert shown[-1] == "capacity" and "reliability" in shown
+    # the chart draws the tick table's k_t and m_t
+    runs = data.runs(model)
+    rows = data.rows(charts.capacity(model.settings.policies).datasets(runs, 61)["main"])
+    places = {r["tick"]: r["value"] for r in rows if r["series"] == "places k"}
+    assert [places[t] for t in (39, 40, 59, 60)] == [9, 5, 5, 9]
+    table = model.models()[0].tick_table()
+    assert (table["n_accepted"][40:60] <= 5).all() and (table["m"] == 10).all()
+    # what the lesson points at (seed 0): advice of tick 39 carried out in full and
+    # rejected at tick 40; the threshold climbs and the queue grows in the recession;
+    # advice given in the recession works when the places return
+    assert table["n_succ"][40] > 0 and table["rr"][40] == 0.0
+    assert table["threshold"][40:60].min() > table["threshold"][30:39].max()
+    assert table["n_waiting"][50:55].mean() > table["n_waiting"][30:40].mean()
+    assert table["rr"][60] == 1.0

@@ -77,7 +77,7 @@ def test_defaults_switch_every_extension_off_and_leave_the_config_dict_alone():
     assert c.mechanisms == frozenset()
     assert not set(EXTENSION_DEFAULTS) & set(c.to_dict())
     for name in PRESETS:
-        if name not in (*EXTENSION_PRESETS, "fair-scarf", "lending", "german-credit"):
+        if name not in (*EXTENSION_PRESETS, "fair-scarf", "lending", "german-credit", "recession"):
             assert not set(EXTENSION_DEFAULTS) & set(PRESETS[name].to_dict()), name
     on = ScenarioConfig(budget=2.0)
     assert on.to_dict()["budget"] == 2.0 and "retrain_every" not in on.to_dict()
