@@ -61,7 +61,9 @@ FIGURES: tuple[Figure, ...] = (
     Figure("still_valid", "outstanding advice still valid under the model in force", "retraining"),
     Figure("valid_after_refit", "advice issued under an older model, still valid", "retraining"),
     Figure(
-        "domain_shift", "MMD² between the first positive class and the rows added since", "retraining"
+        "domain_shift",
+        "MMD² between the first positive class and the rows added since",
+        "retraining",
     ),
     Figure(
         "model_shift", "MMD² between successive models' scores (mean over refits)", "retraining"

@@ -1,0 +1,228 @@
+"""The shifts recourse causes, per generator (issue 37, item 4; Altmeyer et al., SaTML 2023).
+
+Runs ``studies/endogenous-shift.toml``: the decision model is refitted every 10 ticks on
+its first training data plus the revealed outcomes of everyone it accepted, so the
+counterfactuals that led to acceptance enter what it learns from. Every generator is
+paired with ``none`` (does it shift the data and the model at all?) and with Wachter's
+generator behind the same last threshold (do ClaPROAR and Gravitational, which add a
+penalty to Wachter's objective, shift them less, and at what price?). Means carry 95 %
+intervals over worlds and episodes, worlds resampled first (a random effect).
+
+Writes ``table.csv`` (policy x figure: mean, lo, hi, and the paired differences),
+``report.html`` and two charts: ``shift-vs-cost.png`` (domain shift against the cost of
+advice) and ``paired.png`` (every generator's paired difference to Wachter's).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from abm.card import FIGURES
+from abm.provenance import RESULTS_SCHEMA, now
+from lab.study import Study, collect, load_study
+from lab.study.analysis import nested_bootstrap, png_bytes
+from lab.study.page import STYLE
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDY = ROOT / "studies" / "endogenous-shift.toml"
+# column key -> policy: every generator is paired with these on the same worlds and seeds
+BASELINES = {"none": "none", "wachter": "threshold-wachter"}
+SHOWN = ("rr", "rf", "cost_recommended", "unreached_share", "domain_shift", "model_shift",
+         "disagreement", "param_shift", "valid_after_refit")  # fmt: skip
+LABELS = {f.name: f.label for f in FIGURES}
+RBR = "last-threshold+rbr:num_samples=50,inner_iter=20"
+NAMES = {"threshold": "exact-linear", "threshold-wachter": "Wachter", "none": "none (no advice)",
+         RBR: "rbr (50 samples)"}  # fmt: skip
+
+
+def name(policy: str) -> str:
+    """A generator's short name: ``threshold-claproar`` -> ``claproar``."""
+    return NAMES.get(policy, policy.removeprefix("threshold-"))
+
+
+def study(quick: bool = False) -> Study:
+    """The study; ``quick``: 2 worlds x 2 episodes of 30 ticks (three refits), a check that
+    every piece runs, not a result."""
+    data = tomllib.loads(STUDY.read_text())
+    if quick:
+        data.update(seeds=2, ticks=30, name=data["name"] + "-quick")
+        data["sweep"]["world_seed"] = [0, 1]
+    return Study.from_dict(data, source=str(STUDY))
+
+
+def run(out: str | Path, *, quick: bool = False, workers: int = 2,
+        progress: Callable[[int, int], None] | None = None,
+        log: Callable[[str], None] = print) -> dict[str, Any]:  # fmt: skip
+    """Run (or resume) the study under ``out``/store and write the report."""
+    out = Path(out)
+    s = study(quick)
+    log(f"{s.name}: {s.n_runs} runs")
+    _, runs = collect(s, out / "store" / s.name, workers=workers, progress=progress)
+    return write_report(_tidy(runs, s), out, quick)
+
+
+def read_runs(out: str | Path, quick: bool = False) -> pd.DataFrame:
+    """The runs as stored under ``out``/store (for a report only)."""
+    s = study(quick)
+    _, runs = load_study(Path(out) / "store" / s.name)
+    return _tidy(runs, s)
+
+
+def _tidy(runs: pd.DataFrame, s: Study) -> pd.DataFrame:
+    failed = runs[runs["status"] != "ok"]
+    if len(failed):
+        raise RuntimeError(f"{s.name}: {len(failed)} run(s) failed; first: "
+                           f"{failed['error'].iloc[0]}")  # fmt: skip
+    return runs
+
+
+def cells(runs: pd.DataFrame) -> dict[str, dict[str, np.ndarray]]:
+    """policy -> figure -> (worlds, episodes) array, worlds and seeds in order."""
+    worlds = sorted(runs["world_seed"].unique())
+    out = {}
+    for policy, g in runs.groupby("policy", sort=False):
+        g = g.sort_values(["world_seed", "seed"])
+        out[policy] = {
+            f: np.array([g.loc[g["world_seed"] == w, f].to_numpy(float) for w in worlds])
+            for f in SHOWN
+        }
+    return out
+
+
+def table(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per (policy, figure): mean, lo, hi, and ``vs_<key>`` (with ``_lo``, ``_hi``),
+    the paired difference to each of :data:`BASELINES`."""
+    c = cells(runs)
+    n_w = runs["world_seed"].nunique()
+    rows = []
+    for policy, figs in c.items():
+        for f in SHOWN:
+            mean, lo, hi = nested_bootstrap(figs[f])
+            row = {"policy": policy, "figure": f, "worlds": n_w, "episodes": figs[f].shape[1],
+                   "mean": mean, "lo": lo, "hi": hi}  # fmt: skip
+            for key, base in BASELINES.items():
+                d = (math.nan,) * 3
+                if base in c and base != policy:
+                    d = nested_bootstrap(figs[f] - c[base][f])
+                row.update({f"vs_{key}": d[0], f"vs_{key}_lo": d[1], f"vs_{key}_hi": d[2]})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def num(x: float) -> str:
+    if x != x:
+        return "–"
+    return f"{x:.2e}" if x != 0 and abs(x) < 1e-3 else f"{x:.3f}"
+
+
+def ci(mean: float, lo: float, hi: float, signed: bool = False) -> str:
+    """``mean [lo, hi]``; with ``signed``, in bold where the interval excludes 0."""
+    if mean != mean:
+        return "–"
+    text = f"{'+' if signed and mean > 0 else ''}{num(mean)} [{num(lo)}, {num(hi)}]"
+    return f"**{text}**" if signed and (lo > 0 or hi < 0) else text
+
+
+def markdown(board: pd.DataFrame) -> str:
+    """The docs page's tables: the card per generator, then the paired differences."""
+    policies = list(dict.fromkeys(board["policy"]))
+    out = []
+    head = "| figure | " + " | ".join(name(p) for p in policies) + " |"
+    out += [head, "|---" * (len(policies) + 1) + "|"]
+    for f in SHOWN:
+        part = board[board["figure"] == f].set_index("policy")
+        out.append(f"| {LABELS[f]} | " + " | ".join(
+            ci(*part.loc[p, ["mean", "lo", "hi"]]) for p in policies) + " |")  # fmt: skip
+    for key, base in BASELINES.items():
+        others = [p for p in policies if p != base]
+        out += ["", f"Paired difference to {name(base)} (bold: the interval excludes 0):", ""]
+        out += ["| figure | " + " | ".join(name(p) for p in others) + " |",
+                "|---" * (len(others) + 1) + "|"]  # fmt: skip
+        for f in SHOWN:
+            part = board[board["figure"] == f].set_index("policy")
+            out.append(f"| {LABELS[f]} | " + " | ".join(
+                ci(*part.loc[p, [f"vs_{key}", f"vs_{key}_lo", f"vs_{key}_hi"]], signed=True)
+                for p in others) + " |")  # fmt: skip
+    return "\n".join(out)
+
+
+def charts(board: pd.DataFrame) -> dict[str, bytes]:
+    """``shift-vs-cost.png`` and ``paired.png`` (PNG bytes)."""
+    from matplotlib.figure import Figure
+
+    def at(f: str) -> pd.DataFrame:
+        return board[board["figure"] == f].set_index("policy")
+
+    out = {}
+    policies = list(dict.fromkeys(board["policy"]))
+    fig = Figure(figsize=(10, 4))
+    axes = fig.subplots(1, 2)
+    for ax, y in zip(axes, ("domain_shift", "model_shift"), strict=True):
+        cost, shift = at("cost_recommended"), at(y)
+        for p in policies:
+            if p == "none":
+                ax.axhline(shift.loc[p, "mean"], color="0.6", ls=":", label="none (no advice)")
+                continue
+            x = cost.loc[p, "mean"]
+            m, lo, hi = shift.loc[p, ["mean", "lo", "hi"]]
+            xerr = [[x - cost.loc[p, "lo"]], [cost.loc[p, "hi"] - x]]
+            ax.errorbar(x, m, yerr=[[m - lo], [hi - m]], xerr=xerr, fmt="o", capsize=3,
+                        label=name(p))  # fmt: skip
+        ax.set_xlabel(LABELS["cost_recommended"])
+        ax.set_ylabel(f"{y} (MMD²)")
+        ax.grid(alpha=0.3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center right", fontsize=7)
+    fig.suptitle("Shifts against the cost of advice (95 % intervals, worlds as a random effect)")
+    fig.tight_layout(rect=(0, 0, 0.84, 1))
+    out["shift-vs-cost.png"] = png_bytes(fig)
+
+    others = [p for p in policies if p not in ("threshold-wachter", "none")]
+    figs = ("domain_shift", "model_shift", "rr", "rf", "cost_recommended")
+    fig = Figure(figsize=(3 * len(figs), 3.6))
+    axes = fig.subplots(1, len(figs), sharey=True)
+    for ax, f in zip(axes, figs, strict=True):
+        part = at(f)
+        ys = np.arange(len(others))
+        m = part.loc[others, "vs_wachter"].to_numpy()
+        lo = m - part.loc[others, "vs_wachter_lo"].to_numpy()
+        hi = part.loc[others, "vs_wachter_hi"].to_numpy() - m
+        ax.errorbar(m, ys, xerr=[lo, hi], fmt="o", capsize=3)
+        ax.axvline(0, color="0.5", lw=0.8)
+        ax.set_title(f, fontsize=9)
+        ax.set_yticks(ys, [name(p) for p in others])
+        ax.grid(alpha=0.3)
+    fig.suptitle("Paired difference to Wachter's generator (same worlds and seeds)")
+    fig.tight_layout()
+    out["paired.png"] = png_bytes(fig)
+    return out
+
+
+def write_report(runs: pd.DataFrame, out: Path, quick: bool = False) -> dict[str, Any]:
+    """table.csv, the two charts and report.html under ``out``; returns their paths."""
+    board = table(runs)
+    out.mkdir(parents=True, exist_ok=True)
+    board.to_csv(out / "table.csv", index=False)
+    pngs = charts(board)
+    for fname, png in pngs.items():
+        (out / fname).write_bytes(png)
+    n_w, n_e = int(board["worlds"].iloc[0]), int(board["episodes"].iloc[0])
+    body = html.escape(markdown(board)).replace("\n", "<br>")
+    imgs = "".join(f"<img src='data:image/png;base64,{base64.b64encode(p).decode()}'>"
+                   for p in pngs.values())  # fmt: skip
+    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>endogenous shift</title>"
+            f"<style>{STYLE}</style></head><body><h1>The shifts recourse causes"
+            f"{' (quick check)' if quick else ''}</h1><p class='lead'>{n_w} worlds x {n_e} "
+            f"episodes; results schema {RESULTS_SCHEMA}; written {now()}.</p>"
+            f"<pre>{body}</pre><div class='figs'>{imgs}</div></body></html>")  # fmt: skip
+    (out / "report.html").write_text(page)
+    return {"table": out / "table.csv", "report": out / "report.html", "board": board}
