@@ -127,11 +127,9 @@ class Retraining(Mechanism):
         Samples over ``shift_points`` rows are subsampled from ``rng`` (stream ``shift``).
         """
         ref = self._reference
-        if ref is None:
+        if ref is None:  # the first refit: the previous model is the first one
             ref = self._reference = ShiftReference.draw(self.world, self.config.shift_points, rng)
-        if math.isnan(self._k_scores):  # the first refit: the first model's scores
-            self._k_scores = metrics_ext.kernel_mean(old.score(ref.X_eval)[:, None], None,
-                                                     ref.gamma_scores)  # fmt: skip
+            self._k_scores = ref.k_scores
         pos = X[y == 1]
         pos = pos[metrics_ext.subsample(pos.shape[0], self.config.shift_points, rng)]
         if pos.shape[0] >= 2:
@@ -198,14 +196,16 @@ class ShiftReference:
     """What the shifts of an episode compare against, drawn once at its first refit:
     ``positive`` (<= P, z), the first training data's positive class, with its kernel's γ
     (median heuristic) and within-sample kernel mean; ``X_eval`` (<= P, z), a sample of
-    the first training data on which models are scored, and the γ of the first model's
-    scores there (median heuristic). P = ``shift_points``."""
+    the first training data on which models are scored, with the γ of the first model's
+    scores there (median heuristic) and their within-sample kernel mean. P =
+    ``shift_points``."""
 
     positive: np.ndarray
     gamma_positive: float
     k_positive: float
     X_eval: np.ndarray
     gamma_scores: float
+    k_scores: float
 
     @classmethod
     def draw(cls, world, points: int, rng: np.random.Generator) -> ShiftReference:
@@ -215,8 +215,9 @@ class ShiftReference:
         gamma = metrics_ext.median_gamma(pos)
         X_eval = X[metrics_ext.subsample(X.shape[0], points, rng)]
         scores = world.decision_model.score(X_eval)[:, None]
-        return cls(pos, gamma, metrics_ext.kernel_mean(pos, None, gamma), X_eval,
-                   metrics_ext.median_gamma(scores))  # fmt: skip
+        gamma_scores = metrics_ext.median_gamma(scores)
+        return cls(pos, gamma, metrics_ext.kernel_mean(pos, None, gamma), X_eval, gamma_scores,
+                   metrics_ext.kernel_mean(scores, None, gamma_scores))  # fmt: skip
 
 
 def _shift_norms(old: DecisionModel, new: DecisionModel) -> tuple[float, float, float]:

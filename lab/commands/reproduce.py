@@ -510,17 +510,23 @@ def five_families(
     CPU-hours; resumable), then report.html and leaderboard.csv."""
     from lab.experiments import five_families as ff
 
-    out = output_dir(out)
+    _run_experiment(ff, output_dir(out), quick, workers, report_only, "leaderboard")
+
+
+def _run_experiment(module, out: Path, quick: bool, workers: int, report_only: bool,
+                    table: str) -> None:  # fmt: skip
+    """Run (or resume) an experiment module's study with a progress bar, or only rebuild its
+    report from the stored runs; print where the report and ``table`` were written."""
     if report_only:
-        res = ff.write_report(ff.read_runs(out, quick), out, quick)
+        res = module.write_report(module.read_runs(out, quick), out, quick)
     else:
         with progress_bar() as bar:
             task = bar.add_task("episodes", total=None)
-            res = ff.run(out, quick=quick, workers=workers, log=console.print,
-                         progress=lambda done, total: bar.update(task, completed=done,
-                                                                 total=total))  # fmt: skip
+            res = module.run(out, quick=quick, workers=workers, log=console.print,
+                             progress=lambda done, total: bar.update(task, completed=done,
+                                                                     total=total))  # fmt: skip
     console.print(f"report: [bold]{escape(str(res['report']))}[/], "
-                  f"leaderboard: {escape(str(res['leaderboard']))}")  # fmt: skip
+                  f"{table}: {escape(str(res[table]))}")  # fmt: skip
 
 
 def endogenous_shift(
@@ -540,17 +546,7 @@ def endogenous_shift(
     Wachter's generator; table.csv, two charts and report.html (resumable)."""
     from lab.experiments import endogenous
 
-    out = output_dir(out)
-    if report_only:
-        res = endogenous.write_report(endogenous.read_runs(out, quick), out, quick)
-    else:
-        with progress_bar() as bar:
-            task = bar.add_task("episodes", total=None)
-            res = endogenous.run(out, quick=quick, workers=workers, log=console.print,
-                                 progress=lambda done, total: bar.update(task, completed=done,
-                                                                         total=total))  # fmt: skip
-    console.print(f"report: [bold]{escape(str(res['report']))}[/], "
-                  f"table: {escape(str(res['table']))}")  # fmt: skip
+    _run_experiment(endogenous, output_dir(out), quick, workers, report_only, "table")
 
 
 def register(app: typer.Typer) -> None:

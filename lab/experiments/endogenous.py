@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import html
-import math
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -28,8 +27,8 @@ import pandas as pd
 
 from abm.card import FIGURES
 from abm.provenance import RESULTS_SCHEMA, now
-from lab.study import Study, collect, load_study
-from lab.study.analysis import nested_bootstrap, png_bytes
+from lab.study import Study, collect, load_runs_of
+from lab.study.analysis import paired_rows, png_bytes, policy_cells
 from lab.study.page import STYLE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,7 +72,7 @@ def run(out: str | Path, *, quick: bool = False, workers: int = 2,
 def read_runs(out: str | Path, quick: bool = False) -> pd.DataFrame:
     """The runs as stored under ``out``/store (for a report only)."""
     s = study(quick)
-    _, runs = load_study(Path(out) / "store" / s.name)
+    _, runs = load_runs_of(s, Path(out) / "store" / s.name)
     return _tidy(runs, s)
 
 
@@ -85,37 +84,10 @@ def _tidy(runs: pd.DataFrame, s: Study) -> pd.DataFrame:
     return runs
 
 
-def cells(runs: pd.DataFrame) -> dict[str, dict[str, np.ndarray]]:
-    """policy -> figure -> (worlds, episodes) array, worlds and seeds in order."""
-    worlds = sorted(runs["world_seed"].unique())
-    out = {}
-    for policy, g in runs.groupby("policy", sort=False):
-        g = g.sort_values(["world_seed", "seed"])
-        out[policy] = {
-            f: np.array([g.loc[g["world_seed"] == w, f].to_numpy(float) for w in worlds])
-            for f in SHOWN
-        }
-    return out
-
-
 def table(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per (policy, figure): mean, lo, hi, and ``vs_<key>`` (with ``_lo``, ``_hi``),
     the paired difference to each of :data:`BASELINES`."""
-    c = cells(runs)
-    n_w = runs["world_seed"].nunique()
-    rows = []
-    for policy, figs in c.items():
-        for f in SHOWN:
-            mean, lo, hi = nested_bootstrap(figs[f])
-            row = {"policy": policy, "figure": f, "worlds": n_w, "episodes": figs[f].shape[1],
-                   "mean": mean, "lo": lo, "hi": hi}  # fmt: skip
-            for key, base in BASELINES.items():
-                d = (math.nan,) * 3
-                if base in c and base != policy:
-                    d = nested_bootstrap(figs[f] - c[base][f])
-                row.update({f"vs_{key}": d[0], f"vs_{key}_lo": d[1], f"vs_{key}_hi": d[2]})
-            rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(paired_rows(policy_cells(runs, SHOWN), SHOWN, BASELINES))
 
 
 def num(x: float) -> str:

@@ -14,20 +14,18 @@ from __future__ import annotations
 
 import base64
 import html
-import math
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from abm.card import FIGURES
 from abm.provenance import RESULTS_SCHEMA, now
 from abm.scenarios import PRESETS
-from lab.study import Study, collect, load_study
-from lab.study.analysis import nested_bootstrap, png_bytes
+from lab.study import Study, collect, load_runs_of
+from lab.study.analysis import paired_rows, png_bytes, policy_cells
 from lab.study.page import STYLE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,37 +97,12 @@ def leaderboard(runs: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (study, preset), part in runs.groupby(["study", "scenario"], sort=False):
         on = PRESETS[preset].mechanisms
-        worlds = sorted(part["world_seed"].unique())
-        cells = {p: _cells(g, worlds) for p, g in part.groupby("policy", sort=False)}
-        for policy, g in cells.items():
-            for fig in SHOWN:
-                if NEEDS[fig] and NEEDS[fig] not in on:
-                    continue
-                mean, lo, hi = nested_bootstrap(g[fig])
-                row = {"study": study, "preset": preset, "policy": policy, "figure": fig,
-                       "worlds": len(worlds), "episodes": g[fig].shape[1],
-                       "mean": mean, "lo": lo, "hi": hi}  # fmt: skip
-                for key, base in BASELINES.items():
-                    if base in cells and base != policy:
-                        d = nested_bootstrap(g[fig] - cells[base][fig])
-                    else:
-                        d = (math.nan,) * 3
-                    row.update({f"vs_{key}": d[0], f"vs_{key}_lo": d[1],
-                                f"vs_{key}_hi": d[2]})  # fmt: skip
-                rows.append(row)
+        figures = tuple(f for f in SHOWN if not NEEDS[f] or NEEDS[f] in on)
+        rows += paired_rows(policy_cells(part, figures), figures, BASELINES,
+                            head={"study": study, "preset": preset})  # fmt: skip
     return pd.DataFrame(rows)
 
 
-def _cells(g: pd.DataFrame, worlds: list[int]) -> dict[str, np.ndarray]:
-    """figure -> (worlds, episodes) array of one policy's runs, seeds in order."""
-    g = g.sort_values(["world_seed", "seed"])
-    out = {}
-    for fig in SHOWN:
-        out[fig] = np.array([g.loc[g["world_seed"] == w, fig].to_numpy(float) for w in worlds])
-    return out
-
-
-# -- the report ------------------------------------------------------------------------------
 def _name(policy: str) -> str:
     return SHORT.get(policy, policy)
 
@@ -237,6 +210,6 @@ def read_runs(out: str | Path, quick: bool = False) -> pd.DataFrame:
     """The runs of both studies as stored under ``out``/store (for a report only)."""
     frames = []
     for study in studies(quick):
-        _, runs = load_study(Path(out) / "store" / study.name)
+        _, runs = load_runs_of(study, Path(out) / "store" / study.name)
         frames.append(_tidy(runs, study))
     return pd.concat(frames, ignore_index=True)

@@ -72,6 +72,42 @@ def nested_bootstrap(
     return (float(mean), float(lo), float(hi))
 
 
+def policy_cells(runs: pd.DataFrame, figures: tuple[str, ...]) -> dict[str, dict[str, np.ndarray]]:
+    """policy -> figure -> (worlds, episodes) array of ``runs`` (columns ``policy``,
+    ``world_seed``, ``seed`` and each figure), worlds and seeds in ascending order."""
+    worlds = sorted(runs["world_seed"].unique())
+    out = {}
+    for policy, g in runs.groupby("policy", sort=False):
+        g = g.sort_values(["world_seed", "seed"])
+        out[policy] = {
+            f: np.array([g.loc[g["world_seed"] == w, f].to_numpy(float) for w in worlds])
+            for f in figures
+        }
+    return out
+
+
+def paired_rows(cells: dict[str, dict[str, np.ndarray]], figures: tuple[str, ...],
+                baselines: dict[str, str], head: dict[str, Any] | None = None) -> list[dict]:  # fmt: skip
+    """One row per (policy, figure) of :func:`policy_cells`: ``head``, then policy, figure,
+    worlds, episodes, mean, lo, hi (:func:`nested_bootstrap`) and, for each key of
+    ``baselines``, ``vs_<key>`` (with ``_lo``, ``_hi``): the paired difference to that
+    baseline policy on the same worlds and seeds (NaN for the baseline itself or where it
+    did not run)."""
+    rows = []
+    for policy, figs in cells.items():
+        for f in figures:
+            mean, lo, hi = nested_bootstrap(figs[f])
+            row = {**(head or {}), "policy": policy, "figure": f, "worlds": figs[f].shape[0],
+                   "episodes": figs[f].shape[1], "mean": mean, "lo": lo, "hi": hi}  # fmt: skip
+            for key, base in baselines.items():
+                d = (math.nan,) * 3
+                if base in cells and base != policy:
+                    d = nested_bootstrap(figs[f] - cells[base][f])
+                row.update({f"vs_{key}": d[0], f"vs_{key}_lo": d[1], f"vs_{key}_hi": d[2]})
+            rows.append(row)
+    return rows
+
+
 def _world_mean(v: np.ndarray) -> np.ndarray:
     """(R, W, E) -> (R,): per resample, the mean over worlds of each world's defined mean."""
     defined = ~np.isnan(v)

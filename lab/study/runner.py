@@ -746,6 +746,15 @@ def record_runs(study: Study, out: str | Path, results: dict[str, dict[str, Any]
         _write_json(out / MANIFEST, manifest)
 
 
+def load_runs_of(study: Study, out: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The stored results of ``study``'s runs only, as :func:`load_study` returns them: a
+    store may also hold other studies' runs and runs of earlier results schemas."""
+    ticks, runs = load_study(out)
+    mine = {r.run_id for r in study.runs()}
+    return (ticks[ticks["run_id"].isin(mine)].reset_index(drop=True) if len(ticks) else ticks,
+            runs[runs["run_id"].isin(mine)].reset_index(drop=True))  # fmt: skip
+
+
 def collect(
     study: Study,
     out: str | Path | None = None,
@@ -766,10 +775,7 @@ def collect(
     if out is not None:
         run_study(study, out, workers=workers, scheduler=scheduler, shared=True,
                   retry_errors=retry_errors, progress=progress)  # fmt: skip
-        ticks, runs = load_study(out)
-        mine = {r.run_id for r in study.runs()}
-        return (ticks[ticks["run_id"].isin(mine)].reset_index(drop=True) if len(ticks) else ticks,
-                runs[runs["run_id"].isin(mine)].reset_index(drop=True))  # fmt: skip
+        return load_runs_of(study, out)
     with tempfile.TemporaryDirectory(prefix="recourse-study-") as tmp:
         run_study(study, tmp, workers=workers, scheduler=scheduler, progress=progress)
         return load_study(tmp)
