@@ -26,3 +26,10 @@ def fill_block(doc: Path, name: str, body: str, *, check: bool, command: str) ->
         return 0
     doc.write_text(new)
     return 0
+
+
+def fill_blocks(doc: Path, bodies: dict[str, str], *, check: bool, command: str) -> int:
+    """:func:`fill_block` for every (name, body) of ``bodies``; 1 when any is missing or
+    stale (each is reported)."""
+    return max(fill_block(doc, name, body, check=check, command=command)
+               for name, body in bodies.items())  # fmt: skip

@@ -20,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 from abm.behaviour import change_success_probability
-from abm.config import ScenarioConfig, require_int, require_number
+from abm.config import K_MAX, M_MAX, ScenarioConfig, require_int, require_number
 from abm.interfaces import PolicyContext, Recommender, RecourseObs
 from abm.metrics import nanmean, reward_eq16
 from abm.model import RecourseModel
@@ -233,14 +233,17 @@ class PopulationEnv(gym.Env):
     Episodes are the scenario's ``ticks`` (100) long; each reset builds a new
     RecourseModel (new population) with a seed drawn from ``self.np_random``.
     ``recommender`` is a registry spec (``exact-linear``, ``ustun:levels=10``,
-    ``rl:path=...``) or a Recommender object.
+    ``rl:path=...``) or a Recommender object. ``capacity_obs`` appends the places and
+    entrants in force, k_t / k and m_t / m, to the observation (a world with a capacity
+    schedule, issue 39).
     """
 
     metadata = {"render_modes": []}
 
     def __init__(self, scenario: ScenarioConfig | str | Path = "paper", *, alpha: float = 1.0,
                  tau: float = 1.0, recommender: str | Recommender = "exact-linear",
-                 log_floor: float = 1e-3, max_margin: float = 0.3, **overrides: Any) -> None:  # fmt: skip
+                 log_floor: float = 1e-3, max_margin: float = 0.3, capacity_obs: bool = False,
+                 **overrides: Any) -> None:  # fmt: skip
 
         require_number("alpha", alpha, 0.0, 1e6)
         require_number("tau", tau, 0.0, 1e6)
@@ -253,9 +256,14 @@ class PopulationEnv(gym.Env):
         self.recommender_spec = recommender
         z, T = self.config.n_features, self.config.validity
         c = self.config
-        # every entry is >= 0; counts / k cannot exceed everyone who ever entered / k
+        self.capacity_obs = bool(capacity_obs)
+        # every entry is >= 0; counts / k cannot exceed everyone who ever entered / k, and
+        # k_t / k, m_t / m cannot exceed the largest k and m a scenario may have
         cap = max(1.0, (c.n_initial + c.m * c.ticks) / c.k)
-        self.observation_space = gym.spaces.Box(0.0, cap, (observation_size(z, T),), np.float32)
+        if self.capacity_obs:
+            cap = max(cap, K_MAX / c.k, M_MAX / max(c.m, 1))
+        size = observation_size(z, T, self.capacity_obs)
+        self.observation_space = gym.spaces.Box(0.0, cap, (size,), np.float32)
         self.action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
         self.model: RecourseModel | None = None
         self._goal = ChosenGoal()
@@ -278,7 +286,8 @@ class PopulationEnv(gym.Env):
 
     def _encode(self, obs: RecourseObs) -> np.ndarray:
         c = self.config
-        return encode_window(obs, self.model.world.decision_model, c.k, c.ticks, c.validity)
+        return encode_window(obs, self.model.world.decision_model, c.k, c.ticks, c.validity,
+                             c.m if self.capacity_obs else None)  # fmt: skip
 
     # gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):

@@ -20,13 +20,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from lab.docblocks import fill_block
+from lab.docblocks import fill_blocks
 from lab.experiments.five_families import MARGIN
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "five-families.md"
 BOARD = ROOT / "results" / "five-families" / "leaderboard.csv"
-SHORT = {MARGIN: "margin 0.05"}  # the page defines the margin once, then names it short
+SHORT = {
+    MARGIN: "margin 0.05",
+    "last-threshold+rbr:num_samples=50,inner_iter=20": "rbr (50 samples)",
+}  # the page defines the margin once, then names it short
 # goal -> (figure, +1 when higher is better, -1 when lower is)
 GOALS = {
     "reliability": ("rr", +1),
@@ -90,13 +93,43 @@ def tables(board: pd.DataFrame) -> str:
     return "\n".join(out).rstrip()
 
 
+GENERATORS_STUDY = "five-families-generators"
+# the figures of the generators' table: (figure, heading)
+GENERATOR_FIGURES = (("rr", "RR"), ("rf", "RF"), ("cost_recommended", "cost"))
+
+
+def generator_tables(board: pd.DataFrame) -> str:
+    """Per preset, each generator's RR, RF and recommended cost, and its paired differences
+    in RR and RF to the margin and to ``threshold`` (the same worlds and seeds)."""
+    part = board[board["study"] == GENERATORS_STUDY]
+    out = []
+    for preset, g in part.groupby("preset", sort=False):
+        head = [f"**{preset}** ({int(g['worlds'].iloc[0])} worlds × {int(g['episodes'].iloc[0])} "
+                "episodes)", "",
+                "| policy | RR | RF | cost | RR − margin 0.05 | RF − margin 0.05 | RR − threshold "
+                "| RF − threshold |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        rows = []
+        for policy in dict.fromkeys(g["policy"]):
+            if policy == "none":
+                continue
+            mine = g[g["policy"] == policy].set_index("figure")
+            cells = [_ci(*mine.loc[f, ["mean", "lo", "hi"]]) for f, _ in GENERATOR_FIGURES]
+            for key in ("margin", "threshold"):
+                cells += [_ci(*mine.loc[f, [f"vs_{key}", f"vs_{key}_lo", f"vs_{key}_hi"]],
+                              signed=True) for f in ("rr", "rf")]  # fmt: skip
+            rows.append(f"| {_name(policy)} | {' | '.join(cells)} |")
+        out += [*head, *rows, ""]
+    return "\n".join(out).rstrip()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--board", type=Path, default=BOARD)
     args = parser.parse_args()
-    return fill_block(DOC, "goals", tables(pd.read_csv(args.board)), check=args.check,
-                      command="python scripts/five_families_doc.py")  # fmt: skip
+    board = pd.read_csv(args.board)
+    bodies = {"goals": tables(board), "generators": generator_tables(board)}
+    return fill_blocks(DOC, bodies, check=args.check, command="python scripts/five_families_doc.py")
 
 
 if __name__ == "__main__":

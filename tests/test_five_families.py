@@ -14,7 +14,7 @@ from lab.experiments import five_families as ff
 
 
 def test_the_study_files_pair_each_family_with_every_world_it_runs_in():
-    main, rl = ff.studies()
+    main, rl, generators = ff.studies()
     runs = main.runs()
     pairs = {(r.params["scenario"], r.policy) for r in runs}
     assert {p for p, _ in pairs} == {"lending", "improvement", "retraining", "groups", "causal",
@@ -30,13 +30,27 @@ def test_the_study_files_pair_each_family_with_every_world_it_runs_in():
     assert {r.config["world_seed"] for r in rl.runs()} == {0} and "rl" in rl.policy + "".join(
         r.policy for r in rl.runs()
     )
+    # the generators family: the four cheap ones everywhere, RBR in paper and retraining,
+    # each beside the baselines it is paired with, 5 worlds x 2 episodes
+    gen = {(r.params["scenario"], r.policy) for r in generators.runs()}
+    assert {p for p, _ in gen} == {p for p, _ in pairs}
+    for preset in {p for p, _ in gen}:
+        mine = {pol for p, pol in gen if p == preset}
+        assert {"none", "threshold", ff.MARGIN, "threshold-claproar", "threshold-gravitational",
+                "threshold-probe", "threshold-face"} <= mine  # fmt: skip
+        assert (ff.RBR in mine) == (preset in ("paper", "retraining"))
+    assert {r.params["world_seed"] for r in generators.runs()} == set(range(5))
+    assert len(generators.runs()) == len(gen) * 5 * 2
 
 
 @pytest.mark.slow
 def test_the_quick_variant_runs_every_piece_and_writes_the_report(tmp_path):
     res = ff.run(tmp_path, quick=True, workers=1, log=lambda *_: None)
     board = pd.read_csv(res["leaderboard"])
-    assert (tmp_path / "report.html").read_text().count("<h2>") == 4  # 3 presets + the rl world
+    # 3 presets + the rl world + the generators' 3 presets
+    assert (tmp_path / "report.html").read_text().count("<h2>") == 7
+    gen = board[board.study == "five-families-generators-quick"]
+    assert {"threshold-claproar", "threshold-gravitational"} <= set(gen.policy)
     lending = board[(board.preset == "lending") & (board.study == "five-families-quick")]
     assert set(lending.policy) >= {"none", "threshold", "improve-linucb", "scarf-mlp"}
     # every mechanism is on in lending: its figures are there; off in paper: left out

@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
+from observing import observations
 
 from abm.metrics import reward_eq16
 from abm.model import RecourseModel
@@ -172,23 +173,7 @@ def test_population_env_reward_is_eq16_over_the_step_ticks():
 
 
 def test_encoding_is_order_invariant():
-    seen = []
-
-    class Spy:
-        def prepare(self, ctx):
-            pass
-
-        def recommend(self, obs, rng):
-            seen.append(obs)
-            from abm.interfaces import Recommendation
-
-            return Recommendation(goal=np.full(obs.n_rejected, 0.7), X_cf=obs.X.copy())
-
-        def observe(self, fb):
-            pass
-
-    RecourseModel("paper", Spy(), seed=0, agents=False, ticks=3).run()
-    obs = seen[-1]
+    obs = observations("paper", 3)[-1]
     s = np.arange(obs.history.ids.shape[0]) * 0.01
     a = encode_observation(obs, s, 9, 100, 1)
     assert a.shape == (observation_size(10, 1),) and np.isfinite(a).all()

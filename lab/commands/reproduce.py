@@ -492,6 +492,13 @@ def _report_pareto(res: dict, setting: str, out: Path, summary: str) -> None:
         )
 
 
+# the options every experiment command shares (its output directory and --quick differ)
+WorkersOpt = Annotated[int, typer.Option(min=1, help="parallel processes")]
+ReportOnlyOpt = Annotated[
+    bool, typer.Option(help="rebuild the report from the runs already in OUT/store")
+]
+
+
 def five_families(
     out: Annotated[Path, typer.Option(help="output directory (the runs stay in OUT/store)")] = Path(
         "results/five-families"
@@ -500,10 +507,8 @@ def five_families(
         bool,
         typer.Option(help="2 worlds x 2 episodes of 8 ticks, 3 presets: a check, not a result"),
     ] = False,
-    workers: Annotated[int, typer.Option(min=1, help="parallel processes")] = 2,
-    report_only: Annotated[
-        bool, typer.Option(help="rebuild the report from the runs already in OUT/store")
-    ] = False,
+    workers: WorkersOpt = 2,
+    report_only: ReportOnlyOpt = False,
 ) -> None:
     """The five families in one set of worlds: each family's strongest policies in the
     combined world and every single-mechanism preset, 10 worlds x 5 episodes (about 2
@@ -536,10 +541,8 @@ def endogenous_shift(
     quick: Annotated[
         bool, typer.Option(help="2 worlds x 2 episodes of 30 ticks: a check, not a result")
     ] = False,
-    workers: Annotated[int, typer.Option(min=1, help="parallel processes")] = 2,
-    report_only: Annotated[
-        bool, typer.Option(help="rebuild the report from the runs already in OUT/store")
-    ] = False,
+    workers: WorkersOpt = 2,
+    report_only: ReportOnlyOpt = False,
 ) -> None:
     """The shifts recourse causes (Altmeyer et al. 2023), per generator: refits on the
     revealed outcomes of the accepted, 10 worlds x 5 episodes, paired with none and with
@@ -547,6 +550,28 @@ def endogenous_shift(
     from lab.experiments import endogenous
 
     _run_experiment(endogenous, output_dir(out), quick, workers, report_only, "table")
+
+
+def capacity_goal(
+    out: Annotated[
+        Path, typer.Option(help="output directory (predictors/, store/, tables)")
+    ] = Path("results/capacity-goal"),
+    quick: Annotated[
+        bool,
+        typer.Option(
+            help="one μ of 300 ticks, 2 worlds x 2 episodes of 60 ticks: a check, not a result"
+        ),
+    ] = False,
+    workers: WorkersOpt = 2,
+    report_only: ReportOnlyOpt = False,
+) -> None:
+    """Where a learned goal pays (issue 39): μ trained in the recession world, observing the
+    capacity in force, against every constant-margin front, an adaptive margin and the
+    privileged lookahead, 5 worlds x 10 paired episodes at T = 1, β = 0.05 (about 2
+    CPU-hours with training; resumable); table.csv, fronts.png, summary.md."""
+    from lab.experiments import capacity_goal
+
+    _run_experiment(capacity_goal, output_dir(out), quick, workers, report_only, "table")
 
 
 def register(app: typer.Typer) -> None:
@@ -561,4 +586,5 @@ def register(app: typer.Typer) -> None:
     reproduce_app.command("robust")(robust)
     reproduce_app.command("five-families")(five_families)
     reproduce_app.command("endogenous-shift")(endogenous_shift)
+    reproduce_app.command("capacity-goal")(capacity_goal)
     app.add_typer(reproduce_app, name="reproduce")

@@ -177,6 +177,9 @@ def predictor(
     max_margin: Annotated[
         float, typer.Option(help="goal = last threshold + up to this margin, in (0, 1]")
     ] = 0.3,  # fmt: skip
+    capacity_obs: Annotated[
+        bool, typer.Option(help="μ also observes the places and entrants in force, k_t/k and m_t/m")
+    ] = False,  # fmt: skip
     resume: ResumeOpt = False,
     net: NetOpt = None,
     lr: LrOpt = None,
@@ -199,7 +202,8 @@ def predictor(
         task = bar.add_task(f"training μ (α={alpha:g}, τ={tau:g})", total=steps)
         m = train_predictor(out, scenario, alpha=alpha, tau=tau, recommender=recommender,
                             seed=seed, steps=steps, sac=sac, checkpoint_every=checkpoint_every,
-                            max_margin=max_margin, eval_every=eval_every,
+                            max_margin=max_margin, capacity_obs=capacity_obs,
+                            eval_every=eval_every,
                             eval_episodes=eval_episodes, resume=resume,
                             progress=bar_progress(bar, task),
                             **parse_overrides(set_))  # fmt: skip

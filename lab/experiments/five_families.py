@@ -1,13 +1,15 @@
 """The five families in one set of worlds (issue 33, item 6).
 
 Runs ``studies/five-families.toml`` (each family's strongest policies in the combined
-world ``lending`` and every single-mechanism preset, 10 worlds x 5 paired episodes) and
+world ``lending`` and every single-mechanism preset, 10 worlds x 5 paired episodes),
 ``studies/five-families-rl.toml`` (``rl`` and a hybrid, whose artefacts exist for world 0
-of ``paper`` only), then writes the report: per preset a leaderboard of the outcome card
-(mean [95 % interval], worlds as a random effect), the paired difference of every policy
-to ``threshold``, to a constant margin with exact-linear advice (the strongest simple
-baseline) and to ``none``, and three trade-off charts (RR against RF; group gap against RR; true gain
-against cost). ``leaderboard.csv`` holds every figure; ``report.html`` shows them.
+of ``paper`` only) and ``studies/five-families-generators.toml`` (the generators family,
+5 worlds x 2 paired episodes: issue 37, item 5), then writes the report: per preset a
+leaderboard of the outcome card (mean [95 % interval], worlds as a random effect), the
+paired difference of every policy to ``threshold``, to a constant margin with exact-linear
+advice (the strongest simple baseline) and to ``none``, and three trade-off charts (RR
+against RF; group gap against RR; true gain against cost). ``leaderboard.csv`` holds every
+figure; ``report.html`` shows them.
 """
 
 from __future__ import annotations
@@ -29,11 +31,15 @@ from lab.study.analysis import paired_rows, png_bytes, policy_cells
 from lab.study.page import STYLE
 
 ROOT = Path(__file__).resolve().parents[2]
-STUDIES = (ROOT / "studies" / "five-families.toml", ROOT / "studies" / "five-families-rl.toml")
+STUDIES = (ROOT / "studies" / "five-families.toml", ROOT / "studies" / "five-families-rl.toml",
+           ROOT / "studies" / "five-families-generators.toml")  # fmt: skip
+RBR = "last-threshold+rbr:num_samples=50,inner_iter=20"
+# left out of the quick variant: the slowest policies (a check that every piece runs)
+QUICK_DROP = ("robust-l1", "safear", "threshold-probe", "threshold-face", RBR)
 MARGIN = "last-threshold:margin=0.05+exact-linear:weights=estimated"
 # column key -> policy: every policy is paired with each of these on the same worlds and seeds
 BASELINES = {"threshold": "threshold", "margin": MARGIN, "none": "none"}
-SHORT = {MARGIN: "margin 0.05 (estimated d)"}
+SHORT = {MARGIN: "margin 0.05 (estimated d)", RBR: "rbr (50 samples)"}
 # the figures of the leaderboard, in order; those of a mechanism that is off are left out
 SHOWN = ("rr", "rf", "accept_rate", "cost_recommended", "cost_incurred", "cvar95_effort",
          "unadvised_share", "true_gain", "noncausal_share", "qualified_rate", "still_valid",
@@ -43,8 +49,9 @@ NEEDS = {f.name: f.needs for f in FIGURES}
 
 
 def studies(quick: bool = False) -> list[Study]:
-    """The two studies; ``quick``: 2 worlds x 2 episodes of 8 ticks, the combined world,
-    paper and groups, for a check that every piece runs (not for conclusions)."""
+    """The three studies (the families, rl on world 0, the generators family); ``quick``:
+    2 worlds x 2 episodes of 8 ticks, the combined world, paper and groups, without the
+    slowest policies, for a check that every piece runs (not for conclusions)."""
     out = []
     for path in STUDIES:
         data = tomllib.loads(path.read_text())
@@ -56,7 +63,7 @@ def studies(quick: bool = False) -> list[Study]:
             if zipped:
                 keep = [i for i, s in enumerate(zipped[0]["scenario"])
                         if s in ("lending", "paper", "groups")
-                        and zipped[0]["policy"][i] not in ("robust-l1", "safear")]  # fmt: skip
+                        and zipped[0]["policy"][i] not in QUICK_DROP]  # fmt: skip
                 data["zip"] = [{k: [v[i] for i in keep] for k, v in zipped[0].items()}]
             data["name"] = data["name"] + "-quick"
         out.append(Study.from_dict(data, source=str(path)))
@@ -66,7 +73,7 @@ def studies(quick: bool = False) -> list[Study]:
 def run(out: str | Path, *, quick: bool = False, workers: int = 2,
         progress: Callable[[int, int], None] | None = None,
         log: Callable[[str], None] = print) -> dict[str, Any]:  # fmt: skip
-    """Run (or resume) both studies under ``out``/store and write the report."""
+    """Run (or resume) the three studies under ``out``/store and write the report."""
     out = Path(out)
     frames = []
     for study in studies(quick):
@@ -207,7 +214,7 @@ def write_report(runs: pd.DataFrame, out: Path, quick: bool = False) -> dict[str
 
 
 def read_runs(out: str | Path, quick: bool = False) -> pd.DataFrame:
-    """The runs of both studies as stored under ``out``/store (for a report only)."""
+    """The runs of the three studies as stored under ``out``/store (for a report only)."""
     frames = []
     for study in studies(quick):
         _, runs = load_runs_of(study, Path(out) / "store" / study.name)

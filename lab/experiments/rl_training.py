@@ -61,7 +61,11 @@ from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
 
 from abm.validation import ConfigError, one_line  # noqa: E402
 from policies.rl.artefacts import save_actor, write_manifest  # noqa: E402
-from policies.rl.encoding import RECOMMENDER_ACTIONS, RECOMMENDER_OBSERVATION  # noqa: E402
+from policies.rl.encoding import (  # noqa: E402
+    CAPACITY_OBSERVATION,
+    RECOMMENDER_ACTIONS,
+    RECOMMENDER_OBSERVATION,
+)
 
 Progress = Callable[[int, int], None]
 
@@ -201,10 +205,12 @@ def train_predictor(out: str | Path, scenario: str = "paper", *, alpha: float, t
                     sac: SACParams = PREDICTOR_SAC, checkpoint_every: int = 1000,
                     eval_every: int = 0, eval_episodes: int = 3, resume: bool = False,
                     progress: Progress | None = None, log_floor: float = 1e-3,
-                    max_margin: float = 0.3, **overrides: Any) -> dict[str, Any]:  # fmt: skip
+                    max_margin: float = 0.3, capacity_obs: bool = False,
+                    **overrides: Any) -> dict[str, Any]:  # fmt: skip
     """Train μ in :class:`lab.envs.PopulationEnv` with reward weights (alpha, tau) for
     ``steps`` ticks, the paper's recommender part fixed to ``recommender`` (a registry
-    spec; ``rl:path=DIR`` for a learned φ). Returns the manifest."""
+    spec; ``rl:path=DIR`` for a learned φ); ``capacity_obs``: μ also observes k_t / k and
+    m_t / m. Returns the manifest."""
     from lab.envs import PopulationEnv, _make_recommender
     from policies.rl.learned import LearnedRecommender
 
@@ -216,7 +222,8 @@ def train_predictor(out: str | Path, scenario: str = "paper", *, alpha: float, t
     out = Path(out)
     rec = _make_recommender(recommender)  # unknown names fail before any training
     env_kw = {"alpha": p.alpha, "tau": p.tau, "recommender": recommender,
-              "log_floor": p.log_floor, "max_margin": p.max_margin, **overrides}  # fmt: skip
+              "log_floor": p.log_floor, "max_margin": p.max_margin, "capacity_obs": capacity_obs,
+              **overrides}  # fmt: skip
     env = PopulationEnv(scenario, **env_kw)
     manifest = {
         **_base_manifest(env, "predictor", p.seed),
@@ -229,6 +236,8 @@ def train_predictor(out: str | Path, scenario: str = "paper", *, alpha: float, t
         "recommender_path": None,
         "sac": sac.model_dump(),
     }
+    if capacity_obs:
+        manifest["capacity_observation"] = CAPACITY_OBSERVATION
     if isinstance(rec, LearnedRecommender):
         # stored relative to this artefact so that the pair can be moved together
         manifest["recommender_path"] = _relpath(Path(rec.path), out)

@@ -547,6 +547,12 @@ def _read_parts(folder: Path, ids: list[str]) -> pd.DataFrame:
     return table.to_pandas()
 
 
+def read_ticks(out: str | Path, run_ids: list[str]) -> pd.DataFrame:
+    """The tick rows of ``run_ids`` in the store ``out`` (in that order), for a report that
+    needs a few runs' ticks only; their parts were checked when the runs were loaded."""
+    return _read_parts(Path(out) / "ticks", list(run_ids))
+
+
 def load_study(out: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The results of a study directory as ``(ticks_df, runs_df)``.
 

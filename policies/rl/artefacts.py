@@ -129,7 +129,10 @@ def write_manifest(directory: str | Path, manifest: dict[str, Any]) -> Path:
 # ``ticks`` is left out: shorter or longer episodes of the same world are fine.
 WORLD_FIELDS = ("n_features", "mean_range", "std_range", "weight_range", "label_noise", "n_train",
                 "decision_model", "immutable", "world_seed", "data", "beta", "difficulty")  # fmt: skip
-POPULATION_FIELDS = ("n_initial", "k", "m", "validity", "rho", "chi", "omega", "nu")
+# the capacity schedules are absent (None) from manifests written before them, as they
+# are from a scenario without one
+POPULATION_FIELDS = ("n_initial", "k", "m", "validity", "rho", "chi", "omega", "nu", "k_steps",
+                     "m_steps", "k_season", "m_season", "k_shocks", "m_shocks")  # fmt: skip
 DEPENDS_ON = {"recommender": WORLD_FIELDS, "predictor": WORLD_FIELDS + POPULATION_FIELDS}
 
 

@@ -110,13 +110,17 @@ N_BINS = 10  # score histogram bins over [0, 1]
 N_APPS = 4  # n_applications histogram: 1, 2, 3, 4+
 
 
-def observation_size(n_features: int, validity: int) -> int:
-    """Length of :func:`encode_observation`'s vector."""
-    return 4 + 3 * N_BINS + 1 + validity + N_APPS + 2 * n_features
+# the capacity the goal selector may also see: (k_t / k, m_t / m) of a capacity schedule
+CAPACITY_OBSERVATION = "k_t / k, m_t / m"
+
+
+def observation_size(n_features: int, validity: int, capacity: bool = False) -> int:
+    """Length of :func:`encode_observation`'s vector (``capacity``: with k_t, m_t)."""
+    return 4 + 3 * N_BINS + 1 + validity + N_APPS + 2 * n_features + (2 if capacity else 0)
 
 
 def encode_observation(obs: RecourseObs, window_scores: np.ndarray, k: int, ticks: int,
-                       validity: int) -> np.ndarray:  # fmt: skip
+                       validity: int, m: int | None = None) -> np.ndarray:  # fmt: skip
     """Fixed-size, permutation-invariant encoding of what the goal selector sees, float32.
 
     Layout (z features, B = :data:`N_BINS`, T = validity): progress t / ticks, the
@@ -126,6 +130,11 @@ def encode_observation(obs: RecourseObs, window_scores: np.ndarray, k: int, tick
     application counts 1, 2, 3, 4+ (:data:`N_APPS`); the mean features of the applicants
     (z) and of the window (z). Candidates are exchangeable, so a histogram loses only
     their order; ids carry no information once the order is gone and are left out.
+
+    With ``m`` (the scenario's base entrants per tick) two entries follow
+    (:data:`CAPACITY_OBSERVATION`): the places and entrants in force, k_t / k and
+    m_t / max(m, 1), so a goal selector can see a capacity schedule move (issue 39);
+    an observation without them (``obs.k`` None) counts as the base values.
     """
     h = obs.history
     scale = float(k)
@@ -158,6 +167,10 @@ def encode_observation(obs: RecourseObs, window_scores: np.ndarray, k: int, tick
         _column_means(obs.applicant_X),
         _column_means(h.X),
     ]
+    if m is not None:
+        k_t = k if obs.k is None else obs.k
+        m_t = m if obs.m is None else obs.m
+        parts.append(np.array([k_t / scale, m_t / max(m, 1)]))
     return np.concatenate(parts).astype(np.float32)
 
 
@@ -192,11 +205,12 @@ def _nan_to_num(x: float) -> float:
     return x if math.isfinite(x) else float(np.nan_to_num(x))
 
 
-def encode_window(obs: RecourseObs, scorer, k: int, ticks: int, validity: int) -> np.ndarray:
+def encode_window(obs: RecourseObs, scorer, k: int, ticks: int, validity: int,
+                  m: int | None = None) -> np.ndarray:  # fmt: skip
     """:func:`encode_observation` with the window scored by the decision model ``scorer``."""
     X = obs.history.X
     scores = scorer.score(X) if X.shape[0] else np.zeros(0)
-    return encode_observation(obs, scores, k, ticks, validity)
+    return encode_observation(obs, scores, k, ticks, validity, m)
 
 
 def goal_from_action(action: np.ndarray, threshold: float, max_margin: float) -> np.ndarray:

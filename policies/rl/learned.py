@@ -15,6 +15,7 @@ from abm.validation import ConfigError, problem
 from policies.composite import CompositePolicy
 from policies.rl.artefacts import ArtefactError, load_sac, mismatches, provenance
 from policies.rl.encoding import (
+    CAPACITY_OBSERVATION,
     RECOMMENDER_ACTIONS,
     RECOMMENDER_OBSERVATION,
     encode_window,
@@ -176,8 +177,13 @@ class LearnedGoal(FollowsModel):
     def prepare(self, ctx: PolicyContext) -> None:
 
         self.ctx = ctx
-        self.manifest, self.sac = load_sac(self.path, "predictor", n_features=ctx.n_features,
-                                           obs_dim=observation_size(ctx.n_features, ctx.validity))  # fmt: skip
+        self.manifest, self.sac = load_sac(self.path, "predictor", n_features=ctx.n_features)
+        # a μ trained with the capacity in force in its observation (issue 39) sees it here too
+        self.capacity = self.manifest.get("capacity_observation") == CAPACITY_OBSERVATION
+        want = observation_size(ctx.n_features, ctx.validity, self.capacity)
+        if self.manifest.get("obs_dim") != want:
+            raise ArtefactError(f"{self.path}: obs_dim is {self.manifest.get('obs_dim')!r} in the "
+                                f"manifest; this scenario needs {want}")  # fmt: skip
         if "max_margin" not in self.manifest:
             raise ArtefactError(f"predictor {self.path} has no max_margin in its manifest: it was "
                                 "trained by an older recourse-abm (goals in [0, 1]); train it again")  # fmt: skip
@@ -191,7 +197,8 @@ class LearnedGoal(FollowsModel):
     def select(self, obs: RecourseObs, rng: np.random.Generator) -> float:
 
         c = self.ctx
-        x = encode_window(obs, c.decision_model, c.k, c.ticks, c.validity)
+        x = encode_window(obs, c.decision_model, c.k, c.ticks, c.validity,
+                          c.m if self.capacity else None)  # fmt: skip
         with torch_threads(1):  # the same bits whatever torch's thread count elsewhere
             action, _ = self.sac.predict(x[None, :], deterministic=True)
         return float(goal_from_action(action, obs.threshold, self.max_margin)[0])
