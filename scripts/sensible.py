@@ -7,8 +7,8 @@ For every registered policy and every preset (the control ``none`` and the scale
 naming what is missing, or it runs ``--seeds`` paired episodes of the preset's ticks and
 is *sensible* when its RR is defined, its RF is at least 0.05 (the advice is carried out
 at least sometimes) and no advice falls short of its own goal (outcome card:
-``short_of_goal_share`` = 0). DiCE's policies (about 0.9 s a tick) run ``--dice-ticks``
-ticks. Writes ``sensible.csv`` (one row per pair, merged with the pairs of earlier calls
+``short_of_goal_share`` = 0). DiCE's policies (about 0.9 s a tick) and RBR's (about 1 s
+a tick) run ``--slow-ticks`` ticks; each row records its ticks and seeds. Writes ``sensible.csv`` (one row per pair, merged with the pairs of earlier calls
 for other policies) and ``sensible.md`` (the table); the episodes stay in ``store/`` (a
 rerun resumes).
 """
@@ -29,7 +29,7 @@ from lab.evaluation import evaluate_many
 
 EXEMPT_POLICIES = ("none",)
 EXEMPT_PRESETS = ("large",)
-SLOW = ("threshold-dice", "hybrid-dice")
+SLOW = ("threshold-dice", "hybrid-dice", "threshold-rbr")
 RF_MIN = 0.05
 # a pair that is not sensible says so when the budget left most rejections without advice
 WITHHELD_NOTE = 0.5
@@ -76,7 +76,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("results/sensible"))
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--dice-ticks", type=int, default=30)
+    parser.add_argument("--slow-ticks", type=int, default=30)
     parser.add_argument("--presets", nargs="*", default=None)
     parser.add_argument("--policies", nargs="*", default=None)
     args = parser.parse_args()
@@ -89,7 +89,7 @@ def main() -> None:
             group = [p for p, why in runs.items() if not why and (p in SLOW) == slow]
             if not group:
                 continue
-            extra = {"ticks": args.dice_ticks} if slow else {}
+            extra = {"ticks": args.slow_ticks} if slow else {}
             print(f"{preset}: {len(group)} policies x {args.seeds} seeds", flush=True)
             results = evaluate_many(preset, group, seeds=args.seeds, workers=args.workers,
                                     store=args.out / "store" / f"{preset}{'-slow' if slow else ''}",
@@ -147,8 +147,9 @@ def markdown(table: pd.DataFrame, args) -> str:
     lines = [
         "# Every built-in policy at its defaults, in every preset",
         "",
-        f"Written by `python scripts/sensible.py` ({args.seeds} paired seeds per pair, each "
-        f"preset's ticks; DiCE's policies {args.dice_ticks} ticks). Sensible: RR defined, "
+        "Written by `python scripts/sensible.py` (paired seeds and ticks per pair as listed: "
+        "5 seeds of each preset's ticks unless the row says otherwise; DiCE's and RBR's "
+        "policies run fewer ticks, RBR fewer seeds). Sensible: RR defined, "
         f"RF >= {RF_MIN}, no advice short of its own goal. `none` (the control) and `large` "
         "(the scale preset) are exempt.",
         "",
@@ -162,19 +163,20 @@ def markdown(table: pd.DataFrame, args) -> str:
         "the budget's share pays for; a policy that does not size its advice to the budget "
         "(as SCARF does) cannot do better there. They are counted as not sensible.",
         "",
-        "| policy | preset | RR | RF | short of goal | cost | withheld | verdict |",
-        "|---|---|---|---|---|---|---|---|",
+        "| policy | preset | ticks × seeds | RR | RF | short of goal | cost | withheld | verdict |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in table.itertuples():
         if r.status == "refused":
-            lines.append(f"| {r.policy} | {r.preset} | | | | | | refused: {r.problem} |")
+            lines.append(f"| {r.policy} | {r.preset} | | | | | | | refused: {r.problem} |")
         else:
             ok = "sensible" if not r.problem else f"**not sensible**: {r.problem}"
             if budget_bound(r.rr, r.rf, r.short_of_goal, r.withheld):
                 ok = (f"**not sensible, budget-bound**: {r.problem}; RF / (1 − withheld) "
                       f"= {r.rf / (1.0 - r.withheld):.2f}")  # fmt: skip
             held = "" if r.withheld != r.withheld else f"{r.withheld:.3f}"
-            lines.append(f"| {r.policy} | {r.preset} | {r.rr:.3f} | {r.rf:.3f} | "
+            lines.append(f"| {r.policy} | {r.preset} | {int(r.ticks)} × {int(r.seeds)} | "
+                         f"{r.rr:.3f} | {r.rf:.3f} | "
                          f"{r.short_of_goal:.3f} | {r.cost:.3f} | {held} | {ok} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 

@@ -1,6 +1,6 @@
 """Every built-in policy in every preset (issue 33, item 3): a short run, or a refusal in
 one line naming what is missing. results/sensible/ holds what scripts/sensible.py measured
-at full length (5 seeds, each preset's ticks): it must agree on which pairs run."""
+(each pair's ticks and seeds are in the table): it must agree on which pairs run."""
 
 from __future__ import annotations
 
@@ -26,17 +26,6 @@ FAST = ("threshold", "threshold-true", "threshold-estimated", "threshold-explore
 NEEDS = {"threshold-dice": "dice_ml", "hybrid-dice": "dice_ml"}
 TICKS = {"threshold-dice": 5, "hybrid-dice": 5, "threshold-ustun": 10, "hybrid-ustun": 10,
          "threshold-rbr": 3}  # fmt: skip
-# pairs added after the shipped table was measured, not yet in it (scripts/sensible.py
-# --policies ... / --presets recession measures them): the generators family (issue 37) in
-# every preset and every policy in the recession preset (issue 39). They are still run or
-# refused here; only their shipped status is missing.
-PENDING_POLICIES = ("threshold-claproar", "threshold-gravitational", "threshold-probe",
-                    "threshold-face", "threshold-rbr")  # fmt: skip
-PENDING_PRESETS = ("recession",)
-
-
-def pending(policy: str, preset: str) -> bool:
-    return policy in PENDING_POLICIES or preset in PENDING_PRESETS
 
 
 def pairs() -> list:
@@ -70,19 +59,19 @@ def test_every_policy_runs_in_every_preset_or_refuses_in_one_line(policy, preset
         message = str(exc)
         # one line; an artefact trained for another world lists every field that differs
         assert "\n" not in message and len(message) < 500, message
-        assert pending(policy, preset) or shipped[(policy, preset)] == "refused"
+        assert shipped[(policy, preset)] == "refused"
         return
     card = model.run().outcome_card()
     short = card.values["short_of_goal_share"]
     assert short == 0 or short != short, f"{short} of the advice falls short of its goal"
-    assert pending(policy, preset) or shipped[(policy, preset)] == "ran"
+    assert shipped[(policy, preset)] == "ran"
 
 
 def test_the_shipped_table_covers_every_pair():
     table = pd.read_csv(SHIPPED)
     expected = {(p.values[0], p.values[1]) for p in pairs()}
     shipped = set(zip(table.policy, table.preset, strict=True))
-    assert shipped == {pair for pair in expected if not pending(*pair)}
+    assert shipped == expected
 
 
 @pytest.mark.parametrize(
