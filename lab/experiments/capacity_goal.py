@@ -11,7 +11,8 @@ This experiment, at the setting of Table 3 (T = 1, β = 0.05):
   m_t / m; ``PopulationEnv(capacity_obs=True)``) on the (α, τ) grid of the Pareto study,
   once, in world 0: with the shipped φ inside (``rl``; φ's task does not involve the
   pool, so the T1-b005 φ is reused) and with exact-linear inside (the hybrids' shared
-  predictor, ``hybrid-exact-linear``), 7,000 ticks each as in the paper;
+  predictor, ``hybrid-exact-linear``), 7,000 ticks each as in the paper, and ``rl``'s
+  predictors of α:τ 4, 10 and 30:1 again for 21,000 ticks (``rl-long``);
 * evaluates on ``worlds`` x ``episodes`` paired seeds (world 0 is where μ was trained;
   the other worlds test it, ``allow_mismatch``): the constant-margin fronts of every
   recommender, the practitioner's adaptive margin (``trend-threshold``: a margin that
@@ -24,7 +25,8 @@ This experiment, at the setting of Table 3 (T = 1, β = 0.05):
   every point of a world: common random numbers).
 
 Writes under ``out``: ``predictors/`` (the artefacts, shipped), ``store/`` (the episodes,
-resumable), ``table.csv``, ``points.csv``, ``fronts.png`` and ``summary.md``.
+resumable), ``table.csv``, ``points.csv``, ``phases.csv`` (RR and RF before, during and
+after the recession for a few points), ``fronts.png``, ``ticks.png`` and ``summary.md``.
 """
 
 from __future__ import annotations
@@ -59,11 +61,11 @@ MARGIN_RECS = {
     "phi": f"rl:path={PHI},allow_mismatch=true",
 }
 TREND_RECS = ("phi", "exact-linear")
+# rl's predictors trained again for 3x the ticks at the weights where RR matters most (at
+# 7,000 ticks no rl predictor of the recession reached RR 0.72: docs/capacity-goal.md)
+LONG_STEPS = 21_000
 # the shipped run, and ``quick``: one (α, τ) point trained for 300 ticks, three margins,
 # 2 worlds x 2 episodes of 60 ticks (the recession begins at tick 40): a check, not a result
-# ``long``: rl's predictors trained again for 3x the ticks where RR matters most (at 7,000
-# ticks no rl predictor of the recession reached RR 0.72: see docs/capacity-goal.md)
-LONG_STEPS = 21_000
 PLANS = {
     False: {"grid": GRID, "margins": MARGINS, "steps": STEPS, "worlds": 5, "episodes": 10,
             "ticks": None, "long": ((4.0, 1.0), (10.0, 1.0), (30.0, 1.0))},
