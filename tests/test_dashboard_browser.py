@@ -147,8 +147,17 @@ def wait_charts(page, after: int = -1) -> None:
 def step(page, n_run: int) -> None:
     """Press Step; wait for "n_run of N ticks run" and the charts' redraw."""
     before = max(drawn_frames(page), default=-1)
-    page.get_by_role("button", name="Step", exact=True).click()
-    page.locator(".rabm-status").get_by_text(re.compile(rf"\b{n_run} of \d+ ticks run")).wait_for()
+    done = page.locator(".rabm-status").get_by_text(re.compile(rf"\b{n_run} of \d+ ticks run"))
+    # a click that lands while the page is still wiring up its widgets (on a loaded
+    # machine) is lost: press again only while the status still shows the tick before
+    for attempt in range(3):
+        page.get_by_role("button", name="Step", exact=True).click()
+        try:
+            done.wait_for(timeout=TIMEOUT_MS // 3)
+            break
+        except playwright_api.TimeoutError:
+            if attempt == 2 or f"{n_run - 1} of " not in status(page):
+                raise
     wait_charts(page, before)
 
 
@@ -188,8 +197,16 @@ def slide(page, name: str, fraction: float) -> str:
     label = slider.locator("label")
     before = label.inner_text()
     box = slider.locator(".v-slider").bounding_box()
-    page.mouse.click(box["x"] + fraction * box["width"], box["y"] + box["height"] / 2)
-    playwright_api.expect(label).not_to_have_text(before)  # the server applied it
+    # a click that lands while the page is still wiring up its widgets (right after a
+    # reload, on a loaded machine) is lost; clicking the same spot again sets the same value
+    for attempt in range(3):
+        page.mouse.click(box["x"] + fraction * box["width"], box["y"] + box["height"] / 2)
+        try:
+            playwright_api.expect(label).not_to_have_text(before, timeout=TIMEOUT_MS // 3)
+            break  # the server applied it
+        except AssertionError:
+            if attempt == 2:
+                raise
     return label.inner_text()
 
 
