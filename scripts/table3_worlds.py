@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lab.experiments.pareto import BEHAVIOURS, MARGINS, SETTINGS, TARGET_RR, read_off
+from lab.experiments.pareto import BEHAVIOURS, MARGINS, SETTINGS, episode_arrays, read_front
 from lab.study import Study, collect
 
 FRONTS = {
@@ -63,17 +63,12 @@ def run_setting(setting: str, behaviour: str, worlds: int, episodes: int, worker
 
 def arrays(runs: pd.DataFrame, worlds: list[int], pols: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """RR and RF, each (worlds, points, episodes), episodes in seed order."""
-    runs = runs.sort_values(["world_seed", "policy", "seed"])
-    idx = runs.set_index(["world_seed", "policy"])
-    rr = np.array([[idx.loc[(w, p), "rr"].to_numpy(float) for p in pols] for w in worlds])
-    rf = np.array([[idx.loc[(w, p), "rf"].to_numpy(float) for p in pols] for w in worlds])
-    return rr, rf
+    return episode_arrays(runs, worlds, pols)
 
 
 def _read(rr: np.ndarray, rf: np.ndarray) -> float:
     """RF at RR 0.95 of the front of points (p, e), from their episode means."""
-    with np.errstate(invalid="ignore"):
-        return read_off(np.nanmean(rr, axis=1), np.nanmean(rf, axis=1), TARGET_RR)[0]
+    return read_front(rr, rf)[0]
 
 
 def per_world(rr: np.ndarray, rf: np.ndarray) -> np.ndarray:

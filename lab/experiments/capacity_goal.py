@@ -41,7 +41,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lab.experiments.pareto import MARGINS, ORACLE_GRID, TARGET_RR, StudyConfig, read_off
+from lab.experiments.pareto import (
+    MARGINS,
+    ORACLE_GRID,
+    TARGET_RR,
+    StudyConfig,
+    episode_arrays,
+    read_front,
+)
 from lab.study import Study, collect, load_runs_of
 
 SCENARIO = "recession"
@@ -198,19 +205,12 @@ RESAMPLES = 1000
 
 def arrays(runs: pd.DataFrame, pts: list[dict], worlds: list[int]) -> dict[str, tuple]:
     """method -> (RR, RF), each (worlds, points, episodes), episodes in seed order."""
-    idx = runs.sort_values(["world_seed", "policy", "seed"]).set_index(["world_seed", "policy"])
+    rr, rf = episode_arrays(runs, worlds, [p["policy"] for p in pts])
     out = {}
-    for method in {p["method"] for p in pts}:
-        pols = [p["policy"] for p in pts if p["method"] == method]
-        out[method] = tuple(np.array([[idx.loc[(w, p), fig].to_numpy(float) for p in pols]
-                                      for w in worlds]) for fig in ("rr", "rf"))  # fmt: skip
+    for m in dict.fromkeys(p["method"] for p in pts):
+        mine = [i for i, p in enumerate(pts) if p["method"] == m]
+        out[m] = rr[:, mine], rf[:, mine]
     return out
-
-
-def _front(rr: np.ndarray, rf: np.ndarray, at: float = TARGET_RR) -> tuple[float, float]:
-    """(RF, RR) read off the front of points rr, rf (p, e) at RR ``at``, from episode means."""
-    with np.errstate(invalid="ignore"):
-        return read_off(np.nanmean(rr, axis=1), np.nanmean(rf, axis=1), at)
 
 
 def _world_figures(fronts: dict[str, tuple], w: int, e: np.ndarray,
@@ -218,7 +218,7 @@ def _world_figures(fronts: dict[str, tuple], w: int, e: np.ndarray,
     """For world ``w`` and its episodes ``e``: each front's (RF, RR) at RR 0.95 and each
     pair's difference (the baseline read at the RR the method reached, as Table 3 does);
     ``best`` is the constant-margin front that "best-margin" stands for."""
-    read = {m: _front(rr[w][:, e], rf[w][:, e]) for m, (rr, rf) in fronts.items()}
+    read = {m: read_front(rr[w][:, e], rf[w][:, e]) for m, (rr, rf) in fronts.items()}
     diffs = {}
     for a, b in PAIRS:
         base = best if b == "best-margin" else b
@@ -226,14 +226,14 @@ def _world_figures(fronts: dict[str, tuple], w: int, e: np.ndarray,
             continue
         value, at = read[a]
         rr, rf = fronts[base]
-        diffs[f"{a} - {b}"] = value - _front(rr[w][:, e], rf[w][:, e], at)[0]
+        diffs[f"{a} - {b}"] = value - read_front(rr[w][:, e], rf[w][:, e], at)[0]
     return {"read": read, "diffs": diffs}
 
 
 def best_constant(fronts: dict[str, tuple], n_worlds: int, n_episodes: int) -> str:
     """The constant-margin front with the highest mean RF at RR 0.95 over the worlds."""
     every = np.arange(n_episodes)
-    means = {c: np.nanmean([_front(fronts[c][0][w][:, every], fronts[c][1][w][:, every])[0]
+    means = {c: np.nanmean([read_front(fronts[c][0][w][:, every], fronts[c][1][w][:, every])[0]
                             for w in range(n_worlds)]) for c in CONSTANT}  # fmt: skip
     return max(means, key=lambda c: means[c])
 
@@ -359,11 +359,11 @@ STYLES = {"margin": ("tab:grey", "o", ":"), "trend": ("tab:orange", "s", "--"),
           "hybrid": ("tab:purple", "v", "-"), "baseline": ("black", "*", "")}  # fmt: skip
 
 
-def plot_fronts(runs: pd.DataFrame, pts: list[dict], path: Path) -> None:
-    """RR against RF of every point (mean over worlds and episodes), one line per method."""
+def plot_fronts(means: pd.DataFrame, pts: list[dict], path: Path) -> None:
+    """RR against RF of every point, one line per method; ``means``: each policy's RR and
+    RF over worlds and episodes (index policy, columns rr, rf)."""
     from matplotlib.figure import Figure
 
-    means = runs.groupby("policy")[["rr", "rf"]].mean()
     fig = Figure(figsize=(7.5, 5.0))
     ax = fig.subplots()
     for method in dict.fromkeys(p["method"] for p in pts):
@@ -477,7 +477,7 @@ def write_report(runs: pd.DataFrame, out: str | Path, quick: bool = False) -> di
     pd.DataFrame([{**{k: p[k] for k in POINT_KEYS}, "rr": means.loc[p["policy"], "rr"],
                    "rf": means.loc[p["policy"], "rf"]} for p in pts]).to_csv(
         out / "points.csv", index=False)  # fmt: skip
-    plot_fronts(runs, pts, out / "fronts.png")
+    plot_fronts(means, pts, out / "fronts.png")
     chosen, ticks = tick_points(runs, pts, out)
     plot_ticks(chosen, ticks, out / "ticks.png")
     by_phase = phases(chosen, ticks)

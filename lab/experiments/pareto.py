@@ -25,7 +25,7 @@ import math
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -38,6 +38,9 @@ from lab.study import Study, load_study, pareto_front, run_id
 from lab.study import runner as study_runner
 from lab.study.experiments import ParetoParams
 from policies.rl import HYBRID_RECOMMENDERS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SETTINGS: dict[str, tuple[int, float]] = {
     "T1-b005": (1, 0.05),
@@ -581,6 +584,24 @@ def read_off(rr: np.ndarray, rf: np.ndarray, target: float = TARGET_RR) -> tuple
         return float(np.interp(target, fr, ff)), target
     j = int(np.argmin(np.abs(fr - target)))
     return float(ff[j]), float(fr[j])
+
+
+def read_front(rr: np.ndarray, rf: np.ndarray, at: float = TARGET_RR) -> tuple[float, float]:
+    """:func:`read_off` of points whose per-episode RR and RF are rr, rf (p, e): each point
+    is its episode mean (NaN episodes left out)."""
+    with np.errstate(invalid="ignore"):
+        return read_off(np.nanmean(rr, axis=1), np.nanmean(rf, axis=1), at)
+
+
+def episode_arrays(
+    runs: pd.DataFrame, worlds: list[int], policies: list[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """RR and RF of a study's ``runs`` (one row per run: world_seed, policy, seed, rr, rf),
+    each (worlds, policies, episodes), episodes in seed order: every policy of a world on
+    the same seeds, as a paired study runs them."""
+    idx = runs.sort_values(["world_seed", "policy", "seed"]).set_index(["world_seed", "policy"])
+    return tuple(np.array([[idx.loc[(w, p), fig].to_numpy(float) for p in policies]
+                           for w in worlds]) for fig in ("rr", "rf"))  # fmt: skip
 
 
 def _episodes(pts: list[dict]) -> tuple[np.ndarray, np.ndarray] | None:
