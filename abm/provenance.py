@@ -39,8 +39,10 @@ import numpy as np
 # noncausal_change); 6: 0.8.1 (episode budgets paced by every policy, scarf's shrunken
 # advice fitted to its allowance, the robust policies' cost weight relative to the weights);
 # 7: 0.8.2 (robust and ROAR policies halve λ for rows short of the threshold, the greedy
-# exact solver for robust-l1 and -linf, new robust-l1 and -l2 defaults).
-RESULTS_SCHEMA = 8
+# exact solver for robust-l1 and -linf, new robust-l1 and -l2 defaults); 8: the shift
+# columns at refits (MMD², disagreement); 9: Ustun's exact combinatorial solver, Wachter's
+# descent in NumPy (and ClaPROAR, Gravitational, PROBE on it).
+RESULTS_SCHEMA = 9
 
 # packages whose versions can change a simulation's numbers
 VERSIONED = ("recourse-abm", "mesa", "numpy", "scipy", "scikit-learn", "pandas", "torch")

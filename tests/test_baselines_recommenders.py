@@ -1,5 +1,7 @@
 """Baseline recommenders (Ustun, Wachter, DiCE) and the mlp decision model."""
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -8,8 +10,8 @@ from abm.interfaces import PolicyContext
 from abm.model import RecourseModel
 from abm.registry import make_policy
 from abm.validation import ConfigError
-from policies.baselines.ustun import Ustun
-from policies.baselines.wachter import Wachter, linear_score_grad, torch_scorer
+from policies.baselines.ustun import Ustun, cheapest_mix
+from policies.baselines.wachter import Wachter, score_grad, torch_scorer
 from policies.recommenders import ExactLinear, exact_linear_counterfactuals
 
 
@@ -62,12 +64,65 @@ def test_ustun_reaches_goal_exactly_and_beats_other_feasible_points(linear):
     el = ExactLinear("true")
     el.prepare(ctx)
     assert (mine <= ust.percentile_cost(X, el.recommend(X, goals, None)) + 1e-7).all()
-    # batched program gives the same optimum; the same input gives the same output
-    batched = Ustun(batch=1)
-    batched.prepare(ctx)
-    np.testing.assert_allclose(ust.percentile_cost(X, batched.recommend(X, goals, None)),
-                               ust.percentile_cost(X, X_cf), atol=1e-7)  # fmt: skip
+    # the MILP, one program per candidate or one per tick, finds the same optimum; the
+    # same input gives the same output
+    for milp in (Ustun(solver="milp"), Ustun(solver="milp", batch=1)):
+        milp.prepare(ctx)
+        np.testing.assert_allclose(ust.percentile_cost(X, milp.recommend(X, goals, None)),
+                                   mine, atol=1e-7)  # fmt: skip
     assert np.array_equal(X_cf, ust.recommend(X, goals, np.random.default_rng(9)))
+
+
+def _brute_mix(G, C, need):
+    """min sum c_j(g_j), sum g_j >= need, by listing every breakpoint of every feature and
+    letting each feature in turn fill the rest continuously (the vertices of the LP)."""
+    best = np.inf
+    for picks in itertools.product(*(range(g.size) for g in G)):
+        for j in range(len(G)):
+            got = sum(G[q][k] for q, k in enumerate(picks) if q != j)
+            cost = sum(C[q][k] for q, k in enumerate(picks) if q != j)
+            rest = need - got
+            if rest > G[j][-1]:
+                continue
+            best = min(best, cost + (np.interp(rest, G[j], C[j]) if rest > 0 else 0.0))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_cheapest_mix_is_the_brute_force_optimum(seed):
+    # nonconvex, nondecreasing piecewise-linear costs (densities that rise and fall)
+    rng = np.random.default_rng(seed)
+    f = int(rng.integers(1, 5))
+    G = [np.concatenate([[0.0], np.cumsum(rng.uniform(0.01, 1.0, rng.integers(1, 5)))])
+         for _ in range(f)]  # fmt: skip
+    C = [np.concatenate([[0.0], np.cumsum(rng.uniform(0.0, 1.0, g.size - 1))]) for g in G]
+    need = rng.uniform(0.05, 1.0) * sum(g[-1] for g in G)
+    cost, pick, frac, rest = cheapest_mix(G, C, need)
+    assert cost == pytest.approx(_brute_mix(G, C, need), abs=1e-12)
+    # the returned point is what it costs and reaches the need exactly (or more, on
+    # breakpoints only)
+    gains = [G[q][k] if q != frac else rest for q, k in enumerate(pick)]
+    costs = [C[q][k] if q != frac else np.interp(rest, G[q], C[q]) for q, k in enumerate(pick)]
+    assert sum(costs) == pytest.approx(cost, abs=1e-12)
+    assert sum(gains) >= need * (1 - 1e-12)
+    if frac >= 0 and rest > 0:
+        assert sum(gains) == pytest.approx(need, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1, pytest.param(2, marks=pytest.mark.slow)])
+def test_ustun_exact_solver_matches_the_milp(seed):
+    ctx, world = _context(immutable=(2, 5) if seed != 1 else ())
+    X, goals = _draws(ctx, world, 25, 10 + seed)
+    exact, milp = Ustun(), Ustun(solver="milp")
+    exact.prepare(ctx)
+    milp.prepare(ctx)
+    a, b = exact.recommend(X, goals, None), milp.recommend(X, goals, None)
+    assert np.array_equal(np.isnan(a), np.isnan(b))
+    ok = ~np.isnan(a).any(axis=1)
+    np.testing.assert_allclose(exact.percentile_cost(X[ok], a[ok]),
+                               exact.percentile_cost(X[ok], b[ok]), atol=1e-9)  # fmt: skip
+    assert np.abs(ctx.decision_model.score(a[ok]) - goals[ok]).max() < 1e-12
+    assert (a[ok] >= ctx.lower).all() and (a[ok] <= ctx.upper).all()
 
 
 def test_ustun_marks_unreachable_goals_and_leaves_met_goals(linear):
@@ -202,18 +257,45 @@ def test_mlp_decision_model():
     assert isinstance(ctx, PolicyContext)
 
 
-def test_wachters_closed_form_gradient_has_autograds_bits():
-    """The linear fast path of Wachter's descent gives bit for bit what autograd gives,
-    so switching to it changed no result (random models, rows inside and outside [0, 1])."""
+def test_wachters_closed_form_gradient_is_autograds():
+    """The linear model's score and gradient in closed form (NumPy) agree with autograd
+    through the torch scorer (random models, rows inside and outside [0, 1])."""
     from abm.interfaces import LinearScorer
 
     rng = np.random.default_rng(3)
     for _ in range(20):
         z = int(rng.integers(2, 12))
         model = LinearScorer(rng.normal(0.0, 4.0, z), float(rng.normal(-2.0, 2.0)))
-        X = torch.from_numpy(rng.uniform(-0.5, 1.5, (int(rng.integers(1, 40)), z)))
-        s, grad = linear_score_grad(model)(X)
-        xv = X.clone().requires_grad_(True)
+        X = rng.uniform(-0.5, 1.5, (int(rng.integers(1, 40)), z))
+        s, grad = score_grad(model)(X)
+        xv = torch.from_numpy(X).requires_grad_(True)
         s_ref = torch_scorer(model)(xv)
         (grad_ref,) = torch.autograd.grad(s_ref.sum(), xv)
-        assert torch.equal(s, s_ref.detach()) and torch.equal(grad, grad_ref)
+        np.testing.assert_allclose(s, s_ref.detach().numpy(), rtol=1e-14, atol=1e-300)
+        np.testing.assert_allclose(grad, grad_ref.numpy(), rtol=1e-13, atol=1e-300)
+
+
+def test_wachter_takes_the_feature_of_largest_weight_first():
+    """Wachter's L1 prox moves only the mutable feature of largest |w_j| while it has room:
+    on a linear model with one dominant weight, every counterfactual changes that
+    feature alone and lands within tol above its goal."""
+    from abm.interfaces import LinearScorer
+
+    w = np.array([0.5, 3.0, -1.0, 0.2])
+    z = w.size
+    ctx = PolicyContext(decision_model=LinearScorer(w, -1.0), lower=np.full(z, -5.0),
+                        upper=np.full(z, 5.0), immutable=np.zeros(z, bool),
+                        difficulty=np.full(z, 0.5), k=10, m=10, validity=5, beta=1.0,
+                        ticks=10)  # fmt: skip
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-1.0, 0.0, (20, z))
+    s = ctx.decision_model.score(X)
+    goals = s + rng.uniform(0.05, 0.3, 20) * (1.0 - s)
+    rec = Wachter()
+    rec.prepare(ctx)
+    out = rec.recommend(X, goals, None)
+    assert not np.isnan(out).any()
+    moved = out != X
+    assert moved[:, 1].all() and not moved[:, [0, 2, 3]].any()
+    after = ctx.decision_model.score(out)
+    assert (after >= goals).all() and (after <= goals + 2e-3).all()

@@ -57,12 +57,10 @@ RUNS_IN = {
 # check_policy keywords beyond the defaults
 SETTINGS = {
     "ei": {"scenarios": ["ei"]},
-    # DiCE and Ustun's MILP take ~0.1-0.5 s a call; the full default check is 180 s
-    # (threshold-dice) and 50 s (threshold-ustun): half the ticks, shorter forks
+    # DiCE takes ~0.1-0.5 s a call; the full default check is 180 s (threshold-dice): half
+    # the ticks, shorter forks
     "threshold-dice": {"ticks": 4, "fork_ticks": 1},
     "hybrid-dice": {"ticks": 4, "fork_ticks": 1},
-    "threshold-ustun": {"ticks": 4, "fork_ticks": 1},
-    "hybrid-ustun": {"ticks": 4, "fork_ticks": 1},
     # RBR's nested optimisation takes ~0.35 s a row: the default check took 493 s; three
     # worlds (plain, a refit at tick 3, a budget), four ticks and one-tick forks
     "threshold-rbr": {"scenarios": ["paper", "retraining", "budget"], "ticks": 4, "fork_ticks": 1},

@@ -131,7 +131,7 @@ def test_points_without_a_margin_keep_their_run_ids():
     before = {"method": "threshold", "family": "baseline", "alpha": None, "tau": None,
               "episodes": 10}  # fmt: skip
     assert run.run_id == run_id(run.config, "threshold", "pareto-eval", before)
-    assert RESULTS_SCHEMA == 8 and run.run_id == "8d53c61a04b5ae12"
+    assert RESULTS_SCHEMA == 9 and run.run_id == "85639234b928d0c2"
 
 
 def test_the_spec_behaviour_reaches_every_run_and_leaves_the_calibrated_ids_alone():

@@ -19,11 +19,12 @@ from policies.baselines.wachter import Wachter
 def register(registry: Registry) -> None:
     registry.recommender(
         "ustun", Ustun,
-        "Ustun-style MILP (HiGHS), minimal percentile shift, linear models; levels=10, batch=0",
+        "Ustun-style integer program, exact (solver=milp: HiGHS), minimal percentile shift, "
+        "linear models; levels=10",
     )  # fmt: skip
     registry.recommender(
         "wachter", Wachter,
-        "Wachter-style gradient descent on lam (M(x')-g)^2 + |x'-x|_1 (torch); lam, tol, max_iter",
+        "Wachter-style gradient descent on lam (M(x')-g)^2 + |x'-x|_1; lam, tol, max_iter",
     )  # fmt: skip
     registry.recommender(
         "dice", Dice,

@@ -9,6 +9,13 @@ the cheapest mix of changes needs binary variables: each feature's path from x_j
 towards its bound is cut at the quantile grid into segments that must be used in
 order (the incremental MILP formulation). Continuous fill of the last segment used
 lets the program land on the goal score exactly rather than on a grid point.
+
+The program has one constraint besides the paths, so it is solved exactly without a MILP
+solver: some optimum leaves every feature but one on a breakpoint of its path (fix which
+segment each feature ends in and what is left is an LP with one constraint, whose
+vertices have at most one variable strictly inside its segment). :func:`cheapest_mix`
+enumerates those points through Pareto fronts of (gain, cost); the MILP stays as the
+reference (``solver="milp"``) and the tests hold the two to the same optimum.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Annotated
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import Field
@@ -51,6 +58,65 @@ def quantile_grid(X_train: np.ndarray | None, lower: np.ndarray, upper: np.ndarr
     return out
 
 
+# -- the exact combinatorial solver ------------------------------------------------------
+def _pareto(gain: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """Indices of the points (gain (p,), cost (p,)) that no other beats: none cheaper (or as
+    cheap) with at least the gain. Cost ascending; of equal points the first stays."""
+    order = np.lexsort((-gain, cost))
+    g = gain[order]
+    keep = np.empty(g.size, dtype=bool)
+    keep[0] = True
+    np.greater(g[1:], np.maximum.accumulate(g)[:-1], out=keep[1:])
+    return order[keep]
+
+
+def _add_feature(front, G: np.ndarray, C: np.ndarray, col: int, cap: float):
+    """``front`` (gain (p,), cost (p,), breakpoint picks (p, f)) with one more feature on one
+    of its breakpoints (cumulative gain G (K,) and cost C (K,)); gains above ``cap`` (the
+    need) are worth no more than the need."""
+    g, c, pick = front
+    g2 = np.minimum(g[:, None] + G, cap).ravel()
+    c2 = (c[:, None] + C).ravel()
+    kept = _pareto(g2, c2)
+    row, k = np.divmod(kept, G.size)
+    pick2 = pick[row]
+    pick2[:, col] = k
+    return g2[kept], c2[kept], pick2
+
+
+def cheapest_mix(G: list[np.ndarray], C: list[np.ndarray], need: float):
+    """Exact min sum_j c_j(g_j) s.t. sum_j g_j >= need, 0 <= g_j <= G_j[-1].
+
+    c_j is piecewise linear and nondecreasing with breakpoints (G[j] (K_j,), C[j] (K_j,)),
+    G[j][0] = C[j][0] = 0 (the incremental MILP's objective and constraint). Returns
+    (cost, breakpoint index (f,) of every feature, the fractional feature j or -1, its
+    gain): features other than j sit on breakpoints. Fronts of the features before and
+    after each j are built once (prefix and suffix), so the work is O(f) merges.
+    """
+    f = len(G)
+    empty = (np.zeros(1), np.zeros(1), np.zeros((1, f), dtype=np.int64))
+    prefix = [empty]
+    for j in range(f):
+        prefix.append(_add_feature(prefix[-1], G[j], C[j], j, need))
+    suffix = [empty]
+    for j in range(f - 1, -1, -1):
+        suffix.append(_add_feature(suffix[-1], G[j], C[j], j, need))
+    suffix.reverse()  # suffix[j]: features j, j+1, ..., f-1
+    best = (np.inf, None, -1, 0.0)
+    for j in range(f):
+        (ga, ca, pa), (gb, cb, pb) = prefix[j], suffix[j + 1]
+        g = (ga[:, None] + gb[None, :]).ravel()
+        rest = need - g  # what feature j must add, continuously along its path
+        top = G[j][-1]
+        fill = np.where(rest <= 0.0, 0.0, np.interp(rest, G[j], C[j]))
+        total = (ca[:, None] + cb[None, :]).ravel() + np.where(rest > top, np.inf, fill)
+        k = int(np.argmin(total))
+        if total[k] < best[0]:
+            a, b = divmod(k, gb.size)
+            best = (float(total[k]), pa[a] + pb[b], j, max(float(rest[k]), 0.0))
+    return best
+
+
 @contextlib.contextmanager
 def _quiet_stdout():
     """Silence file descriptor 1 inside the block.
@@ -75,9 +141,12 @@ def _quiet_stdout():
 class Ustun(FollowsModel):
     """Minimal total percentile-shift recourse for linear (logistic) decision models.
 
-    Solved exactly with scipy's ``milp`` (HiGHS); ``levels`` sets the quantile grid
-    (10 = deciles), ``batch=1`` solves one block-diagonal MILP per tick instead of one
-    per candidate (slower: HiGHS' search grows faster than linearly). Goals out of reach inside the box give a NaN row (no advice).
+    Solved exactly, by default with :func:`cheapest_mix` (``solver="exact"``), or with
+    scipy's ``milp`` (HiGHS; ``solver="milp"``, the reference: same optimum, its own
+    choice among ties and about 1e-9 of slack); ``levels`` sets the quantile grid
+    (10 = deciles). With the MILP, ``batch=1`` solves one block-diagonal program per tick
+    instead of one per candidate (slower: HiGHS' search grows faster than linearly).
+    Goals out of reach inside the box give a NaN row (no advice).
     The program uses the decision model in force (``use_model``); the percentile grid
     depends on the training data only and is kept.
     """
@@ -87,6 +156,7 @@ class Ustun(FollowsModel):
         levels: Annotated[int, Field(ge=1, le=1000)] = 10,
         batch: bool = False,
         gap: Annotated[float, Field(ge=0.0, lt=1.0)] = 1e-9,
+        solver: Literal["exact", "milp"] = "exact",
     ) -> None:
         if not (isinstance(levels, int) and 1 <= levels <= 1000):
             raise ValueError(f"levels must be an integer in [1, 1000], got {levels!r}")
@@ -95,6 +165,11 @@ class Ustun(FollowsModel):
         self.levels = levels
         self.batch = bool(batch)
         self.gap = float(gap)
+        if solver not in ("exact", "milp"):
+            raise ValueError(f"solver must be 'exact' or 'milp', got {solver!r}")
+        if self.batch and solver != "milp":
+            raise ValueError("batch = 1 needs solver = 'milp' (one program for the tick)")
+        self.solver = solver
 
     def prepare(self, ctx: PolicyContext) -> None:
         self.ctx = ctx
@@ -116,10 +191,12 @@ class Ustun(FollowsModel):
             total += np.abs(np.interp(X_cf[:, j], xp, fp) - np.interp(X[:, j], xp, fp))
         return total
 
-    # -- one candidate's block of the program ------------------------------------------
-    def _segments(self, x: np.ndarray):
-        """Segments of every useful feature: feature index, signed length, cost, gain."""
-        feat, length, cost, gain, first = [], [], [], [], []
+    # -- one candidate's paths and block of the program ---------------------------------
+    def _paths(self, x: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+        """Every useful feature's path from x_j (z,) to its bound, cut at the quantile grid:
+        (j, positions (K,), cumulative gain in logit (K,), cumulative cost (K,)), starting
+        at (x_j, 0, 0); features with nowhere to go are left out."""
+        paths = []
         for j in self.useful:
             xp, fp = self.grid[j]
             up = self.w[j] > 0
@@ -130,26 +207,47 @@ class Ustun(FollowsModel):
             keep = steps != 0
             if not keep.any():
                 continue
-            pts_f = np.interp(pts, xp, fp)
+            pts = np.concatenate([pts[:1], pts[1:][keep]])
+            steps = steps[keep]
+            cost = np.abs(np.diff(np.interp(pts, xp, fp)))
+            gain = np.abs(self.w[j] * steps)
+            paths.append((int(j), pts, np.concatenate([[0.0], np.cumsum(gain)]),
+                          np.concatenate([[0.0], np.cumsum(cost)])))  # fmt: skip
+        return paths
+
+    @staticmethod
+    def _segments(paths):
+        """The MILP's block of ``paths``: feature index, signed length, cost, gain of every
+        segment (s,) and each feature's first segment."""
+        feat, length, cost, gain, first = [], [], [], [], []
+        for j, pts, G, C in paths:
             first.append(len(feat))
-            feat += [j] * int(keep.sum())
-            length += list(steps[keep])
-            cost += list(np.abs(np.diff(pts_f))[keep])
-            gain += list(np.abs(self.w[j] * steps[keep]))
+            feat += [j] * (pts.size - 1)
+            length += list(np.diff(pts))
+            cost += list(np.diff(C))
+            gain += list(np.diff(G))
         return (np.array(feat, dtype=np.int64), np.array(length), np.array(cost),
                 np.array(gain), first)  # fmt: skip
 
     def recommend(self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         X = np.asarray(X, dtype=float)
         out = X.copy()
-        need = logit(np.clip(goals, 0.0, 1.0)) - linear_logit(X, self.w, self.b)
-        blocks = []
+        base = linear_logit(X, self.w, self.b)
+        need = logit(np.clip(goals, 0.0, 1.0)) - base
+        todo = []
         for i in np.flatnonzero(need > 0):
-            feat, length, cost, gain, first = self._segments(X[i])
-            if gain.sum() < need[i] * (1 - 1e-12) or not np.isfinite(need[i]):
+            paths = self._paths(X[i])
+            reach = sum(G[-1] for _, _, G, _ in paths)
+            if reach < need[i] * (1 - 1e-12) or not np.isfinite(need[i]):
                 out[i] = np.nan  # out of reach inside the box: no advice
                 continue
-            blocks.append((i, feat, length, cost, gain, first))
+            todo.append((i, paths))
+        if self.solver == "exact":
+            for i, paths in todo:
+                out[i] = self._snap(self._exact(X[i], paths, need[i]), X[i], need[i] + base[i],
+                                    np.array([j for j, *_ in paths]))  # fmt: skip
+            return out
+        blocks = [(i, *self._segments(paths)) for i, paths in todo]
         if not blocks:
             return out
         groups = [blocks] if self.batch else [[b] for b in blocks]
@@ -159,10 +257,22 @@ class Ustun(FollowsModel):
             ):
                 x_cf = X[i].copy()
                 np.add.at(x_cf, feat, length * delta)
-                out[i] = self._snap(
-                    x_cf, X[i], need[i] + linear_logit(X[i : i + 1], self.w, self.b)[0], feat
-                )
+                out[i] = self._snap(x_cf, X[i], need[i] + base[i], feat)
         return out
+
+    @staticmethod
+    def _exact(x: np.ndarray, paths, need: float) -> np.ndarray:
+        """The counterfactual (z,) of :func:`cheapest_mix` on ``paths`` from x (z,)."""
+        cost, pick, frac, rest = cheapest_mix([G for *_, G, _ in paths],
+                                              [C for *_, C in paths], need)  # fmt: skip
+        x_cf = x.copy()
+        if pick is None:  # the need exceeds the reach by rounding only: every path to its end
+            for j, pts, _, _ in paths:
+                x_cf[j] = pts[-1]
+            return x_cf
+        for q, (j, pts, G, _) in enumerate(paths):
+            x_cf[j] = np.interp(rest, G, pts) if q == frac and rest > 0 else pts[pick[q]]
+        return x_cf
 
     def _solve(self, group, need) -> list[np.ndarray]:
         """One MILP over the candidates in ``group``; the segment fills of each."""

@@ -21,11 +21,11 @@ def register(registry: Registry) -> None:
     """Register this family's recommenders and their last-threshold policies."""
     registry.recommender(
         "claproar", ClaPROAR,
-        "Wachter + mu * classifier loss at x' (Altmeyer et al. 2023, torch); lam=10, mu=5",
+        "Wachter + mu * classifier loss at x' (Altmeyer et al. 2023); lam=10, mu=5",
     )  # fmt: skip
     registry.recommender(
         "gravitational", Gravitational,
-        "Wachter + mu * ||x' - positive centroid||_2 (Altmeyer et al. 2023, torch); lam=10, mu=5",
+        "Wachter + mu * ||x' - positive centroid||_2 (Altmeyer et al. 2023); lam=10, mu=5",
     )  # fmt: skip
     registry.recommender(
         "probe", Probe,

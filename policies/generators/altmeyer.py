@@ -53,7 +53,7 @@ class _Penalised(Wachter):
         return bool((s >= g).all())
 
     def penalty(self, x):
-        """extcost(x') (n,) of torch rows x (n, z), differentiable (for checks)."""
+        """extcost(x') (n,) of rows x (n, z) (for checks)."""
         raise NotImplementedError
 
 
@@ -67,12 +67,12 @@ class ClaPROAR(_Penalised):
     """
 
     def penalty(self, x):
-        return -self.f(x).clamp_min(1e-300).log()
+        return -np.log(np.maximum(self.score(x), 1e-300))
 
     def _penalty_grad(self, x, s, grad, g, lam):
-        s = s.clamp_min(1e-300)
+        s = np.maximum(s, 1e-300)
         # Hessian of -log sigmoid(f) along ∇f: M (1 - M) ||∇f||^2 = ||∇M||^2 / (M (1 - M))
-        curv = (grad * grad).sum(dim=1) / (s * (1.0 - s)).clamp_min(1e-300)
+        curv = np.add.reduce(grad * grad, axis=1) / np.maximum(s * (1.0 - s), 1e-300)
         return -self.mu * grad / s[:, None], self.mu * curv
 
 
@@ -92,18 +92,16 @@ class Gravitational(_Penalised):
                 "X_train = None or no positive row; allowed: a world with labelled "
                 "training data (gravitational needs the positive class's centroid)"
             )
-        import torch
-
         X, y = np.asarray(ctx.X_train, dtype=float), np.asarray(ctx.y_train)
-        self.centre = torch.from_numpy(X[y == 1].mean(axis=0))
-        self._m = torch.from_numpy(np.asarray(ctx.mutable, dtype=float))
+        self.centre = X[y == 1].mean(axis=0)
+        self._m = np.asarray(ctx.mutable, dtype=float)
 
     def penalty(self, x):
-        return (((x - self.centre) * self._m) ** 2).sum(dim=1).sqrt()
+        return np.sqrt((((x - self.centre) * self._m) ** 2).sum(axis=1))
 
     def _penalty_grad(self, x, s, grad, g, lam):
         d = (x - self.centre) * self._m
-        norm = (d * d).sum(dim=1, keepdim=True).sqrt().clamp_min(1e-12)
+        norm = np.maximum(np.sqrt(np.add.reduce(d * d, axis=1)), 1e-12)
         # the norm's Hessian is (I - u u^T) / ||d||; capped near the centre, where the
         # counterfactual would stop anyway
-        return self.mu * d / norm, self.mu / norm[:, 0].clamp_min(1e-2)
+        return self.mu * d / norm[:, None], self.mu / np.maximum(norm, 1e-2)
