@@ -45,6 +45,8 @@ FD_STEP = 1e-4
 ALG2_PASSES = 10
 #: ROAR: Adam's learning rate, the |ΔJ| stopping tolerance and the step cap (ours)
 ROAR_LR, ROAR_TOL, ROAR_MAX_STEPS = 1e-3, 1e-4, 200_000
+#: ROAR: steps between two evaluations of the stopping test (any value gives the same bits)
+ROAR_BLOCK = 16
 # SLSQP: tolerance on the objective and iteration cap; a violated constraint above
 # _FEAS_TOL makes a solve a failure
 _FTOL, _MAXITER, _FEAS_TOL = 1e-13, 500, 1e-8
@@ -300,6 +302,172 @@ def robust_lp(
     return Solution(x, float(price(x[None], x0[None], w, b, alpha, lam, p)[0]), ok)
 
 
+# -- the convex program for p = 2, exactly and batched ----------------------------------
+def _l2_prox(a, b, nu, x0, lo, hi):
+    """argmin over [lo, hi] of −w·x + (ν/2)x² + μ|x − x₀| per coordinate, with a = w − μ
+    and b = w + μ: a/ν when that lies above x₀, b/ν when below, else x₀ (then clipped)."""
+    t = np.where(a > nu * x0, a / nu, np.where(b < nu * x0, b / nu, x0))
+    return np.minimum(np.maximum(t, lo), hi)
+
+
+def _l2_inner(mu, wf, x0f, lo, hi, base, alpha):
+    """Exact minimiser of α‖x̃‖₂ − w·x + μ‖x − x₀‖₁ over the box, for every row.
+
+    μ (n,), w and x₀ (n, m), lo and hi (m,), base (n,) = 1 + Σ fixed x². With ν = α/‖x̃‖₂
+    the minimiser is the separable prox of :func:`_l2_prox`; ν solves
+    r(ν) = ν²(base + ‖x(ν)‖²) − α² = 0, r non-decreasing (the inner problem is a partial
+    minimum of a jointly convex function of x and ‖x̃‖). Between the breakpoints where a
+    coordinate changes state r is ν²K + Q, so the root is sqrt((α² − Q)/K) on the segment
+    where r changes sign. Returns x (n, m), ν (n,), the interior masks up and down (n, m)
+    and K (n,).
+    """
+    a, b = wf - mu[:, None], wf + mu[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cand = np.concatenate([a / x0f, a / hi, a / lo, b / x0f, b / hi, b / lo], axis=1)
+        cand = np.where(np.isfinite(cand) & (cand > 0.0), cand, np.nan)
+        nu = cand[:, :, None]
+        xc = _l2_prox(a[:, None], b[:, None], nu, x0f[:, None], lo, hi)
+        r = nu[:, :, 0] ** 2 * (base[:, None] + np.square(xc).sum(axis=2)) - alpha**2
+    below, above = r < 0.0, r >= 0.0
+    nu_lo = np.max(np.where(below, cand, 0.0), axis=1, initial=0.0)
+    nu_hi = np.min(np.where(above, cand, np.inf), axis=1, initial=np.inf)
+    mid = np.where(np.isinf(nu_hi), 2.0 * nu_lo + 1.0, 0.5 * (nu_lo + nu_hi))[:, None]
+    # the state of each coordinate on the segment (nu_lo, nu_hi): constant there
+    up = (a > mid * x0f) & (a > mid * lo) & (a < mid * hi)
+    down = ~up & (b < mid * x0f) & (b > mid * lo) & (b < mid * hi)
+    inner = up | down
+    const = _l2_prox(a, b, mid, x0f, lo, hi)
+    K = base + np.where(inner, 0.0, np.square(const)).sum(axis=1)
+    Q = np.where(up, a * a, np.where(down, b * b, 0.0)).sum(axis=1)
+    nu = np.sqrt(np.maximum(alpha**2 - Q, 0.0) / K)
+    x = np.where(up, a / nu[:, None], np.where(down, b / nu[:, None], const))
+    return np.minimum(np.maximum(x, lo), hi), nu, up, down, K
+
+
+def robust_l2_batch(
+    X0: np.ndarray,
+    w: np.ndarray,
+    b,
+    alpha: float,
+    lam: float,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    immutable: np.ndarray | None = None,
+    max_iter: int = 200,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The optimum of :func:`robust_lp` for p = 2 at every row of X0 (n, z) at once.
+
+    ``w`` (z,) or (n, z), ``b`` scalar or (n,); finite bounds (z,) and α > 0 (else use
+    :func:`robust_lp`). The optimum is the minimiser of the linearised price
+    −s(x) + μ‖x − x₀‖₁ (s the worst-case logit) at μ = λ / σ(−s(x)): with
+    u = log(μ/λ − 1), F(u) = u − s(x(u)) is increasing (s falls as μ grows) and its root
+    is found by Newton's method inside a bracket [s(x₀), an upper bound of s], bisecting
+    where a step leaves it; each x(u) is exact (:func:`_l2_inner`). Returns X (n, z) and
+    ok (n,): False where the search did not converge (those rows are x₀).
+    """
+    alpha, lam = check_alpha(alpha), check_lam(lam)
+    X0 = np.atleast_2d(np.asarray(X0, dtype=float))
+    n, z = X0.shape
+    lo, hi, fixed = _box(z, lower, upper, immutable)
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all() and alpha > 0):
+        raise ConfigError(problem("robust_l2", "unbounded box or alpha = 0", "use robust_lp"))
+    X0 = np.clip(X0, lo, hi)
+    W = np.array(np.broadcast_to(np.asarray(w, dtype=float), (n, z)))
+    B = np.array(np.broadcast_to(np.asarray(b, dtype=float), (n,)))
+    check_weights(W, B)
+    free = ~fixed
+    X = X0.copy()
+    if n == 0 or not free.any():
+        return X, np.ones(n, bool)
+    x0f, wf, lof, hif = X0[:, free], W[:, free], lo[free], hi[free]
+    c = B + np.add.reduce(W[:, fixed] * X0[:, fixed], axis=1)
+    base = 1.0 + np.add.reduce(np.square(X0[:, fixed]), axis=1)
+
+    def logit(xf):
+        return np.add.reduce(wf * xf, axis=1) + c - alpha * np.sqrt(base + (xf * xf).sum(1))
+
+    u_lo = logit(x0f)
+    u_hi = c + np.maximum(wf * lof, wf * hif).sum(axis=1) - alpha * np.sqrt(base)
+    # for μ above max |w_i| + α|x₀_i| no coordinate moves (ν <= α): x = x₀ there
+    mu_max = (np.abs(wf) + alpha * np.abs(x0f)).max(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u_hi = np.minimum(u_hi, np.where(mu_max > lam, np.log(mu_max / lam - 1.0), -np.inf))
+    u_hi = np.maximum(u_hi, u_lo)
+    # start: the root of the limit α -> 0 (with the robust logit at its corners), where
+    # the features move to their bounds in the order of |w| while the next one pays
+    order = np.argsort(-np.abs(wf), axis=1, kind="stable")
+    w_s = np.take_along_axis(wf, order, axis=1)
+    x0_s = np.take_along_axis(x0f, order, axis=1)
+    t_s = np.where(w_s > 0, hif[order], lof[order])
+    gain = np.cumsum(w_s * (t_s - x0_s), axis=1)
+    sq = np.cumsum(t_s * t_s - x0_s * x0_s, axis=1)
+    norm0 = base + (x0f * x0f).sum(axis=1)
+    S = np.concatenate([u_lo[:, None], (c + (wf * x0f).sum(axis=1))[:, None] + gain
+                        - alpha * np.sqrt(np.maximum(norm0[:, None] + sq, base[:, None]))], axis=1)  # fmt: skip
+    with np.errstate(divide="ignore", invalid="ignore"):
+        U = np.where(np.abs(w_s) > lam, np.log(np.abs(w_s) / lam - 1.0), -np.inf)
+    j = (S[:, :-1] < U).sum(axis=1)
+    U_j = np.where(
+        j > 0, np.take_along_axis(U, np.maximum(j - 1, 0)[:, None], axis=1)[:, 0], np.inf
+    )
+    u = np.clip(np.minimum(np.take_along_axis(S, j[:, None], axis=1)[:, 0], U_j), u_lo, u_hi)
+    widths = (np.full(n, np.inf), np.full(n, np.inf))
+    ok = np.zeros(n, bool)
+    xf = x0f.copy()
+    for _ in range(max_iter):
+        mu = lam * (1.0 + np.exp(u))
+        xf, nu, up, down, K = _l2_inner(mu, wf, x0f, lof, hif, base, alpha)
+        F = u - logit(xf)
+        # dF/du = 1 − ds/dμ · dμ/du on this pattern of interior coordinates (ds/dμ <= 0)
+        sig = np.where(up, -1.0, np.where(down, 1.0, 0.0))
+        ci = np.where(up, wf - mu[:, None], wf + mu[:, None]) * (up | down)
+        d_nu = -(sig * ci).sum(axis=1) / (nu * K)
+        P = (wf * ci).sum(axis=1) - alpha**2
+        ds = (wf * sig).sum(axis=1) / nu - P / nu**2 * d_nu
+        dF = 1.0 - ds * (mu - lam)
+        # F' >= 1 everywhere: F(u) < 0 puts the root in (u, u − F], F(u) > 0 in [u − F, u)
+        neg, pos = F < 0.0, F > 0.0
+        u_lo = np.where(neg, u, np.where(pos, np.maximum(u_lo, u - F), u_lo))
+        u_hi = np.where(pos, u, np.where(neg, np.minimum(u_hi, u - F), u_hi))
+        # no interior coordinate: x and ν stay put while μ stays between the nearest
+        # breakpoints of the prox at this ν, where F = u − s has slope 1; the root is there
+        # or beyond the flat's far end, which is where to look next
+        flat = ~(up | down).any(axis=1)
+        nu_c = nu[:, None]
+        bp = np.concatenate([wf - nu_c * x0f, nu_c * x0f - wf, wf - nu_c * hif,
+                             wf - nu_c * lof, nu_c * hif - wf, nu_c * lof - wf], axis=1)  # fmt: skip
+        # a breakpoint at μ itself ends the flat there
+        m_a = np.max(np.where(bp <= mu[:, None], bp, -np.inf), axis=1)
+        m_b = np.min(np.where(bp >= mu[:, None], bp, np.inf), axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u_a = np.where(m_a > lam, np.log(m_a / lam - 1.0), -np.inf)
+            u_b = np.log(m_b / lam - 1.0)
+        s_flat = u - F
+        jump = np.where(
+            (s_flat >= u_a) & (s_flat <= u_b),
+            s_flat,
+            np.where(neg, u_b + 1e-9 * (1.0 + np.abs(u_b)), u_a - 1e-9 * (1.0 + np.abs(u_a))),
+        )
+        u_lo = np.where(flat & neg, np.maximum(u_lo, np.minimum(u_b, u_hi)), u_lo)
+        u_hi = np.where(flat & pos, np.minimum(u_hi, np.maximum(u_a, u_lo)), u_hi)
+        width = u_hi - u_lo
+        step = np.where(flat, jump, u - F / dF)
+        # Newton (or the jump) unless it leaves the bracket or the bracket shrank less
+        # than half in two steps (a kink): then bisection
+        newton = (step >= u_lo) & (step <= u_hi) & (flat | (width <= 0.5 * widths[0]))
+        new = np.where(F == 0.0, u, np.where(newton, step, 0.5 * (u_lo + u_hi)))
+        widths = (widths[1], width)
+        # converged: the step is rounding and u solves F(u) = 0 (not a bracket's edge)
+        ok = (np.abs(new - u) <= 1e-13 * (1.0 + np.abs(u))) & (
+            np.abs(F) <= 1e-9 * (1.0 + np.abs(u))
+        )
+        if ok.all():
+            break
+        u = new
+    X[:, free] = np.where(ok[:, None], xf, x0f)
+    return _snap(X, X0, lo, hi), ok
+
+
 # -- Algorithm 1 (p = 1) ---------------------------------------------------------------
 def _alg1_subproblem(k, s, x0, w, b, alpha, lam, lo, hi, fixed):
     """Best x against θ' = θ₀ − α·s·e_k among points where θ' is a worst model.
@@ -464,6 +632,68 @@ def alg2(
     return Solution(x, float(price(x[None], x0[None], w, b, alpha, lam, math.inf)[0]), True)
 
 
+def alg2_rows(
+    X0: np.ndarray,
+    w: np.ndarray,
+    b,
+    alpha: float,
+    lam: float,
+    lower: np.ndarray | None = None,
+    upper: np.ndarray | None = None,
+    immutable: np.ndarray | None = None,
+) -> np.ndarray:
+    """:func:`alg2`'s points for every row of X0 (n, z) at once, bit for bit: the rows run
+    its passes side by side, each with the same operations on the same numbers (the
+    logarithm through ``math.log``, as there). ``w`` (z,) or (n, z), ``b`` scalar or (n,).
+    Returns X (n, z)."""
+    X0 = np.atleast_2d(np.asarray(X0, dtype=float))
+    n, z = X0.shape
+    alpha, lam = check_alpha(alpha), check_lam(lam)
+    W = np.array(np.broadcast_to(np.asarray(w, dtype=float), (n, z)))
+    B = np.array(np.broadcast_to(np.asarray(b, dtype=float), (n,)))
+    check_weights(W, B)
+    lo, hi, fixed = _box(z, lower, upper, immutable)
+    if not np.isfinite(X0).all():
+        raise ConfigError(problem("x0", X0.tolist(), "finite numbers"))
+    X0 = np.clip(X0, lo, hi)
+    X = X0.copy()
+    sgn0 = np.sign(X0)
+    theta = np.where(sgn0 != 0, W - alpha * sgn0, W - alpha * np.sign(W))
+    active = ~fixed & ~((sgn0 == 0) & (np.abs(W) <= alpha))
+    s = np.add.reduce(theta * X, axis=1) + B - alpha
+    run = np.arange(n)
+    for _ in range(ALG2_PASSES * max(z, 1)):
+        if run.size == 0:
+            break
+        rates = np.where(active[run], np.abs(theta[run]), -np.inf)
+        i = np.argmax(rates, axis=1)
+        rate = rates[np.arange(run.size), i]
+        go = rate > lam
+        run, i, rate = run[go], i[go], rate[go]
+        target = np.array([math.log(v) for v in (rate / lam - 1.0).tolist()])
+        go = ~(s[run] >= target)
+        run, i, rate, target = run[go], i[go], rate[go], target[go]
+        if run.size == 0:
+            break
+        th, xi = theta[run, i], X[run, i]
+        d = np.where(th > 0, 1.0, -1.0)
+        step = (target - s[run]) / rate
+        room = np.where(d > 0, hi[i] - xi, xi - lo[i])
+        to_zero = np.where(xi * d < 0, np.abs(xi), np.inf)
+        inner = step < np.minimum(room, to_zero)
+        zero = ~inner & (to_zero <= room)
+        bound = ~inner & ~zero
+        X[run, i] = np.where(
+            inner, xi + d * step, np.where(zero, 0.0, np.where(d > 0, hi[i], lo[i]))
+        )
+        s[run] = np.where(inner, target, s[run] + rate * np.where(zero, to_zero, room))
+        th_new = np.where(zero, W[run, i] - alpha * d, th)
+        theta[run, i] = th_new
+        active[run, i] = ~(bound | (zero & ~(d * th_new > 0)))
+        run = run[~inner]
+    return _snap(X, X0, lo, hi)
+
+
 # -- ROAR ------------------------------------------------------------------------------
 def roar(
     X0: np.ndarray,
@@ -500,41 +730,140 @@ def roar(
     X = X0.copy()
     steps = np.zeros(n, dtype=np.int64)
     b1, b2, eps = 0.9, 0.999, 1e-8
-    # the live rows' state is kept compact and shrunk only when rows stop: gathering and
-    # scattering every array at every step cost half the time on a tick's few rows
+    # the live rows' state is kept compact and shrunk only when rows stop. NumPy's cost
+    # here is per call, and more for broadcasting or a Python scalar: the loop writes in
+    # place (out=) into full-size arrays, constants included. The stopping test needs J
+    # at every step: it is evaluated once per block of ROAR_BLOCK steps over the block's
+    # stored points and logits (the same operations on the same numbers, so the same
+    # bits); a row that stopped inside a block takes the point it had there, and its
+    # extra steps in the block are thrown away
     live = np.arange(n)
-    Xl, X0l = X0.copy(), X0.copy()
-    Wl = np.array(np.broadcast_to(np.asarray(w, dtype=float), (n, z)))
-    Bl = np.array(np.broadcast_to(np.asarray(b, dtype=float), (n,)))
-    ml, vl = np.zeros((n, z)), np.zeros((n, z))
+    X0l = X0.copy()
+    state = {"W": np.array(np.broadcast_to(np.asarray(w, dtype=float), (n, z))),
+             "B": np.array(np.broadcast_to(np.asarray(b, dtype=float), (n,))),
+             "lo": np.array(np.broadcast_to(lo, (n, z))),
+             "hi": np.array(np.broadcast_to(hi, (n, z)))}  # fmt: skip
+    adversary = _roar_worst(state, alpha, p, z, nonneg=bool((lo >= 0).all()))
+    MV = np.zeros((2, n, z))  # Adam's ml and vl: one call updates both
+    beta, beta_c = np.empty((2, n, z)), np.empty((2, n, z))
+    beta[0], beta[1], beta_c[0], beta_c[1] = b1, b2, 1 - b1, 1 - b2
+    full = {c: np.full((n, z), c) for c in (lam, lr, eps)}
     prev = np.full(n, np.inf)
+    Xl = X0.copy()
     t = 0
-    for t in range(1, max_steps + 1):
-        if live.size == 0:
-            break
-        wa, ba = _roar_adversary(Xl, Wl, Bl, alpha, p)
-        s = np.add.reduce(wa * Xl, axis=1) + ba
-        moved = Xl - X0l
-        J = softplus_neg(s) + lam * np.add.reduce(np.abs(moved), axis=1)
-        grad = -expit(-s)[:, None] * wa + lam * np.sign(moved)
-        if masked:  # × 1.0 changes no bit: skipped when every feature is free
-            grad = grad * free
-        ml = b1 * ml + (1 - b1) * grad
-        vl = b2 * vl + (1 - b2) * grad * grad
-        step = lr * (ml / (1 - b1**t)) / (np.sqrt(vl / (1 - b2**t)) + eps)
-        # np.clip's bits for finite values, without its dispatch cost
-        Xl = np.minimum(np.maximum(Xl - step, lo), hi)
-        done = np.abs(J - prev) <= tol
-        prev = J
-        if done.any():
-            X[live[done]] = Xl[done]
-            steps[live[done]] = t
-            keep = ~done
-            live, Xl, X0l, Wl, Bl = live[keep], Xl[keep], X0l[keep], Wl[keep], Bl[keep]
-            ml, vl, prev = ml[keep], vl[keep], prev[keep]
+    while t < max_steps and live.size:
+        k = min(ROAR_BLOCK, max_steps - t)
+        m = live.size
+        L, LR, EPS = (full[c][:m] for c in (lam, lr, eps))
+        BETA, BETA_C = np.ascontiguousarray(beta[:, :m]), np.ascontiguousarray(beta_c[:, :m])
+        LO, HI = state["lo"], state["hi"]
+        Xh = np.empty((k + 1, m, z))
+        Xh[0] = Xl
+        NSh = np.empty((k, m))  # −s per step: expit(−s) needs it, J takes s = −(−s)
+        prod, moved, tmp = (np.empty((m, z)) for _ in range(3))
+        G, T, H, corr = (np.empty((2, m, z)) for _ in range(4))
+        grad = G[0]
+        t0 = t
+        for j in range(k):
+            t += 1
+            Xl = Xh[j]
+            wa, nba = adversary(Xl)
+            np.multiply(wa, Xl, out=prod)
+            # −(Σ wa·x + ba) as (−ba) − Σ wa·x: the same bits
+            ns = np.subtract(nba, np.add.reduce(prod, axis=1), out=NSh[j])
+            np.subtract(Xl, X0l, out=moved)
+            # −σ(−s)·wa + λ·sgn(x − x₀), as λ·sgn − σ(−s)·wa: the same bits
+            np.multiply(L, np.sign(moved, out=grad), out=grad)
+            np.multiply(expit(ns)[:, None], wa, out=tmp)
+            np.subtract(grad, tmp, out=grad)
+            if masked:  # × 1.0 changes no bit: skipped when every feature is free
+                grad *= free
+            # ml = b1·ml + (1 − b1)·g and vl = b2·vl + ((1 − b2)·g)·g in four calls
+            G[1] = grad
+            np.multiply(BETA_C, G, out=T)
+            T[1] *= grad
+            MV *= BETA
+            MV += T
+            # lr·(ml / (1 − b1ᵗ)) / (sqrt(vl / (1 − b2ᵗ)) + eps)
+            corr[0].fill(1 - b1**t)
+            corr[1].fill(1 - b2**t)
+            np.divide(MV, corr, out=H)
+            num, den = H
+            np.multiply(LR, num, out=num)
+            np.add(np.sqrt(den, out=den), EPS, out=den)
+            np.divide(num, den, out=num)
+            # np.clip's bits for finite values, without its dispatch cost
+            out = Xh[j + 1]
+            np.subtract(Xl, num, out=out)
+            np.maximum(out, LO, out=out)
+            np.minimum(out, HI, out=out)
+        Xl = Xh[k]
+        J = softplus_neg(-NSh) + lam * np.add.reduce(np.abs(Xh[:k] - X0l), axis=2)
+        before = np.concatenate([prev[None], J[:-1]])
+        done = np.abs(J - before) <= tol
+        stop = done.any(axis=0)
+        prev = J[-1]
+        if stop.any():
+            first = done.argmax(axis=0)[stop]
+            rows = np.flatnonzero(stop)
+            X[live[rows]] = Xh[first + 1, rows]
+            steps[live[rows]] = t0 + first + 1
+            keep = ~stop
+            live, Xl, X0l, prev = (a[keep] for a in (live, Xl, X0l, prev))
+            MV = MV[:, keep]
+            for key in state:
+                state[key] = state[key][keep]
     X[live] = Xl
     steps[live] = t
     return X, steps
+
+
+def _roar_worst(state: dict, alpha: float, p: float, z: int, nonneg: bool):
+    """ROAR's worst model as a function of the live rows X (m, z) -> (weights (m, z),
+    minus the intercepts (m,)), reading the live rows' W and B from ``state`` (shrunk
+    with them).
+
+    The bits of :func:`_roar_adversary`: W − α·sgn is W − α or W + α, precomputed per
+    row (``state`` keeps them); in a box with lower >= 0, sgn = +1 throughout (sgn 0 := +1).
+    """
+    if alpha == 0:
+        state["nB"] = -state["B"]
+        return lambda X: (state["W"], state["nB"])
+    state["Wp"], state["Wm"] = state["W"] - alpha * 1.0, state["W"] - alpha * -1.0
+    state["nBm"] = -(state["B"] - alpha * 1.0)
+    if math.isinf(p):
+        if nonneg:
+            return lambda X: (state["Wp"], state["nBm"])
+        return lambda X: (np.where(X < 0, state["Wm"], state["Wp"]), state["nBm"])
+    if p == 1.0:
+        # the largest |x̃_k|, the intercept's 1 last so that a feature wins a tie; row k of
+        # `eye` is α on feature k (zeros for the intercept), of `eye_b` α on the intercept
+        eye = np.vstack([alpha * 1.0 * np.eye(z), np.zeros((1, z))])
+        eye_b = np.zeros(z + 1)
+        eye_b[z] = alpha * 1.0
+        buf = {}
+
+        def l1(X):
+            m = X.shape[0]
+            if buf.get("m") != m:
+                buf["m"], buf["A"] = m, np.ones((m, z + 1))
+            A = buf["A"]
+            np.abs(X, out=A[:, :z])
+            k = A.argmax(axis=1)
+            # −(B − e) as e − B: the same bits
+            if nonneg:  # sgn = +1: W − α·1 at k, W − 0 (the same bits as W) elsewhere
+                return state["W"] - eye[k], eye_b[k] - state["B"]
+            hit = eye[k] != 0.0
+            moved = np.where(X < 0, state["Wm"], state["Wp"])
+            return np.where(hit, moved, state["W"]), eye_b[k] - state["B"]
+
+        return l1
+
+    def other(X):
+        wa, ba = _roar_adversary(X, state["W"], state["B"], alpha, p)
+        return wa, -ba
+
+    return other
 
 
 def _roar_adversary(X: np.ndarray, W: np.ndarray, B: np.ndarray, alpha: float, p: float):
