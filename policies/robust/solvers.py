@@ -383,10 +383,10 @@ def robust_l2_batch(
     c = B + np.add.reduce(W[:, fixed] * X0[:, fixed], axis=1)
     base = 1.0 + np.add.reduce(np.square(X0[:, fixed]), axis=1)
 
-    def logit(xf):
+    def logit(xf, wf, c, base):
         return np.add.reduce(wf * xf, axis=1) + c - alpha * np.sqrt(base + (xf * xf).sum(1))
 
-    u_lo = logit(x0f)
+    u_lo = logit(x0f, wf, c, base)
     u_hi = c + np.maximum(wf * lof, wf * hif).sum(axis=1) - alpha * np.sqrt(base)
     # for μ above max |w_i| + α|x₀_i| no coordinate moves (ν <= α): x = x₀ there
     mu_max = (np.abs(wf) + alpha * np.abs(x0f)).max(axis=1)
@@ -413,11 +413,12 @@ def robust_l2_batch(
     u = np.clip(np.minimum(np.take_along_axis(S, j[:, None], axis=1)[:, 0], U_j), u_lo, u_hi)
     widths = (np.full(n, np.inf), np.full(n, np.inf))
     ok = np.zeros(n, bool)
-    xf = x0f.copy()
+    X_free = x0f.copy()
+    rows = np.arange(n)  # the rows still searching; the others are dropped once done
     for _ in range(max_iter):
         mu = lam * (1.0 + np.exp(u))
         xf, nu, up, down, K = _l2_inner(mu, wf, x0f, lof, hif, base, alpha)
-        F = u - logit(xf)
+        F = u - logit(xf, wf, c, base)
         # dF/du = 1 − ds/dμ · dμ/du on this pattern of interior coordinates (ds/dμ <= 0)
         sig = np.where(up, -1.0, np.where(down, 1.0, 0.0))
         ci = np.where(up, wf - mu[:, None], wf + mu[:, None]) * (up | down)
@@ -429,16 +430,23 @@ def robust_l2_batch(
         neg, pos = F < 0.0, F > 0.0
         u_lo = np.where(neg, u, np.where(pos, np.maximum(u_lo, u - F), u_lo))
         u_hi = np.where(pos, u, np.where(neg, np.minimum(u_hi, u - F), u_hi))
-        # no interior coordinate: x and ν stay put while μ stays between the nearest
-        # breakpoints of the prox at this ν, where F = u − s has slope 1; the root is there
-        # or beyond the flat's far end, which is where to look next
+        # no interior coordinate: x and ν stay put while μ stays in the flat's range, where
+        # F = u − s has slope 1; the root is there or beyond the flat's far end, which is
+        # where to look next. A coordinate at x₀ starts to move when μ falls below
+        # w − ν·x₀ (up, if it can) or ν·x₀ − w (down); one moved up to its upper bound
+        # leaves it when μ rises above w − ν·hi, one moved down to lo above ν·lo − w
         flat = ~(up | down).any(axis=1)
         nu_c = nu[:, None]
-        bp = np.concatenate([wf - nu_c * x0f, nu_c * x0f - wf, wf - nu_c * hif,
-                             wf - nu_c * lof, nu_c * hif - wf, nu_c * lof - wf], axis=1)  # fmt: skip
-        # a breakpoint at μ itself ends the flat there
-        m_a = np.max(np.where(bp <= mu[:, None], bp, -np.inf), axis=1)
-        m_b = np.min(np.where(bp >= mu[:, None], bp, np.inf), axis=1)
+        at_x0 = xf == x0f
+        lower_bp = np.maximum(
+            np.where(at_x0 & (x0f < hif), wf - nu_c * x0f, -np.inf),
+            np.where(at_x0 & (x0f > lof), nu_c * x0f - wf, -np.inf),
+        )
+        upper_bp = np.where(
+            ~at_x0 & (xf == hif), wf - nu_c * hif, np.where(~at_x0, nu_c * lof - wf, np.inf)
+        )
+        m_a = lower_bp.max(axis=1)
+        m_b = upper_bp.min(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
             u_a = np.where(m_a > lam, np.log(m_a / lam - 1.0), -np.inf)
             u_b = np.log(m_b / lam - 1.0)
@@ -458,13 +466,21 @@ def robust_l2_batch(
         new = np.where(F == 0.0, u, np.where(newton, step, 0.5 * (u_lo + u_hi)))
         widths = (widths[1], width)
         # converged: the step is rounding and u solves F(u) = 0 (not a bracket's edge)
-        ok = (np.abs(new - u) <= 1e-13 * (1.0 + np.abs(u))) & (
+        done = (np.abs(new - u) <= 1e-13 * (1.0 + np.abs(u))) & (
             np.abs(F) <= 1e-9 * (1.0 + np.abs(u))
         )
-        if ok.all():
-            break
         u = new
-    X[:, free] = np.where(ok[:, None], xf, x0f)
+        if done.any():
+            X_free[rows[done]] = xf[done]
+            ok[rows[done]] = True
+            keep = ~done
+            if not keep.any():
+                break
+            rows, u, u_lo, u_hi, wf, x0f, c, base = (
+                a[keep] for a in (rows, u, u_lo, u_hi, wf, x0f, c, base)
+            )
+            widths = (widths[0][keep], widths[1][keep])
+    X[:, free] = X_free
     return _snap(X, X0, lo, hi), ok
 
 
@@ -760,9 +776,19 @@ def roar(
         Xh = np.empty((k + 1, m, z))
         Xh[0] = Xl
         NSh = np.empty((k, m))  # −s per step: expit(−s) needs it, J takes s = −(−s)
-        prod, moved, tmp = (np.empty((m, z)) for _ in range(3))
+        prod, moved, tmp, E = np.empty((m, z)), np.empty((m, z)), np.empty((m, z)), np.empty((m, 1))
         G, T, H, corr = (np.empty((2, m, z)) for _ in range(4))
-        grad = G[0]
+        # views made once per block, not per step
+        grad, grad_copy, T_v, num, den, c1, c2, e = (
+            G[0],
+            G[1],
+            T[1],
+            H[0],
+            H[1],
+            corr[0],
+            corr[1],
+            E[:, 0],
+        )
         t0 = t
         for j in range(k):
             t += 1
@@ -774,21 +800,21 @@ def roar(
             np.subtract(Xl, X0l, out=moved)
             # −σ(−s)·wa + λ·sgn(x − x₀), as λ·sgn − σ(−s)·wa: the same bits
             np.multiply(L, np.sign(moved, out=grad), out=grad)
-            np.multiply(expit(ns)[:, None], wa, out=tmp)
+            expit(ns, out=e)
+            np.multiply(E, wa, out=tmp)
             np.subtract(grad, tmp, out=grad)
             if masked:  # × 1.0 changes no bit: skipped when every feature is free
                 grad *= free
             # ml = b1·ml + (1 − b1)·g and vl = b2·vl + ((1 − b2)·g)·g in four calls
-            G[1] = grad
+            np.copyto(grad_copy, grad)
             np.multiply(BETA_C, G, out=T)
-            T[1] *= grad
+            T_v *= grad
             MV *= BETA
             MV += T
             # lr·(ml / (1 − b1ᵗ)) / (sqrt(vl / (1 − b2ᵗ)) + eps)
-            corr[0].fill(1 - b1**t)
-            corr[1].fill(1 - b2**t)
+            c1.fill(1 - b1**t)
+            c2.fill(1 - b2**t)
             np.divide(MV, corr, out=H)
-            num, den = H
             np.multiply(LR, num, out=num)
             np.add(np.sqrt(den, out=den), EPS, out=den)
             np.divide(num, den, out=num)
@@ -841,18 +867,20 @@ def _roar_worst(state: dict, alpha: float, p: float, z: int, nonneg: bool):
         eye = np.vstack([alpha * 1.0 * np.eye(z), np.zeros((1, z))])
         eye_b = np.zeros(z + 1)
         eye_b[z] = alpha * 1.0
+        if nonneg:  # sgn = +1: W − α·1 at k, W − 0 (the same bits as W) elsewhere
+            state["WK"] = state["W"][:, None, :] - eye[None]  # (n, z + 1, z): by k
+            state["nBK"] = eye_b[None] - state["B"][:, None]  # −(B − e) as e − B
         buf = {}
 
         def l1(X):
             m = X.shape[0]
             if buf.get("m") != m:
-                buf["m"], buf["A"] = m, np.ones((m, z + 1))
+                buf["m"], buf["A"], buf["rows"] = m, np.ones((m, z + 1)), np.arange(m)
             A = buf["A"]
             np.abs(X, out=A[:, :z])
             k = A.argmax(axis=1)
-            # −(B − e) as e − B: the same bits
-            if nonneg:  # sgn = +1: W − α·1 at k, W − 0 (the same bits as W) elsewhere
-                return state["W"] - eye[k], eye_b[k] - state["B"]
+            if nonneg:
+                return state["WK"][buf["rows"], k], state["nBK"][buf["rows"], k]
             hit = eye[k] != 0.0
             moved = np.where(X < 0, state["Wm"], state["Wp"])
             return np.where(hit, moved, state["W"]), eye_b[k] - state["B"]
