@@ -310,18 +310,44 @@ def _l2_prox(a, b, nu, x0, lo, hi):
     return np.minimum(np.maximum(t, lo), hi)
 
 
-def _l2_inner(mu, wf, x0f, lo, hi, base, alpha):
+def _l2_pattern(a, b, nu, x0f, lo, hi, base, alpha):
+    """The state of each coordinate at ν (n, 1) and the root of r on that state's segment:
+    interior masks up and down (n, m), the fixed values, K (n,) and the root ν* (n,)."""
+    up = (a > nu * x0f) & (a > nu * lo) & (a < nu * hi)
+    down = ~up & (b < nu * x0f) & (b > nu * lo) & (b < nu * hi)
+    const = _l2_prox(a, b, nu, x0f, lo, hi)
+    K = base + np.where(up | down, 0.0, np.square(const)).sum(axis=1)
+    Q = np.where(up, a * a, np.where(down, b * b, 0.0)).sum(axis=1)
+    return up, down, const, K, np.sqrt(np.maximum(alpha**2 - Q, 0.0) / K)
+
+
+def _l2_inner(mu, wf, x0f, lo, hi, base, alpha, guess=None):
     """Exact minimiser of α‖x̃‖₂ − w·x + μ‖x − x₀‖₁ over the box, for every row.
 
     μ (n,), w and x₀ (n, m), lo and hi (m,), base (n,) = 1 + Σ fixed x². With ν = α/‖x̃‖₂
     the minimiser is the separable prox of :func:`_l2_prox`; ν solves
-    r(ν) = ν²(base + ‖x(ν)‖²) − α² = 0, r non-decreasing (the inner problem is a partial
+    r(ν) = ν²(base + ‖x(ν)‖²) − α² = 0, r increasing (the inner problem is a partial
     minimum of a jointly convex function of x and ‖x̃‖). Between the breakpoints where a
     coordinate changes state r is ν²K + Q, so the root is sqrt((α² − Q)/K) on the segment
-    where r changes sign. Returns x (n, m), ν (n,), the interior masks up and down (n, m)
-    and K (n,).
+    where r changes sign. ``guess`` (n,): a ν whose segment's root is tried first, and
+    kept where the state at that root is the state it came from (then it is the root);
+    the other rows scan every breakpoint. Returns x (n, m), ν (n,), the interior masks up
+    and down (n, m) and K (n,).
     """
     a, b = wf - mu[:, None], wf + mu[:, None]
+    if guess is not None:
+        up, down, const, K, nu = _l2_pattern(a, b, guess[:, None], x0f, lo, hi, base, alpha)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            up2, down2, const2, _, _ = _l2_pattern(a, b, nu[:, None], x0f, lo, hi, base, alpha)
+        same = ((up == up2) & (down == down2) & ((up | down) | (const == const2))).all(axis=1)
+        same &= nu > 0.0
+        redo = np.flatnonzero(~same)
+        if redo.size:
+            sub = _l2_inner(mu[redo], wf[redo], x0f[redo], lo, hi, base[redo], alpha)
+            up[redo], down[redo], K[redo], nu[redo] = sub[2], sub[3], sub[4], sub[1]
+            const[redo] = sub[0]
+        x = np.where(up, a / nu[:, None], np.where(down, b / nu[:, None], const))
+        return np.minimum(np.maximum(x, lo), hi), nu, up, down, K
     with np.errstate(divide="ignore", invalid="ignore"):
         cand = np.concatenate([a / x0f, a / hi, a / lo, b / x0f, b / hi, b / lo], axis=1)
         cand = np.where(np.isfinite(cand) & (cand > 0.0), cand, np.nan)
@@ -331,15 +357,9 @@ def _l2_inner(mu, wf, x0f, lo, hi, base, alpha):
     below, above = r < 0.0, r >= 0.0
     nu_lo = np.max(np.where(below, cand, 0.0), axis=1, initial=0.0)
     nu_hi = np.min(np.where(above, cand, np.inf), axis=1, initial=np.inf)
-    mid = np.where(np.isinf(nu_hi), 2.0 * nu_lo + 1.0, 0.5 * (nu_lo + nu_hi))[:, None]
     # the state of each coordinate on the segment (nu_lo, nu_hi): constant there
-    up = (a > mid * x0f) & (a > mid * lo) & (a < mid * hi)
-    down = ~up & (b < mid * x0f) & (b > mid * lo) & (b < mid * hi)
-    inner = up | down
-    const = _l2_prox(a, b, mid, x0f, lo, hi)
-    K = base + np.where(inner, 0.0, np.square(const)).sum(axis=1)
-    Q = np.where(up, a * a, np.where(down, b * b, 0.0)).sum(axis=1)
-    nu = np.sqrt(np.maximum(alpha**2 - Q, 0.0) / K)
+    mid = np.where(np.isinf(nu_hi), 2.0 * nu_lo + 1.0, 0.5 * (nu_lo + nu_hi))[:, None]
+    up, down, const, K, nu = _l2_pattern(a, b, mid, x0f, lo, hi, base, alpha)
     x = np.where(up, a / nu[:, None], np.where(down, b / nu[:, None], const))
     return np.minimum(np.maximum(x, lo), hi), nu, up, down, K
 
@@ -415,9 +435,10 @@ def robust_l2_batch(
     ok = np.zeros(n, bool)
     X_free = x0f.copy()
     rows = np.arange(n)  # the rows still searching; the others are dropped once done
+    nu = None  # the last ν: the next inner solve tries its segment first
     for _ in range(max_iter):
         mu = lam * (1.0 + np.exp(u))
-        xf, nu, up, down, K = _l2_inner(mu, wf, x0f, lof, hif, base, alpha)
+        xf, nu, up, down, K = _l2_inner(mu, wf, x0f, lof, hif, base, alpha, nu)
         F = u - logit(xf, wf, c, base)
         # dF/du = 1 − ds/dμ · dμ/du on this pattern of interior coordinates (ds/dμ <= 0)
         sig = np.where(up, -1.0, np.where(down, 1.0, 0.0))
@@ -476,8 +497,8 @@ def robust_l2_batch(
             keep = ~done
             if not keep.any():
                 break
-            rows, u, u_lo, u_hi, wf, x0f, c, base = (
-                a[keep] for a in (rows, u, u_lo, u_hi, wf, x0f, c, base)
+            rows, u, u_lo, u_hi, wf, x0f, c, base, nu = (
+                a[keep] for a in (rows, u, u_lo, u_hi, wf, x0f, c, base, nu)
             )
             widths = (widths[0][keep], widths[1][keep])
     X[:, free] = X_free
