@@ -380,17 +380,27 @@ def robust_l2_batch(
     ``w`` (z,) or (n, z), ``b`` scalar or (n,); finite bounds (z,) and α > 0 (else use
     :func:`robust_lp`). The optimum is the minimiser of the linearised price
     −s(x) + μ‖x − x₀‖₁ (s the worst-case logit) at μ = λ / σ(−s(x)): with
-    u = log(μ/λ − 1), F(u) = u − s(x(u)) is increasing (s falls as μ grows) and its root
-    is found by Newton's method inside a bracket [s(x₀), an upper bound of s], bisecting
-    where a step leaves it; each x(u) is exact (:func:`_l2_inner`). Returns X (n, z) and
-    ok (n,): False where the search did not converge (those rows are x₀).
+    u = log(μ/λ − 1), F(u) = u − s(x(u)) is increasing with slope >= 1 (s falls as μ
+    grows) and its root is found inside a bracket [s(x₀), an upper bound of s] by Newton's
+    method where some coordinate is interior, by a jump to the root or to the end of the
+    stretch where none is (x is constant there, F has slope 1), and by bisection where a
+    step leaves the bracket or stalls; each x(u) is exact (:func:`_l2_inner`). Started at
+    the root of the limit α -> 0. A row is done when the step is rounding and |F| <= 1e-9.
+    Returns X (n, z) and ok (n,): False where the search did not converge (those rows
+    are x₀; :class:`RobustPolicy` sends them to SLSQP).
     """
     alpha, lam = check_alpha(alpha), check_lam(lam)
     X0 = np.atleast_2d(np.asarray(X0, dtype=float))
     n, z = X0.shape
     lo, hi, fixed = _box(z, lower, upper, immutable)
     if not (np.isfinite(lo).all() and np.isfinite(hi).all() and alpha > 0):
-        raise ConfigError(problem("robust_l2", "unbounded box or alpha = 0", "use robust_lp"))
+        raise ConfigError(
+            problem(
+                "robust_l2_batch",
+                "an unbounded box or alpha = 0",
+                "a finite box and alpha > 0 (else robust_lp)",
+            )
+        )
     X0 = np.clip(X0, lo, hi)
     W = np.array(np.broadcast_to(np.asarray(w, dtype=float), (n, z)))
     B = np.array(np.broadcast_to(np.asarray(b, dtype=float), (n,)))
@@ -443,10 +453,11 @@ def robust_l2_batch(
         # dF/du = 1 − ds/dμ · dμ/du on this pattern of interior coordinates (ds/dμ <= 0)
         sig = np.where(up, -1.0, np.where(down, 1.0, 0.0))
         ci = np.where(up, wf - mu[:, None], wf + mu[:, None]) * (up | down)
-        d_nu = -(sig * ci).sum(axis=1) / (nu * K)
-        P = (wf * ci).sum(axis=1) - alpha**2
-        ds = (wf * sig).sum(axis=1) / nu - P / nu**2 * d_nu
-        dF = 1.0 - ds * (mu - lam)
+        with np.errstate(divide="ignore", invalid="ignore"):  # ν = 0: NaN, then bisection
+            d_nu = -(sig * ci).sum(axis=1) / (nu * K)
+            P = (wf * ci).sum(axis=1) - alpha**2
+            ds = (wf * sig).sum(axis=1) / nu - P / nu**2 * d_nu
+            dF = 1.0 - ds * (mu - lam)
         # F' >= 1 everywhere: F(u) < 0 puts the root in (u, u − F], F(u) > 0 in [u − F, u)
         neg, pos = F < 0.0, F > 0.0
         u_lo = np.where(neg, u, np.where(pos, np.maximum(u_lo, u - F), u_lo))
