@@ -2,7 +2,8 @@
 
 Registered as ``robust-l1``, ``robust-l2``, ``robust-linf`` (the convex program,
 :func:`policies.robust.solvers.robust_lp`, solved exactly by Algorithm 2's greedy for
-p = inf and, inside the box [-1, 1], for p = 1) and ``roar-l1``, ``roar-linf`` (ROAR). Each
+p = inf and, inside the box [-1, 1], for p = 1, and by ``robust_l2_batch`` for p = 2 in a
+finite box) and ``roar-l1``, ``roar-linf`` (ROAR). Each
 tick the policy takes θ from ``obs.decision_model`` (the model in force; a non-linear one
 is linearised at each row), solves every rejected row within the box [lower, upper] with
 the immutable features held, and advises X_cf with goal = M(X_cf) under that model.
@@ -96,7 +97,9 @@ class RobustPolicy(FollowsModel):
     """Robust recourse against an Lp-bounded change of the model in force (spec §5).
 
     ``method`` "lp" solves each row with the greedy of Algorithm 2 where it is exact (p =
-    inf; p = 1 inside the box [-1, 1]), else with :func:`robust_lp` (SLSQP; on failure
+    inf; p = 1 inside the box [-1, 1]), all rows at once with :func:`robust_l2_batch` for
+    p = 2 in a finite box, else (or where that search did not converge, or with
+    ``exact`` False) with :func:`robust_lp` (SLSQP; on failure
     Algorithm 1 for p = 1, the greedy Algorithm 2 otherwise, whose ball contains every
     smaller-p ball); "roar" runs batched ROAR. ``name`` labels errors and warnings.
     """

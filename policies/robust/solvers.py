@@ -5,11 +5,14 @@ max_{‖θ−θ₀‖_p ≤ α} ℓ(θ·x̃) + λ‖x − x₀‖₁, for one li
 
 * :func:`robust_lp` -- the problem is convex for every p (spec §4.1), so it is solved
   directly: epigraph variables for |x − x₀| and for the dual norm, SLSQP with analytic
-  gradients. Any p in [1, inf].
+  gradients. Any p in [1, inf]: the reference for the faster exact solvers.
+* :func:`robust_l2_batch` -- the same optimum for p = 2 in a finite box, every row at once
+  (a 1-D search on the optimality condition; each inner point in closed form).
 * :func:`alg1` -- the paper's Algorithm 1 for p = 1: one convex subproblem per model of
   Θ± (±α on a weight, −α on the intercept), each constrained to points where that model is
   the worst; the cheapest wins.
-* :func:`alg2` -- the greedy Algorithm 2 for p = inf with the termination fix of §4.3.
+* :func:`alg2` -- the greedy Algorithm 2 for p = inf with the termination fix of §4.3;
+  :func:`alg2_rows` runs it on every row at once, bit for bit.
 * :func:`roar` -- the ROAR baseline: Adam on the price against the closed-form worst
   model of the current point (batched over rows).
 
