@@ -471,30 +471,32 @@ def robust_l2_batch(
         # w − ν·x₀ (up, if it can) or ν·x₀ − w (down); one moved up to its upper bound
         # leaves it when μ rises above w − ν·hi, one moved down to lo above ν·lo − w
         flat = ~(up | down).any(axis=1)
-        nu_c = nu[:, None]
-        at_x0 = xf == x0f
-        lower_bp = np.maximum(
-            np.where(at_x0 & (x0f < hif), wf - nu_c * x0f, -np.inf),
-            np.where(at_x0 & (x0f > lof), nu_c * x0f - wf, -np.inf),
-        )
-        upper_bp = np.where(
-            ~at_x0 & (xf == hif), wf - nu_c * hif, np.where(~at_x0, nu_c * lof - wf, np.inf)
-        )
-        m_a = lower_bp.max(axis=1)
-        m_b = upper_bp.min(axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            u_a = np.where(m_a > lam, np.log(m_a / lam - 1.0), -np.inf)
-            u_b = np.log(m_b / lam - 1.0)
-        s_flat = u - F
-        jump = np.where(
-            (s_flat >= u_a) & (s_flat <= u_b),
-            s_flat,
-            np.where(neg, u_b + 1e-9 * (1.0 + np.abs(u_b)), u_a - 1e-9 * (1.0 + np.abs(u_a))),
-        )
-        u_lo = np.where(flat & neg, np.maximum(u_lo, np.minimum(u_b, u_hi)), u_lo)
-        u_hi = np.where(flat & pos, np.minimum(u_hi, np.maximum(u_a, u_lo)), u_hi)
+        step = u - F / dF
+        if flat.any():  # (most steps are on a ramp: skipped)
+            nu_c = nu[:, None]
+            at_x0 = xf == x0f
+            lower_bp = np.maximum(
+                np.where(at_x0 & (x0f < hif), wf - nu_c * x0f, -np.inf),
+                np.where(at_x0 & (x0f > lof), nu_c * x0f - wf, -np.inf),
+            )
+            upper_bp = np.where(
+                ~at_x0 & (xf == hif), wf - nu_c * hif, np.where(~at_x0, nu_c * lof - wf, np.inf)
+            )
+            m_a = lower_bp.max(axis=1)
+            m_b = upper_bp.min(axis=1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                u_a = np.where(m_a > lam, np.log(m_a / lam - 1.0), -np.inf)
+                u_b = np.log(m_b / lam - 1.0)
+            s_flat = u - F
+            jump = np.where(
+                (s_flat >= u_a) & (s_flat <= u_b),
+                s_flat,
+                np.where(neg, u_b + 1e-9 * (1.0 + np.abs(u_b)), u_a - 1e-9 * (1.0 + np.abs(u_a))),
+            )
+            u_lo = np.where(flat & neg, np.maximum(u_lo, np.minimum(u_b, u_hi)), u_lo)
+            u_hi = np.where(flat & pos, np.minimum(u_hi, np.maximum(u_a, u_lo)), u_hi)
+            step = np.where(flat, jump, step)
         width = u_hi - u_lo
-        step = np.where(flat, jump, u - F / dF)
         # Newton (or the jump) unless it leaves the bracket or the bracket shrank less
         # than half in two steps (a kink): then bisection
         newton = (step >= u_lo) & (step <= u_hi) & (flat | (width <= 0.5 * widths[0]))
