@@ -2,7 +2,8 @@
 
 Registered as ``robust-l1``, ``robust-l2``, ``robust-linf`` (the convex program,
 :func:`policies.robust.solvers.robust_lp`, solved exactly by Algorithm 2's greedy for
-p = inf and, inside the box [-1, 1], for p = 1) and ``roar-l1``, ``roar-linf`` (ROAR). Each
+p = inf and, inside the box [-1, 1], for p = 1, and by ``robust_l2_batch`` for p = 2 in a
+finite box) and ``roar-l1``, ``roar-linf`` (ROAR). Each
 tick the policy takes θ from ``obs.decision_model`` (the model in force; a non-linear one
 is linearised at each row), solves every rejected row within the box [lower, upper] with
 the immutable features held, and advises X_cf with goal = M(X_cf) under that model.
@@ -44,7 +45,16 @@ from abm.validation import ConfigError, problem
 from policies.budget import fit_paced
 from policies.goals import GOAL_GAP
 from policies.robust.price import check_alpha, check_kappa, check_lam, price, worst_logit
-from policies.robust.solvers import alg1, alg2, clip_to_box, linearise, roar, robust_lp
+from policies.robust.solvers import (
+    alg1,
+    alg2,
+    alg2_rows,
+    clip_to_box,
+    linearise,
+    roar,
+    robust_l2_batch,
+    robust_lp,
+)
 
 Method = Literal["lp", "roar"]
 Target = Literal["threshold", "half"]
@@ -87,7 +97,9 @@ class RobustPolicy(FollowsModel):
     """Robust recourse against an Lp-bounded change of the model in force (spec §5).
 
     ``method`` "lp" solves each row with the greedy of Algorithm 2 where it is exact (p =
-    inf; p = 1 inside the box [-1, 1]), else with :func:`robust_lp` (SLSQP; on failure
+    inf; p = 1 inside the box [-1, 1]), all rows at once with :func:`robust_l2_batch` for
+    p = 2 in a finite box, else (or where that search did not converge, or with
+    ``exact`` False) with :func:`robust_lp` (SLSQP; on failure
     Algorithm 1 for p = 1, the greedy Algorithm 2 otherwise, whose ball contains every
     smaller-p ball); "roar" runs batched ROAR. ``name`` labels errors and warnings.
     """
@@ -197,6 +209,16 @@ class RobustPolicy(FollowsModel):
             return True
         return self.p == 1 and bool((self.lower >= -1.0).all() and (self.upper <= 1.0).all())
 
+    def _l2_exact(self) -> bool:
+        """Whether :func:`robust_l2_batch` solves this program (p = 2, α > 0, a finite box)."""
+        return (
+            self.method == "lp"
+            and self.exact
+            and self.p == 2.0
+            and self.alpha > 0
+            and bool(np.isfinite(self.lower).all() and np.isfinite(self.upper).all())
+        )
+
     def _weight_scale(self, W: np.ndarray) -> float:
         """max |w_j| over the mutable features (and rows of a linearised model) of W
         ((z,) or (n, z)); 1.0 when no mutable weight is finite and non-zero."""
@@ -252,13 +274,19 @@ class RobustPolicy(FollowsModel):
             # ‖x̃‖∞ = 1 (the intercept's 1), so the worst case is the nominal logit less α
             # and the exact optimum is the non-robust greedy with the intercept lowered by α
             # (tests/test_robust.py checks both against the convex program)
+            # (alg2_rows: Algorithm 2 on every row at once, bit for bit as row by row)
             robust = self.p == math.inf
-            for i in range(n):
-                b_i = float(Br[i]) if robust else float(Br[i]) - self.alpha
-                out[i] = alg2(X[i], Wr[i], b_i, self.alpha if robust else 0.0, lam, *box).x
+            B_used = Br if robust else Br - self.alpha
+            out = alg2_rows(X, Wr, B_used, self.alpha if robust else 0.0, lam, *box)
             return out, 0
         fallbacks = 0
-        for i in range(n):
+        rows = range(n)
+        if self._l2_exact():
+            # p = 2: the convex program's optimum for every row at once (robust_l2_batch); the
+            # rows where its search did not converge go to SLSQP below
+            out, ok = robust_l2_batch(X, Wr, Br, self.alpha, lam, *box)
+            rows = np.flatnonzero(~ok)
+        for i in rows:
             args = (X[i], Wr[i], float(Br[i]), self.alpha, lam)
             sol = robust_lp(*args, self.p, *box)
             if not sol.ok:
@@ -286,12 +314,8 @@ class RobustPolicy(FollowsModel):
         else:
             Wr = np.broadcast_to(W, X.shape)
             Br = np.broadcast_to(np.asarray(B, dtype=float), (X.shape[0],))
-            # at α = 0 the greedy is exact for every p
-            ref_x = np.stack([
-                alg2(X[i], Wr[i], float(Br[i]), 0.0, self._lam_t, self.lower, self.upper,
-                     self.immutable).x
-                for i in range(X.shape[0])
-            ])  # fmt: skip
+            # at α = 0 the greedy is exact for every p (all rows at once, alg2's bits)
+            ref_x = alg2_rows(X, Wr, Br, 0.0, self._lam_t, self.lower, self.upper, self.immutable)
             ref = np.abs(ref_x - X).sum(axis=1).mean()
         return float(cost / ref - 1.0) if ref > 0 else math.nan
 

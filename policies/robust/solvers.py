@@ -5,11 +5,14 @@ max_{‖θ−θ₀‖_p ≤ α} ℓ(θ·x̃) + λ‖x − x₀‖₁, for one li
 
 * :func:`robust_lp` -- the problem is convex for every p (spec §4.1), so it is solved
   directly: epigraph variables for |x − x₀| and for the dual norm, SLSQP with analytic
-  gradients. Any p in [1, inf].
+  gradients. Any p in [1, inf]: the reference for the faster exact solvers.
+* :func:`robust_l2_batch` -- the same optimum for p = 2 in a finite box, every row at once
+  (a 1-D search on the optimality condition; each inner point in closed form).
 * :func:`alg1` -- the paper's Algorithm 1 for p = 1: one convex subproblem per model of
   Θ± (±α on a weight, −α on the intercept), each constrained to points where that model is
   the worst; the cheapest wins.
-* :func:`alg2` -- the greedy Algorithm 2 for p = inf with the termination fix of §4.3.
+* :func:`alg2` -- the greedy Algorithm 2 for p = inf with the termination fix of §4.3;
+  :func:`alg2_rows` runs it on every row at once, bit for bit.
 * :func:`roar` -- the ROAR baseline: Adam on the price against the closed-form worst
   model of the current point (batched over rows).
 
@@ -45,6 +48,8 @@ FD_STEP = 1e-4
 ALG2_PASSES = 10
 #: ROAR: Adam's learning rate, the |ΔJ| stopping tolerance and the step cap (ours)
 ROAR_LR, ROAR_TOL, ROAR_MAX_STEPS = 1e-3, 1e-4, 200_000
+#: ROAR: steps between two evaluations of the stopping test (any value gives the same bits)
+ROAR_BLOCK = 16
 # SLSQP: tolerance on the objective and iteration cap; a violated constraint above
 # _FEAS_TOL makes a solve a failure
 _FTOL, _MAXITER, _FEAS_TOL = 1e-13, 500, 1e-8
@@ -300,6 +305,222 @@ def robust_lp(
     return Solution(x, float(price(x[None], x0[None], w, b, alpha, lam, p)[0]), ok)
 
 
+# -- the convex program for p = 2, exactly and batched ----------------------------------
+def _l2_prox(a, b, nu, x0, lo, hi):
+    """argmin over [lo, hi] of −w·x + (ν/2)x² + μ|x − x₀| per coordinate, with a = w − μ
+    and b = w + μ: a/ν when that lies above x₀, b/ν when below, else x₀ (then clipped)."""
+    t = np.where(a > nu * x0, a / nu, np.where(b < nu * x0, b / nu, x0))
+    return np.minimum(np.maximum(t, lo), hi)
+
+
+def _l2_pattern(a, b, nu, x0f, lo, hi, base, alpha):
+    """The state of each coordinate at ν (n, 1) and the root of r on that state's segment:
+    interior masks up and down (n, m), the fixed values, K (n,) and the root ν* (n,)."""
+    up = (a > nu * x0f) & (a > nu * lo) & (a < nu * hi)
+    down = ~up & (b < nu * x0f) & (b > nu * lo) & (b < nu * hi)
+    const = _l2_prox(a, b, nu, x0f, lo, hi)
+    K = base + np.where(up | down, 0.0, np.square(const)).sum(axis=1)
+    Q = np.where(up, a * a, np.where(down, b * b, 0.0)).sum(axis=1)
+    return up, down, const, K, np.sqrt(np.maximum(alpha**2 - Q, 0.0) / K)
+
+
+def _l2_inner(mu, wf, x0f, lo, hi, base, alpha, guess=None):
+    """Exact minimiser of α‖x̃‖₂ − w·x + μ‖x − x₀‖₁ over the box, for every row.
+
+    μ (n,), w and x₀ (n, m), lo and hi (m,), base (n,) = 1 + Σ fixed x². With ν = α/‖x̃‖₂
+    the minimiser is the separable prox of :func:`_l2_prox`; ν solves
+    r(ν) = ν²(base + ‖x(ν)‖²) − α² = 0, r increasing (the inner problem is a partial
+    minimum of a jointly convex function of x and ‖x̃‖). Between the breakpoints where a
+    coordinate changes state r is ν²K + Q, so the root is sqrt((α² − Q)/K) on the segment
+    where r changes sign. ``guess`` (n,): a ν whose segment's root is tried first, and
+    kept where the state at that root is the state it came from (then it is the root);
+    the other rows scan every breakpoint. Returns x (n, m), ν (n,), the interior masks up
+    and down (n, m) and K (n,).
+    """
+    a, b = wf - mu[:, None], wf + mu[:, None]
+    if guess is not None:
+        up, down, const, K, nu = _l2_pattern(a, b, guess[:, None], x0f, lo, hi, base, alpha)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            up2, down2, const2, _, _ = _l2_pattern(a, b, nu[:, None], x0f, lo, hi, base, alpha)
+        same = ((up == up2) & (down == down2) & ((up | down) | (const == const2))).all(axis=1)
+        same &= nu > 0.0
+        redo = np.flatnonzero(~same)
+        if redo.size:
+            sub = _l2_inner(mu[redo], wf[redo], x0f[redo], lo, hi, base[redo], alpha)
+            up[redo], down[redo], K[redo], nu[redo] = sub[2], sub[3], sub[4], sub[1]
+            const[redo] = sub[0]
+        x = np.where(up, a / nu[:, None], np.where(down, b / nu[:, None], const))
+        return np.minimum(np.maximum(x, lo), hi), nu, up, down, K
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cand = np.concatenate([a / x0f, a / hi, a / lo, b / x0f, b / hi, b / lo], axis=1)
+        cand = np.where(np.isfinite(cand) & (cand > 0.0), cand, np.nan)
+        nu = cand[:, :, None]
+        xc = _l2_prox(a[:, None], b[:, None], nu, x0f[:, None], lo, hi)
+        r = nu[:, :, 0] ** 2 * (base[:, None] + np.square(xc).sum(axis=2)) - alpha**2
+    below, above = r < 0.0, r >= 0.0
+    nu_lo = np.max(np.where(below, cand, 0.0), axis=1, initial=0.0)
+    nu_hi = np.min(np.where(above, cand, np.inf), axis=1, initial=np.inf)
+    # the state of each coordinate on the segment (nu_lo, nu_hi): constant there
+    mid = np.where(np.isinf(nu_hi), 2.0 * nu_lo + 1.0, 0.5 * (nu_lo + nu_hi))[:, None]
+    up, down, const, K, nu = _l2_pattern(a, b, mid, x0f, lo, hi, base, alpha)
+    x = np.where(up, a / nu[:, None], np.where(down, b / nu[:, None], const))
+    return np.minimum(np.maximum(x, lo), hi), nu, up, down, K
+
+
+def robust_l2_batch(
+    X0: np.ndarray,
+    w: np.ndarray,
+    b,
+    alpha: float,
+    lam: float,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    immutable: np.ndarray | None = None,
+    max_iter: int = 200,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The optimum of :func:`robust_lp` for p = 2 at every row of X0 (n, z) at once.
+
+    ``w`` (z,) or (n, z), ``b`` scalar or (n,); finite bounds (z,) and α > 0 (else use
+    :func:`robust_lp`). The optimum is the minimiser of the linearised price
+    −s(x) + μ‖x − x₀‖₁ (s the worst-case logit) at μ = λ / σ(−s(x)): with
+    u = log(μ/λ − 1), F(u) = u − s(x(u)) is increasing with slope >= 1 (s falls as μ
+    grows) and its root is found inside a bracket [s(x₀), an upper bound of s] by Newton's
+    method where some coordinate is interior, by a jump to the root or to the end of the
+    stretch where none is (x is constant there, F has slope 1), and by bisection where a
+    step leaves the bracket or stalls; each x(u) is exact (:func:`_l2_inner`). Started at
+    the root of the limit α -> 0. A row is done when the step is rounding and |F| <= 1e-9.
+    Returns X (n, z) and ok (n,): False where the search did not converge (those rows
+    are x₀; :class:`RobustPolicy` sends them to SLSQP).
+    """
+    alpha, lam = check_alpha(alpha), check_lam(lam)
+    X0 = np.atleast_2d(np.asarray(X0, dtype=float))
+    n, z = X0.shape
+    lo, hi, fixed = _box(z, lower, upper, immutable)
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all() and alpha > 0):
+        raise ConfigError(
+            problem(
+                "robust_l2_batch",
+                "an unbounded box or alpha = 0",
+                "a finite box and alpha > 0 (else robust_lp)",
+            )
+        )
+    X0 = np.clip(X0, lo, hi)
+    W = np.array(np.broadcast_to(np.asarray(w, dtype=float), (n, z)))
+    B = np.array(np.broadcast_to(np.asarray(b, dtype=float), (n,)))
+    check_weights(W, B)
+    free = ~fixed
+    X = X0.copy()
+    if n == 0 or not free.any():
+        return X, np.ones(n, bool)
+    x0f, wf, lof, hif = X0[:, free], W[:, free], lo[free], hi[free]
+    c = B + np.add.reduce(W[:, fixed] * X0[:, fixed], axis=1)
+    base = 1.0 + np.add.reduce(np.square(X0[:, fixed]), axis=1)
+
+    def logit(xf, wf, c, base):
+        return np.add.reduce(wf * xf, axis=1) + c - alpha * np.sqrt(base + (xf * xf).sum(1))
+
+    u_lo = logit(x0f, wf, c, base)
+    u_hi = c + np.maximum(wf * lof, wf * hif).sum(axis=1) - alpha * np.sqrt(base)
+    # for μ above max |w_i| + α|x₀_i| no coordinate moves (ν <= α): x = x₀ there
+    mu_max = (np.abs(wf) + alpha * np.abs(x0f)).max(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u_hi = np.minimum(u_hi, np.where(mu_max > lam, np.log(mu_max / lam - 1.0), -np.inf))
+    u_hi = np.maximum(u_hi, u_lo)
+    # start: the root of the limit α -> 0 (with the robust logit at its corners), where
+    # the features move to their bounds in the order of |w| while the next one pays
+    order = np.argsort(-np.abs(wf), axis=1, kind="stable")
+    w_s = np.take_along_axis(wf, order, axis=1)
+    x0_s = np.take_along_axis(x0f, order, axis=1)
+    t_s = np.where(w_s > 0, hif[order], lof[order])
+    gain = np.cumsum(w_s * (t_s - x0_s), axis=1)
+    sq = np.cumsum(t_s * t_s - x0_s * x0_s, axis=1)
+    norm0 = base + (x0f * x0f).sum(axis=1)
+    S = np.concatenate([u_lo[:, None], (c + (wf * x0f).sum(axis=1))[:, None] + gain
+                        - alpha * np.sqrt(np.maximum(norm0[:, None] + sq, base[:, None]))], axis=1)  # fmt: skip
+    with np.errstate(divide="ignore", invalid="ignore"):
+        U = np.where(np.abs(w_s) > lam, np.log(np.abs(w_s) / lam - 1.0), -np.inf)
+    j = (S[:, :-1] < U).sum(axis=1)
+    U_j = np.where(
+        j > 0, np.take_along_axis(U, np.maximum(j - 1, 0)[:, None], axis=1)[:, 0], np.inf
+    )
+    u = np.clip(np.minimum(np.take_along_axis(S, j[:, None], axis=1)[:, 0], U_j), u_lo, u_hi)
+    widths = (np.full(n, np.inf), np.full(n, np.inf))
+    ok = np.zeros(n, bool)
+    X_free = x0f.copy()
+    rows = np.arange(n)  # the rows still searching; the others are dropped once done
+    nu = None  # the last ν: the next inner solve tries its segment first
+    for _ in range(max_iter):
+        mu = lam * (1.0 + np.exp(u))
+        xf, nu, up, down, K = _l2_inner(mu, wf, x0f, lof, hif, base, alpha, nu)
+        F = u - logit(xf, wf, c, base)
+        # dF/du = 1 − ds/dμ · dμ/du on this pattern of interior coordinates (ds/dμ <= 0)
+        sig = np.where(up, -1.0, np.where(down, 1.0, 0.0))
+        ci = np.where(up, wf - mu[:, None], wf + mu[:, None]) * (up | down)
+        with np.errstate(divide="ignore", invalid="ignore"):  # ν = 0: NaN, then bisection
+            d_nu = -(sig * ci).sum(axis=1) / (nu * K)
+            P = (wf * ci).sum(axis=1) - alpha**2
+            ds = (wf * sig).sum(axis=1) / nu - P / nu**2 * d_nu
+            dF = 1.0 - ds * (mu - lam)
+        # F' >= 1 everywhere: F(u) < 0 puts the root in (u, u − F], F(u) > 0 in [u − F, u)
+        neg, pos = F < 0.0, F > 0.0
+        u_lo = np.where(neg, u, np.where(pos, np.maximum(u_lo, u - F), u_lo))
+        u_hi = np.where(pos, u, np.where(neg, np.minimum(u_hi, u - F), u_hi))
+        # no interior coordinate: x and ν stay put while μ stays in the flat's range, where
+        # F = u − s has slope 1; the root is there or beyond the flat's far end, which is
+        # where to look next. A coordinate at x₀ starts to move when μ falls below
+        # w − ν·x₀ (up, if it can) or ν·x₀ − w (down); one moved up to its upper bound
+        # leaves it when μ rises above w − ν·hi, one moved down to lo above ν·lo − w
+        flat = ~(up | down).any(axis=1)
+        step = u - F / dF
+        if flat.any():  # (most steps are on a ramp: skipped)
+            nu_c = nu[:, None]
+            at_x0 = xf == x0f
+            lower_bp = np.maximum(
+                np.where(at_x0 & (x0f < hif), wf - nu_c * x0f, -np.inf),
+                np.where(at_x0 & (x0f > lof), nu_c * x0f - wf, -np.inf),
+            )
+            upper_bp = np.where(
+                ~at_x0 & (xf == hif), wf - nu_c * hif, np.where(~at_x0, nu_c * lof - wf, np.inf)
+            )
+            m_a = lower_bp.max(axis=1)
+            m_b = upper_bp.min(axis=1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                u_a = np.where(m_a > lam, np.log(m_a / lam - 1.0), -np.inf)
+                u_b = np.log(m_b / lam - 1.0)
+            s_flat = u - F
+            jump = np.where(
+                (s_flat >= u_a) & (s_flat <= u_b),
+                s_flat,
+                np.where(neg, u_b + 1e-9 * (1.0 + np.abs(u_b)), u_a - 1e-9 * (1.0 + np.abs(u_a))),
+            )
+            u_lo = np.where(flat & neg, np.maximum(u_lo, np.minimum(u_b, u_hi)), u_lo)
+            u_hi = np.where(flat & pos, np.minimum(u_hi, np.maximum(u_a, u_lo)), u_hi)
+            step = np.where(flat, jump, step)
+        width = u_hi - u_lo
+        # Newton (or the jump) unless it leaves the bracket or the bracket shrank less
+        # than half in two steps (a kink): then bisection
+        newton = (step >= u_lo) & (step <= u_hi) & (flat | (width <= 0.5 * widths[0]))
+        new = np.where(F == 0.0, u, np.where(newton, step, 0.5 * (u_lo + u_hi)))
+        widths = (widths[1], width)
+        # converged: the step is rounding and u solves F(u) = 0 (not a bracket's edge)
+        done = (np.abs(new - u) <= 1e-13 * (1.0 + np.abs(u))) & (
+            np.abs(F) <= 1e-9 * (1.0 + np.abs(u))
+        )
+        u = new
+        if done.any():
+            X_free[rows[done]] = xf[done]
+            ok[rows[done]] = True
+            keep = ~done
+            if not keep.any():
+                break
+            rows, u, u_lo, u_hi, wf, x0f, c, base, nu = (
+                a[keep] for a in (rows, u, u_lo, u_hi, wf, x0f, c, base, nu)
+            )
+            widths = (widths[0][keep], widths[1][keep])
+    X[:, free] = X_free
+    return _snap(X, X0, lo, hi), ok
+
+
 # -- Algorithm 1 (p = 1) ---------------------------------------------------------------
 def _alg1_subproblem(k, s, x0, w, b, alpha, lam, lo, hi, fixed):
     """Best x against θ' = θ₀ − α·s·e_k among points where θ' is a worst model.
@@ -464,6 +685,68 @@ def alg2(
     return Solution(x, float(price(x[None], x0[None], w, b, alpha, lam, math.inf)[0]), True)
 
 
+def alg2_rows(
+    X0: np.ndarray,
+    w: np.ndarray,
+    b,
+    alpha: float,
+    lam: float,
+    lower: np.ndarray | None = None,
+    upper: np.ndarray | None = None,
+    immutable: np.ndarray | None = None,
+) -> np.ndarray:
+    """:func:`alg2`'s points for every row of X0 (n, z) at once, bit for bit: the rows run
+    its passes side by side, each with the same operations on the same numbers (the
+    logarithm through ``math.log``, as there). ``w`` (z,) or (n, z), ``b`` scalar or (n,).
+    Returns X (n, z)."""
+    X0 = np.atleast_2d(np.asarray(X0, dtype=float))
+    n, z = X0.shape
+    alpha, lam = check_alpha(alpha), check_lam(lam)
+    W = np.array(np.broadcast_to(np.asarray(w, dtype=float), (n, z)))
+    B = np.array(np.broadcast_to(np.asarray(b, dtype=float), (n,)))
+    check_weights(W, B)
+    lo, hi, fixed = _box(z, lower, upper, immutable)
+    if not np.isfinite(X0).all():
+        raise ConfigError(problem("x0", X0.tolist(), "finite numbers"))
+    X0 = np.clip(X0, lo, hi)
+    X = X0.copy()
+    sgn0 = np.sign(X0)
+    theta = np.where(sgn0 != 0, W - alpha * sgn0, W - alpha * np.sign(W))
+    active = ~fixed & ~((sgn0 == 0) & (np.abs(W) <= alpha))
+    s = np.add.reduce(theta * X, axis=1) + B - alpha
+    run = np.arange(n)
+    for _ in range(ALG2_PASSES * max(z, 1)):
+        if run.size == 0:
+            break
+        rates = np.where(active[run], np.abs(theta[run]), -np.inf)
+        i = np.argmax(rates, axis=1)
+        rate = rates[np.arange(run.size), i]
+        go = rate > lam
+        run, i, rate = run[go], i[go], rate[go]
+        target = np.array([math.log(v) for v in (rate / lam - 1.0).tolist()])
+        go = ~(s[run] >= target)
+        run, i, rate, target = run[go], i[go], rate[go], target[go]
+        if run.size == 0:
+            break
+        th, xi = theta[run, i], X[run, i]
+        d = np.where(th > 0, 1.0, -1.0)
+        step = (target - s[run]) / rate
+        room = np.where(d > 0, hi[i] - xi, xi - lo[i])
+        to_zero = np.where(xi * d < 0, np.abs(xi), np.inf)
+        inner = step < np.minimum(room, to_zero)
+        zero = ~inner & (to_zero <= room)
+        bound = ~inner & ~zero
+        X[run, i] = np.where(
+            inner, xi + d * step, np.where(zero, 0.0, np.where(d > 0, hi[i], lo[i]))
+        )
+        s[run] = np.where(inner, target, s[run] + rate * np.where(zero, to_zero, room))
+        th_new = np.where(zero, W[run, i] - alpha * d, th)
+        theta[run, i] = th_new
+        active[run, i] = ~(bound | (zero & ~(d * th_new > 0)))
+        run = run[~inner]
+    return _snap(X, X0, lo, hi)
+
+
 # -- ROAR ------------------------------------------------------------------------------
 def roar(
     X0: np.ndarray,
@@ -500,41 +783,152 @@ def roar(
     X = X0.copy()
     steps = np.zeros(n, dtype=np.int64)
     b1, b2, eps = 0.9, 0.999, 1e-8
-    # the live rows' state is kept compact and shrunk only when rows stop: gathering and
-    # scattering every array at every step cost half the time on a tick's few rows
+    # the live rows' state is kept compact and shrunk only when rows stop. NumPy's cost
+    # here is per call, and more for broadcasting or a Python scalar: the loop writes in
+    # place (out=) into full-size arrays, constants included. The stopping test needs J
+    # at every step: it is evaluated once per block of ROAR_BLOCK steps over the block's
+    # stored points and logits (the same operations on the same numbers, so the same
+    # bits); a row that stopped inside a block takes the point it had there, and its
+    # extra steps in the block are thrown away
     live = np.arange(n)
-    Xl, X0l = X0.copy(), X0.copy()
-    Wl = np.array(np.broadcast_to(np.asarray(w, dtype=float), (n, z)))
-    Bl = np.array(np.broadcast_to(np.asarray(b, dtype=float), (n,)))
-    ml, vl = np.zeros((n, z)), np.zeros((n, z))
+    X0l = X0.copy()
+    state = {"W": np.array(np.broadcast_to(np.asarray(w, dtype=float), (n, z))),
+             "B": np.array(np.broadcast_to(np.asarray(b, dtype=float), (n,))),
+             "lo": np.array(np.broadcast_to(lo, (n, z))),
+             "hi": np.array(np.broadcast_to(hi, (n, z)))}  # fmt: skip
+    adversary = _roar_worst(state, alpha, p, z, nonneg=bool((lo >= 0).all()))
+    MV = np.zeros((2, n, z))  # Adam's ml and vl: one call updates both
+    beta, beta_c = np.empty((2, n, z)), np.empty((2, n, z))
+    beta[0], beta[1], beta_c[0], beta_c[1] = b1, b2, 1 - b1, 1 - b2
+    full = {c: np.full((n, z), c) for c in (lam, lr, eps)}
     prev = np.full(n, np.inf)
+    Xl = X0.copy()
     t = 0
-    for t in range(1, max_steps + 1):
-        if live.size == 0:
-            break
-        wa, ba = _roar_adversary(Xl, Wl, Bl, alpha, p)
-        s = np.add.reduce(wa * Xl, axis=1) + ba
-        moved = Xl - X0l
-        J = softplus_neg(s) + lam * np.add.reduce(np.abs(moved), axis=1)
-        grad = -expit(-s)[:, None] * wa + lam * np.sign(moved)
-        if masked:  # × 1.0 changes no bit: skipped when every feature is free
-            grad = grad * free
-        ml = b1 * ml + (1 - b1) * grad
-        vl = b2 * vl + (1 - b2) * grad * grad
-        step = lr * (ml / (1 - b1**t)) / (np.sqrt(vl / (1 - b2**t)) + eps)
-        # np.clip's bits for finite values, without its dispatch cost
-        Xl = np.minimum(np.maximum(Xl - step, lo), hi)
-        done = np.abs(J - prev) <= tol
-        prev = J
-        if done.any():
-            X[live[done]] = Xl[done]
-            steps[live[done]] = t
-            keep = ~done
-            live, Xl, X0l, Wl, Bl = live[keep], Xl[keep], X0l[keep], Wl[keep], Bl[keep]
-            ml, vl, prev = ml[keep], vl[keep], prev[keep]
+    while t < max_steps and live.size:
+        k = min(ROAR_BLOCK, max_steps - t)
+        m = live.size
+        L, LR, EPS = (full[c][:m] for c in (lam, lr, eps))
+        BETA, BETA_C = np.ascontiguousarray(beta[:, :m]), np.ascontiguousarray(beta_c[:, :m])
+        LO, HI = state["lo"], state["hi"]
+        Xh = np.empty((k + 1, m, z))
+        Xh[0] = Xl
+        NSh = np.empty((k, m))  # −s per step: expit(−s) needs it, J takes s = −(−s)
+        prod, moved, tmp, E = np.empty((m, z)), np.empty((m, z)), np.empty((m, z)), np.empty((m, 1))
+        G, T, H, corr = (np.empty((2, m, z)) for _ in range(4))
+        # views made once per block, not per step
+        grad, grad_copy, T_v, num, den, c1, c2, e = (
+            G[0],
+            G[1],
+            T[1],
+            H[0],
+            H[1],
+            corr[0],
+            corr[1],
+            E[:, 0],
+        )
+        t0 = t
+        for j in range(k):
+            t += 1
+            Xl = Xh[j]
+            wa, nba = adversary(Xl)
+            np.multiply(wa, Xl, out=prod)
+            # −(Σ wa·x + ba) as (−ba) − Σ wa·x: the same bits
+            ns = np.subtract(nba, np.add.reduce(prod, axis=1), out=NSh[j])
+            np.subtract(Xl, X0l, out=moved)
+            # −σ(−s)·wa + λ·sgn(x − x₀), as λ·sgn − σ(−s)·wa: the same bits
+            np.multiply(L, np.sign(moved, out=grad), out=grad)
+            expit(ns, out=e)
+            np.multiply(E, wa, out=tmp)
+            np.subtract(grad, tmp, out=grad)
+            if masked:  # × 1.0 changes no bit: skipped when every feature is free
+                grad *= free
+            # ml = b1·ml + (1 − b1)·g and vl = b2·vl + ((1 − b2)·g)·g in four calls
+            np.copyto(grad_copy, grad)
+            np.multiply(BETA_C, G, out=T)
+            T_v *= grad
+            MV *= BETA
+            MV += T
+            # lr·(ml / (1 − b1ᵗ)) / (sqrt(vl / (1 − b2ᵗ)) + eps)
+            c1.fill(1 - b1**t)
+            c2.fill(1 - b2**t)
+            np.divide(MV, corr, out=H)
+            np.multiply(LR, num, out=num)
+            np.add(np.sqrt(den, out=den), EPS, out=den)
+            np.divide(num, den, out=num)
+            # np.clip's bits for finite values, without its dispatch cost
+            out = Xh[j + 1]
+            np.subtract(Xl, num, out=out)
+            np.maximum(out, LO, out=out)
+            np.minimum(out, HI, out=out)
+        Xl = Xh[k]
+        J = softplus_neg(-NSh) + lam * np.add.reduce(np.abs(Xh[:k] - X0l), axis=2)
+        before = np.concatenate([prev[None], J[:-1]])
+        done = np.abs(J - before) <= tol
+        stop = done.any(axis=0)
+        prev = J[-1]
+        if stop.any():
+            first = done.argmax(axis=0)[stop]
+            rows = np.flatnonzero(stop)
+            X[live[rows]] = Xh[first + 1, rows]
+            steps[live[rows]] = t0 + first + 1
+            keep = ~stop
+            live, Xl, X0l, prev = (a[keep] for a in (live, Xl, X0l, prev))
+            MV = MV[:, keep]
+            for key in state:
+                state[key] = state[key][keep]
     X[live] = Xl
     steps[live] = t
     return X, steps
+
+
+def _roar_worst(state: dict, alpha: float, p: float, z: int, nonneg: bool):
+    """ROAR's worst model as a function of the live rows X (m, z) -> (weights (m, z),
+    minus the intercepts (m,)), reading the live rows' W and B from ``state`` (shrunk
+    with them).
+
+    The bits of :func:`_roar_adversary`: W − α·sgn is W − α or W + α, precomputed per
+    row (``state`` keeps them); in a box with lower >= 0, sgn = +1 throughout (sgn 0 := +1).
+    """
+    if alpha == 0:
+        state["nB"] = -state["B"]
+        return lambda X: (state["W"], state["nB"])
+    state["Wp"], state["Wm"] = state["W"] - alpha * 1.0, state["W"] - alpha * -1.0
+    state["nBm"] = -(state["B"] - alpha * 1.0)
+    if math.isinf(p):
+        if nonneg:
+            return lambda X: (state["Wp"], state["nBm"])
+        return lambda X: (np.where(X < 0, state["Wm"], state["Wp"]), state["nBm"])
+    if p == 1.0:
+        # the largest |x̃_k|, the intercept's 1 last so that a feature wins a tie; row k of
+        # `eye` is α on feature k (zeros for the intercept), of `eye_b` α on the intercept
+        eye = np.vstack([alpha * 1.0 * np.eye(z), np.zeros((1, z))])
+        eye_b = np.zeros(z + 1)
+        eye_b[z] = alpha * 1.0
+        if nonneg:  # sgn = +1: W − α·1 at k, W − 0 (the same bits as W) elsewhere
+            state["WK"] = state["W"][:, None, :] - eye[None]  # (n, z + 1, z): by k
+            state["nBK"] = eye_b[None] - state["B"][:, None]  # −(B − e) as e − B
+        buf = {}
+
+        def l1(X):
+            m = X.shape[0]
+            if buf.get("m") != m:
+                buf["m"], buf["A"], buf["rows"] = m, np.ones((m, z + 1)), np.arange(m)
+            A = buf["A"]
+            np.abs(X, out=A[:, :z])
+            k = A.argmax(axis=1)
+            if nonneg:
+                return state["WK"][buf["rows"], k], state["nBK"][buf["rows"], k]
+            hit = eye[k] != 0.0
+            moved = np.where(X < 0, state["Wm"], state["Wp"])
+            return np.where(hit, moved, state["W"]), eye_b[k] - state["B"]
+
+        return l1
+
+    def other(X):
+        wa, ba = _roar_adversary(X, state["W"], state["B"], alpha, p)
+        return wa, -ba
+
+    return other
 
 
 def _roar_adversary(X: np.ndarray, W: np.ndarray, B: np.ndarray, alpha: float, p: float):
