@@ -164,7 +164,8 @@ class RecourseModel(mesa.Model):
             config=self.config, world=self.world, tick=self.tick, next_id=self._next_id,
             population=self.population, dropped=tuple(self.pool.dropped),
             pending=self._pending, mechanisms=self.mechanisms.fork() if self.mechanisms.on else self.mechanisms,
-            capacity=self.capacity, features=(self.difficulty, self.immutable),
+            capacity=self.capacity,
+            features=(self.difficulty, self.immutable, self._any_immutable),
         )  # fmt: skip
 
     @classmethod
@@ -183,8 +184,7 @@ class RecourseModel(mesa.Model):
         if snap.features is None:
             fork._set_feature_facts(c)
         else:  # the model's own arrays: nothing writes them
-            fork.difficulty, fork.immutable = snap.features
-            fork._any_immutable = bool(fork.immutable.any())
+            fork.difficulty, fork.immutable, fork._any_immutable = snap.features
         fork.mechanisms = snap.mechanisms.fork()
         # the real run's schedule, shocks included (drawn once for the whole episode)
         fork.capacity = snap.capacity if snap.capacity is not None else Capacity(c)

@@ -53,7 +53,8 @@ class Snapshot:
     pending: Any = None
     mechanisms: Any = None  # the mechanisms' state (abm.mechanisms.Mechanisms), a private copy
     capacity: Any = None  # k_t and m_t of every tick (abm.capacity.Capacity), read only
-    # the model's true difficulties (z,) and immutable mask (z,), shared and only read
+    # the model's true difficulties (z,), immutable mask (z,) and whether any is set: shared,
+    # only read
     features: Any = field(default=None, compare=False)
 
 

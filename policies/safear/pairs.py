@@ -30,10 +30,10 @@ class PairTables:
     """A two-outcome MDP restricted to the rows of its non-goal states.
 
     goal : (S,) bool; states : (n,) int64, the non-goal states in ascending order;
-    nxt : (2, A, n) int64, prob : (2, A, n) float64, cost : (2, A, n) float64 -- the
-    outcomes of each available row in stored (ascending next-state) order (slot 0, slot 1),
-    an absent second outcome with probability 0 and next state the row's own; count : (A, n) int64,
-    outcomes per row (0 = unavailable); horizon : int.
+    nxt : (2, A, n) int64, prob : (2, A, n) float64, cost : (2, A, n) float64 -- each
+    row's outcomes in stored (ascending next-state) order, slot 0 then slot 1; an absent
+    outcome has probability 0, cost 0 and the row's own state as next state;
+    count : (A, n) int64, outcomes per row (0 = unavailable); horizon : int.
     """
 
     goal: np.ndarray
@@ -194,25 +194,31 @@ def rollout_costs(
     pos = np.full(t.n_states, -1, np.int64)  # a state's row in the tables; -1 for goals
     pos[t.states] = np.arange(n)
     row = actions[:, t.states].astype(np.int64) * n + np.arange(n)  # (H, n) planned rows
+    # inverse CDF over a row's stored outcomes: the first when u < its probability, else
+    # the second; a row with one outcome stores probability 1.0 (p / p), which u never
+    # reaches, so it needs no test of its own
     p0 = t.prob[0].ravel()
-    two = (t.count == 2).ravel()
     c = t.cost.ravel()
     nx = pos[t.nxt].ravel()  # next states as table rows (2 * A * n,)
     size = p0.size
     cur = pos[np.repeat(starts, n_rollouts)]  # (N,) each rollout's row; -1 once in a goal
     total = np.zeros(cur.size)
     # goals are absorbing and every other state has an action, so the rollouts that draw
-    # at a step are those not yet in a goal, in rollout order as rollout() draws for them
+    # at a step are those not yet in a goal, in rollout order as rollout() draws for them;
+    # they are followed in compact arrays (index, row, cost so far)
     alive = np.flatnonzero(cur >= 0)
+    cur, acc = cur[alive], np.zeros(alive.size)
     for h in range(H):
         if not alive.size:
             break
-        r = row[h, cur[alive]]
-        u = rng.random(alive.size)
-        # inverse CDF over the stored outcomes: the first one when u falls below its
-        # probability, else the last
-        j = (two[r] & ~(u < p0[r])) * size + r
-        total[alive] += c[j]
-        cur[alive] = nx[j]
-        alive = alive[cur[alive] >= 0]
+        r = row[h, cur]
+        j = (rng.random(alive.size) >= p0[r]) * size + r
+        acc += c[j]
+        cur = nx[j]
+        done = cur < 0
+        if done.any():
+            total[alive[done]] = acc[done]
+            keep = ~done
+            alive, cur, acc = alive[keep], cur[keep], acc[keep]
+    total[alive] = acc
     return total.reshape(starts.size, n_rollouts)

@@ -27,10 +27,11 @@ discretised neighbourhood of its features and solves it with G-RSVI
 
 All candidates of a tick are stacked block-diagonally into one MDP and solved in one
 vectorised sweep, with one ``beta_risk`` per candidate. Goal states are absorbing, so the
-MDP is held as tables over its non-goal states only (:mod:`policies.safear.pairs`). The recommendation is the plan's
-intended target: the goal state reached when every planned attempt succeeds. The plan's
-expected cost, cost variance, success rate (exact, by policy evaluation) and VaR95 /
-CVaR95 (Monte-Carlo rollouts on the policy stream) go into the candidate table.
+MDP is held as tables over its non-goal states only (:mod:`policies.safear.pairs`). The
+recommendation is the plan's intended target: the goal state reached when every planned
+attempt succeeds. The plan's expected cost, cost variance, success rate (exact, by policy
+evaluation) and VaR95 / CVaR95 (Monte-Carlo rollouts on the policy stream) go into the
+candidate table.
 
 Dependencies: :mod:`abm.interfaces` and, for the implementation model, :mod:`abm.behaviour`.
 """
