@@ -186,6 +186,8 @@ class Simulator:
             obs = self._model.pending_observation()
         except RuntimeError:  # nothing pending: fork() says so
             return self._model.snapshot()
+        if obs is None:  # decided without an observation: nothing tells decisions apart
+            return self._model.snapshot()
         if self._snap is None or self._snap[0] is not obs:
             self._snap = (obs, self._model.snapshot())
         return self._snap[1]
