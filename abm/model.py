@@ -165,6 +165,7 @@ class RecourseModel(mesa.Model):
             population=self.population, dropped=tuple(self.pool.dropped),
             pending=self._pending, mechanisms=self.mechanisms.fork() if self.mechanisms.on else self.mechanisms,
             capacity=self.capacity,
+            features=(self.difficulty, self.immutable, self._any_immutable),
         )  # fmt: skip
 
     @classmethod
@@ -180,7 +181,10 @@ class RecourseModel(mesa.Model):
         fork.world, fork.streams, fork.policy = snap.world, streams, policy
         fork.policy_name = f"fork of {type(policy).__name__}"
         fork.use_agents = fork.record_events = fork._recording = fork._bounded = False
-        fork._set_feature_facts(c)
+        if snap.features is None:
+            fork._set_feature_facts(c)
+        else:  # the model's own arrays: nothing writes them
+            fork.difficulty, fork.immutable, fork._any_immutable = snap.features
         fork.mechanisms = snap.mechanisms.fork()
         # the real run's schedule, shocks included (drawn once for the whole episode)
         fork.capacity = snap.capacity if snap.capacity is not None else Capacity(c)
@@ -239,11 +243,13 @@ class RecourseModel(mesa.Model):
                 progress()
         return self
 
-    def decide(self) -> RecourseObs:
+    def decide(self, observe: bool = True) -> RecourseObs | None:
         """First half of a tick: reapplications, arrivals, scores and the top-k selection.
 
         Feedback on the reapplicants goes to ``policy.observe`` here, once the decisions
         are known. Returns what the decision-maker sees; :meth:`respond` must follow.
+        ``observe=False`` builds no observation and returns None (a planning fork's last
+        tick, read only by :meth:`pending_success`); :meth:`respond` then cannot follow.
         """
         if self._pending is not None:
             raise RuntimeError(f"tick {self.tick} is already decided: call respond() first")
@@ -267,7 +273,7 @@ class RecourseModel(mesa.Model):
             mech.on_selected(d, pool, self.streams, self.record_events)
         if feedback is not None:
             self.policy.observe(feedback(accepted[: len(returning)]))
-        d.obs = self._observation(d)
+        d.obs = self._observation(d) if observe else None
         self._pending = d
         return d.obs
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -53,6 +53,9 @@ class Snapshot:
     pending: Any = None
     mechanisms: Any = None  # the mechanisms' state (abm.mechanisms.Mechanisms), a private copy
     capacity: Any = None  # k_t and m_t of every tick (abm.capacity.Capacity), read only
+    # the model's true difficulties (z,), immutable mask (z,) and whether any is set: shared,
+    # only read
+    features: Any = field(default=None, compare=False)
 
 
 class Forkable(Protocol):
@@ -63,7 +66,7 @@ class Forkable(Protocol):
 
     def snapshot(self) -> Snapshot: ...
 
-    def decide(self) -> RecourseObs: ...
+    def decide(self, observe: bool = True) -> RecourseObs | None: ...
 
     def respond(self, recommendation: Recommendation | None) -> None: ...
 
@@ -97,6 +100,10 @@ class RolloutStreams:
             seq = np.random.SeedSequence(self.seed, spawn_key=key)
             gen = self._gens[name] = np.random.Generator(np.random.PCG64(seq))
             self._start[name] = gen.bit_generator.state
+            if name.isidentifier() and not hasattr(type(self), name) and name not in vars(self):
+                # later attribute reads find it without __getattr__ (a fork reads its
+                # streams as attributes a few times a tick, every rollout)
+                self.__dict__[name] = gen
         return gen
 
     def rewind(self) -> None:
@@ -142,6 +149,7 @@ class Simulator:
         self._fork = fork
         self._streams: dict[tuple[int, int], RolloutStreams] = {}  # this tick's only
         self._running = False
+        self._snap: tuple[RecourseObs, Snapshot] | None = None  # (pending obs, its snapshot)
 
     @property
     def running(self) -> bool:
@@ -164,11 +172,25 @@ class Simulator:
 
     def fork(self, key: int = 0) -> Forkable:
         """A fork of the model at its pending decision, with rollout ``key``'s streams."""
-        snap = self._model.snapshot()
+        snap = self._snapshot()
         if snap.pending is None:
             raise RuntimeError("the simulator can only be called between decide() and respond()")
         streams = self.streams(snap.config.seed, snap.tick, key)
         return self._fork(snap, streams, WithoutFeedback(self._model.policy))
+
+    def _snapshot(self) -> Snapshot:
+        """The model's snapshot at its pending decision, taken once for all its rollouts:
+        the model stands still while its policy plans, and forks write only their own
+        copies (a snapshot shares populations, which are never written in place)."""
+        try:
+            obs = self._model.pending_observation()
+        except RuntimeError:  # nothing pending: fork() says so
+            return self._model.snapshot()
+        if obs is None:  # decided without an observation: nothing tells decisions apart
+            return self._model.snapshot()
+        if self._snap is None or self._snap[0] is not obs:
+            self._snap = (obs, self._model.snapshot())
+        return self._snap[1]
 
     def __call__(self, ticks: int, key: int = 0) -> list[dict[str, float]]:
         if self._running:
@@ -179,10 +201,11 @@ class Simulator:
         try:
             fork = self.fork(int(key))
             rows = []
-            for _ in range(ticks):
+            for i in range(ticks):
                 fork.respond(_recommend(fork, fork.pending_observation()))
-                obs = fork.decide()
-                rows.append(_rates(obs.tick, *fork.pending_success()))
+                # the last tick is read only for its counts: no observation is built
+                fork.decide(observe=i < ticks - 1)
+                rows.append(_rates(fork.tick, *fork.pending_success()))
             return rows
         finally:
             self._running = False

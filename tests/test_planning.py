@@ -125,6 +125,41 @@ def test_rollout_streams_are_those_of_seed_tick_and_key():
     assert not np.array_equal(x, RolloutStreams(5, 4, 1).dropout.random(4))
 
 
+def test_rollout_streams_read_as_attributes_are_the_streams_and_rewind():
+    s = RolloutStreams(5, 3, 1)
+    gen = s.get("dropout")
+    assert s.dropout is gen and s.get("dropout") is gen  # kept as an attribute once made
+    x = s.dropout.random(3)
+    s.rewind()
+    np.testing.assert_array_equal(s.dropout.random(3), x)
+    assert s.seed == 5  # a stream never shadows the object's own attributes
+
+
+def test_simulator_takes_one_snapshot_per_pending_decision():
+    model = _model(scenario="paper", ticks=5)
+    simulate = model.context.extra["simulator"]
+    model.decide()
+    snap = simulate._snapshot()
+    rows = simulate(2, key=0)
+    assert simulate._snapshot() is snap and snap.tick == 0
+    # a fresh snapshot rolls out the same
+    simulate._snap = None
+    assert simulate(2, key=0) == rows and simulate._snapshot() is not snap
+    model.respond(model.policy.recommend(model.pending_observation(), model.streams.policy))
+    model.decide()  # the next decision: a new snapshot
+    assert simulate._snapshot().tick == 1
+
+
+def test_decide_without_observation_counts_the_same():
+    a, b = _model(), _model()
+    for m in (a, b):
+        m.run(3)
+    obs = a.decide()
+    assert b.decide(observe=False) is None and obs is not None
+    assert a.pending_success() == b.pending_success()
+    assert b.snapshot().population is b.population
+
+
 def test_without_feedback_hides_observe():
     policy = make_policy("threshold-estimated")
     wrapped = WithoutFeedback(policy)

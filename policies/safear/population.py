@@ -26,10 +26,12 @@ discretised neighbourhood of its features and solves it with G-RSVI
   the planning criterion only (the reported risk measures count effort alone).
 
 All candidates of a tick are stacked block-diagonally into one MDP and solved in one
-vectorised sweep, with one ``beta_risk`` per candidate. The recommendation is the plan's
-intended target: the goal state reached when every planned attempt succeeds. The plan's
-expected cost, cost variance, success rate (exact, by policy evaluation) and VaR95 /
-CVaR95 (Monte-Carlo rollouts on the policy stream) go into the candidate table.
+vectorised sweep, with one ``beta_risk`` per candidate. Goal states are absorbing, so the
+MDP is held as tables over its non-goal states only (:mod:`policies.safear.pairs`). The
+recommendation is the plan's intended target: the goal state reached when every planned
+attempt succeeds. The plan's expected cost, cost variance, success rate (exact, by policy
+evaluation) and VaR95 / CVaR95 (Monte-Carlo rollouts on the policy stream) go into the
+candidate table.
 
 Dependencies: :mod:`abm.interfaces` and, for the implementation model, :mod:`abm.behaviour`.
 """
@@ -49,7 +51,8 @@ from abm.registry import Registry
 from policies.budget import fit_paced
 from policies.goals import admissible_goals
 from policies.safear.mdp import GOAL_ACTION, RecourseMDP
-from policies.safear.risk import per_start_measures, rollout
+from policies.safear.pairs import PairTables, grsvi_pairs, moments, rollout_costs
+from policies.safear.risk import per_start_measures, rollout, row_var_cvar
 from policies.safear.solvers import grsvi
 
 # grid points on the goal boundary count as reaching it (the model's tolerance is 1e-6)
@@ -185,24 +188,44 @@ class SafeARPolicy(FollowsModel):
         grids, solved by G-RSVI with each candidate's own beta.
 
         Returns the counterfactuals (m, z), whether the plan reaches the goal (m,) and the plan's
-        measures (m,) each: exp_cost, cost_var, plan_rho, var95, cvar95.
+        measures (m,) each: exp_cost, cost_var, plan_rho, var95, cvar95. The MDP is held as
+        :class:`~policies.safear.pairs.PairTables` (the rows of its non-goal states only);
+        :meth:`_plan_unmet_mdp` computes the same bits on the general :class:`RecourseMDP`.
         """
-        direction, useful = self._directions(Xt)  # (m, z)
-        room = np.where(direction > 0, self.ctx.upper - Xt, Xt - self.ctx.lower)
-        sel, reach = self._select(Xt, gt, direction, useful, room)  # (m, F), (m, F)
-        vals = self._grid_values(Xt, direction, sel, reach)  # (m, F, L)
-        m = Xt.shape[0]
-        strides, codes, S1 = self._grid(sel.shape[1])
+        sel, vals, strides, codes, grid_goal = self._grids(Xt, gt)
+        m, S1 = grid_goal.shape
         B = S1 + 1  # block of one candidate: the grid and a "failed" sink
-        grid_goal = self._grid_goal(Xt, gt, sel, vals, codes)  # (m, S1)
-        reachable = grid_goal.any(axis=1)
         is_goal = np.concatenate([grid_goal, np.zeros((m, 1), bool)], axis=1).reshape(m * B)
+        tables = self._tables(vals, sel, strides, codes, grid_goal, is_goal)
+        pol = grsvi_pairs(tables, np.repeat(beta, B), risk=self.risk, terminal_cost=self.fail_cost)
+        starts = np.arange(m) * B
+        target = self._intended_target(is_goal, pol, starts, strides)
+        ok = grid_goal.any(axis=1) & is_goal[target]
+        tgt_codes = codes[np.minimum(target - starts, S1 - 1)]  # (m, F)
+        cf = self._counterfactuals(Xt, sel, vals, tgt_codes, ok)
+        mean, var, rho = moments(tables, pol.actions, starts)
+        var95, cvar95 = row_var_cvar(
+            rollout_costs(tables, pol.actions, starts, self.rollouts, rng=rng), 0.95
+        )
+        measures = {"exp_cost": mean, "cost_var": var, "plan_rho": rho,
+                    "var95": var95, "cvar95": cvar95}  # fmt: skip
+        return cf, ok, measures
 
+    def _plan_unmet_mdp(
+        self, Xt: np.ndarray, gt: np.ndarray, beta: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """:meth:`_plan_unmet` on the general path: the full block-diagonal
+        :class:`RecourseMDP` (goal rows included), :func:`grsvi`, :func:`rollout`. The
+        reference the tests hold the table path to."""
+        sel, vals, strides, codes, grid_goal = self._grids(Xt, gt)
+        m, S1 = grid_goal.shape
+        B = S1 + 1
+        is_goal = np.concatenate([grid_goal, np.zeros((m, 1), bool)], axis=1).reshape(m * B)
         mdp = self._build(vals, sel, strides, codes, is_goal, m)
         pol = grsvi(mdp, np.repeat(beta, B), risk=self.risk, terminal_cost=self.fail_cost)
         starts = np.arange(m) * B
-        target = self._intended_target(mdp, pol, starts, strides)
-        ok = reachable & mdp.goal[target]
+        target = self._intended_target(mdp.goal, pol, starts, strides)
+        ok = grid_goal.any(axis=1) & mdp.goal[target]
         tgt_codes = codes[np.minimum(target - starts, S1 - 1)]  # (m, F)
         cf = self._counterfactuals(Xt, sel, vals, tgt_codes, ok)
 
@@ -217,6 +240,16 @@ class SafeARPolicy(FollowsModel):
             "cvar95": ps["cvar95"].to_numpy(),
         }
         return cf, ok, measures
+
+    def _grids(self, Xt: np.ndarray, gt: np.ndarray):
+        """Each candidate's grid: selected features (m, F), their values (m, F, L), the
+        layout's strides (F,) and codes (S1, F), and which grid states reach the goal (m, S1)."""
+        direction, useful = self._directions(Xt)  # (m, z)
+        room = np.where(direction > 0, self.ctx.upper - Xt, Xt - self.ctx.lower)
+        sel, reach = self._select(Xt, gt, direction, useful, room)  # (m, F), (m, F)
+        vals = self._grid_values(Xt, direction, sel, reach)  # (m, F, L)
+        strides, codes, _ = self._grid(sel.shape[1])
+        return sel, vals, strides, codes, self._grid_goal(Xt, gt, sel, vals, codes)
 
     def _grid_values(self, Xt, direction, sel, reach) -> np.ndarray:
         """(m, F, L) grid values of the selected features: from x towards the helpful bound."""
@@ -326,6 +359,40 @@ class SafeARPolicy(FollowsModel):
             self._layout[F] = lay
         return lay
 
+    def _tables(self, vals, sel, strides, codes, grid_goal, is_goal) -> PairTables:
+        """The MDP :meth:`_build` builds, as tables over its non-goal states: each candidate's
+        grid states below the goal (``grid_goal`` (m, S1) False) and its "failed" sink;
+        ``is_goal`` (m * (S1 + 1),) flags the goal states of the whole MDP."""
+        L, J = self.levels, self.max_jump
+        m, S1 = grid_goal.shape
+        B = S1 + 1
+        F = sel.shape[1]
+        # non-goal states in ascending order: a block's grid states below the goal, its sink
+        cand, cell = np.nonzero(np.concatenate([~grid_goal, np.ones((m, 1), bool)], axis=1))
+        states = cand * B + cell
+        on_grid = cell < S1
+        cell = np.minimum(cell, S1 - 1)  # a sink reads any grid cell: it has no attempts
+        fail = states if self.retry else cand * B + S1
+        # one row per attempt (feature f, jump j), f-major as the actions are numbered
+        f = np.repeat(np.arange(F), J)[:, None]  # (F*J, 1)
+        j = np.tile(np.arange(1, J + 1), F)[:, None]
+        k = codes[cell][:, f[:, 0]].T  # (F*J, n) levels now
+        can = (k + j < L) & on_grid
+        x = vals[cand, f, k]
+        x2 = vals[cand, f, np.minimum(k + j, L - 1)]
+        d_f = self.d[sel][cand, f]
+        dx = np.abs(x2 - x)
+        # elementwise, so one call gives each entry the bits of a call per attempt
+        pa = change_success_probability(x, x2, self.ctx.beta, d_f)
+        live = can & (dx > 0) & (pa > 0)
+        succ = states + j * strides[f] * can
+        p = np.where(live, pa, 0.0)
+        c = np.where(live, dx * d_f, 0.0)
+        # dead ends (no attempt with a chance left) and the sinks stay put at zero cost
+        stuck = ~(p > 0).any(axis=0)
+        fail = np.broadcast_to(fail, succ.shape)
+        return PairTables.from_attempts(is_goal, states, succ, fail, p, c, stuck, self.horizon)
+
     def _build(self, vals, sel, strides, codes, is_goal, m) -> RecourseMDP:
         """Block-diagonal MDP of m candidates (blocks of ``S1 + 1`` states, the last one the
         "failed" sink): actions (feature f, jump j), then one "stay" action."""
@@ -375,7 +442,7 @@ class SafeARPolicy(FollowsModel):
         return RecourseMDP.from_outcomes(nxt, prob, cost, is_goal, self.horizon)
 
     def _intended_target(
-        self, mdp: RecourseMDP, pol, starts: np.ndarray, strides: np.ndarray
+        self, goal: np.ndarray, pol, starts: np.ndarray, strides: np.ndarray
     ) -> np.ndarray:
         """(m,) state reached when every planned attempt succeeds."""
         J = self.max_jump
@@ -383,7 +450,7 @@ class SafeARPolicy(FollowsModel):
         s = starts.copy()
         for h in range(pol.horizon):
             a = pol.actions[h, s].astype(np.int64)
-            live = (a != GOAL_ACTION) & ~mdp.goal[s]
+            live = (a != GOAL_ACTION) & ~goal[s]
             if not live.any():
                 break
             s[live] += moves[a[live]]  # the last action is "stay"

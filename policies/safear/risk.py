@@ -242,6 +242,25 @@ def _distance(
     return sparsity.astype(float), prox.astype(float)
 
 
+def _sorted_var_cvar(srt: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Empirical VaR and CVaR (n,) each of rows of costs ``srt`` (n, R) sorted along axis 1."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    n, r = srt.shape
+    k = max(math.ceil(alpha * r - _TOL), 1) - 1
+    var = srt[:, k]
+    tail = srt > var[:, None] + _TOL
+    cnt = tail.sum(axis=1)
+    cvar = np.divide((srt * tail).sum(axis=1), cnt, out=np.full(n, np.nan), where=cnt > 0)
+    return var, cvar
+
+
+def row_var_cvar(cost: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """VaR and CVaR (n,) each of rollout costs (n, R) per start, as in :func:`per_start_measures`
+    (which also builds a data frame; this is for callers that need only these two)."""
+    return _sorted_var_cvar(np.sort(cost, axis=1), alpha)
+
+
 def per_start_measures(
     mdp: RecourseMDP, ro: Rollouts, alphas: Sequence[float] = DEFAULT_ALPHAS
 ) -> pd.DataFrame:
@@ -258,13 +277,7 @@ def per_start_measures(
     }
     srt = np.sort(cost, axis=1)
     for alpha in alphas:
-        if not 0 < alpha < 1:
-            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-        k = max(math.ceil(alpha * r - _TOL), 1) - 1
-        var = srt[:, k]
-        tail = srt > var[:, None] + _TOL
-        cnt = tail.sum(axis=1)
-        cvar = np.divide((srt * tail).sum(axis=1), cnt, out=np.full(n, np.nan), where=cnt > 0)
+        var, cvar = _sorted_var_cvar(srt, alpha)
         out[f"var{_alpha_tag(alpha)}"] = var
         out[f"cvar{_alpha_tag(alpha)}"] = cvar
     sp, px = _distance(mdp, np.repeat(ro.starts[:, None], r, axis=1), ro.final)
