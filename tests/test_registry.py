@@ -101,7 +101,7 @@ def test_spec_texts_are_typed_by_annotation():
     assert (wachter.lam, wachter.max_iter) == (50.0, 20) and type(wachter.max_iter) is int
     safear = make_policy("safear:levels=4,retry=1,risk=lpsd")
     assert (safear.levels, safear.retry, safear.risk) == (4, True, "lpsd")
-    assert make_policy("threshold-ustun:batch=true").recommender.batch is True
+    assert make_policy("threshold-ustun:batch=true,solver=milp").recommender.batch is True
 
 
 def test_composites_forward_keywords_to_their_recommender():

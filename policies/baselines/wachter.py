@@ -44,8 +44,8 @@ def torch_scorer(model: Any) -> Callable[[Any], Any]:
 
 def score_grad(model: Any) -> ScoreGrad:
     """X (n, z) -> (M(X) (n,), ∂M/∂X (n, z)) in NumPy: for a linear ``model`` in closed
-    form (σ' = (1 − σ)σ times w), otherwise by autograd through :func:`torch_scorer`
-    (one thread: a tick's rows are too few to share out)."""
+    form (σ' = (1 − σ)σ times w), otherwise :func:`autograd_score_grad` of its torch
+    scorer."""
     if model.is_linear:
         w = np.asarray(model.weights, dtype=float)
         b = float(model.intercept)
@@ -55,7 +55,12 @@ def score_grad(model: Any) -> ScoreGrad:
             return s, ((1.0 - s) * s)[:, None] * w
 
         return linear
-    f = torch_scorer(model)
+    return autograd_score_grad(torch_scorer(model))
+
+
+def autograd_score_grad(f: Callable[[Any], Any]) -> ScoreGrad:
+    """:data:`ScoreGrad` of a differentiable torch scorer ``f`` by autograd (one thread: a
+    tick's rows are too few to share out)."""
     import torch
 
     from abm.mlp import torch_threads
