@@ -94,13 +94,15 @@ class Gravitational(_Penalised):
             )
         X, y = np.asarray(ctx.X_train, dtype=float), np.asarray(ctx.y_train)
         self.centre = X[y == 1].mean(axis=0)
-        self._m = np.asarray(ctx.mutable, dtype=float)
+        # None when every feature moves: multiplying by ones changes no bit, only time
+        self._m = None if np.all(ctx.mutable) else np.asarray(ctx.mutable, dtype=float)
 
     def penalty(self, x):
-        return np.sqrt((((x - self.centre) * self._m) ** 2).sum(axis=1))
+        d = x - self.centre if self._m is None else (x - self.centre) * self._m
+        return np.sqrt((d**2).sum(axis=1))
 
     def _penalty_grad(self, x, s, grad, g, lam):
-        d = (x - self.centre) * self._m
+        d = x - self.centre if self._m is None else (x - self.centre) * self._m
         norm = np.maximum(np.sqrt(np.add.reduce(d * d, axis=1)), 1e-12)
         # the norm's Hessian is (I - u u^T) / ||d||; capped near the centre, where the
         # counterfactual would stop anyway

@@ -81,7 +81,9 @@ class Probe(Wachter):
         # np.clip's Python wrapper costs more than the two ufuncs (this runs every step)
         s = np.minimum(np.maximum(s, _S_CLAMP), 1.0 - _S_CLAMP)
         g = np.minimum(np.maximum(g, _S_CLAMP), 1.0 - _S_CLAMP)
-        dlogit = grad * self._m / (s * (1.0 - s))[:, None]  # logit' = M' / (M (1 - M))
+        if self._m is not None:
+            grad = grad * self._m
+        dlogit = grad / (s * (1.0 - s))[:, None]  # logit' = M' / (M (1 - M))
         norm = np.maximum(np.sqrt(np.add.reduce(dlogit * dlogit, axis=1)), 1e-300)
         return (logit(s) - logit(g)) / (self.sigma * norm), dlogit, norm
 
@@ -113,7 +115,9 @@ class Probe(Wachter):
 
     def model_changed(self) -> None:
         super().model_changed()
-        self._m = np.asarray(self.ctx.mutable, dtype=float)
+        # None when every feature moves: multiplying by ones changes no bit, only time
+        mutable = np.asarray(self.ctx.mutable, dtype=float)
+        self._m = None if mutable.all() else mutable
 
     def _short(self, x, s, g):
         short = (s < g) | (self.invalidation_rate(x, g) > self.target_rate + self.rate_eps)
