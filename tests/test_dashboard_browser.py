@@ -196,10 +196,11 @@ def slide(page, name: str, fraction: float) -> str:
     slider = page.locator(f".rabm-slider-{name}")
     label = slider.locator("label")
     before = label.inner_text()
-    box = slider.locator(".v-slider").bounding_box()
     # a click that lands while the page is still wiring up its widgets (right after a
-    # reload, on a loaded machine) is lost; clicking the same spot again sets the same value
+    # reload, on a loaded machine) is lost, and the layout may still move under it: each
+    # attempt measures the track again and clicks the same fraction of it
     for attempt in range(3):
+        box = slider.locator(".v-slider").bounding_box()
         page.mouse.click(box["x"] + fraction * box["width"], box["y"] + box["height"] / 2)
         try:
             playwright_api.expect(label).not_to_have_text(before, timeout=TIMEOUT_MS // 3)
