@@ -263,8 +263,8 @@ class Ustun(FollowsModel):
     @staticmethod
     def _exact(x: np.ndarray, paths, need: float) -> np.ndarray:
         """The counterfactual (z,) of :func:`cheapest_mix` on ``paths`` from x (z,)."""
-        cost, pick, frac, rest = cheapest_mix([G for *_, G, _ in paths],
-                                              [C for *_, C in paths], need)  # fmt: skip
+        _, pick, frac, rest = cheapest_mix([G for *_, G, _ in paths],
+                                           [C for *_, C in paths], need)  # fmt: skip
         x_cf = x.copy()
         if pick is None:  # the need exceeds the reach by rounding only: every path to its end
             for j, pts, _, _ in paths:

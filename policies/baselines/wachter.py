@@ -140,7 +140,7 @@ class Wachter(FollowsModel):
         )  # goals already met: no change
         if need.size == 0:
             return out
-        cf, short = self._descend(X[need], goals[need].copy())
+        cf, short = self._descend(X[need], goals[need])
         out[need] = cf
         out[need[short]] = np.nan
         return out

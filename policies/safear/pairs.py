@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from policies.safear.mdp import GOAL_ACTION, RecourseMDP
-from policies.safear.solvers import Policy, _check_beta_risk
+from policies.safear.solvers import Policy, _check_beta_risk, value_table
 
 
 @dataclass(frozen=True, eq=False)
@@ -131,12 +131,7 @@ def grsvi_pairs(t: PairTables, beta, risk: str = "std", terminal_cost=None) -> P
     """
     S, H = t.n_states, t.horizon
     beta = _check_beta_risk(np.broadcast_to(np.asarray(beta, float), (S,)), risk, S)
-    values = np.zeros((H + 1, S))
-    if terminal_cost is not None:
-        tc = np.broadcast_to(np.asarray(terminal_cost, dtype=np.float64), (S,))
-        if not (np.all(np.isfinite(tc)) and np.all(tc >= 0)):
-            raise ValueError("terminal_cost must be finite and >= 0")
-        values[H] = np.where(t.goal, 0.0, tc)
+    values = value_table(t.goal, H, terminal_cost)
     actions = np.full((H, S), GOAL_ACTION, dtype=np.int16)
     b = beta[t.states]
     avail = t.available

@@ -90,6 +90,18 @@ def q_values(mdp: RecourseMDP, v_next: np.ndarray, beta, risk: str = "std") -> n
     return np.where(mdp.available, q, np.inf)
 
 
+def value_table(goal: np.ndarray, horizon: int, terminal_cost=None) -> np.ndarray:
+    """Zero values (H+1, S) for the goal mask ``goal`` (S,), with ``terminal_cost`` (scalar
+    or (S,), finite and >= 0) charged at step H in the non-goal states."""
+    values = np.zeros((horizon + 1, goal.shape[0]))
+    if terminal_cost is not None:
+        tc = np.broadcast_to(np.asarray(terminal_cost, dtype=np.float64), goal.shape)
+        if not (np.all(np.isfinite(tc)) and np.all(tc >= 0)):
+            raise ValueError("terminal_cost must be finite and >= 0")
+        values[horizon] = np.where(goal, 0.0, tc)
+    return values
+
+
 def grsvi(
     mdp: RecourseMDP, beta=0.0, risk: str = "std", horizon: int | None = None, terminal_cost=None
 ) -> Policy:
@@ -110,12 +122,7 @@ def grsvi(
     if horizon < 1:
         raise ValueError(f"horizon H must be >= 1, got {horizon}")
     s = mdp.n_states
-    values = np.zeros((horizon + 1, s))
-    if terminal_cost is not None:
-        tc = np.broadcast_to(np.asarray(terminal_cost, dtype=np.float64), (s,))
-        if not (np.all(np.isfinite(tc)) and np.all(tc >= 0)):
-            raise ValueError("terminal_cost must be finite and >= 0")
-        values[horizon] = np.where(mdp.goal, 0.0, tc)
+    values = value_table(mdp.goal, horizon, terminal_cost)
     actions = np.empty((horizon, s), dtype=np.int16)
     cols = np.arange(s)
     for h in range(horizon - 1, -1, -1):
