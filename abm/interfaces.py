@@ -106,10 +106,11 @@ class Simulator(Protocol):
     its selection. The fork draws from streams derived from (seed, t, key) only: the real
     run is untouched, and equal keys replay equal draws. Returns one dict per simulated
     tick: ``tick``, ``n_succ``, ``n_succ_accepted``, ``n_rejected_window``, ``rr``, ``rf``
-    (NaN when undefined).
+    (NaN when undefined). ``plan`` names the caller's plan: rollouts of one decision under
+    one plan share the first tick's advice when the policy is ``deterministic``.
     """
 
-    def __call__(self, ticks: int, key: int = 0) -> list[dict[str, float]]: ...
+    def __call__(self, ticks: int, key: int = 0, plan: Any = None) -> list[dict[str, float]]: ...
 
 
 @dataclass(frozen=True)
@@ -243,7 +244,13 @@ class Feedback:
 
 @runtime_checkable
 class RecoursePolicy(Protocol):
-    """Anything that turns an observation into a recommendation for every rejected applicant."""
+    """Anything that turns an observation into a recommendation for every rejected applicant.
+
+    Optional: ``deterministic`` True promises that ``recommend`` draws nothing from its
+    ``rng`` and changes no state of its own (only ``observe`` does), so an observation is
+    always answered the same way; planners' rollouts may then reuse an answer
+    (:class:`Simulator`'s ``plan``). Absent means False.
+    """
 
     def prepare(self, ctx: PolicyContext) -> None: ...
 
@@ -286,7 +293,10 @@ class FollowsModel:
 
 
 class GoalSelector(Protocol):
-    """Chooses the goal score(s) for this tick's rejected: a scalar or shape (n,)."""
+    """Chooses the goal score(s) for this tick's rejected: a scalar or shape (n,).
+
+    Optional ``deterministic``, as for :class:`RecoursePolicy` (a composite policy is
+    deterministic when both its parts are)."""
 
     def prepare(self, ctx: PolicyContext) -> None: ...
 
@@ -294,7 +304,9 @@ class GoalSelector(Protocol):
 
 
 class Recommender(Protocol):
-    """Maps features X (n, z) and goals (n,) to counterfactuals X_cf (n, z)."""
+    """Maps features X (n, z) and goals (n,) to counterfactuals X_cf (n, z).
+
+    Optional ``deterministic``, as for :class:`RecoursePolicy`."""
 
     def prepare(self, ctx: PolicyContext) -> None: ...
 

@@ -32,7 +32,7 @@ from abm.card import Card
 from abm.config import ScenarioConfig
 from abm.interfaces import Recommendation, RecourseObs, RecoursePolicy
 from abm.mechanisms import Mechanisms
-from abm.planning import Simulator, Snapshot
+from abm.planning import RolloutStreams, Simulator, Snapshot
 from abm.pool import Pool, advised_rows
 from abm.population import Population, filled
 from abm.record import Recorder, TickState
@@ -51,6 +51,9 @@ BOUND_TOL = 1e-9
 CHANGE_TOL = 1e-9
 # from this many stayers, scores of rows ending at x_cf or at x are reused, not recomputed
 _REUSE_FROM = 1024
+# the applicants' columns a decision read only for its counts needs (Decision.success_counts;
+# ids keep len() working)
+_COUNTED = ("ids", "X_obs", "X", "advised", "implemented")
 
 
 def resolve_policy(policy: RecoursePolicy | str) -> RecoursePolicy:
@@ -249,7 +252,8 @@ class RecourseModel(mesa.Model):
         Feedback on the reapplicants goes to ``policy.observe`` here, once the decisions
         are known. Returns what the decision-maker sees; :meth:`respond` must follow.
         ``observe=False`` builds no observation and returns None (a planning fork's last
-        tick, read only by :meth:`pending_success`); :meth:`respond` then cannot follow.
+        tick, read only by :meth:`pending_success`); :meth:`respond` then cannot follow,
+        and without mechanisms the applicants keep only the columns the counts read.
         """
         if self._pending is not None:
             raise RuntimeError(f"tick {self.tick} is already decided: call respond() first")
@@ -262,8 +266,14 @@ class RecourseModel(mesa.Model):
         feedback = None
         if getattr(self.policy, "observe", None) is not None:  # captured before X changes
             feedback = reapplicant_feedback(t, returning, mech.feedback(states) if mech.on else {})
-        # hidden changes become visible now: what is seen (X_obs) is the true X
-        applicants = Population.concat([returning, self._arrivals(t)], c.n_features, {"X_obs": "X"})
+        # hidden changes become visible now: what is seen (X_obs) is the true X. A fork's
+        # last tick (observe False) is read only for its counts: the selection needs the
+        # features and the counts the reapplicants' flags, so no other column is joined
+        counted = not observe and not mech.on
+        arrivals = self._last_arrivals(t) if counted else self._arrivals(t)
+        applicants = Population.concat(
+            [returning, arrivals], c.n_features, {"X_obs": "X"}, _COUNTED if counted else None
+        )
         scores, accepted, threshold = self.decision_maker.decide(
             applicants.X_obs, self.streams.ties
         )
@@ -301,6 +311,24 @@ class RecourseModel(mesa.Model):
         extra = self.mechanisms.entrant_columns(n) if self.mechanisms.on else None
         return Population.entrants(ids, X, t, risk, group, extra)
 
+    def _last_arrivals(self, t: int) -> Population:
+        """The entrants of a fork's last tick, the one read only for its counts.
+
+        A planner's rollouts with one key draw the same entrants there whatever their plan
+        (the arrival streams serve nothing else, and nothing draws after this tick): a
+        rollout's streams (:class:`abm.planning.RolloutStreams`) keep them in their
+        ``memo`` for the next rollout, keyed by the tick and the first id."""
+        if not isinstance(self.streams, RolloutStreams):
+            return self._arrivals(t)
+        memo = self.streams.memo
+        key = ("arrivals", t, self._next_id)
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = self._arrivals(t)
+        else:
+            self._next_id += len(got)
+        return got
+
     def _observation(self, d: Decision) -> RecourseObs:
         """What the decision-maker sees of tick ``d.t`` after the selection."""
         applicants, scores, rej = d.applicants, d.scores, d.rej
@@ -316,14 +344,20 @@ class RecourseModel(mesa.Model):
             **(self.mechanisms.observation(d) if self.mechanisms.on else {}),
         )  # fmt: skip
 
-    def respond(self, recommendation: Recommendation | None) -> None:
+    def respond(self, recommendation: Recommendation | Advice | None) -> None:
         """Second half of a tick: advice, dropout, implementation, the tick record.
 
         ``recommendation`` covers the rejected of the last :meth:`decide` (None, or an
-        empty one, when nobody was rejected); it is validated before anything changes.
+        empty one, when nobody was rejected); it is validated before anything changes. An
+        :class:`~abm.tick.Advice` from :meth:`advice_for` is this decision's, validated
+        already (a planner's forks of one decision share it).
         """
         d = self._require_pending()
-        advice = self._validate(d, recommendation)
+        advice = (
+            recommendation
+            if isinstance(recommendation, Advice)
+            else self._validate(d, recommendation)
+        )
         if self.mechanisms.on:
             self.mechanisms.on_advice(d, advice, self.policy_name)
         self._pending = None
@@ -359,6 +393,12 @@ class RecourseModel(mesa.Model):
         self.tick += 1
         if self.tick >= self.config.ticks:
             self.running = False
+
+    def advice_for(self, recommendation: Recommendation | None) -> Advice:
+        """``recommendation`` to the pending decision's rejected, validated as
+        :meth:`respond` would (it raises the same errors); :meth:`respond` takes the result.
+        An Advice is never written in place, so forks of one decision may share it."""
+        return self._validate(self._require_pending(), recommendation)
 
     def _validate(self, d: Decision, rec: Recommendation | None) -> Advice:
         """The policy's advice to the rejected of ``d``, checked: shapes, [0, 1], immutables."""

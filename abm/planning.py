@@ -68,7 +68,13 @@ class Forkable(Protocol):
 
     def decide(self, observe: bool = True) -> RecourseObs | None: ...
 
-    def respond(self, recommendation: Recommendation | None) -> None: ...
+    def respond(self, recommendation: Recommendation | Any | None) -> None:
+        """Finish the pending tick with a Recommendation or an :meth:`advice_for` result."""
+        ...
+
+    def advice_for(self, recommendation: Recommendation | None) -> Any:
+        """``recommendation`` validated for the pending decision (:meth:`respond` takes it)."""
+        ...
 
     def pending_observation(self) -> RecourseObs: ...
 
@@ -92,6 +98,9 @@ class RolloutStreams:
         self._key = (zlib.crc32(b"simulator"), t, key)
         self._gens: dict[str, np.random.Generator] = {}
         self._start: dict[str, dict] = {}
+        # what the rollouts with this key draw alike whatever their plan (kept over rewinds:
+        # the same draws come again), e.g. a fork's last entrants (RecourseModel._last_arrivals)
+        self.memo: dict[Any, Any] = {}
 
     def get(self, name: str) -> np.random.Generator:
         gen = self._gens.get(name)
@@ -140,6 +149,13 @@ class Simulator:
     real run is untouched and equal keys replay equal draws (common random numbers across
     the plans a caller compares).
 
+    ``plan`` (any hashable, optional) names the caller's plan, e.g. a candidate margin:
+    where the model's policy is ``deterministic`` (its answer to an observation draws
+    nothing from its random stream and changes no state of its own), the rollouts of one
+    decision under one plan share the first tick's validated advice, asked for once. The
+    caller passes a plan only where the policy's first answer depends on nothing else
+    (``Lookahead`` does: its margin).
+
     Returns one dict per simulated tick: ``tick``, ``n_succ``, ``n_succ_accepted``,
     ``n_rejected_window``, ``rr`` and ``rf`` (eqs. 2-3, NaN when undefined).
     """
@@ -150,6 +166,9 @@ class Simulator:
         self._streams: dict[tuple[int, int], RolloutStreams] = {}  # this tick's only
         self._running = False
         self._snap: tuple[RecourseObs, Snapshot] | None = None  # (pending obs, its snapshot)
+        # the first tick's advice of each plan, for the snapshot it was given at
+        self._advice: dict[Any, Any] = {}
+        self._advice_of: Snapshot | None = None
 
     @property
     def running(self) -> bool:
@@ -192,17 +211,33 @@ class Simulator:
             self._snap = (obs, self._model.snapshot())
         return self._snap[1]
 
-    def __call__(self, ticks: int, key: int = 0) -> list[dict[str, float]]:
+    def _first_advice(self, fork: Forkable, plan: Any) -> Any:
+        """The policy's validated answer to the pending decision under ``plan``: asked on
+        the first rollout of the plan, kept for the others of this decision."""
+        snap = self._snapshot()
+        if self._advice_of is not snap:
+            self._advice, self._advice_of = {}, snap
+        if plan not in self._advice:
+            self._advice[plan] = fork.advice_for(_recommend(fork, fork.pending_observation()))
+        return self._advice[plan]
+
+    def __call__(self, ticks: int, key: int = 0, plan: Any = None) -> list[dict[str, float]]:
         if self._running:
             raise RuntimeError("simulations cannot be nested")
         if not (isinstance(ticks, int | np.integer) and ticks >= 1):
             raise ValueError(f"ticks must be an integer >= 1, got {ticks!r}")
+        # a deterministic policy answers the decision the same way under one plan, whatever
+        # the rollout's streams: its first answer is asked for once a plan
+        share = plan is not None and bool(getattr(self._model.policy, "deterministic", False))
         self._running = True
         try:
             fork = self.fork(int(key))
             rows = []
             for i in range(ticks):
-                fork.respond(_recommend(fork, fork.pending_observation()))
+                if i == 0 and share:
+                    fork.respond(self._first_advice(fork, plan))
+                else:
+                    fork.respond(_recommend(fork, fork.pending_observation()))
                 # the last tick is read only for its counts: no observation is built
                 fork.decide(observe=i < ticks - 1)
                 rows.append(_rates(fork.tick, *fork.pending_success()))

@@ -136,26 +136,35 @@ class Population:
 
     @staticmethod
     def concat(
-        parts: list[Population], n_features: int, same_as: dict[str, str] | None = None
+        parts: list[Population],
+        n_features: int,
+        same_as: dict[str, str] | None = None,
+        only: tuple[str, ...] | None = None,
     ) -> Population:
         """Rows of all parts in order (a new Population; a lone part shares its arrays).
 
         ``same_as`` maps a column to another whose array it shares in the result (e.g.
-        ``{"X_obs": "X"}``): the parts' own values of that column are not copied.
+        ``{"X_obs": "X"}``): the parts' own values of that column are not copied. ``only``
+        names the columns to keep (default: all); the result has just those.
         """
         columns = [p.data for p in parts if len(p)]
         if not columns:
-            return Population.empty(n_features)
+            empty = Population.empty(n_features)
+            return empty if only is None else Population({k: empty.data[k] for k in only},
+                                                         n_features)  # fmt: skip
         first = columns[0]
+        names = list(first) if only is None else [k for k in first if k in only]
         if len(columns) == 1:
-            data = dict(first)  # every column at once: the common case of one part
+            # every column at once: the common case of one part
+            data = dict(first) if only is None else {k: first[k] for k in names}
         else:
             skip = same_as or {}
-            data = join_columns(columns, [k for k in first if k not in skip])
+            data = join_columns(columns, [k for k in names if k not in skip])
         if same_as:
             for k, other in same_as.items():
-                data[k] = data[other]
-            data = {k: data[k] for k in first}  # the usual column order
+                if k in names:
+                    data[k] = data[other]
+            data = {k: data[k] for k in names}  # the usual column order
         return Population(data, n_features)
 
     @staticmethod

@@ -47,6 +47,11 @@ class CompositePolicy:
         self.recommender = recommender
         self.gap = float(gap)
 
+    @property
+    def deterministic(self) -> bool:
+        """Both parts answer an observation the same way every time (no draw, no state)."""
+        return all(getattr(part, "deterministic", False) for part in (self.goal, self.recommender))
+
     def prepare(self, ctx: PolicyContext) -> None:
         self.ctx = ctx
         self.base_model = ctx.decision_model  # what an obs without decision_model means

@@ -35,6 +35,8 @@ def admissible_goals(
 class LastThreshold:
     """The standard practice: aim for this tick's acceptance threshold (plus ``margin``)."""
 
+    deterministic = True  # a function of the observation alone
+
     def __init__(self, margin: Annotated[float, Field(gt=-1.0, lt=1.0)] = 0.0) -> None:
         if not -1.0 < margin < 1.0:
             raise ValueError(f"margin must be in (-1, 1), got {margin!r}")

@@ -89,6 +89,9 @@ class Lookahead:
     """
 
     privileged = True
+    # inside its own rollouts it answers with the rollout's margin; outside, its rollouts'
+    # streams derive from (seed, tick, key) alone: the same observation, the same goal
+    deterministic = True
 
     def __init__(
         self,
@@ -146,7 +149,8 @@ class Lookahead:
             self._rollout_margin = float(margin)
             try:
                 for r in range(self.rollouts):
-                    for row in self._simulate(horizon, key=r):
+                    # the plan is the margin: its first tick's advice is asked for once
+                    for row in self._simulate(horizon, key=r, plan=j):
                         rr.append(row["rr"])
                         rf.append(row["rf"])
             finally:

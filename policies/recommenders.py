@@ -181,6 +181,11 @@ class ExactLinear(FollowsModel):
         self.optimism, self.explore_share = float(optimism), float(explore_share)
         self.estimator: DifficultyEstimator | None = None
 
+    @property
+    def deterministic(self) -> bool:
+        """No draw without exploration; the learned weights move only in ``observe``."""
+        return self.explore_share == 0.0
+
     def prepare(self, ctx: PolicyContext) -> None:
         require_linear("exact-linear", ctx.decision_model)
         self.ctx = ctx

@@ -209,7 +209,7 @@ class ReentrantSimulator:
         self.policy = None
         self.calls = 0
 
-    def __call__(self, ticks, key=0):
+    def __call__(self, ticks, key=0, plan=None):
         self.calls += 1
         self.policy.recommend(self.inner_obs, np.random.default_rng(key))
         return [{"tick": 0, "rr": 0.5, "rf": 0.5} for _ in range(ticks)]

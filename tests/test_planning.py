@@ -164,3 +164,105 @@ def test_without_feedback_hides_observe():
     policy = make_policy("threshold-estimated")
     wrapped = WithoutFeedback(policy)
     assert wrapped.observe is None and wrapped.recommend == policy.recommend
+
+
+class _Counting:
+    """A policy that counts its calls; ``deterministic`` as given."""
+
+    def __init__(self, policy, deterministic):
+        self.policy, self.deterministic, self.calls = policy, deterministic, 0
+
+    def prepare(self, ctx):
+        self.policy.prepare(ctx)
+
+    def recommend(self, obs, rng):
+        self.calls += 1
+        return self.policy.recommend(obs, rng)
+
+    def observe(self, feedback):
+        self.policy.observe(feedback)
+
+
+@pytest.mark.parametrize("ticks", [1, 3])
+def test_rollouts_of_one_plan_share_the_first_advice(ticks):
+    policy = _Counting(make_policy("threshold"), deterministic=True)
+    model = _model(policy=policy, scenario="paper-T5", ticks=20)
+    model.run(4)
+    model.decide()
+    policy.calls = 0
+    simulate = model.context.extra["simulator"]
+    plain = [simulate(ticks, key=r) for r in range(3)]
+    asked = policy.calls
+    assert asked == 3 * ticks  # once a simulated tick without a plan
+    shared = [simulate(ticks, key=r, plan="a") for r in range(3)]
+    assert shared == plain  # the same rollouts, draw for draw
+    # the first tick's answer is asked for once for all three keys
+    assert policy.calls - asked == 1 + 3 * (ticks - 1)
+    simulate(ticks, key=0, plan="b")  # another plan asks again
+    assert policy.calls - asked == 2 + 4 * (ticks - 1)
+
+
+def test_a_policy_not_deterministic_is_asked_every_rollout():
+    policy = _Counting(make_policy("threshold"), deterministic=False)
+    model = _model(policy=policy, scenario="paper", ticks=6)
+    model.decide()
+    policy.calls = 0
+    simulate = model.context.extra["simulator"]
+    for r in range(3):
+        simulate(1, key=r, plan=0)
+    assert policy.calls == 3
+
+
+def test_shared_advice_is_that_of_the_pending_decision():
+    # a new decision asks again under the same plan
+    policy = _Counting(make_policy("threshold"), deterministic=True)
+    model = _model(policy=policy, scenario="paper", ticks=6)
+    model.decide()
+    simulate = model.context.extra["simulator"]
+    simulate(1, key=0, plan=0)
+    model.respond(model.policy.recommend(model.pending_observation(), model.streams.policy))
+    model.decide()
+    calls = policy.calls
+    rows = simulate(1, key=0, plan=0)
+    assert policy.calls == calls + 1 and rows[0]["tick"] == 2
+
+
+def test_advice_for_is_what_respond_validates():
+    a, b = _model(), _model()
+    for m in (a, b):
+        m.run(2)
+    obs_a, obs_b = a.decide(), b.decide()
+    a.respond(a.policy.recommend(obs_a, a.streams.policy))
+    advice = b.advice_for(b.policy.recommend(obs_b, b.streams.policy))
+    b.respond(advice)
+    a.run(3)
+    b.run(3)
+    pd.testing.assert_frame_equal(a.tick_table(), b.tick_table())
+    pd.testing.assert_frame_equal(a.candidate_table(), b.candidate_table())
+    b.decide()
+    n, z = b.pending_observation().X.shape
+    with pytest.raises(RuntimeError, match="outside"):
+        b.advice_for(Recommendation(goal=np.full(n, 0.7), X_cf=np.full((n, z), 2.0)))
+
+
+def test_a_forks_last_entrants_are_kept_for_its_key():
+    model = _model(scenario="paper", ticks=8)
+    model.run(2)
+    model.decide()
+    simulate = model.context.extra["simulator"]
+    first = simulate(2, key=1, plan="a")
+    streams = simulate.streams(model.config.seed, model.tick, 1)
+    kept = [k for k in streams.memo if k[0] == "arrivals"]
+    assert [k[1] for k in kept] == [model.tick + 2]  # the last tick's only
+    # a rollout with the key reuses them and counts what one without the memo counts
+    again = simulate(2, key=1, plan="a")
+    streams.memo.clear()
+    assert again == first == simulate(2, key=1, plan="a")
+
+
+def test_deterministic_flags_of_the_built_in_parts():
+    assert make_policy("threshold").deterministic
+    assert make_policy("lookahead").deterministic
+    assert not make_policy("threshold-explore").deterministic
+    assert not make_policy("trend-threshold+exact-linear").deterministic
+    assert not getattr(make_policy("robust-l1"), "deterministic", False)  # says nothing

@@ -190,6 +190,19 @@ def test_concat_with_a_shared_column():
     assert lone.X_obs is a.X and a.X_obs is not a.X  # the part itself is left alone
 
 
+def test_concat_of_some_columns_is_those_of_the_whole_concat():
+    a, b = random_population(4, 2, 1), random_population(3, 2, 2)
+    only = ("ids", "X_obs", "X", "advised", "implemented")
+    whole = Population.concat([a, b], 2, {"X_obs": "X"})
+    for parts in ([a, b], [a, Population.empty(2)], [Population.empty(2)]):
+        some = Population.concat(parts, 2, {"X_obs": "X"}, only)
+        assert list(some.data) == list(only)
+        assert some.X_obs is some.X or len(some) == 0
+        if len(parts[0]) and len(parts) == 2 and len(parts[1]):
+            for k in only:
+                np.testing.assert_array_equal(some.data[k], whole.data[k])
+
+
 def test_gather_equals_concatenating_then_taking():
     parts = [random_population(9, 3, 3), Population.empty(3), random_population(5, 3, 4)]
     masks = [np.random.default_rng(5).random(len(p)) < 0.5 for p in parts]

@@ -48,8 +48,9 @@ FD_STEP = 1e-4
 ALG2_PASSES = 10
 #: ROAR: Adam's learning rate, the |ΔJ| stopping tolerance and the step cap (ours)
 ROAR_LR, ROAR_TOL, ROAR_MAX_STEPS = 1e-3, 1e-4, 200_000
-#: ROAR: steps between two evaluations of the stopping test (any value gives the same bits)
-ROAR_BLOCK = 16
+#: ROAR: steps between two evaluations of the stopping test (any value gives the same
+#: bits), in NumPy and compiled (where a step costs well under a microsecond)
+ROAR_BLOCK, ROAR_BLOCK_COMPILED = 16, 64
 # SLSQP: tolerance on the objective and iteration cap; a violated constraint above
 # _FEAS_TOL makes a solve a failure
 _FTOL, _MAXITER, _FEAS_TOL = 1e-13, 500, 1e-8
@@ -761,6 +762,7 @@ def roar(
     lr: float = ROAR_LR,
     tol: float = ROAR_TOL,
     max_steps: int = ROAR_MAX_STEPS,
+    compiled: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """ROAR for rows X0 (n, z): Adam from x₀ on ℓ(θ_adv(x)·x̃) + λ‖x − x₀‖₁ (spec §2).
 
@@ -770,6 +772,8 @@ def roar(
     between successive steps, or after ``max_steps`` (ours). Bounds are kept by clipping
     after each step (projected Adam); immutable features get no gradient. ``w`` is (z,)
     or (n, z), ``b`` a scalar or (n,). Returns X (n, z) and the steps taken (n,).
+    The steps run compiled (:mod:`policies.robust.kernels`) for p = 1 and inf; ``compiled``
+    False runs them in NumPy, the reference, with the same bits.
     """
     p = check_p(p)
     alpha, lam = check_alpha(alpha), check_lam(lam)
@@ -783,10 +787,9 @@ def roar(
     X = X0.copy()
     steps = np.zeros(n, dtype=np.int64)
     b1, b2, eps = 0.9, 0.999, 1e-8
-    # the live rows' state is kept compact and shrunk only when rows stop. NumPy's cost
-    # here is per call, and more for broadcasting or a Python scalar: the loop writes in
-    # place (out=) into full-size arrays, constants included. The stopping test needs J
-    # at every step: it is evaluated once per block of ROAR_BLOCK steps over the block's
+    alpha, lam, lr, eps = float(alpha), float(lam), float(lr), float(eps)
+    # the live rows' state is kept compact and shrunk only when rows stop. The stopping
+    # test needs J at every step: it is evaluated once per block of steps over the block's
     # stored points and logits (the same operations on the same numbers, so the same
     # bits); a row that stopped inside a block takes the point it had there, and its
     # extra steps in the block are thrown away
@@ -796,23 +799,82 @@ def roar(
              "B": np.array(np.broadcast_to(np.asarray(b, dtype=float), (n,))),
              "lo": np.array(np.broadcast_to(lo, (n, z))),
              "hi": np.array(np.broadcast_to(hi, (n, z)))}  # fmt: skip
-    adversary = _roar_worst(state, alpha, p, z, nonneg=bool((lo >= 0).all()))
-    MV = np.zeros((2, n, z))  # Adam's ml and vl: one call updates both
-    beta, beta_c = np.empty((2, n, z)), np.empty((2, n, z))
-    beta[0], beta[1], beta_c[0], beta_c[1] = b1, b2, 1 - b1, 1 - b2
-    full = {c: np.full((n, z), c) for c in (lam, lr, eps)}
+    nonneg = bool((lo >= 0).all())
+    # the kernel has the α = 0, L1 and L∞ adversaries; p = 2 (not a ROAR policy) runs in NumPy
+    compiled = compiled and (alpha == 0 or p == 1.0 or math.isinf(p))
+    if compiled:
+        from policies.robust import kernels
+
+        mode = kernels.NONE if alpha == 0 else kernels.LINF if math.isinf(p) else kernels.L1
+        block_steps = ROAR_BLOCK_COMPILED
+    else:
+        steps_numpy = _roar_steps(state, alpha, p, z, nonneg, lam, lr, masked, free)
+        block_steps = ROAR_BLOCK
+    MV = np.zeros((2, n, z))  # Adam's ml and vl
     prev = np.full(n, np.inf)
     Xl = X0.copy()
     t = 0
     while t < max_steps and live.size:
-        k = min(ROAR_BLOCK, max_steps - t)
+        k = min(block_steps, max_steps - t)
         m = live.size
-        L, LR, EPS = (full[c][:m] for c in (lam, lr, eps))
-        BETA, BETA_C = np.ascontiguousarray(beta[:, :m]), np.ascontiguousarray(beta_c[:, :m])
-        LO, HI = state["lo"], state["hi"]
         Xh = np.empty((k + 1, m, z))
         Xh[0] = Xl
         NSh = np.empty((k, m))  # −s per step: expit(−s) needs it, J takes s = −(−s)
+        t0 = t
+        if compiled:
+            ts = range(t0 + 1, t0 + k + 1)
+            C1 = np.array([1 - b1**u for u in ts])
+            C2 = np.array([1 - b2**u for u in ts])
+            kernels.roar_block(Xh, NSh, X0l, state["W"], state["B"], state["lo"], state["hi"],
+                               free, masked, mode, nonneg, alpha, lam, lr, eps, b1, b2, C1, C2,
+                               MV)  # fmt: skip
+        else:
+            steps_numpy(Xh, NSh, X0l, MV, t0, k)
+        t = t0 + k
+        Xl = Xh[k]
+        J = softplus_neg(-NSh) + lam * np.add.reduce(np.abs(Xh[:k] - X0l), axis=2)
+        before = np.concatenate([prev[None], J[:-1]])
+        done = np.abs(J - before) <= tol
+        stop = done.any(axis=0)
+        prev = J[-1]
+        if stop.any():
+            first = done.argmax(axis=0)[stop]
+            rows = np.flatnonzero(stop)
+            X[live[rows]] = Xh[first + 1, rows]
+            steps[live[rows]] = t0 + first + 1
+            keep = ~stop
+            live, Xl, X0l, prev = (a[keep] for a in (live, Xl, X0l, prev))
+            MV = np.ascontiguousarray(MV[:, keep])
+            for key in state:
+                state[key] = state[key][keep]
+    X[live] = Xl
+    steps[live] = t
+    return X, steps
+
+
+def _roar_steps(state: dict, alpha: float, p: float, z: int, nonneg: bool, lam: float,
+                lr: float, masked: bool, free: np.ndarray):  # fmt: skip
+    """ROAR's Adam steps in NumPy: the reference for :func:`kernels.roar_block`.
+
+    Returns ``run(Xh, NSh, X0l, MV, t0, k)``, which takes k steps from Xh[0] (m, z) as
+    ``roar_block`` does (same arguments, same bits). NumPy's cost here is per call, and
+    more for broadcasting or a Python scalar: the loop writes in place (out=) into
+    full-size arrays, constants included.
+    """
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    adversary = _roar_worst(state, alpha, p, z, nonneg)
+    cache: dict = {}
+
+    def run(Xh, NSh, X0l, MV, t0, k):
+        m = X0l.shape[0]
+        if cache.get("m") != m:
+            beta, beta_c = np.empty((2, m, z)), np.empty((2, m, z))
+            beta[0], beta[1], beta_c[0], beta_c[1] = b1, b2, 1 - b1, 1 - b2
+            cache.update(m=m, beta=beta, beta_c=beta_c,
+                         full=[np.full((m, z), c) for c in (lam, lr, eps)])  # fmt: skip
+        L, LR, EPS = cache["full"]
+        BETA, BETA_C = cache["beta"], cache["beta_c"]
+        LO, HI = state["lo"], state["hi"]
         prod, moved, tmp, E = np.empty((m, z)), np.empty((m, z)), np.empty((m, z)), np.empty((m, 1))
         G, T, H, corr = (np.empty((2, m, z)) for _ in range(4))
         # views made once per block, not per step
@@ -826,7 +888,7 @@ def roar(
             corr[1],
             E[:, 0],
         )
-        t0 = t
+        t = t0
         for j in range(k):
             t += 1
             Xl = Xh[j]
@@ -860,25 +922,8 @@ def roar(
             np.subtract(Xl, num, out=out)
             np.maximum(out, LO, out=out)
             np.minimum(out, HI, out=out)
-        Xl = Xh[k]
-        J = softplus_neg(-NSh) + lam * np.add.reduce(np.abs(Xh[:k] - X0l), axis=2)
-        before = np.concatenate([prev[None], J[:-1]])
-        done = np.abs(J - before) <= tol
-        stop = done.any(axis=0)
-        prev = J[-1]
-        if stop.any():
-            first = done.argmax(axis=0)[stop]
-            rows = np.flatnonzero(stop)
-            X[live[rows]] = Xh[first + 1, rows]
-            steps[live[rows]] = t0 + first + 1
-            keep = ~stop
-            live, Xl, X0l, prev = (a[keep] for a in (live, Xl, X0l, prev))
-            MV = MV[:, keep]
-            for key in state:
-                state[key] = state[key][keep]
-    X[live] = Xl
-    steps[live] = t
-    return X, steps
+
+    return run
 
 
 def _roar_worst(state: dict, alpha: float, p: float, z: int, nonneg: bool):
