@@ -188,3 +188,22 @@ def test_rbr_determinism_immutables_unreached_and_model_in_force():
     rbr.model_changed()
     c = rbr.recommend(X[:1], g[:1], np.random.default_rng(1))
     assert strict.score(c)[0] >= 0.5
+
+
+def test_face_graph_is_symmetric_so_directed_search_is_the_undirected_one():
+    # recommend() walks G as a directed graph (half the work): exact only because G holds
+    # every link both ways with one weight
+    from scipy.sparse.csgraph import dijkstra
+
+    rng = np.random.default_rng(37)
+    X_train = rng.random((400, 4))
+    for mode, extra in (("knn", {"k": 6}), ("epsilon", {"radius": 0.25})):
+        face = Face(mode=mode, **extra)
+        face.prepare(_ctx(X_train, _Linear(np.ones(4), -2.0), np.zeros(4), np.ones(4)))
+        assert (face.G != face.G.T).nnz == 0
+        for _ in range(5):
+            targets = np.sort(rng.choice(400, size=int(rng.integers(1, 60)), replace=False))
+            runs = [dijkstra(face.G, directed=d, indices=targets, min_only=True,
+                             return_predecessors=True) for d in (False, True)]  # fmt: skip
+            for a, b in zip(*runs, strict=True):
+                np.testing.assert_array_equal(a, b)

@@ -152,8 +152,11 @@ class Face(FollowsModel):
             targets = np.flatnonzero(inside & (score >= g))
             if targets.size == 0:
                 continue
+            # G is symmetric: as a directed graph it has every link both ways, so SciPy
+            # need not build and walk its transpose (directed=False): the same distances,
+            # predecessors and sources, in less than half the time
             D, _, src = dijkstra(
-                self.G, directed=False, indices=targets, min_only=True, return_predecessors=True
+                self.G, directed=True, indices=targets, min_only=True, return_predecessors=True
             )
             for a in (a for a in range(q) if keys[a] == key):
                 d_a, i_a = nbrs[a]
