@@ -97,12 +97,16 @@ class Gravitational(_Penalised):
         # None when every feature moves: multiplying by ones changes no bit, only time
         self._m = None if np.all(ctx.mutable) else np.asarray(ctx.mutable, dtype=float)
 
+    def _offset(self, x):
+        """x' − c (n, z) on the mutable features (zero on the others)."""
+        d = x - self.centre
+        return d if self._m is None else d * self._m
+
     def penalty(self, x):
-        d = x - self.centre if self._m is None else (x - self.centre) * self._m
-        return np.sqrt((d**2).sum(axis=1))
+        return np.sqrt((self._offset(x) ** 2).sum(axis=1))
 
     def _penalty_grad(self, x, s, grad, g, lam):
-        d = x - self.centre if self._m is None else (x - self.centre) * self._m
+        d = self._offset(x)
         norm = np.maximum(np.sqrt(np.add.reduce(d * d, axis=1)), 1e-12)
         # the norm's Hessian is (I - u u^T) / ||d||; capped near the centre, where the
         # counterfactual would stop anyway

@@ -101,6 +101,14 @@ def pairwise_rows(P, out):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _shifted(w, x, alpha, nonneg):  # pragma: no cover - compiled
+    """w − α·sgn(x) with sgn 0 := +1 (+1 throughout when every lower bound is >= 0)."""
+    if not nonneg and x < 0:
+        return w - alpha * -1.0
+    return w - alpha * 1.0
+
+
+@njit(cache=True)
 def roar_block(
     Xh, NSh, X0, W, B, lo, hi, free, masked, mode, nonneg, alpha, lam, lr, eps, b1, b2, C1, C2, MV
 ):  # pragma: no cover - compiled
@@ -130,10 +138,7 @@ def roar_block(
                 nb = -B[i]
             elif mode == LINF:
                 for f in range(z):
-                    if not nonneg and x[f] < 0:
-                        wa[f] = W[i, f] - alpha * -1.0
-                    else:
-                        wa[f] = W[i, f] - alpha * 1.0
+                    wa[f] = _shifted(W[i, f], x[f], alpha, nonneg)
                 nb = -(B[i] - alpha * 1.0)
             else:  # L1: the largest of |x_1|, ..., |x_z|, 1 (np.argmax: the first, NaN first)
                 top, best, nan = z, -1.0, False
@@ -147,12 +152,8 @@ def roar_block(
                 if not nan and not best >= 1.0:  # the intercept's 1 loses ties
                     top = z
                 for f in range(z):
-                    if f != top:
-                        wa[f] = W[i, f]  # W − 0 in the NumPy code: the same bits
-                    elif not nonneg and x[f] < 0:
-                        wa[f] = W[i, f] - alpha * -1.0
-                    else:
-                        wa[f] = W[i, f] - alpha * 1.0
+                    # W − 0 off the top feature in the NumPy code: the same bits as W
+                    wa[f] = _shifted(W[i, f], x[f], alpha, nonneg) if f == top else W[i, f]
                 nb = (alpha * 1.0 if top == z else 0.0) - B[i]
             for f in range(z):
                 prod[f] = wa[f] * x[f]

@@ -48,6 +48,8 @@ FD_STEP = 1e-4
 ALG2_PASSES = 10
 #: ROAR: Adam's learning rate, the |ΔJ| stopping tolerance and the step cap (ours)
 ROAR_LR, ROAR_TOL, ROAR_MAX_STEPS = 1e-3, 1e-4, 200_000
+#: ROAR: Adam's β₁, β₂ and ε (Adam's defaults)
+ROAR_ADAM = (0.9, 0.999, 1e-8)
 #: ROAR: steps between two evaluations of the stopping test (any value gives the same
 #: bits), in NumPy and compiled (where a step costs well under a microsecond)
 ROAR_BLOCK, ROAR_BLOCK_COMPILED = 16, 64
@@ -786,7 +788,7 @@ def roar(
     masked = bool(fixed.any())
     X = X0.copy()
     steps = np.zeros(n, dtype=np.int64)
-    b1, b2, eps = 0.9, 0.999, 1e-8
+    b1, b2, eps = ROAR_ADAM
     alpha, lam, lr, eps = float(alpha), float(lam), float(lr), float(eps)
     # the live rows' state is kept compact and shrunk only when rows stop. The stopping
     # test needs J at every step: it is evaluated once per block of steps over the block's
@@ -861,7 +863,7 @@ def _roar_steps(state: dict, alpha: float, p: float, z: int, nonneg: bool, lam: 
     more for broadcasting or a Python scalar: the loop writes in place (out=) into
     full-size arrays, constants included.
     """
-    b1, b2, eps = 0.9, 0.999, 1e-8
+    b1, b2, eps = ROAR_ADAM
     adversary = _roar_worst(state, alpha, p, z, nonneg)
     cache: dict = {}
 
