@@ -36,6 +36,7 @@ from abm.validation import (
 )
 
 __all__ = [
+    "BUDGET_HORIZON",
     "DECISION_MODELS",
     "EXTENSION_DEFAULTS",
     "FIELD_NAMES",
@@ -56,6 +57,9 @@ _SEED_MAX = 2**63 - 1
 # places per tick: as many as the largest population a tick can start with (n_initial, m)
 K_MAX = 10_000_000
 M_MAX = 10_000_000
+# the ticks an episode budget lasts unless a scenario says otherwise: the default episode,
+# the length of every preset with a budget
+BUDGET_HORIZON = 100
 
 
 def _integral(value: Any) -> Any:
@@ -110,6 +114,8 @@ _GRAPH_TEXT = "edges (i, j, w) of an acyclic graph over the features (docs/world
 _SHARE_TOL = 1e-9
 SHIFT_POINTS = 2000  # abm.metrics_ext.SHIFT_MAX_POINTS
 _SHIFT_POINTS_TEXT = "0 (off) or an integer in [2, 1000000]"
+SHIFT_PERMUTATIONS = 200  # permutations per shift's p-value (AlgorithmicRecourseDynamics.jl)
+_SHIFT_PERMUTATIONS_TEXT = "0 (off) or an integer in [1, 100000]"
 # capacity schedules (abm.capacity): factors on k and m
 FACTOR_MAX = 1000.0
 _STEPS_TEXT = (
@@ -136,11 +142,13 @@ EXTENSION_DEFAULTS: dict[str, Any] = {
     "retrain_data": "outcomes",
     "retrain_drift": (),
     "shift_points": SHIFT_POINTS,
+    "shift_permutations": SHIFT_PERMUTATIONS,
     "group_share": (1.0,),
     "group_shift": (),
     "causal_graph": (),
     "budget": None,
     "budget_scope": "episode",
+    "budget_horizon": BUDGET_HORIZON,
     "k_steps": (),
     "m_steps": (),
     "k_season": (),
@@ -223,6 +231,13 @@ class ScenarioConfig(BaseModel):
     shift_points: Int = Field(
         SHIFT_POINTS, ge=0, le=1_000_000, json_schema_extra={"allowed": _SHIFT_POINTS_TEXT}
     )
+    # the permutations behind each shift's p-value (stream shift_perm; 0: no p-values)
+    shift_permutations: Int = Field(
+        SHIFT_PERMUTATIONS,
+        ge=0,
+        le=100_000,
+        json_schema_extra={"allowed": _SHIFT_PERMUTATIONS_TEXT},
+    )
     # §3 groups
     group_share: tuple[Float, ...] = Field((1.0,), json_schema_extra={"allowed": _SHARE_TEXT})
     group_shift: tuple[tuple[Float, ...], ...] = Field(
@@ -237,6 +252,9 @@ class ScenarioConfig(BaseModel):
         None, json_schema_extra={"allowed": "none (unlimited) or a number >= 0"}
     )
     budget_scope: Literal["tick", "episode"] = "episode"
+    # the ticks an episode budget is paced over: the standard episode, whatever this run's
+    # ticks, so a shorter run spends per tick what a full one does (policies.budget)
+    budget_horizon: Int = Field(BUDGET_HORIZON, ge=1, le=1_000_000)
     # §6 capacity that changes: schedules multiplying k and m (abm.capacity)
     k_steps: tuple[tuple[Int, Float], ...] = Field((), json_schema_extra={"allowed": _STEPS_TEXT})
     m_steps: tuple[tuple[Int, Float], ...] = Field((), json_schema_extra={"allowed": _STEPS_TEXT})

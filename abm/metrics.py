@@ -127,6 +127,10 @@ def reward_eq16(rr, rf, alpha: float, tau: float, floor: float):
     return float(out) if out.ndim == 0 else out
 
 
+#: advice clears a threshold th when M(x_cf) >= th - CLEAR_TOL: rounding of one point's
+#: score (~1e-15) never flips it, and the 1e-6 by which candidates tied at a threshold aim
+#: above it is never taken for rounding (a tolerance of 1e-6 made those ties flip)
+CLEAR_TOL = 1e-9
 EPISODE_METRICS = ("rr", "rf", "gini", "gini_cost", "mean_cost")
 
 

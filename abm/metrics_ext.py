@@ -138,16 +138,21 @@ def median_gamma(X: np.ndarray) -> float:
     return 1.0 / (2.0 * med2) if med2 > 0 else 1.0
 
 
+def kernel_matrix(X: np.ndarray, Y: np.ndarray | None, gamma: float) -> np.ndarray:
+    """k(x, y) = exp(−γ‖x − y‖²) over X (m, z) × Y (n, z), shape (m, n); Y None: X × X."""
+    from sklearn.metrics.pairwise import rbf_kernel
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):  # the same bits in every process
+        return rbf_kernel(X, Y, gamma=gamma)
+
+
 def kernel_mean(X: np.ndarray, Y: np.ndarray | None, gamma: float, paired: bool = False) -> float:
     """Mean of k(x, y) = exp(−γ‖x − y‖²) over X (m, z) × Y (n, z); over the m(m − 1) pairs
     of distinct rows when Y is None (the within-sample term of the unbiased MMD²), and so
     too when ``paired`` (m = n, row i of X and of Y measured on one unit: the cross term
     of the paired U-statistic, Gretton et al. 2012, Lemma 6)."""
-    from sklearn.metrics.pairwise import rbf_kernel
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
-        K = rbf_kernel(X, Y, gamma=gamma)
+    K = kernel_matrix(X, Y, gamma)
     if Y is not None and not paired:
         return float(np.add.reduce(K, axis=None) / K.size)
     m = K.shape[0]
@@ -173,6 +178,20 @@ def mmd2(
     applicant); the cross term then leaves out the pairs i = i (Lemma 6's U-statistic),
     without which two identical samples would score below 0.
     """
+    X, Y = _two_samples(X, Y, rng, max_points, paired)
+    if X.shape[0] < 2 or Y.shape[0] < 2:
+        return _NAN
+    if gamma is None:
+        gamma = median_gamma(np.concatenate([X, Y]))
+    cross = kernel_mean(X, Y, gamma, paired=paired)
+    return kernel_mean(X, None, gamma) + kernel_mean(Y, None, gamma) - 2.0 * cross
+
+
+def _two_samples(
+    X: np.ndarray, Y: np.ndarray, rng: np.random.Generator | None, max_points: int, paired: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """X (m, z) and Y (n, z) as float64 (a 1-D sample as one column), checked, and each
+    subsampled to ``max_points`` rows from ``rng`` (X first; paired rows together)."""
     X = np.asarray(X, dtype=np.float64)
     Y = np.asarray(Y, dtype=np.float64)
     if X.ndim == 1:
@@ -183,16 +202,8 @@ def mmd2(
         if X.shape != Y.shape:
             raise ConfigError(problem("Y", Y.shape, f"shape {X.shape} like X (paired rows)"))
         keep = subsample(X.shape[0], max_points, rng)
-        X, Y = X[keep], Y[keep]
-    else:
-        X = X[subsample(X.shape[0], max_points, rng)]
-        Y = Y[subsample(Y.shape[0], max_points, rng)]
-    if X.shape[0] < 2 or Y.shape[0] < 2:
-        return _NAN
-    if gamma is None:
-        gamma = median_gamma(np.concatenate([X, Y]))
-    cross = kernel_mean(X, Y, gamma, paired=paired)
-    return kernel_mean(X, None, gamma) + kernel_mean(Y, None, gamma) - 2.0 * cross
+        return X[keep], Y[keep]
+    return X[subsample(X.shape[0], max_points, rng)], Y[subsample(Y.shape[0], max_points, rng)]
 
 
 def disagreement(scores_a: np.ndarray, scores_b: np.ndarray, cut: float = 0.5) -> float:
@@ -201,6 +212,123 @@ def disagreement(scores_a: np.ndarray, scores_b: np.ndarray, cut: float = 0.5) -
     a = np.asarray(scores_a, dtype=np.float64) >= cut
     b = np.asarray(scores_b, dtype=np.float64) >= cut
     return ratio(np.count_nonzero(a != b), a.size)
+
+
+# -- the significance of a shift: permutation tests of the MMD² -------------------------
+#: a permuted MMD² counts as at least the observed one when it is >= observed − PERM_TOL.
+#: The statistics combine kernel means in [0, 1] of features and scores of order 1, whose
+#: rounding errors (which differ with the BLAS library) stay below ~1e-14: a tie in exact
+#: arithmetic (a relabelling that keeps both samples, two models with equal scores) then
+#: counts on every machine, and only MMD² gaps under 1e-12 (the smallest model shift
+#: measured, outcomes-only refits, is ~5e-7) are read as ties.
+PERM_TOL = 1e-12
+PERM_BATCH = 256  # permutations per matrix product: the labels take N × 256 floats
+
+
+def permutation_p(observed: float, null: np.ndarray, tol: float = PERM_TOL) -> float:
+    """(1 + #{null >= observed − tol}) / (1 + B) for the B permuted statistics ``null``
+    (B,): the observed labelling counts as one of the permutations, so p >= 1/(B + 1) and,
+    under the null, P(p <= α) <= α with randomly drawn permutations (Phipson and Smyth
+    2010). NaN when ``observed`` is NaN or B = 0."""
+    null = np.asarray(null, dtype=np.float64)
+    if observed != observed or null.shape[0] == 0:
+        return _NAN
+    return (1 + int(np.count_nonzero(null >= observed - tol))) / (1 + null.shape[0])
+
+
+def mmd2_test(
+    X: np.ndarray,
+    Y: np.ndarray,
+    rng: np.random.Generator,
+    permutations: int,
+    gamma: float | None = None,
+    max_points: int = SHIFT_MAX_POINTS,
+    paired: bool = False,
+) -> tuple[float, float]:
+    """(MMD², p): :func:`mmd2` of X (m, z) and Y (n, z), up to rounding, with its
+    permutation p-value (:func:`permutation_p`) over ``permutations`` relabellings drawn
+    from ``rng`` (after any subsampling, which :func:`mmd2` draws alike):
+
+    * independent samples: the m + n rows are pooled, shuffled and split into m and n
+      again (as AlgorithmicRecourseDynamics.jl's ``mmd_null_dist`` does);
+    * ``paired`` (m = n; row i of X and of Y measured on one unit, e.g. two models' scores
+      of one applicant): each unit's two rows are swapped with probability 1/2. The null
+      is that a unit's two rows are exchangeable (the refit changed no row's score
+      systematically), not that rows of different units are: a pooled shuffle would
+      break the pairing the statistic relies on. A swap flips the sign
+      of unit i's term, so MMD² = εᵀHε / (m(m − 1)) with ε ∈ {±1}^m and H (m, m) the
+      paired kernel differences off the diagonal.
+
+    The kernel matrix is computed once; every permuted MMD² is read from it by matrix
+    products, :data:`PERM_BATCH` permutations at a time: O(N² B) flops for N = m + n.
+    (NaN, NaN) when a sample has under 2 rows; p is NaN when ``permutations`` is 0.
+    """
+    X, Y = _two_samples(X, Y, rng, max_points, paired)
+    m, n = X.shape[0], Y.shape[0]
+    if m < 2 or n < 2:
+        return _NAN, _NAN
+    Z = np.concatenate([X, Y])
+    if gamma is None:
+        gamma = median_gamma(Z)
+    from sklearn.metrics.pairwise import rbf_kernel
+    from threadpoolctl import threadpool_limits
+
+    null_of = _paired_null if paired else _pooled_null
+    with threadpool_limits(limits=1, user_api="blas"):  # one BLAS thread, as kernel_matrix
+        K = rbf_kernel(Z, None, gamma=gamma)  # (N, N): X's rows first
+        observed, null = null_of(K, m, rng, permutations)
+    return observed, permutation_p(observed, null)
+
+
+def _pooled_null(
+    K: np.ndarray, m: int, rng: np.random.Generator, permutations: int
+) -> tuple[float, np.ndarray]:
+    """The unbiased MMD² of the first m rows against the other n of the kernel matrix K
+    (N, N) (overwritten), and of ``permutations`` random splits of the N rows into m and n,
+    (B,). For a split with indicator a (N,) of the m rows: with K's diagonal at 0, r = K1
+    and S = 1ᵀK1, the three sums of the estimator are aᵀKa, aᵀr − aᵀKa (across) and
+    S − 2aᵀr + aᵀKa, so one product K·A serves a batch of splits A (N, b)."""
+    N = K.shape[0]
+    n = N - m
+    np.fill_diagonal(K, 0.0)
+    r = np.add.reduce(K, axis=1)
+    S = float(np.add.reduce(r))
+
+    def mmd(within: np.ndarray | float, to_all: np.ndarray | float) -> np.ndarray | float:
+        across = to_all - within
+        return (
+            within / (m * (m - 1)) + (S - to_all - across) / (n * (n - 1)) - 2.0 * across / (m * n)
+        )
+
+    observed = float(mmd(np.add.reduce(K[:m, :m], axis=None), np.add.reduce(r[:m])))
+    null = np.empty(permutations)
+    for lo in range(0, permutations, PERM_BATCH):
+        b = min(PERM_BATCH, permutations - lo)
+        A = np.zeros((N, b))
+        for j in range(b):
+            A[rng.permutation(N)[:m], j] = 1.0
+        null[lo : lo + b] = mmd(np.add.reduce(A * (K @ A), axis=0), r @ A)
+    return observed, null
+
+
+def _paired_null(
+    K: np.ndarray, m: int, rng: np.random.Generator, permutations: int
+) -> tuple[float, np.ndarray]:
+    """The paired unbiased MMD² of the first m rows of the kernel matrix K (2m, 2m) against
+    the other m (row i paired with row m + i), and of ``permutations`` random swaps within
+    the pairs, (B,). H = Kxx + Kyy − Kxy − Kxyᵀ with its diagonal at 0; a batch of swaps is
+    E (m, b) of ±1 and its statistics are the columns' εᵀHε / (m(m − 1))."""
+    Kxy = K[:m, m:]
+    H = K[:m, :m] + K[m:, m:] - Kxy - Kxy.T
+    np.fill_diagonal(H, 0.0)
+    norm = m * (m - 1)
+    observed = float(np.add.reduce(H, axis=None) / norm)
+    null = np.empty(permutations)
+    for lo in range(0, permutations, PERM_BATCH):
+        b = min(PERM_BATCH, permutations - lo)
+        E = rng.integers(0, 2, size=(m, b)) * 2.0 - 1.0
+        null[lo : lo + b] = np.add.reduce(E * (H @ E), axis=0) / norm
+    return observed, null
 
 
 # -- §3: groups -------------------------------------------------------------------------

@@ -42,7 +42,7 @@ import numpy as np
 # exact solver for robust-l1 and -linf, new robust-l1 and -l2 defaults); 8: the shift
 # columns at refits (MMD², disagreement); 9: Ustun's exact combinatorial solver, Wachter's
 # descent in NumPy (and ClaPROAR, Gravitational, PROBE on it).
-RESULTS_SCHEMA = 9
+RESULTS_SCHEMA = 10
 
 # packages whose versions can change a simulation's numbers
 VERSIONED = ("recourse-abm", "mesa", "numpy", "scipy", "scikit-learn", "pandas", "torch")

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from abm import metrics
-from abm.card import Card, outcome_card
+from abm.card import Card, Waits, outcome_card
 from abm.config import ScenarioConfig
 from abm.mechanisms import Mechanisms, RecordView
 from abm.population import Population
@@ -26,7 +26,8 @@ TICK_COLUMNS = (
     "n_dropped", "n_waiting", "n_succ", "n_succ_accepted", "n_rejected_window", "rr", "rf",
     "gini", "gini_cost", "mean_goal", "mean_cf_score", "mean_error", "n_unadvised", "n_unreached",
     "n_withheld", "n_no_change", "n_below_threshold", "n_short_of_goal", "mean_cost", "effort",
-    "wasted_effort", "n_implemented", "mean_time_to_accept",
+    "wasted_effort", "n_implemented", "mean_time_to_accept", "n_accepted_new",
+    "n_accepted_advised", "n_advised_reapplied", "n_valid_reapply", "n_valid_issued",
 )  # fmt: skip
 # the integer columns: the tick and every count
 _COUNT_COLUMNS = tuple(c for c in TICK_COLUMNS if c == "tick" or c.startswith("n_"))
@@ -58,6 +59,13 @@ class Recorder:
         self.events: list[dict[str, np.ndarray]] = []
         # each candidate's total effort, as they leave (accepted or dropped out)
         self._exit_effort: list[np.ndarray] = []
+        # each leaver's ticks from entry to exit, and whether the exit was an acceptance
+        # (the card's time to acceptance: dropout is censoring, not failure)
+        self._exit_wait: list[np.ndarray] = []
+        self._exit_accepted: list[np.ndarray] = []
+        # the acceptance threshold of every recorded tick: advice is judged against the
+        # threshold in force when it was issued as well as the one when it is used
+        self._thresholds: dict[int, float] = {}
         self.last_row: dict[str, float] = {}
         self.last_tick: TickState | None = None
 
@@ -91,8 +99,15 @@ class Recorder:
             view = RecordView(lambda: pool.waiting, model.streams, per_applicant,
                               mechanisms.true_counterfactual)  # fmt: skip
         r = _responses(d, advice, dropped, outcome, self.difficulty)
+        self._thresholds[d.t] = d.threshold
         self.last_row = _tick_row(d, advice, r, leaving, outcome, pool.n_waiting)
+        self.last_row.update(self._reapplied_advice(d, model.scorer))
         self._exit_effort += [d.applicants.effort[d.accepted], leaving.effort]
+        self._exit_wait += [d.t - d.applicants.entered[d.accepted], d.t - leaving.entered]
+        self._exit_accepted += [
+            np.ones(np.count_nonzero(d.accepted), dtype=bool),
+            np.zeros(len(leaving), dtype=bool),
+        ]
         if mechanisms.on:
             self.mechanisms.row(d, advice, outcome, self.last_row, view)
         if self.capacity_on:
@@ -108,6 +123,36 @@ class Recorder:
         self.collector.collect(model)
         if self.record_events:
             self.events.append(self._events(d, advice, r, outcome, view))
+
+    def _reapplied_advice(self, d: Decision, scorer: Any) -> dict[str, int]:
+        """Who takes the places, and whether the advice the reapplicants carry works now.
+
+        ``n_accepted_new`` and ``n_accepted_advised``: acceptances of first-time applicants
+        and of reapplicants carrying advice (the rest went to unadvised reapplicants);
+        ``n_advised_reapplied``: reapplicants carrying advice, of whom ``n_valid_reapply`` have
+        a counterfactual that the model in force scores at or above this tick's threshold
+        and ``n_valid_issued`` at or above the threshold of the tick it was issued (both
+        within :data:`abm.metrics.CLEAR_TOL`). Every policy's advice is judged on this one
+        scale, whatever goal the policy set itself.
+        """
+        n_ret, accepted = d.n_ret, d.accepted
+        adv = d.applicants.advised[:n_ret]
+        n_adv = int(np.count_nonzero(adv))
+        out = {
+            "n_accepted_new": int(np.count_nonzero(accepted[n_ret:])),
+            "n_accepted_advised": int(np.count_nonzero(accepted[:n_ret] & adv)),
+            "n_advised_reapplied": n_adv,
+            "n_valid_reapply": 0,
+            "n_valid_issued": 0,
+        }
+        if n_adv:
+            cf_now = scorer.score(d.applicants.X_cf[:n_ret][adv])
+            issued_at = d.applicants.last_tick[:n_ret][adv]
+            th = np.array([self._thresholds.get(int(t), math.nan) for t in issued_at])
+            tol = metrics.CLEAR_TOL
+            out["n_valid_reapply"] = int(np.count_nonzero(cf_now >= d.threshold - tol))
+            out["n_valid_issued"] = int(np.count_nonzero(cf_now >= th - tol))
+        return out
 
     def _events(self, d: Decision, advice: Advice, r: _Responses, outcome: Outcome,
                 view: RecordView) -> dict[str, np.ndarray]:  # fmt: skip
@@ -193,7 +238,10 @@ class Recorder:
         """The outcome card (:mod:`abm.card`) of the run so far; ``waiting`` is the pool
         (its candidates' effort counts as spent so far)."""
         spent = np.concatenate([*self._exit_effort, waiting.effort])
-        return outcome_card(self.tick_table(), spent, self.config)
+        last = self.last_tick.tick if self.last_tick is not None else 0
+        waits = np.concatenate([*self._exit_wait, last - waiting.entered])
+        accepted = np.concatenate([*self._exit_accepted, np.zeros(len(waiting), dtype=bool)])
+        return outcome_card(self.tick_table(), spent, self.config, Waits(waits, accepted))
 
     def summary(self, head: dict[str, Any]) -> dict[str, Any]:
         """``head`` followed by the episode means over defined ticks and the totals."""

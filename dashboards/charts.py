@@ -451,7 +451,9 @@ def qualified(policies: list[str]) -> Chart:
 
 
 def validity(policies: list[str]) -> Chart:
-    columns = {"validity": "advice still valid"}
+    # the card's two scales (abm/card.py): the threshold of the tick the advice was
+    # issued, the same for every policy, and the goal the policy set itself
+    columns = {"valid_threshold": "clears its issue threshold", "validity": "reaches its own goal"}
     rules = {
         "data": {"name": "refits"},
         "mark": {"type": "rule", "color": "#555", "strokeDash": [2, 2]},
@@ -467,9 +469,10 @@ def validity(policies: list[str]) -> Chart:
     }  # fmt: skip
     spec = line_spec(
         "validity", "Retraining: is outstanding advice still valid?",
-        "Share of waiting advised applicants whose goal still meets the refitted model. "
-        "Dotted lines: the model was refitted.",
-        SHARE, ["advice still valid"], policies, "share", [rules, labels],
+        "Share of waiting advised applicants whose advice, scored by the model in force, "
+        "still clears the threshold of the tick it was given (one scale for every policy), "
+        "and still reaches the goal its policy set. Dotted lines: the model was refitted.",
+        SHARE, list(columns.values()), policies, "share", [rules, labels],
     )  # fmt: skip
 
     def datasets(runs: list[Run], t: int) -> dict[str, Columns]:

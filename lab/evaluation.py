@@ -29,10 +29,22 @@ from abm.config import ScenarioConfig
 from abm.scenarios import resolve_scenario
 from abm.validation import ConfigError, problem
 from lab.study import Study, collect, paired_seeds, parse_seeds
-from lab.study.analysis import nested_bootstrap, png_bytes
+from lab.study.analysis import png_bytes
 from lab.study.experiments import BENCH_RECOMMENDERS, EPISODE_METRICS, mean_std
+from lab.study.stats import (
+    BOUNDS,
+    DIRECTIONS,
+    MIN_WORLDS_FOR_VERDICT,
+    adjust,
+    difference_p,
+    tost_p,
+    verdict,
+    world_interval,
+)
 
 Progress = Callable[[int, int], None]
+#: how the paired differences of one evaluation are corrected together (lab.study.stats.adjust)
+CORRECTION = "holm"
 # per-run columns of an evaluation: the episode figures, and n_unadvised (summed over ticks)
 METRICS = EPISODE_METRICS
 
@@ -73,27 +85,62 @@ def _per_episode(ticks: pd.DataFrame, runs: pd.DataFrame) -> dict[str, dict[str,
             for r in runs.itertuples()}  # fmt: skip
 
 
+def _values(per: dict, cells: list[list[str]], k: str) -> np.ndarray:
+    """(worlds, episodes) of card figure ``k`` over ``cells`` (run ids)."""
+    return np.array([[per[rid]["card"][k] for rid in world] for world in cells])
+
+
 def _card(per: dict[str, dict], cells: list[list[str]]) -> dict[str, dict[str, float]]:
-    """figure -> {mean, lo, hi}: the card of one policy over ``cells`` (worlds x episodes
-    of run ids), worlds as a random effect (:func:`nested_bootstrap`)."""
+    """figure -> {mean, lo, hi, worlds}: the card of one policy over ``cells`` (worlds x
+    episodes of run ids), worlds as a random effect (:func:`lab.study.stats.world_interval`;
+    ``worlds``: those with a defined episode, 1 = the interval speaks of that world alone)."""
     out = {}
     for k in CARD_NAMES:
-        v = np.array([[per[rid]["card"][k] for rid in world] for world in cells])
-        mean, lo, hi = nested_bootstrap(v)
-        out[k] = {"mean": mean, "lo": lo, "hi": hi}
+        mean, lo, hi, n = world_interval(_values(per, cells, k))
+        out[k] = {"mean": mean, "lo": lo, "hi": hi, "worlds": n}
     return out
 
 
 def _paired(per: dict, cells: list[list[str]], base: list[list[str]]) -> dict[str, dict]:
-    """figure -> {mean, lo, hi} of the paired difference (policy - baseline) on the same
-    worlds and episodes."""
+    """figure -> the paired difference (policy - baseline) on the same worlds and episodes:
+    {mean, lo, hi, worlds} as in :func:`_card`, ``p`` (t-test on the world means),
+    ``tost_p`` (TOST within ±``bound``, the figure's bound of
+    :data:`lab.study.stats.BOUNDS`, None where it has none), all uncorrected:
+    :func:`_add_verdicts` corrects the evaluation's family."""
     out = {}
     for k in CARD_NAMES:
-        v = np.array([[per[a]["card"][k] - per[b]["card"][k] for a, b in zip(wa, wb, strict=True)]
-                      for wa, wb in zip(cells, base, strict=True)])  # fmt: skip
-        mean, lo, hi = nested_bootstrap(v)
-        out[k] = {"mean": mean, "lo": lo, "hi": hi}
+        v, b = _values(per, cells, k), _values(per, base, k)
+        mean, lo, hi, n = world_interval(v - b)
+        bound = BOUNDS.get(k)
+        out[k] = {"mean": mean, "lo": lo, "hi": hi, "worlds": n}
+        out[k].update(p=difference_p(v, b), tost_p=tost_p(v, b, bound), bound=bound)
     return out
+
+
+def _add_verdicts(results: list[dict[str, Any]], method: str = CORRECTION) -> None:
+    """Correct the paired differences of ``results`` as one family and add, to each
+    figure's difference, ``p_adj``, ``tost_p_adj`` and ``verdict``
+    (:func:`lab.study.stats.verdict`: better / worse by the figure's direction, higher /
+    lower without one, level, inconclusive), and to each ``vs_baseline`` the ``correction``
+    and ``family`` (the number of contrasts corrected together).
+
+    The family is every (policy, figure) difference to the baseline with a defined p-value
+    and at least :data:`lab.study.stats.MIN_WORLDS_FOR_VERDICT` worlds; difference and
+    TOST p-values are each corrected by ``method``."""
+    cells = [c for r in results if "vs_baseline" in r for c in r["vs_baseline"]["card"].items()]
+
+    def family(key: str) -> np.ndarray:
+        p = [d[key] if d["worlds"] >= MIN_WORLDS_FOR_VERDICT else np.nan for _, d in cells]
+        return adjust(p, method)[0]
+
+    p_adj, tost_adj = family("p"), family("tost_p")
+    size = int(np.isfinite(p_adj).sum())
+    for (k, d), p, t in zip(cells, p_adj, tost_adj, strict=True):
+        d["p_adj"], d["tost_p_adj"] = float(p), float(t)
+        d["verdict"] = verdict(d["mean"], p, t, d["worlds"], DIRECTIONS.get(k))
+    for r in results:
+        if "vs_baseline" in r:
+            r["vs_baseline"].update(correction=method, family=size)
 
 
 def evaluate(scenario: ScenarioConfig | str | Path, policy: str, episodes: int = 10, seed: int = 0,
@@ -129,10 +176,13 @@ def evaluate_many(
     those worlds (default: the scenario's one world); ``store`` keeps the runs there (a
     rerun resumes); ``scheduler`` runs them on Dask.
 
-    Each result also holds the outcome card (``card``: figure -> mean, lo, hi, worlds as a
-    random effect, :func:`lab.study.analysis.nested_bootstrap`), ``card_reasons`` (why a
-    figure is undefined in this world) and, for every policy but ``baseline`` when it is
-    among ``policies``, the paired difference to it (``vs_baseline``).
+    Each result also holds the outcome card (``card``: figure -> mean, lo, hi and the
+    number of worlds, worlds as a random effect, :func:`lab.study.stats.world_interval`),
+    ``card_reasons`` (why a figure is undefined in this world) and, for every policy but
+    ``baseline`` when it is among ``policies``, the paired difference to it
+    (``vs_baseline``: policy, correction, family and ``card``: figure -> mean, lo, hi,
+    worlds, p, tost_p, bound, p_adj, tost_p_adj, verdict). The differences of all policies
+    form one family, corrected by :data:`CORRECTION` (Holm); no verdict below 10 worlds.
     """
     run_seeds = _seeds(seed, episodes, seeds)
     config = (
@@ -168,6 +218,7 @@ def evaluate_many(
             result["vs_baseline"] = {"policy": baseline,
                                      "card": _paired(per, grid[p], grid[baseline])}  # fmt: skip
         out.append(result)
+    _add_verdicts(out)
     return out
 
 

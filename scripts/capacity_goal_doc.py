@@ -3,9 +3,12 @@
 
     python scripts/capacity_goal_doc.py [--check] [--table PATH]
 
-RF at RR 0.95 of every front (mean [95 % interval] over worlds and paired episodes, world 0
-alone, each world), then the paired differences (in bold where the interval excludes 0),
-and RR and RF per phase of the episode for a few points (results/capacity-goal/phases.csv). ``--check`` (run by tests/test_capacity_goal.py) fails when the page is stale.
+RF at RR 0.95 of every front (mean [95 % interval] with the worlds it rests on, world 0
+alone, each world), each method against the constant-margin fronts and the paired
+differences (Holm-corrected verdicts, in bold where they survive; see
+lab.experiments.capacity_goal.markdown), and RR and RF per phase of the episode for a few
+points (results/capacity-goal/phases.csv). ``--check`` (run by tests/test_capacity_goal.py)
+fails when the page is stale.
 """
 
 from __future__ import annotations

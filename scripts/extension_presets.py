@@ -36,7 +36,7 @@ COMPARISONS = {
         "advice exactly at the threshold vs a constant goal margin of 0.05 (same recommender)",
         ("threshold", {}, "threshold"),
         ("margin 0.05", {}, "last-threshold:margin=0.05+exact-linear"),
-        ["valid_retrained", "valid_threshold", "score_drop", "rr", "rf", "mean_cost"],
+        ["valid_retrained", "valid_threshold_refit", "score_drop", "rr", "rf", "mean_cost"],
     ),
     "groups": (
         "threshold advice vs no advice, two groups with group 0 shifted down on features 0-4",
@@ -69,7 +69,7 @@ def run_one(task: tuple[str, str, dict, str, int, int]) -> tuple[str, str, int, 
     tt = model.tick_table()
     summary = model.summary()
     row = {k: v for k, v in summary.items() if isinstance(v, int | float)}
-    for col in ("valid_retrained", "valid_threshold", "score_drop", "gaming_rate",
+    for col in ("valid_retrained", "valid_threshold_refit", "score_drop", "gaming_rate",
                 "impl_improvement_rate", "accept_rate_g0", "accept_rate_g1",
                 "mean_true_gain"):  # fmt: skip
         if col in tt.columns:

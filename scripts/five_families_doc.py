@@ -1,15 +1,19 @@
-"""Write the "which policy for which goal" tables of docs/five-families.md from the shipped
-leaderboard (results/five-families/leaderboard.csv):
+"""Write the tables of docs/five-families.md from the shipped leaderboard and fronts
+(results/five-families/leaderboard.csv, fronts.csv):
 
-    python scripts/five_families_doc.py [--check] [--board PATH]
+    python scripts/five_families_doc.py [--check] [--board PATH] [--fronts PATH]
 
-For every goal of the outcome card and every preset where its mechanism is on, the policy
-with the best mean among those that advise (``none`` is the control, shown beside), its
-mean [95 % interval] over worlds and episodes, its RR and RF (a best figure bought with
-the others shows there), and its paired differences to the constant
-margin (the strongest simple baseline), to ``threshold`` and to ``none``; a difference
-whose interval excludes 0 is in bold. ``--check`` (run by tests/test_five_families.py)
-fails when the page is stale.
+The headline (``fronts``): every policy's distance to the constant-margin fronts of its
+preset, RF at equal RR (uniform, estimated and true difficulties) and RR at equal RF
+(estimated), with the verdicts of the report (Holm over every front contrast). Then for
+every goal of the outcome card and every preset where its mechanism is on, the policy
+with the best mean among those that advise (``none`` is the control, shown beside; for a
+signed gap, the one closest to 0), its mean [95 % interval] over worlds, its RR and RF (a
+best figure bought with the others shows there), and its paired differences to the
+constant margin 0.05, to ``threshold`` and to ``none``, in bold where the difference
+survives the report's correction (BH over every contrast of the leaderboard), with the
+verdict beside it. ``--check`` (run by tests/test_five_families.py) fails when the page is
+stale.
 """
 
 from __future__ import annotations
@@ -26,23 +30,28 @@ from lab.experiments.five_families import MARGIN
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "five-families.md"
 BOARD = ROOT / "results" / "five-families" / "leaderboard.csv"
+FRONTS = BOARD.with_name("fronts.csv")
 SHORT = {
     MARGIN: "margin 0.05",
     "last-threshold+rbr:num_samples=50,inner_iter=20": "rbr (50 samples)",
 }  # the page defines the margin once, then names it short
-# goal -> (figure, +1 when higher is better, -1 when lower is)
+# goal -> (figure, +1 when higher is better, -1 when lower is, 0 when closest to 0 is)
 GOALS = {
     "reliability": ("rr", +1),
     "feasibility": ("rf", +1),
+    "advice that paid": ("advice_paid", +1),
+    "advice valid when used": ("valid_at_reapply", +1),
     "low cost": ("cost_recommended", -1),
     "low risk (CVaR95 of effort)": ("cvar95_effort", -1),
-    "true improvement": ("true_gain", +1),
+    "true qualification of the accepted": ("h_accepted", +1),
     "little gaming": ("noncausal_share", -1),
     "truly qualified acceptances": ("qualified_rate", +1),
     "validity after refits": ("valid_after_refit", +1),
-    "parity between groups": ("dp_gap", -1),
-    "equal reliability between groups": ("rr_gap", -1),
+    "parity of acceptance between groups": ("accept_gap", 0),
+    "equal reliability between groups": ("rr_gap", 0),
 }
+# verdicts that survive the report's correction (lab.study.stats.verdict, front words too)
+SURVIVES = ("better", "worse", "higher", "lower", "level", "beats", "trails", "matches")
 
 
 def _name(policy: str) -> str:
@@ -53,12 +62,24 @@ def _num(x: float) -> str:
     return f"{x:.3f}".replace("-", "−")
 
 
-def _ci(mean: float, lo: float, hi: float, signed: bool = False) -> str:
+def _ci(mean: float, lo: float, hi: float, verdict: str | None = None) -> str:
+    """``mean [lo, hi]``; with a ``verdict`` (a paired difference): signed, in bold where
+    the difference survives the correction, the verdict beside it."""
     if mean != mean:
         return "–"
-    f = (lambda v: ("+" if v >= 0 else "") + _num(v)) if signed else _num
-    text = f"{f(mean)} [{f(lo)}, {f(hi)}]"
-    return f"**{text}**" if signed and (lo > 0 or hi < 0) else text
+    if verdict is None:
+        return f"{_num(mean)} [{_num(lo)}, {_num(hi)}]"
+
+    def signed(v: float) -> str:
+        return ("+" if v >= 0 else "") + _num(v)
+
+    text = f"{signed(mean)} [{signed(lo)}, {signed(hi)}]"
+    verdict = verdict if isinstance(verdict, str) else ""
+    return f"**{text}** {verdict}" if verdict in SURVIVES else f"{text} {verdict}".rstrip()
+
+
+def _diff(row: pd.Series, key: str) -> str:
+    return _ci(*row[[f"vs_{key}", f"vs_{key}_lo", f"vs_{key}_hi"]], row.get(f"vs_{key}_verdict"))
 
 
 def tables(board: pd.DataFrame) -> str:
@@ -68,26 +89,35 @@ def tables(board: pd.DataFrame) -> str:
         part = main[main["figure"] == fig]
         if part.empty:
             continue
-        arrow = "higher" if sign > 0 else "lower"
+        arrow = {1: "higher is better", -1: "lower is better", 0: "signed, closest to 0 is best"}[
+            sign
+        ]
         rows = []
-        head = [f"**{goal}** (`{fig}`, {arrow} is better)", "",
-                "| preset | worlds × episodes | best | its value | − margin 0.05 | − threshold "
-                "| − none | `none` | its RR, RF |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        head = [
+            f"**{goal}** (`{fig}`, {arrow})",
+            "",
+            "| preset | worlds × episodes | best | its value | − margin 0.05 | − threshold "
+            "| − none | `none` | its RR, RF |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for preset, g in part.groupby("preset", sort=False):
             advising = g[(g["policy"] != "none") & g["mean"].notna()]
             if advising.empty:
                 continue
-            best = advising.loc[(sign * advising["mean"]).idxmax()]
+            score = sign * advising["mean"] if sign else -advising["mean"].abs()
+            best = advising.loc[score.idxmax()]
             none = g[g["policy"] == "none"]
             ctrl = _ci(*none.iloc[0][["mean", "lo", "hi"]]) if len(none) else "–"
-            cells = [_ci(*best[[f"vs_{k}", f"vs_{k}_lo", f"vs_{k}_hi"]], signed=True)
-                     for k in ("margin", "threshold", "none")]  # fmt: skip
+            cells = [_diff(best, k) for k in ("margin", "threshold", "none")]
             mine = main[(main["preset"] == preset) & (main["policy"] == best["policy"])]
-            rr_rf = ", ".join(_num(mine.loc[mine["figure"] == f, "mean"].iloc[0])
-                              for f in ("rr", "rf"))  # fmt: skip
-            rows.append(f"| {preset} | {int(best['worlds'])} × {int(best['episodes'])} | "
-                       f"{_name(best['policy'])} | {_ci(best['mean'], best['lo'], best['hi'])} | "
-                       f"{' | '.join(cells)} | {ctrl} | {rr_rf} |")  # fmt: skip
+            rr_rf = ", ".join(
+                _num(mine.loc[mine["figure"] == f, "mean"].iloc[0]) for f in ("rr", "rf")
+            )
+            rows.append(
+                f"| {preset} | {int(best['worlds'])} × {int(best['episodes'])} | "
+                f"{_name(best['policy'])} | {_ci(best['mean'], best['lo'], best['hi'])} | "
+                f"{' | '.join(cells)} | {ctrl} | {rr_rf} |"
+            )
         if rows:
             out += [*head, *rows, ""]
     return "\n".join(out).rstrip()
@@ -104,10 +134,14 @@ def generator_tables(board: pd.DataFrame) -> str:
     part = board[board["study"] == GENERATORS_STUDY]
     out = []
     for preset, g in part.groupby("preset", sort=False):
-        head = [f"**{preset}** ({int(g['worlds'].iloc[0])} worlds × {int(g['episodes'].iloc[0])} "
-                "episodes)", "",
-                "| policy | RR | RF | cost | RR − margin 0.05 | RF − margin 0.05 | RR − threshold "
-                "| RF − threshold |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        head = [
+            f"**{preset}** ({int(g['worlds'].iloc[0])} worlds × {int(g['episodes'].iloc[0])} "
+            "episodes)",
+            "",
+            "| policy | RR | RF | cost | RR − margin 0.05 | RF − margin 0.05 | RR − threshold "
+            "| RF − threshold |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         rows = []
         for policy in dict.fromkeys(g["policy"]):
             if policy == "none":
@@ -115,8 +149,44 @@ def generator_tables(board: pd.DataFrame) -> str:
             mine = g[g["policy"] == policy].set_index("figure")
             cells = [_ci(*mine.loc[f, ["mean", "lo", "hi"]]) for f, _ in GENERATOR_FIGURES]
             for key in ("margin", "threshold"):
-                cells += [_ci(*mine.loc[f, [f"vs_{key}", f"vs_{key}_lo", f"vs_{key}_hi"]],
-                              signed=True) for f in ("rr", "rf")]  # fmt: skip
+                cells += [_diff(mine.loc[f], key) for f in ("rr", "rf")]
+            rows.append(f"| {_name(policy)} | {' | '.join(cells)} |")
+        out += [*head, *rows, ""]
+    return "\n".join(out).rstrip()
+
+
+# the fronts of the headline table: (front, figure, heading)
+FRONT_COLUMNS = (
+    ("margin-exact-linear", "rf_at_equal_rr", "RF − front, uniform d"),
+    ("margin-estimated", "rf_at_equal_rr", "RF − front, estimated d"),
+    ("margin-true", "rf_at_equal_rr", "RF − front, true d"),
+    ("margin-estimated", "rr_at_equal_rf", "RR − front, estimated d"),
+)
+
+
+def front_tables(fronts: pd.DataFrame) -> str:
+    """Per preset, each policy against the constant-margin fronts (RF at equal RR, RR at
+    equal RF), with the number of worlds where the distance is defined and the verdict."""
+    out = []
+    for preset, g in fronts.groupby("preset", sort=False):
+        head = [
+            f"**{preset}**",
+            "",
+            "| policy | RR | RF | " + " | ".join(h for _, _, h in FRONT_COLUMNS) + " |",
+            "|---" * (3 + len(FRONT_COLUMNS)) + "|",
+        ]
+        rows = []
+        for policy, mine in g.groupby("policy", sort=False):
+            at = mine.set_index(["front", "figure"])
+            first = mine.iloc[0]
+            cells = [_num(first["rr"]), _num(first["rf"])]
+            for front, figure, _ in FRONT_COLUMNS:
+                if (front, figure) not in at.index:
+                    cells.append("–")
+                    continue
+                r = at.loc[(front, figure)]
+                n = int(r["vs_front_worlds"])
+                cells.append(f"{_diff(r, 'front')} (n = {n})")
             rows.append(f"| {_name(policy)} | {' | '.join(cells)} |")
         out += [*head, *rows, ""]
     return "\n".join(out).rstrip()
@@ -126,9 +196,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--board", type=Path, default=BOARD)
+    parser.add_argument("--fronts", type=Path, default=FRONTS)
     args = parser.parse_args()
     board = pd.read_csv(args.board)
-    bodies = {"goals": tables(board), "generators": generator_tables(board)}
+    bodies = {
+        "goals": tables(board),
+        "generators": generator_tables(board),
+        "fronts": front_tables(pd.read_csv(args.fronts)),
+    }
     return fill_blocks(DOC, bodies, check=args.check, command="python scripts/five_families_doc.py")
 
 

@@ -9,10 +9,12 @@ import math
 import numpy as np
 import pytest
 
+from abm.config import BUDGET_HORIZON, ScenarioConfig
 from abm.interfaces import LinearScorer, PolicyContext, Recommendation, RecourseObs
 from abm.registry import make_policy
+from abm.scenarios import resolve_scenario
 from abm.validation import ConfigError
-from policies.budget import fit_to_budget, tick_allowance
+from policies.budget import budget_horizon, fit_paced, fit_to_budget, tick_allowance
 
 # costs are multiples of 1/8, so every sum below is exact
 X = np.array([[0.5, 0.5], [0.25, 0.5], [0.5, 0.5], [0.5, 0.25], [0.25, 0.25]])
@@ -155,29 +157,62 @@ def test_no_advice_costs_nothing():
 
 
 @pytest.mark.parametrize(
-    ("left", "tick", "ticks", "scope", "expected"),
+    ("left", "tick", "horizon", "scope", "expected"),
     [
         (math.inf, 0, 100, "episode", math.inf),  # no budget
         (20.0, 0, 100, "episode", 0.2),  # an even share of what is left
         (18.0, 10, 100, "episode", 0.2),
-        (20.0, 99, 100, "episode", 20.0),  # the last tick may spend it all
-        (20.0, 150, 100, "episode", 20.0),  # ... and any tick past the end
+        (20.0, 99, 100, "episode", 20.0),  # the horizon's last tick may spend it all
+        (20.0, 150, 100, "episode", 20.0),  # ... and any tick past it
         (5.0, 3, 100, "tick", 5.0),  # a per-tick budget is spent whole
     ],
 )
-def test_tick_allowance_known_answers(left, tick, ticks, scope, expected):
-    assert tick_allowance(left, tick, ticks, scope) == pytest.approx(expected, rel=1e-15)
+def test_tick_allowance_known_answers(left, tick, horizon, scope, expected):
+    assert tick_allowance(left, tick, horizon, scope) == pytest.approx(expected, rel=1e-15)
+
+
+def with_horizon(ctx: PolicyContext, horizon: int | None, **changes) -> PolicyContext:
+    """``ctx`` whose scenario has ``budget_horizon`` = horizon (None: no scenario)."""
+    extra = {} if horizon is None else {"scenario": ScenarioConfig(budget_horizon=horizon)}
+    return dataclasses.replace(ctx, extra=extra, **changes)
+
+
+def test_the_horizon_is_the_scenarios_and_defaults_to_the_standard_episode():
+    assert budget_horizon(with_horizon(context(), 40)) == 40
+    assert budget_horizon(with_horizon(context(), None)) == BUDGET_HORIZON == 100
+    assert ScenarioConfig().budget_horizon == 100
+    assert "budget_horizon" not in ScenarioConfig().to_dict()  # run ids as before
+    assert ScenarioConfig(budget_horizon=40).to_dict()["budget_horizon"] == 40
+    with pytest.raises(ConfigError, match="budget_horizon"):
+        ScenarioConfig(budget_horizon=0)
+
+
+def test_fit_paced_known_answer_whatever_the_runs_length():
+    """Tick 3 of a 10-tick horizon: 1/7 of what is left, in a run of 10 ticks or of 100.
+    With 0.5 / 0.5 · 7 = 3.5 left the allowance is 0.5: rows 1, 3, 0 (test_known_answer_...)."""
+    rec = hand_rec()
+    obs = RecourseObs(
+        tick=3, threshold=0.5, applicant_ids=np.arange(5), applicant_X=X,
+        applicant_scores=np.zeros(5), accepted=np.zeros(5, bool), ids=np.arange(5), X=X,
+        scores=np.zeros(5), n_applications=np.ones(5, np.int64), budget_left=3.5,
+    )  # fmt: skip
+    outs = [fit_paced(rec, obs, with_horizon(context(), 10, ticks=ticks)) for ticks in (10, 100)]
+    for out in outs:
+        np.testing.assert_array_equal(out.advised, [True, True, False, True, False])
+        assert spent(out, X) == 0.5
+    # without a scenario: the standard 100 ticks, 3.5 / 97 < 0.125 pays for nothing
+    assert spent(fit_paced(rec, obs, with_horizon(context(), None)), X) == 0.0
 
 
 @pytest.mark.parametrize(
     "spec", ["threshold", "threshold-ustun", "safear:rollouts=20", "robust-l1", "roar-l1:kappa=0.3"]
 )
 def test_policies_pace_an_episode_budget(spec):
-    """Ticks 3 of 10: an episode budget is spent at most 1/7 of what is left; a tick budget
-    of the same size is spent in full (the cheapest advice first)."""
+    """Tick 3 of a 10-tick budget horizon: an episode budget is spent at most 1/7 of what
+    is left; a tick budget of the same size is spent in full (the cheapest advice first)."""
     totals = {}
     for scope in ("episode", "tick"):
-        ctx = dataclasses.replace(context(), budget_scope=scope)
+        ctx = with_horizon(context(), 10, budget_scope=scope)
         policy = make_policy(spec)
         policy.prepare(ctx)
         free = observation(ctx)
@@ -190,18 +225,51 @@ def test_policies_pace_an_episode_budget(spec):
     assert totals["tick"] > 0 and totals["tick"] >= totals["episode"]
 
 
+def run_ticks(config, policy: str, ticks: int):
+    from abm import RecourseModel
+
+    return RecourseModel(config, policy, seed=0, ticks=ticks, agents=False,
+                         record_events=False).run().tick_table()  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "policy", ["threshold", pytest.param("scarf-mlp", marks=pytest.mark.slow)]
 )  # scarf-mlp trains its generator (~10 s)
 def test_an_episode_budget_lasts_the_episode(policy):
-    """fair-scarf (an episode budget of 20): no tick spends more than an even share of what
-    was left (scarf's shrunken advice included: moves clipped at the bounds made a plain
-    rescale overspend about fourfold before 0.8.0), and advice is still given at the end."""
-    from abm import RecourseModel
-
-    ticks = RecourseModel("fair-scarf", policy, seed=0, ticks=30, agents=False,
-                          record_events=False).run().tick_table()  # fmt: skip
+    """fair-scarf (an episode budget of 20) with a 30-tick horizon: no tick spends more than
+    an even share of what was left over the horizon's ticks left (scarf's shrunken advice
+    included: moves clipped at the bounds made a plain rescale overspend about fourfold
+    before 0.8.0), the budget is never overspent, and advice is still given at the end."""
+    ticks = run_ticks(resolve_scenario("fair-scarf").replace(budget_horizon=30), policy, 30)
     before = np.concatenate([[20.0], ticks["budget_left"].to_numpy()[:-1]])
     share = before / np.maximum(30 - np.arange(30), 1)
     assert (ticks["budget_spent"].to_numpy() <= share + 1e-9).all()
+    assert ticks["budget_spent"].sum() <= 20.0 + 1e-9
     assert (ticks["budget_spent"].to_numpy()[-5:] > 0).all()
+
+
+def test_a_short_run_spends_per_tick_what_a_full_one_does():
+    """Issue 48: fair-scarf's budget is paced over its 100-tick horizon whatever the run's
+    length, so ticks 0-19 of a 20-tick and of a 100-tick run spend, withhold and measure the
+    same (paced over the run, the 20-tick run had 5 times the allowance); the full run
+    never spends more than the budget of 20."""
+    short, full = (run_ticks("fair-scarf", "threshold", n) for n in (20, 100))
+    for column in ("budget_spent", "budget_left", "n_withheld", "rr", "rf"):
+        np.testing.assert_array_equal(short[column].to_numpy(), full[column].to_numpy()[:20])
+    before = np.concatenate([[20.0], short["budget_left"].to_numpy()[:-1]])
+    assert (short["budget_spent"].to_numpy() <= before / (100 - np.arange(20)) + 1e-9).all()
+    assert short["budget_spent"].iloc[0] <= 0.2 < 20.0 / 20  # the run's pace would allow 1.0
+    assert full["budget_spent"].sum() <= 20.0 + 1e-9 and full["budget_left"].iloc[-1] >= 0
+
+
+def test_advice_equal_but_for_its_last_bits_is_ranked_by_row_not_by_those_bits():
+    """Tied candidates are asked the same change; its cost differs between CPUs in the last
+    bits only, so the rows of equal cost keep row order and a budget funds the same ones."""
+    from policies.budget import cheapest_first
+
+    cost = np.array([0.3, 0.1 + 1e-17, 0.2, 0.1, 0.1 + 2e-16, 0.05])
+    assert cheapest_first(cost).tolist() == [5, 1, 3, 4, 2, 0]
+    noisy = cost * (1 + np.array([0, -3e-16, 0, 4e-16, -2e-16, 0]))
+    assert cheapest_first(noisy).tolist() == cheapest_first(cost).tolist()
+    # a real difference (above a relative 1e-9) still ranks
+    assert cheapest_first(np.array([0.1 + 1e-6, 0.1])).tolist() == [1, 0]

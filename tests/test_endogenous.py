@@ -26,10 +26,12 @@ def test_the_study_refits_on_outcomes_and_pairs_every_generator_with_none_and_wa
     assert len(runs) == len(policies) * 50
 
 
-def test_markdown_marks_differences_whose_interval_excludes_zero():
-    assert endogenous.ci(0.01, 0.002, 0.02, signed=True) == "**+0.010 [0.002, 0.020]**"
-    assert endogenous.ci(-0.01, -0.02, 0.001, signed=True) == "-0.010 [-0.020, 0.001]"
+def test_markdown_marks_the_differences_that_survive_the_correction():
+    assert endogenous.ci(0.01, 0.002, 0.02, "better") == "**+0.010 [0.002, 0.020]** better"
+    assert endogenous.ci(0.01, 0.002, 0.02, "inconclusive") == "+0.010 [0.002, 0.020] inconclusive"
+    assert endogenous.ci(-0.01, -0.02, 0.001, "level") == "**-0.010 [-0.020, 0.001]** level"
     assert endogenous.ci(math.nan, 0, 0) == "–"
+    assert endogenous.ci(0.5, 0.4, 0.6) == "0.500 [0.400, 0.600]"
     assert endogenous.num(0.00012) == "1.20e-04"
 
 
@@ -51,6 +53,9 @@ def test_the_quick_variant_runs_and_its_paired_differences_are_differences(tmp_p
             want = at.loc[(policy, fig), "mean"] - at.loc[("threshold-wachter", fig), "mean"]
             assert math.isclose(at.loc[(policy, fig), "vs_wachter"], want, abs_tol=1e-12)
     assert board[board.policy == "none"]["vs_none"].isna().all()
+    # 2 worlds: intervals, no verdict
+    assert set(board["vs_wachter_verdict"].dropna()) <= {"inconclusive (2 worlds)"}
+    assert {"domain_shift_p", "model_shift_p", "valid_after_refit"} <= set(board.figure)
     again = endogenous.write_report(endogenous.read_runs(tmp_path, quick=True), tmp_path / "b",
                                     quick=True)  # fmt: skip
     assert pd.read_csv(again["table"]).equals(board)
@@ -60,6 +65,13 @@ def test_the_docs_page_shows_the_shipped_table():
     import subprocess
     import sys
 
+    from test_results_current import awaiting_rerun
+
+    if awaiting_rerun("results/endogenous-shift/table.csv"):
+        # written by older code: the page must say so until the rerun lands
+        page = (endogenous.ROOT / "docs" / "endogenous-shift.md").read_text()
+        assert "Awaiting rerun (issue 48)" in page
+        return
     script = endogenous.ROOT / "scripts" / "endogenous_doc.py"
     res = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr

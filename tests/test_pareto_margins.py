@@ -1,4 +1,5 @@
-"""Constant-margin baselines and paired intervals of the Pareto study (issue 14, item 2)."""
+"""Constant-margin baselines and paired intervals of the Pareto study (issue 14, item 2;
+intervals over world 0's episodes, issue 48)."""
 
 import json
 from pathlib import Path
@@ -11,6 +12,7 @@ from abm.registry import make_policy
 from abm.validation import ConfigError
 from lab.experiments.pareto import (
     EVALUATIONS,
+    TABLE3_COLUMNS,
     StudyConfig,
     evaluation_study,
     margin_baseline,
@@ -21,6 +23,7 @@ from lab.experiments.pareto import (
     rf_at_rr,
 )
 from lab.study import Study, load_study, run_id, run_study
+from lab.study.stats import world_interval
 
 
 def test_read_off_interpolates_on_the_front_and_falls_back_to_the_nearest_point():
@@ -43,7 +46,8 @@ def _point(method, rr_eps, rf_eps, **labels):
 
 def test_paired_intervals_of_a_constant_shift_collapse_to_the_shift():
     """Two fronts that differ by exactly 0.1 in RF on every episode: the paired difference
-    is 0.1 in every resample, while each method's own interval has the episodes' spread."""
+    is 0.1 with any episode left out, while each method's own interval has the episodes'
+    spread."""
     rng = np.random.default_rng(5)
     rows = []
     for i, c in enumerate((0.0, 0.1, 0.2)):
@@ -51,7 +55,7 @@ def test_paired_intervals_of_a_constant_shift_collapse_to_the_shift():
         rf = np.clip(0.6 - 0.2 * i + rng.normal(0, 0.05, 12), 0, 1)
         rows.append(_point("margin-phi", rr, rf, margin=f"{c:g}"))
         rows.append(_point("rl", rr, rf + 0.1, alpha=str(i + 1), tau="1", family="rl"))
-    table = {r["method"]: r for r in rf_at_rr(rows, 1, 0.05, resamples=300)}
+    table = {r["method"]: r for r in rf_at_rr(rows, 1, 0.05)}
     rl, base = table["rl"], table["margin-phi"]
     assert rl["vs_margin"] == "margin-phi" and base["vs_margin"] == ""
     assert rl["diff"] == pytest.approx(0.1, abs=1e-4)
@@ -60,21 +64,58 @@ def test_paired_intervals_of_a_constant_shift_collapse_to_the_shift():
     assert base["rf_lo"] < base["rf_at_rr095"] < base["rf_hi"]
     assert base["rf_hi"] - base["rf_lo"] > 0.01
     assert rl["episodes"] == 12 and rl["n_predictors"] == 3 and base["n_predictors"] == 0
+    # 0.1 more RF at equal RR is more RR at equal RF too: the front falls as RR rises
+    assert rl["rr_diff_lo"] < rl["rr_diff"] < rl["rr_diff_hi"] and rl["rr_diff_lo"] > 0
+    # one world: intervals, but no verdict
+    assert rl["worlds"] == 1 and rl["verdict"] == "inconclusive (1 world)" and rl["outside"] == ""
+    # one training seed of μ (and of φ): the interval is over episodes alone
+    assert rl["training_seeds"] == 1
+    assert rl["trained"] == "μ: one training seed; φ: one training seed"
+    assert list(rl) == list(TABLE3_COLUMNS)
     # deterministic: the same rows give the same table
-    assert rf_at_rr(rows, 1, 0.05, resamples=300) == list(table.values())
+    assert rf_at_rr(rows, 1, 0.05) == list(table.values())
+
+
+def test_the_interval_of_a_mean_is_the_one_world_interval_of_its_episodes():
+    """A method of one point short of RR 0.95 is read at that point: its RF is an episode
+    mean, whose jackknife pseudo-values are the episodes themselves, so the interval is
+    lab.study.stats.world_interval's over them."""
+    rf = np.array([0.52, 0.61, 0.55, 0.47, 0.58, 0.66, 0.5, 0.54])
+    (row,) = rf_at_rr([_point("threshold", np.full(8, 0.44), rf, family="baseline")], 1, 0.05)
+    mean, lo, hi, n = world_interval(rf[None, :])
+    assert (row["rf_at_rr095"], row["rr"], n) == (round(mean, 4), 0.44, 1)
+    assert (row["rf_lo"], row["rf_hi"]) == (round(lo, 4), round(hi, 4))
 
 
 def test_a_method_short_of_the_target_is_compared_at_the_rr_it_reached():
     """`threshold` is the c = 0 point of the exact-linear margin front: read off at its own
-    RR (0.45), the front gives its RF, so the difference is exactly 0 in every resample."""
+    RR (0.45), the front gives its RF, so the difference is exactly 0 with any episode left
+    out."""
     rng = np.random.default_rng(2)
     eps = [(np.clip(0.45 + 0.25 * i + rng.normal(0, 0.02, 8), 0, 1),
             np.clip(0.55 - 0.2 * i + rng.normal(0, 0.03, 8), 0, 1)) for i in range(3)]  # fmt: skip
     rows = [_point("margin-exact-linear", rr, rf, margin=str(i)) for i, (rr, rf) in enumerate(eps)]
     rows.append(_point("threshold", *eps[0], family="baseline"))
-    row = {r["method"]: r for r in rf_at_rr(rows, 1, 0.05, resamples=200)}["threshold"]
+    row = {r["method"]: r for r in rf_at_rr(rows, 1, 0.05)}["threshold"]
     assert row["rr"] == pytest.approx(np.mean(eps[0][0]), abs=1e-4) and row["rr"] < 0.95
     assert (row["diff"], row["diff_lo"], row["diff_hi"]) == (0.0, 0.0, 0.0)
+    assert (row["rr_diff"], row["rr_diff_lo"], row["rr_diff_hi"]) == (0.0, 0.0, 0.0)
+
+
+def test_no_distance_outside_the_range_the_margin_front_spans():
+    """A method read at an RR below the margin front's lowest is not compared with that
+    front's nearest point: no RF difference, and ``outside`` says why."""
+    front = ((0.6, 0.5), (0.9, 0.3), (1.0, 0.1))
+    rows = [
+        _point("margin-exact-linear", [rr] * 3, [rf] * 3, margin=str(i))
+        for i, (rr, rf) in enumerate(front)
+    ]
+    rows.append(_point("threshold", [0.5] * 3, [0.4] * 3, family="baseline"))
+    row = {r["method"]: r for r in rf_at_rr(rows, 1, 0.05)}["threshold"]
+    assert (row["diff"], row["diff_lo"]) == ("", "")
+    assert row["outside"] == "RR 0.5 outside the front"
+    # its RF, 0.4, lies on the front at RR 0.75: 0.25 less RR at equal RF
+    assert row["rr_diff"] == pytest.approx(-0.25) and row["rr_diff_lo"] == pytest.approx(-0.25)
 
 
 def test_points_without_episode_figures_get_no_interval_but_keep_their_value():
@@ -131,7 +172,7 @@ def test_points_without_a_margin_keep_their_run_ids():
     before = {"method": "threshold", "family": "baseline", "alpha": None, "tau": None,
               "episodes": 10}  # fmt: skip
     assert run.run_id == run_id(run.config, "threshold", "pareto-eval", before)
-    assert RESULTS_SCHEMA == 9 and run.run_id == "85639234b928d0c2"
+    assert RESULTS_SCHEMA == 10 and run.run_id == "be2f8f421f263d2b"
 
 
 def test_the_spec_behaviour_reaches_every_run_and_leaves_the_calibrated_ids_alone():

@@ -5,6 +5,7 @@ one line naming what is missing. results/sensible/ holds what scripts/sensible.p
 from __future__ import annotations
 
 import importlib.util
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -100,3 +101,118 @@ def test_the_shipped_table_counts_budget_bound_pairs_apart():
     assert not (bound & ~ran).any() and (table.problem[bound] != "").all()
     text = (SHIPPED.parent / "sensible.md").read_text()
     assert f"{int(bound.sum())} of them budget-bound" in text
+
+
+# -- issue 48: one comparison per preset, judged against the controls ----------------------
+def sensible_row(policy, preset, ticks, status="ran"):
+    return {"policy": policy, "preset": preset, "status": status, "ticks": ticks}
+
+
+def test_a_preset_whose_policies_ran_different_ticks_is_refused_in_one_line():
+    sensible = load_script("sensible")
+    same = pd.DataFrame(
+        [
+            sensible_row("threshold", "paper", 100),
+            sensible_row("threshold-dice", "paper", 100),
+            sensible_row("hybrid-dice", "paper-T5", 0, "refused"),
+            sensible_row("threshold", "paper-T5", 100),
+        ]
+    )
+    sensible.check_same_ticks(same)  # refusals ran nothing: their 0 ticks do not count
+    mixed = pd.concat([same, pd.DataFrame([sensible_row("threshold-rbr", "paper", 20)])])
+    with pytest.raises(ValueError) as err:
+        sensible.check_same_ticks(mixed)
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith("paper: policies ran different tick counts")
+    assert "20 ticks: threshold-rbr; 100 ticks: threshold, threshold-dice" in message
+
+
+@pytest.mark.parametrize(
+    ("rr", "value", "short", "withheld", "figure", "none", "expected"),
+    [
+        (0.5, 0.3, 0.0, 0.0, "rf", 0.0, ""),
+        (0.5, 0.04, 0.0, 0.0, "rf", 0.0, "RF 0.04 < 0.05"),
+        (0.5, 0.2, 0.0, 0.0, "rf", 0.2, "RF 0.2 no better than none's 0.2"),
+        # scarf in fair-scarf: RF 1.000 at RR 0.027; what paid is what it is judged by
+        (0.027, 0.01, 0.0, 0.0, "advice_paid", math.nan, "advice_paid 0.01 < 0.05"),
+        (0.5, 0.25, 0.0, 0.93, "advice_paid", math.nan, ""),
+        (math.nan, 0.3, 0.1, 0.0, "rf", 0.0, "RR undefined; 0.1 of advice short of its goal"),
+    ],
+)
+def test_the_verdict_uses_the_named_figure_and_none(
+    rr, value, short, withheld, figure, none, expected
+):
+    sensible = load_script("sensible")
+    assert sensible.verdict(rr, value, short, withheld, figure, none) == expected
+
+
+def test_every_figure_judged_by_is_on_the_card_and_every_preset_exists():
+    from abm.card import NAMES
+
+    sensible = load_script("sensible")
+    assert sensible.figure_of("paper") == "rf"
+    assert sensible.figure_of("fair-scarf") == "advice_paid"
+    assert set(sensible.JUDGED_BY) <= set(PRESETS)
+    assert set(sensible.JUDGED_BY.values()) <= set(NAMES) & set(sensible.FLOOR)
+    assert set(sensible.CONTROLS) == {"threshold", "none"}
+
+
+def test_refusals_name_files_from_the_repository_root():
+    sensible = load_script("sensible")
+    text = f"predictor {ROOT}/results/pareto/T1-b005/recommender: obs_dim is 60; in {ROOT}"
+    assert (
+        sensible.repo_paths(text)
+        == "predictor results/pareto/T1-b005/recommender: obs_dim is 60; in ."
+    )
+    message = sensible.refusal("motivating-example", "rl")
+    assert message and str(ROOT) not in message and "results/pareto/T1-b005" in message
+
+
+def test_the_table_records_its_schema_and_the_controls():
+    from abm.provenance import RESULTS_SCHEMA
+
+    sensible = load_script("sensible")
+    row = {
+        "policy": "scarf",
+        "preset": "fair-scarf",
+        "status": "ran",
+        "ticks": 100,
+        "seeds": 2,
+        "rr": 0.027,
+        "rf": 1.0,
+        "short_of_goal": 0.0,
+        "cost": 0.002,
+        "withheld": 0.0,
+        "judged_by": "advice_paid",
+        "value": 0.01,
+        "threshold_value": 0.25,
+        "none_value": math.nan,
+        "problem": "advice_paid 0.01 < 0.05",
+        "results_schema": RESULTS_SCHEMA,
+    }
+    text = sensible.markdown(pd.DataFrame([row]))
+    assert f"(results schema {RESULTS_SCHEMA})" in text
+    older = pd.DataFrame([row, {**row, "preset": "budget", "results_schema": math.nan}])
+    assert sensible.schema_text(older) == (
+        f"rows of results schema {RESULTS_SCHEMA}, and older rows that record none"
+    )
+    assert (
+        "| scarf | fair-scarf | 100 × 2 | 0.027 | 1.000 | advice_paid 0.010 / 0.250 / – |" in text
+    )
+    assert "**not sensible**: advice_paid 0.01 < 0.05" in text
+
+
+def test_a_shipped_table_of_this_script_is_one_comparison_per_preset():
+    """A table written since issue 48 records its schema and must pass the tick check; the
+    older one mixes tick counts and waits for its rerun (tests/test_results_current.py)."""
+    from test_results_current import AWAITING_RERUN, awaiting
+
+    sensible = load_script("sensible")
+    table = pd.read_csv(SHIPPED, keep_default_na=False, na_values=[""])
+    if "results_schema" in table:
+        sensible.check_same_ticks(table)
+    else:
+        assert awaiting("results/sensible/sensible.md", AWAITING_RERUN)
+        with pytest.raises(ValueError, match="different tick counts"):
+            sensible.check_same_ticks(table)

@@ -218,3 +218,29 @@ def test_world_seeds_run_every_seed_in_every_world_in_the_seed_syntax():
         Study.build("paper", world_seeds=2, sweep={"world_seed": [0, 1]})
     with pytest.raises(ConfigError, match=r"^world_seeds = 'x' is not allowed"):
         Study.build("paper", world_seeds="x")
+
+
+def test_policies_compared_over_different_ticks_are_refused_in_one_line():
+    """Issue 48: a zip of policy and ticks would compare a 20-tick with a 100-tick run;
+    a sweep of both gives every policy every length and stays a comparison."""
+    with pytest.raises(ConfigError) as err:
+        Study.build("paper", zip=[{"policy": ["threshold", "threshold-ustun"], "ticks": [100, 20]}])
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith("policies run different tick counts (threshold: 100; ")
+    assert "threshold-ustun: 20" in message and "fewer seeds" in message
+    with pytest.raises(ConfigError, match=r"different tick counts at k=3 \(threshold: 5; none: 9"):
+        Study.build(
+            "paper", sweep={"k": [3]}, zip=[{"policy": ["threshold", "none"], "ticks": [5, 9]}]
+        )
+    both = Study.build("paper", sweep={"policy": ["threshold", "none"], "ticks": [5, 9]}, seeds=2)
+    assert {(r.policy, r.config["ticks"]) for r in both.runs()} == {
+        (p, t) for p in ("threshold", "none") for t in (5, 9)
+    }
+    # one policy at several lengths is no comparison of policies; nor are points of two worlds
+    assert Study.build("paper", zip=[{"ticks": [5, 9], "k": [3, 4]}]).n_runs == 2
+    study = Study.build(
+        "paper",
+        zip=[{"scenario": ["paper", "motivating-example"], "policy": ["threshold", "none"]}],
+    )
+    assert {r.config["ticks"] for r in study.runs()} == {100, 3}

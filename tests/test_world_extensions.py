@@ -84,8 +84,10 @@ def test_defaults_switch_every_extension_off_and_leave_the_config_dict_alone():
 
 
 def test_tables_of_an_all_off_run_have_no_extension_columns():
+    from abm.record import TICK_COLUMNS
+
     m = _run("threshold", 5)
-    assert list(m.tick_table().columns)[-1] == "mean_time_to_accept"
+    assert list(m.tick_table().columns) == list(TICK_COLUMNS)  # the core columns alone
     assert "group" not in m.candidate_table().columns
     assert m.model_version == 0 and m.scorer is m.world.decision_model
 
@@ -402,8 +404,55 @@ def test_retraining_columns_measure_the_shift_and_the_older_advice():
     # no refit, no shift; before the first refit no advice is older than the model
     assert tt.loc[tt["tick"] != 10, "shift_l1"].isna().all()
     assert tt.loc[:9, "valid_retrained"].isna().all()
-    # at the refit every waiting piece of advice is older: the two validity columns agree
-    assert row["valid_retrained"] == row["validity"] and 0 <= row["valid_threshold"] <= 1
+    # at the refit every waiting piece of advice is older: the two validity columns agree,
+    # and the threshold's with and without the tolerance differ by advice within 1e-9 of it
+    assert row["valid_retrained"] == row["validity"]
+    assert 0 <= row["valid_threshold_refit"] <= row["valid_threshold"] <= 1
+    assert tt.loc[:9, "valid_threshold_refit"].isna().all()
+
+
+def test_valid_threshold_judges_all_outstanding_advice_by_its_issue_threshold(monkeypatch):
+    from abm.mechanisms.retraining import Retraining
+    from abm.metrics import CLEAR_TOL
+
+    seen = {}
+    start = Retraining.start_tick
+
+    def spy(self, t, waiting, streams, others):
+        state = start(self, t, waiting, streams, others)
+        adv = waiting.advised
+        cf = self.scorer.score(waiting.X_cf[adv])
+        if len(waiting):
+            th = waiting.data["issued_threshold"][adv]
+            seen[t] = (cf, th, waiting.data["issued_version"][adv] < self.version)
+        return state
+
+    monkeypatch.setattr(Retraining, "start_tick", spy)
+    tt = _run("threshold", scenario="retraining", seed=3, ticks=25, validity=4).tick_table()
+    checked = 0
+    for t, (cf, th, older) in seen.items():
+        row = tt.iloc[t]
+        if cf.size == 0:
+            assert math.isnan(row["valid_threshold"]) and math.isnan(row["valid_threshold_refit"])
+            continue
+        # the model that issued the advice still reaches the threshold it aimed at
+        assert np.all(cf[~older] >= th[~older] - CLEAR_TOL)
+        assert row["valid_threshold"] == np.mean(cf >= th - CLEAR_TOL)
+        if older.any():
+            checked += 1
+            assert row["valid_threshold_refit"] == np.mean(cf[older] >= th[older])
+        else:
+            assert math.isnan(row["valid_threshold_refit"])
+    assert checked >= 2 and tt["valid_threshold"].notna().sum() > 20
+
+
+def test_advice_at_the_threshold_stays_valid_without_a_refit():
+    # threshold advice sits on the cut: under the model that issued it, some scores
+    # ~1e-15 below it, so the share on the threshold's scale carries validity's tolerance
+    tt = _run("threshold", scenario="retraining", seed=0, ticks=9).tick_table()
+    out = tt[tt["n_outstanding"] > 0]
+    assert len(out) == 8 and (out["valid_threshold"] == 1.0).all()
+    assert out["valid_threshold_refit"].isna().all() and out["valid_retrained"].isna().all()
 
 
 def test_improvement_columns_are_shares_of_the_successful():

@@ -15,7 +15,7 @@ from abm.mechanisms.base import Mechanism, RecordView
 from abm.population import Population
 from abm.tick import Advice, Decision, Outcome
 
-COLUMNS = ("n_revealed", "n_revealed_pos", "tp_rate", "mean_p_true_accepted",
+COLUMNS = ("n_revealed", "n_revealed_pos", "tp_rate", "mean_p_true_accepted", "mean_p_true_applicants",
            "improvement_rate", "mean_true_gain", "impl_improvement_rate", "gaming_rate",
            "n_qualified_accepted", "true_gain_sum", "advised_change", "noncausal_change")  # fmt: skip
 
@@ -141,6 +141,9 @@ class Outcomes(Mechanism):
         row["n_revealed_pos"] = state.n_revealed_pos
         row["tp_rate"] = metrics.ratio(state.n_revealed_pos, revealed.n)
         row["mean_p_true_accepted"] = metrics.nanmean(p_app[accepted])
+        # the pool's true qualification, whoever is accepted: advice that truly improves
+        # raises it, advice that games the model does not
+        row["mean_p_true_applicants"] = metrics.nanmean(p_app)
         n_adv = s_cf.shape[0]
         row["improvement_rate"] = metrics.ratio(
             np.count_nonzero(s_cf >= c.outcome_threshold), n_adv

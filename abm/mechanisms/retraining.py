@@ -1,6 +1,7 @@
 """Retraining (specs/world-extensions.md §2): the decision model is refitted every
 ``retrain_every`` ticks; outstanding advice may stop being valid under the new model
-(§7.2 and the robust-recourse spec's §5 figures). Shapes: w waiting, a applicants,
+(§7.2 and the robust-recourse spec's §5 figures), and each refit's domain and model
+shifts are measured with their permutation p-values. Shapes: w waiting, a applicants,
 n rejected, z features."""
 
 from __future__ import annotations
@@ -12,18 +13,36 @@ from typing import Any
 import numpy as np
 from sklearn.base import clone
 
-from abm import metrics_ext
+from abm import metrics, metrics_ext
 from abm.mechanisms.base import Mechanism, RecordView
 from abm.population import Population, filled
 from abm.tick import Advice, Decision, Outcome
 from abm.world import DecisionModel
 
-#: validity of outstanding advice: M_v(x_cf) >= goal - VALID_TOL (§2)
+#: validity of outstanding advice: M_v(x_cf) >= goal - VALID_TOL (§2); ``valid_threshold``
+#: takes the issue tick's threshold for the goal, within :data:`abm.metrics.CLEAR_TOL`
 VALID_TOL = 1e-6
-COLUMNS = ("model_version", "n_outstanding", "validity", "shift_l1", "shift_l2",
-           "shift_linf", "valid_retrained", "valid_threshold", "score_drop")  # fmt: skip
+COLUMNS = (
+    "model_version",
+    "n_outstanding",
+    "validity",
+    "shift_l1",
+    "shift_l2",
+    "shift_linf",
+    "valid_retrained",
+    "valid_threshold",
+    "valid_threshold_refit",
+    "score_drop",
+)
 #: at a refit, while ``shift_points`` > 0 (Altmeyer et al.'s domain and model shifts)
 SHIFT_COLUMNS = ("domain_mmd", "model_mmd", "disagreement")
+#: at a refit, while ``shift_points`` and ``shift_permutations`` are > 0: the shifts'
+#: permutation p-values
+SHIFT_P_COLUMNS = ("domain_p", "model_p")
+#: rows per sample of a shift's permutation test (a subsample of the shift's own sample,
+#: drawn from stream ``shift_perm``): its cost grows with the square of the rows; at 1000
+#: the two tests of a refit take ~0.1 s at B = 200, at 2000 ~0.45 s
+SHIFT_PERM_POINTS = 1000
 
 
 @dataclass
@@ -46,18 +65,31 @@ class Retraining(Mechanism):
         self.version = 0
         self._reference: ShiftReference | None = None  # drawn at the first refit
         self._k_scores = math.nan  # within-sample kernel mean of the scores in force
+        self._shift_columns = self.tick_columns(config)[len(COLUMNS) :]
 
     def start_tick(self, t: int, waiting: Population, streams: Any, others: Any) -> RetrainingTick:
-        """Refit at every ``retrain_every``-th tick; validity of the waiting's advice."""
+        """Refit at every ``retrain_every``-th tick; validity of the waiting's advice:
+
+        * ``validity`` (and ``valid_retrained``, advice from an older model only): share
+          with M_now(x_cf) >= goal − 1e-6, the goal the policy set;
+        * ``valid_threshold``: share of all of it with M_now(x_cf) >= th − 1e-9, th the
+          threshold of its issue tick (one scale for every policy: robust policies set the
+          goal to x_cf's own score, generators aim at th and overshoot). The tolerance is
+          :data:`abm.metrics.CLEAR_TOL`: advice placed exactly at th scores up to ~1e-15
+          below it under the very model that issued it;
+        * ``valid_threshold_refit``, ``score_drop``: advice from an older model only,
+          M_now(x_cf) >= th (no tolerance: robust-recourse §5's figure) and the mean of
+          M_issue(x_cf) − M_now(x_cf).
+        """
         every = self.config.retrain_every
         shift = (math.nan,) * 3
-        moved = dict.fromkeys(SHIFT_COLUMNS, math.nan)
+        moved = dict.fromkeys(self._shift_columns, math.nan)
         if t >= 1 and t % every == 0:
             old = self.scorer
             X, y = self._refit(t // every, streams, others.find("outcomes"))
             shift = _shift_norms(old, self.scorer)
             if self.config.shift_points:
-                moved = self._shifts(old, X, y, streams.get("shift"))
+                moved = self._shifts(old, X, y, streams)
         out: dict[str, float] = {"model_version": self.version}
         adv = waiting.advised
         goals = waiting.goal[adv]
@@ -65,23 +97,24 @@ class Retraining(Mechanism):
         out["n_outstanding"] = int(goals.shape[0])
         out["validity"] = metrics_ext.validity(cf_now, goals, VALID_TOL)
         out["shift_l1"], out["shift_l2"], out["shift_linf"] = shift
-        # robust-recourse §5: advice issued under an older model than the one in force
-        if len(waiting):
+        if len(waiting):  # an empty population carries no mechanism columns
             older = waiting.data["issued_version"][adv] < self.version
+            th = waiting.data["issued_threshold"][adv]
         else:
             older = np.zeros(0, dtype=bool)
+            th = np.zeros(0)
+        out["valid_threshold"] = metrics_ext.validity(cf_now, th, metrics.CLEAR_TOL)
+        # robust-recourse §5: advice issued under an older model than the one in force
         cf_old = cf_now[older]
         out["valid_retrained"] = metrics_ext.validity(cf_old, goals[older], VALID_TOL)
-        if self.config.shift_points:
-            out.update(moved)
+        out.update(moved)
         n_old = cf_old.shape[0]
         if n_old:
-            th = waiting.data["issued_threshold"][adv][older]
             drop = waiting.data["issued_score"][adv][older] - cf_old
-            out["valid_threshold"] = np.count_nonzero(cf_old >= th) / n_old
+            out["valid_threshold_refit"] = np.count_nonzero(cf_old >= th[older]) / n_old
             out["score_drop"] = float(np.add.reduce(drop) / n_old)
         else:
-            out["valid_threshold"] = out["score_drop"] = math.nan
+            out["valid_threshold_refit"] = out["score_drop"] = math.nan
         return RetrainingTick(out)
 
     def _refit(self, r: int, streams: Any, outcomes: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -110,7 +143,7 @@ class Retraining(Mechanism):
         self.version += 1
         return X[first:], y[first:]
 
-    def _shifts(self, old: DecisionModel, X: np.ndarray, y: np.ndarray, rng) -> dict:
+    def _shifts(self, old: DecisionModel, X: np.ndarray, y: np.ndarray, streams: Any) -> dict:
         """The shifts of one refit (Altmeyer et al. 2023, §4), each an unbiased MMD²
         (:func:`abm.metrics_ext.mmd2`) with a bandwidth fixed for the episode:
 
@@ -124,8 +157,21 @@ class Retraining(Mechanism):
         * ``disagreement``: the share of that sample whose predicted class (score >= 1/2)
           the refit changed.
 
-        Samples over ``shift_points`` rows are subsampled from ``rng`` (stream ``shift``).
+        Samples over ``shift_points`` rows are subsampled from stream ``shift``.
+
+        While ``shift_permutations`` (B) > 0, ``domain_p`` and ``model_p`` are the shifts'
+        permutation p-values (:func:`abm.metrics_ext.mmd2_test`), as
+        AlgorithmicRecourseDynamics.jl reports them but counting the observed labelling,
+        p = (1 + #{permuted MMD² >= observed}) / (1 + B): the domain's two samples pooled
+        and split at random; the model's paired scores swapped between the old and the new
+        model row by row (a unit's two scores are exchangeable when the refit changed
+        nothing, scores of different rows are not). Each test runs on at most
+        :data:`SHIFT_PERM_POINTS` rows of each sample (all of them while ``shift_points``
+        is no more), with the shift's bandwidth; its subsamples and permutations come from
+        stream ``shift_perm``, so B changes no other draw. ``domain_p`` is NaN where
+        ``domain_mmd`` is.
         """
+        rng = streams.get("shift")
         ref = self._reference
         if ref is None:  # the first refit: the previous model is the first one
             ref = self._reference = ShiftReference.draw(self.world, self.config.shift_points, rng)
@@ -144,11 +190,20 @@ class Retraining(Mechanism):
                                           paired=True)  # fmt: skip
         model = self._k_scores + k_new - 2.0 * between
         self._k_scores = k_new  # the next refit's "old" term
-        return {
+        out = {
             "domain_mmd": domain,
             "model_mmd": model,
             "disagreement": metrics_ext.disagreement(s_old, s_new),
         }
+        B = self.config.shift_permutations
+        if B:
+            perm, cap = streams.get("shift_perm"), SHIFT_PERM_POINTS
+            domain_test = metrics_ext.mmd2_test(ref.positive, pos, perm, B, ref.gamma_positive, cap)
+            model_test = metrics_ext.mmd2_test(
+                s_old, s_new, perm, B, ref.gamma_scores, cap, paired=True
+            )
+            out["domain_p"], out["model_p"] = domain_test[1], model_test[1]
+        return out
 
     def on_selected(self, state: RetrainingTick, d: Decision, pool, streams, record) -> None:
         if record:  # the advice reapplicants carry, scored by the model that now decides
@@ -171,7 +226,9 @@ class Retraining(Mechanism):
 
     @classmethod
     def tick_columns(cls, config) -> tuple[str, ...]:
-        return COLUMNS + (SHIFT_COLUMNS if config.shift_points else ())
+        if not config.shift_points:
+            return COLUMNS
+        return COLUMNS + SHIFT_COLUMNS + (SHIFT_P_COLUMNS if config.shift_permutations else ())
 
     def row(self, state: RetrainingTick, d: Decision, advice: Advice, outcome: Outcome,
             row: dict, view: RecordView) -> None:  # fmt: skip

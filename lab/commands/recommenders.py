@@ -61,25 +61,50 @@ def _evaluation_table(scenario: str, results: list[dict[str, Any]]) -> Table:
     return table
 
 
-def _interval(cell: dict[str, float]) -> str:
+def _interval(cell: dict[str, Any]) -> str:
+    """mean [95 % interval] (n worlds) of a card or difference cell."""
     if cell["mean"] != cell["mean"]:
         return "–"
+    n = cell.get("worlds")
+    worlds = "" if n is None else f" ({n} world{'' if n == 1 else 's'})"
     if cell["lo"] == cell["hi"]:
-        return f"{cell['mean']:.3g}"
-    return f"{cell['mean']:.3g} [{cell['lo']:.3g}, {cell['hi']:.3g}]"
+        return f"{cell['mean']:.3g}{worlds}"
+    return f"{cell['mean']:.3g} [{cell['lo']:.3g}, {cell['hi']:.3g}]{worlds}"
+
+
+def _p(value: float | None) -> str:
+    return "–" if value is None or value != value else f"{value:.2g}"
+
+
+CORRECTIONS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
+
+
+def _difference(d: dict[str, Any]) -> str:
+    """A paired difference: its interval, then the verdict (bold where it survives), then
+    the corrected p-value and TOST p-value with the bound; "–" where it is undefined."""
+    if d["mean"] != d["mean"]:
+        return "–"
+    said = d["verdict"] if d["verdict"].startswith("inconclusive") else f"[bold]{d['verdict']}[/]"
+    tost = "" if d["bound"] is None else f", TOST p {_p(d['tost_p_adj'])} (±{d['bound']:g})"
+    return f"{_interval(d)}\n{said}\np {_p(d['p_adj'])}{tost}"
 
 
 def card_tables(results: list[dict[str, Any]]) -> list[Table]:
-    """The outcome card of each policy (a column each: mean [95 % interval]), then the
-    paired differences to the baseline policy, where it was evaluated too."""
+    """The outcome card of each policy (a column each: mean [95 % interval] and the worlds
+    it rests on), then the paired differences to the baseline policy, where it was
+    evaluated too (:func:`_difference`)."""
     from abm.card import FIGURES
+    from lab.study.stats import MIN_WORLDS_FOR_VERDICT
 
     worlds = results[0]["worlds"]
     where = f"{len(worlds)} worlds" if len(worlds) > 1 else f"one world (world_seed {worlds[0]})"
     reasons = results[0]["card_reasons"]
     shown = [f for f in FIGURES if f.name not in reasons]
     tables = []
-    card = Table(title=f"outcome card · {where} · mean [95 % interval]", header_style="bold")
+    card = Table(
+        title=f"outcome card · {where} · mean [95 % interval] (worlds with the figure defined)",
+        header_style="bold",
+    )
     card.add_column("figure")
     for r in results:
         card.add_column(r["policy"], justify="right")
@@ -88,18 +113,26 @@ def card_tables(results: list[dict[str, Any]]) -> list[Table]:
     tables.append(card)
     paired = [r for r in results if "vs_baseline" in r]
     if paired:
-        base = paired[0]["vs_baseline"]["policy"]
-        diff = Table(title=f"difference from {base} on the same worlds and episodes",
+        vs = paired[0]["vs_baseline"]
+        base, how = vs["policy"], CORRECTIONS.get(vs.get("correction"), vs.get("correction"))
+        diff = Table(title=f"difference from {base} on the same worlds and episodes: mean "
+                     f"[95 % interval] (worlds), verdict, p and TOST p ({how})",
                      header_style="bold")  # fmt: skip
         diff.add_column("figure")
         for r in paired:
             diff.add_column(f"{r['policy']} - {base}", justify="right")
         for f in shown:
-            diff.add_row(f.label, *(_interval(r["vs_baseline"]["card"][f.name]) for r in paired))
+            diff.add_row(f.label, *(_difference(r["vs_baseline"]["card"][f.name]) for r in paired))
+        diff.caption = (
+            f"p-values corrected together ({how}) over the {vs['family']} differences with at "
+            f"least {MIN_WORLDS_FOR_VERDICT} worlds; level: TOST within ±bound survives (0.02 "
+            f"for RR, RF and shares); no verdict below {MIN_WORLDS_FOR_VERDICT} worlds"
+        )
         tables.append(diff)
     if reasons:
         off = ", ".join(sorted({why.removeprefix("needs ") for why in reasons.values()}))
-        tables[-1].caption = f"not shown: the figures of mechanisms off here ({off})"
+        note = f"not shown: the figures of mechanisms off here ({off})"
+        tables[-1].caption = f"{tables[-1].caption}; {note}" if tables[-1].caption else note
     return tables
 
 
@@ -136,7 +169,7 @@ def evaluate(
 ) -> None:
     """Mean ± std of RR, RF, Gini and cost over paired episodes, per policy, and the outcome
     card with 95 % intervals (worlds as a random effect) and paired differences to the
-    baseline (with --out: evaluation.json and evaluation.png)."""
+    baseline with Holm-corrected verdicts (with --out: evaluation.json and evaluation.png)."""
     from lab.evaluation import evaluate_many, plot_evaluation
 
     seed, episodes = episode_seeds(seed, episodes, seeds)

@@ -344,7 +344,14 @@ def pareto(
     episodes: Annotated[
         int, typer.Option(help="evaluation episodes per point (paired seeds)")
     ] = 10,
-    seed: Annotated[int, typer.Option(help="training seed")] = 0,
+    seed: Annotated[
+        int,
+        typer.Option(
+            help="training seed of what this run trains (φ, and μ in the plain predictor "
+            "directories); μ trained with other seeds S, in PREDICTOR-seedS directories beside "
+            "those, are found and evaluated too (rl, hybrid-exact-linear: a front per seed)"
+        ),
+    ] = 0,
     workers: Annotated[int, typer.Option(help="parallel evaluation processes")] = 1,
     threads: Annotated[int, typer.Option(min=1, max=256, help="torch CPU threads")] = 1,
     hybrid_predictors: Annotated[
@@ -382,7 +389,8 @@ def pareto(
     report_only: Annotated[
         bool,
         typer.Option(
-            help="train and evaluate nothing: rebuild tables and plot from points.csv as it stands"
+            help="train and evaluate nothing: rebuild tables and plot from the evaluations as "
+            "they stand, naming the points not yet evaluated (e.g. of other training seeds)"
         ),
     ] = False,
     reevaluate: Annotated[
@@ -511,8 +519,9 @@ def five_families(
     report_only: ReportOnlyOpt = False,
 ) -> None:
     """The five families in one set of worlds: each family's strongest policies in the
-    combined world and every single-mechanism preset, 10 worlds x 5 episodes (about 2
-    CPU-hours; resumable), then report.html and leaderboard.csv."""
+    combined world and every single-mechanism preset, with the constant-margin fronts they
+    are judged against, 20 worlds x 2 episodes (about 4 CPU-hours; resumable), then
+    report.html, leaderboard.csv and fronts.csv."""
     from lab.experiments import five_families as ff
 
     _run_experiment(ff, output_dir(out), quick, workers, report_only, "leaderboard")

@@ -20,9 +20,17 @@ This experiment, at the setting of Table 3 (T = 1, β = 0.05):
   privileged lookahead front, ``rl`` and ``hybrid-exact-linear`` with the new μ, and as a
   control ``rl`` with the stationary μ of Table 3 (trained in the paper's world, blind
   to k);
-* reads every front at RR 0.95 world by world and reports the paired differences with
-  intervals that resample worlds, then episodes within them (one draw of episodes for
-  every point of a world: common random numbers).
+* reads every front at RR 0.95 world by world (:func:`summarise`): its level, each
+  method's distances to the constant-margin front (its own recommender's, and the front
+  of every constant margin; :mod:`lab.study.front`) and the paired differences between
+  the other fronts, with worlds as the unit (:mod:`lab.study.stats`) and verdicts
+  corrected together by Holm (:func:`add_verdicts`).
+
+μ is trained in world 0 with one training seed; the report says so beside every figure
+of a learned goal. Predictors trained again with other seeds (``train(seeds=...)``:
+directories suffixed ``-seed1``, ``-seed2``, ...) are found and evaluated too, and then
+the training seed is a random effect like the world: one value per (training seed,
+world), see :func:`summarise`.
 
 Writes under ``out``: ``predictors/`` (the artefacts, shipped), ``store/`` (the episodes,
 resumable), ``table.csv``, ``points.csv``, ``phases.csv`` (RR and RF before, during and
@@ -32,7 +40,9 @@ after the recession for a few points), ``fronts.png``, ``ticks.png`` and ``summa
 from __future__ import annotations
 
 import concurrent.futures as cf
+import itertools
 import json
+import math
 import multiprocessing
 from collections.abc import Callable
 from pathlib import Path
@@ -50,6 +60,16 @@ from lab.experiments.pareto import (
     read_front,
 )
 from lab.study import Study, collect, load_runs_of
+from lab.study.front import FRONT_BOUND, FRONT_FIGURES, front_distances
+from lab.study.stats import (
+    BOUNDS,
+    MIN_WORLDS_FOR_VERDICT,
+    adjust,
+    difference_p,
+    tost_p,
+    verdict,
+    world_interval,
+)
 
 SCENARIO = "recession"
 OVERRIDES = {"validity": 1, "beta": 0.05}  # Table 3's T1-b005 setting
@@ -81,37 +101,63 @@ PLANS = {
 }  # fmt: skip
 
 
-def predictor_dir(out: Path, family: str, alpha: float, tau: float, steps: int = STEPS) -> Path:
-    """Where the (family, α, τ) predictor lives; ``-sN`` when trained for N ≠ 7,000 ticks."""
-    suffix = "" if steps == STEPS else f"-s{steps}"
+def predictor_dir(
+    out: Path, family: str, alpha: float, tau: float, steps: int = STEPS, seed: int = 0
+) -> Path:
+    """Where the (family, α, τ) predictor lives; ``-sN`` when trained for N ≠ 7,000 ticks,
+    ``-seedS`` when trained with training seed S ≠ 0."""
+    suffix = ("" if steps == STEPS else f"-s{steps}") + (f"-seed{seed}" if seed else "")
     return Path(out) / "predictors" / f"{family}-a{alpha:g}-t{tau:g}{suffix}"
 
 
-def _train_one(job: tuple[str, str, float, float, int]) -> tuple[str, float]:
+def training_seeds(
+    out: Path, family: str, alpha: float, tau: float, steps: int = STEPS
+) -> list[int]:
+    """The training seeds of a (family, α, τ) predictor: 0 (the plain directory) and each S
+    of a trained ``-seedS`` directory beside it."""
+    base = predictor_dir(Path(out), family, alpha, tau, steps)
+    found = []
+    for d in base.parent.glob(f"{base.name}-seed*"):
+        seed = d.name.removeprefix(f"{base.name}-seed")
+        if seed.isdigit() and int(seed) > 0 and (d / "manifest.json").is_file():
+            found.append(int(seed))
+    return [0, *sorted(found)]
+
+
+def _train_one(job: tuple[str, str, float, float, int, int]) -> tuple[str, float]:
     from abm.mlp import torch_threads
     from lab.experiments.rl_training import train_predictor
 
-    directory, family, alpha, tau, steps = job
+    directory, family, alpha, tau, steps, seed = job
     with torch_threads(1):
         m = train_predictor(directory, SCENARIO, alpha=alpha, tau=tau, recommender=FAMILIES[family],
-                            seed=0, steps=steps, capacity_obs=True, resume=True,
+                            seed=seed, steps=steps, capacity_obs=True, resume=True,
                             world_seed=TRAIN_WORLD, **OVERRIDES)  # fmt: skip
     return directory, float(m["cpu_seconds"])
 
 
-def train(out: str | Path, *, workers: int = 2, quick: bool = False, families=tuple(FAMILIES),
-          log: Callable[[str], None] = print) -> list[Path]:  # fmt: skip
-    """Train every (family, α, τ) predictor not yet under ``out``/predictors; their dirs."""
+def train(
+    out: str | Path,
+    *,
+    workers: int = 2,
+    quick: bool = False,
+    families=tuple(FAMILIES),
+    seeds: tuple[int, ...] = (0,),
+    log: Callable[[str], None] = print,
+) -> list[Path]:
+    """Train every (family, α, τ) predictor not yet under ``out``/predictors, once per
+    training seed of ``seeds`` (the shipped ones: seed 0 only); their dirs."""
     plan = PLANS[quick]
     wanted = [(f, a, t, plan["steps"]) for f in families for a, t in plan["grid"]]
     if "rl" in families:
         wanted += [("rl", a, t, LONG_STEPS) for a, t in plan["long"]]
     jobs, dirs = [], []
-    for family, alpha, tau, steps in wanted:
-        d = predictor_dir(Path(out), family, alpha, tau, steps)
+    for (family, alpha, tau, steps), seed in itertools.product(wanted, seeds):
+        d = predictor_dir(Path(out), family, alpha, tau, steps, seed)
         dirs.append(d)
         if not (d / "manifest.json").is_file():
-            jobs.append((str(d), family, alpha, tau, steps))
+            jobs.append((str(d), family, alpha, tau, steps, seed))
+    jobs.sort(key=lambda job: -job[4])  # the longest first: they set the wall time
     log(f"training {len(jobs)} predictor(s) of {len(dirs)} ({workers} at a time)")
     ctx = multiprocessing.get_context("spawn")
     with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
@@ -122,11 +168,12 @@ def train(out: str | Path, *, workers: int = 2, quick: bool = False, families=tu
 
 # -- evaluation ---------------------------------------------------------------------------
 
-POINT_KEYS = ("method", "family", "alpha", "tau", "margin", "policy")
+POINT_KEYS = ("method", "family", "alpha", "tau", "margin", "training_seed", "policy")
 
 
 def points(out: str | Path, quick: bool = False) -> list[dict[str, Any]]:
-    """Every point to evaluate: method, family, alpha, tau, margin, policy (a registry spec)."""
+    """Every point to evaluate: method, family, alpha, tau, margin, training_seed (of a μ
+    trained here, :func:`training_seeds`; None for the others), policy (a registry spec)."""
     out, plan = Path(out), PLANS[quick]
     rows: list[dict[str, Any]] = [_point("threshold", "baseline", policy="threshold")]
     for key, rec in MARGIN_RECS.items():
@@ -138,23 +185,40 @@ def points(out: str | Path, quick: bool = False) -> list[dict[str, Any]]:
     for a, t in plan["grid"]:
         rows.append(_point("lookahead-true", "lookahead", a, t, policy=f"lookahead:alpha={a:g},"
                            f"tau={t:g},{ORACLE_GRID}+exact-linear:weights=true"))  # fmt: skip
-        rows.append(_point("rl", "rl", a, t, policy=f"rl:path={predictor_dir(out, 'rl', a, t, plan['steps'])},"
-                           "allow_mismatch=true"))  # fmt: skip
-        rows.append(_point("hybrid-exact-linear", "hybrid", a, t, policy="hybrid-exact-linear:path="
-                           f"{predictor_dir(out, 'hybrid', a, t, plan['steps'])},allow_mismatch=true"))  # fmt: skip
+        for seed in training_seeds(out, "rl", a, t, plan["steps"]):
+            policy = _mu_policy("rl", predictor_dir(out, "rl", a, t, plan["steps"], seed))
+            rows.append(_point("rl", "rl", a, t, seed=seed, policy=policy))
+        for seed in training_seeds(out, "hybrid", a, t, plan["steps"]):
+            pdir = predictor_dir(out, "hybrid", a, t, plan["steps"], seed)
+            policy = _mu_policy("hybrid-exact-linear", pdir)
+            rows.append(_point("hybrid-exact-linear", "hybrid", a, t, seed=seed, policy=policy))
         stationary = SHIPPED / "predictors" / f"rl-a{a:g}-t{t:g}"
         rows.append(_point("rl-stationary", "rl", a, t,
                            policy=f"rl:path={stationary},allow_mismatch=true"))  # fmt: skip
     for a, t in plan["long"]:
-        rows.append(_point("rl-long", "rl", a, t, policy=f"rl:path="
-                           f"{predictor_dir(out, 'rl', a, t, LONG_STEPS)},allow_mismatch=true"))  # fmt: skip
+        for seed in training_seeds(out, "rl", a, t, LONG_STEPS):
+            policy = _mu_policy("rl", predictor_dir(out, "rl", a, t, LONG_STEPS, seed))
+            rows.append(_point("rl-long", "rl", a, t, seed=seed, policy=policy))
     return rows
 
 
-def _point(method: str, family: str, alpha: float | None = None, tau: float | None = None, *,
-           margin: float | None = None, policy: str) -> dict[str, Any]:  # fmt: skip
-    return {"method": method, "family": family, "alpha": alpha, "tau": tau, "margin": margin,
-            "policy": policy}  # fmt: skip
+def _mu_policy(name: str, pdir: Path) -> str:
+    """Policy ``name`` with the μ in ``pdir``, outside the world it was trained in."""
+    return f"{name}:path={pdir},allow_mismatch=true"
+
+
+def _point(
+    method: str,
+    family: str,
+    alpha: float | None = None,
+    tau: float | None = None,
+    *,
+    margin: float | None = None,
+    seed: int | None = None,
+    policy: str,
+) -> dict[str, Any]:
+    keys = ("method", "family", "alpha", "tau", "margin", "training_seed", "policy")
+    return dict(zip(keys, (method, family, alpha, tau, margin, seed, policy), strict=True))
 
 
 def evaluation_study(out: str | Path, quick: bool = False,
@@ -190,101 +254,240 @@ def _checked(runs: pd.DataFrame) -> pd.DataFrame:
 FRONT_METHODS = tuple(f"margin-{k}" for k in MARGIN_RECS) + tuple(f"trend-{k}" for k in TREND_RECS) + (
     "lookahead-true", "rl", "hybrid-exact-linear", "rl-stationary", "rl-long")  # fmt: skip
 CONSTANT = tuple(f"margin-{k}" for k in MARGIN_RECS)
-# (method, baseline) pairs of the paired differences; "best-margin" is the constant-margin
-# front with the highest mean RF at RR 0.95 over the worlds (chosen once, on all episodes:
-# choosing it again in every resample would favour the baseline by the noise of a maximum)
-PAIRS = (("rl", "margin-phi"), ("rl", "trend-phi"), ("rl", "best-margin"), ("rl", "rl-stationary"),
-         ("hybrid-exact-linear", "margin-exact-linear"), ("hybrid-exact-linear", "trend-exact-linear"),
-         ("hybrid-exact-linear", "best-margin"), ("trend-phi", "margin-phi"),
-         ("trend-exact-linear", "margin-exact-linear"), ("trend-phi", "best-margin"),
-         ("lookahead-true", "margin-true"), ("lookahead-true", "best-margin"),
-         ("rl-long", "margin-phi"), ("rl-long", "trend-phi"), ("rl-long", "best-margin"),
-         ("rl-long", "rl-stationary"), ("rl-long", "rl"))  # fmt: skip
-RESAMPLES = 1000
+# the front of every constant-margin point, of any recommender: the best a constant goal
+# does in each world (where issue 39 once took the one front with the best mean)
+EVERY_MARGIN = "margin-every"
+# method -> the constant-margin front of its own recommender
+OWN_FRONT = {
+    "rl": "margin-phi",
+    "hybrid-exact-linear": "margin-exact-linear",
+    "trend-phi": "margin-phi",
+    "trend-exact-linear": "margin-exact-linear",
+    "lookahead-true": "margin-true",
+    "rl-stationary": "margin-phi",
+    "rl-long": "margin-phi",
+}
+# paired differences in RF at RR 0.95 between fronts that are not constant margins (the
+# baseline read at the RR the method reached); a margin is only compared as a front
+PAIRS = (
+    ("rl", "trend-phi"),
+    ("rl", "rl-stationary"),
+    ("hybrid-exact-linear", "trend-exact-linear"),
+    ("rl-long", "trend-phi"),
+    ("rl-long", "rl-stationary"),
+    ("rl-long", "rl"),
+)
+# the methods whose μ is trained here, in world TRAIN_WORLD (training seeds: training_seeds)
+LEARNED = ("rl", "hybrid-exact-linear", "rl-long")
+# the report's family (every front distance and paired difference) is corrected by Holm
+CORRECTION = "holm"
+# "level" and "matches": within ±0.02 of RF (and of RR at equal RF)
+BOUND = BOUNDS["rf"]
+TABLE_COLUMNS = tuple(
+    """name kind figure against mean lo hi worlds units training_seeds episodes world0
+    positive_in rr_at p tost_p bound p_adj tost_p_adj verdict outside_below outside_above
+    undefined trained per_world""".split()
+)
+_FRONT_WORDS = {"better": "beats", "worse": "trails", "level": "matches"}
 
 
-def arrays(runs: pd.DataFrame, pts: list[dict], worlds: list[int]) -> dict[str, tuple]:
-    """method -> (RR, RF), each (worlds, points, episodes), episodes in seed order."""
+def arrays(runs: pd.DataFrame, pts: list[dict], worlds: list[int]) -> dict[str, dict]:
+    """method -> training seed (None where no μ is trained here) -> (RR, RF), each
+    (worlds, points, episodes), episodes in seed order."""
     rr, rf = episode_arrays(runs, worlds, [p["policy"] for p in pts])
-    out = {}
-    for m in dict.fromkeys(p["method"] for p in pts):
-        mine = [i for i, p in enumerate(pts) if p["method"] == m]
-        out[m] = rr[:, mine], rf[:, mine]
+    where: dict[str, dict[Any, list[int]]] = {}
+    for i, p in enumerate(pts):
+        where.setdefault(p["method"], {}).setdefault(p.get("training_seed"), []).append(i)
+    return {m: {s: (rr[:, i], rf[:, i]) for s, i in seeds.items()} for m, seeds in where.items()}
+
+
+def read_worlds(rr: np.ndarray, rf: np.ndarray) -> np.ndarray:
+    """(W, P, E) RR and RF of a front's points -> (W, 2): each world's front read off at
+    RR 0.95 (:func:`read_front`): its RF and the RR it was read at."""
+    return np.array([read_front(rr[w], rf[w]) for w in range(rr.shape[0])]).reshape(-1, 2)
+
+
+def seed_pairs(a: list, b: list) -> list[tuple]:
+    """The (training seed of a, of b) a contrast runs over: every seed of the one with
+    several against the other's only one, matching seeds where both have several."""
+    if len(a) == 1:
+        return [(a[0], s) for s in b]
+    if len(b) == 1:
+        return [(s, b[0]) for s in a]
+    return [(s, s) for s in a if s in b]
+
+
+def trained(*methods: str, seeds: int = 1) -> str:
+    """Where the μ of ``methods`` was trained, with how many training seeds ("" for none)."""
+    notes = []
+    for m in methods:
+        if m in LEARNED:
+            many = f"{seeds} training seeds (a random effect)" if seeds > 1 else "one training seed"
+            notes.append(f"μ trained in world {TRAIN_WORLD}, {many}")
+        elif m == "rl-stationary":
+            notes.append("Table 3's μ, trained in the paper's world 0, one training seed")
+    return "; ".join(dict.fromkeys(notes))
+
+
+def _units(values: list[np.ndarray], bound: float = math.nan) -> dict[str, Any]:
+    """The interval of one value per (training seed, world), ``values`` a (W,) array per
+    training seed: these units are what :func:`lab.study.stats.world_interval` treats as
+    worlds; ``worlds`` counts the distinct worlds with a defined value (no verdict below
+    10 of them, whatever the seeds). The cells of one world share its draw, so with several
+    seeds treating them alike is a first approximation to crossed world and seed effects.
+    With ``bound``, the uncorrected t-test of 0 and TOST."""
+    d = np.concatenate(values)
+    world = np.tile(np.arange(values[0].size), len(values))
+    zero = d[world == 0]
+    mean, lo, hi, n = world_interval(d[:, None])
+    per = [[round(float(x), 4) for x in v] for v in values]
+    out = {
+        "mean": mean,
+        "lo": lo,
+        "hi": hi,
+        "units": n,
+        "training_seeds": len(values),
+        "worlds": int(np.unique(world[np.isfinite(d)]).size),
+        "world0": float(np.nanmean(zero)) if np.isfinite(zero).any() else math.nan,
+        "per_world": json.dumps(per[0] if len(per) == 1 else per),
+    }
+    if bound == bound:
+        out.update(p=difference_p(d[:, None]), tost_p=tost_p(d[:, None], bound=bound), bound=bound)
+        out["positive_in"] = int(np.sum(d > 0))
     return out
 
 
-def _world_figures(fronts: dict[str, tuple], w: int, e: np.ndarray,
-                   best: str = "margin-phi") -> dict[str, Any]:  # fmt: skip
-    """For world ``w`` and its episodes ``e``: each front's (RF, RR) at RR 0.95 and each
-    pair's difference (the baseline read at the RR the method reached, as Table 3 does);
-    ``best`` is the constant-margin front that "best-margin" stands for."""
-    read = {m: read_front(rr[w][:, e], rf[w][:, e]) for m, (rr, rf) in fronts.items()}
-    diffs = {}
-    for a, b in PAIRS:
-        base = best if b == "best-margin" else b
-        if a not in fronts or base not in fronts:  # e.g. the quick plan has no rl-long
-            continue
-        value, at = read[a]
-        rr, rf = fronts[base]
-        diffs[f"{a} - {b}"] = value - read_front(rr[w][:, e], rf[w][:, e], at)[0]
-    return {"read": read, "diffs": diffs}
+def summarise(runs: pd.DataFrame, pts: list[dict]) -> pd.DataFrame:
+    """The comparison, world by world, each front read off at RR 0.95 (Table 3's rule: on
+    the front, or at its point nearest 0.95 when it stops short); rows of
+    :data:`TABLE_COLUMNS`, by ``kind``:
 
+    * ``rf_at_rr095``: each front's RF (and ``rr_at``, the RR read at); ``threshold``: the
+      threshold policy's RR and RF;
+    * ``front``: each method's read point against the constant-margin front of its own
+      recommender (:data:`OWN_FRONT`) and against the front of every constant margin
+      (:data:`EVERY_MARGIN`): RF at equal RR and RR at equal RF
+      (:func:`lab.study.front.front_distances`; worlds where the point lies outside the
+      range the front spans are counted, not extrapolated);
+    * ``difference``: the paired differences of :data:`PAIRS` in RF at RR 0.95, the
+      baseline read at the RR the method reached.
 
-def best_constant(fronts: dict[str, tuple], n_worlds: int, n_episodes: int) -> str:
-    """The constant-margin front with the highest mean RF at RR 0.95 over the worlds."""
-    every = np.arange(n_episodes)
-    means = {c: np.nanmean([read_front(fronts[c][0][w][:, every], fronts[c][1][w][:, every])[0]
-                            for w in range(n_worlds)]) for c in CONSTANT}  # fmt: skip
-    return max(means, key=lambda c: means[c])
-
-
-def summarise(runs: pd.DataFrame, pts: list[dict], resamples: int = RESAMPLES,
-              seed: int = 0) -> pd.DataFrame:  # fmt: skip
-    """One row per front (RF at RR 0.95), per threshold figure and per pair (difference):
-    mean over worlds, 95 % interval (worlds resampled, then episodes within each), world 0's
-    value (where μ was trained), the worlds where a difference is > 0, each world's value."""
+    Worlds are the unit (:mod:`lab.study.stats`): the interval is over each world's value,
+    ``world0`` is world 0's (where μ was trained). A μ trained with several training seeds
+    gives one value per (training seed, world), and the interval is over those
+    (:func:`_units`): the training seed is a random effect too. The verdicts of the
+    ``front`` and ``difference`` rows are corrected together (:func:`add_verdicts`)."""
     worlds = sorted(int(w) for w in runs["world_seed"].unique())
     data = arrays(runs, pts, worlds)
-    fronts = {m: data[m] for m in FRONT_METHODS if m in data}
-    n_w, n_e = len(worlds), data["threshold"][0].shape[2]
-    every = np.arange(n_e)
-    best = best_constant(fronts, n_w, n_e)
-    per = [_world_figures(fronts, w, every, best) for w in range(n_w)]
-    rng = np.random.default_rng(seed)
-    boot: dict[str, list[float]] = {}
-    for _ in range(resamples):
-        ws = rng.integers(0, n_w, n_w)
-        es = rng.integers(0, n_e, (n_w, n_e))
-        figs = [_world_figures(fronts, w, e, best) for w, e in zip(ws, es, strict=True)]
-        for m in fronts:
-            boot.setdefault(m, []).append(np.nanmean([f["read"][m][0] for f in figs]))
-        for key in figs[0]["diffs"]:
-            boot.setdefault(key, []).append(np.nanmean([f["diffs"][key] for f in figs]))
-        rr, rf = data["threshold"]
-        for fig, v in (("threshold rr", rr), ("threshold rf", rf)):
-            boot.setdefault(fig, []).append(np.nanmean([np.nanmean(v[w, 0, e])
-                                                        for w, e in zip(ws, es, strict=True)]))  # fmt: skip
+    n_e = data["threshold"][None][0].shape[2]
+    constant = [data[c][None] for c in CONSTANT if c in data]
+    data[EVERY_MARGIN] = {
+        None: tuple(np.concatenate(x, axis=1) for x in zip(*constant, strict=True))
+    }
+    reads = {
+        m: {s: read_worlds(*v) for s, v in data[m].items()} for m in FRONT_METHODS if m in data
+    }
     rows = []
 
-    def row(name: str, kind: str, vals: list[float], rr_at: list[float] | None = None) -> None:
-        lo, hi = np.nanquantile(boot[name], [0.025, 0.975])
-        v = np.asarray(vals, float)
-        rows.append({"name": name, "kind": kind, "mean": float(np.nanmean(v)), "lo": float(lo),
-                     "hi": float(hi), "world0": float(v[0]),
-                     "positive_in": int(np.sum(v > 0)) if kind == "difference" else None,
-                     "rr_at": None if rr_at is None else float(np.nanmean(rr_at)),
-                     "best_constant": best,
-                     "worlds": n_w, "episodes": n_e,
-                     "per_world": json.dumps([round(float(x), 4) for x in v])})  # fmt: skip
+    def row(name: str, kind: str, figure: str, stats: dict, **extra: Any) -> None:
+        rows.append(
+            {"name": name, "kind": kind, "figure": figure, "episodes": n_e, **stats, **extra}
+        )
 
-    for m in fronts:
-        row(m, "rf_at_rr095", [p["read"][m][0] for p in per], [p["read"][m][1] for p in per])
-    rr, rf = data["threshold"]
-    row("threshold rr", "threshold", list(np.nanmean(rr[:, 0], axis=1)))
-    row("threshold rf", "threshold", list(np.nanmean(rf[:, 0], axis=1)))
-    for key in per[0]["diffs"]:
-        row(key, "difference", [p["diffs"][key] for p in per])
-    return pd.DataFrame(rows)
+    for m, by_seed in reads.items():
+        rf = [r[:, 0] for r in by_seed.values()]
+        at = np.concatenate([r[:, 1] for r in by_seed.values()])
+        row(
+            m,
+            "rf_at_rr095",
+            "rf_at_rr095",
+            _units(rf),
+            rr_at=float(np.nanmean(at)),
+            trained=trained(m, seeds=len(rf)),
+        )
+    rr, rf = data["threshold"][None]
+    for fig, v in (("rr", rr), ("rf", rf)):
+        mean, lo, hi, n = world_interval(v[:, 0])
+        per = np.nanmean(v[:, 0], axis=1)
+        row(
+            f"threshold {fig}",
+            "threshold",
+            fig,
+            {
+                "mean": mean,
+                "lo": lo,
+                "hi": hi,
+                "worlds": n,
+                "units": n,
+                "training_seeds": 1,
+                "world0": float(per[0]),
+                "per_world": json.dumps([round(float(x), 4) for x in per]),
+            },
+        )
+    for m, own in OWN_FRONT.items():
+        if m not in reads:
+            continue
+        for front in (own, EVERY_MARGIN):
+            if front not in data:
+                continue
+            grid = data[front][None]
+            dist = [front_distances(r[:, 1:], r[:, :1], *grid) for r in reads[m].values()]
+            for fig in FRONT_FIGURES:
+                note = np.concatenate(
+                    [getattr(d, "rf_note" if fig == "rf_at_equal_rr" else "rr_note") for d in dist]
+                )
+                row(
+                    m,
+                    "front",
+                    fig,
+                    _units([getattr(d, fig) for d in dist], FRONT_BOUND),
+                    against=front,
+                    rr_at=float(np.nanmean(np.concatenate([r[:, 1] for r in reads[m].values()]))),
+                    outside_below=int(np.sum(note == "below")),
+                    outside_above=int(np.sum(note == "above")),
+                    undefined=int(np.sum(note == "undefined")),
+                    trained=trained(m, seeds=len(dist)),
+                )
+    for a, b in PAIRS:
+        if a not in reads or b not in data:
+            continue
+        diffs = []
+        for sa, sb in seed_pairs(list(reads[a]), list(data[b])):
+            value, at = reads[a][sa][:, 0], reads[a][sa][:, 1]
+            base_rr, base_rf = data[b][sb]
+            base = [read_front(base_rr[w], base_rf[w], at[w])[0] for w in range(len(worlds))]
+            diffs.append(value - np.array(base))
+        seeds = max(len(reads[a]), len(data[b]))
+        row(
+            f"{a} - {b}",
+            "difference",
+            "rf_at_rr095",
+            _units(diffs, BOUND),
+            against=b,
+            rr_at=float(np.nanmean(np.concatenate([r[:, 1] for r in reads[a].values()]))),
+            trained=trained(a, b, seeds=seeds),
+        )
+    return add_verdicts(pd.DataFrame(rows, columns=TABLE_COLUMNS))
+
+
+def add_verdicts(table: pd.DataFrame, method: str = CORRECTION) -> pd.DataFrame:
+    """``table`` (of :func:`summarise`) with ``p_adj``, ``tost_p_adj`` and ``verdict`` on
+    its ``front`` and ``difference`` rows, the report's family: their difference and TOST
+    p-values are each corrected together by ``method`` (rows with fewer than
+    :data:`lab.study.stats.MIN_WORLDS_FOR_VERDICT` worlds stay out of it and read
+    "inconclusive (n worlds)"). A front row "beats", "trails" or "matches" the front; a
+    difference is "better", "worse" (more RF is better) or "level"."""
+    out = table.copy()
+    tested = out["kind"].isin(["front", "difference"])
+    family = tested & (out["worlds"] >= MIN_WORLDS_FOR_VERDICT)
+    out["p_adj"] = adjust(out["p"].where(family), method)[0]
+    out["tost_p_adj"] = adjust(out["tost_p"].where(family), method)[0]
+    out["verdict"] = ""
+    for i in out.index[tested]:
+        r = out.loc[i]
+        said = verdict(r["mean"], r["p_adj"], r["tost_p_adj"], int(r["worlds"]), True)
+        out.at[i, "verdict"] = _FRONT_WORDS.get(said, said) if r["kind"] == "front" else said
+    return out
 
 
 # -- the report ---------------------------------------------------------------------------
@@ -294,6 +497,7 @@ NAMES = {
     "margin-estimated": "constant margin, exact-linear on estimated d",
     "margin-true": "constant margin, exact-linear on true d",
     "margin-phi": "constant margin, φ",
+    EVERY_MARGIN: "every constant margin (any recommender)",
     "trend-phi": "trend-threshold (adaptive margin), φ",
     "trend-exact-linear": "trend-threshold (adaptive margin), exact-linear",
     "lookahead-true": "lookahead (privileged: simulates the future), true d",
@@ -308,34 +512,124 @@ def _num(x: float, signed: bool = False) -> str:
     return "n/a" if x != x else (f"{x:+.3f}" if signed else f"{x:.3f}")
 
 
+def _on(r: Any) -> str:
+    """What an interval rests on: "5 worlds", or "3 training seeds x 5 worlds"."""
+    worlds = f"{int(r.worlds)} world{'' if int(r.worlds) == 1 else 's'}"
+    seeds = int(r.training_seeds)
+    return worlds if seeds <= 1 else f"{seeds} training seeds x {worlds}, {int(r.units)} values"
+
+
+def _interval(r: Any, signed: bool = False) -> str:
+    """mean [95 % interval] (what it rests on) of a row; no interval on one world."""
+    if r.lo != r.lo:
+        return f"{_num(r.mean, signed)} ({_on(r)})"
+    return f"{_num(r.mean, signed)} [{_num(r.lo, signed)}, {_num(r.hi, signed)}] ({_on(r)})"
+
+
+def _outside(rf: Any, rr: Any) -> str:
+    """Where a method's point has no distance to a front, from its two rows (RF at equal
+    RR: its RR outside the front's range; RR at equal RF: its RF outside it)."""
+    parts = [
+        f"{coord} {side} the front's range in {int(getattr(r, f'outside_{side}'))}"
+        for r, coord in ((rf, "RR"), (rr, "RF"))
+        for side in ("below", "above")
+        if getattr(r, f"outside_{side}")
+    ]
+    if rf.undefined or rr.undefined:
+        parts.append(f"no point in {int(max(rf.undefined, rr.undefined))}")
+    return "; ".join(parts)
+
+
+def _said(r: Any) -> str:
+    """The verdict of a row, in bold where it survives the correction, and its corrected
+    p-values (difference, TOST)."""
+    v = r.verdict if isinstance(r.verdict, str) else ""
+    bold = v if v.startswith("inconclusive") else f"**{v}**"
+    p = "" if r.p_adj != r.p_adj else f" (p {r.p_adj:.2g}, TOST p {r.tost_p_adj:.2g})"
+    return bold + p
+
+
+def _trained(r: Any) -> str:
+    return r.trained if isinstance(r.trained, str) else ""
+
+
 def markdown(table: pd.DataFrame) -> str:
-    """The tables of the docs page and ``summary.md``: the fronts, then the differences."""
-    n_w, n_e = int(table["worlds"].iloc[0]), int(table["episodes"].iloc[0])
-    lines = [f"RF at RR 0.95 of each front, mean over {n_w} worlds x {n_e} paired episodes "
-             "[95 % interval: worlds resampled, then episodes within each]; world 0 (where μ "
-             "was trained) alone; each world's value.", "",
-             "| method | RF at RR 0.95 | RR read at | world 0 | per world |", "|---|---|---|---|---|"]  # fmt: skip
-    for r in table[table["kind"] == "rf_at_rr095"].itertuples():
-        lines.append(f"| {NAMES.get(r.name, r.name)} | {_num(r.mean)} [{_num(r.lo)}, {_num(r.hi)}] "
-                     f"| {_num(r.rr_at)} | {_num(r.world0)} | {r.per_world} |")  # fmt: skip
+    """The tables of the docs page and ``summary.md``: the fronts, their distances to the
+    constant-margin fronts, then the paired differences."""
+    missing = [c for c in TABLE_COLUMNS if c not in table]
+    if missing:
+        raise ValueError(
+            f"the table has no {', '.join(missing)}: it was written before the comparison "
+            "took worlds as the unit (issue 48); write it again (recourse-abm reproduce "
+            "capacity-goal, --report-only where the store is at hand)"
+        )
+    levels = table[table["kind"] == "rf_at_rr095"]
+    n_w, n_e = int(levels["worlds"].max()), int(table["episodes"].iloc[0])
+    lines = [
+        f"RF at RR 0.95 of each front, mean over {n_w} worlds x {n_e} paired episodes "
+        "[95 % interval] with the worlds it rests on (worlds as the unit: Hall-corrected t "
+        "on each world's value, lab/study/stats.py); world 0 (where μ was trained) alone; "
+        "each world's value. φ, the recommender of every φ row, was trained in the "
+        "paper's world 0 with one training seed.",
+        "",
+        "| method | RF at RR 0.95 | RR read at | world 0 | μ | per world |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in levels.itertuples():
+        lines.append(
+            f"| {NAMES.get(r.name, r.name)} | {_interval(r)} | {_num(r.rr_at)} "
+            f"| {_num(r.world0)} | {_trained(r)} | {r.per_world} |"
+        )
     for r in table[table["kind"] == "threshold"].itertuples():
-        lines.append(f"| threshold ({r.name.split()[1].upper()}, not a front) | {_num(r.mean)} "
-                     f"[{_num(r.lo)}, {_num(r.hi)}] | | {_num(r.world0)} | {r.per_world} |")  # fmt: skip
-    best = NAMES.get(table["best_constant"].iloc[0], table["best_constant"].iloc[0])
-    lines += ["", "Paired differences in RF at RR 0.95 (the baseline read at the RR the method "
-              "reached); the *best constant margin* is the constant-margin front with the "
-              f"highest mean RF at RR 0.95, here {best}. In bold where the interval excludes 0.",
-              "",
-              "| difference | mean [95 % interval] | worlds > 0 | world 0 | per world |",
-              "|---|---|---|---|---|"]  # fmt: skip
+        lines.append(
+            f"| threshold ({r.figure.upper()}, not a front) | {_interval(r)} | "
+            f"| {_num(r.world0)} | | {r.per_world} |"
+        )
+    tested = table[table["kind"].isin(["front", "difference"])]
+    family = int(tested["p_adj"].notna().sum())
+    lines += [
+        "",
+        f"Verdicts: the {len(tested)} contrasts below (each method's distances to the "
+        "constant-margin fronts and the paired differences) are one family, corrected "
+        f"together by Holm ({family} with at least {MIN_WORLDS_FOR_VERDICT} worlds); "
+        f'"matches" and "level" where TOST within ±{BOUND:g} survives; no verdict below '
+        f"{MIN_WORLDS_FOR_VERDICT} worlds. In bold: the verdicts that survive.",
+        "",
+        "Each method against the constant-margin front of its own recommender and the front "
+        "of every constant margin (any recommender), at the point it was read at (RR 0.95, "
+        "or its point nearest to it): RF at equal RR and RR at equal RF, world by world; "
+        "worlds where the point lies outside the range the front spans are counted, not "
+        "compared.",
+        "",
+        "| method | front | RF at equal RR | verdict | RR at equal RF | verdict "
+        "| outside the front | μ |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    fronts = table[table["kind"] == "front"]
+    for (name, against), pair in fronts.groupby(["name", "against"], sort=False):
+        by = {r.figure: r for r in pair.itertuples()}
+        rf, rr = by["rf_at_equal_rr"], by["rr_at_equal_rf"]
+        outside = _outside(rf, rr)
+        lines.append(
+            f"| {name} | {NAMES.get(against, against)} | {_interval(rf, True)} | "
+            f"{_said(rf)} | {_interval(rr, True)} | {_said(rr)} | {outside} | "
+            f"{_trained(rf)} |"
+        )
+    lines += [
+        "",
+        "Paired differences in RF at RR 0.95 between fronts that are not constant "
+        "margins (the baseline read at the RR the method reached).",
+        "",
+        "| difference | mean [95 % interval] | verdict | > 0 in | world 0 | μ | per world |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in table[table["kind"] == "difference"].itertuples():
         a, b = r.name.split(" - ")
-        label = f"{a} − {'best constant margin' if b == 'best-margin' else b}"
-        cell = f"{_num(r.mean, True)} [{_num(r.lo, True)}, {_num(r.hi, True)}]"
-        if r.lo > 0 or r.hi < 0:
-            cell = f"**{cell}**"
-        lines.append(f"| {label} | {cell} | {int(r.positive_in)} of {n_w} | {_num(r.world0, True)} "
-                     f"| {r.per_world} |")  # fmt: skip
+        lines.append(
+            f"| {a} − {b} | {_interval(r, True)} | {_said(r)} | "
+            f"{int(r.positive_in)} of {int(r.units)} | {_num(r.world0, True)} | "
+            f"{_trained(r)} | {r.per_world} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -360,12 +654,14 @@ STYLES = {"margin": ("tab:grey", "o", ":"), "trend": ("tab:orange", "s", "--"),
 
 
 def plot_fronts(means: pd.DataFrame, pts: list[dict], path: Path) -> None:
-    """RR against RF of every point, one line per method; ``means``: each policy's RR and
-    RF over worlds and episodes (index policy, columns rr, rf)."""
+    """RR against RF of every point, one line per method (a μ of its first training seed);
+    ``means``: each policy's RR and RF over worlds and episodes (index policy, columns rr,
+    rf)."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(7.5, 5.0))
     ax = fig.subplots()
+    pts = [p for p in pts if not p.get("training_seed")]
     for method in dict.fromkeys(p["method"] for p in pts):
         mine = [p for p in pts if p["method"] == method]
         colour, marker, line = STYLES[mine[0]["family"]]
@@ -412,6 +708,8 @@ def tick_points(runs: pd.DataFrame, pts: list[dict], out: Path) -> tuple[dict, p
 
     chosen = {}
     for p in pts:
+        if p.get("training_seed"):  # a μ's first training seed stands for it
+            continue
         label = TICK_POINTS.get((p["method"], p["alpha"], p["margin"]))
         if label is not None:
             chosen[p["policy"]] = label
@@ -471,7 +769,7 @@ def write_report(runs: pd.DataFrame, out: str | Path, quick: bool = False) -> di
     pts = points(out, quick)
     present = set(runs["policy"])
     pts = [p for p in pts if p["policy"] in present]
-    table = summarise(runs, pts, resamples=50 if quick else RESAMPLES)
+    table = summarise(runs, pts)
     table.to_csv(out / "table.csv", index=False)
     means = runs.groupby("policy")[["rr", "rf"]].mean()
     pd.DataFrame([{**{k: p[k] for k in POINT_KEYS}, "rr": means.loc[p["policy"], "rr"],

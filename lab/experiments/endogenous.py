@@ -6,7 +6,9 @@ counterfactuals that led to acceptance enter what it learns from. Every generato
 paired with ``none`` (does it shift the data and the model at all?) and with Wachter's
 generator behind the same last threshold (do ClaPROAR and Gravitational, which add a
 penalty to Wachter's objective, shift them less, and at what price?). Means carry 95 %
-intervals over worlds and episodes, worlds resampled first (a random effect).
+intervals over worlds (:mod:`lab.study.stats`, worlds as the unit); each shift has its
+permutation p-value. The family of the report is every paired difference, corrected
+with Holm; bold marks the survivors, "level" a TOST within the figure's bound.
 
 Writes ``table.csv`` (policy x figure: mean, lo, hi, and the paired differences),
 ``report.html`` and two charts: ``shift-vs-cost.png`` (domain shift against the cost of
@@ -30,17 +32,38 @@ from abm.provenance import RESULTS_SCHEMA, now
 from lab.study import Study, collect, load_runs_of
 from lab.study.analysis import paired_rows, png_bytes, policy_cells
 from lab.study.page import STYLE
+from lab.study.stats import add_verdicts
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = ROOT / "studies" / "endogenous-shift.toml"
 # column key -> policy: every generator is paired with these on the same worlds and seeds
 BASELINES = {"none": "none", "wachter": "threshold-wachter"}
-SHOWN = ("rr", "rf", "cost_recommended", "unreached_share", "domain_shift", "model_shift",
-         "disagreement", "param_shift", "valid_after_refit")  # fmt: skip
+SHOWN = (
+    "rr",
+    "rf",
+    "advice_paid",
+    "cost_recommended",
+    "unreached_share",
+    "domain_shift",
+    "domain_shift_p",
+    "model_shift",
+    "model_shift_p",
+    "disagreement",
+    "param_shift",
+    "valid_outstanding",
+    "valid_after_refit",
+    "own_goal_after_refit",
+)
+#: the report's family of contrasts is corrected with this (lab.study.stats.adjust)
+CORRECTION = "holm"
 LABELS = {f.name: f.label for f in FIGURES}
 RBR = "last-threshold+rbr:num_samples=50,inner_iter=20"
-NAMES = {"threshold": "exact-linear", "threshold-wachter": "Wachter", "none": "none (no advice)",
-         RBR: "rbr (50 samples)"}  # fmt: skip
+NAMES = {
+    "threshold": "exact-linear",
+    "threshold-wachter": "Wachter",
+    "none": "none (no advice)",
+    RBR: "rbr (50 samples)",
+}
 
 
 def name(policy: str) -> str:
@@ -58,9 +81,14 @@ def study(quick: bool = False) -> Study:
     return Study.from_dict(data, source=str(STUDY))
 
 
-def run(out: str | Path, *, quick: bool = False, workers: int = 2,
-        progress: Callable[[int, int], None] | None = None,
-        log: Callable[[str], None] = print) -> dict[str, Any]:  # fmt: skip
+def run(
+    out: str | Path,
+    *,
+    quick: bool = False,
+    workers: int = 2,
+    progress: Callable[[int, int], None] | None = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
     """Run (or resume) the study under ``out``/store and write the report."""
     out = Path(out)
     s = study(quick)
@@ -79,15 +107,17 @@ def read_runs(out: str | Path, quick: bool = False) -> pd.DataFrame:
 def _tidy(runs: pd.DataFrame, s: Study) -> pd.DataFrame:
     failed = runs[runs["status"] != "ok"]
     if len(failed):
-        raise RuntimeError(f"{s.name}: {len(failed)} run(s) failed; first: "
-                           f"{failed['error'].iloc[0]}")  # fmt: skip
+        raise RuntimeError(
+            f"{s.name}: {len(failed)} run(s) failed; first: {failed['error'].iloc[0]}"
+        )
     return runs
 
 
 def table(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per (policy, figure): mean, lo, hi, and ``vs_<key>`` (with ``_lo``, ``_hi``),
-    the paired difference to each of :data:`BASELINES`."""
-    return pd.DataFrame(paired_rows(policy_cells(runs, SHOWN), SHOWN, BASELINES))
+    """One row per (policy, figure): mean, lo, hi, and ``vs_<key>`` (with ``_lo``, ``_hi``,
+    p-values and ``_verdict``), the paired difference to each of :data:`BASELINES`."""
+    rows = paired_rows(policy_cells(runs, SHOWN), SHOWN, BASELINES)
+    return add_verdicts(pd.DataFrame(rows), list(BASELINES), method=CORRECTION)
 
 
 def num(x: float) -> str:
@@ -96,12 +126,20 @@ def num(x: float) -> str:
     return f"{x:.2e}" if x != 0 and abs(x) < 1e-3 else f"{x:.3f}"
 
 
-def ci(mean: float, lo: float, hi: float, signed: bool = False) -> str:
-    """``mean [lo, hi]``; with ``signed``, in bold where the interval excludes 0."""
+#: verdicts that survive the report's correction (lab.study.stats.verdict)
+SURVIVES = ("better", "worse", "higher", "lower", "level")
+
+
+def ci(mean: float, lo: float, hi: float, verdict: str | None = None) -> str:
+    """``mean [lo, hi]``; with a ``verdict`` (a paired difference): signed, in bold where
+    the difference survives the correction, the verdict beside it."""
     if mean != mean:
         return "–"
-    text = f"{'+' if signed and mean > 0 else ''}{num(mean)} [{num(lo)}, {num(hi)}]"
-    return f"**{text}**" if signed and (lo > 0 or hi < 0) else text
+    if verdict is None:
+        return f"{num(mean)} [{num(lo)}, {num(hi)}]"
+    text = f"{'+' if mean > 0 else ''}{num(mean)} [{num(lo)}, {num(hi)}]"
+    verdict = verdict if isinstance(verdict, str) else ""
+    return f"**{text}** {verdict}" if verdict in SURVIVES else f"{text} {verdict}".rstrip()
 
 
 def markdown(board: pd.DataFrame) -> str:
@@ -112,18 +150,37 @@ def markdown(board: pd.DataFrame) -> str:
     out += [head, "|---" * (len(policies) + 1) + "|"]
     for f in SHOWN:
         part = board[board["figure"] == f].set_index("policy")
-        out.append(f"| {LABELS[f]} | " + " | ".join(
-            ci(*part.loc[p, ["mean", "lo", "hi"]]) for p in policies) + " |")  # fmt: skip
+        out.append(
+            f"| {LABELS[f]} | "
+            + " | ".join(ci(*part.loc[p, ["mean", "lo", "hi"]]) for p in policies)
+            + " |"
+        )
     for key, base in BASELINES.items():
         others = [p for p in policies if p != base]
-        out += ["", f"Paired difference to {name(base)} (bold: the interval excludes 0):", ""]
-        out += ["| figure | " + " | ".join(name(p) for p in others) + " |",
-                "|---" * (len(others) + 1) + "|"]  # fmt: skip
+        out += [
+            "",
+            f"Paired difference to {name(base)} (bold: survives Holm's correction over "
+            "every difference of this page; level: TOST within ±0.02):",
+            "",
+        ]
+        out += [
+            "| figure | " + " | ".join(name(p) for p in others) + " |",
+            "|---" * (len(others) + 1) + "|",
+        ]
         for f in SHOWN:
             part = board[board["figure"] == f].set_index("policy")
-            out.append(f"| {LABELS[f]} | " + " | ".join(
-                ci(*part.loc[p, [f"vs_{key}", f"vs_{key}_lo", f"vs_{key}_hi"]], signed=True)
-                for p in others) + " |")  # fmt: skip
+            out.append(
+                f"| {LABELS[f]} | "
+                + " | ".join(
+                    ci(
+                        *part.loc[
+                            p, [f"vs_{key}", f"vs_{key}_lo", f"vs_{key}_hi", f"vs_{key}_verdict"]
+                        ]
+                    )
+                    for p in others
+                )
+                + " |"
+            )
     return "\n".join(out)
 
 
@@ -147,8 +204,9 @@ def charts(board: pd.DataFrame) -> dict[str, bytes]:
             x = cost.loc[p, "mean"]
             m, lo, hi = shift.loc[p, ["mean", "lo", "hi"]]
             xerr = [[x - cost.loc[p, "lo"]], [cost.loc[p, "hi"] - x]]
-            ax.errorbar(x, m, yerr=[[m - lo], [hi - m]], xerr=xerr, fmt="o", capsize=3,
-                        label=name(p))  # fmt: skip
+            ax.errorbar(
+                x, m, yerr=[[m - lo], [hi - m]], xerr=xerr, fmt="o", capsize=3, label=name(p)
+            )
         ax.set_xlabel(LABELS["cost_recommended"])
         ax.set_ylabel(f"{y} (MMD²)")
         ax.grid(alpha=0.3)
@@ -189,12 +247,15 @@ def write_report(runs: pd.DataFrame, out: Path, quick: bool = False) -> dict[str
         (out / fname).write_bytes(png)
     n_w, n_e = int(board["worlds"].iloc[0]), int(board["episodes"].iloc[0])
     body = html.escape(markdown(board)).replace("\n", "<br>")
-    imgs = "".join(f"<img src='data:image/png;base64,{base64.b64encode(p).decode()}'>"
-                   for p in pngs.values())  # fmt: skip
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>endogenous shift</title>"
-            f"<style>{STYLE}</style></head><body><h1>The shifts recourse causes"
-            f"{' (quick check)' if quick else ''}</h1><p class='lead'>{n_w} worlds x {n_e} "
-            f"episodes; results schema {RESULTS_SCHEMA}; written {now()}.</p>"
-            f"<pre>{body}</pre><div class='figs'>{imgs}</div></body></html>")  # fmt: skip
+    imgs = "".join(
+        f"<img src='data:image/png;base64,{base64.b64encode(p).decode()}'>" for p in pngs.values()
+    )
+    page = (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>endogenous shift</title>"
+        f"<style>{STYLE}</style></head><body><h1>The shifts recourse causes"
+        f"{' (quick check)' if quick else ''}</h1><p class='lead'>{n_w} worlds x {n_e} "
+        f"episodes; results schema {RESULTS_SCHEMA}; written {now()}.</p>"
+        f"<pre>{body}</pre><div class='figs'>{imgs}</div></body></html>"
+    )
     (out / "report.html").write_text(page)
     return {"table": out / "table.csv", "report": out / "report.html", "board": board}

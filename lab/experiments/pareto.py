@@ -15,6 +15,12 @@ rebuilt from that store; the latest evaluation of a (method, α, τ) is the one 
 ``points.csv`` written by earlier versions (a CSV appended per evaluation) is converted
 into the store once. Finished artefacts and evaluated points are skipped when the study
 is run again.
+
+Training seeds (issue 48): the study trains μ with one seed, in the plain directory
+``predictors/<stem>-a<α>-t<τ>``. Predictors trained with another seed S beside it
+(``...-seedS``, :func:`seeds_beside`) are found and evaluated for the methods of
+:data:`SEEDED` on the same paired episodes; Table 3 then reads a front per training seed
+and treats the seed as a random effect (:func:`rf_at_rr`).
 """
 
 from __future__ import annotations
@@ -22,10 +28,11 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -37,10 +44,14 @@ from abm.validation import ConfigError, one_line, problem
 from lab.study import Study, load_study, pareto_front, run_id
 from lab.study import runner as study_runner
 from lab.study.experiments import ParetoParams
-from policies.rl import HYBRID_RECOMMENDERS
 
-if TYPE_CHECKING:
-    import pandas as pd
+# the front read-offs and the margin grid live in lab.study.front (lab.study may not import
+# lab.experiments); capacity_goal and scripts/table3_worlds.py import them from here
+from lab.study.front import MARGINS, TARGET_RR, front_rf_at, front_rr_at, margin_policy, read_off
+from lab.study.front import episode_arrays as episode_arrays
+from lab.study.front import read_front as read_front
+from lab.study.stats import MIN_WORLDS_FOR_VERDICT, verdict, world_interval
+from policies.rl import HYBRID_RECOMMENDERS
 
 SETTINGS: dict[str, tuple[int, float]] = {
     "T1-b005": (1, 0.05),
@@ -57,12 +68,10 @@ PAPER_TABLE3 = {
 }  # fmt: skip
 PAPER_TABLE1 = {"rl": (1.9e-3, 5.9e-2), "ustun": (2.2e-16, 0.30), "wachter": (2.6e-3, 0.27),
                 "dice": (1.6e-2, 0.36)}  # fmt: skip
-TARGET_RR = 0.95
 HYBRID_PREDICTORS = ("shared", "own", "none")
 PAPER_PREDICTOR_STEPS = 7000
-# the strongest simple baselines (issue 14): goal g = th_t + c for a constant margin c,
-# with each recommender; ``{phi}`` is the trained φ of the setting
-MARGINS = (0.0, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.125, 0.15, 0.2, 0.25, 0.3)
+# the strongest simple baselines (issue 14): goal g = th_t + c for a constant margin c of
+# MARGINS, with each recommender; ``{phi}`` is the trained φ of the setting
 MARGIN_RECOMMENDERS = {
     "exact-linear": "exact-linear",
     "estimated": "exact-linear:weights=estimated",
@@ -76,15 +85,20 @@ MarginRecommender = Literal["exact-linear", "estimated", "true", "phi", "wachter
 # the privileged planner's margin grid for its front (wider than its default 0-0.2: the
 # true-difficulty margin front reaches RR 0.95 only above c = 0.2 at β = 0.01)
 ORACLE_GRID = "goals=13,max_margin=0.3"
-# paired bootstrap over the evaluation episodes (common to every point of a setting)
-BOOTSTRAP_RESAMPLES = 2000
 TABLE3_COLUMNS = ("method", "T", "beta", "rf_at_rr095", "rf_lo", "rf_hi", "rr", "n_predictors",
-                  "episodes", "vs_margin", "diff", "diff_lo", "diff_hi")  # fmt: skip
-POINT_COLUMNS = ("method", "family", "alpha", "tau", "margin", "policy", "rr", "rr_std", "rf",
-                 "rf_std", "gini", "cost", "n_unadvised", "episodes", "seconds", "results_schema",
-                 "rr_episodes", "rf_episodes")  # fmt: skip
+                  "episodes", "worlds", "training_seeds", "trained", "vs_margin", "diff",
+                  "diff_lo", "diff_hi", "rr_diff", "rr_diff_lo", "rr_diff_hi", "outside",
+                  "verdict")  # fmt: skip
+POINT_COLUMNS = ("method", "family", "alpha", "tau", "margin", "training_seed", "policy", "rr",
+                 "rr_std", "rf", "rf_std", "gini", "cost", "n_unadvised", "episodes", "seconds",
+                 "results_schema", "rr_episodes", "rf_episodes")  # fmt: skip
 # the evaluations: a study store of the `pareto-eval` experiment, one run per point
 EVALUATIONS = "evaluations"
+# the methods evaluated with every training seed of their μ found beside the seed-0
+# predictor; the other hybrids keep training seed 0 alone (their recommenders cost more)
+SEEDED = ("rl", "hybrid-exact-linear")
+_PATH = re.compile(r"path=([^,+]+)")
+_SEED_SUFFIX = re.compile(r"-seed(\d+)$")
 # dropout coefficients (rho, chi, omega) of eq. 6: the paper preset's calibrated ones are
 # the shipped study's; "spec" runs the whole study under SPEC §1's defaults (issue 14, item 7)
 BEHAVIOURS: dict[str, dict[str, float]] = {
@@ -192,6 +206,91 @@ def parse_numbers(option: str, text: str) -> tuple[float, ...]:
     return tuple(out)
 
 
+def predictor_dir(
+    out: Path,
+    stem: str,
+    alpha: float,
+    tau: float,
+    steps: int = PAPER_PREDICTOR_STEPS,
+    seed: int = 0,
+) -> Path:
+    """Where the (stem, α, τ) predictor lives: ``-sN`` when trained for N ≠ 7,000 steps,
+    ``-seedS`` when trained with training seed S ≠ 0 (capacity_goal's naming)."""
+    budget = "" if steps == PAPER_PREDICTOR_STEPS else f"-s{steps}"
+    suffix = budget + (f"-seed{seed}" if seed else "")
+    return Path(out) / "predictors" / f"{stem}-a{alpha:g}-t{tau:g}{suffix}"
+
+
+def seeds_beside(base: Path) -> list[int]:
+    """The training seeds of the predictor whose seed-0 directory is ``base``: 0 and each S
+    of a trained ``base-seedS`` directory beside it (as capacity_goal's ``training_seeds``).
+    A ``-seedS`` directory whose manifest records another seed is refused."""
+    base = Path(base)
+    found = []
+    for d in base.parent.glob(f"{base.name}-seed*"):
+        seed = d.name.removeprefix(f"{base.name}-seed")
+        if not (seed.isdigit() and int(seed) > 0 and (d / "manifest.json").is_file()):
+            continue
+        recorded = json.loads((d / "manifest.json").read_text()).get("seed", int(seed))
+        if recorded != int(seed):
+            where = f"{d / 'manifest.json'}: seed"
+            raise ConfigError(problem(where, recorded, f"{seed}, as the directory's name says"))
+        found.append(int(seed))
+    return [0, *sorted(found)]
+
+
+def policy_seed(policy: str) -> int | None:
+    """The training seed of the μ a policy spec uses (``rl`` or ``hybrid-*``): the
+    ``-seedS`` suffix of its path, 0 without one; None for policies without a μ."""
+    name = policy.split(":", 1)[0]
+    if name != "rl" and not name.startswith("hybrid-"):
+        return None
+    path = _PATH.search(policy)
+    suffix = _SEED_SUFFIX.search(path.group(1).rstrip("/")) if path else None
+    return int(suffix.group(1)) if suffix else 0
+
+
+def training_seed(row: Mapping[str, Any]) -> int | None:
+    """A point's training seed: its ``training_seed`` (points.csv), else its policy's
+    (:func:`policy_seed`); None for points without a μ."""
+    given = row.get("training_seed")
+    if given not in (None, ""):
+        return int(float(given))
+    return policy_seed(str(row.get("policy") or ""))
+
+
+def with_seeds(jobs: Iterable[tuple]) -> list[tuple]:
+    """``jobs`` with, after each point of :data:`SEEDED` on a seed-0 predictor, the same
+    point on every predictor trained with another seed beside it (:func:`seeds_beside`);
+    no point twice. The seed-0 points, and so their run ids, are unchanged."""
+    out = []
+    for job in jobs:
+        out.append(job)
+        path = _PATH.search(job[5])
+        if job[0] not in SEEDED or policy_seed(job[5]) != 0 or path is None:
+            continue
+        for seed in seeds_beside(Path(path.group(1)))[1:]:
+            policy = f"{job[5][: path.end(1)]}-seed{seed}{job[5][path.end(1) :]}"
+            out.append((*job[:5], policy))
+    return list(dict.fromkeys(out))
+
+
+def not_evaluated(rows: list[dict]) -> list[tuple[str, int, str, str]]:
+    """(method, training seed, alpha, tau) of each point of :data:`SEEDED` whose μ was
+    trained with another seed (found beside the seed-0 predictor of a row) but which is
+    not among ``rows``."""
+    have = {(r["method"], training_seed(r), r["alpha"], r["tau"]) for r in rows}
+    missing = []
+    for r in rows:
+        path = _PATH.search(str(r.get("policy") or ""))
+        if r["method"] not in SEEDED or training_seed(r) != 0 or path is None:
+            continue
+        for seed in seeds_beside(Path(path.group(1)))[1:]:
+            if (r["method"], seed, r["alpha"], r["tau"]) not in have:
+                missing.append((r["method"], seed, r["alpha"], r["tau"]))
+    return list(dict.fromkeys(missing))
+
+
 def run_study(
     cfg: StudyConfig,
     out: str | Path,
@@ -226,7 +325,7 @@ def run_study(
     with open(out / "runs.jsonl", "a") as f:
         f.write(json.dumps({"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **config}) + "\n")
     if cfg.reevaluate:
-        listed = [j for j in _listed_points(out) if _uses(j[0], cfg.recommenders)]
+        listed = with_seeds(j for j in _listed_points(out) if _uses(j[0], cfg.recommenders))
         extra = oracle_jobs(cfg) if cfg.lookahead else []
         jobs = _with_margins(cfg, listed + extra, _phi_dir(listed, rec_dir))
         log(f"evaluating the {len(listed)} point(s) of points.csv with the artefacts as they are, "
@@ -254,7 +353,7 @@ def _uses(method: str, recommenders: tuple[str, ...]) -> bool:
 
 def _listed_points(out: Path) -> list[tuple]:
     """(method, family, alpha, tau, margin, policy) of every point in ``out/points.csv``,
-    any schema."""
+    any schema (one per training seed)."""
     path = out / "points.csv"
     if not path.is_file():
         raise ConfigError(problem("--reevaluate", str(out), "a directory with a points.csv",
@@ -262,7 +361,7 @@ def _listed_points(out: Path) -> list[tuple]:
     jobs: dict[tuple, tuple] = {}
     for r in _read_csv(path):
         job = _job(r)
-        jobs[job[:5]] = job
+        jobs[(*job[:5], policy_seed(job[5]))] = job
     return list(jobs.values())
 
 
@@ -280,7 +379,7 @@ def margin_jobs(cfg: StudyConfig, phi_dir: Path) -> list[tuple]:
     for rec in cfg.margin_recommenders:
         spec = MARGIN_RECOMMENDERS[rec].format(phi=phi_dir)
         for c in cfg.margins:
-            policy = f"last-threshold:margin={c:g}+{spec}"
+            policy = margin_policy(c, spec)
             jobs.append((f"margin-{rec}", "margin", None, None, float(c), policy))
     return jobs
 
@@ -326,11 +425,10 @@ def _train_predictors(cfg: StudyConfig, out: Path, rec_dir: Path, log, report) -
     elif cfg.hybrid_predictors == "shared":
         trainings.append(("hybrid", "exact-linear", "hybrid"))
     # other budgets than the paper's live beside its predictors, never in their place
-    budget = "" if cfg.predictor_steps == PAPER_PREDICTOR_STEPS else f"-s{cfg.predictor_steps}"
     predictors = []
     for alpha, tau in cfg.grid:
         for family, rec, stem in trainings:
-            pdir = out / "predictors" / f"{stem}-a{alpha:g}-t{tau:g}{budget}"
+            pdir = predictor_dir(out, stem, alpha, tau, cfg.predictor_steps)
             predictors.append((family, rec, alpha, tau, pdir))
             if (pdir / "manifest.json").is_file():
                 continue
@@ -345,7 +443,8 @@ def _train_predictors(cfg: StudyConfig, out: Path, rec_dir: Path, log, report) -
 
 
 def _jobs(cfg: StudyConfig, rec_dir: Path, predictors: list[tuple], log) -> list[tuple]:
-    """(method, family, alpha, tau, margin, policy) of every point to evaluate."""
+    """(method, family, alpha, tau, margin, policy) of every point to evaluate, the points
+    of :data:`SEEDED` once per training seed found (:func:`with_seeds`)."""
     jobs = [("threshold" if r == "exact-linear" else f"threshold-{r}", "baseline", None, None,
              None, "threshold" if r == "exact-linear" else f"threshold-{r}")
             for r in cfg.recommenders]  # fmt: skip
@@ -362,14 +461,17 @@ def _jobs(cfg: StudyConfig, rec_dir: Path, predictors: list[tuple], log) -> list
         jobs += oracle_jobs(cfg)
     elif cfg.lookahead:
         log("policy 'lookahead' is not registered: left out of the fronts")
-    return _with_margins(cfg, jobs, rec_dir)
+    return _with_margins(cfg, with_seeds(jobs), rec_dir)
 
 
 def evaluation_study(
     cfg: StudyConfig, jobs: list[tuple], episodes: list[int] | None = None
 ) -> Study:
     """The ``pareto-eval`` study of ``jobs`` (method, family, alpha, tau, margin, policy):
-    one run per point, its episodes on the paired seeds ``eval_seed + i``."""
+    one run per point, its episodes on the paired seeds ``eval_seed + i``, whatever the
+    point's training seed. That seed is the ``-seedS`` of the predictor's path in the
+    policy (:func:`policy_seed`), so it is in the run id already and the seed-0 points
+    keep theirs."""
     columns: dict[str, list[Any]] = {"method": [], "family": [], "alpha": [], "tau": [],
                                      "margin": [], "policy": []}  # fmt: skip
     for job in jobs:
@@ -403,7 +505,9 @@ def _evaluate_all(
                        rerun=rerun, progress=lambda done, total: report("evaluations", done, total))  # fmt: skip
     _, runs = load_study(store)
     for r in runs[runs["run_id"].isin(mine)].itertuples():
+        seed = policy_seed(r.policy)
         where = f"{r.method:22s} α={_fmt(_none(r.alpha)):>4} τ={_fmt(_none(r.tau)):>4}"
+        where += f" seed {seed}" if seed else ""
         if r.status != "ok":
             # a policy that cannot run here (e.g. lookahead with other parameters) is logged
             log(f"{where}  could not be evaluated: {r.error}")
@@ -486,11 +590,12 @@ def _defined(r: dict[str, Any]) -> bool:
 
 
 def read_points(out: Path) -> list[dict[str, Any]]:
-    """The evaluated points: one per (method, alpha, tau, margin), the latest evaluation
-    wins, in the order each was first evaluated.
+    """The evaluated points: one per (method, alpha, tau, margin, training seed), the latest
+    evaluation wins, in the order each was first evaluated.
 
     A failed evaluation (an error, or RR and RF both undefined) is left out. ``alpha``,
-    ``tau`` and ``margin`` are texts ("" where they do not apply), as in ``points.csv``;
+    ``tau``, ``margin`` and ``training_seed`` are texts ("" where they do not apply), as in
+    ``points.csv``;
     ``rr_episodes`` and ``rf_episodes`` are JSON lists ("" for points evaluated before
     they were kept).
     """
@@ -512,15 +617,25 @@ def read_points(out: Path) -> list[dict[str, Any]]:
             row[c] = row[c] if isinstance(row[c], str) else ""
         row["n_unadvised"], row["episodes"] = int(row["n_unadvised"]), int(row["episodes"])
         if _defined(row):
-            latest[(row["method"], row["alpha"], row["tau"], row["margin"])] = row
+            latest[_key(row)] = row
     return list(latest.values())
+
+
+def _key(row: dict[str, Any]) -> tuple:
+    """A point's key (method, alpha, tau, margin, training seed); fills in its
+    ``training_seed`` ("" for points without a μ)."""
+    seed = training_seed(row)
+    row["training_seed"] = "" if seed is None else str(seed)
+    return row["method"], row["alpha"], row["tau"], row["margin"], row["training_seed"]
 
 
 def write_reports(
     cfg: StudyConfig, out: Path, rec_dir: Path, log: Callable[[str], None] = print
 ) -> dict[str, Any]:
     """points.csv, table3.csv, table1.csv (when φ exists) and pareto.png from the
-    evaluations as they stand (an older points.csv is converted first)."""
+    evaluations as they stand (an older points.csv is converted first). The points of
+    training seeds whose predictors exist but which are not evaluated yet are logged, and
+    their seeds left out of Table 3 (:func:`not_evaluated`)."""
     convert_points_csv(out, cfg)
     rows = read_points(out)
     if not rows and cfg.report_only:
@@ -531,7 +646,19 @@ def write_reports(
     points_path = out / "points.csv"
     _write(points_path, rows, POINT_COLUMNS)
     T, beta = SETTINGS[cfg.setting]
-    table3 = rf_at_rr(rows, T, beta)
+    pending: dict[str, set[int]] = {}
+    missing = not_evaluated(rows)
+    if missing:
+        log(
+            f"not yet evaluated: {len(missing)} point(s) of μ trained with other training "
+            "seeds; Table 3 leaves those seeds out until they are (a run of the study "
+            "without --report-only evaluates them):"
+        )
+    for method, seed in dict.fromkeys((m, s) for m, s, _, _ in missing):
+        pending.setdefault(method, set()).add(seed)
+        grid = ", ".join(f"{a}:{t}" for m, s, a, t in missing if (m, s) == (method, seed))
+        log(f"  {method}, training seed {seed}: α:τ {grid}")
+    table3 = rf_at_rr(rows, T, beta, pending=pending)
     _write(out / "table3.csv", table3, TABLE3_COLUMNS)
     table1 = recommender_table(rec_dir, cfg) if (rec_dir / "manifest.json").is_file() else []
     if table1:
@@ -563,45 +690,10 @@ def earlier_points(out: Path, log: Callable[[str], None] = print) -> list[dict[s
         if r.get("results_schema") == str(schemas[-1]):
             row = {c: r.get(c, "") for c in POINT_COLUMNS}
             row["n_unadvised"], row["episodes"] = int(row["n_unadvised"]), int(row["episodes"])
-            latest[(row["method"], row["alpha"], row["tau"], row["margin"])] = row
+            latest[_key(row)] = row
     log(f"{out}: the points were evaluated under results schema {schemas[-1]} (this is "
         f"{RESULTS_SCHEMA}): the reports are theirs; evaluate again for current figures")  # fmt: skip
     return list(latest.values())
-
-
-def read_off(rr: np.ndarray, rf: np.ndarray, target: float = TARGET_RR) -> tuple[float, float]:
-    """(RF, RR) of a method's points rr, rf (p,) read off its Pareto front at RR = ``target``.
-
-    If the front spans ``target``, RF is interpolated linearly between the two front points
-    around it (and RR is ``target``); otherwise the front point with RR closest to
-    ``target`` is taken, with its own RR. (NaN, NaN) when no point is defined.
-    """
-    front = pareto_front(rr, rf)
-    if front.size == 0:
-        return math.nan, math.nan
-    fr, ff = rr[front], rf[front]
-    if fr[0] <= target <= fr[-1] and front.size > 1:
-        return float(np.interp(target, fr, ff)), target
-    j = int(np.argmin(np.abs(fr - target)))
-    return float(ff[j]), float(fr[j])
-
-
-def read_front(rr: np.ndarray, rf: np.ndarray, at: float = TARGET_RR) -> tuple[float, float]:
-    """:func:`read_off` of points whose per-episode RR and RF are rr, rf (p, e): each point
-    is its episode mean (NaN episodes left out)."""
-    with np.errstate(invalid="ignore"):
-        return read_off(np.nanmean(rr, axis=1), np.nanmean(rf, axis=1), at)
-
-
-def episode_arrays(
-    runs: pd.DataFrame, worlds: list[int], policies: list[str]
-) -> tuple[np.ndarray, np.ndarray]:
-    """RR and RF of a study's ``runs`` (one row per run: world_seed, policy, seed, rr, rf),
-    each (worlds, policies, episodes), episodes in seed order: every policy of a world on
-    the same seeds, as a paired study runs them."""
-    idx = runs.sort_values(["world_seed", "policy", "seed"]).set_index(["world_seed", "policy"])
-    return tuple(np.array([[idx.loc[(w, p), fig].to_numpy(float) for p in policies]
-                           for w in worlds]) for fig in ("rr", "rf"))  # fmt: skip
 
 
 def _episodes(pts: list[dict]) -> tuple[np.ndarray, np.ndarray] | None:
@@ -616,20 +708,49 @@ def _episodes(pts: list[dict]) -> tuple[np.ndarray, np.ndarray] | None:
     return np.array(rr, dtype=float), np.array(rf, dtype=float)
 
 
-def _resampled_means(
-    rr: np.ndarray, rf: np.ndarray, draws: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each point's RR and RF in each resample: rr, rf (p, e) per episode, ``draws`` (b, e)
-    episode indices; means over a point's defined episodes, as for the point itself.
-    Returns two (p, b) arrays (NaN where a resample has no defined episode)."""
+def _leave_one_out(x: np.ndarray) -> np.ndarray:
+    """(p, e) per-episode values -> (e, p): row i holds each point's mean over its defined
+    episodes with episode i left out (NaN where none is left)."""
+    ok = np.isfinite(x)
+    v = np.where(ok, x, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (v.sum(axis=1) - v.T) / (ok.sum(axis=1) - ok.T)
 
-    def means(x: np.ndarray) -> np.ndarray:
-        sub = x[:, draws]  # (p, b, e)
-        ok = np.isfinite(sub)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(ok, sub, 0.0).sum(axis=2) / ok.sum(axis=2)
 
-    return means(rr), means(rf)
+def _jackknife(value: float, loo: np.ndarray) -> tuple[float, float]:
+    """(lo, hi): 95 % interval of a statistic ``value`` of one world's e episodes, from its
+    values with each episode left out, ``loo`` (e,).
+
+    The statistic (a front read off) is not an episode mean, so the episodes' own values
+    are its jackknife pseudo-values e·value − (e − 1)·loo (for a mean they are the episode
+    values themselves); the interval is :func:`lab.study.stats.world_interval`'s for one
+    world on them, centred on ``value``."""
+    e = loo.size
+    pseudo = e * value - (e - 1) * np.asarray(loo, dtype=float)
+    mean, lo, hi, _ = world_interval(pseudo[None, :])
+    return value - (mean - lo), value + (hi - mean)
+
+
+def _distances(value: float, at: float, rr: np.ndarray, rf: np.ndarray) -> tuple[float, float]:
+    """A method read at (RR ``at``, RF ``value``) against the front of points rr, rf (p,):
+    RF minus the front's RF at equal RR, RR minus its RR at equal RF (NaN outside the
+    range the front spans: no extrapolation)."""
+    return value - front_rf_at(rr, rf, at), at - front_rr_at(rr, rf, value)
+
+
+def _outside(value: float, at: float, rr: np.ndarray, rf: np.ndarray) -> str:
+    """Why a distance of :func:`_distances` is undefined: "" where both are defined."""
+    d_rf, d_rr = _distances(value, at, rr, rf)
+    why = [
+        f"RR {at:.3g} outside the front" if d_rf != d_rf else "",
+        f"RF {value:.3g} outside the front" if d_rr != d_rr else "",
+    ]
+    return "; ".join(w for w in why if w)
+
+
+def _round(x: float) -> float | str:
+    # + 0.0: a tie reads 0.0, not -0.0; "" where undefined, as the CSV has always had
+    return "" if x != x else round(float(x), 4) + 0.0
 
 
 def margin_baseline(method: str) -> str | None:
@@ -647,72 +768,177 @@ def margin_baseline(method: str) -> str | None:
     return f"margin-{rec}" if rec else None
 
 
-def rf_at_rr(rows: list[dict], T: int, beta: float, target: float = TARGET_RR,
-             resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> list[dict]:  # fmt: skip
-    """Table 3: RF at RR ≈ ``target`` per method (:func:`read_off`), with a 95% interval,
-    and the paired difference to the constant-margin front of the same recommender read
-    off at the RR the method reached (``target`` when its front spans it).
+def rf_at_rr(
+    rows: list[dict],
+    T: int,
+    beta: float,
+    target: float = TARGET_RR,
+    pending: Mapping[str, Iterable[int]] | None = None,
+) -> list[dict]:
+    """Table 3: RF at RR ≈ ``target`` per method (:func:`read_off`), with a 95 % interval,
+    and its distances to the constant-margin front of the same recommender
+    (:func:`margin_baseline`) at the point the method was read at: ``diff`` = RF minus the
+    front's RF at equal RR (``target``, or the method's own RR where its front stops short),
+    ``rr_diff`` = RR minus the front's RR at equal RF; none outside the range the front
+    spans (``outside`` says which), as in :mod:`lab.study.front`.
 
-    The intervals come from one paired bootstrap over the evaluation episodes: every point
-    of a setting is evaluated on the same seeds, so each resample of episode indices is
-    applied to every point of every method (common random numbers), each front is read off
-    again, and the 2.5 / 97.5 percentiles of the resampled values (and of the resampled
-    differences) are reported. Methods whose points lack per-episode figures get none.
+    The study runs in one world (``worlds`` = 1): the intervals speak of that world alone.
+    A method read with one training seed, or with nothing trained, is read off once and its
+    intervals come from the evaluation episodes, which every point shares (common random
+    numbers): each front is read off again with one episode left out of every point, and
+    :func:`_jackknife` turns those into a t interval. Points without per-episode figures
+    give no interval.
+
+    A method whose points carry several training seeds (:func:`training_seed`; the methods
+    of :data:`SEEDED`) has one front per seed S, over α, τ of μ trained with S. Each is read
+    off and compared with the margin front on its own; the row gives the mean over seeds of
+    the read-offs (``rf_at_rr095``, ``rr``) and of the distances, each with
+    :func:`lab.study.stats.world_interval` on a (seeds, 1) array: the seed is the unit. One
+    value per seed, not (seeds, episodes): a read-off is a statistic of a whole front, not
+    an episode mean, and with several units world_interval uses only each unit's mean. The
+    seeds share world 0 and its episodes, so the interval covers μ's training variance, not
+    φ's (one training seed) nor the episode noise all seeds share. A seed is read only with
+    a point at every (α, τ) of the method's first seed and when not in ``pending`` (method
+    -> seeds not yet evaluated); ``trained`` names the seeds left out. ``training_seeds``
+    counts the seeds read (1 for the methods using φ alone, "" where nothing is trained).
+
+    ``verdict`` stays inconclusive: no test is run here, and a verdict needs at least
+    :data:`lab.study.stats.MIN_WORLDS_FOR_VERDICT` units. One world is 1 unit ("inconclusive
+    (1 world)"); one world with 3 training seeds is 3 ("inconclusive (1 world, 3 training
+    seeds)"). scripts/table3_worlds.py gives Table 3's orderings over 10 worlds.
     """
-    by_method: dict[str, list[dict]] = {}
+    pending = {m: set(seeds) for m, seeds in (pending or {}).items()}
+    groups: dict[str, dict[int | None, list[dict]]] = {}
     for r in rows:
-        by_method.setdefault(r["method"], []).append(r)
-    draws: dict[int, np.ndarray] = {}  # episodes -> (resamples, episodes) indices, shared
-    boot: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # method -> resampled (p, b) RR, RF
+        groups.setdefault(r["method"], {}).setdefault(training_seed(r), []).append(r)
     points: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    loo: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # method -> (e, p) RR, RF, one left out
     out: dict[str, dict[str, Any]] = {}
-    for method, pts in by_method.items():
-        rr = np.array([float(r["rr"]) for r in pts])
-        rf = np.array([float(r["rf"]) for r in pts])
-        value, at = read_off(rr, rf, target)
-        if value != value:
+    for method, by_seed in groups.items():
+        used, left_out = _seeds_used(by_seed, pending.get(method, set()))
+        reads = {s: read_off(*_rr_rf(by_seed[s]), target) for s in used}
+        reads = {s: r for s, r in reads.items() if r[0] == r[0]}
+        if not reads:
             continue
-        points[method] = rr, rf
-        row = {"method": method, "T": T, "beta": beta, "rf_at_rr095": round(value, 4),
-               "rf_lo": "", "rf_hi": "", "rr": round(at, 4),
-               "n_predictors": len(pts) if pts[0]["alpha"] != "" else 0, "episodes": "",
-               "vs_margin": "", "diff": "", "diff_lo": "", "diff_hi": "", "_at": at,
-               "_value": value}  # fmt: skip
+        pts = by_seed[next(iter(reads))]
+        points[method] = _rr_rf(pts)
+        value = float(np.mean([v for v, _ in reads.values()]))
+        at = float(np.mean([a for _, a in reads.values()]))
+        row: dict[str, Any] = dict.fromkeys(TABLE3_COLUMNS, "")
+        row.update(method=method, T=T, beta=beta, rf_at_rr095=round(value, 4), rr=round(at, 4))
+        row.update(
+            n_predictors=len(pts) if pts[0]["alpha"] != "" else 0,
+            worlds=1,
+            training_seeds=_n_seeds(method, len(reads)),
+            trained=trained(method, len(reads), left_out),
+            _at=at,
+            _value=value,
+            _reads=reads,
+        )
         per = _episodes(pts)
-        if per is not None and resamples > 0:
-            e = per[0].shape[1]
-            if e not in draws:
-                draws[e] = np.random.default_rng(seed).integers(0, e, size=(resamples, e))
-            boot[method] = _resampled_means(*per, draws[e])
-            # (b, 2): RF and the RR it was read at, per resample
-            row["_boot"] = np.array(
-                [read_off(*_column(boot[method], b), target) for b in range(resamples)]
+        if len(reads) > 1:
+            _, lo, hi, _ = world_interval(np.array([[v] for v, _ in reads.values()]))
+            row.update(rf_lo=_round(lo), rf_hi=_round(hi))
+            row["episodes"] = per[0].shape[1] if per is not None else ""
+        elif per is not None and per[0].shape[1] > 1:
+            loo[method] = _leave_one_out(per[0]), _leave_one_out(per[1])
+            # (e, 2): RF and the RR it was read at, with each episode left out
+            row["_loo"] = np.array(
+                [read_off(a, b, target) for a, b in zip(*loo[method], strict=True)]
             )
-            lo, hi = np.nanpercentile(row["_boot"][:, 0], [2.5, 97.5])
-            row.update(rf_lo=round(float(lo), 4), rf_hi=round(float(hi), 4), episodes=e)
+            lo, hi = _jackknife(value, row["_loo"][:, 0])
+            row.update(rf_lo=_round(lo), rf_hi=_round(hi), episodes=per[0].shape[1])
         out[method] = row
     for method, row in out.items():
         base = margin_baseline(method)
         if base not in out:
             continue
-        row["vs_margin"] = base
-        # + 0.0: a tie reads 0.0, not -0.0
-        row["diff"] = round(row["_value"] - read_off(*points[base], row["_at"])[0], 4) + 0.0
-        mine, theirs = row.get("_boot"), boot.get(base)
-        if mine is not None and theirs is not None and out[base]["episodes"] == row["episodes"]:
-            diffs = [mine[b, 0] - read_off(*_column(theirs, b), mine[b, 1])[0]
-                     for b in range(mine.shape[0])]  # fmt: skip
-            lo, hi = np.nanpercentile(diffs, [2.5, 97.5])
-            row.update(diff_lo=round(float(lo), 4) + 0.0, diff_hi=round(float(hi), 4) + 0.0)
+        if len(row["_reads"]) > 1:
+            _compare_seeds(row, base, points[base])
+            continue
+        value, at = row["_value"], row["_at"]
+        d_rf, d_rr = _distances(value, at, *points[base])
+        row.update(vs_margin=base, diff=_round(d_rf), rr_diff=_round(d_rr))
+        row["outside"] = _outside(value, at, *points[base])
+        row["verdict"] = verdict(d_rf, math.nan, math.nan, n_worlds=1)
+        mine, theirs = row.get("_loo"), loo.get(base)
+        if mine is None or theirs is None or len(mine) != len(theirs[0]):
+            continue
+        left_out = np.array(
+            [_distances(v, a, r, f) for (v, a), r, f in zip(mine, *theirs, strict=True)]
+        )
+        for key, d, col in (("diff", d_rf, 0), ("rr_diff", d_rr, 1)):
+            if d == d:
+                lo, hi = _jackknife(d, left_out[:, col])
+                row.update({f"{key}_lo": _round(lo), f"{key}_hi": _round(hi)})
     for row in out.values():
-        for key in ("_at", "_value", "_boot"):
+        for key in ("_at", "_value", "_loo", "_reads"):
             row.pop(key, None)
     return list(out.values())
 
 
-def _column(pair: tuple[np.ndarray, np.ndarray], b: int) -> tuple[np.ndarray, np.ndarray]:
-    """Resample ``b`` of a method's resampled (p, b) RR and RF: two (p,) arrays."""
-    return pair[0][:, b], pair[1][:, b]
+def _rr_rf(pts: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    return np.array([float(r["rr"]) for r in pts]), np.array([float(r["rf"]) for r in pts])
+
+
+def _seeds_used(
+    by_seed: dict[int | None, list[dict]], pending: set[int]
+) -> tuple[list[int | None], list[int]]:
+    """(seeds read, seeds left out) of a method's points by training seed: a seed is read
+    when it has the first seed's (α, τ) grid and is not ``pending``."""
+    order = sorted(by_seed, key=lambda s: -1 if s is None else s)
+    grid = {s: sorted((r["alpha"], r["tau"]) for r in by_seed[s]) for s in order}
+    used = [s for s in order if s == order[0] or (grid[s] == grid[order[0]] and s not in pending)]
+    return used, sorted(pending | {s for s in order if s not in used})
+
+
+def _compare_seeds(row: dict[str, Any], base: str, front: tuple[np.ndarray, np.ndarray]) -> None:
+    """Fill ``row``'s distances to the margin front ``base`` (points ``front``) for a method
+    of several training seeds: each seed's read point against it, then the mean over seeds
+    with an interval over seeds (see :func:`rf_at_rr`)."""
+    reads = row["_reads"]
+    d = np.array([_distances(v, a, *front) for v, a in reads.values()])  # (seeds, 2)
+    row["vs_margin"] = base
+    for key, col in (("diff", 0), ("rr_diff", 1)):
+        mean, lo, hi, _ = world_interval(d[:, col : col + 1])
+        row.update({key: _round(mean), f"{key}_lo": _round(lo), f"{key}_hi": _round(hi)})
+    notes = {s: _outside(v, a, *front) for s, (v, a) in reads.items()}
+    row["outside"] = "; ".join(f"seed {s}: {why}" for s, why in notes.items() if why)
+    row["verdict"] = verdict_of_seeds(len(reads))
+
+
+def verdict_of_seeds(n_seeds: int) -> str:
+    """The verdict on a row of one world and ``n_seeds`` training seeds: inconclusive, with
+    the units it rests on (no test is run on Table 3's rows)."""
+    if n_seeds < MIN_WORLDS_FOR_VERDICT:
+        return f"inconclusive (1 world, {n_seeds} training seeds)"
+    return "inconclusive"
+
+
+def _uses_mu(method: str) -> bool:
+    return method == "rl" or method.startswith("hybrid-")
+
+
+def _n_seeds(method: str, n: int) -> int | str:
+    if _uses_mu(method):
+        return n
+    return 1 if method in ("rl-recommender", "margin-phi") else ""
+
+
+def trained(method: str, n_seeds: int, left_out: Iterable[int] = ()) -> str:
+    """What ``method``'s figure rests on: its μ's training seeds (several: a random
+    effect; ``left_out``: seeds not yet evaluated) and φ's one seed; "" for methods with
+    nothing trained."""
+    notes = []
+    if _uses_mu(method):
+        seeds = (
+            f"{n_seeds} training seeds (a random effect)" if n_seeds > 1 else "one training seed"
+        )
+        left = ", ".join(map(str, left_out))
+        notes.append(f"μ: {seeds}" + (f", seeds {left} not yet evaluated" if left else ""))
+    if method in ("rl", "rl-recommender", "margin-phi"):
+        notes.append("φ: one training seed")
+    return "; ".join(notes)
 
 
 def recommender_table(rec_dir: Path, cfg: StudyConfig, n: int = 200) -> list[dict]:
@@ -768,24 +994,34 @@ def _style(method: str, family: str) -> tuple[str, str, str]:
 
 
 def plot_fronts(rows: list[dict], path: Path, title: str) -> None:
-    """RR (x) vs RF (y): one line per learned method's front (dotted: constant margins),
-    one marker per baseline."""
+    """RR (x) vs RF (y): one line per learned method's front (dotted: constant margins;
+    one per training seed, the later seeds paler and unlabelled), one marker per baseline."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(9.5, 5.5))
     ax = fig.subplots()
-    for method in dict.fromkeys(r["method"] for r in rows):
-        pts = [r for r in rows if r["method"] == method]
+    labelled: set[str] = set()
+    for method, seed in dict.fromkeys((r["method"], training_seed(r)) for r in rows):
+        pts = [r for r in rows if r["method"] == method and training_seed(r) == seed]
         family = pts[0]["family"]
         colour, marker, label = _style(method, family)
         rr = np.array([float(r["rr"]) for r in pts])
         rf = np.array([float(r["rf"]) for r in pts])
         if family in ("rl", "hybrid", "margin") or (family == "lookahead" and len(pts) > 1):
             front = pareto_front(rr, rf)
+            first = method not in labelled
+            labelled.add(method)
             ax.scatter(rr, rf, color=colour, marker=marker, alpha=0.35, s=18)
             style = {"rl": "-", "hybrid": "--", "margin": ":", "lookahead": "-."}[family]
-            ax.plot(rr[front], rf[front], color=colour, marker=marker, label=label,
-                    linestyle=style)  # fmt: skip
+            ax.plot(
+                rr[front],
+                rf[front],
+                color=colour,
+                marker=marker,
+                label=label if first else None,
+                linestyle=style,
+                alpha=1.0 if first else 0.5,
+            )
         else:
             ax.scatter(
                 rr, rf, color=colour, marker=marker, s=70, label=label, edgecolor="black", zorder=3

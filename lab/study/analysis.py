@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ import pandas as pd
 
 from abm.validation import ConfigError
 from lab.study.runner import load_study, read_manifest
+from lab.study.stats import BOUNDS, difference_p, tost_p, world_interval
 
 # the per-policy comparison among a report's figures
 POLICY_FIGURE = "policies.png"
@@ -24,10 +26,10 @@ POLICY_FIGURE = "policies.png"
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["StudyReport", "build_report", "load_study", "nested_bootstrap", "pareto_figure",
-           "pareto_front",
-           "plot_pareto", "plot_sweep", "png_bytes", "policy_figure", "read_manifest", "report",
-           "run_status", "summarize", "sweep_figure", "write_plots"]  # fmt: skip
+__all__ = ["StudyReport", "build_report", "load_study", "paired_rows",
+           "pareto_figure", "pareto_front", "plot_pareto", "plot_sweep", "png_bytes",
+           "policy_cells", "policy_figure", "read_manifest", "report", "run_status", "summarize",
+           "sweep_figure", "write_plots"]  # fmt: skip
 
 
 def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -49,29 +51,6 @@ def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.array(front[::-1], dtype=np.int64)
 
 
-def nested_bootstrap(
-    values: np.ndarray, resamples: int = 2000, seed: int = 0, level: float = 0.95
-) -> tuple[float, float, float]:
-    """Mean of ``values`` (W worlds, E episodes) and its ``level`` interval, with worlds
-    as a random effect: each resample draws W worlds with replacement, then E episodes
-    with replacement within each drawn world. Worlds weigh alike (the mean of world
-    means, NaN entries skipped). One world: only its episodes are resampled, and the
-    interval speaks of that world alone. Returns (mean, lo, hi), NaN where undefined."""
-    v = np.asarray(values, dtype=float)
-    if v.ndim != 2 or v.size == 0:
-        raise ValueError(f"values must be (worlds, episodes), got shape {v.shape}")
-    mean = _world_mean(v[None])[0]
-    if mean != mean:
-        return (math.nan, math.nan, math.nan)
-    n_w, n_e = v.shape
-    rng = np.random.default_rng(seed)
-    worlds = rng.integers(0, n_w, (resamples, n_w)) if n_w > 1 else np.zeros((resamples, 1), int)
-    episodes = rng.integers(0, n_e, (resamples, n_w, n_e))
-    stats = _world_mean(v[worlds[:, :, None], episodes])
-    lo, hi = np.nanquantile(stats, [(1 - level) / 2, (1 + level) / 2])
-    return (float(mean), float(lo), float(hi))
-
-
 def policy_cells(runs: pd.DataFrame, figures: tuple[str, ...]) -> dict[str, dict[str, np.ndarray]]:
     """policy -> figure -> (worlds, episodes) array of ``runs`` (columns ``policy``,
     ``world_seed``, ``seed`` and each figure), worlds and seeds in ascending order."""
@@ -86,35 +65,57 @@ def policy_cells(runs: pd.DataFrame, figures: tuple[str, ...]) -> dict[str, dict
     return out
 
 
-def paired_rows(cells: dict[str, dict[str, np.ndarray]], figures: tuple[str, ...],
-                baselines: dict[str, str], head: dict[str, Any] | None = None) -> list[dict]:  # fmt: skip
+def paired_rows(
+    cells: dict[str, dict[str, np.ndarray]],
+    figures: tuple[str, ...],
+    baselines: dict[str, str],
+    head: dict[str, Any] | None = None,
+    bounds: Mapping[str, float] | None = None,
+) -> list[dict]:
     """One row per (policy, figure) of :func:`policy_cells`: ``head``, then policy, figure,
-    worlds, episodes, mean, lo, hi (:func:`nested_bootstrap`) and, for each key of
-    ``baselines``, ``vs_<key>`` (with ``_lo``, ``_hi``): the paired difference to that
-    baseline policy on the same worlds and seeds (NaN for the baseline itself or where it
-    did not run)."""
+    worlds (those with a defined episode), episodes, mean, lo, hi
+    (:func:`lab.study.stats.world_interval`), ``bound`` (the figure's equivalence bound,
+    NaN for none; ``bounds`` defaults to :data:`lab.study.stats.BOUNDS`) and, for each key
+    of ``baselines``, the paired difference to that baseline policy on the same worlds and
+    seeds: ``vs_<key>`` with ``_lo``, ``_hi``, ``_worlds``, ``_p`` (two-sided t-test on
+    world means) and ``_tost_p`` (TOST within ±bound), NaN for the baseline itself or where
+    it did not run. The p-values are uncorrected: :func:`lab.study.stats.add_verdicts`
+    corrects a report's family and gives the verdicts."""
+    bounds = BOUNDS if bounds is None else bounds
     rows = []
     for policy, figs in cells.items():
         for f in figures:
-            mean, lo, hi = nested_bootstrap(figs[f])
-            row = {**(head or {}), "policy": policy, "figure": f, "worlds": figs[f].shape[0],
-                   "episodes": figs[f].shape[1], "mean": mean, "lo": lo, "hi": hi}  # fmt: skip
+            mean, lo, hi, n = world_interval(figs[f])
+            bound = bounds.get(f, math.nan)
+            row = {
+                **(head or {}),
+                "policy": policy,
+                "figure": f,
+                "worlds": n,
+                "episodes": figs[f].shape[1],
+                "mean": mean,
+                "lo": lo,
+                "hi": hi,
+                "bound": bound,
+            }
             for key, base in baselines.items():
-                d = (math.nan,) * 3
+                d, p, tost = (math.nan, math.nan, math.nan, 0), math.nan, math.nan
                 if base in cells and base != policy:
-                    d = nested_bootstrap(figs[f] - cells[base][f])
-                row.update({f"vs_{key}": d[0], f"vs_{key}_lo": d[1], f"vs_{key}_hi": d[2]})
+                    diff = figs[f] - cells[base][f]
+                    d = world_interval(diff)
+                    p, tost = difference_p(diff), tost_p(diff, bound=bound)
+                row.update(
+                    {
+                        f"vs_{key}": d[0],
+                        f"vs_{key}_lo": d[1],
+                        f"vs_{key}_hi": d[2],
+                        f"vs_{key}_worlds": d[3],
+                        f"vs_{key}_p": p,
+                        f"vs_{key}_tost_p": tost,
+                    }
+                )
             rows.append(row)
     return rows
-
-
-def _world_mean(v: np.ndarray) -> np.ndarray:
-    """(R, W, E) -> (R,): per resample, the mean over worlds of each world's defined mean."""
-    defined = ~np.isnan(v)
-    n = defined.sum(axis=2)
-    per_world = np.where(n > 0, np.where(defined, v, 0.0).sum(axis=2) / np.maximum(n, 1), np.nan)
-    k = (~np.isnan(per_world)).sum(axis=1)
-    return np.where(k > 0, np.nansum(per_world, axis=1) / np.maximum(k, 1), np.nan)
 
 
 def _t_quantile(n: int) -> float:

@@ -20,13 +20,8 @@ import numpy as np
 
 from abm.card import FIGURES
 from abm.provenance import RESULTS_SCHEMA, now
-from lab.study.analysis import (
-    POLICY_FIGURE,
-    StudyReport,
-    build_report,
-    nested_bootstrap,
-    summarize,
-)
+from lab.study.analysis import POLICY_FIGURE, StudyReport, build_report, summarize
+from lab.study.stats import world_interval
 
 HTML_NAME = "report.html"
 # error messages listed in full; the rest are counted
@@ -107,7 +102,8 @@ def _policies(rep: StudyReport) -> str:
 def _card(rep: StudyReport) -> str:
     """The outcome card (abm/card.py) per policy (and preset, when a study sweeps them) over
     all the group's runs, every figure defined in some run: mean ± 95 % CI over seeds, or
-    with several worlds mean [95 % interval] resampling worlds, then seeds within them."""
+    with several worlds mean [95 % interval] with worlds as a random effect
+    (:func:`lab.study.stats.world_interval`) and the number of worlds it rests on."""
     ok = rep.runs[rep.runs["status"] == "ok"] if "status" in rep.runs else rep.runs
     figures = [f for f in FIGURES if f.name in ok and ok[f.name].notna().any()]
     by = [b for b in ("scenario", "policy") if b in ok]
@@ -125,19 +121,29 @@ def _card(rep: StudyReport) -> str:
                 v = np.full((len(worlds), width), np.nan)
                 for i, w in enumerate(worlds):
                     v[i, : len(w)] = w[f.name].to_numpy(float)
-                mean, lo, hi = nested_bootstrap(v)
-                cells[f.name] = "n/a" if mean != mean else f"{mean:.3g} [{lo:.3g}, {hi:.3g}]"
+                cells[f.name] = _interval(world_interval(v))
         else:
             row = summarize(g, [], [f.name for f in figures]).iloc[0]
             cells = {f.name: _mean_ci(row[f.name], row[f"{f.name}_ci"]) for f in figures}
         columns.append(cells)
     header = ["figure", *(_e(g) for g in groups)]
     rows = [[_e(f.label)] + [c[f.name] for c in columns] for f in figures]
-    how = (f"mean [95 % interval] over {n_worlds} worlds (resampled, then seeds within them)"
-           if n_worlds > 1 else "mean ± 95 % CI over runs (one world)")  # fmt: skip
+    how = (f"mean [95 % interval] over {n_worlds} worlds (worlds as a random effect: "
+           "Hall-corrected t on the world means)" if n_worlds > 1
+           else "mean ± 95 % CI over runs (one world)")  # fmt: skip
     return (f"<h2>Outcome card: {how}</h2><p>The same figures for every policy "
             "(docs/outcome-card.md); the figures of mechanisms that are off in every run are "
             "left out.</p>" + _table(header, rows, left=1))  # fmt: skip
+
+
+def _interval(iv: tuple[float, float, float, int]) -> str:
+    """mean [lo, hi] (n worlds) of :func:`lab.study.stats.world_interval`; the worlds are
+    those where the figure is defined, so they can be fewer than the study's."""
+    mean, lo, hi, n = iv
+    if mean != mean:
+        return "n/a"
+    worlds = f"({n} world{'' if n == 1 else 's'})"
+    return f"{mean:.3g} {worlds}" if lo != lo else f"{mean:.3g} [{lo:.3g}, {hi:.3g}] {worlds}"
 
 
 def _status(rep: StudyReport) -> str:

@@ -388,7 +388,9 @@ class Study:
                     spec=_canonical(dict(data)), source=source, source_text=source_text,
                     skipped_policies=tuple(dict.fromkeys(skipped)), experiment=spec.experiment,
                     settings=settings, fixed=fixed)  # fmt: skip
-        study.runs()  # validates every grid point (scenario and experiment parameters)
+        runs = study.runs()  # validates every grid point (scenario and experiment parameters)
+        if "ticks" in study.axis_fields:  # else every point of a scenario runs its ticks
+            _check_same_ticks(runs)
         return study
 
     # -- the grid -------------------------------------------------------------------
@@ -472,6 +474,28 @@ def run_id(
 
 
 # -- validation helpers ------------------------------------------------------------
+def _check_same_ticks(runs: list[RunSpec]) -> None:
+    """Refuse policies compared over different tick counts (issue 48): where the points
+    differ only in policy (and ticks), every policy must run the same ticks. A slow policy
+    gets fewer seeds (a study of its own), never shorter runs."""
+    ticks: dict[str, dict[str, set[int]]] = {}
+    for r in runs:
+        rest = {k: v for k, v in r.params.items() if k not in ("policy", "ticks")}
+        key = json.dumps(rest, sort_keys=True, default=str)
+        ticks.setdefault(key, {}).setdefault(r.policy, set()).add(r.config["ticks"])
+    for key, by_policy in ticks.items():
+        if len({frozenset(t) for t in by_policy.values()}) > 1:
+            where = ", ".join(f"{k}={show(v)}" for k, v in json.loads(key).items())
+            runs_of = "; ".join(
+                f"{p}: {', '.join(map(str, sorted(t)))}" for p, t in by_policy.items()
+            )
+            raise ConfigError(
+                f"policies run different tick counts{f' at {where}' if where else ''} "
+                f"({runs_of}); a comparison runs every policy for the same ticks: give a slow "
+                "policy fewer seeds, in a study of its own, instead"
+            )
+
+
 def _check_run_count(n_runs: int) -> None:
     if n_runs > MAX_RUNS:
         digits = len(str(n_runs))

@@ -47,7 +47,7 @@ from abm.interfaces import Feedback, FollowsModel, PolicyContext, Recommendation
 from abm.registry import Registry
 from abm.rng import stream
 from abm.validation import ConfigError, problem
-from policies.budget import fit_to_budget, tick_allowance
+from policies.budget import budget_horizon, fit_to_budget, tick_allowance
 from policies.fairness.generator import (
     TrainSettings,
     check_budget,
@@ -425,7 +425,8 @@ class ScarfPolicy(FollowsModel):
     def _allowance(self, obs: RecourseObs) -> float:
         if not self.pace:
             return float(obs.budget_left)
-        return tick_allowance(obs.budget_left, obs.tick, self.ctx.ticks, self.ctx.budget_scope)
+        horizon = budget_horizon(self.ctx)
+        return tick_allowance(obs.budget_left, obs.tick, horizon, self.ctx.budget_scope)
 
 
 class ScarfMLPPolicy(ScarfPolicy):

@@ -1,0 +1,271 @@
+"""Every shipped result is current (issue 48, item 9): no file under results/ names the
+machine that wrote it, and every result the documentation quotes (a table generated from
+it, a figure embedded, a file named) was written under the current results schema,
+:data:`abm.provenance.RESULTS_SCHEMA`, or waits for its rerun in :data:`AWAITING_RERUN`.
+
+A page quotes a result when a block of it is generated from the result (:data:`GENERATED`)
+or when it names the result's file (a picture embedded, a link, a path in backticks); a
+folder named is not a quote. A result records its schema in a ``results_schema`` column
+(CSV) or key (JSON), or as
+"results schema N" in its text (Markdown, HTML); one that records none (a picture, an older
+table) counts as stale. When ``RESULTS_SCHEMA`` is bumped, every quoted result not yet
+rerun becomes stale: list it in :data:`AWAITING_RERUN`, and take it off when its rerun
+lands (a folder key covers every file in it).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import subprocess
+from pathlib import Path
+
+from abm.provenance import RESULTS_SCHEMA
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+# text files a result may be written as (the rest are pictures, Parquet, weights)
+TEXT = (".md", ".csv", ".json", ".jsonl", ".html", ".toml", ".txt")
+# the paths of the machine that wrote a file: a shipped result must not need them
+ABSOLUTE = re.compile(r"(?<![\w.])/(?:work|home|root|tmp|Users)/|\b[A-Za-z]:\\")
+_BLOCK = re.compile(r"<!-- ([a-z][a-z0-9:-]*) -->")
+_PATH = re.compile(r"results/[A-Za-z0-9_./-]*[A-Za-z0-9_-]")
+_SCHEMA_TEXT = re.compile(r"results schema (\d+)", re.I)
+
+#: generated blocks written from the code, not from a result (scripts/reference_doc.py,
+#: card_table.py, readme_columns.py)
+FROM_CODE = {
+    "presets",
+    "policies",
+    "tick-columns",
+    "candidate-columns",
+    "fields",
+    "figures",
+    "columns:ticks",
+    "columns:candidates",
+}
+#: every generated block written from a shipped result: (page, block) -> its source
+GENERATED = {
+    ("docs/capacity-goal.md", "capacity-tables"): "results/capacity-goal/table.csv",
+    ("docs/capacity-goal.md", "capacity-phases"): "results/capacity-goal/phases.csv",
+    ("docs/endogenous-shift.md", "shift-tables"): "results/endogenous-shift/table.csv",
+    ("docs/five-families.md", "goals"): "results/five-families/leaderboard.csv",
+    ("docs/five-families.md", "generators"): "results/five-families/leaderboard.csv",
+    ("docs/five-families.md", "fronts"): "results/five-families/fronts.csv",
+}
+#: results that record no schema themselves -> the file the same call wrote that does
+RECORDED_IN = {
+    "results/five-families/leaderboard.csv": "results/five-families/report.html",
+    "results/endogenous-shift/table.csv": "results/endogenous-shift/report.html",
+    "results/sensible/sensible.md": "results/sensible/sensible.csv",
+}
+_NOW = "schema 9, the current one when listed (issue 48 bumps it to 10)"
+#: quoted results awaiting their rerun under issue 48: path (a folder/ covers every file in
+#: it) -> why it is quoted anyway. Schema N is the one in force when the file was written.
+AWAITING_RERUN = {
+    # at the current schema: listed so that the bump does not fail before their reruns land
+    "results/five-families/": f"{_NOW}: the leaderboard's generated tables and its report",
+    "results/endogenous-shift/": f"{_NOW}: the generated tables of docs/endogenous-shift.md",
+    "results/sensible/sensible.md": "no schema recorded (its changed rows were run under "
+    "schema 9, the others before); DiCE and RBR ran 20-60 ticks beside 100: rerun with "
+    "scripts/sensible.py, which runs every policy for the preset's ticks and records it",
+    # older schemas, each the substance of its page
+    "results/capacity-goal/": "schema 8 (issue 39, written before the bump to 9): the "
+    "generated tables and the figures of docs/capacity-goal.md",
+    "results/sensible/robust-defaults.md": "schema 7 (0.8.2): how the robust defaults were "
+    "chosen (scripts/robust_defaults.py)",
+    "results/table3-worlds/": "schema 5 (0.8.0): Table 3 across worlds, docs/hybrid-gap.md",
+    "results/fairness/": "schema 3: the fairness paper's static reproduction (its own "
+    "trials, no population run); tests/test_fairness.py asserts its criteria on these files",
+    "results/improvement/": "schema 3: the ARLIM reproduction (its own trials); "
+    "tests/test_improvement_results.py asserts the paper's checks on these files",
+    "results/improvement-100/": "schema 3: the ARLIM reproduction over 100 seeds (idem)",
+    "results/improvement-world/": "schema 3: the improvement study in the population world, "
+    "docs/improvement.md",
+    "results/robust/": "schema 3: the robust paper's Table 1, asserted by "
+    "tests/test_robust_results.py",
+    "results/exploration/": "schema 3: the estimator's exploration, docs/exploration.md",
+    "results/extensions/": "schema 3: the extension presets' figures (docs/mechanisms/)",
+}
+
+
+def awaiting_rerun(path: str) -> bool:
+    """Whether the shipped result ``path`` (relative to the root) waits for its rerun: a
+    test that regenerates a page from it then checks the page says so instead."""
+    return any(
+        path == key or (key.endswith("/") and path.startswith(key)) for key in AWAITING_RERUN
+    )
+
+
+def shipped_results() -> list[Path]:
+    """The files under results/ the repository ships (git's list; without git, every file
+    outside the run stores)."""
+    try:
+        out = subprocess.run(
+            ["git", "ls-files", "-z", "results"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        return [ROOT / p for p in out.split("\0") if p]
+    except (OSError, subprocess.CalledProcessError):
+        return [
+            p
+            for p in (ROOT / "results").rglob("*")
+            if p.is_file() and not any(part.startswith("store") for part in p.parts)
+        ]
+
+
+def absolute_paths(text: str) -> list[str]:
+    """The absolute machine paths in ``text`` (each with what follows up to a blank)."""
+    return [text[m.start() :].split()[0] for m in ABSOLUTE.finditer(text)]
+
+
+def recorded_schema(path: Path) -> set[int | None]:
+    """The results schemas ``path`` records: its ``results_schema`` column (CSV; None for a
+    row that records none) or key (JSON), or "results schema N" in its text; empty when it
+    records none."""
+    if path.suffix not in TEXT:
+        return set()
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".csv":
+        rows = list(csv.DictReader(text.splitlines()))
+        if rows and "results_schema" in rows[0]:
+            return {int(float(r["results_schema"])) if r["results_schema"] else None for r in rows}
+        return set()
+    if path.suffix == ".json":
+        data = json.loads(text)
+        schema = data.get("results_schema") if isinstance(data, dict) else None
+        return set() if schema is None else {int(schema)}
+    return {int(n) for n in _SCHEMA_TEXT.findall(text)}
+
+
+def schema_of(rel: str) -> set[int | None]:
+    """The schemas of the shipped result ``rel``, read where its writer records them (none
+    for a result not written yet)."""
+    path = ROOT / RECORDED_IN.get(rel, rel)
+    return recorded_schema(path) if path.is_file() else set()
+
+
+def doc_blocks() -> set[tuple[str, str]]:
+    """(page, block) of every generated block of the docs and the README."""
+    return {
+        (p.relative_to(ROOT).as_posix(), m) for p in PAGES for m in _BLOCK.findall(p.read_text())
+    }
+
+
+def quoted() -> dict[str, set[str]]:
+    """Shipped result -> the pages that quote it: the sources of generated blocks, and the
+    files under results/ a page embeds, links or names (folders named are not quotes)."""
+    out: dict[str, set[str]] = {}
+    for (page, _), source in GENERATED.items():
+        out.setdefault(source, set()).add(page)
+    for page in PAGES:
+        for rel in set(_PATH.findall(page.read_text())):
+            if (ROOT / rel).is_file():
+                out.setdefault(rel, set()).add(page.relative_to(ROOT).as_posix())
+    return out
+
+
+def awaiting(rel: str, allow: dict[str, str]) -> bool:
+    return any(rel == key or (key.endswith("/") and rel.startswith(key)) for key in allow)
+
+
+def stale(schema: int = RESULTS_SCHEMA, allow: dict[str, str] | None = None) -> list[str]:
+    """One line per quoted result whose schema is not ``schema`` and that ``allow`` (default
+    :data:`AWAITING_RERUN`) does not list: its path, what it records, the pages."""
+    allow = AWAITING_RERUN if allow is None else allow
+    out = []
+    for rel, pages in sorted(quoted().items()):
+        if awaiting(rel, allow):
+            continue
+        found = schema_of(rel)
+        if found != {schema}:
+            shown = sorted("none" if s is None else str(s) for s in found)
+            what = f"schema {', '.join(shown)}" if found else "no schema"
+            out.append(f"{rel} ({what}; quoted by {', '.join(sorted(pages))})")
+    return out
+
+
+# -- no machine paths -------------------------------------------------------------------
+def test_no_shipped_result_holds_an_absolute_machine_path():
+    found = {}
+    for path in shipped_results():
+        if path.suffix in TEXT and path.is_file():
+            hits = absolute_paths(path.read_text(encoding="utf-8", errors="replace"))
+            if hits:
+                found[path.relative_to(ROOT).as_posix()] = hits[:3]
+    assert not found, f"absolute paths (write them from the repository root): {found}"
+
+
+def test_absolute_paths_are_found_and_repository_paths_are_not():
+    text = (
+        "see /work/main/results/x.csv, /home/ann/r, C:\\Users\\r and /tmp/q; "
+        "not results/pareto/T1-b005, ../results/a.png, 1/2 or https://example.org/tmp/a"
+    )
+    assert absolute_paths(text) == [
+        "/work/main/results/x.csv,",
+        "/home/ann/r,",
+        "C:\\Users\\r",
+        "/tmp/q;",
+    ]
+    assert absolute_paths("results/sensible/sensible.md and docs/rl.md") == []
+
+
+# -- quoted results are current -----------------------------------------------------------
+def test_every_generated_block_names_its_source():
+    blocks = doc_blocks()
+    from_results = {(page, name) for page, name in blocks if name not in FROM_CODE}
+    assert from_results == set(GENERATED), "list each block and its source in GENERATED"
+    assert {name for _, name in blocks} >= FROM_CODE
+    for source in GENERATED.values():
+        # a source new with its rerun (e.g. the leaderboard's fronts) may not exist yet
+        assert (ROOT / source).is_file() or awaiting(source, AWAITING_RERUN), source
+    for source, record in RECORDED_IN.items():
+        assert (ROOT / source).is_file() and (ROOT / record).is_file(), record
+
+
+def test_recorded_schema_is_read_from_a_column_a_key_or_the_text(tmp_path):
+    cases = {
+        "a.csv": ("method,results_schema\nx,3\ny,4\n", {3, 4}),
+        "b.csv": ("method,rr\nx,0.5\n", set()),
+        "i.csv": ("method,results_schema\nx,9\ny,\n", {9, None}),  # y: an older row
+        "c.json": (json.dumps({"results_schema": 9, "rr": 0.5}), {9}),
+        "d.json": ("[1, 2]", set()),
+        "e.md": ("Written by `make` (results schema 9).\n", {9}),
+        "f.html": ("<p>Results schema 8; written today.</p>", {8}),
+        "g.md": ("no schema here\n", set()),
+        "h.png": ("results schema 9", set()),
+    }
+    for name, (text, expected) in cases.items():
+        (tmp_path / name).write_text(text)
+        assert recorded_schema(tmp_path / name) == expected, name
+
+
+def test_every_quoted_result_is_current_or_awaiting_its_rerun():
+    found = stale()
+    assert not found, (
+        f"quoted results not of results schema {RESULTS_SCHEMA}: rerun them, stop quoting "
+        "them, or list them in AWAITING_RERUN with the reason: " + "; ".join(found)
+    )
+
+
+def test_the_check_lists_every_quote_not_of_the_schema_asked_and_not_awaiting():
+    assert len(stale(schema=-1, allow={})) == len(quoted())
+    board = "results/five-families/leaderboard.csv"
+    (schema,) = schema_of(board)  # its report, written by the same call, records it
+    assert not any(line.startswith(board) for line in stale(schema, allow={}))
+    line = f"{board} (schema {schema}; quoted by docs/five-families.md)"
+    assert line in stale(schema + 1, allow={})
+    assert line not in stale(schema + 1, allow={"results/five-families/": "its rerun"})
+    assert line in stale(schema + 1, allow={"results/five-families/report.html": "only that"})
+
+
+def test_the_allow_list_names_quoted_results_and_says_why():
+    quotes = quoted()
+    for key, reason in AWAITING_RERUN.items():
+        assert any(awaiting(rel, {key: reason}) for rel in quotes), f"{key} is quoted nowhere"
+        assert len(reason) > 20, key
+        assert (ROOT / key).exists(), key
