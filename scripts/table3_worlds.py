@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from abm.provenance import RESULTS_SCHEMA
 from lab.experiments.pareto import BEHAVIOURS, MARGINS, SETTINGS, episode_arrays, read_front
 from lab.study import Study, collect
 from lab.study.stats import (
@@ -169,7 +170,8 @@ def markdown(table: pd.DataFrame) -> str:
         "front (exact-linear advice with uniform, estimated and true difficulties) and RR, "
         "RF of the threshold baselines, as mean [95 % interval] over worlds (worlds as a "
         "random effect: Hall-corrected t on the world values, lab/study/stats.py) with the "
-        "number of worlds it rests on, and each world's value."
+        "number of worlds it rests on, and each world's value. Results schema "
+        f"{RESULTS_SCHEMA}."
     )
     family = (
         "The family of contrasts is the orderings of the fronts in every setting and "
@@ -227,6 +229,7 @@ def main() -> None:
                            args.out / "store")  # fmt: skip
         rows += summarise(runs, setting, behaviour)
     table = add_verdicts(pd.DataFrame(rows))
+    table["results_schema"] = RESULTS_SCHEMA
     args.out.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out / "table.csv", index=False)
     (args.out / "summary.md").write_text(markdown(table))

@@ -576,8 +576,8 @@ def capacity_goal(
 ) -> None:
     """Where a learned goal pays (issue 39): μ trained in the recession world, observing the
     capacity in force, against every constant-margin front, an adaptive margin and the
-    privileged lookahead, 5 worlds x 10 paired episodes at T = 1, β = 0.05 (about 2
-    CPU-hours with training; resumable); table.csv, fronts.png, summary.md."""
+    privileged lookahead, 10 worlds x 5 paired episodes at T = 1, β = 0.05, μ of every
+    training seed shipped (about 2 CPU-hours; resumable); table.csv, fronts.png, summary.md."""
     from lab.experiments import capacity_goal
 
     _run_experiment(capacity_goal, output_dir(out), quick, workers, report_only, "table")

@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from abm.provenance import RESULTS_SCHEMA
 from lab.experiments.pareto import (
     MARGINS,
     ORACLE_GRID,
@@ -94,7 +95,7 @@ LONG_STEPS = 21_000
 # the shipped run, and ``quick``: one (α, τ) point trained for 300 ticks, three margins,
 # 2 worlds x 2 episodes of 60 ticks (the recession begins at tick 40): a check, not a result
 PLANS = {
-    False: {"grid": GRID, "margins": MARGINS, "steps": STEPS, "worlds": 5, "episodes": 10,
+    False: {"grid": GRID, "margins": MARGINS, "steps": STEPS, "worlds": 10, "episodes": 5,
             "ticks": None, "long": ((4.0, 1.0), (10.0, 1.0), (30.0, 1.0))},
     True: {"grid": ((10.0, 1.0),), "margins": (0.0, 0.05, 0.1), "steps": 300, "worlds": 2,
            "episodes": 2, "ticks": 60, "long": ()},
@@ -770,7 +771,7 @@ def write_report(runs: pd.DataFrame, out: str | Path, quick: bool = False) -> di
     present = set(runs["policy"])
     pts = [p for p in pts if p["policy"] in present]
     table = summarise(runs, pts)
-    table.to_csv(out / "table.csv", index=False)
+    table.assign(results_schema=RESULTS_SCHEMA).to_csv(out / "table.csv", index=False)
     means = runs.groupby("policy")[["rr", "rf"]].mean()
     pd.DataFrame([{**{k: p[k] for k in POINT_KEYS}, "rr": means.loc[p["policy"], "rr"],
                    "rf": means.loc[p["policy"], "rf"]} for p in pts]).to_csv(
@@ -779,9 +780,10 @@ def write_report(runs: pd.DataFrame, out: str | Path, quick: bool = False) -> di
     chosen, ticks = tick_points(runs, pts, out)
     plot_ticks(chosen, ticks, out / "ticks.png")
     by_phase = phases(chosen, ticks)
-    by_phase.to_csv(out / "phases.csv", index=False)
+    by_phase.assign(results_schema=RESULTS_SCHEMA).to_csv(out / "phases.csv", index=False)
     head = (f"# Where a learned goal pays: {SCENARIO}{' (quick check)' if quick else ''}\n\n"
-            "Written by `recourse-abm reproduce capacity-goal`.\n\n")  # fmt: skip
+            f"Written by `recourse-abm reproduce capacity-goal` (results schema "
+            f"{RESULTS_SCHEMA}).\n\n")  # fmt: skip
     (out / "summary.md").write_text(head + markdown(table) + "\n" + phase_markdown(by_phase))
     return {"report": out / "summary.md", "table": out / "table.csv", "plot": out / "fronts.png"}
 
