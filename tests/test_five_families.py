@@ -14,7 +14,10 @@ from lab.experiments import five_families as ff
 
 
 def test_the_study_files_pair_each_family_with_every_world_it_runs_in():
-    main, fronts, rl, generators = ff.studies()
+    main, estimated, rl, uniform, true, generators = ff.studies()
+    assert [s.name for s in (estimated, uniform, true)] == [
+        f"five-families-fronts-{c}" for c in ("estimated", "uniform", "true")
+    ]
     runs = main.runs()
     pairs = {(r.params["scenario"], r.policy) for r in runs}
     assert {p for p, _ in pairs} == {"lending", "improvement", "retraining", "groups", "causal",
@@ -28,12 +31,13 @@ def test_the_study_files_pair_each_family_with_every_world_it_runs_in():
     assert worlds == set(range(20)) and {r.seed for r in runs} == set(range(2))
     assert len(runs) == len(pairs) * 20 * 2
     # every preset's fronts: 12 margins x 3 cost models on the same worlds and seeds
-    grid = {(r.params["scenario"], r.policy) for r in fronts.runs()}
+    fronts = [r for study in (estimated, uniform, true) for r in study.runs()]
+    grid = {(r.params["scenario"], r.policy) for r in fronts}
     assert {p for p, _ in grid} == {p for p, _ in pairs}
     for preset in {p for p, _ in grid}:
         mine = {pol for p, pol in grid if p == preset}
         assert mine == {p for ps in ff.FRONTS_OF.values() for p in ps} and len(mine) == 36
-    assert {(r.params["world_seed"], r.seed) for r in fronts.runs()} == {
+    assert {(r.params["world_seed"], r.seed) for r in fronts} == {
         (r.params["world_seed"], r.seed) for r in runs
     }
     assert {r.config["world_seed"] for r in rl.runs()} == {0} and "rl" in rl.policy + "".join(
@@ -173,7 +177,7 @@ def test_docs_five_families_tables_match_the_shipped_leaderboard():
 
 
 def test_the_fronts_run_without_the_shift_figures_and_lose_no_bit_of_rr_and_rf():
-    """studies/five-families-fronts.toml sets shift_points = 0: the shifts draw from streams
+    """studies/five-families-fronts-*.toml set shift_points = 0: the shifts draw from streams
     of their own, so a margin run's every other column is the same bits with them on."""
     from abm import RecourseModel
 

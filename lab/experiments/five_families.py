@@ -2,9 +2,9 @@
 
 Runs ``studies/five-families.toml`` (each family's strongest policies in the combined
 world ``lending`` and every single-mechanism preset, 20 worlds x 2 paired episodes),
-``studies/five-families-fronts.toml`` (the constant-margin fronts: 12 margins with
-exact-linear advice on uniform, estimated and true difficulties, on the same worlds and
-seeds), ``studies/five-families-rl.toml`` (``rl`` and a hybrid, whose artefacts exist for
+``studies/five-families-fronts-*.toml`` (the constant-margin fronts: 12 margins with
+exact-linear advice on estimated, uniform and true difficulties, on the same worlds and
+seeds; one study each), ``studies/five-families-rl.toml`` (``rl`` and a hybrid, whose artefacts exist for
 world 0 of ``paper`` only, one training seed) and ``studies/five-families-generators.toml``
 (the generators family), then writes the report:
 
@@ -47,12 +47,18 @@ from lab.study.page import STYLE
 from lab.study.stats import BOUNDS, MIN_WORLDS_FOR_VERDICT, add_verdicts
 
 ROOT = Path(__file__).resolve().parents[2]
-STUDIES = (
-    ROOT / "studies" / "five-families.toml",
-    ROOT / "studies" / "five-families-fronts.toml",
-    ROOT / "studies" / "five-families-rl.toml",
-    ROOT / "studies" / "five-families-generators.toml",
+STUDIES = tuple(
+    ROOT / "studies" / f"{name}.toml"
+    for name in (
+        "five-families",
+        "five-families-fronts-estimated",
+        "five-families-rl",
+        "five-families-fronts-uniform",
+        "five-families-fronts-true",
+        "five-families-generators",
+    )
 )
+# the fronts are three studies (one per cost model), today's baseline's first
 MAIN, FRONTS = "five-families", "five-families-fronts"
 RBR = "last-threshold+rbr:num_samples=50,inner_iter=20"
 # left out of the quick variant: the slowest policies (a check that every piece runs)
@@ -179,9 +185,7 @@ def leaderboard(runs: pd.DataFrame) -> pd.DataFrame:
     and the paired difference to each baseline run on the same worlds and seeds with its
     p-values and verdict; the family of every contrast is corrected with BH."""
     rows = []
-    for (study, preset), part in runs[runs["study"] != FRONTS].groupby(
-        ["study", "scenario"], sort=False
-    ):
+    for (study, preset), part in runs[~_is_front(runs)].groupby(["study", "scenario"], sort=False):
         on = PRESETS[preset].mechanisms
         figures = tuple(f for f in SHOWN if not NEEDS[f] or NEEDS[f] in on)
         rows += paired_rows(
@@ -194,7 +198,7 @@ def fronts(runs: pd.DataFrame) -> pd.DataFrame:
     """Every policy of the main study against each constant-margin front of its preset
     (:data:`FRONTS_OF`): two rows per (preset, policy, front), RF at equal RR and RR at
     equal RF (:func:`lab.study.front.front_rows`); the family is every row, Holm."""
-    main, grid = runs[runs["study"] == MAIN], runs[runs["study"] == FRONTS]
+    main, grid = runs[runs["study"] == MAIN], runs[_is_front(runs)]
     rows = []
     for preset, part in main.groupby("scenario", sort=False):
         margins = grid[grid["scenario"] == preset]
@@ -216,6 +220,10 @@ def fronts(runs: pd.DataFrame) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame()
     return add_front_verdicts(pd.DataFrame(rows), method=CORRECTION["fronts"])
+
+
+def _is_front(runs: pd.DataFrame) -> pd.Series:
+    return runs["study"].str.startswith(FRONTS)
 
 
 def _name(policy: str) -> str:
