@@ -185,8 +185,14 @@ def front_tables(fronts: pd.DataFrame) -> str:
                     cells.append("–")
                     continue
                 r = at.loc[(front, figure)]
-                n = int(r["vs_front_worlds"])
-                cells.append(f"{_diff(r, 'front')} (n = {n})")
+                said = str(r.get("vs_front_verdict", ""))
+                # "inconclusive (n worlds)" names its worlds already
+                n = (
+                    ""
+                    if said.endswith("worlds)") or said.endswith("world)")
+                    else (f" (n = {int(r['vs_front_worlds'])})")
+                )
+                cells.append(f"{_diff(r, 'front')}{n}")
             rows.append(f"| {_name(policy)} | {' | '.join(cells)} |")
         out += [*head, *rows, ""]
     return "\n".join(out).rstrip()

@@ -97,6 +97,13 @@ def test_the_quick_variant_runs_every_piece_and_writes_the_report(tmp_path):
     again = ff.write_report(ff.read_runs(tmp_path, quick=True), tmp_path / "again", quick=True)
     assert pd.read_csv(again["leaderboard"]).equals(board)
     assert pd.read_csv(again["fronts"]).equals(fronts)
+    # a study not stored in full is left out of a report, which names it
+    import shutil
+
+    shutil.rmtree(tmp_path / "store" / "five-families-generators-quick")
+    part = ff.write_report(ff.read_runs(tmp_path, quick=True), tmp_path / "c", quick=True)
+    assert "five-families-generators" not in set(pd.read_csv(part["leaderboard"]).study)
+    assert "not yet run in full: five-families-generators" in part["report"].read_text()
 
 
 def _doc_script():

@@ -313,7 +313,10 @@ def _front_table(table: pd.DataFrame, preset: str) -> str:
 
 
 def write_report(runs: pd.DataFrame, out: Path, quick: bool = False) -> dict[str, Any]:
-    """leaderboard.csv, fronts.csv and report.html under ``out``; returns their paths."""
+    """leaderboard.csv, fronts.csv and report.html under ``out``; returns their paths. The
+    report names the studies it holds and those not run yet (a partial store)."""
+    names = [s.name.removesuffix("-quick") for s in studies(quick)]
+    absent = [n for n in names if n not in set(runs["study"])]
     board = leaderboard(runs)
     front = fronts(runs)
     out.mkdir(parents=True, exist_ok=True)
@@ -334,6 +337,8 @@ def write_report(runs: pd.DataFrame, out: Path, quick: bool = False) -> dict[str
         "equal RR and RR at equal RF, world by world, corrected with Holm over every front "
         f"contrast. Fewer than {MIN_WORLDS_FOR_VERDICT} worlds: intervals, no verdict. "
         f"Results schema {RESULTS_SCHEMA}; written {now()}.</p>",
+        f"<p>Studies in this report: {html.escape(', '.join(dict.fromkeys(runs['study'])))}"
+        f"{'; not yet run in full: ' + html.escape(', '.join(absent)) if absent else ''}.</p>",
     ]
     for (study, preset), part in board.groupby(["study", "preset"], sort=False):
         worlds, episodes = int(part["worlds"].max()), int(part["episodes"].iloc[0])
@@ -393,9 +398,15 @@ def write_report(runs: pd.DataFrame, out: Path, quick: bool = False) -> dict[str
 
 
 def read_runs(out: str | Path, quick: bool = False) -> pd.DataFrame:
-    """The runs of the studies as stored under ``out``/store (for a report only)."""
+    """The runs of the studies as stored under ``out``/store (for a report only). A study
+    not stored in full yet is left out (the report names it): its runs resume later."""
     frames = []
     for study in studies(quick):
-        _, runs = load_runs_of(study, Path(out) / "store" / study.name)
+        store = Path(out) / "store" / study.name
+        if not (store / "manifest.json").is_file():
+            continue
+        _, runs = load_runs_of(study, store)
+        if len(runs) < study.n_runs:
+            continue
         frames.append(_tidy(runs, study))
     return pd.concat(frames, ignore_index=True)
