@@ -68,8 +68,6 @@ _NOW = "schema 9, the current one when listed (issue 48 bumps it to 10)"
 AWAITING_RERUN = {
     # at the current schema: listed so that the bump does not fail before their reruns land
     "results/endogenous-shift/": f"{_NOW}: the generated tables of docs/endogenous-shift.md",
-    "results/robust-alpha/": "new under issue 48 (the robust and ROAR policies over α on the "
-    "common validity figure, docs/robust.md): its run follows the leaderboard's",
     "results/sensible/sensible.md": "no schema recorded (its changed rows were run under "
     "schema 9, the others before); DiCE and RBR ran 20-60 ticks beside 100: rerun with "
     "scripts/sensible.py, which runs every policy for the preset's ticks and records it",
