@@ -195,9 +195,10 @@ def outcome_card(
     def share(num: float, den: float) -> float:
         return num / den if den > 0 else math.nan
 
-    def weighted(col: str, weight: str) -> float:  # a per-tick mean pooled over the episode
-        w = ticks[weight].where(ticks[weight] > 0)
-        return share(float((ticks[col] * w).sum()), float(w.sum()))
+    def weighted(mean: pd.Series, count: pd.Series) -> float:
+        """A per-tick mean pooled over the episode, each tick weighed by its count."""
+        w = count.where(count > 0)
+        return share(float((mean * w).sum()), float(w.sum()))
 
     n_acc, n_rej = total("n_accepted"), total("n_rejected")
     n_adv_tick = ticks["n_rejected"] - ticks["n_unadvised"]
@@ -206,8 +207,11 @@ def outcome_card(
     put("rr", nanmean(ticks["rr"]), "no candidate reapplied having carried out advice")
     put("rf", nanmean(ticks["rf"]), "nobody was rejected within the validity window")
     put("accept_rate", share(n_acc, total("n_applicants")), "no application")
-    waits_acc = (ticks["mean_time_to_accept"] * ticks["n_accepted"]).where(ticks["n_accepted"] > 0)
-    put("time_to_accept", share(float(waits_acc.sum()), n_acc), "nobody was accepted")
+    put(
+        "time_to_accept",
+        weighted(ticks["mean_time_to_accept"], ticks["n_accepted"]),
+        "nobody was accepted",
+    )
     # the places are fixed, so over every entrant the share never accepted is k T / N for
     # any policy; who waits, and how long, differs among those rejected on entry
     rejected = waits.rejected_on_entry()
@@ -239,8 +243,7 @@ def outcome_card(
         share(total("n_valid_issued"), n_carried),
         "nobody reapplied carrying advice",
     )
-    costs = (ticks["mean_cost"] * n_adv_tick).where(n_adv_tick > 0)
-    put("cost_recommended", share(float(costs.sum()), n_adv), "no advice was given")
+    put("cost_recommended", weighted(ticks["mean_cost"], n_adv_tick), "no advice was given")
     put("cost_incurred", share(total("effort"), n_adv), "no advice was given")
     put("effort", total("effort"), "")
     put("wasted_share", share(total("wasted_effort"), total("effort")), "no effort was spent")
@@ -267,9 +270,17 @@ def outcome_card(
         return False
 
     if needs("h_accepted", "outcomes"):
-        put("h_accepted", weighted("mean_p_true_accepted", "n_accepted"), "nobody was accepted")
+        put(
+            "h_accepted",
+            weighted(ticks["mean_p_true_accepted"], ticks["n_accepted"]),
+            "nobody was accepted",
+        )
     if needs("h_applicants", "outcomes"):
-        put("h_applicants", weighted("mean_p_true_applicants", "n_applicants"), "no application")
+        put(
+            "h_applicants",
+            weighted(ticks["mean_p_true_applicants"], ticks["n_applicants"]),
+            "no application",
+        )
     if needs("true_gain", "outcomes"):
         put(
             "true_gain",
@@ -305,48 +316,47 @@ def outcome_card(
     )
     if all([needs(name, "retraining") for name in shifts]):  # a list: needs() puts NaNs
         refits = "" if ticks["model_version"].iloc[-1:].gt(0).any() else "no refit"
+        got = {"param_shift": (nanmean(ticks["shift_l2"]), refits or "a non-linear model")}
         if "domain_mmd" in ticks:
             last = ticks["domain_mmd"].dropna()
-            put(
-                "domain_shift",
+            got["domain_shift"] = (
                 last.iloc[-1] if len(last) else math.nan,
                 refits or "the positive class had under two rows",
             )
-            put("model_shift", nanmean(ticks["model_mmd"]), refits or "undefined at every refit")
-            put(
-                "disagreement", nanmean(ticks["disagreement"]), refits or "undefined at every refit"
+            got["model_shift"] = (nanmean(ticks["model_mmd"]), refits or "undefined at every refit")
+            got["disagreement"] = (
+                nanmean(ticks["disagreement"]),
+                refits or "undefined at every refit",
             )
         else:
             for name in ("domain_shift", "model_shift", "disagreement"):
-                put(name, math.nan, "shift_points = 0")
+                got[name] = (math.nan, "shift_points = 0")
         if "domain_p" in ticks:
             # the domain shift is against the first data: its last test says whether the
             # data moved since; the model shift is tested at each refit on its own
             last = ticks["domain_p"].where(ticks["domain_mmd"].notna()).dropna()
-            put(
-                "domain_shift_p",
+            got["domain_shift_p"] = (
                 last.iloc[-1] if len(last) else math.nan,
                 refits or "the positive class had under two rows",
             )
             p = ticks["model_p"].dropna()
             few = config.shift_permutations < 19  # then no p can fall below 0.05
-            put(
-                "model_shift_p",
+            got["model_shift_p"] = (
                 math.nan if few or p.empty else float((p < 0.05).mean()),
                 "fewer than 19 permutations" if few else refits or "undefined at every refit",
             )
         else:
             why = "shift_points = 0" if "domain_mmd" not in ticks else "shift_permutations = 0"
-            put("domain_shift_p", math.nan, why)
-            put("model_shift_p", math.nan, why)
-        put("param_shift", nanmean(ticks["shift_l2"]), refits or "a non-linear model")
+            got["domain_shift_p"] = got["model_shift_p"] = (math.nan, why)
+        for name in shifts:  # in the card's order
+            put(name, *got[name])
     groups = range(config.n_groups)
     if needs("dp_gap", "groups"):
         put("dp_gap", nanmean(ticks["dp_gap"]), "no tick with applicants of every group")
     if needs("w_dist", "groups"):
         put("w_dist", nanmean(ticks["w_dist"]), "no tick with a pool of every group")
     if needs("accept_gap", "groups"):
-        rate = [weighted(f"accept_rate_g{g}", f"n_applicants_g{g}") for g in (0, 1)]
+        rate = [weighted(ticks[f"accept_rate_g{g}"], ticks[f"n_applicants_g{g}"]) for g in (0, 1)]
         put("accept_gap", rate[1] - rate[0], "a group had no applicant")
     for metric in ("rr", "rf"):
         if needs(f"{metric}_gap", "groups"):
@@ -360,6 +370,4 @@ def outcome_card(
         for metric in ("rr", "rf"):
             for g in groups:
                 put(f"{metric}_g{g}", nanmean(ticks[f"{metric}_g{g}"]), "undefined in every tick")
-    order = {name: i for i, name in enumerate(NAMES)}  # the card's order, groups' own after
-    values = dict(sorted(values.items(), key=lambda kv: order.get(kv[0], len(order))))
     return Card(values, reasons)

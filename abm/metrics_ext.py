@@ -270,12 +270,11 @@ def mmd2_test(
     Z = np.concatenate([X, Y])
     if gamma is None:
         gamma = median_gamma(Z)
-    from sklearn.metrics.pairwise import rbf_kernel
     from threadpoolctl import threadpool_limits
 
+    K = kernel_matrix(Z, None, gamma)  # (N, N): X's rows first
     null_of = _paired_null if paired else _pooled_null
     with threadpool_limits(limits=1, user_api="blas"):  # one BLAS thread, as kernel_matrix
-        K = rbf_kernel(Z, None, gamma=gamma)  # (N, N): X's rows first
         observed, null = null_of(K, m, rng, permutations)
     return observed, permutation_p(observed, null)
 

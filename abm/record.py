@@ -59,13 +59,14 @@ class Recorder:
         self.events: list[dict[str, np.ndarray]] = []
         # each candidate's total effort, as they leave (accepted or dropped out)
         self._exit_effort: list[np.ndarray] = []
-        # each leaver's ticks from entry to exit, and whether the exit was an acceptance
-        # (the card's time to acceptance: dropout is censoring, not failure)
-        self._exit_wait: list[np.ndarray] = []
-        self._exit_accepted: list[np.ndarray] = []
-        # the acceptance threshold of every recorded tick: advice is judged against the
-        # threshold in force when it was issued as well as the one when it is used
-        self._thresholds: dict[int, float] = {}
+        # ticks from entry to exit of the accepted and of those who dropped out (the card's
+        # time to acceptance: dropout is censoring, not failure)
+        self._accepted_wait: list[np.ndarray] = []
+        self._dropped_wait: list[np.ndarray] = []
+        # the acceptance threshold of every recorded tick (NaN before recording began):
+        # advice is judged against the threshold in force when it was issued as well as
+        # the one when it is used
+        self._thresholds = np.full(config.ticks, np.nan)
         self.last_row: dict[str, float] = {}
         self.last_tick: TickState | None = None
 
@@ -99,15 +100,16 @@ class Recorder:
             view = RecordView(lambda: pool.waiting, model.streams, per_applicant,
                               mechanisms.true_counterfactual)  # fmt: skip
         r = _responses(d, advice, dropped, outcome, self.difficulty)
+        if d.t >= self._thresholds.shape[0]:  # a run on past the scenario's ticks
+            grown = np.full(2 * d.t + 1, np.nan)
+            grown[: self._thresholds.shape[0]] = self._thresholds
+            self._thresholds = grown
         self._thresholds[d.t] = d.threshold
         self.last_row = _tick_row(d, advice, r, leaving, outcome, pool.n_waiting)
         self.last_row.update(self._reapplied_advice(d, model.scorer))
         self._exit_effort += [d.applicants.effort[d.accepted], leaving.effort]
-        self._exit_wait += [d.t - d.applicants.entered[d.accepted], d.t - leaving.entered]
-        self._exit_accepted += [
-            np.ones(np.count_nonzero(d.accepted), dtype=bool),
-            np.zeros(len(leaving), dtype=bool),
-        ]
+        self._accepted_wait.append(d.t - d.applicants.entered[d.accepted])
+        self._dropped_wait.append(d.t - leaving.entered)
         if mechanisms.on:
             self.mechanisms.row(d, advice, outcome, self.last_row, view)
         if self.capacity_on:
@@ -148,7 +150,7 @@ class Recorder:
         if n_adv:
             cf_now = scorer.score(d.applicants.X_cf[:n_ret][adv])
             issued_at = d.applicants.last_tick[:n_ret][adv]
-            th = np.array([self._thresholds.get(int(t), math.nan) for t in issued_at])
+            th = self._thresholds[issued_at]  # issued at an earlier tick: in range
             tol = metrics.CLEAR_TOL
             out["n_valid_reapply"] = int(np.count_nonzero(cf_now >= d.threshold - tol))
             out["n_valid_issued"] = int(np.count_nonzero(cf_now >= th - tol))
@@ -239,9 +241,10 @@ class Recorder:
         (its candidates' effort counts as spent so far)."""
         spent = np.concatenate([*self._exit_effort, waiting.effort])
         last = self.last_tick.tick if self.last_tick is not None else 0
-        waits = np.concatenate([*self._exit_wait, last - waiting.entered])
-        accepted = np.concatenate([*self._exit_accepted, np.zeros(len(waiting), dtype=bool)])
-        return outcome_card(self.tick_table(), spent, self.config, Waits(waits, accepted))
+        accepted = np.concatenate([np.zeros(0, dtype=np.int64), *self._accepted_wait])
+        waits = np.concatenate([accepted, *self._dropped_wait, last - waiting.entered])
+        is_accepted = np.arange(waits.shape[0]) < accepted.shape[0]
+        return outcome_card(self.tick_table(), spent, self.config, Waits(waits, is_accepted))
 
     def summary(self, head: dict[str, Any]) -> dict[str, Any]:
         """``head`` followed by the episode means over defined ticks and the totals."""

@@ -34,11 +34,9 @@ from lab.study.experiments import BENCH_RECOMMENDERS, EPISODE_METRICS, mean_std
 from lab.study.stats import (
     BOUNDS,
     DIRECTIONS,
-    MIN_WORLDS_FOR_VERDICT,
-    adjust,
     difference_p,
+    judge,
     tost_p,
-    verdict,
     world_interval,
 )
 
@@ -128,16 +126,14 @@ def _add_verdicts(results: list[dict[str, Any]], method: str = CORRECTION) -> No
     and at least :data:`lab.study.stats.MIN_WORLDS_FOR_VERDICT` worlds; difference and
     TOST p-values are each corrected by ``method``."""
     cells = [c for r in results if "vs_baseline" in r for c in r["vs_baseline"]["card"].items()]
-
-    def family(key: str) -> np.ndarray:
-        p = [d[key] if d["worlds"] >= MIN_WORLDS_FOR_VERDICT else np.nan for _, d in cells]
-        return adjust(p, method)[0]
-
-    p_adj, tost_adj = family("p"), family("tost_p")
+    p_adj, tost_adj, said = judge(
+        *([d[key] for _, d in cells] for key in ("mean", "p", "tost_p", "worlds")),
+        [DIRECTIONS.get(k) for k, _ in cells],
+        method,
+    )
     size = int(np.isfinite(p_adj).sum())
-    for (k, d), p, t in zip(cells, p_adj, tost_adj, strict=True):
-        d["p_adj"], d["tost_p_adj"] = float(p), float(t)
-        d["verdict"] = verdict(d["mean"], p, t, d["worlds"], DIRECTIONS.get(k))
+    for (_, d), p, t, v in zip(cells, p_adj, tost_adj, said, strict=True):
+        d["p_adj"], d["tost_p_adj"], d["verdict"] = float(p), float(t), v
     for r in results:
         if "vs_baseline" in r:
             r["vs_baseline"].update(correction=method, family=size)

@@ -36,10 +36,9 @@ from lab.study import Study, collect
 from lab.study.stats import (
     BOUNDS,
     MIN_WORLDS_FOR_VERDICT,
-    adjust,
     difference_p,
+    judge,
     tost_p,
-    verdict,
     world_interval,
 )
 
@@ -140,16 +139,13 @@ def add_verdicts(table: pd.DataFrame, method: str = CORRECTION) -> pd.DataFrame:
     "inconclusive" ("inconclusive (n worlds)" below 10 worlds)."""
     out = table.copy()
     tested = out["p"].notna() if "p" in out else pd.Series(False, index=out.index)
-    enough = out["worlds"] >= MIN_WORLDS_FOR_VERDICT
     out["p_adj"], out["tost_p_adj"], out["verdict"] = np.nan, np.nan, ""
-    family = out.index[tested]
-    p_adj = adjust(out.loc[family, "p"].where(enough[family]), method)[0]
-    tost_adj = adjust(out.loc[family, "tost_p"].where(enough[family]), method)[0]
-    out.loc[family, "p_adj"], out.loc[family, "tost_p_adj"] = p_adj, tost_adj
-    out.loc[family, "verdict"] = [
-        verdict(out.at[i, "mean"], p, t, int(out.at[i, "worlds"]))
-        for i, p, t in zip(family, p_adj, tost_adj, strict=True)
-    ]
+    rows = out.loc[tested]
+    p_adj, tost_adj, said = judge(
+        rows["mean"], rows["p"], rows["tost_p"], rows["worlds"], method=method
+    )
+    out.loc[tested, "p_adj"], out.loc[tested, "tost_p_adj"] = p_adj, tost_adj
+    out.loc[tested, "verdict"] = said
     return out
 
 

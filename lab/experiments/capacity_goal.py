@@ -65,10 +65,9 @@ from lab.study.front import FRONT_BOUND, FRONT_FIGURES, front_distances
 from lab.study.stats import (
     BOUNDS,
     MIN_WORLDS_FOR_VERDICT,
-    adjust,
     difference_p,
+    judge,
     tost_p,
-    verdict,
     world_interval,
 )
 
@@ -480,14 +479,16 @@ def add_verdicts(table: pd.DataFrame, method: str = CORRECTION) -> pd.DataFrame:
     difference is "better", "worse" (more RF is better) or "level"."""
     out = table.copy()
     tested = out["kind"].isin(["front", "difference"])
-    family = tested & (out["worlds"] >= MIN_WORLDS_FOR_VERDICT)
-    out["p_adj"] = adjust(out["p"].where(family), method)[0]
-    out["tost_p_adj"] = adjust(out["tost_p"].where(family), method)[0]
-    out["verdict"] = ""
-    for i in out.index[tested]:
-        r = out.loc[i]
-        said = verdict(r["mean"], r["p_adj"], r["tost_p_adj"], int(r["worlds"]), True)
-        out.at[i, "verdict"] = _FRONT_WORDS.get(said, said) if r["kind"] == "front" else said
+    rows = out.loc[tested]
+    p_adj, tost_adj, said = judge(
+        rows["mean"], rows["p"], rows["tost_p"], rows["worlds"], True, method
+    )
+    out["p_adj"], out["tost_p_adj"], out["verdict"] = np.nan, np.nan, ""
+    out.loc[tested, "p_adj"], out.loc[tested, "tost_p_adj"] = p_adj, tost_adj
+    out.loc[tested, "verdict"] = [
+        _FRONT_WORDS.get(v, v) if kind == "front" else v
+        for v, kind in zip(said, rows["kind"], strict=True)
+    ]
     return out
 
 

@@ -56,6 +56,7 @@ __all__ = [
     "add_verdicts",
     "adjust",
     "difference_p",
+    "judge",
     "paired_interval",
     "tost_p",
     "verdict",
@@ -278,6 +279,36 @@ def verdict(
     return "inconclusive"
 
 
+def judge(
+    diff: Iterable[float],
+    p: Iterable[float],
+    tost: Iterable[float],
+    worlds: Iterable[float],
+    higher_is_better: bool | None | Sequence[bool | None] = None,
+    method: str = "holm",
+    alpha: float = ALPHA,
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The verdicts of one report's family of contrasts, each given by its mean difference,
+    p-value of :func:`difference_p`, of :func:`tost_p` and number of worlds (n,).
+
+    Contrasts with fewer than :data:`MIN_WORLDS_FOR_VERDICT` worlds stay out of the family;
+    difference and TOST p-values are each corrected by ``method`` (:func:`adjust`).
+    ``higher_is_better``: one direction for all, or one per contrast. Returns the adjusted
+    p-values (n,), the adjusted TOST p-values (n,) and the verdicts (:func:`verdict`)."""
+    diff, p, tost = (np.asarray(list(x), dtype=float) for x in (diff, p, tost))
+    n_worlds = np.nan_to_num(np.asarray(list(worlds), dtype=float)).astype(int)
+    enough = n_worlds >= MIN_WORLDS_FOR_VERDICT
+    p_adj = adjust(np.where(enough, p, np.nan), method, alpha)[0]
+    tost_adj = adjust(np.where(enough, tost, np.nan), method, alpha)[0]
+    if higher_is_better is None or isinstance(higher_is_better, bool):
+        higher_is_better = [higher_is_better] * diff.shape[0]
+    said = [
+        verdict(d, pa, ta, int(w), up, alpha)
+        for d, pa, ta, w, up in zip(diff, p_adj, tost_adj, n_worlds, higher_is_better, strict=True)
+    ]
+    return p_adj, tost_adj, said
+
+
 def _direction(higher_is_better: Mapping[str, bool] | bool | None, figure: str) -> bool | None:
     if isinstance(higher_is_better, Mapping):
         return higher_is_better.get(figure)
@@ -303,25 +334,20 @@ def add_verdicts(
     out = table.copy()
     cells = [(i, k) for k in keys for i in out.index]
 
-    def family(column: str) -> np.ndarray:
-        p = np.array([out.at[i, f"vs_{k}_{column}"] for i, k in cells], dtype=float)
-        enough = np.array(
-            [out.at[i, f"vs_{k}_worlds"] >= MIN_WORLDS_FOR_VERDICT for i, k in cells], dtype=bool
-        )
-        return adjust(np.where(enough, p, np.nan), method, alpha)[0]
+    def column(name: str) -> list[float]:
+        return [out.at[i, f"vs_{k}{name}"] for i, k in cells]
 
-    p_adj, tost_adj = family("p"), family("tost_p")
+    ups = [_direction(directions, out.at[i, "figure"]) for i, _ in cells]
+    p_adj, tost_adj, said = judge(
+        column(""), column("_p"), column("_tost_p"), column("_worlds"), ups, method, alpha
+    )
     for k in keys:
         out[f"vs_{k}_p_adj"] = np.nan
         out[f"vs_{k}_tost_p_adj"] = np.nan
         out[f"vs_{k}_verdict"] = ""
-    for (i, k), p, t in zip(cells, p_adj, tost_adj, strict=True):
-        diff = out.at[i, f"vs_{k}"]
-        if diff != diff:  # the baseline itself, or it did not run
+    for (i, k), p, t, v in zip(cells, p_adj, tost_adj, said, strict=True):
+        if out.at[i, f"vs_{k}"] != out.at[i, f"vs_{k}"]:  # the baseline, or it did not run
             continue
         out.at[i, f"vs_{k}_p_adj"], out.at[i, f"vs_{k}_tost_p_adj"] = p, t
-        n = int(out.at[i, f"vs_{k}_worlds"])
-        out.at[i, f"vs_{k}_verdict"] = verdict(
-            diff, p, t, n, _direction(directions, out.at[i, "figure"]), alpha
-        )
+        out.at[i, f"vs_{k}_verdict"] = v
     return out
