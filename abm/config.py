@@ -141,7 +141,9 @@ EXTENSION_DEFAULTS: dict[str, Any] = {
     "retrain_every": 0,
     "retrain_data": "outcomes",
     "retrain_drift": (),
+    "retrain_advised_share": 1.0,
     "shift_points": SHIFT_POINTS,
+    "shift_length_scale": None,
     "shift_permutations": SHIFT_PERMUTATIONS,
     "group_share": (1.0,),
     "group_shift": (),
@@ -225,12 +227,18 @@ class ScenarioConfig(BaseModel):
     )
     # §2 retraining on a schedule
     retrain_every: Int = Field(0, ge=0, le=1_000_000)
-    retrain_data: Literal["outcomes", "shifted", "both"] = "outcomes"
+    retrain_data: Literal["outcomes", "shifted", "both", "advised"] = "outcomes"
     retrain_drift: tuple[Float, ...] = Field((), json_schema_extra={"allowed": _DRIFT_TEXT})
+    # retrain_data = advised (Altmeyer et al.'s data entry): the share of the candidates
+    # advised since the last refit whose counterfactuals join the data, labelled positive
+    retrain_advised_share: Float = Field(1.0, gt=0.0, le=1.0)
     # the domain and model shifts at each refit (MMD², subsampled to this many rows; 0: off)
     shift_points: Int = Field(
         SHIFT_POINTS, ge=0, le=1_000_000, json_schema_extra={"allowed": _SHIFT_POINTS_TEXT}
     )
+    # the shifts' Gaussian kernel: a fixed length-scale l (gamma = 1 / (2 l^2), the paper's
+    # 0.5), or None for the median heuristic
+    shift_length_scale: Float | None = Field(None, gt=0.0, le=1e6, allow_inf_nan=False)
     # the permutations behind each shift's p-value (stream shift_perm; 0: no p-values)
     shift_permutations: Int = Field(
         SHIFT_PERMUTATIONS,
@@ -353,7 +361,11 @@ class ScenarioConfig(BaseModel):
                 field="decision_model",
                 value=self.decision_model,
             )
-        if self.retrain_every and self.retrain_data != "shifted" and self.outcome_delay is None:
+        if (
+            self.retrain_every
+            and self.retrain_data in ("outcomes", "both")
+            and self.outcome_delay is None
+        ):
             raise not_allowed(
                 "an outcome_delay (outcomes to retrain on), or retrain_data = shifted "
                 "with a retrain_drift",
@@ -429,6 +441,27 @@ class ScenarioConfig(BaseModel):
                 "set retrain_data = shifted or both)",
                 field="retrain_drift",
                 value=self.retrain_drift,
+            )
+        if self.retrain_data == "advised" and not self.retrain_every:
+            raise not_allowed(
+                "outcomes, shifted or both while retrain_every = 0 (advised rows enter the "
+                "data of refits, and there are none: set retrain_every)",
+                field="retrain_data",
+                value=self.retrain_data,
+            )
+        if self.retrain_advised_share != 1.0 and self.retrain_data != "advised":
+            raise not_allowed(
+                f"1.0 while retrain_data = {self.retrain_data} (the share picks the advised "
+                "rows that enter a refit's data: set retrain_data = advised)",
+                field="retrain_advised_share",
+                value=self.retrain_advised_share,
+            )
+        if self.shift_length_scale is not None and not (self.retrain_every and self.shift_points):
+            raise not_allowed(
+                "none while retrain_every = 0 or shift_points = 0 (the kernel is that of the "
+                "shifts measured at refits: set retrain_every and shift_points)",
+                field="shift_length_scale",
+                value=self.shift_length_scale,
             )
         if self.shift_points == 1:
             raise not_allowed(_SHIFT_POINTS_TEXT + " (an MMD needs two rows a sample)",

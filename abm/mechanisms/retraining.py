@@ -47,11 +47,13 @@ SHIFT_PERM_POINTS = 1000
 
 @dataclass
 class RetrainingTick:
-    """One tick of retraining: the tick-table figures (:data:`COLUMNS`) and M(x_cf) (r,)
-    of the reapplicants' advice under the model that now decides (NaN where unadvised)."""
+    """One tick of retraining: the tick-table figures (:data:`COLUMNS`), M(x_cf) (r,)
+    of the reapplicants' advice under the model that now decides (NaN where unadvised),
+    and the ids (n,) of the rejected (``retrain_data = advised`` only)."""
 
     figures: dict[str, float]
     cf_score_now: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    rejected_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 class Retraining(Mechanism):
@@ -66,6 +68,11 @@ class Retraining(Mechanism):
         self._reference: ShiftReference | None = None  # drawn at the first refit
         self._k_scores = math.nan  # within-sample kernel mean of the scores in force
         self._shift_columns = self.tick_columns(config)[len(COLUMNS) :]
+        # retrain_data = advised: (ids (a,), X_cf (a, z)) of each advice since the last
+        # refit, and the counterfactual rows every refit so far let in (tuples: a fork
+        # shares them and never appends in place)
+        self._pending: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
+        self._entered: tuple[np.ndarray, ...] = ()
 
     def start_tick(self, t: int, waiting: Population, streams: Any, others: Any) -> RetrainingTick:
         """Refit at every ``retrain_every``-th tick; validity of the waiting's advice:
@@ -122,6 +129,11 @@ class Retraining(Mechanism):
         Returns the rows it added to the first training data, X (n, z) and y (n,) int8."""
         c, w = self.config, self.world
         parts_X, parts_y = [], []
+        if c.retrain_data == "advised":
+            self._entered += (self._advised_rows(streams),)
+            self._pending = ()
+            parts_X += [w.X_train, *self._entered]
+            parts_y += [w.y_train, *(np.ones(e.shape[0], np.int8) for e in self._entered)]
         if c.retrain_data in ("outcomes", "both"):
             labelled = () if outcomes is None else outcomes.labelled
             parts_X += [w.X_train, *(o.X for o in labelled)]
@@ -133,7 +145,7 @@ class Retraining(Mechanism):
             parts_y.append(y)
         X = np.concatenate(parts_X)
         y = np.concatenate(parts_y).astype(np.int8)
-        first = w.X_train.shape[0] if c.retrain_data in ("outcomes", "both") else 0
+        first = w.X_train.shape[0] if c.retrain_data != "shifted" else 0
         estimator = clone(w.decision_model.estimator)
         if np.unique(y).shape[0] < 2:
             raise RuntimeError(
@@ -149,8 +161,9 @@ class Retraining(Mechanism):
 
         * ``domain_mmd``: the positive class of the data the model was first fitted on
           against the positive class of the rows added to it since, X (n, z) and y (n,):
-          revealed outcomes and/or shifted data (the first data itself left out, so the
-          two samples share no row and the new rows are not diluted);
+          revealed outcomes, shifted data or advised counterfactuals (the first data
+          itself left out, so the two samples share no row and the new rows are not
+          diluted);
         * ``model_mmd``: the scores of the previous model against the new one's on a fixed
           sample of the first training data (the model shift of this refit; paired rows:
           0 when the scores did not change);
@@ -174,7 +187,9 @@ class Retraining(Mechanism):
         rng = streams.get("shift")
         ref = self._reference
         if ref is None:  # the first refit: the previous model is the first one
-            ref = self._reference = ShiftReference.draw(self.world, self.config.shift_points, rng)
+            c = self.config
+            ref = ShiftReference.draw(self.world, c.shift_points, rng, c.shift_length_scale)
+            self._reference = ref
             self._k_scores = ref.k_scores
         pos = X[y == 1]
         pos = pos[metrics_ext.subsample(pos.shape[0], self.config.shift_points, rng)]
@@ -205,7 +220,35 @@ class Retraining(Mechanism):
             out["domain_p"], out["model_p"] = domain_test[1], model_test[1]
         return out
 
+    def _advised_rows(self, streams: Any) -> np.ndarray:
+        """Altmeyer et al.'s data entry: the counterfactuals (e, z) of the candidates
+        advised since the last refit, each candidate's latest advice once, as advised
+        (whether or not it was followed or led to acceptance); a share
+        ``retrain_advised_share`` < 1 of them, drawn without replacement from stream
+        ``retrain``."""
+        z = self.config.n_features
+        if not self._pending:
+            return np.zeros((0, z))
+        ids = np.concatenate([p[0] for p in self._pending])
+        X = np.concatenate([p[1] for p in self._pending])
+        # each id's last row: the first of the reversed order, back in issue order
+        _, first = np.unique(ids[::-1], return_index=True)
+        rows = np.sort(ids.shape[0] - 1 - first)
+        share = self.config.retrain_advised_share
+        if share < 1.0:
+            n = rows.shape[0]
+            pick = streams.get("retrain").choice(n, round(share * n), replace=False)
+            rows = rows[np.sort(pick)]
+        return X[rows]
+
+    def on_advice(self, state: RetrainingTick, advice: Advice, policy_name: str) -> None:
+        if self.config.retrain_data == "advised" and advice.advised.any():
+            adv = advice.advised
+            self._pending += ((state.rejected_ids[adv], advice.X_cf[adv]),)
+
     def on_selected(self, state: RetrainingTick, d: Decision, pool, streams, record) -> None:
+        if self.config.retrain_data == "advised":
+            state.rejected_ids = d.applicants.data["ids"][d.rej]
         if record:  # the advice reapplicants carry, scored by the model that now decides
             ret = slice(0, d.n_ret)
             adv = d.applicants.advised[ret]
@@ -252,9 +295,10 @@ class Retraining(Mechanism):
 class ShiftReference:
     """What the shifts of an episode compare against, drawn once at its first refit:
     ``positive`` (<= P, z), the first training data's positive class, with its kernel's γ
-    (median heuristic) and within-sample kernel mean; ``X_eval`` (<= P, z), a sample of
-    the first training data on which models are scored, with the γ of the first model's
-    scores there (median heuristic) and their within-sample kernel mean. P =
+    (median heuristic, or ``shift_length_scale``) and within-sample kernel mean;
+    ``X_eval`` (<= P, z), a sample of the first training data on which models are scored,
+    with the γ of the first model's scores there (likewise) and their within-sample kernel
+    mean. P =
     ``shift_points``."""
 
     positive: np.ndarray
@@ -265,14 +309,20 @@ class ShiftReference:
     k_scores: float
 
     @classmethod
-    def draw(cls, world, points: int, rng: np.random.Generator) -> ShiftReference:
+    def draw(
+        cls, world, points: int, rng: np.random.Generator, length_scale: float | None = None
+    ) -> ShiftReference:
+        """``length_scale`` l: both kernels' γ = 1 / (2 l²) (AlgorithmicRecourseDynamics.jl
+        fixes l = 0.5, γ = 2); None: each γ by the median heuristic."""
         X, y = world.X_train, world.y_train
         pos = X[y == 1]
         pos = pos[metrics_ext.subsample(pos.shape[0], points, rng)]
-        gamma = metrics_ext.median_gamma(pos)
         X_eval = X[metrics_ext.subsample(X.shape[0], points, rng)]
         scores = world.decision_model.score(X_eval)[:, None]
-        gamma_scores = metrics_ext.median_gamma(scores)
+        if length_scale is None:
+            gamma, gamma_scores = metrics_ext.median_gamma(pos), metrics_ext.median_gamma(scores)
+        else:
+            gamma = gamma_scores = 1.0 / (2.0 * length_scale * length_scale)
         return cls(pos, gamma, metrics_ext.kernel_mean(pos, None, gamma), X_eval, gamma_scores,
                    metrics_ext.kernel_mean(scores, None, gamma_scores))  # fmt: skip
 

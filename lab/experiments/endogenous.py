@@ -13,6 +13,13 @@ with Holm; bold marks the survivors, "level" a TOST within the figure's bound.
 Writes ``table.csv`` (policy x figure: mean, lo, hi, and the paired differences),
 ``report.html`` and two charts: ``shift-vs-cost.png`` (domain shift against the cost of
 advice) and ``paired.png`` (every generator's paired difference to Wachter's).
+
+The ablation (issue 55) reruns the study in the three other :data:`SETTINGS`: the
+paper's data entry (``retrain_data = advised``: every advised counterfactual joins the
+data labelled positive), the paper's kernel (``shift_length_scale = 0.5``), and both;
+each without RBR (:data:`ABLATION_POLICIES`), on the same worlds and seeds. It writes
+``ablation.csv`` (setting x generator x figure, the paired difference to Wachter's, one
+family corrected with Holm) and ``ablation.png``.
 """
 
 from __future__ import annotations
@@ -66,15 +73,51 @@ NAMES = {
 }
 
 
+#: the ablation's settings (issue 55): scenario keys set on top of the study's own
+SETTINGS: dict[str, dict[str, Any]] = {
+    "ours": {},
+    "entry": {"retrain_data": "advised"},
+    "kernel": {"shift_length_scale": 0.5},
+    "both": {"retrain_data": "advised", "shift_length_scale": 0.5},
+}
+SETTING_LABELS = {
+    "ours": "ours (accepted rows, true outcomes; median-heuristic kernel)",
+    "entry": "the paper's data entry (advised counterfactuals, labelled positive)",
+    "kernel": "the paper's kernel (Gaussian, length-scale 0.5)",
+    "both": "both",
+}
+#: every policy of the study but RBR (~40x the others' time an episode)
+ABLATION_POLICIES = (
+    "none",
+    "threshold",
+    "threshold-wachter",
+    "robust-l1",
+    "roar-l1",
+    "threshold-claproar",
+    "threshold-gravitational",
+    "threshold-probe",
+    "threshold-face",
+)
+#: the ablation's paired figures (the family) and its per-policy p-value figures
+ABLATION_FIGURES = ("domain_shift", "model_shift", "disagreement", "rr", "rf", "cost_recommended")
+ABLATION_P = ("domain_shift_p", "model_shift_p")
+
+
 def name(policy: str) -> str:
     """A generator's short name: ``threshold-claproar`` -> ``claproar``."""
     return NAMES.get(policy, policy.removeprefix("threshold-"))
 
 
-def study(quick: bool = False) -> Study:
-    """The study; ``quick``: 2 worlds x 2 episodes of 30 ticks (three refits), a check that
-    every piece runs, not a result."""
+def study(quick: bool = False, setting: str = "ours") -> Study:
+    """The study in one of :data:`SETTINGS` (the others are named
+    ``endogenous-shift-<setting>`` and run :data:`ABLATION_POLICIES`); ``quick``: 2 worlds x
+    2 episodes of 30 ticks (three refits), a check that every piece runs, not a result."""
     data = tomllib.loads(STUDY.read_text())
+    if setting != "ours":
+        data["name"] += f"-{setting}"
+        data["description"] += f"; {SETTING_LABELS[setting]}"
+        data["set"].update(SETTINGS[setting])
+        data["sweep"]["policy"] = list(ABLATION_POLICIES)
     if quick:
         data.update(seeds=2, ticks=30, name=data["name"] + "-quick")
         data["sweep"]["world_seed"] = [0, 1]
@@ -97,11 +140,35 @@ def run(
     return write_report(_tidy(runs, s), out, quick)
 
 
-def read_runs(out: str | Path, quick: bool = False) -> pd.DataFrame:
-    """The runs as stored under ``out``/store (for a report only)."""
-    s = study(quick)
+def run_ablation(
+    out: str | Path,
+    *,
+    quick: bool = False,
+    workers: int = 2,
+    progress: Callable[[int, int], None] | None = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Run (or resume) the study in the other :data:`SETTINGS` under ``out``/store (the
+    study itself, ``ours``, must have run there), then write the ablation's report."""
+    out = Path(out)
+    for setting in list(SETTINGS)[1:]:
+        s = study(quick, setting)
+        log(f"{s.name}: {s.n_runs} runs")
+        collect(s, out / "store" / s.name, workers=workers, progress=progress)
+    return write_ablation(read_ablation(out, quick), out)
+
+
+def read_runs(out: str | Path, quick: bool = False, setting: str = "ours") -> pd.DataFrame:
+    """The runs of one setting as stored under ``out``/store (for a report only)."""
+    s = study(quick, setting)
     _, runs = load_runs_of(s, Path(out) / "store" / s.name)
     return _tidy(runs, s)
+
+
+def read_ablation(out: str | Path, quick: bool = False) -> dict[str, pd.DataFrame]:
+    """setting -> its runs of :data:`ABLATION_POLICIES` (for a report only)."""
+    runs = {s: read_runs(out, quick, s) for s in SETTINGS}
+    return {s: r[r["policy"].isin(ABLATION_POLICIES)] for s, r in runs.items()}
 
 
 def _tidy(runs: pd.DataFrame, s: Study) -> pd.DataFrame:
@@ -259,3 +326,103 @@ def write_report(runs: pd.DataFrame, out: Path, quick: bool = False) -> dict[str
     )
     (out / "report.html").write_text(page)
     return {"table": out / "table.csv", "report": out / "report.html", "board": board}
+
+
+def ablation_table(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per (setting, policy, figure) of ``runs`` (:func:`read_ablation`): mean,
+    lo, hi over worlds and, for :data:`ABLATION_FIGURES`, ``vs_wachter`` (the paired
+    difference to Wachter's generator on the same worlds and seeds, with its interval,
+    p-values and verdict). The family is every setting's paired figures, corrected with
+    Holm; :data:`ABLATION_P` (the permutation p-values) carry means only."""
+    paired, own = [], []
+    for setting, r in runs.items():
+        head = {"setting": setting}
+        cells = policy_cells(r, ABLATION_FIGURES + ABLATION_P)
+        paired += paired_rows(cells, ABLATION_FIGURES, {"wachter": BASELINES["wachter"]}, head)
+        own += paired_rows(cells, ABLATION_P, {}, head)
+    judged = add_verdicts(pd.DataFrame(paired), ["wachter"], method=CORRECTION)
+    return pd.concat([judged, pd.DataFrame(own)], ignore_index=True)
+
+
+def ablation_markdown(board: pd.DataFrame) -> str:
+    """The docs page's ablation tables: each generator's shifts against Wachter's per
+    setting, then every policy's shifts and their p-value figures per setting."""
+    policies = [p for p in ABLATION_POLICIES if p in set(board["policy"])]
+    others = [p for p in policies if p != BASELINES["wachter"]]
+    out = [
+        "Paired difference to Wachter's generator, per setting (bold: survives Holm's "
+        "correction over every difference of the ablation; level: TOST within the figure's "
+        "bound):",
+        "",
+        "| setting | figure | " + " | ".join(name(p) for p in others) + " |",
+        "|---|---" + "|---" * len(others) + "|",
+    ]
+    cols = ["vs_wachter", "vs_wachter_lo", "vs_wachter_hi", "vs_wachter_verdict"]
+    for setting in SETTINGS:
+        for f in ("domain_shift", "model_shift", "disagreement"):
+            part = board[(board["setting"] == setting) & (board["figure"] == f)]
+            part = part.set_index("policy")
+            if part.empty:
+                continue
+            out.append(
+                f"| {setting} | {f} | " + " | ".join(ci(*part.loc[p, cols]) for p in others) + " |"
+            )
+    out += [
+        "",
+        "Each policy's shifts per setting (mean [95 % interval] over worlds); `domain_shift_p` "
+        "is the permutation p-value of the last refit's domain shift, `model_shift_p` the "
+        "share of refits whose model shift has p < 0.05:",
+        "",
+        "| setting | figure | " + " | ".join(name(p) for p in policies) + " |",
+        "|---|---" + "|---" * len(policies) + "|",
+    ]
+    for setting in SETTINGS:
+        for f in ("domain_shift", "domain_shift_p", "model_shift", "model_shift_p"):
+            part = board[(board["setting"] == setting) & (board["figure"] == f)]
+            part = part.set_index("policy")
+            if part.empty:
+                continue
+            out.append(
+                f"| {setting} | {f} | "
+                + " | ".join(ci(*part.loc[p, ["mean", "lo", "hi"]]) for p in policies)
+                + " |"
+            )
+    return "\n".join(out)
+
+
+def ablation_chart(board: pd.DataFrame) -> bytes:
+    """``ablation.png``: each generator's domain and model shift minus Wachter's, one
+    marker per setting (PNG bytes)."""
+    from matplotlib.figure import Figure
+
+    policies = [p for p in ABLATION_POLICIES if p in set(board["policy"])]
+    others = [p for p in policies if p != BASELINES["wachter"]]
+    fig = Figure(figsize=(11, 4.2))
+    axes = fig.subplots(1, 2, sharey=True)
+    ys = np.arange(len(others))
+    settings = [s for s in SETTINGS if s in set(board["setting"])]
+    for ax, f in zip(axes, ("domain_shift", "model_shift"), strict=True):
+        for j, setting in enumerate(settings):
+            part = board[(board["setting"] == setting) & (board["figure"] == f)]
+            part = part.set_index("policy").loc[others]
+            m = part["vs_wachter"].to_numpy()
+            err = [m - part["vs_wachter_lo"].to_numpy(), part["vs_wachter_hi"].to_numpy() - m]
+            off = (j - (len(settings) - 1) / 2) * 0.18
+            ax.errorbar(m, ys + off, xerr=err, fmt="o", ms=4, capsize=2, label=setting)
+        ax.axvline(0, color="0.5", lw=0.8)
+        ax.set_title(f"{f} minus Wachter's (MMD²)", fontsize=9)
+        ax.set_yticks(ys, [name(p) for p in others])
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7, title="setting", title_fontsize=7)
+    fig.suptitle("The ablation: which difference from the paper flips the finding (95 % intervals)")
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def write_ablation(runs: dict[str, pd.DataFrame], out: Path) -> dict[str, Any]:
+    """``ablation.csv`` and ``ablation.png`` under ``out``; returns their paths."""
+    board = ablation_table(runs)
+    out.mkdir(parents=True, exist_ok=True)
+    board.to_csv(out / "ablation.csv", index=False)
+    (out / "ablation.png").write_bytes(ablation_chart(board))
+    return {"ablation": out / "ablation.csv", "ablation_board": board}
