@@ -220,15 +220,50 @@ def summary_table(summary: dict[str, Any], title: str) -> Table:
     return table
 
 
-def card_table(card: Any, title: str) -> Table:
-    """The outcome card (abm.card): every figure, and why a figure is undefined."""
+#: a preset that switches each world extension on (docs/world.md names its fields)
+TURN_ON = {
+    "outcomes": "improvement",
+    "retraining": "retraining",
+    "groups": "groups",
+    "causal": "causal",
+    "budget": "budget",
+}
+
+
+def off_mechanisms(card: Any) -> dict[str, int]:
+    """Mechanism -> how many of the card's figures are undefined because it is off."""
+    out: dict[str, int] = {}
+    for _, _, value, reason in card.rows():
+        if value != value and reason.startswith("needs "):
+            mech = reason.removeprefix("needs ")
+            out[mech] = out.get(mech, 0) + 1
+    return out
+
+
+def card_table(card: Any, title: str, full: bool = True) -> Table:
+    """The outcome card (abm.card), and why a figure is undefined; ``full`` False leaves
+    out the figures whose mechanism is off (:func:`off_line` names them)."""
     table = Table(title=title, show_header=True, header_style="bold")
     table.add_column("figure")
     table.add_column("value", justify="right")
     table.add_column("undefined because", style="dim")
     for _, label, value, reason in card.rows():
+        if not full and value != value and reason.startswith("needs "):
+            continue
         table.add_row(label, fmt(value) if value == value else "–", reason)
     return table
+
+
+def off_line(card: Any) -> str | None:
+    """One line naming the mechanisms whose figures are off and how to switch each on
+    (None when every figure's mechanism is on)."""
+    off = off_mechanisms(card)
+    if not off:
+        return None
+    names = ", ".join(f"{m} {n}" for m, n in off.items())
+    presets = ", ".join(f"-s {TURN_ON[m]}" for m in off if m in TURN_ON)
+    n = sum(off.values())
+    return f"{n} figures need a world extension that is off ({names}): try {presets}; --card prints them"
 
 
 def _option_bounds(field: str) -> dict[str, Any]:
@@ -275,6 +310,12 @@ def run(
             help="use trained artefacts made for another world, beta or population (recorded)"
         ),
     ] = False,
+    card: Annotated[
+        bool,
+        typer.Option(
+            "--card", help="print every figure of the outcome card, those of the mechanisms off too"
+        ),
+    ] = False,
 ) -> None:
     """Run one episode, print a summary and write tables, summary.json and metrics.png."""
     # the model (Mesa, scikit-learn) loads only when a command needs it: listings stay fast
@@ -312,7 +353,11 @@ def run(
         f"{model.config.name} · {policy} · seed {model.config.seed} · {model.tick} ticks"
     )
     console.print(summary_table(summary, title))
-    console.print(card_table(model.outcome_card(), "outcome card"))
+    outcome = model.outcome_card()
+    console.print(card_table(outcome, "outcome card", full=card))
+    line = None if card else off_line(outcome)
+    if line:
+        console.print(escape(line), style="dim")
     plots = "metrics.png" + (", extensions.png" if model.config.mechanisms else "")
     console.print(f"results written to [bold]{escape(str(out))}[/] (ticks.parquet, summary.json, {plots}"
                   + (", candidates.parquet)" if events else ")"))  # fmt: skip

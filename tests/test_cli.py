@@ -161,3 +161,26 @@ def test_run_ticks_is_validated_and_step_stops_at_the_end():
                                            f"the scenario has ticks = {model.config.ticks}"):  # fmt: skip
         model.step()
     assert model.tick == model.config.ticks
+
+
+def test_the_first_screen_shows_defined_figures_and_one_line_for_the_extensions_off(tmp_path):
+    wide = CliRunner(env={"COLUMNS": "400"})
+    short = wide.invoke(app, ["run", "--ticks", "10", "--out", str(tmp_path / "a")])
+    assert short.exit_code == 0, short.output
+    assert "needs retraining" not in short.output and "MMD²" not in short.output
+    off = [line for line in short.output.splitlines() if "world extension that is off" in line]
+    assert len(off) == 1, short.output
+    assert "retraining 10" in off[0] and "-s retraining" in off[0] and "--card" in off[0]
+    # the full card: on the screen with --card, and in summary.json either way
+    full = wide.invoke(app, ["run", "--ticks", "10", "--card", "--out", str(tmp_path / "b")])
+    assert "needs retraining" in full.output and "world extension that is off" not in full.output
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert "domain_shift" in json.dumps(summary)
+    # every extension on: no line
+    all_on = wide.invoke(
+        app,
+        ["run", "-s", "retraining", "--ticks", "10", "--out", str(tmp_path / "c")]
+        + ["--set", "outcome_delay=1", "--set", "group_share=[0.5,0.5]", "--set", "budget=10"],
+    )
+    assert all_on.exit_code == 0, all_on.output
+    assert "world extension that is off" not in all_on.output
