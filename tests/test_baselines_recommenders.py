@@ -4,7 +4,6 @@ import itertools
 
 import numpy as np
 import pytest
-import torch
 
 from abm.interfaces import PolicyContext
 from abm.model import RecourseModel
@@ -13,6 +12,12 @@ from abm.validation import ConfigError
 from policies.baselines.ustun import Ustun, cheapest_mix
 from policies.baselines.wachter import Wachter, autograd_score_grad, score_grad, torch_scorer
 from policies.recommenders import ExactLinear, exact_linear_counterfactuals
+
+try:  # the rl extra: the mlp model and autograd's gradients
+    import torch
+except ImportError:
+    torch = None
+needs_torch = pytest.mark.skipif(torch is None, reason="needs the rl extra (torch)")
 
 
 def _context(decision_model="logistic", immutable=(2, 5)):
@@ -146,6 +151,7 @@ def test_ustun_needs_linear_model():
         Ustun().prepare(ctx)
 
 
+@needs_torch
 @pytest.mark.parametrize("kind", ["logistic", pytest.param("mlp", marks=pytest.mark.slow)])
 def test_wachter_within_tolerance_and_deterministic(kind):
     ctx, world = _context(kind)
@@ -235,6 +241,7 @@ def test_dice_finding_no_counterfactual_leaves_the_row_unreached(monkeypatch):
     assert not np.isnan(X_cf[below[0]]).any()
 
 
+@needs_torch
 @pytest.mark.slow
 def test_mlp_decision_model():
     from abm.mlp import MLPClassifier
@@ -257,6 +264,7 @@ def test_mlp_decision_model():
     assert isinstance(ctx, PolicyContext)
 
 
+@needs_torch
 def test_wachters_closed_form_gradient_is_autograds():
     """The linear model's score and gradient in closed form (NumPy) agree with autograd
     through the torch scorer (random models, rows inside and outside [0, 1])."""
@@ -301,6 +309,7 @@ def test_wachter_takes_the_feature_of_largest_weight_first():
     assert (after >= goals).all() and (after <= goals + 2e-3).all()
 
 
+@needs_torch
 @pytest.mark.parametrize("seed", range(4))
 def test_wachters_closed_form_descent_is_the_autograd_descent(seed):
     """The logistic model's closed-form gradient is a fast path: the descent through

@@ -8,6 +8,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+
+pytest.importorskip("gymnasium", reason="needs the rl extra")
 from observing import observations
 
 from abm.model import RecourseModel

@@ -7,6 +7,8 @@ generated inputs rather than on a few hand-picked cases.
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
@@ -21,7 +23,6 @@ from abm.behaviour import (
 from abm.interfaces import HistoryWindow, RecourseObs
 from abm.population import SCHEMA, Population
 from abm.selection import SCORE_TIE, select_top_k
-from lab.envs import PopulationEnv
 from policies.rl.encoding import (
     N_APPS,
     N_BINS,
@@ -37,6 +38,9 @@ unit = st.floats(0.0, 1.0, allow_nan=False)
 # float overflow in 1 / (|x_cf - x| x_cf), not the model
 feature = unit.map(lambda v: round(v, 6))
 rate = st.floats(0.0, 50.0, allow_nan=False)
+#: the RL encodings are checked through PopulationEnv, which needs the rl extra
+HAS_GYMNASIUM = importlib.util.find_spec("gymnasium") is not None
+
 seeds = st.integers(0, 2**32 - 1)
 
 # scores drawn from a few values force ties at the threshold; free floats test the rest
@@ -266,6 +270,8 @@ def population_observations(draw):
     scores and features in [0, 1], at most everyone who ever entered in each group."""
     preset = draw(st.sampled_from(["paper", "paper-T5", "motivating-example"]))
     ticks = draw(st.integers(1, 12))
+    from lab.envs import PopulationEnv  # the rl extra (gymnasium)
+
     env = PopulationEnv(preset, ticks=ticks)
     c = env.config
     z, T, everyone = c.n_features, c.validity, c.n_initial + c.m * ticks
@@ -317,6 +323,7 @@ def plain_encoding(obs: RecourseObs, window_scores, k: int, ticks: int, T: int) 
 
 
 @FAST
+@pytest.mark.skipif(not HAS_GYMNASIUM, reason="needs the rl extra (gymnasium)")
 @given(case=population_observations())
 def test_population_encoding_lies_in_the_env_observation_space(case):
     """Inside the space, and bit for bit the plain NumPy layout (integer clips as

@@ -4,6 +4,8 @@ import warnings
 
 import numpy as np
 import pytest
+
+pytest.importorskip("gymnasium", reason="needs the rl extra")
 from gymnasium.utils.env_checker import check_env
 from observing import observations
 

@@ -6,6 +6,8 @@ import shutil
 
 import numpy as np
 import pytest
+
+pytest.importorskip("torch", reason="needs the rl extra")
 from typer.testing import CliRunner
 
 from abm.model import RecourseModel
