@@ -130,6 +130,8 @@ def _add_verdicts(results: list[dict[str, Any]], method: str = CORRECTION) -> No
         *([d[key] for _, d in cells] for key in ("mean", "p", "tost_p", "worlds")),
         [DIRECTIONS.get(k) for k, _ in cells],
         method,
+        lo=[d["lo"] for _, d in cells],
+        hi=[d["hi"] for _, d in cells],
     )
     size = int(np.isfinite(p_adj).sum())
     for (_, d), p, t, v in zip(cells, p_adj, tost_adj, said, strict=True):

@@ -135,8 +135,8 @@ def generator_tables(board: pd.DataFrame) -> str:
     out = []
     for preset, g in part.groupby("preset", sort=False):
         head = [
-            f"**{preset}** ({int(g['worlds'].iloc[0])} worlds × {int(g['episodes'].iloc[0])} "
-            "episodes)",
+            f"**{preset}** ({int(g['worlds'].max())} worlds × {int(g['episodes'].max())} "
+            "episode" + ("s)" if int(g["episodes"].max()) > 1 else ")"),
             "",
             "| policy | RR | RF | cost | RR − margin 0.05 | RF − margin 0.05 | RR − threshold "
             "| RF − threshold |",

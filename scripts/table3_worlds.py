@@ -142,7 +142,13 @@ def add_verdicts(table: pd.DataFrame, method: str = CORRECTION) -> pd.DataFrame:
     out["p_adj"], out["tost_p_adj"], out["verdict"] = np.nan, np.nan, ""
     rows = out.loc[tested]
     p_adj, tost_adj, said = judge(
-        rows["mean"], rows["p"], rows["tost_p"], rows["worlds"], method=method
+        rows["mean"],
+        rows["p"],
+        rows["tost_p"],
+        rows["worlds"],
+        method=method,
+        lo=rows["lo"],
+        hi=rows["hi"],
     )
     out.loc[tested, "p_adj"], out.loc[tested, "tost_p_adj"] = p_adj, tost_adj
     out.loc[tested, "verdict"] = said

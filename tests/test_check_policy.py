@@ -441,6 +441,7 @@ def test_the_example_plugin_passes(monkeypatch):
 
 
 # -- docs/writing-a-policy.md -----------------------------------------------------------------
+@pytest.mark.slow  # over 5 s on 2 cores (the fast tier keeps under 5 s a test)
 def test_the_guide_code_runs(capsys):
     text = (ROOT / "docs" / "writing-a-policy.md").read_text()
     blocks = re.findall(r"^```(\w*)\n(.*?)^```$", text, flags=re.S | re.M)

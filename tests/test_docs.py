@@ -146,6 +146,7 @@ def test_undocumented_finds_a_name_no_page_mentions(tmp_path):
     assert undocumented(["threshold", "roar-l1", "threshold-true"], [page]) == ["threshold-true"]
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (the fast tier keeps under 5 s a test)
 def test_the_site_builds_strictly(tmp_path):
     """``mkdocs build --strict``: a broken link or anchor, a page missing from the nav's
     files, a bad API reference or a failing plugin fails the build."""

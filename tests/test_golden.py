@@ -103,6 +103,7 @@ def test_every_case_has_a_golden_record():
     assert sorted(GOLDEN) == sorted([*keys, "run_ids"])
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (the fast tier keeps under 5 s a test)
 def test_study_run_ids_do_not_depend_on_the_cpu():
     """Run ids hash the configuration, never a computed float: the shipped studies' ids."""
     assert generate.study_run_ids() == GOLDEN["run_ids"]

@@ -23,6 +23,7 @@ from lab.study.stats import (
     add_verdicts,
     adjust,
     difference_p,
+    judge,
     paired_interval,
     tost_p,
     verdict,
@@ -289,6 +290,19 @@ def test_holm_and_bh_against_hand_computed_values():
 )
 def test_verdict_logic(diff, p, tost, n, direction, expected):
     assert verdict(diff, p, tost, n, direction) == expected
+
+
+def test_a_difference_is_called_only_where_its_printed_interval_excludes_zero():
+    # the t-test survives, but Hall's skew-corrected interval covers 0 (a skewed world)
+    assert verdict(-0.15, 0.01, math.nan, 10, True, lo=-0.19, hi=0.05) == "inconclusive"
+    assert verdict(-0.15, 0.01, 0.01, 10, True, lo=-0.19, hi=0.05) == "level"
+    assert verdict(-0.15, 0.01, math.nan, 10, True, lo=-0.19, hi=-0.02) == "worse"
+    assert verdict(0.15, 0.01, math.nan, 10, None, lo=0.0, hi=0.2) == "inconclusive"
+    # judge passes each contrast's interval; without intervals the test alone decides
+    args = ([-0.15, -0.15], [0.001, 0.001], [1, 1], [10, 10], True)
+    _, _, said = judge(*args, lo=[-0.19, -0.19], hi=[0.05, -0.1])
+    assert said == ["inconclusive", "worse"]
+    assert judge([-0.15], [0.001], [1], [10], True)[2] == ["worse"]
 
 
 # a figure with a direction (lower is better) and no stated bound

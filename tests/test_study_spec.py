@@ -146,6 +146,7 @@ def test_file_errors_name_the_file(tmp_path):
         Study.from_toml(tmp_path / "broken.toml")
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (the fast tier keeps under 5 s a test)
 def test_shipped_studies_validate():
     from pathlib import Path
 

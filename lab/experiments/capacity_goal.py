@@ -481,7 +481,14 @@ def add_verdicts(table: pd.DataFrame, method: str = CORRECTION) -> pd.DataFrame:
     tested = out["kind"].isin(["front", "difference"])
     rows = out.loc[tested]
     p_adj, tost_adj, said = judge(
-        rows["mean"], rows["p"], rows["tost_p"], rows["worlds"], True, method
+        rows["mean"],
+        rows["p"],
+        rows["tost_p"],
+        rows["worlds"],
+        True,
+        method,
+        lo=rows["lo"],
+        hi=rows["hi"],
     )
     out["p_adj"], out["tost_p_adj"], out["verdict"] = np.nan, np.nan, ""
     out.loc[tested, "p_adj"], out.loc[tested, "tost_p_adj"] = p_adj, tost_adj

@@ -60,6 +60,7 @@ STUDIES = tuple(
 )
 # the fronts are three studies (one per cost model), today's baseline's first
 MAIN, FRONTS = "five-families", "five-families-fronts"
+GENERATORS = "five-families-generators"
 RBR = "last-threshold+rbr:num_samples=50,inner_iter=20"
 # left out of the quick variant: the slowest policies (a check that every piece runs)
 QUICK_DROP = ("robust-l1", "safear", "threshold-probe", "threshold-face", RBR)
@@ -195,28 +196,37 @@ def leaderboard(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def fronts(runs: pd.DataFrame) -> pd.DataFrame:
-    """Every policy of the main study against each constant-margin front of its preset
-    (:data:`FRONTS_OF`): two rows per (preset, policy, front), RF at equal RR and RR at
-    equal RF (:func:`lab.study.front.front_rows`); the family is every row, Holm."""
-    main, grid = runs[runs["study"] == MAIN], runs[_is_front(runs)]
+    """Every policy of the main study, and every generator, against each constant-margin
+    front of its preset (:data:`FRONTS_OF`): two rows per (preset, policy, front), RF at
+    equal RR and RR at equal RF (:func:`lab.study.front.front_rows`). A generator is read
+    against the front's runs on its own worlds and seeds (10 worlds x 1 episode). The
+    family is every row, Holm."""
+    grid = runs[_is_front(runs)]
+    gens = runs[runs["study"] == GENERATORS]
+    baselines = set(BASELINES.values())
     rows = []
-    for preset, part in main.groupby("scenario", sort=False):
-        margins = grid[grid["scenario"] == preset]
-        worlds = sorted(part["world_seed"].unique())
-        policies = [p for p in dict.fromkeys(part["policy"]) if p != "none"]
-        rr, rf = episode_arrays(part, worlds, policies)
-        for front, grid_policies in FRONTS_OF.items():
-            have = [p for p in grid_policies if p in set(margins["policy"])]
-            if len(have) < 2:
-                continue
-            g_rr, g_rf = episode_arrays(margins, worlds, have)
-            rows += front_rows(
-                {p: (rr[:, i], rf[:, i]) for i, p in enumerate(policies)},
-                g_rr,
-                g_rf,
-                front=front,
-                head={"preset": preset},
-            )
+    for preset, part in runs[runs["study"] == MAIN].groupby("scenario", sort=False):
+        groups = [part]
+        mine = gens[(gens["scenario"] == preset) & ~gens["policy"].isin(baselines)]
+        if len(mine):
+            groups.append(mine)
+        for group in groups:
+            margins = grid[(grid["scenario"] == preset) & grid["seed"].isin(group["seed"])]
+            worlds = sorted(group["world_seed"].unique())
+            policies = [p for p in dict.fromkeys(group["policy"]) if p != "none"]
+            rr, rf = episode_arrays(group, worlds, policies)
+            for front, grid_policies in FRONTS_OF.items():
+                have = [p for p in grid_policies if p in set(margins["policy"])]
+                if len(have) < 2:
+                    continue
+                g_rr, g_rf = episode_arrays(margins, worlds, have)
+                rows += front_rows(
+                    {p: (rr[:, i], rf[:, i]) for i, p in enumerate(policies)},
+                    g_rr,
+                    g_rf,
+                    front=front,
+                    head={"preset": preset},
+                )
     if not rows:
         return pd.DataFrame()
     return add_front_verdicts(pd.DataFrame(rows), method=CORRECTION["fronts"])

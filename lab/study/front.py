@@ -101,7 +101,9 @@ def episode_arrays(
     the same seeds, as a paired study runs them."""
     idx = runs.sort_values(["world_seed", "policy", "seed"]).set_index(["world_seed", "policy"])
     return tuple(
-        np.array([[idx.loc[(w, p), fig].to_numpy(float) for p in policies] for w in worlds])
+        np.array(
+            [[np.atleast_1d(idx.loc[(w, p), fig]).astype(float) for p in policies] for w in worlds]
+        )  # atleast_1d: one episode a world is a scalar
         for fig in ("rr", "rf")
     )
 

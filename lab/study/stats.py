@@ -258,18 +258,25 @@ def verdict(
     n_worlds: int = 0,
     higher_is_better: bool | None = None,
     alpha: float = ALPHA,
+    lo: float = math.nan,
+    hi: float = math.nan,
 ) -> str:
-    """The verdict on one contrast from its mean difference ``diff`` and its adjusted
-    p-values (``p`` of :func:`difference_p`, ``tost`` of :func:`tost_p`; NaN: not tested).
+    """The verdict on one contrast from its mean difference ``diff``, its adjusted
+    p-values (``p`` of :func:`difference_p`, ``tost`` of :func:`tost_p`; NaN: not tested)
+    and the interval [``lo``, ``hi``] the report prints (NaN: none).
 
     "better" / "worse" (by ``higher_is_better``; "higher" / "lower" without a direction)
-    when the difference test survives, else "level" when TOST does, else "inconclusive";
-    "inconclusive (n worlds)" below :data:`MIN_WORLDS_FOR_VERDICT` worlds. A difference
-    that survives wins over equivalence: with many worlds a real but small difference can
-    pass both."""
+    when the difference test survives and the printed interval excludes 0, else "level"
+    when TOST does, else "inconclusive"; "inconclusive (n worlds)" below
+    :data:`MIN_WORLDS_FOR_VERDICT` worlds. The interval is Hall's skew-corrected t and the
+    test a plain t-test on the same world means: with a few skewed worlds they can
+    disagree, and a report must not call a difference whose own interval covers 0. A
+    difference that survives wins over equivalence: with many worlds a real but small
+    difference can pass both."""
     if n_worlds < MIN_WORLDS_FOR_VERDICT:
         return f"inconclusive ({n_worlds} world{'' if n_worlds == 1 else 's'})"
-    if p <= alpha:
+    covers_zero = lo <= 0.0 <= hi  # False when either end is NaN
+    if p <= alpha and not covers_zero:
         up = diff > 0
         if higher_is_better is None:
             return "higher" if up else "lower"
@@ -287,9 +294,12 @@ def judge(
     higher_is_better: bool | None | Sequence[bool | None] = None,
     method: str = "holm",
     alpha: float = ALPHA,
+    lo: Iterable[float] | None = None,
+    hi: Iterable[float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """The verdicts of one report's family of contrasts, each given by its mean difference,
-    p-value of :func:`difference_p`, of :func:`tost_p` and number of worlds (n,).
+    p-value of :func:`difference_p`, of :func:`tost_p`, number of worlds and (optional)
+    printed interval ``lo``, ``hi`` (n,).
 
     Contrasts with fewer than :data:`MIN_WORLDS_FOR_VERDICT` worlds stay out of the family;
     difference and TOST p-values are each corrected by ``method`` (:func:`adjust`).
@@ -297,15 +307,16 @@ def judge(
     p-values (n,), the adjusted TOST p-values (n,) and the verdicts (:func:`verdict`)."""
     diff, p, tost = (np.asarray(list(x), dtype=float) for x in (diff, p, tost))
     n_worlds = np.nan_to_num(np.asarray(list(worlds), dtype=float)).astype(int)
+    nan = np.full(diff.shape[0], np.nan)
+    lo = nan if lo is None else np.asarray(list(lo), dtype=float)
+    hi = nan if hi is None else np.asarray(list(hi), dtype=float)
     enough = n_worlds >= MIN_WORLDS_FOR_VERDICT
     p_adj = adjust(np.where(enough, p, np.nan), method, alpha)[0]
     tost_adj = adjust(np.where(enough, tost, np.nan), method, alpha)[0]
     if higher_is_better is None or isinstance(higher_is_better, bool):
         higher_is_better = [higher_is_better] * diff.shape[0]
-    said = [
-        verdict(d, pa, ta, int(w), up, alpha)
-        for d, pa, ta, w, up in zip(diff, p_adj, tost_adj, n_worlds, higher_is_better, strict=True)
-    ]
+    cases = zip(diff, p_adj, tost_adj, n_worlds, higher_is_better, lo, hi, strict=True)
+    said = [verdict(d, pa, ta, int(w), up, alpha, a, b) for d, pa, ta, w, up, a, b in cases]
     return p_adj, tost_adj, said
 
 
@@ -339,7 +350,15 @@ def add_verdicts(
 
     ups = [_direction(directions, out.at[i, "figure"]) for i, _ in cells]
     p_adj, tost_adj, said = judge(
-        column(""), column("_p"), column("_tost_p"), column("_worlds"), ups, method, alpha
+        column(""),
+        column("_p"),
+        column("_tost_p"),
+        column("_worlds"),
+        ups,
+        method,
+        alpha,
+        column("_lo"),
+        column("_hi"),
     )
     for k in keys:
         out[f"vs_{k}_p_adj"] = np.nan
