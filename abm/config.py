@@ -464,8 +464,11 @@ class ScenarioConfig(BaseModel):
                 value=self.shift_length_scale,
             )
         if self.shift_points == 1:
-            raise not_allowed(_SHIFT_POINTS_TEXT + " (an MMD needs two rows a sample)",
-                              field="shift_points", value=self.shift_points)  # fmt: skip
+            raise not_allowed(
+                _SHIFT_POINTS_TEXT + " (an MMD needs two rows a sample)",
+                field="shift_points",
+                value=self.shift_points,
+            )
         if self.retrain_drift and not self.retrain_every:
             raise not_allowed(
                 "empty while retrain_every = 0 (the drift moves the data of refits, and "

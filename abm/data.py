@@ -143,8 +143,12 @@ class ClassifierSpec(BaseModel):
             raise not_allowed(allowed, field="params", value=data["params"])
         if isinstance(data, dict) and isinstance(data.get("params"), dict):
             params = data["params"]
-            data = {**data, "params": tuple(
-                (str(k), _param_value(str(k), v)) for k, v in sorted(params.items()))}  # fmt: skip
+            data = {
+                **data,
+                "params": tuple(
+                    (str(k), _param_value(str(k), v)) for k, v in sorted(params.items())
+                ),
+            }
         return data
 
     @model_validator(mode="after")
@@ -165,8 +169,10 @@ class ClassifierSpec(BaseModel):
             instance = self.make(0)
         except (TypeError, ValueError) as exc:
             why = " ".join(str(exc).split())
-            allowed = (f"a classifier that can be constructed with the given parameters "
-                       f"({cls.__name__}: {why})")  # fmt: skip
+            allowed = (
+                f"a classifier that can be constructed with the given parameters "
+                f"({cls.__name__}: {why})"
+            )
             raise not_allowed(allowed, field="estimator", value=self.estimator) from None
         if not hasattr(instance, "predict_proba"):
             # SVC's probability = true would give one, but scikit-learn deprecates it (1.9)
@@ -206,8 +212,9 @@ def resolve_path(path: str) -> Path:
     package, _, rel = path[len(PACKAGE_PREFIX) :].partition("/")
     spec = importlib.util.find_spec(package) if package.isidentifier() else None
     if spec is None or not spec.submodule_search_locations or not rel:
-        raise _Problem("path", path, "an existing file, or package:NAME/FILE inside an "
-                       "installed package")  # fmt: skip
+        raise _Problem(
+            "path", path, "an existing file, or package:NAME/FILE inside an installed package"
+        )
     return Path(next(iter(spec.submodule_search_locations))) / rel
 
 
@@ -256,7 +263,7 @@ _SHAPES: dict[str, tuple[Any, str]] = {
         lambda v: _is_table(
             v,
             lambda b: isinstance(b, list | tuple) and len(b) == 2 and all(_is_number(x) for x in b),
-        ),  # fmt: skip
+        ),
         "a table of feature = [lo, hi] (numbers, lo < hi)",
     ),
     "categories": (
@@ -270,11 +277,11 @@ _SHAPES: dict[str, tuple[Any, str]] = {
     "sha256": (
         lambda v: isinstance(v, str) and bool(re.fullmatch("[0-9a-f]{64}", v)),
         "64 lowercase hex digits (the file's SHA-256)",
-    ),  # fmt: skip
+    ),
     "classifier": (
         lambda v: isinstance(v, dict | ClassifierSpec),
         "a table with estimator and params",
-    ),  # fmt: skip
+    ),
 }
 
 
@@ -321,8 +328,12 @@ class DataSource(BaseModel):
         data = dict(data)
         for key in ("bounds", "categories"):
             if isinstance(data.get(key), dict):
-                data[key] = tuple(sorted((str(k), tuple(v) if isinstance(v, list) else v)
-                                         for k, v in data[key].items()))  # fmt: skip
+                data[key] = tuple(
+                    sorted(
+                        (str(k), tuple(v) if isinstance(v, list) else v)
+                        for k, v in data[key].items()
+                    )
+                )
         return data
 
     @model_validator(mode="after")
@@ -334,8 +345,12 @@ class DataSource(BaseModel):
                 raise _Problem("path", self.path, "an existing CSV or Parquet file")
             digest = file_sha256(path)
             if self.sha256 is not None and self.sha256 != digest:
-                raise _Problem("sha256", self.sha256, f"the file's current sha256 {digest} "
-                               "(the file changed; leave sha256 out to accept it)")  # fmt: skip
+                raise _Problem(
+                    "sha256",
+                    self.sha256,
+                    f"the file's current sha256 {digest} "
+                    "(the file changed; leave sha256 out to accept it)",
+                )
             self.__dict__["sha256"] = digest  # frozen: set once, while validating
             _prepare(self.table_key())
         except _Problem as exc:
@@ -388,8 +403,18 @@ class DataSource(BaseModel):
 
     def table_key(self) -> tuple:
         """Everything that determines the scaled rows and labels (not the classifier)."""
-        return (self.path, self.sha256, self.format, self.separator, self.columns,
-                self.features, self.label, self.label_good, self.bounds, self.categories)  # fmt: skip
+        return (
+            self.path,
+            self.sha256,
+            self.format,
+            self.separator,
+            self.columns,
+            self.features,
+            self.label,
+            self.label_good,
+            self.bounds,
+            self.categories,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (lists and tables), None-valued entries left out."""
@@ -431,8 +456,11 @@ def _read(path: str, digest: str, fmt: str | None, sep: str, columns: tuple | No
         if kind == "parquet":
             frame = pd.read_parquet(file)
         else:
-            frame = pd.read_csv(file, sep=r"\s+" if sep == "whitespace" else sep,
-                                header=None if columns is not None else "infer")  # fmt: skip
+            frame = pd.read_csv(
+                file,
+                sep=r"\s+" if sep == "whitespace" else sep,
+                header=None if columns is not None else "infer",
+            )
     except Exception as exc:  # pandas/pyarrow raise many types for unreadable files
         reason = " ".join(str(exc).split())[:120]
         raise _Problem("path", path, f"a readable {kind} file ({reason})") from None
@@ -488,8 +516,10 @@ def _prepare(key: tuple) -> _Table:
             bad = ~(np.abs(raw) <= MAX_ABS_VALUE)  # inf, or so large the scaling overflows
             if bad.any():
                 row = int(np.flatnonzero(bad)[0])
-                allowed = (f"finite values of magnitude <= {MAX_ABS_VALUE:g} ({name!r} holds "
-                           f"{raw[row]:g} in data row {row}, counting from 0)")  # fmt: skip
+                allowed = (
+                    f"finite values of magnitude <= {MAX_ABS_VALUE:g} ({name!r} holds "
+                    f"{raw[row]:g} in data row {row}, counting from 0)"
+                )
                 raise _Problem(f"features[{j}]", name, allowed)
             default = (float(raw.min()), float(raw.max()))
         else:
@@ -607,8 +637,14 @@ def build_data_world(
     except _Problem as exc:
         raise exc.config_error() from None
     if current != source.sha256:
-        raise ConfigError(problem("data.sha256", source.sha256, f"the file's current sha256 "
-                                  f"{current} (the file changed after the scenario was read)"))  # fmt: skip
+        raise ConfigError(
+            problem(
+                "data.sha256",
+                source.sha256,
+                f"the file's current sha256 "
+                f"{current} (the file changed after the scenario was read)",
+            )
+        )
     key = (source, world_seed, decision_model, tuple(weight_range), label_noise)
     if estimator is None:
         return _cached_data_world(key)
@@ -635,8 +671,14 @@ def _build(key: tuple, estimator: Any | None) -> DataWorld:
         w = w / w.sum()
         y = (X @ w + rng.normal(0.0, noise, size=X.shape[0]) > 0.5).astype(np.int8)
         if y.min() == y.max():
-            raise ConfigError(problem("data.label", None, "a label column: the synthetic rule "
-                                      "gives every row the same label on this file"))  # fmt: skip
+            raise ConfigError(
+                problem(
+                    "data.label",
+                    None,
+                    "a label column: the synthetic rule "
+                    "gives every row the same label on this file",
+                )
+            )
     else:
         w = np.full(z, np.nan)
     if source.arrivals == "resample":
@@ -679,6 +721,8 @@ def _fit(source: DataSource, kind: str, seed: int, X, y, estimator: Any | None) 
     except (ValueError, TypeError) as exc:  # sklearn's parameter checks raise these
         raise ConfigError(f"{field}: {' '.join(str(exc).split())}") from None
     if not hasattr(fitted, "predict_proba"):  # switched off by a parameter, seen after fit
-        raise ConfigError(f"{field}: the fitted {type(fitted).__name__} has no predict_proba; "
-                          "allowed: parameters that keep predict_proba")  # fmt: skip
+        raise ConfigError(
+            f"{field}: the fitted {type(fitted).__name__} has no predict_proba; "
+            "allowed: parameters that keep predict_proba"
+        )
     return fitted

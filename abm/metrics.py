@@ -137,8 +137,17 @@ EPISODE_METRICS = ("rr", "rf", "gini", "gini_cost", "mean_cost")
 def episode_summary(ticks: pd.DataFrame) -> dict[str, float]:
     """Episode-level figures from the per-tick table: means over defined ticks and totals."""
     out = {name: nanmean(ticks[name]) for name in EPISODE_METRICS}
-    for name in ("n_accepted", "n_dropped", "n_reapplied", "n_succ", "n_unadvised",
-                 "n_unreached", "n_withheld", "n_no_change", "n_below_threshold"):  # fmt: skip
+    for name in (
+        "n_accepted",
+        "n_dropped",
+        "n_reapplied",
+        "n_succ",
+        "n_unadvised",
+        "n_unreached",
+        "n_withheld",
+        "n_no_change",
+        "n_below_threshold",
+    ):
         out[name] = int(ticks[name].sum())
     out["wasted_effort"] = float(ticks["wasted_effort"].sum())
     out["effort"] = float(ticks["effort"].sum())
@@ -149,11 +158,18 @@ def episode_summary(ticks: pd.DataFrame) -> dict[str, float]:
 # episode figures of the world extensions (specs/world-extensions.md §7), from their tick
 # columns: (column, how) with how = "sum", "mean" (over defined ticks) or "last"
 _MECHANISM_EPISODE = (
-    ("n_revealed", "sum"), ("n_revealed_pos", "sum"), ("mean_p_true_accepted", "mean"),
-    ("improvement_rate", "mean"), ("mean_true_gain", "mean"), ("model_version", "last"),
-    ("validity", "mean"), ("dp_gap", "mean"), ("w_dist", "mean"), ("budget_spent", "sum"),
+    ("n_revealed", "sum"),
+    ("n_revealed_pos", "sum"),
+    ("mean_p_true_accepted", "mean"),
+    ("improvement_rate", "mean"),
+    ("mean_true_gain", "mean"),
+    ("model_version", "last"),
+    ("validity", "mean"),
+    ("dp_gap", "mean"),
+    ("w_dist", "mean"),
+    ("budget_spent", "sum"),
     ("budget_left", "last"),
-)  # fmt: skip
+)
 _PER_GROUP_EPISODE = ("rr_g", "rf_g", "accept_rate_g")
 
 

@@ -42,8 +42,14 @@ class MLPClassifier(ClassifierMixin, BaseEstimator):
     torch function (float64) for gradient-based recourse such as Wachter's.
     """
 
-    def __init__(self, hidden: tuple[int, ...] = (16,), epochs: int = 30, batch_size: int = 256,
-                 lr: float = 1e-2, random_state: int = 0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        hidden: tuple[int, ...] = (16,),
+        epochs: int = 30,
+        batch_size: int = 256,
+        lr: float = 1e-2,
+        random_state: int = 0,
+    ) -> None:
         self.hidden = hidden
         self.epochs = epochs
         self.batch_size = batch_size

@@ -164,12 +164,17 @@ class RecourseModel(mesa.Model):
     def snapshot(self) -> Snapshot:
         """The model's own state now (shares arrays: populations are never written in place)."""
         return Snapshot(
-            config=self.config, world=self.world, tick=self.tick, next_id=self._next_id,
-            population=self.population, dropped=tuple(self.pool.dropped),
-            pending=self._pending, mechanisms=self.mechanisms.fork() if self.mechanisms.on else self.mechanisms,
+            config=self.config,
+            world=self.world,
+            tick=self.tick,
+            next_id=self._next_id,
+            population=self.population,
+            dropped=tuple(self.pool.dropped),
+            pending=self._pending,
+            mechanisms=self.mechanisms.fork() if self.mechanisms.on else self.mechanisms,
             capacity=self.capacity,
             features=(self.difficulty, self.immutable, self._any_immutable),
-        )  # fmt: skip
+        )
 
     @classmethod
     def from_snapshot(cls, snap: Snapshot, streams: Any, policy: Any) -> RecourseModel:
@@ -333,16 +338,24 @@ class RecourseModel(mesa.Model):
         """What the decision-maker sees of tick ``d.t`` after the selection."""
         applicants, scores, rej = d.applicants, d.scores, d.rej
         return RecourseObs(
-            tick=d.t, threshold=d.threshold, applicant_ids=applicants.ids,
-            applicant_X=applicants.X_obs, applicant_scores=scores, accepted=d.accepted,
-            ids=applicants.ids.take(rej), X=applicants.X_obs.take(rej, axis=0),
-            scores=scores.take(rej), n_applications=applicants.n_apps.take(rej) + 1,
+            tick=d.t,
+            threshold=d.threshold,
+            applicant_ids=applicants.ids,
+            applicant_X=applicants.X_obs,
+            applicant_scores=scores,
+            accepted=d.accepted,
+            ids=applicants.ids.take(rej),
+            X=applicants.X_obs.take(rej, axis=0),
+            scores=scores.take(rej),
+            n_applications=applicants.n_apps.take(rej) + 1,
             history_fn=self.pool.history_fn(),
             extra={"risk_aversion": applicants.risk_aversion.take(rej)},
-            decision_model=self.scorer, model_version=self.model_version,
-            k=self.decision_maker.k, m=self.capacity.at(d.t)[1],
+            decision_model=self.scorer,
+            model_version=self.model_version,
+            k=self.decision_maker.k,
+            m=self.capacity.at(d.t)[1],
             **(self.mechanisms.observation(d) if self.mechanisms.on else {}),
-        )  # fmt: skip
+        )
 
     def respond(self, recommendation: Recommendation | Advice | None) -> None:
         """Second half of a tick: advice, dropout, implementation, the tick record.
@@ -368,8 +381,9 @@ class RecourseModel(mesa.Model):
             issued = mech.issued(
                 advice.advised, lambda: advice.cf_scores(self.scorer)[0], d.threshold
             )
-        stayers, leaving, order = advised_rows(applicants, rej, dropped, advice.goal,
-                                               advice.X_cf, advice.advised, t, issued)  # fmt: skip
+        stayers, leaving, order = advised_rows(
+            applicants, rej, dropped, advice.goal, advice.X_cf, advice.advised, t, issued
+        )
         known = None
         if (
             len(stayers) >= _REUSE_FROM
@@ -388,8 +402,9 @@ class RecourseModel(mesa.Model):
                 gone = np.concatenate([applicants.ids[d.accepted], leaving.ids])
                 self._handles.sync(gone, stayers.ids, self.population.ids)
             stats = getattr(self.policy, "tick_stats", None)
-            self.recorder.record(self, d, advice, dropped, leaving, outcome,
-                                 None if stats is None else stats())  # fmt: skip
+            self.recorder.record(
+                self, d, advice, dropped, leaving, outcome, None if stats is None else stats()
+            )
         self.tick += 1
         if self.tick >= self.config.ticks:
             self.running = False
@@ -519,8 +534,10 @@ def _checked_advice(
     goal = np.asarray(rec.goal, dtype=float).reshape(-1)
     X_cf = np.asarray(rec.X_cf, dtype=float)
     if goal.shape != (n,) or X_cf.shape != (n, z):
-        raise RuntimeError(f"policy {name!r} returned goal {goal.shape} and X_cf "
-                           f"{X_cf.shape}; expected ({n},) and ({n}, {z})")  # fmt: skip
+        raise RuntimeError(
+            f"policy {name!r} returned goal {goal.shape} and X_cf "
+            f"{X_cf.shape}; expected ({n},) and ({n}, {z})"
+        )
     advised = filled(n, True, np.bool_) if rec.advised is None else np.asarray(rec.advised, bool)
     residue = np.abs(X_cf - X) < CHANGE_TOL
     if residue.any():

@@ -118,8 +118,10 @@ class Population:
                 return Population.empty(self.n_features)
             index = index.nonzero()[0]  # once, instead of once per column
         if replace:
-            data = {k: replace[k] if k in replace else v.take(index, axis=0)
-                    for k, v in self.data.items()}  # fmt: skip
+            data = {
+                k: replace[k] if k in replace else v.take(index, axis=0)
+                for k, v in self.data.items()
+            }
         else:
             data = {k: v.take(index, axis=0) for k, v in self.data.items()}
         return Population(data, self.n_features)
@@ -150,8 +152,9 @@ class Population:
         columns = [p.data for p in parts if len(p)]
         if not columns:
             empty = Population.empty(n_features)
-            return empty if only is None else Population({k: empty.data[k] for k in only},
-                                                         n_features)  # fmt: skip
+            return (
+                empty if only is None else Population({k: empty.data[k] for k in only}, n_features)
+            )
         first = columns[0]
         names = list(first) if only is None else [k for k in first if k in only]
         if len(columns) == 1:

@@ -64,11 +64,22 @@ def git_info(root: str | Path | None = None) -> dict[str, Any]:
     (default: the one this package runs from); ``None`` outside a git checkout."""
     root = Path(root) if root is not None else Path(__file__).resolve().parents[1]
     try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                                text=True, timeout=10, check=True).stdout.strip()  # fmt: skip
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
         # diff-index reads the index without rewriting it (safe beside a running git)
-        dirty = subprocess.run(["git", "-C", str(root), "diff-index", "--quiet", "HEAD", "--"],
-                               capture_output=True, timeout=10).returncode != 0  # fmt: skip
+        dirty = (
+            subprocess.run(
+                ["git", "-C", str(root), "diff-index", "--quiet", "HEAD", "--"],
+                capture_output=True,
+                timeout=10,
+            ).returncode
+            != 0
+        )
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
     return {"commit": commit, "dirty": dirty}

@@ -22,13 +22,42 @@ from abm.population import Population
 from abm.tick import Advice, Decision, Outcome
 
 TICK_COLUMNS = (
-    "tick", "threshold", "n_applicants", "n_new", "n_reapplied", "n_accepted", "n_rejected",
-    "n_dropped", "n_waiting", "n_succ", "n_succ_accepted", "n_rejected_window", "rr", "rf",
-    "gini", "gini_cost", "mean_goal", "mean_cf_score", "mean_error", "n_unadvised", "n_unreached",
-    "n_withheld", "n_no_change", "n_below_threshold", "n_short_of_goal", "mean_cost", "effort",
-    "wasted_effort", "n_implemented", "mean_time_to_accept", "n_accepted_new",
-    "n_accepted_advised", "n_advised_reapplied", "n_valid_reapply", "n_valid_issued",
-)  # fmt: skip
+    "tick",
+    "threshold",
+    "n_applicants",
+    "n_new",
+    "n_reapplied",
+    "n_accepted",
+    "n_rejected",
+    "n_dropped",
+    "n_waiting",
+    "n_succ",
+    "n_succ_accepted",
+    "n_rejected_window",
+    "rr",
+    "rf",
+    "gini",
+    "gini_cost",
+    "mean_goal",
+    "mean_cf_score",
+    "mean_error",
+    "n_unadvised",
+    "n_unreached",
+    "n_withheld",
+    "n_no_change",
+    "n_below_threshold",
+    "n_short_of_goal",
+    "mean_cost",
+    "effort",
+    "wasted_effort",
+    "n_implemented",
+    "mean_time_to_accept",
+    "n_accepted_new",
+    "n_accepted_advised",
+    "n_advised_reapplied",
+    "n_valid_reapply",
+    "n_valid_issued",
+)
 # the integer columns: the tick and every count
 _COUNT_COLUMNS = tuple(c for c in TICK_COLUMNS if c == "tick" or c.startswith("n_"))
 _MECHANISM_COUNTS = ("model_version", "w_dist_n", "k", "m")
@@ -97,8 +126,9 @@ class Recorder:
                 out[rej] = values
                 return out
 
-            view = RecordView(lambda: pool.waiting, model.streams, per_applicant,
-                              mechanisms.true_counterfactual)  # fmt: skip
+            view = RecordView(
+                lambda: pool.waiting, model.streams, per_applicant, mechanisms.true_counterfactual
+            )
         r = _responses(d, advice, dropped, outcome, self.difficulty)
         if d.t >= self._thresholds.shape[0]:  # a run on past the scenario's ticks
             grown = np.full(2 * d.t + 1, np.nan)
@@ -117,11 +147,18 @@ class Recorder:
         if policy_stats is not None:  # the policy's own figures (abm.interfaces.ReportsStats)
             self.last_row.update({f"policy_{k}": float(v) for k, v in policy_stats.items()})
         self.last_tick = TickState(
-            tick=d.t, threshold=d.threshold, ids=d.applicants.ids, scores=d.scores,
-            accepted=d.accepted, n_reapplied=d.n_ret, rejected_ids=d.obs.ids,
-            goal=advice.goal, cf_scores=r.cf_scores, dropped=dropped,
+            tick=d.t,
+            threshold=d.threshold,
+            ids=d.applicants.ids,
+            scores=d.scores,
+            accepted=d.accepted,
+            n_reapplied=d.n_ret,
+            rejected_ids=d.obs.ids,
+            goal=advice.goal,
+            cf_scores=r.cf_scores,
+            dropped=dropped,
             implemented=r.implemented,
-        )  # fmt: skip
+        )
         self.collector.collect(model)
         if self.record_events:
             self.events.append(self._events(d, advice, r, outcome, view))
@@ -156,8 +193,9 @@ class Recorder:
             out["n_valid_issued"] = int(np.count_nonzero(cf_now >= th - tol))
         return out
 
-    def _events(self, d: Decision, advice: Advice, r: _Responses, outcome: Outcome,
-                view: RecordView) -> dict[str, np.ndarray]:  # fmt: skip
+    def _events(
+        self, d: Decision, advice: Advice, r: _Responses, outcome: Outcome, view: RecordView
+    ) -> dict[str, np.ndarray]:
         """One candidate-table row per applicant of the tick (see :meth:`candidate_table`)."""
         applicants, accepted, rej = d.applicants, d.accepted, d.rej
         a, z = len(applicants), self.config.n_features
@@ -275,8 +313,14 @@ def _responses(d: Decision, advice: Advice, dropped, outcome: Outcome, difficult
     return _Responses(cf_scores, cf_adv, goal_adv, cost, dropped, implemented)
 
 
-def _tick_row(d: Decision, advice: Advice, r: _Responses, leaving: Population,
-              outcome: Outcome, n_waiting: int) -> dict:  # fmt: skip
+def _tick_row(
+    d: Decision,
+    advice: Advice,
+    r: _Responses,
+    leaving: Population,
+    outcome: Outcome,
+    n_waiting: int,
+) -> dict:
     """One row of the tick table (SPEC §2)."""
     applicants, n_ret, n_rej = d.applicants, d.n_ret, int(d.rej.shape[0])
     n_app = len(applicants)

@@ -243,8 +243,10 @@ class Registry:
         if name in self._entries[kind]:
             raise ValueError(f"{_KIND_LABEL[kind]} {name!r} is registered twice")
         if not name or any(c in name for c in "+:,= "):
-            raise ValueError(f"{_KIND_LABEL[kind]} name = {name!r} is not allowed; "
-                             "allowed: a name without '+', ':', ',', '=' or spaces")  # fmt: skip
+            raise ValueError(
+                f"{_KIND_LABEL[kind]} name = {name!r} is not allowed; "
+                "allowed: a name without '+', ':', ',', '=' or spaces"
+            )
         model, open_params = params_model(name, factory)
         forward = forward if forward is not None else getattr(factory, "forward", None)
         if forward is not None and not open_params:
@@ -260,16 +262,34 @@ class Registry:
         self.get(kind, name)
         return self._entries[kind].pop(name)
 
-    def policy(self, name: str, factory: Callable[..., RecoursePolicy], description: str,
-               *, forward: tuple[Kind, str] | None = None) -> None:  # fmt: skip
+    def policy(
+        self,
+        name: str,
+        factory: Callable[..., RecoursePolicy],
+        description: str,
+        *,
+        forward: tuple[Kind, str] | None = None,
+    ) -> None:
         self.add("policy", name, factory, description, forward=forward)
 
-    def goal(self, name: str, factory: Callable[..., Any], description: str,
-             *, forward: tuple[Kind, str] | None = None) -> None:  # fmt: skip
+    def goal(
+        self,
+        name: str,
+        factory: Callable[..., Any],
+        description: str,
+        *,
+        forward: tuple[Kind, str] | None = None,
+    ) -> None:
         self.add("goal", name, factory, description, forward=forward)
 
-    def recommender(self, name: str, factory: Callable[..., Any], description: str,
-                    *, forward: tuple[Kind, str] | None = None) -> None:  # fmt: skip
+    def recommender(
+        self,
+        name: str,
+        factory: Callable[..., Any],
+        description: str,
+        *,
+        forward: tuple[Kind, str] | None = None,
+    ) -> None:
         self.add("recommender", name, factory, description, forward=forward)
 
     def combiner(self, combine: Callable[[Any, Any], RecoursePolicy]) -> None:

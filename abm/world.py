@@ -245,12 +245,25 @@ class World:
         decision model, the box, immutables (z,) and difficulties (z,), the training data."""
         c, z = config, config.n_features
         return PolicyContext(
-            decision_model=self.decision_model, lower=np.zeros(z), upper=np.ones(z),
-            immutable=immutable, difficulty=difficulty, k=c.k, m=c.m, validity=c.validity,
-            beta=c.beta, ticks=c.ticks, X_train=self.X_train, extra=extra,
-            y_train=self.y_train, group_train=self.group_train, n_groups=c.n_groups,
-            causal_graph=self.structure.graph, budget=c.budget, budget_scope=c.budget_scope,
-        )  # fmt: skip
+            decision_model=self.decision_model,
+            lower=np.zeros(z),
+            upper=np.ones(z),
+            immutable=immutable,
+            difficulty=difficulty,
+            k=c.k,
+            m=c.m,
+            validity=c.validity,
+            beta=c.beta,
+            ticks=c.ticks,
+            X_train=self.X_train,
+            extra=extra,
+            y_train=self.y_train,
+            group_train=self.group_train,
+            n_groups=c.n_groups,
+            causal_graph=self.structure.graph,
+            budget=c.budget,
+            budget_scope=c.budget_scope,
+        )
 
     def entrants(self, n: int, streams: Any) -> tuple[np.ndarray, np.ndarray | None]:
         """(X (n, z), group (n,) or None: all 0) of ``n`` new candidates: the features from

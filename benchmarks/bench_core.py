@@ -50,8 +50,15 @@ def measure_pool(pool: int, ticks: int, agents: bool, scenario: str = "paper") -
     t = model.tick_table()
     active = int((t["n_new"] + t["n_waiting"].shift(fill_value=0)).sum())
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"pool": pool, "ticks": ticks, "agents": agents, "seconds": seconds,
-            "candidate_ticks": active, "rate": active / seconds, "peak_mb": peak_mb}  # fmt: skip
+    return {
+        "pool": pool,
+        "ticks": ticks,
+        "agents": agents,
+        "seconds": seconds,
+        "candidate_ticks": active,
+        "rate": active / seconds,
+        "peak_mb": peak_mb,
+    }
 
 
 def measure_episode(agents: bool, repeats: int) -> dict:
@@ -67,8 +74,11 @@ def measure_episode(agents: bool, repeats: int) -> dict:
         t2 = time.perf_counter()
         run_only.append(t2 - t1)
         with_setup.append(t2 - t0)
-    return {"agents": agents, "run_ms": 1000 * statistics.median(run_only),
-            "total_ms": 1000 * statistics.median(with_setup)}  # fmt: skip
+    return {
+        "agents": agents,
+        "run_ms": 1000 * statistics.median(run_only),
+        "total_ms": 1000 * statistics.median(with_setup),
+    }
 
 
 def measure_tick_floor(states: int, repeats: int) -> dict:
@@ -163,8 +173,11 @@ def measure_scorer(rows: int, repeats: int) -> dict:
         return 1000 * statistics.median(runs)
 
     same = linear_logit(X, w, 0.5).tobytes() == (np.add.reduce(X * w, axis=1) + 0.5).tobytes()
-    return {"blocked_ms": timed(lambda: linear_logit(X, w, 0.5)),
-            "plain_ms": timed(lambda: np.add.reduce(X * w, axis=1) + 0.5), "same_bits": same}  # fmt: skip
+    return {
+        "blocked_ms": timed(lambda: linear_logit(X, w, 0.5)),
+        "plain_ms": timed(lambda: np.add.reduce(X * w, axis=1) + 0.5),
+        "same_bits": same,
+    }
 
 
 def child(args: argparse.Namespace) -> None:
@@ -224,8 +237,13 @@ def main() -> None:
         r = spawn("--episode", *(["--agents"] if agents else []))
         ok = "yes" if r["run_ms"] < TARGET_EPISODE_MS else "no"
         speedup = f"{BEFORE['episode_ms'] / r['run_ms']:.2f}x" if not agents else "-"
-        episode.add_row("on" if agents else "off", f"{r['run_ms']:.1f}", f"{r['total_ms']:.1f}",
-                        speedup, ok if not agents else "-")  # fmt: skip
+        episode.add_row(
+            "on" if agents else "off",
+            f"{r['run_ms']:.1f}",
+            f"{r['total_ms']:.1f}",
+            speedup,
+            ok if not agents else "-",
+        )
     console.print(episode)
     r = spawn("--floor", "--pool", "10", "--repeats", "500")
     floor_us = r["decide"] + r["recommend"] + r["respond"]
@@ -247,20 +265,42 @@ def main() -> None:
     )
 
     # paper: T = 1, everyone waiting reapplies; paper-T5: a pool that carries over (T = 5)
-    plan = [(20, 200, True, "paper"), (20, 200, False, "paper"), (2_000, 100, True, "paper"),
-            (2_000, 100, False, "paper"), (200_000, 10, False, "paper"),
-            (1_000_000, 8, False, "paper-T5"), (1_000_000, 5, False, "paper")]  # fmt: skip
+    plan = [
+        (20, 200, True, "paper"),
+        (20, 200, False, "paper"),
+        (2_000, 100, True, "paper"),
+        (2_000, 100, False, "paper"),
+        (200_000, 10, False, "paper"),
+        (1_000_000, 8, False, "paper-T5"),
+        (1_000_000, 5, False, "paper"),
+    ]
     if args.quick:
         plan = [p for p in plan if p[0] < 1_000_000]
     table = Table(title="threshold policy throughput (one core, events off)")
-    for col in ("scenario", "pool", "agent handles", "ticks", "candidate-ticks", "seconds",
-                "candidate-ticks/s", "peak RSS (MB)"):  # fmt: skip
+    for col in (
+        "scenario",
+        "pool",
+        "agent handles",
+        "ticks",
+        "candidate-ticks",
+        "seconds",
+        "candidate-ticks/s",
+        "peak RSS (MB)",
+    ):
         table.add_column(col, justify="right")
     for pool, ticks, agents, scenario in plan:
         flags = ["--pool", str(pool), "--ticks", str(ticks), "--scenario", scenario]
         r = spawn(*flags, *(["--agents"] if agents else []))
-        table.add_row(scenario, f"{pool:,}", "on" if agents else "off", str(ticks), f"{r['candidate_ticks']:,}",
-                      f"{r['seconds']:.3f}", f"{r['rate']:,.0f}", f"{r['peak_mb']:.0f}")  # fmt: skip
+        table.add_row(
+            scenario,
+            f"{pool:,}",
+            "on" if agents else "off",
+            str(ticks),
+            f"{r['candidate_ticks']:,}",
+            f"{r['seconds']:.3f}",
+            f"{r['rate']:,.0f}",
+            f"{r['peak_mb']:.0f}",
+        )
         last = r
     console.print(table)
     if not args.quick:

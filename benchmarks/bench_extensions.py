@@ -25,12 +25,15 @@ TARGET_RATIO = 3.0
 SETTINGS = {
     "off": {},
     "outcomes": {"noncausal_features": (8, 9), "outcome_delay": 5},
-    "retraining": {"retrain_every": 10, "retrain_data": "shifted",
-                   "retrain_drift": (0.1,) * 5 + (-0.1,) * 5},
+    "retraining": {
+        "retrain_every": 10,
+        "retrain_data": "shifted",
+        "retrain_drift": (0.1,) * 5 + (-0.1,) * 5,
+    },
     "groups": {"group_share": (0.5, 0.5), "group_shift": ((-0.1,) * 5 + (0.0,) * 5, (0.0,) * 10)},
     "causal": {"causal_graph": ((7, 4, 0.6), (4, 1, 0.5))},
     "budget": {"budget": 1.0, "budget_scope": "tick"},
-}  # fmt: skip
+}
 SETTINGS["all"] = {k: v for s in SETTINGS.values() for k, v in s.items()}
 SETTINGS["all"]["retrain_data"] = "both"
 

@@ -62,8 +62,11 @@ def episode_ratio(
                 times[p].append(episode_cpu(cfg, p))
         got = {p: statistics.median(t) for p, t in times.items()}
         rows.append((seed, got["threshold"], got["scarf"]))
-        print(f"  seed {seed}: threshold {got['threshold']:.3f} s, scarf {got['scarf']:.3f} s "
-              f"({got['scarf'] / got['threshold']:.2f}x)", flush=True)  # fmt: skip
+        print(
+            f"  seed {seed}: threshold {got['threshold']:.3f} s, scarf {got['scarf']:.3f} s "
+            f"({got['scarf'] / got['threshold']:.2f}x)",
+            flush=True,
+        )
     med_t = statistics.median(r[1] for r in rows)
     med_s = statistics.median(r[2] for r in rows)
     return med_t, med_s, rows
@@ -80,8 +83,12 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=7, help="seeds (default 7)")
-    parser.add_argument("--repeats", type=int, default=3,
-                        help="episodes per policy and seed, median taken (default 3)")  # fmt: skip
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="episodes per policy and seed, median taken (default 3)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
 
@@ -96,10 +103,19 @@ def main() -> None:
 
     def obs() -> RecourseObs:
         return RecourseObs(
-            tick=0, threshold=0.6, applicant_ids=ids, applicant_X=X, applicant_scores=scores,
-            accepted=np.zeros(100, bool), ids=ids, X=X, scores=scores,
-            n_applications=np.ones(100, int), group=ids % 2, budget_left=20.0,
-        )  # fmt: skip
+            tick=0,
+            threshold=0.6,
+            applicant_ids=ids,
+            applicant_X=X,
+            applicant_scores=scores,
+            accepted=np.zeros(100, bool),
+            ids=ids,
+            X=X,
+            scores=scores,
+            n_applications=np.ones(100, int),
+            group=ids % 2,
+            budget_left=20.0,
+        )
 
     pol.recommend(obs(), np.random.default_rng(0))  # plans made: warm
     rec_s = min(_timed(lambda: pol.recommend(obs(), np.random.default_rng(0))) for _ in range(20))
@@ -107,8 +123,10 @@ def main() -> None:
     Xw, group = rng.random((1000, 10)), np.repeat([0, 1], 500)
     w_s = min(_timed(lambda: wasserstein_between_groups(Xw, group, 2, rng)) for _ in range(5))
 
-    print(f"fair-scarf episodes, CPU s of model.run() after prepare, {args.seeds} seeds x "
-          f"{args.repeats} repeats:")  # fmt: skip
+    print(
+        f"fair-scarf episodes, CPU s of model.run() after prepare, {args.seeds} seeds x "
+        f"{args.repeats} repeats:"
+    )
     med_t, med_s, _ = episode_ratio(args.seeds, args.repeats)
     ratio = med_s / med_t
     rows = [
@@ -116,7 +134,7 @@ def main() -> None:
         ("scarf.recommend, 100 rejected", f"{1e3 * rec_s:.2f} ms", "<= 5 ms", rec_s <= 0.005),
         ("w_dist, 500 x 500 points", f"{1e3 * w_s:.1f} ms", "<= 50 ms", w_s <= 0.05),
         ("fair-scarf episode, scarf / threshold", f"{ratio:.2f}x", "<= 1.5x", ratio <= 1.5),
-    ]  # fmt: skip
+    ]
     print(f"episode medians: threshold {med_t:.3f} s, scarf {med_s:.3f} s (CPU)")
     for name, value, target, ok in rows:
         print(f"{name:<40}{value:>12}  target {target:<9}{'met' if ok else 'NOT met'}")

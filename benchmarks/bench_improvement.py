@@ -28,8 +28,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 EPISODE_TARGET = 2.0
-POLICIES = ("threshold", "improve-linucb:advice=segment", "improve-linucb",
-            "improve-proto:advice=segment")  # fmt: skip
+POLICIES = (
+    "threshold",
+    "improve-linucb:advice=segment",
+    "improve-linucb",
+    "improve-proto:advice=segment",
+)
 ROUND_TARGETS_MS = {"LinUCB": 1.0, "ProtoAR": 1.0, "TAP": 1.0, "BwO-UCB": 100.0}
 
 
@@ -110,8 +114,10 @@ def main(argv: list[str] | None = None) -> None:
     key = "improve-linucb:advice=segment"
     ratio = statistics.median(t / b for t, b in zip(times[key], base, strict=True))
     verdict = "met" if ratio <= EPISODE_TARGET else "NOT met"
-    print(f"{key}: {ratio:.2f}x threshold, median of {args.repeats} paired seeds "
-          f"(target <= {EPISODE_TARGET:g}x: {verdict})")  # fmt: skip
+    print(
+        f"{key}: {ratio:.2f}x threshold, median of {args.repeats} paired seeds "
+        f"(target <= {EPISODE_TARGET:g}x: {verdict})"
+    )
     if args.no_rounds:
         return
     print(f"{'one round, K = 200':<34}{'ms (median)':>16}{'target':>13}")

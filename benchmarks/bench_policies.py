@@ -32,8 +32,17 @@ from abm.scenarios import PRESETS  # noqa: E402
 from abm.validation import ConfigError  # noqa: E402
 
 # where a policy runs when `paper` refuses it (the bandits' and SCARF's home worlds first)
-PREFERRED = ("paper", "improvement", "fair-scarf", "groups", "causal", "retraining", "budget",
-             "german-credit", "lending")  # fmt: skip
+PREFERRED = (
+    "paper",
+    "improvement",
+    "fair-scarf",
+    "groups",
+    "causal",
+    "retraining",
+    "budget",
+    "german-credit",
+    "lending",
+)
 TARGET = {
     "threshold-ustun": 50.0,
     "hybrid-ustun": 50.0,
@@ -52,8 +61,15 @@ def home(policy: str) -> str | None:
     """The first preset of PREFERRED whose model accepts ``policy`` (None: none does)."""
     for preset in PREFERRED:
         try:
-            RecourseModel(preset, policy, seed=0, ticks=1, agents=False, record_events=False,
-                          **WORLD.get(policy, {}))  # fmt: skip
+            RecourseModel(
+                preset,
+                policy,
+                seed=0,
+                ticks=1,
+                agents=False,
+                record_events=False,
+                **WORLD.get(policy, {}),
+            )
         except (ConfigError, ValueError):
             continue
         return preset
@@ -62,8 +78,7 @@ def home(policy: str) -> str | None:
 
 def episode(preset: str, policy: str, seed: int, **overrides) -> tuple[float, int]:
     """Wall seconds of one episode (set-up excluded) and the number of advised rejections."""
-    model = RecourseModel(preset, policy, seed=seed, agents=False, record_events=False,
-                          **overrides)  # fmt: skip
+    model = RecourseModel(preset, policy, seed=seed, agents=False, record_events=False, **overrides)
     gc.collect()
     start = time.perf_counter()
     model.run()
@@ -85,16 +100,24 @@ def paired(preset: str, policy: str, repeats: int, **overrides) -> dict[str, flo
         advised.append(n)
     t_base, t_mine = statistics.median(base), statistics.median(mine)
     n_adv = statistics.median(advised)
-    return {"threshold": t_base, "policy": t_mine, "ratio": t_mine / t_base,
-            "per_advised": t_mine / n_adv if n_adv else float("nan")}  # fmt: skip
+    return {
+        "threshold": t_base,
+        "policy": t_mine,
+        "ratio": t_mine / t_base,
+        "per_advised": t_mine / n_adv if n_adv else float("nan"),
+    }
 
 
 def scaled(preset: str, n0: int, ticks: int) -> dict[str, int]:
     """Overrides for N₀ = ``n0`` with k and m scaled by the same factor as N₀."""
     cfg = PRESETS[preset]
     factor = n0 / max(cfg.n_initial, 1)
-    return {"n_initial": n0, "k": max(1, round(cfg.k * factor)), "m": round(cfg.m * factor),
-            "ticks": ticks}  # fmt: skip
+    return {
+        "n_initial": n0,
+        "k": max(1, round(cfg.k * factor)),
+        "m": round(cfg.m * factor),
+        "ticks": ticks,
+    }
 
 
 def verdict(policy: str, r: dict[str, float]) -> str:
@@ -122,10 +145,14 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     policies = args.policies or [p for p in REGISTRY.describe() if p not in ("threshold", "none")]
     load = os.getloadavg()[0]
-    print(f"{len(policies)} policies, {args.repeats} pairs each; load average {load:.2f} "
-          f"on {os.cpu_count()} CPUs at the start")  # fmt: skip
-    header = f"{'policy':<22} {'preset':<13} {'threshold':>10} {'policy':>10} {'ratio':>8} " \
-             f"{'per advised':>12}  target"  # fmt: skip
+    print(
+        f"{len(policies)} policies, {args.repeats} pairs each; load average {load:.2f} "
+        f"on {os.cpu_count()} CPUs at the start"
+    )
+    header = (
+        f"{'policy':<22} {'preset':<13} {'threshold':>10} {'policy':>10} {'ratio':>8} "
+        f"{'per advised':>12}  target"
+    )
     print(header)
     rows = []
     for policy in policies:
@@ -135,13 +162,17 @@ def main(argv=None) -> None:
             continue
         r = paired(preset, policy, args.repeats, **WORLD.get(policy, {}))
         rows.append((policy, preset, r))
-        print(f"{policy:<22} {preset:<13} {r['threshold'] * 1e3:>8.1f}ms {r['policy'] * 1e3:>8.1f}ms "
-              f"{r['ratio']:>7.1f}x {r['per_advised'] * 1e3:>10.3f}ms  {verdict(policy, r)}",
-              flush=True)  # fmt: skip
+        print(
+            f"{policy:<22} {preset:<13} {r['threshold'] * 1e3:>8.1f}ms {r['policy'] * 1e3:>8.1f}ms "
+            f"{r['ratio']:>7.1f}x {r['per_advised'] * 1e3:>10.3f}ms  {verdict(policy, r)}",
+            flush=True,
+        )
     if args.skip_scale:
         return
-    print(f"\nAt N0 = {args.scale:,} (k and m scaled alike), {args.ticks_at_scale} ticks, one pair; "
-          "'growth' is the ratio here over the ratio at paper scale")  # fmt: skip
+    print(
+        f"\nAt N0 = {args.scale:,} (k and m scaled alike), {args.ticks_at_scale} ticks, one pair; "
+        "'growth' is the ratio here over the ratio at paper scale"
+    )
     for policy, preset, small in rows:
         try:
             overrides = {**scaled(preset, args.scale, args.ticks_at_scale), **WORLD.get(policy, {})}
@@ -149,9 +180,12 @@ def main(argv=None) -> None:
         except ConfigError as exc:
             print(f"{policy:<22} {preset:<13} refused at this scale: {exc}")
             continue
-        print(f"{policy:<22} {preset:<13} {r['threshold'] * 1e3:>8.1f}ms {r['policy'] * 1e3:>8.1f}ms "
-              f"{r['ratio']:>7.1f}x {r['per_advised'] * 1e3:>10.3f}ms  growth "
-              f"{r['ratio'] / small['ratio']:.2f}", flush=True)  # fmt: skip
+        print(
+            f"{policy:<22} {preset:<13} {r['threshold'] * 1e3:>8.1f}ms {r['policy'] * 1e3:>8.1f}ms "
+            f"{r['ratio']:>7.1f}x {r['per_advised'] * 1e3:>10.3f}ms  growth "
+            f"{r['ratio'] / small['ratio']:.2f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

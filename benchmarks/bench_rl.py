@@ -76,9 +76,14 @@ def main(argv=None) -> None:
     torch.set_num_threads(1)
     print(f"{'environment':34s} {'env steps/s':>12s} {'SAC steps/s':>12s} {'SAC share':>10s}")
     predictor_rate = None
-    for name, make in (("RecommenderEnv (direction)", lambda: RecommenderEnv("paper", action="direction")),
-                       ("PopulationEnv (exact-linear)", lambda: PopulationEnv("paper", recommender="exact-linear")),
-                       ("PopulationEnv (learned phi)", lambda: PopulationEnv("paper", recommender="rl"))):  # fmt: skip
+    for name, make in (
+        ("RecommenderEnv (direction)", lambda: RecommenderEnv("paper", action="direction")),
+        (
+            "PopulationEnv (exact-linear)",
+            lambda: PopulationEnv("paper", recommender="exact-linear"),
+        ),
+        ("PopulationEnv (learned phi)", lambda: PopulationEnv("paper", recommender="rl")),
+    ):
         env = make()
         raw = env_rate(env, args.steps)
         env.close()

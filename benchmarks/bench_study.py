@@ -24,8 +24,15 @@ def make_study(runs: int, ticks: int):
 
     ks = [3, 5, 7, 9]
     seeds = max(1, runs // len(ks))
-    return Study.build("paper", policy="threshold", ticks=ticks, seeds=seeds, sweep={"k": ks},
-                       metrics=["rr", "rf", "threshold"], name="bench")  # fmt: skip
+    return Study.build(
+        "paper",
+        policy="threshold",
+        ticks=ticks,
+        seeds=seeds,
+        sweep={"k": ks},
+        metrics=["rr", "rf", "threshold"],
+        name="bench",
+    )
 
 
 class Clock:
@@ -81,11 +88,15 @@ def main() -> None:
         assert st.completed == n and st.errors == 0
         rows.append((f"{args.workers} local worker processes", s, r, None))
         t0 = time.perf_counter()
-        with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster:  # fmt: skip
+        with LocalCluster(
+            n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster:
             startup = time.perf_counter() - t0
-            s, r, st = timed(lambda c: run_study(study, tmp / "dask", scheduler=cluster.scheduler_address,
-                                                 progress=c))  # fmt: skip
+            s, r, st = timed(
+                lambda c: run_study(
+                    study, tmp / "dask", scheduler=cluster.scheduler_address, progress=c
+                )
+            )
         assert st.completed == n and st.errors == 0
         rows.append(
             (f"Dask LocalCluster, {args.workers} worker processes", s + startup, r, startup)

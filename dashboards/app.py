@@ -191,8 +191,9 @@ HISTORY_HEADERS = [
 def _headers(base: list[dict], columns: data.Columns) -> list[dict]:
     """``base`` plus a header for each extension column present in ``columns``."""
     present = columns.keys()
-    extra = [{"text": label, "value": col} for col, label in data.EXTRA_COLUMNS.items()
-             if col in present]  # fmt: skip
+    extra = [
+        {"text": label, "value": col} for col, label in data.EXTRA_COLUMNS.items() if col in present
+    ]
     if "caused" in present:
         extra.append({"text": "caused by the graph", "value": "caused", "sortable": False})
     return base + extra
@@ -243,8 +244,9 @@ def status_text(model: DashboardModel, t: int) -> str:
         replay = " · **replaying**" if t != model.tick - 1 else ""
         where = f"**tick {t}** shown · {model.tick} of {c.ticks} ticks run{replay}"
     done = "" if model.running else " · run finished (Reset starts again)"
-    return (f"{where} · scenario **{s.preset}** · policy **{s.policy}**{compare} · "
-            f"seed {c.seed}{done}")  # fmt: skip
+    return (
+        f"{where} · scenario **{s.preset}** · policy **{s.policy}**{compare} · seed {c.seed}{done}"
+    )
 
 
 def csv_bytes(model: DashboardModel, which: str) -> bytes:
@@ -348,8 +350,9 @@ class Session:
         self.restoring.set(True)
         self.build(settings, run, shown, wait=False)
 
-    def build(self, new: Settings, run: int = 0, shown: int | None = None,
-              wait: bool = True) -> None:  # fmt: skip
+    def build(
+        self, new: Settings, run: int = 0, shown: int | None = None, wait: bool = True
+    ) -> None:
         """A fresh model from ``new``, stepped ``run`` ticks and showing tick ``shown``
         (None: the newest), built on the builder thread.
 
@@ -402,8 +405,9 @@ class Session:
         self.preparing.set(None)
         self.restoring.set(False)
 
-    def _show(self, built: DashboardModel | None, message: str | None, shown: int | None,
-              notes: list[str]) -> None:  # fmt: skip
+    def _show(
+        self, built: DashboardModel | None, message: str | None, shown: int | None, notes: list[str]
+    ) -> None:
         if built is None:
             self.error.set(message)
             # the inputs show what runs, not what was refused
@@ -429,8 +433,11 @@ class Session:
         new = self.draft.value.with_input(name, value)
         support = known_support(new.preset)
         if name in ("policy", *COMPARE_INPUTS) and support and support.get(value):
-            raise ConfigError(problem(name, value, f"a policy that runs on {new.preset} "
-                                      f"(this one {support[value]})"))  # fmt: skip
+            raise ConfigError(
+                problem(
+                    name, value, f"a policy that runs on {new.preset} (this one {support[value]})"
+                )
+            )
         self.build(new)
 
     def demo(self, title: Any) -> None:
@@ -550,13 +557,27 @@ def RunButtons(session: Session):
     session.frame.value  # noqa: B018 (subscribe: a step may finish the run)
     solara.use_thread(session.play_loop, dependencies=[playing, m], intrusive_cancel=False)
     with solara.Div(classes=["rabm-run-buttons"], style={"display": "flex"}) as row:
-        solara.Button("Reset", on_click=session.handler(session.reset), disabled=preparing,
-                      outlined=True, classes=["rabm-run"])  # fmt: skip
-        solara.Button("Pause" if playing else "Play", on_click=session.handler(session.play),
-                      disabled=preparing or (not m.running and not playing), outlined=True,
-                      classes=["rabm-run"])  # fmt: skip
-        solara.Button("Step", on_click=session.handler(session.step), outlined=True,
-                      disabled=preparing or playing or not m.running, classes=["rabm-run"])  # fmt: skip
+        solara.Button(
+            "Reset",
+            on_click=session.handler(session.reset),
+            disabled=preparing,
+            outlined=True,
+            classes=["rabm-run"],
+        )
+        solara.Button(
+            "Pause" if playing else "Play",
+            on_click=session.handler(session.play),
+            disabled=preparing or (not m.running and not playing),
+            outlined=True,
+            classes=["rabm-run"],
+        )
+        solara.Button(
+            "Step",
+            on_click=session.handler(session.step),
+            outlined=True,
+            disabled=preparing or playing or not m.running,
+            classes=["rabm-run"],
+        )
     return row
 
 
@@ -564,8 +585,9 @@ def RunButtons(session: Session):
 def Bar(session: Session):
     """The bar on top: ☰ (the settings drawer), the title, the run controls."""
     open_ = session.drawer.value
-    with solara.v.AppBar(app=True, clipped_left=True, dense=True, dark=True, color="primary",
-                         class_="rabm-bar"):  # fmt: skip
+    with solara.v.AppBar(
+        app=True, clipped_left=True, dense=True, dark=True, color="primary", class_="rabm-bar"
+    ):
         menu = solara.v.AppBarNavIcon(class_="rabm-menu", attributes={"title": "settings"})
         solara.v.use_event(menu, "click", lambda *_: session.drawer.set(not open_))
         solara.v.ToolbarTitle(children=["recourse-abm"], class_="rabm-title d-none d-sm-flex")
@@ -577,16 +599,30 @@ def Bar(session: Session):
 def Drawer(session: Session):
     """The settings: the play speed, the demonstrations and the scenario. Closes with its
     ✕, with Escape (:class:`PageKeys`), or on a narrow screen by a click beside it."""
-    with solara.v.NavigationDrawer(app=True, clipped=True, v_model=session.drawer.value,
-                                   on_v_model=session.drawer.set, width=400,
-                                   mobile_break_point=DRAWER_BESIDE_PX, class_="rabm-drawer"):  # fmt: skip
+    with solara.v.NavigationDrawer(
+        app=True,
+        clipped=True,
+        v_model=session.drawer.value,
+        on_v_model=session.drawer.set,
+        width=400,
+        mobile_break_point=DRAWER_BESIDE_PX,
+        class_="rabm-drawer",
+    ):
         with solara.Div(classes=["rabm-drawer-head"]):
             solara.Text("Settings", style={"font-weight": "500"})
-            solara.Button(icon_name="mdi-close", icon=True, classes=["rabm-drawer-close"],
-                          on_click=lambda: session.drawer.set(False))  # fmt: skip
+            solara.Button(
+                icon_name="mdi-close",
+                icon=True,
+                classes=["rabm-drawer-close"],
+                on_click=lambda: session.drawer.set(False),
+            )
         with solara.Card("Run", classes=["rabm-controls"]):
-            solara.Select("play speed", values=list(SPEEDS), value=session.speed.value,
-                          on_value=session.handler(session.set_speed))  # fmt: skip
+            solara.Select(
+                "play speed",
+                values=list(SPEEDS),
+                value=session.speed.value,
+                on_value=session.handler(session.set_speed),
+            )
         Inputs(session)
 
 
@@ -595,14 +631,26 @@ def IntSlider(name: str, label: str, value: int, lo: int, hi: int, on_input):
     """A slider that applies its value when released (one model rebuild, not one per
     pixel dragged), with a box to type the number (N₀ = 1,000 on a 300-pixel slider)."""
     with solara.Div(classes=["rabm-slider-row"]) as row:
-        el = solara.v.Slider(v_model=value, min=lo, max=hi, step=1, label=f"{label} = {value}",
-                             thumb_label=True, hide_details=True,
-                             class_=f"rabm-slider rabm-slider-{name}")  # fmt: skip
+        el = solara.v.Slider(
+            v_model=value,
+            min=lo,
+            max=hi,
+            step=1,
+            label=f"{label} = {value}",
+            thumb_label=True,
+            hide_details=True,
+            class_=f"rabm-slider rabm-slider-{name}",
+        )
         solara.v.use_event(el, "change", lambda *args: on_input(name, args[2]))
-        box = solara.v.TextField(v_model=str(value), type="number", dense=True,
-                                 hide_details=True, outlined=True,
-                                 class_=f"rabm-number rabm-number-{name}",
-                                 attributes={"aria-label": label, "min": lo, "max": hi})  # fmt: skip
+        box = solara.v.TextField(
+            v_model=str(value),
+            type="number",
+            dense=True,
+            hide_details=True,
+            outlined=True,
+            class_=f"rabm-number rabm-number-{name}",
+            attributes={"aria-label": label, "min": lo, "max": hi},
+        )
 
         def typed(widget: Any, *_: Any) -> None:
             text = str(widget.v_model if widget.v_model is not None else "").strip()
@@ -632,9 +680,15 @@ def _policy_items(support: dict[str, str] | None, offer: list[str]) -> list[dict
 
 @solara.component
 def PolicySelect(label: str, value: str, items: list[dict[str, Any]], on_value, name: str):
-    return solara.v.Select(label=label, v_model=value, items=items, on_v_model=on_value,
-                           class_=f"rabm-select-{name}", hide_details=True,
-                           menu_props={"maxWidth": 380})  # fmt: skip
+    return solara.v.Select(
+        label=label,
+        v_model=value,
+        items=items,
+        on_v_model=on_value,
+        class_=f"rabm-select-{name}",
+        hide_details=True,
+        menu_props={"maxWidth": 380},
+    )
 
 
 @solara.component
@@ -646,38 +700,58 @@ def Inputs(session: Session):
     on_input = session.handler(session.input)
     demo = session.demos.get(d.demo)
     with solara.Card("Demonstrations", classes=["rabm-demos"]):
-        solara.Select("classroom demonstration", value=demo.title if demo else FREE,
-                      values=[FREE, *(x.title for x in session.demos.values())],
-                      on_value=session.handler(session.demo))  # fmt: skip
+        solara.Select(
+            "classroom demonstration",
+            value=demo.title if demo else FREE,
+            values=[FREE, *(x.title for x in session.demos.values())],
+            on_value=session.handler(session.demo),
+        )
         if demo is not None:
             Html(demo.explanation, classes=["rabm-explanation"])
     support = known_support(d.preset)
     policies = dashboard_policies()
     with solara.Card("Scenario", classes=["rabm-scenario"]):
         solara.Text("Changing a setting starts the run again at tick 0.")
-        solara.Select("scenario preset", values=dashboard_presets(), value=d.preset,
-                      on_value=lambda x: on_input("preset", x))  # fmt: skip
+        solara.Select(
+            "scenario preset",
+            values=dashboard_presets(),
+            value=d.preset,
+            on_value=lambda x: on_input("preset", x),
+        )
         if session.notice.value:
             solara.Info(session.notice.value, dense=True, classes=["rabm-notice"])
-        PolicySelect("policy", d.policy, _policy_items(support, policies),
-                     lambda x: on_input("policy", x), "policy").key(f"policy-{revision}")  # fmt: skip
+        PolicySelect(
+            "policy",
+            d.policy,
+            _policy_items(support, policies),
+            lambda x: on_input("policy", x),
+            "policy",
+        ).key(f"policy-{revision}")
         PolicyNote(d.policy)
         labels = ["compare with (same seed)", "a third policy", "a fourth policy"]
         for i, name in enumerate(COMPARE_INPUTS[: min(len(d.compare) + 1, MAX_POLICIES - 1)]):
             value = d.compare[i] if i < len(d.compare) else OFF
             others = [p for p in policies if p not in d.policies or p == value]
-            PolicySelect(labels[i], value, [{"text": OFF, "value": OFF},
-                                            *_policy_items(support, others)],
-                         lambda x, name=name: on_input(name, x), name).key(f"{name}-{revision}")  # fmt: skip
+            PolicySelect(
+                labels[i],
+                value,
+                [{"text": OFF, "value": OFF}, *_policy_items(support, others)],
+                lambda x, name=name: on_input(name, x),
+                name,
+            ).key(f"{name}-{revision}")
             if value != OFF:
                 PolicyNote(value)
         for name, (label, _, _) in SLIDERS.items():
             lo, hi = d.slider_range(name)
             IntSlider(name, label, getattr(d, name), lo, hi, on_input).key(f"{name}-{revision}")
         for name, label in TEXT_FIELDS.items():
-            solara.InputText(label, value=getattr(d, name), continuous_update=False,
-                             on_value=lambda text, name=name: on_input(name, text),
-                             classes=[f"rabm-text-{name}"])  # fmt: skip
+            solara.InputText(
+                label,
+                value=getattr(d, name),
+                continuous_update=False,
+                on_value=lambda text, name=name: on_input(name, text),
+                classes=[f"rabm-text-{name}"],
+            )
 
 
 @solara.component
@@ -702,16 +776,19 @@ def PreparingBanner(session: Session):
         return
     with solara.Card(classes=["rabm-preparing-card"]):
         solara.v.ProgressLinear(indeterminate=True, color="primary")
-        Html(f"**{text[0].upper()}{text[1:]}** This takes a few seconds, and again after "
-             "Reset or a changed setting. Step and Play come back when it is ready; until "
-             "then the charts show the previous run. The sidebar stays usable: the newest "
-             "choice is built next.",
-             classes=["rabm-preparing"])  # fmt: skip
+        Html(
+            f"**{text[0].upper()}{text[1:]}** This takes a few seconds, and again after "
+            "Reset or a changed setting. Step and Play come back when it is ready; until "
+            "then the charts show the previous run. The sidebar stays usable: the newest "
+            "choice is built next.",
+            classes=["rabm-preparing"],
+        )
 
 
 @solara.component
-def ChartView(chart: charts.Chart, payload: str, tick: int, gate: FrameGate, stem: str,
-              on_pick=None):  # fmt: skip
+def ChartView(
+    chart: charts.Chart, payload: str, tick: int, gate: FrameGate, stem: str, on_pick=None
+):
     spec = solara.use_memo(lambda: charts.to_json(chart.spec), [chart])
     VegaView.element(
         spec=spec,
@@ -728,11 +805,17 @@ def compare_note(policies: list[str]) -> str:
     """The line above the charts side by side: each policy with its colour and dash."""
     styles = data.policy_styles(policies)
     names = {(1, 0): "solid", (8, 4): "dashed", (2, 3): "dotted", (10, 3, 2, 3): "dash-dot"}
-    parts = [f'<span style="color:{styles[p][0]}">■</span> **{p}** '
-             f"({names.get(tuple(styles[p][1]), 'dashed')})" for p in policies]  # fmt: skip
-    return ("Side by side on the same seed (identical arrivals): " + ", ".join(parts)
-            + ". A policy keeps its colour and dash in every chart; in the chart of outcomes "
-            "the colour is the outcome and the dash the policy.")  # fmt: skip
+    parts = [
+        f'<span style="color:{styles[p][0]}">■</span> **{p}** '
+        f"({names.get(tuple(styles[p][1]), 'dashed')})"
+        for p in policies
+    ]
+    return (
+        "Side by side on the same seed (identical arrivals): "
+        + ", ".join(parts)
+        + ". A policy keeps its colour and dash in every chart; in the chart of outcomes "
+        "the colour is the outcome and the dash the policy."
+    )
 
 
 @solara.component
@@ -749,28 +832,41 @@ def Views(session: Session):
     mine = [runs[whose]]
     payloads = solara.use_memo(
         lambda: [
-            charts.to_json(charts.payload(c, mine if c.name in APPLICANT_CHARTS else runs, t,
-                                          frame, m.serial))
+            charts.to_json(
+                charts.payload(c, mine if c.name in APPLICANT_CHARTS else runs, t, frame, m.serial)
+            )
             for c in chart_list
         ],
         [chart_list, t, frame],
-    )  # fmt: skip
+    )
     Html(status_text(m, t), classes=["rabm-status"])
     if m.settings.compare:
         Html(compare_note(m.settings.policies), classes=["rabm-compare-note"])
     if m.tick > 0:
         with solara.Row(classes=["rabm-replay"], style={"align-items": "center"}):
-            solara.SliderInt("tick shown (scrub back through the run)", value=t, min=0,
-                             max=m.tick - 1, on_value=session.handler(session.show_tick),
-                             disabled=playing)  # fmt: skip
+            solara.SliderInt(
+                "tick shown (scrub back through the run)",
+                value=t,
+                min=0,
+                max=m.tick - 1,
+                on_value=session.handler(session.show_tick),
+                disabled=playing,
+            )
             if session.replay.value is not None:
-                solara.Button("back to the newest tick", text=True,
-                              on_click=lambda: session.guarded(session.show_tick, m.tick - 1))  # fmt: skip
+                solara.Button(
+                    "back to the newest tick",
+                    text=True,
+                    on_click=lambda: session.guarded(session.show_tick, m.tick - 1),
+                )
     if m.settings.compare:
-        solara.Select("applicants of", values=m.settings.policies,
-                      value=m.settings.policies[whose],
-                      on_value=session.handler(session.set_whose),
-                      classes=["rabm-whose"], style={"max-width": "420px"})  # fmt: skip
+        solara.Select(
+            "applicants of",
+            values=m.settings.policies,
+            value=m.settings.policies[whose],
+            on_value=session.handler(session.set_whose),
+            classes=["rabm-whose"],
+            style={"max-width": "420px"},
+        )
     stem = file_stem(m.settings)
     on_pick = session.handler(session.pick)
     n_core = charts.N_CORE
@@ -805,25 +901,33 @@ def OutcomeCard(model: DashboardModel, frame: int, lock: threading.RLock):
     if not rows:
         return
     with solara.Card("Outcome card (the run so far)", classes=["rabm-card"]):
-        solara.Text("The same figures for every policy (docs/outcome-card.md); figures of "
-                    "mechanisms that are off are left out.")  # fmt: skip
+        solara.Text(
+            "The same figures for every policy (docs/outcome-card.md); figures of "
+            "mechanisms that are off are left out."
+        )
         solara.DataFrame(pd.DataFrame(rows), items_per_page=40)
 
 
 @solara.component
 def ApplicantsCard(model: DashboardModel, run: data.Run, whose: int, t: int, frame: int, on_pick):
     z = model.config.n_features
-    cols = solara.use_memo(lambda: data.applicant_rows(run, t, z),
-                           [model, whose, t, frame])  # fmt: skip
+    cols = solara.use_memo(lambda: data.applicant_rows(run, t, z), [model, whose, t, frame])
     items = solara.use_memo(lambda: charts.to_json({**cols, "key": cols.get("id", [])}), [cols])
     policy = model.settings.policies[whose]
     of = f" under {policy}" if model.settings.compare else ""
     title = "Applicants" if t < 0 else f"Applicants at tick {t}{of} ({data.n_rows(cols)})"
     with solara.Card(title, classes=["rabm-applicants"]):
-        solara.Text("Click a row (or a point in 'Every application') to follow that applicant. "
-                    "Click a column header to sort.")  # fmt: skip
-        ApplicantTable.element(headers=_headers(TABLE_HEADERS, cols), rows=items,
-                               colours=data.OUTCOME_COLOURS, sort_by="score", on_pick=on_pick)  # fmt: skip
+        solara.Text(
+            "Click a row (or a point in 'Every application') to follow that applicant. "
+            "Click a column header to sort."
+        )
+        ApplicantTable.element(
+            headers=_headers(TABLE_HEADERS, cols),
+            rows=items,
+            colours=data.OUTCOME_COLOURS,
+            sort_by="score",
+            on_pick=on_pick,
+        )
 
 
 @solara.component
@@ -832,8 +936,10 @@ def AgentView(session: Session):
     threshold, goal, advice, what they did and the outcome; and their forecast."""
     cid = session.picked.value
     if cid is None:
-        solara.Info("Agent view: click an applicant in the table or in the 'Every "
-                    "application' chart to see their history.")  # fmt: skip
+        solara.Info(
+            "Agent view: click an applicant in the table or in the 'Every "
+            "application' chart to see their history."
+        )
     else:
         AgentCard(session, cid)
 
@@ -844,27 +950,40 @@ def AgentCard(session: Session, cid: int):
     whose = min(session.whose.value, len(m.settings.policies) - 1)
     policy = m.settings.policies[whose]
     z = m.config.n_features
-    cols = solara.use_memo(lambda: data.applicant_history(session.runs()[whose], cid, t, z),
-                           [m, whose, cid, t, frame])  # fmt: skip
+    cols = solara.use_memo(
+        lambda: data.applicant_history(session.runs()[whose], cid, t, z), [m, whose, cid, t, frame]
+    )
     colour = data.policy_styles(m.settings.policies)[policy][0]
     with solara.Card(f"Applicant {cid}", classes=["rabm-agent"]):
         if not cols:
             solara.Text(f"Applicant {cid} has not applied by tick {t}.")
         else:
             under = f" under {policy}" if m.settings.compare else ""
-            solara.Text(f"{len(cols['tick'])} application(s) up to tick {t}{under}; first at "
-                        f"tick {cols['tick'][0]}; last outcome: {cols['outcome'][-1]}.",
-                        classes=["rabm-agent-summary"])  # fmt: skip
+            solara.Text(
+                f"{len(cols['tick'])} application(s) up to tick {t}{under}; first at "
+                f"tick {cols['tick'][0]}; last outcome: {cols['outcome'][-1]}.",
+                classes=["rabm-agent-summary"],
+            )
             spec = charts.to_json(charts.applicant_chart(cols, cid, colour))
             payload = charts.to_json({"frame": frame, "data": {"main": cols}, "signals": {}})
-            VegaView.element(spec=spec, payload=payload, name="applicant",
-                             filename=f"applicant-{cid}.png")  # fmt: skip
+            VegaView.element(
+                spec=spec, payload=payload, name="applicant", filename=f"applicant-{cid}.png"
+            )
             items = charts.to_json({**cols, "key": list(range(len(cols["tick"])))})
-            ApplicantTable.element(headers=_headers(HISTORY_HEADERS, cols), rows=items,
-                                   colours=data.OUTCOME_COLOURS, sort_by="tick", sort_desc=False)  # fmt: skip
+            ApplicantTable.element(
+                headers=_headers(HISTORY_HEADERS, cols),
+                rows=items,
+                colours=data.OUTCOME_COLOURS,
+                sort_by="tick",
+                sort_desc=False,
+            )
             ForecastCard(session, cid, whose, colour)
-        solara.Button("close", on_click=lambda: session.picked.set(None), text=True,
-                      classes=["rabm-agent-close"])  # fmt: skip
+        solara.Button(
+            "close",
+            on_click=lambda: session.picked.set(None),
+            text=True,
+            classes=["rabm-agent-close"],
+        )
 
 
 @solara.component
@@ -892,18 +1011,27 @@ def ForecastCard(session: Session, cid: int, whose: int, colour: str):
 
         def publish() -> None:
             if not cancel.is_set():
-                set_state({"results": {k: list(v) for k, v in results.items()},
-                           "wanted": wanted, "seconds": time.perf_counter() - t0})  # fmt: skip
+                set_state(
+                    {
+                        "results": {k: list(v) for k, v in results.items()},
+                        "wanted": wanted,
+                        "seconds": time.perf_counter() - t0,
+                    }
+                )
 
         forecast.run(begin, range(wanted), results, publish, cancel)
 
-    solara.use_thread(compute, dependencies=[m, m.tick, cid, whose, wanted, newest],
-                      intrusive_cancel=False)  # fmt: skip
-    with solara.Card("If I follow this advice, when will I be accepted?",
-                     classes=["rabm-forecast"]):  # fmt: skip
+    solara.use_thread(
+        compute, dependencies=[m, m.tick, cid, whose, wanted, newest], intrusive_cancel=False
+    )
+    with solara.Card(
+        "If I follow this advice, when will I be accepted?", classes=["rabm-forecast"]
+    ):
         if not newest:
-            solara.Text("The forecast starts from the newest tick: press 'back to the newest "
-                        "tick' (and pause) to see it.")  # fmt: skip
+            solara.Text(
+                "The forecast starts from the newest tick: press 'back to the newest "
+                "tick' (and pause) to see it."
+            )
             return
         if state is None:
             solara.v.ProgressLinear(indeterminate=True, class_="rabm-forecast-progress")
@@ -916,21 +1044,32 @@ def ForecastCard(session: Session, cid: int, whose: int, colour: str):
         total = state["wanted"]
         if done < total:
             solara.v.ProgressLinear(value=100 * done / total, class_="rabm-forecast-progress")
-        solara.Text(f"{done} of {total} futures each way from tick {m.tick - 1}, the same "
-                    "random draws for both: in one, applicant {cid} makes every change "
-                    "advised; in the other, none. Ticks count from the next one (1).".replace(
-                        "{cid}", str(cid)), classes=["rabm-forecast-text"])  # fmt: skip
+        solara.Text(
+            f"{done} of {total} futures each way from tick {m.tick - 1}, the same "
+            "random draws for both: in one, applicant {cid} makes every change "
+            "advised; in the other, none. Ticks count from the next one (1).".replace(
+                "{cid}", str(cid)
+            ),
+            classes=["rabm-forecast-text"],
+        )
         for arm in forecast.ARMS:
-            solara.Text(forecast.describe(arm, forecast.summary(results[arm])),
-                        classes=["rabm-forecast-text", "rabm-forecast-summary"])  # fmt: skip
-        payload = charts.to_json({"frame": done, "data": forecast.chart_data(results),
-                                  "signals": {}})  # fmt: skip
-        VegaView.element(spec=spec, payload=payload, name="forecast",
-                         filename=f"forecast-{cid}.png")  # fmt: skip
+            solara.Text(
+                forecast.describe(arm, forecast.summary(results[arm])),
+                classes=["rabm-forecast-text", "rabm-forecast-summary"],
+            )
+        payload = charts.to_json(
+            {"frame": done, "data": forecast.chart_data(results), "signals": {}}
+        )
+        VegaView.element(
+            spec=spec, payload=payload, name="forecast", filename=f"forecast-{cid}.png"
+        )
         if done >= total:
-            solara.Button(f"{forecast.MORE_FUTURES} more futures each way", text=True,
-                          classes=["rabm-forecast-more"],
-                          on_click=lambda: set_wanted(wanted + forecast.MORE_FUTURES))  # fmt: skip
+            solara.Button(
+                f"{forecast.MORE_FUTURES} more futures each way",
+                text=True,
+                classes=["rabm-forecast-more"],
+                on_click=lambda: set_wanted(wanted + forecast.MORE_FUTURES),
+            )
 
 
 @solara.component
@@ -938,15 +1077,24 @@ def ExportCard(session: Session):
     m = session.model.value
     stem = file_stem(m.settings)
     with solara.Card("Export and reproduce", classes=["rabm-export"]):
-        solara.Text("Tables of every tick run so far (a policy column first). Each chart has "
-                    "its own PNG button, showing the tick on screen. The page address keeps "
-                    "this view: a reload or a shared link runs the same ticks again.")  # fmt: skip
+        solara.Text(
+            "Tables of every tick run so far (a policy column first). Each chart has "
+            "its own PNG button, showing the tick on screen. The page address keeps "
+            "this view: a reload or a shared link runs the same ticks again."
+        )
         with solara.Row():
-            solara.FileDownload(lambda: csv_bytes(m, "ticks"), filename=f"{stem}_ticks.csv",
-                                label="tick table (CSV)", mime_type="text/csv")  # fmt: skip
-            solara.FileDownload(lambda: csv_bytes(m, "candidates"),
-                                filename=f"{stem}_candidates.csv",
-                                label="candidate table (CSV)", mime_type="text/csv")  # fmt: skip
+            solara.FileDownload(
+                lambda: csv_bytes(m, "ticks"),
+                filename=f"{stem}_ticks.csv",
+                label="tick table (CSV)",
+                mime_type="text/csv",
+            )
+            solara.FileDownload(
+                lambda: csv_bytes(m, "candidates"),
+                filename=f"{stem}_candidates.csv",
+                label="candidate table (CSV)",
+                mime_type="text/csv",
+            )
         solara.Text("The same run from the command line (same seed, same numbers):")
         CopyBox.element(text=solara.use_memo(m.settings.cli_text, [m]))
 
@@ -969,9 +1117,12 @@ def Page():
     solara.use_effect(warm_support, [])
     solara.Style(CSS)
     solara.Title("recourse-abm")
-    PageKeys.element(on_escape=lambda: session.drawer.set(False),
-                     on_width=lambda px: session.drawer.set(bool(isinstance(px, int | float)
-                                                                 and px >= DRAWER_BESIDE_PX)))  # fmt: skip
+    PageKeys.element(
+        on_escape=lambda: session.drawer.set(False),
+        on_width=lambda px: session.drawer.set(
+            bool(isinstance(px, int | float) and px >= DRAWER_BESIDE_PX)
+        ),
+    )
     AddressBar(session)
     Bar(session)
     Drawer(session)

@@ -35,8 +35,13 @@ from pathlib import Path
 
 APP = Path(__file__).resolve().parent / "app.py"
 SPEED_CHOICES = (2, 10, 20)  # the ticks/s of dashboards.app.SPEEDS
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--no-first-run"]  # fmt: skip
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--no-first-run",
+]
 # a widget's own event, as using it sends (the slider's "change" on release, a select's "input")
 SET_SLIDER_JS = """([name, value]) => {
     let vm = document.querySelector('.rabm-slider-' + name).__vue__;
@@ -56,8 +61,10 @@ DRAWN_JS = """() => Array.from(document.querySelectorAll('.rabm-chart[data-chart
 
 def summary(name: str, ms: list[float]) -> str:
     s = sorted(ms)
-    return (f"{name}: median {statistics.median(s):.0f} ms, p90 {s[int(0.9 * (len(s) - 1))]:.0f} ms, "
-            f"min {s[0]:.0f} ms, max {s[-1]:.0f} ms over {len(s)} steps")  # fmt: skip
+    return (
+        f"{name}: median {statistics.median(s):.0f} ms, p90 {s[int(0.9 * (len(s) - 1))]:.0f} ms, "
+        f"min {s[0]:.0f} ms, max {s[-1]:.0f} ms over {len(s)} steps"
+    )
 
 
 def server(n_initial: int, steps: int, compare: list[str]) -> None:
@@ -77,8 +84,11 @@ def server(n_initial: int, steps: int, compare: list[str]) -> None:
 
     built()
     for name, spec in zip(app.COMPARE_INPUTS, compare, strict=False):
-        select = [w for w in rc.find(v.Select).widgets
-                  if f"rabm-select-{name}" in (w.class_ or "").split()]  # fmt: skip
+        select = [
+            w
+            for w in rc.find(v.Select).widgets
+            if f"rabm-select-{name}" in (w.class_ or "").split()
+        ]
         select[0].v_model = spec
         built()
     times = []
@@ -87,8 +97,10 @@ def server(n_initial: int, steps: int, compare: list[str]) -> None:
         t0 = time.perf_counter()
         button.click()
         times.append(1000 * (time.perf_counter() - t0))
-    print(f"N0={n_initial}, {1 + len(compare)} policies, server only (step + data + render, "
-          "no browser)")  # fmt: skip
+    print(
+        f"N0={n_initial}, {1 + len(compare)} policies, server only (step + data + render, "
+        "no browser)"
+    )
     print(summary("step", times))
     rc.close()
 
@@ -102,10 +114,25 @@ def _free_port() -> int:
 def _serve() -> tuple[subprocess.Popen, str]:
     port = _free_port()
     url = f"http://127.0.0.1:{port}/"
-    cmd = [sys.executable, "-m", "solara", "run", str(APP), "--host", "127.0.0.1",
-           "--port", str(port), "--no-open", "--production"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "REACTON_FAST": "1"})  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "solara",
+        "run",
+        str(APP),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--no-open",
+        "--production",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "REACTON_FAST": "1"},
+    )
     deadline = time.monotonic() + 120
     while True:
         try:
@@ -142,8 +169,10 @@ def browser(n_initial: int, steps: int, play_s: float, play_rate: int, compare: 
                 page.locator(".rabm-status").get_by_text(spec).wait_for()
             page.wait_for_function(f"({DRAWN_JS})().length >= 6")
             page.wait_for_timeout(1000)
-            page.evaluate("document.addEventListener('click', () => { "
-                          "window.rabmClick = performance.now(); }, true)")  # fmt: skip
+            page.evaluate(
+                "document.addEventListener('click', () => { "
+                "window.rabmClick = performance.now(); }, true)"
+            )
             redraw, first, draw = [], [], {}
             for n in range(1, steps + 1):
                 before = max(page.evaluate(DRAWN_JS))
@@ -154,7 +183,9 @@ def browser(n_initial: int, steps: int, play_s: float, play_rate: int, compare: 
                 frame = page.evaluate(
                     "(b) => window.rabmDrawn.filter(d => d.frame > b && !['applicant', 'forecast'].includes(d.chart))"
                     ".map(d => ({chart: d.chart, arrived: d.arrived - window.rabmClick, "
-                    "drawn: d.t - window.rabmClick}))", before)  # fmt: skip
+                    "drawn: d.t - window.rabmClick}))",
+                    before,
+                )
                 redraw.append(max(d["drawn"] for d in frame))
                 first.append(min(d["arrived"] for d in frame))
                 for d in frame:
@@ -163,8 +194,10 @@ def browser(n_initial: int, steps: int, play_s: float, play_rate: int, compare: 
             print(f"N0={n_initial}, {1 + len(compare)} policies, headless chromium ({chromium})")
             print(summary("redraw after Step (click to last chart drawn)", redraw))
             print(summary("  click to the first chart's new data (server, network)", first))
-            print("  drawing per chart (median ms): " + ", ".join(
-                f"{c} {statistics.median(ms):.0f}" for c, ms in draw.items()))  # fmt: skip
+            print(
+                "  drawing per chart (median ms): "
+                + ", ".join(f"{c} {statistics.median(ms):.0f}" for c, ms in draw.items())
+            )
             if play_s > 0:
                 from dashboards.app import SPEEDS
 
@@ -180,9 +213,11 @@ def browser(n_initial: int, steps: int, play_s: float, play_rate: int, compare: 
                 first, last = log[0], log[-1]
                 seconds = (last["t"] - first["t"]) / 1000
                 ticks = last["tick"] - first["tick"]
-                print(f"Play at '{speed}': {ticks / seconds:.1f} ticks/s, "
-                      f"{(len(log) - 1) / seconds:.1f} frames/s drawn ({ticks} ticks, "
-                      f"{len(log)} frames in {seconds:.1f} s)")  # fmt: skip
+                print(
+                    f"Play at '{speed}': {ticks / seconds:.1f} ticks/s, "
+                    f"{(len(log) - 1) / seconds:.1f} frames/s drawn ({ticks} ticks, "
+                    f"{len(log)} frames in {seconds:.1f} s)"
+                )
             b.close()
     finally:
         proc.terminate()
@@ -195,10 +230,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--browser", action="store_true", help="time the browser path")
     parser.add_argument("--play", type=float, default=10.0, help="seconds of Play (browser)")
-    parser.add_argument("--speed", type=int, default=10, choices=SPEED_CHOICES,
-                        help="Play speed, ticks/s (browser)")  # fmt: skip
-    parser.add_argument("--compare", action="append", default=[],
-                        help="a policy side by side (up to three times)")  # fmt: skip
+    parser.add_argument(
+        "--speed", type=int, default=10, choices=SPEED_CHOICES, help="Play speed, ticks/s (browser)"
+    )
+    parser.add_argument(
+        "--compare", action="append", default=[], help="a policy side by side (up to three times)"
+    )
     args = parser.parse_args()
     if len(args.compare) > 3:
         parser.error(f"--compare given {len(args.compare)} times; allowed: at most 3")

@@ -71,17 +71,31 @@ def _spec(name: str, title: str, subtitle: str, body: dict[str, Any]) -> dict[st
     lines = textwrap.wrap(subtitle, SUBTITLE_CHARS)
     return {
         "$schema": SCHEMA,
-        "title": {"text": title, "subtitle": lines, "anchor": "start", "fontSize": 14,
-                  "subtitleColor": "#555", "subtitleFontSize": 11},
+        "title": {
+            "text": title,
+            "subtitle": lines,
+            "anchor": "start",
+            "fontSize": 14,
+            "subtitleColor": "#555",
+            "subtitleFontSize": 11,
+        },
         "width": "container",
         "height": HEIGHT,
         "autosize": {"type": "fit-x", "contains": "padding"},
-        "config": {"legend": {"orient": "bottom", "columns": 2, "labelLimit": 260,
-                              "symbolStrokeWidth": 2, "titleFontSize": 11, "labelFontSize": 11},
-                   "axis": {"titleFontSize": 12, "labelFontSize": 11}},
+        "config": {
+            "legend": {
+                "orient": "bottom",
+                "columns": 2,
+                "labelLimit": 260,
+                "symbolStrokeWidth": 2,
+                "titleFontSize": 11,
+                "labelFontSize": 11,
+            },
+            "axis": {"titleFontSize": 12, "labelFontSize": 11},
+        },
         "description": name,
         **body,
-    }  # fmt: skip
+    }
 
 
 def _tick_values(first: str, last: str) -> dict[str, str]:
@@ -91,9 +105,13 @@ def _tick_values(first: str, last: str) -> dict[str, str]:
 
 
 def _tick_axis() -> dict[str, Any]:
-    return {"field": "tick", "type": "quantitative", "title": "tick (round)",
-            "axis": {"format": "d", "values": _tick_values("0", "tmax")},
-            "scale": {"domain": [0, {"expr": "tmax"}], "nice": False}}  # fmt: skip
+    return {
+        "field": "tick",
+        "type": "quantitative",
+        "title": "tick (round)",
+        "axis": {"format": "d", "values": _tick_values("0", "tmax")},
+        "scale": {"domain": [0, {"expr": "tmax"}], "nice": False},
+    }
 
 
 def _y(title: str, kind: str) -> dict[str, Any]:
@@ -132,50 +150,80 @@ def line_spec(
     colours = [styles[p][0] for p in policies]
     dashes = [styles[p][1] for p in policies]
     several = len(policies) > 1
-    measure_legend = ({**LINE_LEGEND, "columns": 1 if several else 2}
-                      if len(measures) > 1 else None)  # fmt: skip
+    measure_legend = {**LINE_LEGEND, "columns": 1 if several else 2} if len(measures) > 1 else None
     policy_legend = {**LINE_LEGEND, "columns": 1} if several else None
     by_measure = {"field": "series", "type": "nominal", "title": "measure", "sort": measures}
     by_policy = {"field": "policy", "type": "nominal", "title": "policy", "sort": policies}
     if outcome_colours is not None:
-        colour = {**by_measure, "legend": measure_legend,
-                  "scale": {"domain": measures, "range": outcome_colours}}  # fmt: skip
+        colour = {
+            **by_measure,
+            "legend": measure_legend,
+            "scale": {"domain": measures, "range": outcome_colours},
+        }
         legend = None
         if policy_legend:  # each policy's swatch: its dash in its own colour
-            legend = {**policy_legend, "encode": {"symbols": {"update": {
-                "stroke": {"signal": _pick(colours, policies)}, "strokeWidth": {"value": 2}}}}}  # fmt: skip
+            legend = {
+                **policy_legend,
+                "encode": {
+                    "symbols": {
+                        "update": {
+                            "stroke": {"signal": _pick(colours, policies)},
+                            "strokeWidth": {"value": 2},
+                        }
+                    }
+                },
+            }
         dash = {**by_policy, "legend": legend, "scale": {"domain": policies, "range": dashes}}
     else:
-        colour = {**by_policy, "legend": policy_legend,
-                  "scale": {"domain": policies, "range": colours}}  # fmt: skip
+        colour = {
+            **by_policy,
+            "legend": policy_legend,
+            "scale": {"domain": policies, "range": colours},
+        }
         if len(measures) == 1:
-            dash = {**by_policy, "legend": policy_legend,
-                    "scale": {"domain": policies, "range": dashes}}  # fmt: skip
+            dash = {
+                **by_policy,
+                "legend": policy_legend,
+                "scale": {"domain": policies, "range": dashes},
+            }
         else:
             legend = None
             if measure_legend:
-                legend = {**measure_legend, "encode": {"symbols": {"update": {
-                    "stroke": {"value": MEASURE_STROKE}}}}}  # fmt: skip
-            dash = {**by_measure, "legend": legend,
-                    "scale": {"domain": measures, "range": SERIES_DASH[: len(measures)]}}  # fmt: skip
+                legend = {
+                    **measure_legend,
+                    "encode": {"symbols": {"update": {"stroke": {"value": MEASURE_STROKE}}}},
+                }
+            dash = {
+                **by_measure,
+                "legend": legend,
+                "scale": {"domain": measures, "range": SERIES_DASH[: len(measures)]},
+            }
     encoding: dict[str, Any] = {
         "x": _tick_axis(),
         "y": _y(y_title, kind),
         "color": colour,
         "strokeDash": dash,
         "detail": {"field": "policy"},
-        "tooltip": [{"field": "series", "title": "measure"}, {"field": "policy"},
-                    {"field": "tick"}, {"field": "value", "format": ".3f"}],
-    }  # fmt: skip
+        "tooltip": [
+            {"field": "series", "title": "measure"},
+            {"field": "policy"},
+            {"field": "tick"},
+            {"field": "value", "format": ".3f"},
+        ],
+    }
     if len(measures) > 1:
         # equal values are common (the threshold policy aims exactly at the threshold):
         # wider lines first, so that lines drawn over each other stay visible
-        encoding["strokeWidth"] = {**by_measure, "legend": None,
-                                   "scale": {"domain": measures,
-                                             "range": SERIES_WIDTH[: len(measures)]}}  # fmt: skip
-    line = {"data": {"name": "main"},
-            "mark": {"type": "line", "point": {"size": 16, "filled": True}},
-            "encoding": encoding}  # fmt: skip
+        encoding["strokeWidth"] = {
+            **by_measure,
+            "legend": None,
+            "scale": {"domain": measures, "range": SERIES_WIDTH[: len(measures)]},
+        }
+    line = {
+        "data": {"name": "main"},
+        "mark": {"type": "line", "point": {"size": 16, "filled": True}},
+        "encoding": encoding,
+    }
     spec = _spec(name, title, subtitle, {"layer": [line, *(layers or [])]})
     if (
         several
@@ -184,8 +232,9 @@ def line_spec(
     ):
         # Vega's legend layout (Vega-Lite passes it through): the policy legend goes
         # under the measures instead of being cut off at the chart's right edge
-        spec["config"]["legend"]["layout"] = {"bottom": {"direction": "vertical",
-                                                         "anchor": "start"}}  # fmt: skip
+        spec["config"]["legend"]["layout"] = {
+            "bottom": {"direction": "vertical", "anchor": "start"}
+        }
     return spec
 
 
@@ -200,54 +249,81 @@ def _series_chart(
     outcome_colours: list[str] | None = None,
 ) -> Chart:
     """A :func:`line_spec` chart of tick-table ``columns`` {column: label}."""
-    spec = line_spec(name, title, subtitle, y_title, list(columns.values()), policies, kind,
-                     outcome_colours=outcome_colours)  # fmt: skip
+    spec = line_spec(
+        name,
+        title,
+        subtitle,
+        y_title,
+        list(columns.values()),
+        policies,
+        kind,
+        outcome_colours=outcome_colours,
+    )
     return Chart(name, spec, lambda runs, t: {"main": data.series(runs, t, columns)})
 
 
 # -- the core charts -------------------------------------------------------------------------
 def rr_rf(policies: list[str]) -> Chart:
     return _series_chart(
-        "reliability", "Does advice work?",
+        "reliability",
+        "Does advice work?",
         "RR: of those who made every recommended change, the share accepted. "
         "RF: of the recently rejected, the share who made every change.",
-        SHARE, {"rr": "RR reliability", "rf": "RF feasibility"}, policies,
-    )  # fmt: skip
+        SHARE,
+        {"rr": "RR reliability", "rf": "RF feasibility"},
+        policies,
+    )
 
 
 def goals(policies: list[str]) -> Chart:
     return _series_chart(
-        "goals", "Threshold and goal scores",
+        "goals",
+        "Threshold and goal scores",
         "The threshold is the lowest accepted score; goals are what advice aimed for.",
         "score M(x) (0 to 1)",
-        {"threshold": "threshold", "mean_goal": "goal given (mean)",
-         "mean_cf_score": "score after the changes (mean)"},
+        {
+            "threshold": "threshold",
+            "mean_goal": "goal given (mean)",
+            "mean_cf_score": "score after the changes (mean)",
+        },
         policies,
-    )  # fmt: skip
+    )
 
 
-POOL_COLUMNS = {"n_applicants": ("applied", REFERENCE),
-                "n_accepted": ("accepted", OUTCOME_COLOURS["accepted"]),
-                "n_rejected": ("rejected", OUTCOME_COLOURS["rejected"]),
-                "n_dropped": ("dropped (gave up)", OUTCOME_COLOURS["dropped"]),
-                "n_waiting": ("waiting", OUTCOME_COLOURS["waiting"])}  # fmt: skip
+POOL_COLUMNS = {
+    "n_applicants": ("applied", REFERENCE),
+    "n_accepted": ("accepted", OUTCOME_COLOURS["accepted"]),
+    "n_rejected": ("rejected", OUTCOME_COLOURS["rejected"]),
+    "n_dropped": ("dropped (gave up)", OUTCOME_COLOURS["dropped"]),
+    "n_waiting": ("waiting", OUTCOME_COLOURS["waiting"]),
+}
 
 
 def pool(policies: list[str]) -> Chart:
     """Applicants per tick by outcome: the colour is the outcome, the dash the policy."""
     return _series_chart(
-        "pool", "Who applies, and what happens to them",
+        "pool",
+        "Who applies, and what happens to them",
         "Per tick: applicants, accepted, rejected (incl. dropped), dropped, and waiting "
         "to try again after the tick.",
-        COUNT, {col: label for col, (label, _) in POOL_COLUMNS.items()}, policies,
-        kind="count", outcome_colours=[c for _, c in POOL_COLUMNS.values()],
-    )  # fmt: skip
+        COUNT,
+        {col: label for col, (label, _) in POOL_COLUMNS.items()},
+        policies,
+        kind="count",
+        outcome_colours=[c for _, c in POOL_COLUMNS.values()],
+    )
 
 
 def _decision_scale() -> dict[str, Any]:
-    return {"field": "decision", "type": "nominal", "title": "decision",
-            "scale": {"domain": ["accepted", "rejected"],
-                      "range": [OUTCOME_COLOURS["accepted"], OUTCOME_COLOURS["rejected"]]}}  # fmt: skip
+    return {
+        "field": "decision",
+        "type": "nominal",
+        "title": "decision",
+        "scale": {
+            "domain": ["accepted", "rejected"],
+            "range": [OUTCOME_COLOURS["accepted"], OUTCOME_COLOURS["rejected"]],
+        },
+    }
 
 
 def score_histogram(policy: str) -> Chart:
@@ -258,43 +334,65 @@ def score_histogram(policy: str) -> Chart:
         "data": {"name": "main"},
         "mark": {"type": "bar", "opacity": 0.9, "binSpacing": 1},
         "encoding": {
-            "x": {"field": "lo", "type": "quantitative", "title": "score M(x) (0 to 1)",
-                  "scale": {"domain": [0, 1]}},
+            "x": {
+                "field": "lo",
+                "type": "quantitative",
+                "title": "score M(x) (0 to 1)",
+                "scale": {"domain": [0, 1]},
+            },
             "x2": {"field": "hi"},
-            "y": {"field": "y1", "type": "quantitative", "title": COUNT,
-                  "axis": {"format": "d", "tickMinStep": 1}},
+            "y": {
+                "field": "y1",
+                "type": "quantitative",
+                "title": COUNT,
+                "axis": {"format": "d", "tickMinStep": 1},
+            },
             "y2": {"field": "y0"},
             "color": _decision_scale(),
-            "tooltip": [{"field": "decision"}, {"field": "count", "title": "applicants"},
-                        {"field": "lo", "title": "score from", "format": ".3f"},
-                        {"field": "hi", "title": "to", "format": ".3f"}],
+            "tooltip": [
+                {"field": "decision"},
+                {"field": "count", "title": "applicants"},
+                {"field": "lo", "title": "score from", "format": ".3f"},
+                {"field": "hi", "title": "to", "format": ".3f"},
+            ],
         },
-    }  # fmt: skip
+    }
     each = {
         "data": {"name": "each"},
         "mark": {"type": "tick", "thickness": 2, "size": 10, "opacity": 0.8},
-        "encoding": {"x": {"field": "score", "type": "quantitative"}, "y": {"value": HEIGHT + 6},
-                     "color": {**_decision_scale(), "legend": None},
-                     "tooltip": [{"field": "score", "format": ".4f"}, {"field": "decision"}]},
-    }  # fmt: skip
+        "encoding": {
+            "x": {"field": "score", "type": "quantitative"},
+            "y": {"value": HEIGHT + 6},
+            "color": {**_decision_scale(), "legend": None},
+            "tooltip": [{"field": "score", "format": ".4f"}, {"field": "decision"}],
+        },
+    }
     rule = {
         "data": {"name": "threshold"},
         "mark": {"type": "rule", "color": REFERENCE, "strokeDash": [5, 3], "size": 2},
-        "encoding": {"x": {"field": "threshold", "type": "quantitative"},
-                     "tooltip": [{"field": "threshold", "format": ".4f"}]},
-    }  # fmt: skip
-    spec = _spec("scores", "Scores this tick",
-                 f"Applicants of the tick shown ({policy}); dashed: the threshold, an edge of "
-                 "the bars. Each applicant is a mark under the axis.",
-                 {"layer": [bars, rule, each]})  # fmt: skip
+        "encoding": {
+            "x": {"field": "threshold", "type": "quantitative"},
+            "tooltip": [{"field": "threshold", "format": ".4f"}],
+        },
+    }
+    spec = _spec(
+        "scores",
+        "Scores this tick",
+        f"Applicants of the tick shown ({policy}); dashed: the threshold, an edge of "
+        "the bars. Each applicant is a mark under the axis.",
+        {"layer": [bars, rule, each]},
+    )
     spec["title"]["text"] = {
         "expr": "tick < 0 ? 'Scores (no tick run yet)' : 'Scores at tick ' + tick"
     }
 
     def datasets(runs: list[Run], t: int) -> dict[str, Columns]:
         threshold = data.threshold_at(runs[0], t)
-        return {"main": data.score_bins(runs[0], t), "each": data.scores(runs[0], t),
-                "threshold": {"threshold": [] if threshold is None else [threshold]}}  # fmt: skip
+        return {
+            "main": data.score_bins(runs[0], t),
+            "each": data.scores(runs[0], t),
+            "threshold": {"threshold": [] if threshold is None else [threshold]},
+        }
 
     return Chart("scores", spec, datasets)
 
@@ -303,47 +401,85 @@ def applicant_scatter(policy: str) -> Chart:
     """Applications of the last :data:`WINDOW` ticks, coloured by outcome, the accepted
     on top; at most :data:`PER_TICK` a tick (every accepted one), with a note saying so;
     click a point to follow that applicant."""
-    outcome = {"field": "outcome", "type": "nominal", "title": "outcome",
-               "scale": {"domain": ["accepted", "rejected", "dropped"],
-                         "range": [OUTCOME_COLOURS[k] for k in ("accepted", "rejected", "dropped")]}}  # fmt: skip
-    x_scale = {"domain": [{"expr": f"max(0, tick - {WINDOW - 1}) - 0.5"}, {"expr": "tick + 0.5"}],
-               "nice": False, "zero": False}  # fmt: skip
+    outcome = {
+        "field": "outcome",
+        "type": "nominal",
+        "title": "outcome",
+        "scale": {
+            "domain": ["accepted", "rejected", "dropped"],
+            "range": [OUTCOME_COLOURS[k] for k in ("accepted", "rejected", "dropped")],
+        },
+    }
+    x_scale = {
+        "domain": [{"expr": f"max(0, tick - {WINDOW - 1}) - 0.5"}, {"expr": "tick + 0.5"}],
+        "nice": False,
+        "zero": False,
+    }
     points = {
         "data": {"name": "main"},
         "mark": {"type": "circle", "size": 34, "opacity": 0.8, "cursor": "pointer"},
         "encoding": {
-            "x": {"field": "x", "type": "quantitative", "title": "tick (round)", "scale": x_scale,
-                  "axis": {"format": "d",
-                           "values": _tick_values(f"max(0, tick - {WINDOW - 1})", "tick")}},
-            "y": {"field": "score", "type": "quantitative", "title": "score M(x) (0 to 1)",
-                  "scale": {"domain": [0, 1]}},
+            "x": {
+                "field": "x",
+                "type": "quantitative",
+                "title": "tick (round)",
+                "scale": x_scale,
+                "axis": {
+                    "format": "d",
+                    "values": _tick_values(f"max(0, tick - {WINDOW - 1})", "tick"),
+                },
+            },
+            "y": {
+                "field": "score",
+                "type": "quantitative",
+                "title": "score M(x) (0 to 1)",
+                "scale": {"domain": [0, 1]},
+            },
             "color": outcome,
             "order": {"field": "z", "type": "quantitative"},
-            "tooltip": [{"field": "id", "title": "applicant"}, {"field": "tick"},
-                        {"field": "score", "format": ".3f"}, {"field": "outcome"}],
+            "tooltip": [
+                {"field": "id", "title": "applicant"},
+                {"field": "tick"},
+                {"field": "score", "format": ".3f"},
+                {"field": "outcome"},
+            ],
         },
-    }  # fmt: skip
+    }
     line = {
         "data": {"name": "threshold"},
         "mark": {"type": "line", "color": REFERENCE, "strokeDash": [5, 3], "clip": True},
-        "encoding": {"x": {"field": "tick", "type": "quantitative", "scale": x_scale},
-                     "y": {"field": "threshold", "type": "quantitative"}},
-    }  # fmt: skip
+        "encoding": {
+            "x": {"field": "tick", "type": "quantitative", "scale": x_scale},
+            "y": {"field": "threshold", "type": "quantitative"},
+        },
+    }
     note = {
         "data": {"name": "note"},
-        "mark": {"type": "text", "align": "left", "baseline": "top", "fontSize": 10,
-                 "color": "#555", "x": 4, "y": 4},
+        "mark": {
+            "type": "text",
+            "align": "left",
+            "baseline": "top",
+            "fontSize": 10,
+            "color": "#555",
+            "x": 4,
+            "y": 4,
+        },
         "encoding": {"text": {"field": "text"}},
-    }  # fmt: skip
-    spec = _spec("applicants", "Every application, by tick",
-                 f"Last {WINDOW} ticks ({policy}); dashed: the threshold; accepted drawn on "
-                 "top. Click a point to follow that applicant.",
-                 {"layer": [points, line, note]})  # fmt: skip
+    }
+    spec = _spec(
+        "applicants",
+        "Every application, by tick",
+        f"Last {WINDOW} ticks ({policy}); dashed: the threshold; accepted drawn on "
+        "top. Click a point to follow that applicant.",
+        {"layer": [points, line, note]},
+    )
 
     def datasets(runs: list[Run], t: int) -> dict[str, Columns]:
-        return {"main": data.applications(runs[0], t, WINDOW, PER_TICK),
-                "threshold": data.thresholds(runs[0], t, WINDOW),
-                "note": data.application_note(runs[0], t, WINDOW, PER_TICK)}  # fmt: skip
+        return {
+            "main": data.applications(runs[0], t, WINDOW, PER_TICK),
+            "threshold": data.thresholds(runs[0], t, WINDOW),
+            "note": data.application_note(runs[0], t, WINDOW, PER_TICK),
+        }
 
     return Chart("applicants", spec, datasets, clickable=True, keys={"main": "key"})
 
@@ -365,39 +501,77 @@ def _bars_by_policy(
     swatch = styles[policies[0]][0] if len(policies) == 1 else MEASURE_STROKE
     square = {"symbolType": "square", "symbolSize": 150, "symbolStrokeWidth": 0}
     enc: dict[str, Any] = {
-        "x": {"field": "feature", "type": "nominal", "title": "feature",
-              "sort": None, "axis": {"labelAngle": 0}},
+        "x": {
+            "field": "feature",
+            "type": "nominal",
+            "title": "feature",
+            "sort": None,
+            "axis": {"labelAngle": 0},
+        },
         "y": {"field": "value", "type": "quantitative", "title": y_title, "stack": True},
-        "color": {"field": "policy", "type": "nominal", "title": "policy",
-                  "scale": {"domain": policies, "range": [styles[p][0] for p in policies]},
-                  "legend": {**square, "columns": 1} if len(policies) > 1 else None},
-        "opacity": {"field": kind_field, "type": "nominal", "title": None,
-                    "scale": {"domain": kinds, "range": [1.0, 0.4]}, "sort": kinds,
-                    "legend": {**square, "symbolFillColor": swatch,
-                               "encode": {"symbols": {"update": {
-                                   "fill": {"value": swatch},
-                                   "opacity": {"signal": _pick([1.0, 0.4], kinds)}}}}}},
+        "color": {
+            "field": "policy",
+            "type": "nominal",
+            "title": "policy",
+            "scale": {"domain": policies, "range": [styles[p][0] for p in policies]},
+            "legend": {**square, "columns": 1} if len(policies) > 1 else None,
+        },
+        "opacity": {
+            "field": kind_field,
+            "type": "nominal",
+            "title": None,
+            "scale": {"domain": kinds, "range": [1.0, 0.4]},
+            "sort": kinds,
+            "legend": {
+                **square,
+                "symbolFillColor": swatch,
+                "encode": {
+                    "symbols": {
+                        "update": {
+                            "fill": {"value": swatch},
+                            "opacity": {"signal": _pick([1.0, 0.4], kinds)},
+                        }
+                    }
+                },
+            },
+        },
         "order": {"field": "order", "type": "quantitative"},
         "tooltip": tooltip,
-    }  # fmt: skip
+    }
     if len(policies) > 1:
         enc["xOffset"] = {"field": "policy", "type": "nominal", "sort": policies}
-    return _spec(name, title, subtitle,
-                 {"data": {"name": "main"}, "mark": {"type": "bar"}, "encoding": enc,
-                  "transform": [{"calculate": f"indexof({kinds!r}, datum.{kind_field})",
-                                 "as": "order"}]})  # fmt: skip
+    return _spec(
+        name,
+        title,
+        subtitle,
+        {
+            "data": {"name": "main"},
+            "mark": {"type": "bar"},
+            "encoding": enc,
+            "transform": [{"calculate": f"indexof({kinds!r}, datum.{kind_field})", "as": "order"}],
+        },
+    )
 
 
 def effort(policies: list[str], model: DashboardModel) -> Chart:
     kinds = ["spent", "planned, failed"]
     spec = _bars_by_policy(
-        "effort", "Effort per feature so far",
+        "effort",
+        "Effort per feature so far",
         "Σ |change| × difficulty: solid for changes made, faded for changes tried that failed.",
-        "effort (Σ |Δx| · d)", kinds, policies, "effort",
-        [{"field": "feature"}, {"field": "policy"}, {"field": "effort"},
-         {"field": "value", "format": ".3f", "title": "effort"}, {"field": "difficulty"},
-         {"field": "asked", "title": "times advised"}],
-    )  # fmt: skip
+        "effort (Σ |Δx| · d)",
+        kinds,
+        policies,
+        "effort",
+        [
+            {"field": "feature"},
+            {"field": "policy"},
+            {"field": "effort"},
+            {"field": "value", "format": ".3f", "title": "effort"},
+            {"field": "difficulty"},
+            {"field": "asked", "title": "times advised"},
+        ],
+    )
     difficulty = model.difficulty
     return Chart("effort", spec, lambda runs, t: {"main": data.effort(runs, t, difficulty)})
 
@@ -405,33 +579,45 @@ def effort(policies: list[str], model: DashboardModel) -> Chart:
 # -- the world extensions: a chart only while its mechanism is on -----------------------------
 def true_outcomes(policies: list[str]) -> Chart:
     return _series_chart(
-        "true-outcomes", "True outcomes (hidden from the model)",
+        "true-outcomes",
+        "True outcomes (hidden from the model)",
         "Per tick. p* is the true chance of a good outcome; the model never sees it.",
         SHARE,
-        {"improvement_rate": "advice that truly qualifies",
-         "tp_rate": "revealed outcomes that were good",
-         "mean_p_true_accepted": "p* of the accepted (mean)"},
+        {
+            "improvement_rate": "advice that truly qualifies",
+            "tp_rate": "revealed outcomes that were good",
+            "mean_p_true_accepted": "p* of the accepted (mean)",
+        },
         policies,
-    )  # fmt: skip
+    )
 
 
 # outcome-card figures over the run so far: label -> (numerator, denominator, card name)
-TRUE_GAIN = {"true gain Δh* per advice carried out": ("true_gain_sum", "n_implemented",
-                                                      "true_gain")}  # fmt: skip
-QUALIFIED = {"acceptances that truly qualify": ("n_qualified_accepted", "n_accepted",
-                                                "qualified_rate"),
-             "advised change on proxies (non-causal)": ("noncausal_change", "advised_change",
-                                                        "noncausal_share")}  # fmt: skip
+TRUE_GAIN = {
+    "true gain Δh* per advice carried out": ("true_gain_sum", "n_implemented", "true_gain")
+}
+QUALIFIED = {
+    "acceptances that truly qualify": ("n_qualified_accepted", "n_accepted", "qualified_rate"),
+    "advised change on proxies (non-causal)": (
+        "noncausal_change",
+        "advised_change",
+        "noncausal_share",
+    ),
+}
 
 
 def true_gain(policies: list[str]) -> Chart:
     """The outcome card's true gain (``true_gain``) as it stood after each tick."""
     spec = line_spec(
-        "true-gain", "Does advice make people better? (outcome card)",
+        "true-gain",
+        "Does advice make people better? (outcome card)",
         "Mean gain in the true qualification h*(x) of advice carried out in full, over the "
         "run so far. No advice (none): no line.",
-        "gain in h*(x) (so far)", list(TRUE_GAIN), policies, "value",
-    )  # fmt: skip
+        "gain in h*(x) (so far)",
+        list(TRUE_GAIN),
+        policies,
+        "value",
+    )
     return Chart(
         "true-gain", spec, lambda runs, t: {"main": data.running_share(runs, t, TRUE_GAIN)}
     )
@@ -440,11 +626,14 @@ def true_gain(policies: list[str]) -> Chart:
 def qualified(policies: list[str]) -> Chart:
     """The outcome card's ``qualified_rate`` and ``noncausal_share`` after each tick."""
     spec = line_spec(
-        "qualified", "Who is accepted, and what was advised (outcome card)",
+        "qualified",
+        "Who is accepted, and what was advised (outcome card)",
         "Over the run so far: the share of acceptances with h*(x) ≥ 1/2 (compare with "
         "none, no advice), and the share of advised change on proxy features.",
-        SHARE, list(QUALIFIED), policies,
-    )  # fmt: skip
+        SHARE,
+        list(QUALIFIED),
+        policies,
+    )
     return Chart(
         "qualified", spec, lambda runs, t: {"main": data.running_share(runs, t, QUALIFIED)}
     )
@@ -457,23 +646,35 @@ def validity(policies: list[str]) -> Chart:
     rules = {
         "data": {"name": "refits"},
         "mark": {"type": "rule", "color": "#555", "strokeDash": [2, 2]},
-        "encoding": {"x": {"field": "tick", "type": "quantitative"},
-                     "tooltip": [{"field": "tick", "title": "refit at tick"},
-                                 {"field": "version", "title": "model version"}]},
-    }  # fmt: skip
+        "encoding": {
+            "x": {"field": "tick", "type": "quantitative"},
+            "tooltip": [
+                {"field": "tick", "title": "refit at tick"},
+                {"field": "version", "title": "model version"},
+            ],
+        },
+    }
     labels = {
         "data": {"name": "refits"},
         "mark": {"type": "text", "align": "right", "dx": -3, "fontSize": 10, "color": "#555"},
-        "encoding": {"x": {"field": "tick", "type": "quantitative"}, "y": {"value": 8},
-                     "text": {"field": "label"}},
-    }  # fmt: skip
+        "encoding": {
+            "x": {"field": "tick", "type": "quantitative"},
+            "y": {"value": 8},
+            "text": {"field": "label"},
+        },
+    }
     spec = line_spec(
-        "validity", "Retraining: is outstanding advice still valid?",
+        "validity",
+        "Retraining: is outstanding advice still valid?",
         "Share of waiting advised applicants whose advice, scored by the model in force, "
         "still clears the threshold of the tick it was given (one scale for every policy), "
         "and still reaches the goal its policy set. Dotted lines: the model was refitted.",
-        SHARE, list(columns.values()), policies, "share", [rules, labels],
-    )  # fmt: skip
+        SHARE,
+        list(columns.values()),
+        policies,
+        "share",
+        [rules, labels],
+    )
 
     def datasets(runs: list[Run], t: int) -> dict[str, Columns]:
         refits = data.refit_ticks(runs[0], t)
@@ -487,43 +688,59 @@ def group_rates(policies: list[str], n_groups: int) -> Chart:
     columns = {f"accept_rate_g{g}": f"group {g}: accepted" for g in range(n_groups)}
     columns["dp_gap"] = "gap between groups (DP)"
     return _series_chart(
-        "groups", "Groups: who gets accepted?",
+        "groups",
+        "Groups: who gets accepted?",
         "Share of each group's applicants accepted per tick, and the largest gap "
         "between groups (demographic parity gap).",
-        SHARE, columns, policies,
-    )  # fmt: skip
+        SHARE,
+        columns,
+        policies,
+    )
 
 
 def group_distance(policies: list[str]) -> Chart:
     return _series_chart(
-        "group-distance", "Groups: how far apart are they?",
+        "group-distance",
+        "Groups: how far apart are they?",
         "Wasserstein distance W1 between the groups' true features in the pool after the tick.",
         "W1 distance (feature units)",
-        {"w_dist": "distance between groups"}, policies, kind="value",
-    )  # fmt: skip
+        {"w_dist": "distance between groups"},
+        policies,
+        kind="value",
+    )
 
 
 def causal(policies: list[str], z: int) -> Chart:
     kinds = ["made", "caused by the graph"]
     spec = _bars_by_policy(
-        "causal", "Causal graph: changes made and changes caused",
+        "causal",
+        "Causal graph: changes made and changes caused",
         "Σ |change| per feature so far: solid what applicants changed, faded what the "
         "causal graph moved in turn.",
-        "total change (Σ |Δx|)", kinds, policies, "change",
-        [{"field": "feature"}, {"field": "policy"}, {"field": "change"},
-         {"field": "value", "format": ".3f", "title": "Σ |Δx|"}],
-    )  # fmt: skip
+        "total change (Σ |Δx|)",
+        kinds,
+        policies,
+        "change",
+        [
+            {"field": "feature"},
+            {"field": "policy"},
+            {"field": "change"},
+            {"field": "value", "format": ".3f", "title": "Σ |Δx|"},
+        ],
+    )
     return Chart("causal", spec, lambda runs, t: {"main": data.causal_changes(runs, t, z)})
 
 
 def budget(policies: list[str]) -> Chart:
     return _series_chart(
-        "budget", "Budget for advice",
+        "budget",
+        "Budget for advice",
         "Advice costs its total feature change (L1); spent per tick and what is left.",
         "budget (Σ |Δx|)",
         {"budget_spent": "spent", "budget_left": "left"},
-        policies, kind="value",
-    )  # fmt: skip
+        policies,
+        kind="value",
+    )
 
 
 def charts(
@@ -534,8 +751,14 @@ def charts(
     the scatter show the applicants of policy number ``whose`` (0: the first)."""
     policies = model.settings.policies
     mine = policies[whose]
-    out = [rr_rf(policies), score_histogram(mine), goals(policies),
-           applicant_scatter(mine), pool(policies), effort(policies, model)]  # fmt: skip
+    out = [
+        rr_rf(policies),
+        score_histogram(mine),
+        goals(policies),
+        applicant_scatter(mine),
+        pool(policies),
+        effort(policies, model),
+    ]
     assert len(out) == N_CORE
     extensions = extension_charts(model, policies)
     if only is not None:
@@ -565,13 +788,15 @@ def extension_charts(model: DashboardModel, policies: list[str]) -> list[Chart]:
 def capacity(policies: list[str]) -> Chart:
     """k_t and m_t of a capacity schedule, with the accepted, per tick."""
     return _series_chart(
-        "capacity", "Places and newcomers per tick",
+        "capacity",
+        "Places and newcomers per tick",
         "Per tick: the places open (k), the newcomers who arrive (m) and the applicants "
         "accepted. A schedule changes k and m over time.",
         "per tick (count)",
         {"k": "places k", "m": "newcomers m", "n_accepted": "accepted"},
-        policies, kind="count",
-    )  # fmt: skip
+        policies,
+        kind="count",
+    )
 
 
 def payload(
@@ -579,8 +804,12 @@ def payload(
 ) -> dict[str, Any]:
     """What the browser gets for one frame of ``chart``; ``epoch`` names the model (keyed
     rows of one model are never compared with another's)."""
-    out = {"frame": frame, "epoch": epoch, "data": chart.datasets(all_runs, t),
-           "signals": signals(t)}  # fmt: skip
+    out = {
+        "frame": frame,
+        "epoch": epoch,
+        "data": chart.datasets(all_runs, t),
+        "signals": signals(t),
+    }
     if chart.keys:
         out["keys"] = chart.keys
     return out
@@ -595,34 +824,81 @@ def applicant_chart(history: Columns, cid: int, colour: str) -> dict[str, Any]:
     """One applicant's score per application against that tick's threshold (dataset
     ``main``: the columns of :func:`~dashboards.data.applicant_history`), the line in
     the colour of the policy whose run it is."""
-    outcome = {"field": "outcome", "type": "nominal", "title": "outcome",
-               "scale": {"domain": ["accepted", "rejected", "dropped"],
-                         "range": [OUTCOME_COLOURS[k] for k in ("accepted", "rejected", "dropped")]}}  # fmt: skip
+    outcome = {
+        "field": "outcome",
+        "type": "nominal",
+        "title": "outcome",
+        "scale": {
+            "domain": ["accepted", "rejected", "dropped"],
+            "range": [OUTCOME_COLOURS[k] for k in ("accepted", "rejected", "dropped")],
+        },
+    }
     ticks = history.get("tick") or [0]
     lo, hi = min(ticks), max(ticks)
     step = max(1, (hi - lo) // 10 + 1)
-    x = {"field": "tick", "type": "quantitative", "title": "tick (round)",
-         "axis": {"format": "d", "values": list(range(lo, hi + 1, step))},
-         "scale": {"domain": [lo - 0.5, hi + 0.5], "nice": False, "zero": False}}  # fmt: skip
+    x = {
+        "field": "tick",
+        "type": "quantitative",
+        "title": "tick (round)",
+        "axis": {"format": "d", "values": list(range(lo, hi + 1, step))},
+        "scale": {"domain": [lo - 0.5, hi + 0.5], "nice": False, "zero": False},
+    }
     layers = [
-        {"mark": {"type": "line", "color": REFERENCE, "strokeDash": [5, 3], "point": False},
-         "encoding": {"x": x, "y": {"field": "threshold", "type": "quantitative",
-                                    "title": "score M(x) (0 to 1)", "scale": {"domain": [0, 1]}}}},
-        {"mark": {"type": "line", "color": colour},
-         "encoding": {"x": x, "y": {"field": "score", "type": "quantitative"}}},
-        {"mark": {"type": "point", "filled": True, "size": 70},
-         "encoding": {"x": x, "y": {"field": "score", "type": "quantitative"}, "color": outcome,
-                      "tooltip": [{"field": "tick"}, {"field": "score"},
-                                  {"field": "threshold"}, {"field": "outcome"}]}},
-        {"mark": {"type": "point", "shape": "triangle-up", "size": 60, "color": REFERENCE,
-                  "filled": False},
-         "encoding": {"x": x, "y": {"field": "achieved", "type": "quantitative"},
-                      "tooltip": [{"field": "tick"}, {"field": "achieved",
-                                                      "title": "score after the changes"}]}},
-    ]  # fmt: skip
-    spec = _spec(f"applicant-{cid}", f"Applicant {cid}: score per application",
-                 "Dots: score when applying (outcome colour); dashed: that tick's threshold; "
-                 "open triangles: score after the changes made.", {"layer": layers})  # fmt: skip
+        {
+            "mark": {"type": "line", "color": REFERENCE, "strokeDash": [5, 3], "point": False},
+            "encoding": {
+                "x": x,
+                "y": {
+                    "field": "threshold",
+                    "type": "quantitative",
+                    "title": "score M(x) (0 to 1)",
+                    "scale": {"domain": [0, 1]},
+                },
+            },
+        },
+        {
+            "mark": {"type": "line", "color": colour},
+            "encoding": {"x": x, "y": {"field": "score", "type": "quantitative"}},
+        },
+        {
+            "mark": {"type": "point", "filled": True, "size": 70},
+            "encoding": {
+                "x": x,
+                "y": {"field": "score", "type": "quantitative"},
+                "color": outcome,
+                "tooltip": [
+                    {"field": "tick"},
+                    {"field": "score"},
+                    {"field": "threshold"},
+                    {"field": "outcome"},
+                ],
+            },
+        },
+        {
+            "mark": {
+                "type": "point",
+                "shape": "triangle-up",
+                "size": 60,
+                "color": REFERENCE,
+                "filled": False,
+            },
+            "encoding": {
+                "x": x,
+                "y": {"field": "achieved", "type": "quantitative"},
+                "tooltip": [
+                    {"field": "tick"},
+                    {"field": "achieved", "title": "score after the changes"},
+                ],
+            },
+        },
+    ]
+    spec = _spec(
+        f"applicant-{cid}",
+        f"Applicant {cid}: score per application",
+        "Dots: score when applying (outcome colour); dashed: that tick's threshold; "
+        "open triangles: score after the changes made.",
+        {"layer": layers},
+    )
     spec["height"] = 160
     spec["data"] = {"name": "main"}
     return spec
@@ -635,39 +911,76 @@ def forecast_chart(colour: str) -> dict[str, Any]:
     to its 90 % quantile with the median as a rule (a bound past the horizon at its end)."""
     from dashboards.forecast import ARMS, HORIZON
 
-    arm = {"field": "arm", "type": "nominal", "title": None, "sort": list(ARMS),
-           "scale": {"domain": list(ARMS), "range": [[1, 0], [8, 4]]},
-           "legend": {**LINE_LEGEND, "columns": 1,
-                      "encode": {"symbols": {"update": {"stroke": {"value": colour}}}}}}  # fmt: skip
-    x = {"field": "ahead", "type": "quantitative", "title": "ticks from now",
-         "scale": {"domain": [0, HORIZON + 0.5], "nice": False},
-         "axis": {"format": "d", "values": list(range(0, HORIZON + 1, 2))}}  # fmt: skip
+    arm = {
+        "field": "arm",
+        "type": "nominal",
+        "title": None,
+        "sort": list(ARMS),
+        "scale": {"domain": list(ARMS), "range": [[1, 0], [8, 4]]},
+        "legend": {
+            **LINE_LEGEND,
+            "columns": 1,
+            "encode": {"symbols": {"update": {"stroke": {"value": colour}}}},
+        },
+    }
+    x = {
+        "field": "ahead",
+        "type": "quantitative",
+        "title": "ticks from now",
+        "scale": {"domain": [0, HORIZON + 0.5], "nice": False},
+        "axis": {"format": "d", "values": list(range(0, HORIZON + 1, 2))},
+    }
     band = {
         "data": {"name": "band"},
         "mark": {"type": "rect", "opacity": 0.12, "color": colour},
-        "encoding": {"x": {**x, "field": "lo"}, "x2": {"field": "hi"},
-                     "y": {"value": 0}, "y2": {"value": HEIGHT - 60},
-                     "tooltip": [{"field": "arm"}, {"field": "lo", "title": "10 %"},
-                                 {"field": "median"}, {"field": "hi", "title": "90 %"}]},
-    }  # fmt: skip
+        "encoding": {
+            "x": {**x, "field": "lo"},
+            "x2": {"field": "hi"},
+            "y": {"value": 0},
+            "y2": {"value": HEIGHT - 60},
+            "tooltip": [
+                {"field": "arm"},
+                {"field": "lo", "title": "10 %"},
+                {"field": "median"},
+                {"field": "hi", "title": "90 %"},
+            ],
+        },
+    }
     median = {
         "data": {"name": "band"},
         "mark": {"type": "rule", "color": colour, "size": 2},
-        "encoding": {"x": {**x, "field": "median"}, "strokeDash": {**arm, "legend": None},
-                     "y": {"value": 0}, "y2": {"value": HEIGHT - 60}},
-    }  # fmt: skip
+        "encoding": {
+            "x": {**x, "field": "median"},
+            "strokeDash": {**arm, "legend": None},
+            "y": {"value": 0},
+            "y2": {"value": HEIGHT - 60},
+        },
+    }
     lines = {
         "data": {"name": "main"},
         "mark": {"type": "line", "interpolate": "step-after", "color": colour, "strokeWidth": 2.5},
-        "encoding": {"x": x, "strokeDash": arm,
-                     "y": {"field": "share", "type": "quantitative", "scale": {"domain": [0, 1]},
-                           "title": "share of futures accepted by then"},
-                     "tooltip": [{"field": "arm"}, {"field": "ahead", "title": "within ticks"},
-                                 {"field": "share", "format": ".0%"}]},
-    }  # fmt: skip
-    spec = _spec("forecast", "When will I be accepted?",
-                 "Share of futures in which the applicant is accepted within so many ticks. "
-                 "Shaded: from the 10 % to the 90 % quantile; rule: the median.",
-                 {"layer": [band, median, lines]})  # fmt: skip
+        "encoding": {
+            "x": x,
+            "strokeDash": arm,
+            "y": {
+                "field": "share",
+                "type": "quantitative",
+                "scale": {"domain": [0, 1]},
+                "title": "share of futures accepted by then",
+            },
+            "tooltip": [
+                {"field": "arm"},
+                {"field": "ahead", "title": "within ticks"},
+                {"field": "share", "format": ".0%"},
+            ],
+        },
+    }
+    spec = _spec(
+        "forecast",
+        "When will I be accepted?",
+        "Share of futures in which the applicant is accepted within so many ticks. "
+        "Shaded: from the 10 % to the 90 % quantile; rule: the median.",
+        {"layer": [band, median, lines]},
+    )
     spec["height"] = HEIGHT - 60
     return spec

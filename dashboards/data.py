@@ -31,12 +31,28 @@ OUTCOME_COLOURS = {
     "dropped": "#7f7f7f",
     "waiting": "#ff7f0e",
 }
-POLICY_COLOURS = ["#1f77b4", "#9467bd", "#8c564b", "#17becf", "#e377c2", "#bcbd22", "#393b79",
-                  "#a55194"]  # fmt: skip
+POLICY_COLOURS = [
+    "#1f77b4",
+    "#9467bd",
+    "#8c564b",
+    "#17becf",
+    "#e377c2",
+    "#bcbd22",
+    "#393b79",
+    "#a55194",
+]
 POLICY_DASHES = [[1, 0], [8, 4], [2, 3], [10, 3, 2, 3]]
 # the policies of the lessons first, so that they keep the same style in every lesson
-STYLE_ORDER = ["threshold", "threshold-true", "none", "improve-linucb:advice=segment", "scarf",
-               "safear", "threshold-estimated", "lookahead"]  # fmt: skip
+STYLE_ORDER = [
+    "threshold",
+    "threshold-true",
+    "none",
+    "improve-linucb:advice=segment",
+    "scarf",
+    "safear",
+    "threshold-estimated",
+    "lookahead",
+]
 REFERENCE = "#000000"
 
 
@@ -257,8 +273,10 @@ def scores(run: Run, t: int) -> Columns:
     if not apps:
         return {"score": [], "decision": []}
     accepted = apps["accepted"].astype(bool)
-    return {"score": json_list(apps["score"].astype(float), 6),
-            "decision": np.where(accepted, "accepted", "rejected").tolist()}  # fmt: skip
+    return {
+        "score": json_list(apps["score"].astype(float), 6),
+        "decision": np.where(accepted, "accepted", "rejected").tolist(),
+    }
 
 
 def jitter(ids: np.ndarray, width: float = 0.5) -> np.ndarray:
@@ -301,11 +319,15 @@ def applications(run: Run, t: int, window: int = 20, per_tick: int = 100) -> Col
     ids = apps["cid"].astype(np.int64)
     tick = apps["tick"].astype(np.int64)
     outcome = outcomes(apps)
-    return {"x": json_list(tick + jitter(ids), 4), "tick": tick.tolist(),
-            "score": json_list(apps["score"].astype(float), 4),
-            "outcome": outcome.tolist(), "z": (outcome == "accepted").astype(int).tolist(),
-            "id": ids.tolist(),
-            "key": [f"{a}/{b}" for a, b in zip(tick.tolist(), ids.tolist(), strict=True)]}  # fmt: skip
+    return {
+        "x": json_list(tick + jitter(ids), 4),
+        "tick": tick.tolist(),
+        "score": json_list(apps["score"].astype(float), 4),
+        "outcome": outcome.tolist(),
+        "z": (outcome == "accepted").astype(int).tolist(),
+        "id": ids.tolist(),
+        "key": [f"{a}/{b}" for a, b in zip(tick.tolist(), ids.tolist(), strict=True)],
+    }
 
 
 def application_note(run: Run, t: int, window: int = 20, per_tick: int = 100) -> Columns:
@@ -325,8 +347,7 @@ def thresholds(run: Run, t: int, window: int = 20) -> Columns:
     """The threshold of ticks t-window+1..t: {tick, threshold}."""
     first = max(t - window + 1, 0)
     values = run.ticks("threshold", t, first)
-    return {"tick": list(range(first, first + values.shape[0])),
-            "threshold": json_list(values, 6)}  # fmt: skip
+    return {"tick": list(range(first, first + values.shape[0])), "threshold": json_list(values, 6)}
 
 
 def feature_effort(apps: dict[str, np.ndarray], difficulty: np.ndarray) -> dict[str, np.ndarray]:
@@ -435,10 +456,16 @@ def applicant_rows(run: Run, t: int, z: int) -> Columns:
     apps = {c: a[order] for c, a in apps.items()}
     outcome = outcomes(apps)
     advice, result = _advice(apps, z, outcome)
-    cols: Columns = {"id": apps["cid"].tolist(), "attempt": apps["application"].tolist(),
-                     "score": json_list(apps["score"], 3), "outcome": outcome.tolist(),
-                     "goal": json_list(apps["goal"], 3), "advice": advice, "result": result,
-                     "achieved": json_list(apps["cf_score"], 3)}  # fmt: skip
+    cols: Columns = {
+        "id": apps["cid"].tolist(),
+        "attempt": apps["application"].tolist(),
+        "score": json_list(apps["score"], 3),
+        "outcome": outcome.tolist(),
+        "goal": json_list(apps["goal"], 3),
+        "advice": advice,
+        "result": result,
+        "achieved": json_list(apps["cf_score"], 3),
+    }
     _extra(apps, cols)
     return cols
 
@@ -458,18 +485,24 @@ def applicant_history(run: Run, cid: int, t: int, z: int) -> Columns:
     advice, result = _advice(apps, z, outcome)
     ticks = apps["tick"].astype(np.int64)
     threshold = run.ticks("threshold", t)[ticks]
-    cols: Columns = {"tick": ticks.tolist(), "attempt": apps["application"].tolist(),
-                     "score": json_list(apps["score"], 3), "threshold": json_list(threshold, 3),
-                     "outcome": outcome.tolist(), "goal": json_list(apps["goal"], 3),
-                     "advice": advice, "result": result,
-                     "achieved": json_list(apps["cf_score"], 3)}  # fmt: skip
+    cols: Columns = {
+        "tick": ticks.tolist(),
+        "attempt": apps["application"].tolist(),
+        "score": json_list(apps["score"], 3),
+        "threshold": json_list(threshold, 3),
+        "outcome": outcome.tolist(),
+        "goal": json_list(apps["goal"], 3),
+        "advice": advice,
+        "result": result,
+        "achieved": json_list(apps["cf_score"], 3),
+    }
     _extra(apps, cols)
     if "dprop_0" in apps:
-        dprop = np.nan_to_num(np.column_stack([apps[f"dprop_{i}"].astype(float)
-                                               for i in range(z)]))  # fmt: skip
-        cols["caused"] = ["  ".join(f"x{i} {change_text(d[i])}"
-                                    for i in np.flatnonzero(np.abs(d) > 1e-12)) or "—"
-                          for d in dprop]  # fmt: skip
+        dprop = np.nan_to_num(np.column_stack([apps[f"dprop_{i}"].astype(float) for i in range(z)]))
+        cols["caused"] = [
+            "  ".join(f"x{i} {change_text(d[i])}" for i in np.flatnonzero(np.abs(d) > 1e-12)) or "—"
+            for d in dprop
+        ]
     return cols
 
 
@@ -485,8 +518,9 @@ def card_rows(model: DashboardModel) -> list[dict[str, str]]:
     ``recourse-abm run`` and the studies. Empty before the first tick."""
     if model.tick == 0:
         return []
-    cards = [(p, m.outcome_card()) for p, m in zip(model.settings.policies, model.models(),
-                                                   strict=True)]  # fmt: skip
+    cards = [
+        (p, m.outcome_card()) for p, m in zip(model.settings.policies, model.models(), strict=True)
+    ]
     rows = []
     for name, label, _, _ in cards[0][1].rows():
         values = [c.values.get(name, float("nan")) for _, c in cards]

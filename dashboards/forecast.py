@@ -67,8 +67,10 @@ def start(model: RecourseModel, cid: int) -> Start | str:
     pop = model.population
     rows = np.flatnonzero(pop.ids == cid)
     if rows.shape[0] == 0:
-        return (f"applicant {cid} is not waiting after tick {model.tick - 1} (accepted, "
-                "gone or not yet arrived): there is nothing to forecast")  # fmt: skip
+        return (
+            f"applicant {cid} is not waiting after tick {model.tick - 1} (accepted, "
+            "gone or not yet arrived): there is nothing to forecast"
+        )
     row = int(rows[0])
     if not pop.advised[row]:
         return f"applicant {cid} got no advice at their last application: nothing to follow"
@@ -81,9 +83,13 @@ def start(model: RecourseModel, cid: int) -> Start | str:
     # model, its world and its context instead of copying them
     shared = {id(o): o for o in (model, model.world, model.context, model.simulator)}
     policy = WithoutFeedback(copy.deepcopy(model.policy, shared))
-    return Start(cid, model.tick, model.config.seed,
-                 {ARMS[0]: replace(snap, population=follow),
-                  ARMS[1]: replace(snap, population=ignore)}, policy)  # fmt: skip
+    return Start(
+        cid,
+        model.tick,
+        model.config.seed,
+        {ARMS[0]: replace(snap, population=follow), ARMS[1]: replace(snap, population=ignore)},
+        policy,
+    )
 
 
 def future(begin: Start, arm: str, key: int) -> int | None:
@@ -110,8 +116,13 @@ def summary(ticks: list[int | None]) -> dict[str, float]:
         return {"n": 0, "median": math.nan, "p10": math.nan, "p90": math.nan, "never": math.nan}
     a = np.array([math.inf if t is None else t for t in ticks], dtype=float)
     q = np.quantile(a, [0.1, 0.5, 0.9], method="inverted_cdf")
-    return {"n": a.shape[0], "p10": float(q[0]), "median": float(q[1]), "p90": float(q[2]),
-            "never": float(np.mean(np.isinf(a)))}  # fmt: skip
+    return {
+        "n": a.shape[0],
+        "p10": float(q[0]),
+        "median": float(q[1]),
+        "p90": float(q[2]),
+        "never": float(np.mean(np.isinf(a))),
+    }
 
 
 def run(
@@ -171,6 +182,8 @@ def describe(arm: str, s: dict[str, float]) -> str:
 
     if not s["n"]:
         return f"{arm}: no future yet"
-    return (f"{arm}: accepted after {ticks(s['median'])} ticks (median; 10–90 %: "
-            f"{ticks(s['p10'])}–{ticks(s['p90'])}); {100 * s['never']:.0f} % not accepted "
-            f"within {HORIZON} ticks ({s['n']} futures)")  # fmt: skip
+    return (
+        f"{arm}: accepted after {ticks(s['median'])} ticks (median; 10–90 %: "
+        f"{ticks(s['p10'])}–{ticks(s['p90'])}); {100 * s['never']:.0f} % not accepted "
+        f"within {HORIZON} ticks ({s['n']} futures)"
+    )

@@ -153,8 +153,10 @@ def policy_description(spec: str) -> str:
         return POLICY_VARIANTS[spec]
     name = base_name(spec)
     if name.startswith("hybrid-"):
-        return (f"learned goal with {name.removeprefix('hybrid-')} advice (the paper's "
-                "hybrid, trained in advance)")  # fmt: skip
+        return (
+            f"learned goal with {name.removeprefix('hybrid-')} advice (the paper's "
+            "hybrid, trained in advance)"
+        )
     return PLAIN_NOTES.get(name) or REGISTRY.describe("policy").get(name, "")
 
 
@@ -199,8 +201,11 @@ def fit_to_preset(settings: Settings) -> tuple[Settings, list[str]]:
     """``settings`` with every policy its preset cannot run replaced (the first by
     ``threshold``, the others left out), and what was replaced, as sentences."""
     support = policy_support(settings.preset)
-    notes = [f"{p} does not run on {settings.preset} ({support[p]})"
-             for p in settings.policies if support.get(p)]  # fmt: skip
+    notes = [
+        f"{p} does not run on {settings.preset} ({support[p]})"
+        for p in settings.policies
+        if support.get(p)
+    ]
     if not notes:
         return settings, []
     policy = settings.policy if not support.get(settings.policy) else "threshold"
@@ -313,8 +318,9 @@ class Settings:
             return Settings.from_preset(value, policy=self.policy, compare=self.compare)
         if name == "policy":
             _one_of("policy", value, dashboard_policies())
-            return self.replace(policy=value, compare=tuple(p for p in self.compare
-                                                            if p != value), demo="")  # fmt: skip
+            return self.replace(
+                policy=value, compare=tuple(p for p in self.compare if p != value), demo=""
+            )
         if name in COMPARE_INPUTS:
             _one_of(name, value, [OFF, *dashboard_policies()])
             slot = COMPARE_INPUTS.index(name)
@@ -341,8 +347,13 @@ class Settings:
             if not isinstance(value, str) or len(value) > MAX_TEXT:
                 raise ConfigError(problem(name, value, f"text of at most {MAX_TEXT} characters"))
             return self.replace(**{name: value})
-        raise ConfigError(problem("input", name, "one of preset, policy, "
-                                  + ", ".join([*COMPARE_INPUTS, *_SCENARIO_FIELDS])))  # fmt: skip
+        raise ConfigError(
+            problem(
+                "input",
+                name,
+                "one of preset, policy, " + ", ".join([*COMPARE_INPUTS, *_SCENARIO_FIELDS]),
+            )
+        )
 
     def resolve(self) -> ScenarioConfig:
         """The validated scenario; raises :class:`ConfigError` naming the bad field."""
@@ -359,8 +370,18 @@ class Settings:
         config = self.resolve()
         base = get_scenario(self.preset)
         policy = self.policy if policy is None else policy
-        args = ["recourse-abm", "run", "--scenario", self.preset, "--policy", policy,
-                "--seed", str(config.seed), "--ticks", str(config.ticks)]  # fmt: skip
+        args = [
+            "recourse-abm",
+            "run",
+            "--scenario",
+            self.preset,
+            "--policy",
+            policy,
+            "--seed",
+            str(config.seed),
+            "--ticks",
+            str(config.ticks),
+        ]
         for name in ("k", "m", "n_initial", "validity", "beta", "difficulty"):
             value = getattr(config, name)
             if value != getattr(base, name):
@@ -394,8 +415,11 @@ def to_query(settings: Settings, run: int = 0, shown: int | None = None) -> str:
         pairs.append(("policy", settings.policy))
     if settings.compare != base.compare:
         pairs += [("compare", p) for p in settings.compare] or [("compare", OFF)]
-    pairs += [(name, str(getattr(settings, name))) for name in _SCENARIO_FIELDS
-              if getattr(settings, name) != getattr(base, name)]  # fmt: skip
+    pairs += [
+        (name, str(getattr(settings, name)))
+        for name in _SCENARIO_FIELDS
+        if getattr(settings, name) != getattr(base, name)
+    ]
     if run:
         pairs.append(("run", str(run)))
     if shown is not None and shown != run - 1:
@@ -452,8 +476,9 @@ def from_query(query: str, demos: dict) -> tuple[Settings, int, int | None, list
     if "compare" in values:
         compare = [p for p in values["compare"] if p != OFF]
         if len(compare) >= MAX_POLICIES:
-            problems.append(problem("compare", ",".join(compare),
-                                    f"at most {MAX_POLICIES - 1} policies"))  # fmt: skip
+            problems.append(
+                problem("compare", ",".join(compare), f"at most {MAX_POLICIES - 1} policies")
+            )
             compare = compare[: MAX_POLICIES - 1]
         state["s"] = state["s"].replace(compare=())
         for i, p in enumerate(compare):
@@ -461,8 +486,9 @@ def from_query(query: str, demos: dict) -> tuple[Settings, int, int | None, list
     for name in SLIDERS:
         for text in values.get(name, [])[-1:]:
             lo, hi = state["s"].slider_range(name)
-            attempt(lambda name=name, text=text, lo=lo, hi=hi:
-                    put(name, _query_int(name, text, lo, hi)))  # fmt: skip
+            attempt(
+                lambda name=name, text=text, lo=lo, hi=hi: put(name, _query_int(name, text, lo, hi))
+            )
     for name in TEXT_FIELDS:
         for text in values.get(name, [])[-1:]:
             attempt(lambda name=name, text=text: put(name, text))
@@ -474,8 +500,7 @@ def from_query(query: str, demos: dict) -> tuple[Settings, int, int | None, list
         attempt(lambda text=text: state.update(run=_query_int("run", text, 0, settings.ticks)))
     run = state.get("run", 0)
     for text in values.get("shown", [])[-1:]:
-        attempt(lambda text=text: state.update(
-            shown=_query_int("shown", text, 0, max(run - 1, 0))))  # fmt: skip
+        attempt(lambda text=text: state.update(shown=_query_int("shown", text, 0, max(run - 1, 0))))
     shown = state.get("shown")
     return settings, run, shown, problems
 
@@ -514,15 +539,22 @@ class DashboardModel(RecourseModel):
         if len(settings.compare) >= MAX_POLICIES or len(set(settings.policies)) < len(
             settings.policies
         ):
-            raise ConfigError(problem("compare", ",".join(settings.compare),
-                                      f"at most {MAX_POLICIES - 1} other policies, each once"))  # fmt: skip
+            raise ConfigError(
+                problem(
+                    "compare",
+                    ",".join(settings.compare),
+                    f"at most {MAX_POLICIES - 1} other policies, each once",
+                )
+            )
         for name, spec in zip(COMPARE_INPUTS, settings.compare, strict=False):
             check_policy(spec, name)
         super().__init__(config, settings.policy, agents=False, record_events=True)
         self.settings = settings
         self.serial = next(_SERIALS)  # tells the browser's charts that the model is new
-        self.twins = [RecourseModel(config, spec, agents=False, record_events=True)
-                      for spec in settings.compare]  # fmt: skip
+        self.twins = [
+            RecourseModel(config, spec, agents=False, record_events=True)
+            for spec in settings.compare
+        ]
         self._cache: tuple[int, dict[str, Any]] = (-1, {})
 
     @property

@@ -327,8 +327,11 @@ def run(
     overrides = parse_overrides(set_)
     config = resolve_scenario(scenario)
     # --ticks and --seed win over --set ticks=/seed=; the value they replace is still checked
-    replaced = {k: overrides[k] for k, v in (("ticks", ticks), ("seed", seed))
-                if v is not None and k in overrides}  # fmt: skip
+    replaced = {
+        k: overrides[k]
+        for k, v in (("ticks", ticks), ("seed", seed))
+        if v is not None and k in overrides
+    }
     if replaced:
         config.replace(**replaced)
     if ticks is not None:
@@ -359,8 +362,10 @@ def run(
     if line:
         console.print(escape(line), style="dim")
     plots = "metrics.png" + (", extensions.png" if model.config.mechanisms else "")
-    console.print(f"results written to [bold]{escape(str(out))}[/] (ticks.parquet, summary.json, {plots}"
-                  + (", candidates.parquet)" if events else ")"))  # fmt: skip
+    console.print(
+        f"results written to [bold]{escape(str(out))}[/] (ticks.parquet, summary.json, {plots}"
+        + (", candidates.parquet)" if events else ")")
+    )
 
 
 @app.command()
@@ -374,8 +379,15 @@ def scenarios() -> None:
     for col in ("N0", "k", "m", "T", "beta", "ticks"):
         table.add_column(col, justify="right", no_wrap=True)
     for name, c in PRESETS.items():
-        table.add_row(name, f"{c.n_initial:,}", f"{c.k:,}", f"{c.m:,}", str(c.validity),
-                      fmt(c.beta), f"{c.ticks:,}")  # fmt: skip
+        table.add_row(
+            name,
+            f"{c.n_initial:,}",
+            f"{c.k:,}",
+            f"{c.m:,}",
+            str(c.validity),
+            fmt(c.beta),
+            f"{c.ticks:,}",
+        )
     console.print(table)
     notes = Table.grid(padding=(0, 2))
     notes.add_column(no_wrap=True, style="bold")

@@ -13,9 +13,12 @@ def fill_block(doc: Path, name: str, body: str, *, check: bool, command: str) ->
     whether it is there already (1 and a line naming ``command`` when stale); 1 when the
     page has no such block (an empty block is a block: the markers on two lines)."""
     text = doc.read_text()
-    new, found = re.subn(rf"(<!-- {name} -->\n).*?(<!-- /{name} -->)",
-                         lambda m: m.group(1) + body + "\n" + m.group(2), text,
-                         flags=re.S)  # fmt: skip
+    new, found = re.subn(
+        rf"(<!-- {name} -->\n).*?(<!-- /{name} -->)",
+        lambda m: m.group(1) + body + "\n" + m.group(2),
+        text,
+        flags=re.S,
+    )
     if found != 1:
         print(f"{doc.name} has no <!-- {name} --> ... <!-- /{name} --> block")
         return 1
@@ -31,5 +34,6 @@ def fill_block(doc: Path, name: str, body: str, *, check: bool, command: str) ->
 def fill_blocks(doc: Path, bodies: dict[str, str], *, check: bool, command: str) -> int:
     """:func:`fill_block` for every (name, body) of ``bodies``; 1 when any is missing or
     stale (each is reported)."""
-    return max(fill_block(doc, name, body, check=check, command=command)
-               for name, body in bodies.items())  # fmt: skip
+    return max(
+        fill_block(doc, name, body, check=check, command=command) for name, body in bodies.items()
+    )

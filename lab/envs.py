@@ -77,11 +77,23 @@ class RecommenderEnv(gym.Env):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, scenario: ScenarioConfig | str = "paper", *, max_steps: int = 10,
-                 epsilon: float = 0.01, phi: float = 10.0, psi: float = 300.0,
-                 warmup_episodes: int = 3000, goal_max: float = 0.95, d0: float = 0.5,
-                 eta0: float = 0.05, max_step: float = 0.5, action: str = "direct",
-                 reward_scale: float = 30.0, **overrides: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        scenario: ScenarioConfig | str = "paper",
+        *,
+        max_steps: int = 10,
+        epsilon: float = 0.01,
+        phi: float = 10.0,
+        psi: float = 300.0,
+        warmup_episodes: int = 3000,
+        goal_max: float = 0.95,
+        d0: float = 0.5,
+        eta0: float = 0.05,
+        max_step: float = 0.5,
+        action: str = "direct",
+        reward_scale: float = 30.0,
+        **overrides: Any,
+    ) -> None:
 
         require_int("max_steps", max_steps, 1, 10_000)
         require_int("warmup_episodes", warmup_episodes, 0, 10**9)
@@ -146,8 +158,9 @@ class RecommenderEnv(gym.Env):
     def step(self, action: np.ndarray):
         x = self._x
         m = self.ctx.decision_model
-        x_cf = self.counterfactual(x[None, :], np.asarray(action, dtype=float)[None, :],
-                                   np.array([self._g]))[0]  # fmt: skip
+        x_cf = self.counterfactual(
+            x[None, :], np.asarray(action, dtype=float)[None, :], np.array([self._g])
+        )[0]
         error = abs(float(m.score(x_cf[None, :])[0]) - self._g)
         cost_hat = float(np.abs(x_cf - x) @ self.estimator.d)
         cost = float(np.abs(x_cf - x) @ self.ctx.difficulty)
@@ -155,8 +168,9 @@ class RecommenderEnv(gym.Env):
         reward = -cost_term - self.psi * max(0.0, error - self.epsilon)  # eq. 15
         # the candidate tries every changed feature (eq. 8); d̂ learns from the outcome
         changed = x_cf != x
-        p = change_success_probability(x[changed], x_cf[changed], self.ctx.beta,
-                                       self.ctx.difficulty[changed])  # fmt: skip
+        p = change_success_probability(
+            x[changed], x_cf[changed], self.ctx.beta, self.ctx.difficulty[changed]
+        )
         ok = self.np_random.random(p.shape[0]) < p
         x_new = x.copy()
         x_new[np.flatnonzero(changed)[ok]] = x_cf[changed][ok]
@@ -167,8 +181,14 @@ class RecommenderEnv(gym.Env):
         self._t += 1
         terminated = bool(m.score(x_new[None, :])[0] >= self._g)
         truncated = not terminated and self._t >= self.max_steps
-        info = {"error": error, "cost": cost, "cost_hat": cost_hat, "warmup": self.warming_up,
-                "d_error": self.difficulty_error(), "reward_eq15": reward}  # fmt: skip
+        info = {
+            "error": error,
+            "cost": cost,
+            "cost_hat": cost_hat,
+            "warmup": self.warming_up,
+            "d_error": self.difficulty_error(),
+            "reward_eq15": reward,
+        }
         return self._obs(), float(reward / self.reward_scale), terminated, truncated, info
 
     def counterfactual(self, X: np.ndarray, A: np.ndarray, goals: np.ndarray) -> np.ndarray:
@@ -181,9 +201,12 @@ class RecommenderEnv(gym.Env):
 
     def get_state(self) -> dict[str, Any]:
         """What a training checkpoint must keep besides the SB3 model (JSON-safe)."""
-        return {"episodes": self.episodes, "d_hat": self.estimator.d.tolist(),
-                "updates": self.estimator.updates.tolist(),
-                "rng": self.np_random.bit_generator.state}  # fmt: skip
+        return {
+            "episodes": self.episodes,
+            "d_hat": self.estimator.d.tolist(),
+            "updates": self.estimator.updates.tolist(),
+            "rng": self.np_random.bit_generator.state,
+        }
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Restore :meth:`get_state` (after the reset that starts a resumed training run)."""
@@ -240,10 +263,18 @@ class PopulationEnv(gym.Env):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, scenario: ScenarioConfig | str | Path = "paper", *, alpha: float = 1.0,
-                 tau: float = 1.0, recommender: str | Recommender = "exact-linear",
-                 log_floor: float = 1e-3, max_margin: float = 0.3, capacity_obs: bool = False,
-                 **overrides: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        scenario: ScenarioConfig | str | Path = "paper",
+        *,
+        alpha: float = 1.0,
+        tau: float = 1.0,
+        recommender: str | Recommender = "exact-linear",
+        log_floor: float = 1e-3,
+        max_margin: float = 0.3,
+        capacity_obs: bool = False,
+        **overrides: Any,
+    ) -> None:
 
         require_number("alpha", alpha, 0.0, 1e6)
         require_number("tau", tau, 0.0, 1e6)
@@ -286,8 +317,14 @@ class PopulationEnv(gym.Env):
 
     def _encode(self, obs: RecourseObs) -> np.ndarray:
         c = self.config
-        return encode_window(obs, self.model.world.decision_model, c.k, c.ticks, c.validity,
-                             c.m if self.capacity_obs else None)  # fmt: skip
+        return encode_window(
+            obs,
+            self.model.world.decision_model,
+            c.k,
+            c.ticks,
+            c.validity,
+            c.m if self.capacity_obs else None,
+        )
 
     # gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -295,8 +332,9 @@ class PopulationEnv(gym.Env):
         super().reset(seed=seed)
         episode_seed = int(self.np_random.integers(0, 2**31 - 1))
         policy = CompositePolicy(self._goal, _make_recommender(self.recommender_spec))
-        self.model = RecourseModel(self.config, policy, seed=episode_seed, agents=False,
-                                   record_events=False)  # fmt: skip
+        self.model = RecourseModel(
+            self.config, policy, seed=episode_seed, agents=False, record_events=False
+        )
         rows = self._advance()
         if self._obs is None:
             raise RuntimeError("the episode ended before any goal decision (nobody was rejected)")

@@ -77,10 +77,14 @@ def _per_episode(ticks: pd.DataFrame, runs: pd.DataFrame) -> dict[str, dict[str,
     failed = runs[runs["status"] != "ok"]
     if len(failed):
         raise RuntimeError(f"{len(failed)} episode(s) failed; first: {failed['error'].iloc[0]}")
-    return {r.run_id: {**{k: float(getattr(r, k)) for k in METRICS},
-                       "n_unadvised": int(unadvised[r.run_id]),
-                       "card": {k: float(getattr(r, k)) for k in CARD_NAMES}}
-            for r in runs.itertuples()}  # fmt: skip
+    return {
+        r.run_id: {
+            **{k: float(getattr(r, k)) for k in METRICS},
+            "n_unadvised": int(unadvised[r.run_id]),
+            "card": {k: float(getattr(r, k)) for k in CARD_NAMES},
+        }
+        for r in runs.itertuples()
+    }
 
 
 def _values(per: dict, cells: list[list[str]], k: str) -> np.ndarray:
@@ -141,8 +145,14 @@ def _add_verdicts(results: list[dict[str, Any]], method: str = CORRECTION) -> No
             r["vs_baseline"].update(correction=method, family=size)
 
 
-def evaluate(scenario: ScenarioConfig | str | Path, policy: str, episodes: int = 10, seed: int = 0,
-             workers: int = 1, **overrides: Any) -> dict[str, Any]:  # fmt: skip
+def evaluate(
+    scenario: ScenarioConfig | str | Path,
+    policy: str,
+    episodes: int = 10,
+    seed: int = 0,
+    workers: int = 1,
+    **overrides: Any,
+) -> dict[str, Any]:
     """Mean and std over ``episodes`` paired episodes (seeds seed, seed+1, ...).
 
     Returns scenario, policy, episodes, seed, seeds, rr_mean, rr_std, rf_mean, rf_std,
@@ -186,44 +196,72 @@ def evaluate_many(
     config = (
         resolve_scenario(scenario).replace(**overrides) if overrides else resolve_scenario(scenario)
     )
-    worlds = (parse_seeds(world_seeds, "world_seeds") if world_seeds is not None
-              else (config.world_seed,))  # fmt: skip
+    worlds = (
+        parse_seeds(world_seeds, "world_seeds") if world_seeds is not None else (config.world_seed,)
+    )
     policies = list(dict.fromkeys(policies))
     sweep: dict[str, Any] = {"policy": policies}
     if world_seeds is not None:
         sweep["world_seed"] = list(worlds)
-    study = Study.build(resolve_scenario(scenario), name="evaluate", overrides=overrides,
-                        seeds=list(run_seeds), metrics=["n_unadvised"], sweep=sweep)  # fmt: skip
-    ticks, runs = collect(study, store, workers=_workers(workers), scheduler=scheduler,
-                          progress=progress)  # fmt: skip
+    study = Study.build(
+        resolve_scenario(scenario),
+        name="evaluate",
+        overrides=overrides,
+        seeds=list(run_seeds),
+        metrics=["n_unadvised"],
+        sweep=sweep,
+    )
+    ticks, runs = collect(
+        study, store, workers=_workers(workers), scheduler=scheduler, progress=progress
+    )
     per = _per_episode(ticks, runs)
     cells = {p: {w: [] for w in worlds} for p in policies}
     for r in study.runs():
         cells[r.policy][r.params.get("world_seed", config.world_seed)].append(r.run_id)
     grid = {p: [cells[p][w] for w in worlds] for p in policies}
-    reasons = {f.name: f"needs {f.needs}" for f in CARD_FIGURES
-               if f.needs and f.needs not in config.mechanisms}  # fmt: skip
+    reasons = {
+        f.name: f"needs {f.needs}"
+        for f in CARD_FIGURES
+        if f.needs and f.needs not in config.mechanisms
+    }
     out = []
     for p in policies:
         flat = [per[rid] for world in grid[p] for rid in world]
-        result = {"scenario": _scenario_name(scenario), "policy": p, "episodes": len(run_seeds),
-                  "seed": run_seeds[0], "seeds": list(run_seeds), "worlds": list(worlds),
-                  **_aggregate(flat), "card": _card(per, grid[p]), "card_reasons": reasons,
-                  "per_episode": flat,
-                  "overrides": {k: (list(v) if isinstance(v, tuple) else v)
-                                for k, v in overrides.items()}}  # fmt: skip
+        result = {
+            "scenario": _scenario_name(scenario),
+            "policy": p,
+            "episodes": len(run_seeds),
+            "seed": run_seeds[0],
+            "seeds": list(run_seeds),
+            "worlds": list(worlds),
+            **_aggregate(flat),
+            "card": _card(per, grid[p]),
+            "card_reasons": reasons,
+            "per_episode": flat,
+            "overrides": {
+                k: (list(v) if isinstance(v, tuple) else v) for k, v in overrides.items()
+            },
+        }
         if baseline in policies and p != baseline:
-            result["vs_baseline"] = {"policy": baseline,
-                                     "card": _paired(per, grid[p], grid[baseline])}  # fmt: skip
+            result["vs_baseline"] = {
+                "policy": baseline,
+                "card": _paired(per, grid[p], grid[baseline]),
+            }
         out.append(result)
     _add_verdicts(out)
     return out
 
 
 # -- recommender benchmark (durable-recourse-rl Table 1 protocol) ---------------------------
-def benchmark_recommenders(n: int = 200, seed: int = 0, scenario: str = "paper",
-                           goal_max: float = 0.95, names: list[str] | None = None,
-                           workers: int = 1, **overrides: Any) -> list[dict[str, Any]]:  # fmt: skip
+def benchmark_recommenders(
+    n: int = 200,
+    seed: int = 0,
+    scenario: str = "paper",
+    goal_max: float = 0.95,
+    names: list[str] | None = None,
+    workers: int = 1,
+    **overrides: Any,
+) -> list[dict[str, Any]]:
     """Error |M(x_cf) - g| and true cost sum |dx_i| d_i of each recommender on the same draws.
 
     ``n`` single candidates from the scenario's generator with score below ``goal_max``,
@@ -232,16 +270,23 @@ def benchmark_recommenders(n: int = 200, seed: int = 0, scenario: str = "paper",
     recommender spec (``rl:path=DIR``). Returns one dict per recommender: recommender,
     error, cost, seconds_per_recommendation, n_failed.
     """
-    labels = [label for label, name, _ in BENCH_RECOMMENDERS
-              if names is None or name in names or label in names]  # fmt: skip
+    labels = [
+        label
+        for label, name, _ in BENCH_RECOMMENDERS
+        if names is None or name in names or label in names
+    ]
     known = {x for label, name, _ in BENCH_RECOMMENDERS for x in (label, name)}
     labels += [s for s in names or () if s not in known]
     if not labels:
         raise ConfigError(problem("recommenders", names, "registered recommenders"))
-    study = Study.build(resolve_scenario(scenario), name="bench-recommenders",
-                        experiment="recommender-bench", seeds=[seed],
-                        overrides={**overrides, "n": n, "goal_max": goal_max},
-                        sweep={"recommender": labels})  # fmt: skip
+    study = Study.build(
+        resolve_scenario(scenario),
+        name="bench-recommenders",
+        experiment="recommender-bench",
+        seeds=[seed],
+        overrides={**overrides, "n": n, "goal_max": goal_max},
+        sweep={"recommender": labels},
+    )
     _, runs = collect(study, workers=_workers(workers))
     failed = runs[runs["status"] != "ok"]
     if len(failed):
@@ -262,10 +307,19 @@ CALIBRATION_GRID: dict[str, list[Any]] = {
 CALIBRATION_COLUMNS = ("rr_mean", "rr_std", "rf_mean", "rf_std", "cost_mean", "distance")
 
 
-def calibrate(grid: dict[str, list[Any]] | None = None, policy: str = "threshold-ustun",
-              target_rr: float = 0.4, episodes: int = 10, seed: int = 0, scenario: str = "paper",
-              workers: int = 2, progress: Progress | None = None, *, seeds: Any = None,
-              store: str | Path | None = None) -> list[dict[str, Any]]:  # fmt: skip
+def calibrate(
+    grid: dict[str, list[Any]] | None = None,
+    policy: str = "threshold-ustun",
+    target_rr: float = 0.4,
+    episodes: int = 10,
+    seed: int = 0,
+    scenario: str = "paper",
+    workers: int = 2,
+    progress: Progress | None = None,
+    *,
+    seeds: Any = None,
+    store: str | Path | None = None,
+) -> list[dict[str, Any]]:
     """Evaluate ``policy`` on every point of ``grid`` (scenario field -> values) on the
     paired seeds ``seed .. seed + episodes - 1`` (or ``seeds``).
 
@@ -279,9 +333,14 @@ def calibrate(grid: dict[str, list[Any]] | None = None, policy: str = "threshold
     # one [[zip]] axis listing every grid point: the points keep the grid's product order
     points = [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())]
     zipped = {k: [p[k] for p in points] for k in grid}
-    study = Study.build(resolve_scenario(scenario), name="calibrate", policy=policy,
-                        seeds=list(run_seeds), metrics=["n_unadvised"],
-                        zip=[zipped] if grid else [])  # fmt: skip
+    study = Study.build(
+        resolve_scenario(scenario),
+        name="calibrate",
+        policy=policy,
+        seeds=list(run_seeds),
+        metrics=["n_unadvised"],
+        zip=[zipped] if grid else [],
+    )
     ticks, runs = collect(study, store, workers=_workers(workers), progress=progress)
     per = _per_episode(ticks, runs)
     all_runs = study.runs()  # grid order: point by point, seeds within a point
@@ -316,18 +375,30 @@ def plot_evaluation(results: list[dict[str, Any]], path: str | Path) -> Path:
     policies = [r["policy"] for r in results]
     fig = Figure(figsize=(10.5, 1.4 + 0.3 * len(policies)), layout="constrained")
     axes = fig.subplots(1, 4, sharey=True)
-    for ax, (key, ep_key, label) in zip(axes, (
-        ("rr", "rr", "RR"), ("rf", "rf", "RF"), ("gini", "gini", "Gini"),
-        ("cost", "mean_cost", "mean cost"),
-    ), strict=True):  # fmt: skip
-        _dots(ax, policies, np.array([r[f"{key}_mean"] for r in results], dtype=float),
-              np.array([r[f"{key}_std"] for r in results], dtype=float), label)  # fmt: skip
+    for ax, (key, ep_key, label) in zip(
+        axes,
+        (
+            ("rr", "rr", "RR"),
+            ("rf", "rf", "RF"),
+            ("gini", "gini", "Gini"),
+            ("cost", "mean_cost", "mean cost"),
+        ),
+        strict=True,
+    ):
+        _dots(
+            ax,
+            policies,
+            np.array([r[f"{key}_mean"] for r in results], dtype=float),
+            np.array([r[f"{key}_std"] for r in results], dtype=float),
+            label,
+        )
         for i, r in enumerate(results):
             values = [e[ep_key] for e in r["per_episode"]]
             ax.scatter(values, np.full(len(values), i), s=8, color="0.5", alpha=0.35, lw=0)
     seeds = results[0]["seeds"]
-    fig.suptitle(f"{results[0]['scenario']}: mean ± std over {len(seeds)} paired episodes",
-                 fontsize=10)  # fmt: skip
+    fig.suptitle(
+        f"{results[0]['scenario']}: mean ± std over {len(seeds)} paired episodes", fontsize=10
+    )
     Path(path).write_bytes(png_bytes(fig))
     return Path(path)
 
@@ -344,8 +415,13 @@ def plot_recommenders(rows: list[dict[str, Any]], path: str | Path) -> Path:
     err = np.maximum(np.array([r["error"] for r in rows], dtype=float), 1e-17)
     _dots(ax_err, names, err, np.zeros(len(rows)), "mean error |M(x_cf) - g|")
     ax_err.set_xscale("log")
-    _dots(ax_cost, names, np.array([r["cost"] for r in rows], dtype=float), np.zeros(len(rows)),
-          "mean true cost")  # fmt: skip
+    _dots(
+        ax_cost,
+        names,
+        np.array([r["cost"] for r in rows], dtype=float),
+        np.zeros(len(rows)),
+        "mean true cost",
+    )
     fig.suptitle("recommenders on the same candidates and goals", fontsize=10)
     Path(path).write_bytes(png_bytes(fig))
     return Path(path)
@@ -361,8 +437,13 @@ def plot_calibration(rows: list[dict[str, Any]], target_rr: float, path: str | P
     fig = Figure(figsize=(8.5, 1.4 + 0.25 * len(rows)), layout="constrained")
     ax_rr, ax_rf = fig.subplots(1, 2, sharey=True)
     for ax, key in ((ax_rr, "rr"), (ax_rf, "rf")):
-        _dots(ax, labels, np.array([r[f"{key}_mean"] for r in rows], dtype=float),
-              np.array([r[f"{key}_std"] for r in rows], dtype=float), key.upper())  # fmt: skip
+        _dots(
+            ax,
+            labels,
+            np.array([r[f"{key}_mean"] for r in rows], dtype=float),
+            np.array([r[f"{key}_std"] for r in rows], dtype=float),
+            key.upper(),
+        )
         ax.set_xlim(-0.03, 1.03)
     ax_rr.axvline(target_rr, color="tab:red", ls="--", lw=1, label=f"target RR = {target_rr:g}")
     ax_rr.legend(fontsize=7, loc="lower right")

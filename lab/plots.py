@@ -52,21 +52,41 @@ def _panels(ticks: pd.DataFrame) -> list[tuple[str, list[tuple[str, str]], str]]
     cols = set(ticks.columns)
     panels = []
     if "improvement_rate" in cols:
-        panels.append(("True outcomes", [
-            ("improvement_rate", "advice that truly qualifies"),
-            ("mean_p_true_accepted", "mean h* of the accepted"),
-            ("tp_rate", "revealed outcomes that are positive"),
-        ], "share"))  # fmt: skip
+        panels.append(
+            (
+                "True outcomes",
+                [
+                    ("improvement_rate", "advice that truly qualifies"),
+                    ("mean_p_true_accepted", "mean h* of the accepted"),
+                    ("tp_rate", "revealed outcomes that are positive"),
+                ],
+                "share",
+            )
+        )
     if "validity" in cols:
         panels.append(("Retraining", [("validity", "outstanding advice still valid")], "share"))
     groups = sorted(c for c in cols if c.startswith("accept_rate_g"))
     if groups:
         lines = [(c, f"acceptance rate, group {c.removeprefix('accept_rate_g')}") for c in groups]
-        panels.append(("Groups", [*lines, ("dp_gap", "demographic-parity gap"),
-                                  ("w_dist", "W1 between groups (pool)")], "rate / distance"))  # fmt: skip
+        panels.append(
+            (
+                "Groups",
+                [
+                    *lines,
+                    ("dp_gap", "demographic-parity gap"),
+                    ("w_dist", "W1 between groups (pool)"),
+                ],
+                "rate / distance",
+            )
+        )
     if "budget_spent" in cols:
-        panels.append(("Budget", [("budget_spent", "spent this tick"),
-                                  ("budget_left", "left after the tick")], "L1 budget"))  # fmt: skip
+        panels.append(
+            (
+                "Budget",
+                [("budget_spent", "spent this tick"), ("budget_left", "left after the tick")],
+                "L1 budget",
+            )
+        )
     return panels
 
 
@@ -112,8 +132,12 @@ def plot_learning_curve(csv_path: str | Path, path: str | Path, title: str = "")
     if not curve.empty:
         window = max(1, len(curve) // 50)
         ax.plot(curve["timesteps"], curve["reward"], ".", alpha=0.25, label="episode reward")
-        ax.plot(curve["timesteps"], _rolling(curve["reward"], window), "-",
-                label=f"{window}-episode mean")  # fmt: skip
+        ax.plot(
+            curve["timesteps"],
+            _rolling(curve["reward"], window),
+            "-",
+            label=f"{window}-episode mean",
+        )
         ax.legend(loc="lower right", fontsize=8)
     ax.set_xlabel("SAC steps")
     ax.set_ylabel("reward")

@@ -36,8 +36,9 @@ USER_ERRORS = (
 def describe(exc: BaseException) -> str:
     """A bad-input exception as one line; a path error names the path and what went wrong."""
     if isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError) and exc.filename:
-        return problem("file", str(exc.filename), "a readable file",
-                       verb=f"cannot be used ({exc.strerror})")  # fmt: skip
+        return problem(
+            "file", str(exc.filename), "a readable file", verb=f"cannot be used ({exc.strerror})"
+        )
     return message(exc)
 
 

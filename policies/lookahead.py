@@ -104,8 +104,16 @@ class Lookahead:
         tau: float = 1.0,
         floor: float = 1e-3,
     ) -> None:
-        p = _validated(goals=goals, min_margin=min_margin, max_margin=max_margin,
-                       horizon=horizon, rollouts=rollouts, alpha=alpha, tau=tau, floor=floor)  # fmt: skip
+        p = _validated(
+            goals=goals,
+            min_margin=min_margin,
+            max_margin=max_margin,
+            horizon=horizon,
+            rollouts=rollouts,
+            alpha=alpha,
+            tau=tau,
+            floor=floor,
+        )
         self.params = p
         self.n_goals, self.min_margin, self.max_margin = p.goals, p.min_margin, p.max_margin
         self.horizon_param = p.horizon
@@ -175,13 +183,15 @@ _policy.__signature__ = inspect.signature(Lookahead)  # type: ignore[attr-define
 
 def register(registry: Registry) -> None:
     registry.goal(
-        "lookahead", Lookahead,
+        "lookahead",
+        Lookahead,
         "PRIVILEGED upper reference (simulates the true model): best margin over the "
         "threshold by eq.-16 reward of rollouts; goals, min_margin, max_margin, horizon, "
         "rollouts, alpha, tau, floor",
-    )  # fmt: skip
+    )
     registry.policy(
-        "lookahead", _policy,
+        "lookahead",
+        _policy,
         "PRIVILEGED upper reference: lookahead goal (simulates the true model) + exact-linear "
         "(uniform); parameters go to the goal selector",
-    )  # fmt: skip
+    )

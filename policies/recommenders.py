@@ -35,8 +35,9 @@ class DifficultyEstimator:
         with np.errstate(divide="ignore", invalid="ignore"):
             return -np.expm1(-self.beta * a / d)
 
-    def update(self, X_before: np.ndarray, X_cf: np.ndarray, attempted: np.ndarray,
-               succeeded: np.ndarray) -> None:  # fmt: skip
+    def update(
+        self, X_before: np.ndarray, X_cf: np.ndarray, attempted: np.ndarray, succeeded: np.ndarray
+    ) -> None:
         """Fold in observed attempts: all arrays (r, z); one sequential update per attempt."""
         a_all = attainability(X_before, X_cf)
         for a, tried, ok in zip(a_all, attempted, succeeded, strict=True):
@@ -58,9 +59,15 @@ def fill_order(weights: np.ndarray, cost: np.ndarray, mutable: np.ndarray) -> np
     return order[useful[order]]
 
 
-def exact_linear_counterfactuals(X: np.ndarray, goals: np.ndarray, weights: np.ndarray,
-                                 intercept: float, cost: np.ndarray, mutable: np.ndarray,
-                                 order: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+def exact_linear_counterfactuals(
+    X: np.ndarray,
+    goals: np.ndarray,
+    weights: np.ndarray,
+    intercept: float,
+    cost: np.ndarray,
+    mutable: np.ndarray,
+    order: np.ndarray | None = None,
+) -> np.ndarray:
     """Cheapest weighted-L1 move into {x : sigmoid(w.x + b) >= g} inside [0, 1]^z.
 
     X (n, z), goals (n,), weights (z,), cost (z,) positive, mutable (z,) bool; ``order``

@@ -12,27 +12,35 @@ def register(registry: Registry) -> None:
     registry.combiner(CompositePolicy)
     registry.goal("last-threshold", LastThreshold, "this tick's acceptance threshold (+ margin)")
     registry.goal(
-        "trend-threshold", TrendThreshold,
+        "trend-threshold",
+        TrendThreshold,
         "this tick's threshold (+ margin) + its recent slope carried horizon ticks ahead",
-    )  # fmt: skip
+    )
     registry.recommender(
-        "exact-linear", ExactLinear,
+        "exact-linear",
+        ExactLinear,
         "exactly optimal weighted-L1 change for linear models; weights=uniform|true|estimated",
-    )  # fmt: skip
+    )
     registry.policy("none", NoAdvice, "no advice (control): the rejected simply try again")
     registry.policy(
-        "threshold", registry.composite("last-threshold", "exact-linear"),
+        "threshold",
+        registry.composite("last-threshold", "exact-linear"),
         "last threshold + exact-linear with uniform costs (standard practice)",
-    )  # fmt: skip
+    )
     registry.policy(
-        "threshold-true", registry.composite("last-threshold", "exact-linear", weights="true"),
+        "threshold-true",
+        registry.composite("last-threshold", "exact-linear", weights="true"),
         "last threshold + exact-linear weighted by the true difficulties (oracle)",
-    )  # fmt: skip
+    )
     registry.policy(
-        "threshold-estimated", registry.composite("last-threshold", "exact-linear", weights="estimated"),
+        "threshold-estimated",
+        registry.composite("last-threshold", "exact-linear", weights="estimated"),
         "last threshold + exact-linear weighted by difficulties learned online (eqs. 12-14)",
-    )  # fmt: skip
+    )
     registry.policy(
-        "threshold-explore", registry.composite("last-threshold", "exact-linear", weights="estimated", explore_share=0.1),
+        "threshold-explore",
+        registry.composite(
+            "last-threshold", "exact-linear", weights="estimated", explore_share=0.1
+        ),
         "threshold-estimated, but 10% of advice fills the least-tried features first (docs/exploration.md)",
-    )  # fmt: skip
+    )

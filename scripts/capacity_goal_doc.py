@@ -33,8 +33,10 @@ def main() -> int:
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--table", type=Path, default=TABLE)
     args = parser.parse_args()
-    bodies = {"capacity-tables": markdown(pd.read_csv(args.table)),
-              "capacity-phases": phase_markdown(pd.read_csv(PHASES))}  # fmt: skip
+    bodies = {
+        "capacity-tables": markdown(pd.read_csv(args.table)),
+        "capacity-phases": phase_markdown(pd.read_csv(PHASES)),
+    }
     return fill_blocks(DOC, bodies, check=args.check, command="python scripts/capacity_goal_doc.py")
 
 

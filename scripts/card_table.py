@@ -20,8 +20,13 @@ def table() -> str:
 def main() -> int:
     from lab.docblocks import fill_block
 
-    return fill_block(DOC, "figures", table(), check="--check" in sys.argv[1:],
-                      command="python scripts/card_table.py")  # fmt: skip
+    return fill_block(
+        DOC,
+        "figures",
+        table(),
+        check="--check" in sys.argv[1:],
+        command="python scripts/card_table.py",
+    )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's checks, in CI's order: formatting, lint, import layers, then the tests.
 #   bash scripts/check.sh                  everything (what CI runs)
-#   bash scripts/check.sh -m "not slow"    the fast tier, under a minute on 2 cores
+#   bash scripts/check.sh -m "not slow"    the fast tier, about 3 min on 2 cores
 # Arguments go to pytest. Then tests/test_golden.py runs again under other numerical
 # kernels (scripts/other-kernels.sh), unless the arguments named test files. The three static checks all run (so one pass reports every
 # problem); the tests run only when they pass. Any failure, including pytest's exit

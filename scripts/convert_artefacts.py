@@ -54,8 +54,11 @@ def convert(directory: Path, keep_zip: bool = False) -> str:
         raise SystemExit(f"{directory}: sac.extra is not empty; convert it by hand")
     manifest["sac"] = sac
     manifest["policy"] = spec
-    manifest["converted"] = {"from": f"{OLD_MODEL} (stable-baselines3 zip, format 1)",
-                             "sha256": digest, "versions": versions()}  # fmt: skip
+    manifest["converted"] = {
+        "from": f"{OLD_MODEL} (stable-baselines3 zip, format 1)",
+        "sha256": digest,
+        "versions": versions(),
+    }
     write_manifest(directory, manifest)  # keeps the training run's "versions"
     _, actor = load_sac(directory, old["kind"])
     space = model.observation_space

@@ -70,8 +70,7 @@ def t_interval(x: np.ndarray) -> tuple[float, float, float]:
 def run_one(scenario: str, spec: str, seed: int, short: int, long: int) -> dict:
     """One episode of ``long`` ticks: per-tick error (long,), the estimates and counts at
     ``short`` and ``long`` ticks, episode figures at both horizons, optimistic coverage."""
-    model = RecourseModel(scenario, spec, seed=seed, agents=False, record_events=False,
-                          ticks=long)  # fmt: skip
+    model = RecourseModel(scenario, spec, seed=seed, agents=False, record_events=False, ticks=long)
     rec = model.policy.recommender
     est = getattr(rec, "estimator", None)
     d = model.difficulty
@@ -96,8 +95,7 @@ def attempted_attainabilities(scenario: str, spec: str, seed: int, ticks: int) -
     (finite ones: those it learns from), read by wrapping the recommender's observe."""
     from abm.behaviour import attainability
 
-    model = RecourseModel(scenario, spec, seed=seed, agents=False, record_events=False,
-                          ticks=ticks)  # fmt: skip
+    model = RecourseModel(scenario, spec, seed=seed, agents=False, record_events=False, ticks=ticks)
     rec, seen = model.policy.recommender, []
     observe = rec.observe
 
@@ -141,12 +139,24 @@ def replays(seeds: int, long: int) -> pd.DataFrame:
         }
         for kind, draw_a in draws.items():
             for attempts in (60, 600, 6000):
-                errs = [replay(d, beta, draw_a, attempts, np.random.default_rng(s))
-                        for s in range(min(seeds, 5))]  # fmt: skip
+                errs = [
+                    replay(d, beta, draw_a, attempts, np.random.default_rng(s))
+                    for s in range(min(seeds, 5))
+                ]
                 mean, lo, hi = t_interval(np.array(errs))
-                rows.append({"beta": beta, "attempts": kind, "per_feature": attempts,
-                             "median_beta_a": float(beta * np.median(pool)) if kind ==
-                             "advice mix" else 1.0, "error": mean, "lo": lo, "hi": hi})  # fmt: skip
+                rows.append(
+                    {
+                        "beta": beta,
+                        "attempts": kind,
+                        "per_feature": attempts,
+                        "median_beta_a": float(beta * np.median(pool))
+                        if kind == "advice mix"
+                        else 1.0,
+                        "error": mean,
+                        "lo": lo,
+                        "hi": hi,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -155,8 +165,11 @@ def plot(by_tick: pd.DataFrame, short: int, path: Path) -> None:
 
     fig = Figure(figsize=(11, 4.2))
     axes = fig.subplots(1, len(SETTINGS), sharey=True)
-    colours = {"threshold-estimated": "tab:grey", "threshold-explore": "tab:blue",
-               "threshold-optimism": "tab:orange"}  # fmt: skip
+    colours = {
+        "threshold-estimated": "tab:grey",
+        "threshold-explore": "tab:blue",
+        "threshold-optimism": "tab:orange",
+    }
     for ax, beta in zip(axes, SETTINGS, strict=True):
         for policy, colour in colours.items():
             g = by_tick[(by_tick.beta == beta) & (by_tick.policy == policy)]
@@ -191,22 +204,39 @@ def main() -> None:
             for seed in seeds:
                 r = run_one(scenario, spec, seed, args.ticks, args.long)
                 for h, fig in r["figures"].items():
-                    ep_rows.append({"beta": beta, "policy": name, "seed": seed, "horizon": h,
-                                    "rr": fig["rr"], "rf": fig["rf"]})  # fmt: skip
+                    ep_rows.append(
+                        {
+                            "beta": beta,
+                            "policy": name,
+                            "seed": seed,
+                            "horizon": h,
+                            "rr": fig["rr"],
+                            "rf": fig["rf"],
+                        }
+                    )
                 if name not in LEARNERS:
                     continue
-                err_rows += [{"beta": beta, "policy": name, "seed": seed, "tick": t,
-                              "error": e} for t, e in enumerate(r["err"])]  # fmt: skip
+                err_rows += [
+                    {"beta": beta, "policy": name, "seed": seed, "tick": t, "error": e}
+                    for t, e in enumerate(r["err"])
+                ]
                 for h, (dh, v) in r["snaps"].items():
-                    row = {"beta": beta, "policy": name, "seed": seed, "horizon": h,
-                           "error": float(np.abs(dh - r["d"]).sum())}  # fmt: skip
+                    row = {
+                        "beta": beta,
+                        "policy": name,
+                        "seed": seed,
+                        "horizon": h,
+                        "error": float(np.abs(dh - r["d"]).sum()),
+                    }
                     row.update({f"d_hat_{i}": x for i, x in enumerate(dh)})
                     row.update({f"V_{i}": int(x) for i, x in enumerate(v)})
                     final_rows.append(row)
                 if not math.isnan(r["coverage"]):
                     cover.setdefault((beta, name), []).append(r["coverage"])
-            print(f"beta={beta} {name}: {len(seeds)} seeds done "
-                  f"({time.perf_counter() - wall:.0f} s)", flush=True)  # fmt: skip
+            print(
+                f"beta={beta} {name}: {len(seeds)} seeds done ({time.perf_counter() - wall:.0f} s)",
+                flush=True,
+            )
 
     errs = pd.DataFrame(err_rows)
     by_tick = (
@@ -235,9 +265,19 @@ def main() -> None:
                         continue
                     diff = (xa - xb.reindex(xa.index)).to_numpy()
                     mean, lo, hi = t_interval(diff)
-                    paired.append({"beta": beta, "horizon": h, "method": a, "reference": b,
-                                   "metric": metric, "mean_diff": mean, "lo": lo, "hi": hi,
-                                   "n": int(np.isfinite(diff).sum())})  # fmt: skip
+                    paired.append(
+                        {
+                            "beta": beta,
+                            "horizon": h,
+                            "method": a,
+                            "reference": b,
+                            "metric": metric,
+                            "mean_diff": mean,
+                            "lo": lo,
+                            "hi": hi,
+                            "n": int(np.isfinite(diff).sum()),
+                        }
+                    )
     paired = pd.DataFrame(paired)
     paired.to_csv(args.out / "paired.csv", index=False)
     plot(by_tick, args.ticks, args.out / "dhat_error.png")
@@ -275,18 +315,26 @@ def write_summary(args, by_tick, finals, episodes, paired, cover, limits, wall, 
             for t in (10, args.ticks, args.long):
                 r = g.loc[t]
                 cells.append(f"{r['mean']:.3f} [{r.lo:.3f}, {r.hi:.3f}]")
-            f = finals[(finals.beta == beta) & (finals.policy == policy)
-                       & (finals.horizon == args.ticks)]  # fmt: skip
+            f = finals[
+                (finals.beta == beta) & (finals.policy == policy) & (finals.horizon == args.ticks)
+            ]
             never = (f[[f"V_{i}" for i in range(10)]] == 0).sum(axis=1).mean()
             lines.append(f"| {beta} | {policy} | " + " | ".join(cells) + f" | {never:.1f} |")
-    lines += ["", "## Cost of exploring: paired differences (method − reference)", "",
-              "| beta | horizon | method − reference | ΔRR | ΔRF | Δ error |",
-              "|---|---|---|---|---|---|"]  # fmt: skip
-    for (beta, h, a, b), g in paired.groupby(["beta", "horizon", "method", "reference"],
-                                             sort=False):  # fmt: skip
+    lines += [
+        "",
+        "## Cost of exploring: paired differences (method − reference)",
+        "",
+        "| beta | horizon | method − reference | ΔRR | ΔRF | Δ error |",
+        "|---|---|---|---|---|---|",
+    ]
+    for (beta, h, a, b), g in paired.groupby(
+        ["beta", "horizon", "method", "reference"], sort=False
+    ):
         cell = {m: _ci(r["mean_diff"], r.lo, r.hi) for m, r in g.set_index("metric").iterrows()}
-        lines.append(f"| {beta} | {h} | {a} − {b} | {cell.get('rr', '')} | "
-                     f"{cell.get('rf', '')} | {cell.get('error', '—')} |")  # fmt: skip
+        lines.append(
+            f"| {beta} | {h} | {a} − {b} | {cell.get('rr', '')} | "
+            f"{cell.get('rf', '')} | {cell.get('error', '—')} |"
+        )
     lines += [
         "",
         "## Episode means",
@@ -296,23 +344,37 @@ def write_summary(args, by_tick, finals, episodes, paired, cover, limits, wall, 
     ]
     for (beta, h, policy), g in episodes.groupby(["beta", "horizon", "policy"], sort=False):
         rr, rf = t_interval(g.rr.to_numpy()), t_interval(g.rf.to_numpy())
-        lines.append(f"| {beta} | {h} | {policy} | {rr[0]:.3f} [{rr[1]:.3f}, {rr[2]:.3f}] | "
-                     f"{rf[0]:.3f} [{rf[1]:.3f}, {rf[2]:.3f}] |")  # fmt: skip
+        lines.append(
+            f"| {beta} | {h} | {policy} | {rr[0]:.3f} [{rr[1]:.3f}, {rr[2]:.3f}] | "
+            f"{rf[0]:.3f} [{rf[1]:.3f}, {rf[2]:.3f}] |"
+        )
     if cover:
-        lines += ["", "## Coverage of the optimistic bound", "",
-                  "Share of (tick, feature) pairs with d_hat_i − c/sqrt(1+V_i) ≤ d_i (c = 0.5), "
-                  "mean over seeds:", ""]  # fmt: skip
+        lines += [
+            "",
+            "## Coverage of the optimistic bound",
+            "",
+            "Share of (tick, feature) pairs with d_hat_i − c/sqrt(1+V_i) ≤ d_i (c = 0.5), "
+            "mean over seeds:",
+            "",
+        ]
         for (beta, policy), v in cover.items():
             lines.append(f"- beta = {beta}, {policy}: {np.mean(v):.3f}")
-    lines += ["", "## The estimator's own limit (replayed attempts, true-d outcomes)", "",
-              "Every feature gets the same number of attempts; 'advice mix' draws attainabilities "
-              "from those threshold-explore's advice produced (seed 0), 'informative' has "
-              "success probabilities 0.39-0.86. Mean [95% CI] over 5 replays.", "",
-              "| beta | attempts | median beta*a | per feature | sum |d - d_hat| |",
-              "|---|---|---|---|---|"]  # fmt: skip
+    lines += [
+        "",
+        "## The estimator's own limit (replayed attempts, true-d outcomes)",
+        "",
+        "Every feature gets the same number of attempts; 'advice mix' draws attainabilities "
+        "from those threshold-explore's advice produced (seed 0), 'informative' has "
+        "success probabilities 0.39-0.86. Mean [95% CI] over 5 replays.",
+        "",
+        "| beta | attempts | median beta*a | per feature | sum |d - d_hat| |",
+        "|---|---|---|---|---|",
+    ]
     for r in limits.itertuples():
-        lines.append(f"| {r.beta} | {r.attempts} | {r.median_beta_a:.3g} | {r.per_feature} | "
-                     f"{r.error:.3f} [{r.lo:.3f}, {r.hi:.3f}] |")  # fmt: skip
+        lines.append(
+            f"| {r.beta} | {r.attempts} | {r.median_beta_a:.3g} | {r.per_feature} | "
+            f"{r.error:.3f} [{r.lo:.3f}, {r.hi:.3f}] |"
+        )
     (args.out / "summary.md").write_text("\n".join(lines) + "\n")
 
 

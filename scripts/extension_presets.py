@@ -29,8 +29,17 @@ COMPARISONS = {
         "them) vs informative (r = 0.9, the preset: the model rewards them)",
         ("r = 0", {"noncausal_strength": 0.0}, "threshold"),
         ("r = 0.9 (preset)", {}, "threshold"),
-        ["proxy_share", "mean_true_gain", "improvement_rate", "impl_improvement_rate",
-         "gaming_rate", "tp_rate", "mean_p_true_accepted", "rr", "rf"],
+        [
+            "proxy_share",
+            "mean_true_gain",
+            "improvement_rate",
+            "impl_improvement_rate",
+            "gaming_rate",
+            "tp_rate",
+            "mean_p_true_accepted",
+            "rr",
+            "rf",
+        ],
     ),
     "retraining": (
         "advice exactly at the threshold vs a constant goal margin of 0.05 (same recommender)",
@@ -56,7 +65,7 @@ COMPARISONS = {
         ("budget 1.0 per tick (preset)", {}, "threshold"),
         ["n_withheld", "budget_spent", "rr", "rf", "mean_cost"],
     ),
-}  # fmt: skip
+}
 
 
 def run_one(task: tuple[str, str, dict, str, int, int]) -> tuple[str, str, int, dict, pd.DataFrame]:
@@ -69,9 +78,16 @@ def run_one(task: tuple[str, str, dict, str, int, int]) -> tuple[str, str, int, 
     tt = model.tick_table()
     summary = model.summary()
     row = {k: v for k, v in summary.items() if isinstance(v, int | float)}
-    for col in ("valid_retrained", "valid_threshold_refit", "score_drop", "gaming_rate",
-                "impl_improvement_rate", "accept_rate_g0", "accept_rate_g1",
-                "mean_true_gain"):  # fmt: skip
+    for col in (
+        "valid_retrained",
+        "valid_threshold_refit",
+        "score_drop",
+        "gaming_rate",
+        "impl_improvement_rate",
+        "accept_rate_g0",
+        "accept_rate_g1",
+        "mean_true_gain",
+    ):
         if col in tt.columns:
             row[col] = float(tt[col].mean(skipna=True))
     row["n_withheld"] = float(tt["n_withheld"].mean())
@@ -151,9 +167,12 @@ def main() -> None:
     rows, md = [], [f"Paired seeds 0-{args.seeds - 1}, {args.ticks} ticks; ± = 95 % CI.", ""]
     for preset, (story, arm_a, arm_b, metrics) in COMPARISONS.items():
         a, b = results[preset, arm_a[0]], results[preset, arm_b[0]]
-        md += [f"### `{preset}`: {story}", "",
-               f"| metric | A: {arm_a[0]} | B: {arm_b[0]} | B − A (paired) |",
-               "|---|---|---|---|"]  # fmt: skip
+        md += [
+            f"### `{preset}`: {story}",
+            "",
+            f"| metric | A: {arm_a[0]} | B: {arm_b[0]} | B − A (paired) |",
+            "|---|---|---|---|",
+        ]
         for m in metrics:
             va = np.array([a[s].get(m, math.nan) for s in sorted(a)], dtype=float)
             vb = np.array([b[s].get(m, math.nan) for s in sorted(b)], dtype=float)
@@ -161,8 +180,16 @@ def main() -> None:
             cells = []
             for label, v in (("A", va), ("B", vb), ("B-A", diff)):
                 mean = float(np.nanmean(v)) if np.isfinite(v).any() else math.nan
-                rows.append({"preset": preset, "arm": label, "metric": m, "mean": mean,
-                             "ci": _ci(v), "n": int(np.isfinite(v).sum())})  # fmt: skip
+                rows.append(
+                    {
+                        "preset": preset,
+                        "arm": label,
+                        "metric": m,
+                        "mean": mean,
+                        "ci": _ci(v),
+                        "n": int(np.isfinite(v).sum()),
+                    }
+                )
                 cells.append("n/a" if math.isnan(mean) else f"{mean:.3f} ± {_ci(v):.3f}")
             md.append(f"| {m} | " + " | ".join(cells) + " |")
         md.append("")

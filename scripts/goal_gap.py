@@ -66,10 +66,12 @@ def main() -> None:
         for gap, r in runs.items():
             d = r - base
             label = "ulp" if gap == 0 else f"{gap:g}"
-            print(f"{name:16} {label:>7} {r[:, 0].mean():7.3f} ± {ci(r[:, 0]):.3f} "
-                  f"{r[:, 1].mean():7.3f} ± {ci(r[:, 1]):.3f} "
-                  f"{d[:, 0].mean():+8.4f} ± {ci(d[:, 0]):.4f} {d[:, 1].mean():+8.4f} ± {ci(d[:, 1]):.4f} "
-                  f"{r[:, 2].mean():9.1f}")  # fmt: skip
+            print(
+                f"{name:16} {label:>7} {r[:, 0].mean():7.3f} ± {ci(r[:, 0]):.3f} "
+                f"{r[:, 1].mean():7.3f} ± {ci(r[:, 1]):.3f} "
+                f"{d[:, 0].mean():+8.4f} ± {ci(d[:, 0]):.4f} {d[:, 1].mean():+8.4f} ± {ci(d[:, 1]):.4f} "
+                f"{r[:, 2].mean():9.1f}"
+            )
 
     if args.ustun:
         for gap in (1e-9, GOAL_GAP):

@@ -35,10 +35,16 @@ from lab.experiments.pareto import PAPER_TABLE3, read_off
 from lab.study import load_study
 from lab.study.runner import read_manifest
 
-RECOMMENDERS = {"exact-linear": "exact-linear, uniform weights",
-                "exact-linear:weights=true": "exact-linear, true difficulties"}  # fmt: skip
-CONDITIONS = [(0.05, 1.0, "calibrated world"), (math.inf, 1.0, "every change succeeds"),
-              (0.05, 0.0, "no dropout"), (math.inf, 0.0, "neither")]  # fmt: skip
+RECOMMENDERS = {
+    "exact-linear": "exact-linear, uniform weights",
+    "exact-linear:weights=true": "exact-linear, true difficulties",
+}
+CONDITIONS = [
+    (0.05, 1.0, "calibrated world"),
+    (math.inf, 1.0, "every change succeeds"),
+    (0.05, 0.0, "no dropout"),
+    (math.inf, 0.0, "neither"),
+]
 
 
 def tidy(runs: pd.DataFrame) -> pd.DataFrame:
@@ -59,8 +65,14 @@ def per_seed(runs: pd.DataFrame, by: list[str]) -> pd.DataFrame:
         rr, rf = cell["rr"].to_numpy(), cell["rf"].to_numpy()
         f, r = read_off(rr, rf)
         near = int(np.argmin(np.abs(rr - 0.95)))
-        rows.append({**dict(zip([*by, "seed"], key, strict=True)), "rf_at_rr095": f,
-                     "rr_reached": r, "success": cell["success"].to_numpy()[near]})  # fmt: skip
+        rows.append(
+            {
+                **dict(zip([*by, "seed"], key, strict=True)),
+                "rf_at_rr095": f,
+                "rr_reached": r,
+                "success": cell["success"].to_numpy()[near],
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -75,9 +87,17 @@ def summarise(seeds: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     rows = []
     for key, cell in seeds.groupby(by):
         mean, lo, hi = _interval(cell["rf_at_rr095"].to_numpy())
-        rows.append({**dict(zip(by, key, strict=True)), "rf_at_rr095": mean, "rf_lo": lo,
-                     "rf_hi": hi, "rr_reached": cell["rr_reached"].mean(),
-                     "success_near_rr095": cell["success"].mean(), "seeds": len(cell)})  # fmt: skip
+        rows.append(
+            {
+                **dict(zip(by, key, strict=True)),
+                "rf_at_rr095": mean,
+                "rf_lo": lo,
+                "rf_hi": hi,
+                "rr_reached": cell["rr_reached"].mean(),
+                "success_near_rr095": cell["success"].mean(),
+                "seeds": len(cell),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -88,8 +108,15 @@ def paired(seeds: pd.DataFrame, by: list[str], column: str, a: str, b: str) -> d
     for key, cell in (wide[a] - wide[b]).groupby(level=list(range(len(by)))):
         mean, lo, hi = _interval(cell.to_numpy())
         key = key if isinstance(key, tuple) else (key,)
-        out.append({**dict(zip(by, key, strict=True)), "difference": f"{a} − {b}",
-                    "diff": mean, "diff_lo": lo, "diff_hi": hi})  # fmt: skip
+        out.append(
+            {
+                **dict(zip(by, key, strict=True)),
+                "difference": f"{a} − {b}",
+                "diff": mean,
+                "diff_lo": lo,
+                "diff_hi": hi,
+            }
+        )
     return out
 
 
@@ -138,25 +165,41 @@ def _short(rec: str) -> str:
     """margin front name of a recommender spec, as in the Pareto study."""
     if rec.startswith("rl:path="):
         return "margin-phi"
-    return {"exact-linear": "margin-exact-linear", "exact-linear:weights=estimated":
-            "margin-estimated", "exact-linear:weights=true": "margin-true"}[rec]  # fmt: skip
+    return {
+        "exact-linear": "margin-exact-linear",
+        "exact-linear:weights=estimated": "margin-estimated",
+        "exact-linear:weights=true": "margin-true",
+    }[rec]
 
 
 def behaviour(outs: list[Path]) -> pd.DataFrame:
     # beta is fixed per study ([set]), so it comes from the study's base scenario
-    runs = pd.concat([tidy(_load(o)).assign(beta=read_manifest(o)["base_scenario"]["beta"])
-                      for o in outs], ignore_index=True)  # fmt: skip
+    runs = pd.concat(
+        [tidy(_load(o)).assign(beta=read_manifest(o)["base_scenario"]["beta"]) for o in outs],
+        ignore_index=True,
+    )
     runs["method"] = runs["recommender"].map(_short)
     runs["behaviour"] = np.where(runs["rho"] == 1.0, "calibrated (1, 0, 0)", "spec (2, 0.1, 1)")
     seeds = per_seed(runs, ["beta", "behaviour", "method"])
     table = summarise(seeds, ["beta", "behaviour", "method"])
     pairs = []
-    for a, b in (("margin-phi", "margin-true"), ("margin-true", "margin-estimated"),
-                 ("margin-estimated", "margin-exact-linear")):  # fmt: skip
+    for a, b in (
+        ("margin-phi", "margin-true"),
+        ("margin-true", "margin-estimated"),
+        ("margin-estimated", "margin-exact-linear"),
+    ):
         pairs += paired(seeds, ["beta", "behaviour"], "method", a, b)
     for m in sorted(seeds["method"].unique()):  # spec − calibrated, per method
-        pairs += [{**r, "method": m} for r in paired(seeds[seeds.method == m], ["beta"],
-                  "behaviour", "spec (2, 0.1, 1)", "calibrated (1, 0, 0)")]  # fmt: skip
+        pairs += [
+            {**r, "method": m}
+            for r in paired(
+                seeds[seeds.method == m],
+                ["beta"],
+                "behaviour",
+                "spec (2, 0.1, 1)",
+                "calibrated (1, 0, 0)",
+            )
+        ]
     where = outs[0].parent / "behaviour"
     where.mkdir(exist_ok=True)
     table.to_csv(where / "sensitivity.csv", index=False)

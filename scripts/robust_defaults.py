@@ -54,14 +54,23 @@ def main() -> None:
         if not points:
             continue
         print(f"{preset}: {len(points)} points x {args.seeds} seeds", flush=True)
-        results = evaluate_many(preset, points, seeds=args.seeds, workers=args.workers,
-                                baseline=None, store=args.out / "store-robust" / preset)  # fmt: skip
+        results = evaluate_many(
+            preset,
+            points,
+            seeds=args.seeds,
+            workers=args.workers,
+            baseline=None,
+            store=args.out / "store-robust" / preset,
+        )
         for r in results:
             rr, rf = r["card"]["rr"]["mean"], r["card"]["rf"]["mean"]
             table[r["policy"]][preset] = (rr, rf)
         if preset in PRESETS:
-            alive = [s for s in alive if table[s][preset][0] == table[s][preset][0]
-                     and table[s][preset][1] >= RF_PICK]  # fmt: skip
+            alive = [
+                s
+                for s in alive
+                if table[s][preset][0] == table[s][preset][0] and table[s][preset][1] >= RF_PICK
+            ]
     chosen = {}
     for policy in GRID:
         mine = [s for s in alive if s.startswith(policy + ":") and ":alpha=0," not in s]

@@ -67,13 +67,18 @@ def front_policies(method: str) -> list[str]:
     return [f"last-threshold:margin={m}+{FRONTS[method]}" for m in MARGINS]
 
 
-def run_setting(setting: str, behaviour: str, worlds: int, episodes: int, workers: int,
-                store: Path) -> pd.DataFrame:  # fmt: skip
+def run_setting(
+    setting: str, behaviour: str, worlds: int, episodes: int, workers: int, store: Path
+) -> pd.DataFrame:
     T, beta = SETTINGS[setting]
-    study = Study.build("paper", name=f"table3-{setting}-{behaviour}", seeds=episodes,
-                        metrics=["rr", "rf"], overrides={"validity": T, "beta": beta,
-                                                         **BEHAVIOURS[behaviour]},
-                        sweep={"world_seed": list(range(worlds)), "policy": policies()})  # fmt: skip
+    study = Study.build(
+        "paper",
+        name=f"table3-{setting}-{behaviour}",
+        seeds=episodes,
+        metrics=["rr", "rf"],
+        overrides={"validity": T, "beta": beta, **BEHAVIOURS[behaviour]},
+        sweep={"world_seed": list(range(worlds)), "policy": policies()},
+    )
     _, runs = collect(study, store / f"{setting}-{behaviour}", workers=workers)
     bad = runs[runs["status"] != "ok"]
     if len(bad):
@@ -225,10 +230,14 @@ def main() -> None:
     for setting, behaviour in RUNS:
         if args.settings and f"{setting}-{behaviour}" not in args.settings:
             continue
-        print(f"{setting} {behaviour}: {args.worlds} worlds x {len(policies())} points x "
-              f"{args.episodes} episodes", flush=True)  # fmt: skip
-        runs = run_setting(setting, behaviour, args.worlds, args.episodes, args.workers,
-                           args.out / "store")  # fmt: skip
+        print(
+            f"{setting} {behaviour}: {args.worlds} worlds x {len(policies())} points x "
+            f"{args.episodes} episodes",
+            flush=True,
+        )
+        runs = run_setting(
+            setting, behaviour, args.worlds, args.episodes, args.workers, args.out / "store"
+        )
         rows += summarise(runs, setting, behaviour)
     table = add_verdicts(pd.DataFrame(rows))
     table["results_schema"] = RESULTS_SCHEMA

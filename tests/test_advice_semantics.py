@@ -15,10 +15,17 @@ from policies.recommenders import ExactLinear
 def context(w=(1.0, 2.0, 0.5), b=-2.0):
     z = len(w)
     return PolicyContext(
-        decision_model=LinearScorer(w, b), lower=np.zeros(z), upper=np.ones(z),
-        immutable=np.zeros(z, bool), difficulty=np.full(z, 0.5), k=2, m=5, validity=1,
-        beta=0.05, ticks=10,
-    )  # fmt: skip
+        decision_model=LinearScorer(w, b),
+        lower=np.zeros(z),
+        upper=np.ones(z),
+        immutable=np.zeros(z, bool),
+        difficulty=np.full(z, 0.5),
+        k=2,
+        m=5,
+        validity=1,
+        beta=0.05,
+        ticks=10,
+    )
 
 
 def tied_obs(ctx, X, k):
@@ -30,10 +37,17 @@ def tied_obs(ctx, X, k):
     rej = np.flatnonzero(~accepted)
     ids = np.arange(len(X))
     return RecourseObs(
-        tick=3, threshold=float(scores[order[k - 1]]), applicant_ids=ids, applicant_X=X,
-        applicant_scores=scores, accepted=accepted, ids=ids[rej], X=X[rej], scores=scores[rej],
+        tick=3,
+        threshold=float(scores[order[k - 1]]),
+        applicant_ids=ids,
+        applicant_X=X,
+        applicant_scores=scores,
+        accepted=accepted,
+        ids=ids[rej],
+        X=X[rej],
+        scores=scores[rej],
         n_applications=np.ones(rej.size, np.int64),
-    )  # fmt: skip
+    )
 
 
 def test_candidates_tied_at_the_threshold_get_a_goal_strictly_above_their_score():
@@ -91,8 +105,7 @@ class Scripted:
             return Recommendation(goal=goal, X_cf=X_cf)
         if self.kind == "withheld":  # a budget held everyone's advice back
             none = np.zeros(n, bool)
-            return Recommendation(goal=np.full(n, np.nan), X_cf=X_cf, advised=none,
-                                  withheld=~none)  # fmt: skip
+            return Recommendation(goal=np.full(n, np.nan), X_cf=X_cf, advised=none, withheld=~none)
         # "short": a small improvement that falls below the threshold, goal = M(x_cf)
         w = self.ctx.decision_model.weights
         X_cf = np.clip(X_cf + 1e-4 * np.sign(w), 0.0, 1.0)
@@ -130,9 +143,13 @@ def test_ties_arise_in_the_paper_world_and_are_advised(spy_policy):
 
 
 POLICIES = [
-    "threshold", "threshold-true", "threshold-estimated", "last-threshold:margin=-0.2+exact-linear",
-    "last-threshold:margin=0.05+exact-linear:weights=true", "safear:levels=3,rollouts=5",
-]  # fmt: skip
+    "threshold",
+    "threshold-true",
+    "threshold-estimated",
+    "last-threshold:margin=-0.2+exact-linear",
+    "last-threshold:margin=0.05+exact-linear:weights=true",
+    "safear:levels=3,rollouts=5",
+]
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")

@@ -74,10 +74,9 @@ NUMBERS = [
     (["train", "recommender", "--lr", "nan", "--out", "{out}"], "--lr = nan"),
     (["train", "predictor", "--alpha", "-1", "--tau", "1", "--out", "{out}"], "alpha"),
     (["train", "predictor", "--alpha", "1", "--tau", "inf", "--out", "{out}"], "tau"),
-    (["train", "predictor", "--alpha", "1", "--tau", "1", "steps", "0", "--out", "{out}"],
-     "steps"),
+    (["train", "predictor", "--alpha", "1", "--tau", "1", "steps", "0", "--out", "{out}"], "steps"),
     (["dashboard", "--port", "0"], "--port"),
-]  # fmt: skip
+]
 
 UNKNOWN_NAMES = [
     (["run", "--policy", "bogus"], "policy"),
@@ -93,13 +92,25 @@ UNKNOWN_NAMES = [
     (["reproduce", "safear", "--case", "bogus", "--out", "{out}"], "--case"),
     (["reproduce", "pareto", "--setting", "bogus", "--out", "{out}"], "setting"),
     (["reproduce", "pareto", "--recommenders", "bogus", "--out", "{out}"], "bogus"),
-    (["reproduce", "pareto", "--hybrid-predictors", "bogus", "--out", "{out}"],
-     "hybrid"),
+    (["reproduce", "pareto", "--hybrid-predictors", "bogus", "--out", "{out}"], "hybrid"),
     (["train", "recommender", "--action", "bogus", "--out", "{out}"], "action"),
-    (["train", "predictor", "--alpha", "1", "--tau", "1", "--recommender", "bogus",
-      "--out", "{out}"], "bogus"),
+    (
+        [
+            "train",
+            "predictor",
+            "--alpha",
+            "1",
+            "--tau",
+            "1",
+            "--recommender",
+            "bogus",
+            "--out",
+            "{out}",
+        ],
+        "bogus",
+    ),
     (["bogus"], "command"),
-]  # fmt: skip
+]
 
 MALFORMED = [
     (["run", "--scenario", "{tomldir}"], "x.toml"),
@@ -175,9 +186,14 @@ def test_bad_input_is_one_line_exit_2_nothing_written(args, named, tmp_path, mon
     (tmp_path / "empty").mkdir()
     (tmp_path / "bad.toml").write_text("k = = 3\n")
     (tmp_path / "list.toml").write_text('base = "paper"\nk = [1, 2]\n')
-    paths = {"out": str(tmp_path / "out"), "file": str(existing), "dir": str(tmp_path),
-             "tomldir": str(tmp_path / "x.toml"), "badtoml": str(tmp_path / "bad.toml"),
-             "listtoml": str(tmp_path / "list.toml")}  # fmt: skip
+    paths = {
+        "out": str(tmp_path / "out"),
+        "file": str(existing),
+        "dir": str(tmp_path),
+        "tomldir": str(tmp_path / "x.toml"),
+        "badtoml": str(tmp_path / "bad.toml"),
+        "listtoml": str(tmp_path / "list.toml"),
+    }
     argv = _fill(args, paths)
     if argv[0] == "run" and "--out" not in argv:
         argv += ["--out", paths["out"]]

@@ -82,16 +82,27 @@ def test_a_grid_of_10_to_the_12_runs_is_refused_before_any_axis_is_listed(tmp_pa
         # world_seeds count too: 1,000 worlds x 1,000 seeds x 2
         ({"world_seeds": 1000, "seeds": 1000, "sweep": {"k": [1, 2]}}, "2,000,000"),
         # a list axis and a range axis
-        ({"sweep": {"k": list(range(1, 1001)), "beta": {"start": 0.1, "stop": 1, "num": 1001}}},
-         "1,001,000"),
+        (
+            {"sweep": {"k": list(range(1, 1001)), "beta": {"start": 0.1, "stop": 1, "num": 1001}}},
+            "1,001,000",
+        ),
         # a zip group counts once (its length), not once per column
-        ({"zip": [{"k": list(range(1, 2001)), "m": list(range(2000))}], "seeds": 1000},
-         "2,000,000"),
+        (
+            {"zip": [{"k": list(range(1, 2001)), "m": list(range(2000))}], "seeds": 1000},
+            "2,000,000",
+        ),
         # a registered selection counts the registered policies only
-        ({"sweep": {"policy": {"registered": ["threshold", "none", "not-a-policy"]},
-                    "k": {"start": 1, "stop": 600000, "step": 1}}}, "1,200,000"),
+        (
+            {
+                "sweep": {
+                    "policy": {"registered": ["threshold", "none", "not-a-policy"]},
+                    "k": {"start": 1, "stop": 600000, "step": 1},
+                }
+            },
+            "1,200,000",
+        ),
     ],
-)  # fmt: skip
+)
 def test_every_kind_of_axis_is_counted_before_listing(keys, runs, no_listing):
     with pytest.raises(ConfigError, match=f"the study has {runs} runs; at most 1,000,000"):
         Study.build("paper", **keys)
@@ -129,8 +140,14 @@ def test_study_plan_refuses_a_huge_grid_at_once(tmp_path):
     path = tmp_path / "huge.toml"
     path.write_text(HUGE_GRID)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    res = subprocess.run([sys.executable, "-m", "lab", "study", "plan", str(path)],
-                         capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-m", "lab", "study", "plan", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=env,
+    )
     assert res.returncode == 2, res.stderr
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
@@ -150,15 +167,24 @@ COMPANIONS = [
     ({"retrain_data": "shifted"}, "retrain_data = 'shifted'", "retrain_drift"),
     ({"retrain_every": 5, "retrain_data": "shifted"}, "retrain_data = 'shifted'", "retrain_drift"),
     ({"retrain_drift": DRIFT}, "retrain_drift = (0.1,", "retrain_data"),
-    ({"retrain_every": 5, "outcome_delay": 2, "retrain_drift": DRIFT},
-     "retrain_drift = (0.1,", "retrain_data = outcomes"),
+    (
+        {"retrain_every": 5, "outcome_delay": 2, "retrain_drift": DRIFT},
+        "retrain_drift = (0.1,",
+        "retrain_data = outcomes",
+    ),
     ({"outcome_delay_dist": "geometric"}, "outcome_delay_dist = 'geometric'", "outcome_delay"),
     # a drift without refits: nothing is ever refitted on the drifting data
-    ({"retrain_drift": DRIFT, "retrain_data": "shifted"}, "retrain_drift = (0.1,",
-     "retrain_every = 0"),
-    ({"retrain_drift": DRIFT, "retrain_data": "both", "outcome_delay": 2},
-     "retrain_drift = (0.1,", "retrain_every"),
-]  # fmt: skip
+    (
+        {"retrain_drift": DRIFT, "retrain_data": "shifted"},
+        "retrain_drift = (0.1,",
+        "retrain_every = 0",
+    ),
+    (
+        {"retrain_drift": DRIFT, "retrain_data": "both", "outcome_delay": 2},
+        "retrain_drift = (0.1,",
+        "retrain_every",
+    ),
+]
 
 
 @pytest.mark.parametrize(("fields", "culprit", "companion"), COMPANIONS)
@@ -186,8 +212,10 @@ def test_presets_and_shipped_studies_keep_validating():
     # robust-retrain runs `retraining` with refits and without: the point without clears
     # the drift and the shifted data with them (a drift without refits is refused)
     study = Study.from_toml(ROOT / "studies" / "robust-retrain.toml")
-    points = {(r.config.get("retrain_every", 0), bool(r.config.get("retrain_drift", ())))
-              for r in study.runs()}  # fmt: skip
+    points = {
+        (r.config.get("retrain_every", 0), bool(r.config.get("retrain_drift", ())))
+        for r in study.runs()
+    }
     assert points == {(0, False), (10, True)}
     assert Study.from_toml(ROOT / "studies" / "fairness-scarf.toml").n_runs > 0
 
@@ -203,22 +231,28 @@ def test_presets_and_shipped_studies_keep_validating():
     ],
 )
 def test_cli_refuses_a_setting_without_its_companion(value, named, tmp_path):
-    _refused(["run", "-s", "motivating-example", "--set", value, "--out", "{out}"], tmp_path,
-             named)  # fmt: skip
+    _refused(["run", "-s", "motivating-example", "--set", value, "--out", "{out}"], tmp_path, named)
 
 
 def test_scenario_file_with_a_lone_setting_is_refused(tmp_path):
     path = tmp_path / "lone.toml"
     path.write_text('base = "paper"\noutcome_delay_dist = "geometric"\n')
-    _refused(["run", "-s", str(path), "--out", "{out}"], tmp_path,
-             "outcome_delay_dist = 'geometric'", "outcome_delay")  # fmt: skip
+    _refused(
+        ["run", "-s", str(path), "--out", "{out}"],
+        tmp_path,
+        "outcome_delay_dist = 'geometric'",
+        "outcome_delay",
+    )
 
 
 # -- 3. finite but absurd values ------------------------------------------------------------
 ABSURD = [
     ({"causal_graph": [[0, 1, 1e300]]}, "causal_graph[0] = (0, 1, 1e+300)", "[-10, 10]"),
-    ({"causal_graph": [[0, 1, 0.5], [1, 2, -10.5]]}, "causal_graph[1] = (1, 2, -10.5)",
-     "[-10, 10]"),
+    (
+        {"causal_graph": [[0, 1, 0.5], [1, 2, -10.5]]},
+        "causal_graph[1] = (1, 2, -10.5)",
+        "[-10, 10]",
+    ),
     ({"causal_graph": [[0, 1, math.inf]]}, "causal_graph[0] = (0, 1, inf)", "finite"),
     ({"label_noise": math.inf}, "label_noise = inf", "[0, inf)"),
     ({"label_noise": math.nan}, "label_noise = nan", "[0, inf)"),
@@ -229,7 +263,7 @@ ABSURD = [
     ({"k": 2**63}, f"k = {2**63}", "[1, 10000000]"),
     ({"weight_range": [1, math.inf]}, "weight_range = [1, inf]", "hi <= 1e+06"),
     ({"weight_range": [0.1, 1e300]}, "weight_range = [0.1, 1e+300]", "hi <= 1e+06"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("fields", "shown", "allowed"), ABSURD)
@@ -259,8 +293,7 @@ def test_values_at_the_stated_bounds_are_fine():
     ],
 )
 def test_cli_refuses_absurd_values(value, named, tmp_path):
-    _refused(["run", "-s", "motivating-example", "--set", value, "--out", "{out}"], tmp_path,
-             named)  # fmt: skip
+    _refused(["run", "-s", "motivating-example", "--set", value, "--out", "{out}"], tmp_path, named)
 
 
 # -- 4. input read and then ignored ---------------------------------------------------------
@@ -287,22 +320,43 @@ def test_input_that_would_be_ignored_is_refused(argv, named, tmp_path):
 
 
 def test_an_option_still_wins_over_a_valid_set_value(tmp_path):
-    result = runner.invoke(app, ["run", "-s", "motivating-example", "--set", "ticks=3",
-                                 "--ticks", "2", "--no-events", "--out", str(tmp_path / "r")])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "-s",
+            "motivating-example",
+            "--set",
+            "ticks=3",
+            "--ticks",
+            "2",
+            "--no-events",
+            "--out",
+            str(tmp_path / "r"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "2 ticks" in result.output
 
 
 def test_evaluate_parse_overrides_refuses_a_newline_too(tmp_path):
-    _refused(["evaluate", "--episodes", "1", "--set", "ticks=2\nk=1", "--out", "{out}"], tmp_path,
-             "--set = 'ticks=2\\nk=1'")  # fmt: skip
+    _refused(
+        ["evaluate", "--episodes", "1", "--set", "ticks=2\nk=1", "--out", "{out}"],
+        tmp_path,
+        "--set = 'ticks=2\\nk=1'",
+    )
 
 
 @pytest.mark.parametrize(
     ("keyword", "value"),
-    [("agents", "yes"), ("agents", 1), ("agents", None), ("record_events", "no"),
-     ("allow_mismatch", 0.0)],
-)  # fmt: skip
+    [
+        ("agents", "yes"),
+        ("agents", 1),
+        ("agents", None),
+        ("record_events", "no"),
+        ("allow_mismatch", 0.0),
+    ],
+)
 def test_recourse_model_flags_must_be_bools(keyword, value):
     with pytest.raises(ConfigError) as err:
         RecourseModel("motivating-example", "none", **{keyword: value})
@@ -310,6 +364,7 @@ def test_recourse_model_flags_must_be_bools(keyword, value):
 
 
 def test_recourse_model_takes_numpy_bools():
-    model = RecourseModel("motivating-example", "none", agents=np.bool_(False),
-                          record_events=np.bool_(True))  # fmt: skip
+    model = RecourseModel(
+        "motivating-example", "none", agents=np.bool_(False), record_events=np.bool_(True)
+    )
     assert model.use_agents is False and model.record_events is True

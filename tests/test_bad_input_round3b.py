@@ -78,13 +78,22 @@ def test_study_run_on_a_read_only_out_is_one_line(study_file, tmp_path, monkeypa
     out = tmp_path / "ro"
     out.mkdir()
     _read_only(monkeypatch, code)
-    line = _one_line(runner.invoke(app, ["study", "run", str(study_file), "--out", str(out),
-                                         "--workers", "1"]), 2, "--out", str(out))  # fmt: skip
+    line = _one_line(
+        runner.invoke(app, ["study", "run", str(study_file), "--out", str(out), "--workers", "1"]),
+        2,
+        "--out",
+        str(out),
+    )
     assert os.strerror(code) in line
     assert list(out.iterdir()) == []
     # a missing --out under a read-only folder: nothing is created either
-    line = _one_line(runner.invoke(app, ["study", "run", str(study_file), "--out",
-                                         str(out / "a" / "b"), "--workers", "1"]), 2, "--out")  # fmt: skip
+    line = _one_line(
+        runner.invoke(
+            app, ["study", "run", str(study_file), "--out", str(out / "a" / "b"), "--workers", "1"]
+        ),
+        2,
+        "--out",
+    )
     assert list(out.iterdir()) == []
 
 
@@ -128,15 +137,21 @@ def test_study_report_in_a_read_only_study_names_the_default(finished, monkeypat
     assert "Read-only file system" in line
     # given places are checked before either is written
     html = tmp_path / "new" / "r.html"
-    _one_line(runner.invoke(app, ["study", "report", str(finished), "--html", str(html),
-                                  "--plots", str(tmp_path / "p")]), 2)  # fmt: skip
+    _one_line(
+        runner.invoke(
+            app,
+            ["study", "report", str(finished), "--html", str(html), "--plots", str(tmp_path / "p")],
+        ),
+        2,
+    )
     assert not (tmp_path / "new").exists() and not (tmp_path / "p").exists()
 
 
 def test_study_report_to_new_places_still_writes(finished, tmp_path):
     html, plots = tmp_path / "a" / "b" / "r.html", tmp_path / "plots"
-    result = runner.invoke(app, ["study", "report", str(finished), "--html", str(html),
-                                 "--plots", str(plots)])  # fmt: skip
+    result = runner.invoke(
+        app, ["study", "report", str(finished), "--html", str(html), "--plots", str(plots)]
+    )
     assert result.exit_code == 0, result.output
     assert html.is_file() and (plots / "summary.csv").is_file()
 
@@ -151,14 +166,17 @@ BIG = 100000000000000000000  # 10**20
         (f"[sweep]\nk = [2, {BIG}]\n", "k"),  # k's own bound (1..10**7) refuses it first
         (f"[sweep]\nbudget = [2, {BIG}]\n", "sweep.budget[1]"),  # a float field, None default
         (f"[sweep]\nbudget = [2, -{BIG}]\n", "sweep.budget[1]"),
-        ("[sweep]\nbudget = {start = 9223372036854775800, stop = 9223372036854775810, "
-         "step = 5}\n", "sweep.budget[2]"),
+        (
+            "[sweep]\nbudget = {start = 9223372036854775800, stop = 9223372036854775810, "
+            "step = 5}\n",
+            "sweep.budget[2]",
+        ),
         (f"[[zip]]\nbudget = [1, {BIG}]\nbeta = [0.1, 0.2]\n", "zip[0].budget[1]"),
         (f"[sweep]\nworld_seed = [1, {BIG}]\n", "world_seed"),
         (f"[sweep]\nm = [1, {BIG}]\n", "m"),
         (f"seeds = [0, {BIG}]\n", "seeds"),
     ],
-)  # fmt: skip
+)
 def test_integer_axis_values_past_int64_are_refused_at_plan_time(tmp_path, axis, where):
     path = tmp_path / "big.toml"
     head = 'scenario = "paper"\nticks = 2\n'
@@ -175,8 +193,10 @@ def test_integer_axis_values_past_int64_are_refused_at_plan_time(tmp_path, axis,
 
 def test_integer_axis_values_within_int64_are_kept(tmp_path):
     path = tmp_path / "ok.toml"
-    path.write_text('scenario = "paper"\nticks = 2\nseeds = [0]\n[sweep]\n'
-                    "world_seed = [0, 9223372036854775807]\n")  # fmt: skip
+    path.write_text(
+        'scenario = "paper"\nticks = 2\nseeds = [0]\n[sweep]\n'
+        "world_seed = [0, 9223372036854775807]\n"
+    )
     assert Study.from_toml(path).n_runs == 2
 
 
@@ -184,15 +204,29 @@ def test_integer_axis_values_within_int64_are_kept(tmp_path):
 @pytest.fixture
 def people(tmp_path: Path) -> Path:
     path = tmp_path / "people.csv"
-    pd.DataFrame({"a": [1, 2, 3, 4, 5, 6, 7, 8], "b": [3, 1, 2, 5, 4, 6, 8, 7],
-                  "ok": [0, 1, 0, 1, 0, 1, 0, 1]}).to_csv(path, index=False)  # fmt: skip
+    pd.DataFrame(
+        {
+            "a": [1, 2, 3, 4, 5, 6, 7, 8],
+            "b": [3, 1, 2, 5, 4, 6, 8, 7],
+            "ok": [0, 1, 0, 1, 0, 1, 0, 1],
+        }
+    ).to_csv(path, index=False)
     return path
 
 
 def _classified(people: Path, estimator: str, **params) -> ScenarioConfig:
-    return ScenarioConfig(n_features=2, difficulty=[0.5, 0.5], n_initial=8, ticks=2,
-                          data={"path": str(people), "features": ["a", "b"], "label": "ok",
-                                "classifier": {"estimator": estimator, "params": params}})  # fmt: skip
+    return ScenarioConfig(
+        n_features=2,
+        difficulty=[0.5, 0.5],
+        n_initial=8,
+        ticks=2,
+        data={
+            "path": str(people),
+            "features": ["a", "b"],
+            "label": "ok",
+            "classifier": {"estimator": estimator, "params": params},
+        },
+    )
 
 
 @pytest.mark.parametrize(
@@ -229,15 +263,19 @@ def test_classifier_with_predict_proba_is_kept(people, estimator, params):
 
 def test_scenario_toml_naming_svc_is_refused_by_the_cli(people, tmp_path):
     toml = tmp_path / "svc.toml"
-    toml.write_text('base = "paper"\ndifficulty = [0.5, 0.5]\nticks = 2\nn_initial = 8\n'
-                    '[data]\npath = "people.csv"\nfeatures = ["a", "b"]\nlabel = "ok"\n'
-                    '[data.classifier]\nestimator = "sklearn.svm.SVC"\n')  # fmt: skip
+    toml.write_text(
+        'base = "paper"\ndifficulty = [0.5, 0.5]\nticks = 2\nn_initial = 8\n'
+        '[data]\npath = "people.csv"\nfeatures = ["a", "b"]\nlabel = "ok"\n'
+        '[data.classifier]\nestimator = "sklearn.svm.SVC"\n'
+    )
     out = tmp_path / "out"
     argv = ["run", "--scenario", str(toml), "--policy", "none", "--out", str(out)]
     _one_line(runner.invoke(app, argv), 2, "data.classifier", "predict_proba")
     assert not out.exists()
-    toml.write_text(toml.read_text().replace("sklearn.svm.SVC", "sklearn.linear_model.SGDClassifier")
-                    + 'params = { loss = "log_loss" }\n')  # fmt: skip
+    toml.write_text(
+        toml.read_text().replace("sklearn.svm.SVC", "sklearn.linear_model.SGDClassifier")
+        + 'params = { loss = "log_loss" }\n'
+    )
     result = runner.invoke(app, argv)
     assert result.exit_code == 0, result.output
 
@@ -256,9 +294,24 @@ def test_resume_from_a_crafted_checkpoint_is_one_line(tmp_path):
     import torch
 
     out = tmp_path / "rec"
-    argv = ["train", "recommender", "--out", str(out), "--warmup-episodes", "2", "--episodes",
-            "20", "--checkpoint-every", "20", "--net", "16,16", "--learning-starts", "10",
-            "--batch-size", "16"]  # fmt: skip
+    argv = [
+        "train",
+        "recommender",
+        "--out",
+        str(out),
+        "--warmup-episodes",
+        "2",
+        "--episodes",
+        "20",
+        "--checkpoint-every",
+        "20",
+        "--net",
+        "16,16",
+        "--learning-starts",
+        "10",
+        "--batch-size",
+        "16",
+    ]
     assert runner.invoke(app, argv).exit_code == 0
     latest = sorted((out / "checkpoints").glob("step_*.pt"))[-1]
     good = latest.read_bytes()
@@ -272,8 +325,13 @@ def test_resume_from_a_crafted_checkpoint_is_one_line(tmp_path):
     }
     for name, write in crafted.items():
         write(latest)
-        line = _one_line(runner.invoke(app, [*argv, "--resume"]), 2, "--resume", str(latest),
-                         "is not a checkpoint this program wrote")  # fmt: skip
+        line = _one_line(
+            runner.invoke(app, [*argv, "--resume"]),
+            2,
+            "--resume",
+            str(latest),
+            "is not a checkpoint this program wrote",
+        )
         assert "weights_only" not in line, (name, line)
         assert not marker.exists(), name
     latest.write_bytes(good)
@@ -348,8 +406,9 @@ def test_a_full_disk_ends_in_one_line_and_the_study_resumes(
 ):
     out = tmp_path / "st"
     calls = _full_disk_after(monkeypatch, n_ok, what)
-    result = runner.invoke(app, ["study", "run", str(study_file), "--out", str(out),
-                                 "--workers", "1"])  # fmt: skip
+    result = runner.invoke(
+        app, ["study", "run", str(study_file), "--out", str(out), "--workers", "1"]
+    )
     line = _one_line(result, 1, "ran out of space", "rerun the same command", path)
     assert calls[0] == n_ok + 1
     monkeypatch.undo()
@@ -359,8 +418,9 @@ def test_a_full_disk_ends_in_one_line_and_the_study_resumes(
         assert read_manifest(out)["name"] == "tiny"  # still valid JSON, still the study's
     assert [str(p) for p in out.rglob("*.tmp")] == [], line
     # the rerun, with space again, completes with the same results as an uninterrupted run
-    result = runner.invoke(app, ["study", "run", str(study_file), "--out", str(out),
-                                 "--workers", "1"])  # fmt: skip
+    result = runner.invoke(
+        app, ["study", "run", str(study_file), "--out", str(out), "--workers", "1"]
+    )
     assert result.exit_code == 0, result.output
     assert [str(p) for p in out.rglob("*.tmp")] == []
     pd.testing.assert_frame_equal(_results(out), uninterrupted)
@@ -395,16 +455,48 @@ def test_write_json_leaves_no_temporary_file(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("argv", "named"),
     [
-        (["train", "predictor", "--alpha", "1", "--tau", "1", "--recommender", "rl:path=/etc",
-          "--steps", "10", "--out", "{out}"], "/etc"),
-        (["train", "predictor", "--alpha", "1", "--tau", "1", "--recommender",
-          "rl:path={tmp}/nowhere", "--steps", "10", "--out", "{out}/a/b"], "nowhere"),
+        (
+            [
+                "train",
+                "predictor",
+                "--alpha",
+                "1",
+                "--tau",
+                "1",
+                "--recommender",
+                "rl:path=/etc",
+                "--steps",
+                "10",
+                "--out",
+                "{out}",
+            ],
+            "/etc",
+        ),
+        (
+            [
+                "train",
+                "predictor",
+                "--alpha",
+                "1",
+                "--tau",
+                "1",
+                "--recommender",
+                "rl:path={tmp}/nowhere",
+                "--steps",
+                "10",
+                "--out",
+                "{out}/a/b",
+            ],
+            "nowhere",
+        ),
         (["reproduce", "pareto", "--quick", "--phi", "MISSING", "--out", "{out}"], "MISSING"),
-        (["reproduce", "pareto", "--quick", "--phi", "MISSING", "--out", "{out}/deep/er"],
-         "MISSING"),
+        (
+            ["reproduce", "pareto", "--quick", "--phi", "MISSING", "--out", "{out}/deep/er"],
+            "MISSING",
+        ),
         (["train", "recommender", "--out", "{out}", "--set", "nosuch=1"], "nosuch"),
     ],
-)  # fmt: skip
+)
 def test_a_refused_command_leaves_no_empty_out(tmp_path, argv, named):
     out = tmp_path / "out"
     argv = [a.replace("{out}", str(out)).replace("{tmp}", str(tmp_path)) for a in argv]
@@ -421,8 +513,20 @@ def test_a_refused_default_out_leaves_nothing(tmp_path, monkeypatch):
 def test_an_existing_out_and_written_files_are_kept(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    argv = ["train", "predictor", "--alpha", "1", "--tau", "1", "--recommender",
-            "rl:path=/etc", "--steps", "10", "--out", str(out)]  # fmt: skip
+    argv = [
+        "train",
+        "predictor",
+        "--alpha",
+        "1",
+        "--tau",
+        "1",
+        "--recommender",
+        "rl:path=/etc",
+        "--steps",
+        "10",
+        "--out",
+        str(out),
+    ]
     _one_line(runner.invoke(app, argv), 2, "/etc")
     assert out.is_dir()  # it was there before: kept
     # a refusal after a file was written in a new --out keeps the file (no data lost)
@@ -519,10 +623,16 @@ def test_a_training_option_is_named_as_typed(tmp_path, option, value, named):
 def test_the_dashboard_refuses_a_host_or_port_it_cannot_listen_on():
     import socket
 
-    _one_line(runner.invoke(app, ["dashboard", "--no-open", "--host", "999.1.1.1"]), 2,
-              "--host = '999.1.1.1' cannot be resolved")  # fmt: skip
-    _one_line(runner.invoke(app, ["dashboard", "--no-open", "--host", "192.0.2.1"]), 2,
-              "--host = '192.0.2.1' cannot be listened on")  # fmt: skip
+    _one_line(
+        runner.invoke(app, ["dashboard", "--no-open", "--host", "999.1.1.1"]),
+        2,
+        "--host = '999.1.1.1' cannot be resolved",
+    )
+    _one_line(
+        runner.invoke(app, ["dashboard", "--no-open", "--host", "192.0.2.1"]),
+        2,
+        "--host = '192.0.2.1' cannot be listened on",
+    )
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
@@ -536,8 +646,10 @@ def test_a_data_cell_too_large_names_the_column_and_row(tmp_path, cell):
     rows = ["a,b,ok", "0.1,0.2,1", f"0.3,{cell},0", "0.5,0.6,1", "0.2,0.1,0", "0.9,0.8,1"]
     (tmp_path / "people.csv").write_text("\n".join(rows) + "\n")
     scen = tmp_path / "d.toml"
-    scen.write_text('base = "paper"\ndifficulty = [0.5, 0.5]\nticks = 2\nn_initial = 4\n'
-                    '[data]\npath = "people.csv"\nfeatures = ["a", "b"]\nlabel = "ok"\n')  # fmt: skip
+    scen.write_text(
+        'base = "paper"\ndifficulty = [0.5, 0.5]\nticks = 2\nn_initial = 4\n'
+        '[data]\npath = "people.csv"\nfeatures = ["a", "b"]\nlabel = "ok"\n'
+    )
     out = tmp_path / "out"
     result = runner.invoke(app, ["run", "--scenario", str(scen), "--out", str(out)])
     _one_line(result, 2, "data.features[1] = 'b'", "data row 1", "magnitude <= 1e+15")
@@ -548,8 +660,9 @@ def _mount_tmpfs(where: Path, size: int) -> bool:
     import subprocess
 
     where.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                          capture_output=True)  # fmt: skip
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True
+    )
     return done.returncode == 0
 
 
@@ -605,8 +718,10 @@ def test_data_whose_every_feature_is_constant_is_refused(tmp_path):
     rows = ["a,b,ok", *(f"1,2,{i % 2}" for i in range(6))]
     (tmp_path / "same.csv").write_text("\n".join(rows) + "\n")
     scen = tmp_path / "d.toml"
-    scen.write_text('base = "paper"\ndifficulty = [0.5, 0.5]\nticks = 2\nn_initial = 4\n'
-                    '[data]\npath = "same.csv"\nfeatures = ["a", "b"]\nlabel = "ok"\n')  # fmt: skip
+    scen.write_text(
+        'base = "paper"\ndifficulty = [0.5, 0.5]\nticks = 2\nn_initial = 4\n'
+        '[data]\npath = "same.csv"\nfeatures = ["a", "b"]\nlabel = "ok"\n'
+    )
     out = tmp_path / "out"
     result = runner.invoke(app, ["run", "--scenario", str(scen), "--out", str(out)])
     _one_line(result, 2, "data.features", "every feature column is constant")

@@ -28,40 +28,70 @@ def test_evaluate_is_paired_and_reproducible():
 def test_evaluate_pairs_episode_i_with_seed_s_plus_i_for_every_policy(tmp_path):
     from abm.model import RecourseModel
 
-    results = evaluate_many("paper", ["threshold", "none"], episodes=2, seed=7, ticks=6,
-                            store=tmp_path / "store")  # fmt: skip
+    results = evaluate_many(
+        "paper", ["threshold", "none"], episodes=2, seed=7, ticks=6, store=tmp_path / "store"
+    )
     for r in results:
         assert r["seeds"] == [7, 8]
         for i, ep in enumerate(r["per_episode"]):
-            model = RecourseModel("paper", r["policy"], seed=7 + i, ticks=6, agents=False,
-                                  record_events=False).run()  # fmt: skip
+            model = RecourseModel(
+                "paper", r["policy"], seed=7 + i, ticks=6, agents=False, record_events=False
+            ).run()
             s = model.summary()
             assert ep["rr"] == s["rr"] or (ep["rr"] != ep["rr"] and s["rr"] != s["rr"])
             assert ep["n_unadvised"] == int(model.tick_table()["n_unadvised"].sum())
     # the same policies on the same store: nothing runs again, the numbers are the same
-    again = evaluate_many("paper", ["threshold", "none"], seeds="7-8", ticks=6,
-                          store=tmp_path / "store")  # fmt: skip
+    again = evaluate_many(
+        "paper", ["threshold", "none"], seeds="7-8", ticks=6, store=tmp_path / "store"
+    )
     assert json.dumps(again) == json.dumps(results)  # NaN (policy none: no RR) compares as text
 
 
 @pytest.mark.slow
 def test_evaluate_on_local_workers_matches_serial():
     serial = evaluate_many("paper", ["threshold", "threshold-true"], seeds="7-8", ticks=6)
-    local = evaluate_many("paper", ["threshold", "threshold-true"], seeds=[7, 8], workers=2,
-                          ticks=6)  # fmt: skip
+    local = evaluate_many(
+        "paper", ["threshold", "threshold-true"], seeds=[7, 8], workers=2, ticks=6
+    )
     assert json.dumps(local, sort_keys=True) == json.dumps(serial, sort_keys=True)
 
 
 @pytest.mark.slow
 def test_evaluate_command_writes_json(tmp_path):
     out = tmp_path / "ev"
-    res = runner.invoke(app, ["evaluate", "--policy", "threshold", "--policy", "threshold-ustun",
-                              "--episodes", "2", "--seed", "3", "--set", "ticks=10", "--out", str(out)])  # fmt: skip
+    res = runner.invoke(
+        app,
+        [
+            "evaluate",
+            "--policy",
+            "threshold",
+            "--policy",
+            "threshold-ustun",
+            "--episodes",
+            "2",
+            "--seed",
+            "3",
+            "--set",
+            "ticks=10",
+            "--out",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "RR" in res.output and "RF" in res.output
     data = json.loads((out / "evaluation.json").read_text())
-    for key in ("scenario", "policy", "episodes", "seed", "rr_mean", "rr_std", "rf_mean", "rf_std",
-                "gini_mean", "cost_mean"):  # fmt: skip
+    for key in (
+        "scenario",
+        "policy",
+        "episodes",
+        "seed",
+        "rr_mean",
+        "rr_std",
+        "rf_mean",
+        "rf_std",
+        "gini_mean",
+        "cost_mean",
+    ):
         assert key in data
     assert data["episodes"] == 2 and data["seed"] == 3
     assert [r["policy"] for r in data["results"]] == ["threshold", "threshold-ustun"]
@@ -78,8 +108,24 @@ def test_evaluate_command_writes_json(tmp_path):
 
 @pytest.mark.slow
 def test_bench_recommenders_command(tmp_path):
-    res = runner.invoke(app, ["bench-recommenders", "--n", "12", "--seed", "1", "--out", str(tmp_path),
-                              "-r", "exact-linear", "-r", "ustun", "-r", "wachter"])  # fmt: skip
+    res = runner.invoke(
+        app,
+        [
+            "bench-recommenders",
+            "--n",
+            "12",
+            "--seed",
+            "1",
+            "--out",
+            str(tmp_path),
+            "-r",
+            "exact-linear",
+            "-r",
+            "ustun",
+            "-r",
+            "wachter",
+        ],
+    )
     assert res.exit_code == 0, res.output
     df = pd.read_csv(tmp_path / "recommenders.csv").set_index("recommender")
     assert list(df.columns[:3]) == ["error", "cost", "seconds_per_recommendation"]
@@ -91,8 +137,22 @@ def test_bench_recommenders_command(tmp_path):
 
 
 def test_calibrate_command(tmp_path):
-    res = runner.invoke(app, ["calibrate", "--policy", "threshold", "--episodes", "1", "--workers", "1",
-                              "--grid", '{"rho": [1.0, 4.0]}', "--out", str(tmp_path)])  # fmt: skip
+    res = runner.invoke(
+        app,
+        [
+            "calibrate",
+            "--policy",
+            "threshold",
+            "--episodes",
+            "1",
+            "--workers",
+            "1",
+            "--grid",
+            '{"rho": [1.0, 4.0]}',
+            "--out",
+            str(tmp_path),
+        ],
+    )
     assert res.exit_code == 0, res.output
     df = pd.read_csv(tmp_path / "calibration.csv")
     assert sorted(df["rho"]) == [1.0, 4.0] and df["distance"].is_monotonic_increasing

@@ -21,8 +21,14 @@ needs_torch = pytest.mark.skipif(torch is None, reason="needs the rl extra (torc
 
 
 def _context(decision_model="logistic", immutable=(2, 5)):
-    m = RecourseModel("paper", "none", seed=0, agents=False, decision_model=decision_model,
-                      immutable=list(immutable))  # fmt: skip
+    m = RecourseModel(
+        "paper",
+        "none",
+        seed=0,
+        agents=False,
+        decision_model=decision_model,
+        immutable=list(immutable),
+    )
     return m.context, m.world
 
 
@@ -63,8 +69,9 @@ def test_ustun_reaches_goal_exactly_and_beats_other_feasible_points(linear):
     wrng = np.random.default_rng(7)
     for _ in range(40):
         cost = wrng.uniform(0.01, 1.0, ctx.n_features)
-        other = exact_linear_counterfactuals(X, goals, ctx.decision_model.weights, ctx.decision_model.intercept,
-                                             cost, ctx.mutable)  # fmt: skip
+        other = exact_linear_counterfactuals(
+            X, goals, ctx.decision_model.weights, ctx.decision_model.intercept, cost, ctx.mutable
+        )
         assert (mine <= ust.percentile_cost(X, other) + 1e-7).all()
     el = ExactLinear("true")
     el.prepare(ctx)
@@ -73,8 +80,9 @@ def test_ustun_reaches_goal_exactly_and_beats_other_feasible_points(linear):
     # same input gives the same output
     for milp in (Ustun(solver="milp"), Ustun(solver="milp", batch=1)):
         milp.prepare(ctx)
-        np.testing.assert_allclose(ust.percentile_cost(X, milp.recommend(X, goals, None)),
-                                   mine, atol=1e-7)  # fmt: skip
+        np.testing.assert_allclose(
+            ust.percentile_cost(X, milp.recommend(X, goals, None)), mine, atol=1e-7
+        )
     assert np.array_equal(X_cf, ust.recommend(X, goals, np.random.default_rng(9)))
 
 
@@ -98,8 +106,10 @@ def test_cheapest_mix_is_the_brute_force_optimum(seed):
     # nonconvex, nondecreasing piecewise-linear costs (densities that rise and fall)
     rng = np.random.default_rng(seed)
     f = int(rng.integers(1, 5))
-    G = [np.concatenate([[0.0], np.cumsum(rng.uniform(0.01, 1.0, rng.integers(1, 5)))])
-         for _ in range(f)]  # fmt: skip
+    G = [
+        np.concatenate([[0.0], np.cumsum(rng.uniform(0.01, 1.0, rng.integers(1, 5)))])
+        for _ in range(f)
+    ]
     C = [np.concatenate([[0.0], np.cumsum(rng.uniform(0.0, 1.0, g.size - 1))]) for g in G]
     need = rng.uniform(0.05, 1.0) * sum(g[-1] for g in G)
     cost, pick, frac, rest = cheapest_mix(G, C, need)
@@ -124,8 +134,9 @@ def test_ustun_exact_solver_matches_the_milp(seed):
     a, b = exact.recommend(X, goals, None), milp.recommend(X, goals, None)
     assert np.array_equal(np.isnan(a), np.isnan(b))
     ok = ~np.isnan(a).any(axis=1)
-    np.testing.assert_allclose(exact.percentile_cost(X[ok], a[ok]),
-                               exact.percentile_cost(X[ok], b[ok]), atol=1e-9)  # fmt: skip
+    np.testing.assert_allclose(
+        exact.percentile_cost(X[ok], a[ok]), exact.percentile_cost(X[ok], b[ok]), atol=1e-9
+    )
     assert np.abs(ctx.decision_model.score(a[ok]) - goals[ok]).max() < 1e-12
     assert (a[ok] >= ctx.lower).all() and (a[ok] <= ctx.upper).all()
 
@@ -185,8 +196,11 @@ def test_policies_run_in_the_simulation():
         tol = 1e-6 if "ustun" in name else 1e-3
         assert (ticks["mean_error"] <= tol).all()
     # goals out of reach (threshold + 0.99, capped at 1) become "no advice", counted per tick
-    ticks = RecourseModel("paper", "last-threshold:margin=0.99+ustun", seed=1, ticks=5,
-                          agents=False).run().tick_table()  # fmt: skip
+    ticks = (
+        RecourseModel("paper", "last-threshold:margin=0.99+ustun", seed=1, ticks=5, agents=False)
+        .run()
+        .tick_table()
+    )
     assert (ticks["n_unadvised"] == ticks["n_rejected"]).all() and ticks["mean_goal"].isna().all()
     with pytest.raises(ValueError, match=r"recommender 'ustun': levels = '0' .* \[1, 1000\]"):
         make_policy("last-threshold+ustun:levels=0")
@@ -291,10 +305,18 @@ def test_wachter_takes_the_feature_of_largest_weight_first():
 
     w = np.array([0.5, 3.0, -1.0, 0.2])
     z = w.size
-    ctx = PolicyContext(decision_model=LinearScorer(w, -1.0), lower=np.full(z, -5.0),
-                        upper=np.full(z, 5.0), immutable=np.zeros(z, bool),
-                        difficulty=np.full(z, 0.5), k=10, m=10, validity=5, beta=1.0,
-                        ticks=10)  # fmt: skip
+    ctx = PolicyContext(
+        decision_model=LinearScorer(w, -1.0),
+        lower=np.full(z, -5.0),
+        upper=np.full(z, 5.0),
+        immutable=np.zeros(z, bool),
+        difficulty=np.full(z, 0.5),
+        k=10,
+        m=10,
+        validity=5,
+        beta=1.0,
+        ticks=10,
+    )
     rng = np.random.default_rng(5)
     X = rng.uniform(-1.0, 0.0, (20, z))
     s = ctx.decision_model.score(X)

@@ -26,8 +26,12 @@ def test_scaling_keeps_k_and_m_in_proportion():
     paper = PRESETS["paper"]
     over = bench.scaled("paper", 1000, 5)
     factor = 1000 / paper.n_initial
-    assert over == {"n_initial": 1000, "k": round(paper.k * factor), "m": round(paper.m * factor),
-                    "ticks": 5}  # fmt: skip
+    assert over == {
+        "n_initial": 1000,
+        "k": round(paper.k * factor),
+        "m": round(paper.m * factor),
+        "ticks": 5,
+    }
 
 
 @pytest.mark.parametrize(

@@ -24,10 +24,12 @@ X_CF = np.array([[0.625, 0.625], [0.375, 0.5], [0.5, 0.5], [0.5, 0.375], [0.75, 
 
 def hand_rec() -> Recommendation:
     return Recommendation(
-        goal=np.array([0.6, 0.7, np.nan, 0.8, 0.9]), X_cf=X_CF.copy(),
+        goal=np.array([0.6, 0.7, np.nan, 0.8, 0.9]),
+        X_cf=X_CF.copy(),
         advised=np.array([True, True, False, True, True]),
-        info={"risk": np.arange(5.0)}, unreached=np.array([False, False, True, False, False]),
-    )  # fmt: skip
+        info={"risk": np.arange(5.0)},
+        unreached=np.array([False, False, True, False, False]),
+    )
 
 
 def spent(rec: Recommendation, X: np.ndarray) -> float:
@@ -104,10 +106,17 @@ def test_never_exceeds_and_keeps_the_cheapest(seed):
 # -- the policies -----------------------------------------------------------------------
 def context(z=4) -> PolicyContext:
     return PolicyContext(
-        decision_model=LinearScorer([0.8, 2.0, 0.5, 1.0], -2.2), lower=np.zeros(z),
-        upper=np.ones(z), immutable=np.zeros(z, bool), difficulty=np.full(z, 0.5), k=4, m=12,
-        validity=1, beta=0.05, ticks=10,
-    )  # fmt: skip
+        decision_model=LinearScorer([0.8, 2.0, 0.5, 1.0], -2.2),
+        lower=np.zeros(z),
+        upper=np.ones(z),
+        immutable=np.zeros(z, bool),
+        difficulty=np.full(z, 0.5),
+        k=4,
+        m=12,
+        validity=1,
+        beta=0.05,
+        ticks=10,
+    )
 
 
 def observation(ctx, budget_left=math.inf, k=4) -> RecourseObs:
@@ -119,10 +128,18 @@ def observation(ctx, budget_left=math.inf, k=4) -> RecourseObs:
     rej = np.flatnonzero(~accepted)
     ids = np.arange(len(A))
     return RecourseObs(
-        tick=3, threshold=float(scores[order[k - 1]]), applicant_ids=ids, applicant_X=A,
-        applicant_scores=scores, accepted=accepted, ids=ids[rej], X=A[rej], scores=scores[rej],
-        n_applications=np.ones(rej.size, np.int64), budget_left=budget_left,
-    )  # fmt: skip
+        tick=3,
+        threshold=float(scores[order[k - 1]]),
+        applicant_ids=ids,
+        applicant_X=A,
+        applicant_scores=scores,
+        accepted=accepted,
+        ids=ids[rej],
+        X=A[rej],
+        scores=scores[rej],
+        n_applications=np.ones(rej.size, np.int64),
+        budget_left=budget_left,
+    )
 
 
 @pytest.mark.parametrize("spec", ["threshold", "threshold-ustun", "safear:rollouts=20"])
@@ -192,10 +209,18 @@ def test_fit_paced_known_answer_whatever_the_runs_length():
     With 0.5 / 0.5 · 7 = 3.5 left the allowance is 0.5: rows 1, 3, 0 (test_known_answer_...)."""
     rec = hand_rec()
     obs = RecourseObs(
-        tick=3, threshold=0.5, applicant_ids=np.arange(5), applicant_X=X,
-        applicant_scores=np.zeros(5), accepted=np.zeros(5, bool), ids=np.arange(5), X=X,
-        scores=np.zeros(5), n_applications=np.ones(5, np.int64), budget_left=3.5,
-    )  # fmt: skip
+        tick=3,
+        threshold=0.5,
+        applicant_ids=np.arange(5),
+        applicant_X=X,
+        applicant_scores=np.zeros(5),
+        accepted=np.zeros(5, bool),
+        ids=np.arange(5),
+        X=X,
+        scores=np.zeros(5),
+        n_applications=np.ones(5, np.int64),
+        budget_left=3.5,
+    )
     outs = [fit_paced(rec, obs, with_horizon(context(), 10, ticks=ticks)) for ticks in (10, 100)]
     for out in outs:
         np.testing.assert_array_equal(out.advised, [True, True, False, True, False])
@@ -228,8 +253,11 @@ def test_policies_pace_an_episode_budget(spec):
 def run_ticks(config, policy: str, ticks: int):
     from abm import RecourseModel
 
-    return RecourseModel(config, policy, seed=0, ticks=ticks, agents=False,
-                         record_events=False).run().tick_table()  # fmt: skip
+    return (
+        RecourseModel(config, policy, seed=0, ticks=ticks, agents=False, record_events=False)
+        .run()
+        .tick_table()
+    )
 
 
 @pytest.mark.parametrize(

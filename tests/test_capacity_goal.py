@@ -63,18 +63,29 @@ def test_a_stationary_predictor_is_a_mismatch_in_a_capacity_world_and_not_in_its
 
 @pytest.mark.slow
 def test_a_capacity_predictor_runs_as_rl_and_hybrid_and_is_refused_elsewhere(tmp_path):
-    m = train_predictor(tmp_path / "mu", "recession", alpha=1.0, tau=1.0, steps=40, sac=SAC_TINY,
-                        checkpoint_every=1000, capacity_obs=True, ticks=45)  # fmt: skip
+    m = train_predictor(
+        tmp_path / "mu",
+        "recession",
+        alpha=1.0,
+        tau=1.0,
+        steps=40,
+        sac=SAC_TINY,
+        checkpoint_every=1000,
+        capacity_obs=True,
+        ticks=45,
+    )
     assert m["capacity_observation"] == "k_t / k, m_t / m"
     assert m["obs_dim"] == observation_size(10, 1, capacity=True)
     assert m["scenario"]["k_steps"] == [[40, 0.5], [60, 1.0]]
-    run = RecourseModel("recession", f"hybrid-exact-linear:path={tmp_path / 'mu'}", seed=1,
-                        agents=False, ticks=45).run()  # fmt: skip
+    run = RecourseModel(
+        "recession", f"hybrid-exact-linear:path={tmp_path / 'mu'}", seed=1, agents=False, ticks=45
+    ).run()
     goals = run.tick_table()["mean_goal"].to_numpy()
     assert np.isfinite(goals[1:]).all()
     with pytest.raises(ArtefactError, match="k_steps"):
-        RecourseModel("paper", f"hybrid-exact-linear:path={tmp_path / 'mu'}", seed=1, agents=False,
-                      ticks=5).run()  # fmt: skip
+        RecourseModel(
+            "paper", f"hybrid-exact-linear:path={tmp_path / 'mu'}", seed=1, agents=False, ticks=5
+        ).run()
 
 
 # constructed fronts on the quick plan's margins 0, 0.05, 0.1 (RR 0.9, 0.95, 1.0): each
@@ -216,8 +227,14 @@ def test_points_cover_every_front_with_the_papers_grid_and_margins():
     pts = cg.points("results/capacity-goal")
     by = pd.DataFrame(pts).groupby("method").size()
     assert by["threshold"] == 1
-    for m in ("margin-exact-linear", "margin-estimated", "margin-true", "margin-phi",
-              "trend-phi", "trend-exact-linear"):  # fmt: skip
+    for m in (
+        "margin-exact-linear",
+        "margin-estimated",
+        "margin-true",
+        "margin-phi",
+        "trend-phi",
+        "trend-exact-linear",
+    ):
         assert by[m] == 12
     # μ trained with seeds 0, 1 and 2 (issue 48): every learned point once per seed
     for m in ("rl", "hybrid-exact-linear"):

@@ -72,8 +72,9 @@ def test_advice_on_proxies_gains_nothing_true_and_advice_on_causes_does():
     card = proxies.outcome_card().values
     # all of the change is on the proxy; the two sums differ in rounding on some CPUs
     assert card["noncausal_share"] == pytest.approx(1.0, abs=1e-12) and card["true_gain"] == 0.0
-    causal = RecourseModel("paper", "threshold", seed=0, ticks=30, agents=False,
-                           outcome_delay=2).run()  # fmt: skip
+    causal = RecourseModel(
+        "paper", "threshold", seed=0, ticks=30, agents=False, outcome_delay=2
+    ).run()
     c2 = causal.outcome_card()
     assert c2.values["true_gain"] > 0.01
     assert c2.reasons["noncausal_share"] == "the world has no non-causal features"
@@ -154,14 +155,14 @@ def test_the_evaluations_differences_are_one_family_with_verdicts():
 def test_evaluate_runs_every_episode_seed_in_every_world_and_pairs_with_the_baseline():
     from lab.evaluation import evaluate_many
 
-    res = evaluate_many("paper", ["none", "threshold"], seeds="0-1", world_seeds="3,7",
-                        ticks=8)  # fmt: skip
+    res = evaluate_many("paper", ["none", "threshold"], seeds="0-1", world_seeds="3,7", ticks=8)
     none, thr = res
     assert none["worlds"] == [3, 7] and len(thr["per_episode"]) == 4
     assert "vs_baseline" not in none and thr["vs_baseline"]["policy"] == "none"
     diff = thr["vs_baseline"]["card"]["accept_rate"]["mean"]
-    assert diff == pytest.approx(thr["card"]["accept_rate"]["mean"]
-                                 - none["card"]["accept_rate"]["mean"])  # fmt: skip
+    assert diff == pytest.approx(
+        thr["card"]["accept_rate"]["mean"] - none["card"]["accept_rate"]["mean"]
+    )
     one_world = evaluate_many("paper", ["threshold"], seeds="0-1", world_seed=7, ticks=8)[0]
     assert json.dumps(one_world["per_episode"]) == json.dumps(thr["per_episode"][2:])
 

@@ -28,8 +28,17 @@ EVERYWHERE = frozenset(DEFAULT_WORLDS)
 # The fast tier: policies whose check takes well under a second (2 cores). The rest, which
 # solve a MILP or an optimisation per candidate, load torch models or train a generator,
 # run in the slow tier.
-FAST = {"none", "threshold", "threshold-true", "threshold-estimated", "threshold-explore",
-        "improve-proto", "improve-linucb", "improve-bwo", "ei"}  # fmt: skip
+FAST = {
+    "none",
+    "threshold",
+    "threshold-true",
+    "threshold-estimated",
+    "threshold-explore",
+    "improve-proto",
+    "improve-linucb",
+    "improve-bwo",
+    "ei",
+}
 
 # The worlds a policy runs in where that is not all of DEFAULT_WORLDS: its prepare refuses
 # the others (the report's not_run says why), pinned here so that a change shows.
@@ -91,12 +100,19 @@ KNOWN: dict[str, dict[str, str]] = {
         "goal-admissible": "goal = M(x_cf) of a budget-scaled intervention, often below the threshold",
         "fork-safe": "the per-candidate plan step advances in recommend",
     },
-}  # fmt: skip
+}
 
 # optional libraries a policy needs (the test is skipped without them)
-NEEDS = {"threshold-dice": "dice_ml", "hybrid-dice": "dice_ml", "scarf": "torch",
-         "scarf-mlp": "torch", "threshold-wachter": "torch", "hybrid-wachter": "torch",
-         "roar-l1": "torch", "roar-linf": "torch"}  # fmt: skip
+NEEDS = {
+    "threshold-dice": "dice_ml",
+    "hybrid-dice": "dice_ml",
+    "scarf": "torch",
+    "scarf-mlp": "torch",
+    "threshold-wachter": "torch",
+    "hybrid-wachter": "torch",
+    "roar-l1": "torch",
+    "roar-linf": "torch",
+}
 NEEDS.update({name: "torch" for name in REGISTRY.describe() if name.startswith(("rl", "hybrid"))})
 
 
@@ -298,7 +314,7 @@ BROKEN = [
     (Overspends, "budget", "budget", "of the budget left"),
     (IgnoresRefit, "retraining", "model-in-force", "reached under an older model"),
     (Raises, "paper", "runs", "recommend raised ValueError: no advice today"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("policy, world, rule, words", BROKEN, ids=[b[0].__name__ for b in BROKEN])
@@ -318,8 +334,11 @@ def test_the_refit_rule_fires_after_the_refit():
         check_policy(IgnoresRefit, scenarios=["paper", "retraining"])
     assert err.value.rule == "model-in-force"
     assert err.value.tick >= WORLDS["retraining"].overrides["retrain_every"]
-    assert re.search(r"candidate \d+ reaches M\(x_cf\) = [\d.]+ under the model in force "
-                     r"\(version 1\), short of its goal", str(err.value))  # fmt: skip
+    assert re.search(
+        r"candidate \d+ reaches M\(x_cf\) = [\d.]+ under the model in force "
+        r"\(version 1\), short of its goal",
+        str(err.value),
+    )
 
 
 def test_candidate_ids_are_named():
@@ -334,16 +353,21 @@ def test_allowed_rules_are_checked_and_reported():
     (result,) = report.broken
     assert (result.rule, result.world, result.status) == ("honest-masks", "paper", "broken")
     # one row a tick, every tick (the model demotes the row and goes on)
-    assert re.fullmatch(r"8 of \d+ rejected rows; first at tick 0: candidate \d+ is advised, "
-                        r"but its counterfactual changes no feature by 1e-9 or more; "
-                        r"allowed: a test", result.detail)  # fmt: skip
+    assert re.fullmatch(
+        r"8 of \d+ rejected rows; first at tick 0: candidate \d+ is advised, "
+        r"but its counterfactual changes no feature by 1e-9 or more; "
+        r"allowed: a test",
+        result.detail,
+    )
     assert report.status("goal-reached") == "passed" and not report.stale_allowances
     # advice the model refuses ends the world there, and the report says so
     report = check_policy(ChangesImmutable, scenarios=["paper"], allow={"immutables": "a test"})
-    assert re.fullmatch(r"11 of 11 advised rows; first at tick 0: candidate \d+ changed "
-                        r"immutable feature 7 \(.*\); allowed: a test \(the world stopped at "
-                        r"tick 0: the model refused the advice: RuntimeError: .*\)",
-                        report.result("immutables", "paper").detail)  # fmt: skip
+    assert re.fullmatch(
+        r"11 of 11 advised rows; first at tick 0: candidate \d+ changed "
+        r"immutable feature 7 \(.*\); allowed: a test \(the world stopped at "
+        r"tick 0: the model refused the advice: RuntimeError: .*\)",
+        report.result("immutables", "paper").detail,
+    )
     # an allowance that nothing needs is reported as stale
     stale = check_policy(Threshold, scenarios=["paper"], allow={"budget": "not needed"})
     assert stale.stale_allowances == ("budget",)
@@ -394,8 +418,9 @@ def test_the_report_lists_worlds_rules_and_counts():
 
 
 def test_a_policy_that_cannot_run_is_listed_or_refused():
-    report = check_policy("improve-proto", scenarios=["paper", "improvement"],
-                          allow=KNOWN["improve-proto"])  # fmt: skip
+    report = check_policy(
+        "improve-proto", scenarios=["paper", "improvement"], allow=KNOWN["improve-proto"]
+    )
     assert list(report.worlds) == ["improvement"]
     assert report.not_run == {"paper": "improve-proto needs outcome_delay (1..10000)"}
     with pytest.raises(ConfigError, match="can run in none of the worlds checked .*outcome_delay"):
@@ -427,8 +452,11 @@ def test_the_example_plugin_passes(monkeypatch):
     monkeypatch.delitem(sys.modules, "recourse_abm_recent_max", raising=False)
     from recourse_abm_recent_max import RecentMax
 
-    report = check_policy(lambda: CompositePolicy(RecentMax(window=3), ExactLinear()),
-                          name="recent-max", scenarios=["paper", "retraining"])  # fmt: skip
+    report = check_policy(
+        lambda: CompositePolicy(RecentMax(window=3), ExactLinear()),
+        name="recent-max",
+        scenarios=["paper", "retraining"],
+    )
     assert report.status("fork-safe") == "passed"
 
     class Remembers(RecentMax):  # the plugin as it was: a fork's thresholds are remembered

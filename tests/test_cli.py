@@ -13,16 +13,53 @@ from lab.cli import app, friendly_errors, run
 
 runner = CliRunner()
 
-TICK_COLUMNS = ["tick", "threshold", "n_applicants", "n_accepted", "n_rejected", "n_dropped",
-                "n_reapplied", "n_succ", "rr", "rf", "gini", "mean_cost"]  # fmt: skip
-SUMMARY_KEYS = ["scenario", "policy", "seed", "ticks", "rr", "rf", "gini", "mean_cost",
-                "n_accepted", "n_dropped", "versions"]  # fmt: skip
+TICK_COLUMNS = [
+    "tick",
+    "threshold",
+    "n_applicants",
+    "n_accepted",
+    "n_rejected",
+    "n_dropped",
+    "n_reapplied",
+    "n_succ",
+    "rr",
+    "rf",
+    "gini",
+    "mean_cost",
+]
+SUMMARY_KEYS = [
+    "scenario",
+    "policy",
+    "seed",
+    "ticks",
+    "rr",
+    "rf",
+    "gini",
+    "mean_cost",
+    "n_accepted",
+    "n_dropped",
+    "versions",
+]
 
 
 def test_run_writes_everything(tmp_path):
     out = tmp_path / "res"
-    result = runner.invoke(app, ["run", "--scenario", "paper-T5", "--policy", "threshold", "--ticks", "30",
-                                 "--seed", "2", "--out", str(out)])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--scenario",
+            "paper-T5",
+            "--policy",
+            "threshold",
+            "--ticks",
+            "30",
+            "--seed",
+            "2",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "recourse reliability" in result.output
     ticks = pd.read_parquet(out / "ticks.parquet")
@@ -45,8 +82,21 @@ def test_run_with_overrides_and_toml(tmp_path):
     scen = tmp_path / "s.toml"
     scen.write_text('base = "paper"\nk = 4\n')
     out = tmp_path / "o"
-    result = runner.invoke(app, ["run", "--scenario", str(scen), "--set", "beta=0.01", "--ticks", "5",
-                                 "--no-events", "--out", str(out)])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--scenario",
+            str(scen),
+            "--set",
+            "beta=0.01",
+            "--ticks",
+            "5",
+            "--no-events",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["config"]["k"] == 4 and summary["config"]["beta"] == 0.01
@@ -60,21 +110,34 @@ def test_run_with_overrides_and_toml(tmp_path):
         (["run", "--policy", "bogus"], "policy = 'bogus' is not registered; allowed: "),
         (["run", "--scenario", "nope"], "scenario = 'nope' is not a preset; allowed: a preset ("),
         (["run", "--set", "beta=-1"], "beta = -1 is not allowed; allowed: a number in (0, inf]"),
-        (["run", "--set", "k=abc"], "k = 'abc' is not allowed; allowed: an integer in [1, 10000000]"),
+        (
+            ["run", "--set", "k=abc"],
+            "k = 'abc' is not allowed; allowed: an integer in [1, 10000000]",
+        ),
         (["run", "--set", "kk=3"], "kk = 3 is not a known field; allowed: name, n_features"),
         (["run", "--set", "k"], "--set = 'k' is not allowed; allowed: KEY=VALUE"),
-        (["run", "--policy", "last-threshold+exact-linear:weights=wrong"],
-         "weights = 'wrong' is not allowed; allowed: one of uniform, true, estimated"),
+        (
+            ["run", "--policy", "last-threshold+exact-linear:weights=wrong"],
+            "weights = 'wrong' is not allowed; allowed: one of uniform, true, estimated",
+        ),
         # typer's: bounds from ScenarioConfig, unknown options and commands
-        (["run", "--ticks", "0"], "--ticks = 0 is not allowed; allowed: an integer in [1, 1000000]"),
+        (
+            ["run", "--ticks", "0"],
+            "--ticks = 0 is not allowed; allowed: an integer in [1, 1000000]",
+        ),
         (["run", "--ticks", "abc"], "--ticks = abc is not allowed; allowed: an integer in [1, "),
         (["run", "--seed=-1"], "--seed = -1 is not allowed; allowed: an integer in [0, 2**63 - 1]"),
-        (["run", "--tiks", "3"], "option = --tiks is not an option of `run`; "
-                                 "allowed: --scenario, --policy, --ticks"),
+        (
+            ["run", "--tiks", "3"],
+            "option = --tiks is not an option of `run`; allowed: --scenario, --policy, --ticks",
+        ),
         (["bogus"], "command = bogus is unknown; allowed: run, scenarios, policies"),
-        (["dashboard", "--port", "0"], "--port = 0 is not allowed; allowed: an integer in [1, 65535]"),
+        (
+            ["dashboard", "--port", "0"],
+            "--port = 0 is not allowed; allowed: an integer in [1, 65535]",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_one_line_exit_2(args, message, tmp_path):
     if args[0] == "run":
         args = [*args, "--out", str(tmp_path / "x")]
@@ -139,8 +202,20 @@ def test_set_seed_works_and_seed_option_wins(tmp_path):
     """``--set seed=N`` sets the episode seed; ``--seed`` given too wins."""
     for args, seed in ((["--set", "seed=3"], 3), (["--set", "seed=3", "--seed", "5"], 5)):
         out = tmp_path / str(seed)
-        result = runner.invoke(app, ["run", "-s", "motivating-example", "--ticks", "2",
-                                     "--no-events", "--out", str(out), *args])  # fmt: skip
+        result = runner.invoke(
+            app,
+            [
+                "run",
+                "-s",
+                "motivating-example",
+                "--ticks",
+                "2",
+                "--no-events",
+                "--out",
+                str(out),
+                *args,
+            ],
+        )
         assert result.exit_code == 0, result.output
         assert json.loads((out / "summary.json").read_text())["seed"] == seed
 
@@ -157,8 +232,11 @@ def test_run_ticks_is_validated_and_step_stops_at_the_end():
     assert model.tick == 0
     model.run()
     assert model.tick == model.config.ticks and not model.running
-    with pytest.raises(RuntimeError, match=f"step\\(\\) at tick {model.config.ticks}, but "
-                                           f"the scenario has ticks = {model.config.ticks}"):  # fmt: skip
+    with pytest.raises(
+        RuntimeError,
+        match=f"step\\(\\) at tick {model.config.ticks}, but "
+        f"the scenario has ticks = {model.config.ticks}",
+    ):
         model.step()
     assert model.tick == model.config.ticks
 

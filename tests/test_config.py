@@ -23,21 +23,36 @@ from abm.scenarios import PRESETS, resolve_scenario, scenario_from_toml
         ("rho", -0.1, "rho = -0.1 is not allowed; allowed: a number in [0, inf)"),
         ("nu", math.inf, "nu = inf is not allowed; allowed: a number in [0, inf)"),
         ("difficulty", (0.5,) * 9, "allowed: one number in (0, 1] per feature (n_features = 10"),
-        ("difficulty", (0.5,) * 9 + (1.5,), "difficulty = (0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 1.5) is not"),
+        (
+            "difficulty",
+            (0.5,) * 9 + (1.5,),
+            "difficulty = (0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 1.5) is not",
+        ),
         ("difficulty", (0.5,) * 9 + ("x",), "difficulty[9] = 'x' is not allowed; allowed: one"),
         ("mean_range", (0.8, 0.2), "mean_range = (0.8, 0.2) is not allowed; allowed: a pair"),
         ("mean_range", (0.1, 0.2, 0.3), "allowed: a pair [lo, hi] with 0 <= lo <= hi <= 1"),
-        ("std_range", (0.0, 0.0), "std_range = (0.0, 0.0) is not allowed; allowed: a pair [lo, "
-                                  "hi] with 0 <= lo <= hi <= 10 and hi > 0"),
-        ("immutable", (10,), "immutable = (10,) is not allowed; allowed: distinct feature indices in [0, 9]"),
+        (
+            "std_range",
+            (0.0, 0.0),
+            "std_range = (0.0, 0.0) is not allowed; allowed: a pair [lo, "
+            "hi] with 0 <= lo <= hi <= 10 and hi > 0",
+        ),
+        (
+            "immutable",
+            (10,),
+            "immutable = (10,) is not allowed; allowed: distinct feature indices in [0, 9]",
+        ),
         ("immutable", tuple(range(10)), "leaving one feature mutable"),
-        ("decision_model", "svm", "decision_model = 'svm' is not allowed; allowed: one of "
-                                  "logistic, mlp"),
+        (
+            "decision_model",
+            "svm",
+            "decision_model = 'svm' is not allowed; allowed: one of logistic, mlp",
+        ),
         ("n_initial", -1, "n_initial = -1 is not allowed; allowed: an integer in [0, 10000000]"),
         ("seed", -3, "seed = -3 is not allowed; allowed: an integer in [0, 2**63 - 1]"),
         ("name", "", "name = '' is not allowed; allowed: a non-empty string"),
     ],
-)  # fmt: skip
+)
 def test_validation_names_field_value_and_range(field, value, message):
     with pytest.raises(ConfigError) as info:
         ScenarioConfig().replace(**{field: value})

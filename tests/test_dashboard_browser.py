@@ -37,8 +37,15 @@ SHOTS = (
     if os.environ.get("RABM_UPDATE_SCREENSHOTS") == "1"
     else Path(tempfile.mkdtemp(prefix="rabm-shots-"))
 )
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 MAX_SCREENSHOT_BYTES = 150_000
 # generous: CI shares 2 cores with the rest of the parallel suite
 TIMEOUT_MS = int(os.environ.get("RABM_BROWSER_TIMEOUT_MS", "90000"))
@@ -69,8 +76,19 @@ def server(tmp_path_factory):
     log_file = log_path.open("wb")
     port = _free_port()
     url = f"http://127.0.0.1:{port}/"
-    cmd = [sys.executable, "-m", "solara", "run", str(APP), "--host", "127.0.0.1",
-           "--port", str(port), "--no-open", "--production"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "solara",
+        "run",
+        str(APP),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--no-open",
+        "--production",
+    ]
     # from the checkout that holds the app, so that its own dashboards package is imported
     proc = subprocess.Popen(cmd, cwd=APP.parent.parent, stdout=log_file, stderr=subprocess.STDOUT)
     try:
@@ -360,8 +378,10 @@ def test_defect1_reset_after_changing_every_sidebar_control(server, browser):
     choose(page, "policy", "none")
     choose(page, "compare with", "threshold-true")
     page.locator(".rabm-status").get_by_text("vs threshold-true").wait_for()
-    labels = {name: slide(page, name, 0.3) for name in
-              ("k", "m", "n_initial", "validity", "ticks", "seed")}  # fmt: skip
+    labels = {
+        name: slide(page, name, 0.3)
+        for name in ("k", "m", "n_initial", "validity", "ticks", "seed")
+    }
     type_into(page, "beta", "0.2")
     type_into(page, "difficulty", "0.5, " * 9 + "0.3")
     page.locator(".rabm-status").get_by_text("no tick run yet").wait_for()
@@ -452,8 +472,14 @@ def test_defect6_applicant_table_shows_rejected_full_columns_and_tiny_advice(ser
     for n in (1, 2, 3):
         step(page, n)
     headers = table_headers(page)
-    for name in ("applicant", "score", "outcome", "goal g", "result of the advice",
-                 "score after changes"):  # fmt: skip
+    for name in (
+        "applicant",
+        "score",
+        "outcome",
+        "goal g",
+        "result of the advice",
+        "score after changes",
+    ):
         assert any(name in h for h in headers), (name, headers)
     page.locator(".rabm-applicants .v-data-footer__select .v-select__slot").click()
     page.locator(".menuable__content__active .v-list-item", has_text="All").click()
@@ -483,8 +509,14 @@ def test_defect7_no_badge_no_mesa_internals_and_nothing_fetched_from_outside(ser
     bad = []
     page.on("response", lambda r: bad.append((r.status, r.url)) if r.status >= 400 else None)
     page.on("requestfailed", lambda r: bad.append(("failed", r.url)))
-    page.on("request", lambda r: bad.append(("outside", r.url))
-            if not r.url.startswith(("http://127.0.0.1", "data:", "blob:")) else None)  # fmt: skip
+    page.on(
+        "request",
+        lambda r: (
+            bad.append(("outside", r.url))
+            if not r.url.startswith(("http://127.0.0.1", "data:", "blob:"))
+            else None
+        ),
+    )
     page.goto(server)
     page.get_by_role("button", name="Step", exact=True).wait_for()
     wait_charts(page)
@@ -502,9 +534,10 @@ def test_defect7_no_badge_no_mesa_internals_and_nothing_fetched_from_outside(ser
     for name in ("Reset", "Play", "Step"):
         button = page.get_by_role("button", name=name, exact=True)
         box = button.bounding_box()
-        hit = page.evaluate("([x, y]) => document.elementFromPoint(x, y).closest('button')"
-                            "?.innerText.trim()", [box["x"] + box["width"] / 2,
-                                                   box["y"] + box["height"] / 2])  # fmt: skip
+        hit = page.evaluate(
+            "([x, y]) => document.elementFromPoint(x, y).closest('button')?.innerText.trim()",
+            [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2],
+        )
         assert hit and hit.lower() == name.lower()
     ctx.close()
 
@@ -513,25 +546,47 @@ def test_defect8_crafted_values_are_refused_on_the_server(server, browser):
     page = open_page(browser, server)
     step(page, 1)
     cases = [
-        (field(page, "scenario preset"), "input", "no-such-preset",
-         "preset = 'no-such-preset' is not allowed; allowed: one of paper"),
+        (
+            field(page, "scenario preset"),
+            "input",
+            "no-such-preset",
+            "preset = 'no-such-preset' is not allowed; allowed: one of paper",
+        ),
         (field(page, "policy"), "input", "../etc", "policy = '../etc' is not allowed"),
-        (field(page, "classroom demonstration"), "input", "9 · nope",
-         "demonstration = '9 · nope' is not allowed"),
+        (
+            field(page, "classroom demonstration"),
+            "input",
+            "9 · nope",
+            "demonstration = '9 · nope' is not allowed",
+        ),
         (field(page, "play speed"), "input", "warp", "play speed = 'warp' is not allowed"),
-        (page.locator(".rabm-slider-seed"), "change", 10**9,
-         "seed = 1000000000 is not allowed; allowed: an integer in [0, 99]"),
-        (page.locator(".rabm-slider-n_initial"), "change", "lots",
-         "n_initial = 'lots' is not allowed; allowed: an integer in [0, 2000]"),
-        (page.locator(".rabm-replay .v-input"), "input", 999,
-         "tick shown = 999 is not allowed; allowed: an integer in [0, 0]"),
-        (page.locator(".rabm-applicants .rabm-table"), "pick", -5,
-         "applicant = -5 is not allowed"),
-    ]  # fmt: skip
+        (
+            page.locator(".rabm-slider-seed"),
+            "change",
+            10**9,
+            "seed = 1000000000 is not allowed; allowed: an integer in [0, 99]",
+        ),
+        (
+            page.locator(".rabm-slider-n_initial"),
+            "change",
+            "lots",
+            "n_initial = 'lots' is not allowed; allowed: an integer in [0, 2000]",
+        ),
+        (
+            page.locator(".rabm-replay .v-input"),
+            "input",
+            999,
+            "tick shown = 999 is not allowed; allowed: an integer in [0, 0]",
+        ),
+        (page.locator(".rabm-applicants .rabm-table"), "pick", -5, "applicant = -5 is not allowed"),
+    ]
     for locator, event, value, message in cases:
         if event == "pick":  # the table's own message to the server
-            locator.evaluate("(el, v) => { let vm = el.__vue__; while (vm && !vm.pick) "
-                             "vm = vm.$parent; vm.pick(v); }", value)  # fmt: skip
+            locator.evaluate(
+                "(el, v) => { let vm = el.__vue__; while (vm && !vm.pick) "
+                "vm = vm.$parent; vm.pick(v); }",
+                value,
+            )
         else:
             craft(page, locator, event, value)
         page.locator(".rabm-error", has_text=message).wait_for()
@@ -543,8 +598,9 @@ def test_defect8_crafted_values_are_refused_on_the_server(server, browser):
 
 # -- replay, export, agent view --------------------------------------------------------------
 def test_replay_and_export(server, browser):
-    page = open_page(browser, server, accept_downloads=True,
-                     permissions=["clipboard-read", "clipboard-write"])  # fmt: skip
+    page = open_page(
+        browser, server, accept_downloads=True, permissions=["clipboard-read", "clipboard-write"]
+    )
     for n in range(1, 6):
         step(page, n)
     before = max(drawn_frames(page))
@@ -606,8 +662,11 @@ def test_agent_view_from_table_row_and_from_scatter_point(server, browser):
     # a point in the scatter: one that no other point overlaps
     page.locator('.rabm-chart[data-chart="applicants"]').scroll_into_view_if_needed()
     points = [i for i in page.evaluate(SCENE_JS, "applicants") if i["where"] == "point"]
-    alone = [p for p in points if all(abs(p["x"] - q["x"]) + abs(p["y"] - q["y"]) > 12
-                                      for q in points if q is not p)]  # fmt: skip
+    alone = [
+        p
+        for p in points
+        if all(abs(p["x"] - q["x"]) + abs(p["y"] - q["y"]) > 12 for q in points if q is not p)
+    ]
     target = alone[0]
     page.mouse.click(target["x"], target["y"])
     card.get_by_text(f"Applicant {target['id']}").first.wait_for()
@@ -755,8 +814,12 @@ def test_lesson_plan_of_teaching_md(server, browser):
 
     # Demo 4: risk-averse advice (SafeAR), or threshold vs none without it
     field(page, "classroom demonstration").locator(".v-select__slot").click()
-    has_safear = page.locator(".menuable__content__active .v-list-item",
-                              has_text="4 · Risk-averse advice").count() > 0  # fmt: skip
+    has_safear = (
+        page.locator(
+            ".menuable__content__active .v-list-item", has_text="4 · Risk-averse advice"
+        ).count()
+        > 0
+    )
     page.keyboard.press("Escape")
     if has_safear:
         choose(page, "classroom demonstration", "4 · Risk-averse advice")
@@ -875,8 +938,10 @@ def test_improvement_preset_compares_threshold_with_the_learning_bandit(server, 
     assert {"policy", BANDIT, "threshold"} <= legend, legend
 
     def last(name: str, policy: str, series: str) -> float:
-        return max((r for r in chart_data(page, name) if r["policy"] == policy
-                    and r["series"] == series), key=lambda r: r["tick"])["value"]  # fmt: skip
+        return max(
+            (r for r in chart_data(page, name) if r["policy"] == policy and r["series"] == series),
+            key=lambda r: r["tick"],
+        )["value"]
 
     gain = "true gain Δh* per advice carried out"
     assert last("true-gain", "threshold", gain) == 0 < last("true-gain", BANDIT, gain)
@@ -931,10 +996,12 @@ def test_fair_scarf_prepares_scarf_visibly_and_shows_both_policies_per_group(ser
 def _centre_hit(page, locator) -> str | None:
     """The class list of what a click at the centre of ``locator`` would hit."""
     box = locator.bounding_box()
-    return page.evaluate("([x, y]) => { const e = document.elementFromPoint(x, y); "
-                         "return e ? e.closest('button, .v-navigation-drawer, .v-app-bar')"
-                         "?.className ?? e.className : null; }",
-                         [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2])  # fmt: skip
+    return page.evaluate(
+        "([x, y]) => { const e = document.elementFromPoint(x, y); "
+        "return e ? e.closest('button, .v-navigation-drawer, .v-app-bar')"
+        "?.className ?? e.className : null; }",
+        [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2],
+    )
 
 
 def _drawer_open(page) -> bool:
@@ -962,8 +1029,10 @@ def test_item1_phone_and_800x600_drawer_closes_and_the_run_stays_reachable(
         step(page, n)
     menu = page.locator(".rabm-menu")
     menu.click()
-    page.wait_for_function("() => document.querySelector('.rabm-drawer').getBoundingClientRect()"
-                           ".right >= Math.min(window.innerWidth, 400) - 1")  # fmt: skip
+    page.wait_for_function(
+        "() => document.querySelector('.rabm-drawer').getBoundingClientRect()"
+        ".right >= Math.min(window.innerWidth, 400) - 1"
+    )
     assert _drawer_open(page)
     drawer = page.locator(".rabm-drawer").bounding_box()
     assert drawer["width"] <= width and drawer["y"] >= 40  # below the bar, never wider
@@ -974,7 +1043,8 @@ def test_item1_phone_and_800x600_drawer_closes_and_the_run_stays_reachable(
 
         raw = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
         raw.quantize(colors=64, method=Image.Quantize.FASTOCTREE).save(
-            SHOTS / "dashboard-phone.png", optimize=True)  # fmt: skip
+            SHOTS / "dashboard-phone.png", optimize=True
+        )
     # a slider that fits, and a box to type N₀ (no arrow keys needed)
     slider = page.locator(".rabm-slider-k .v-slider").bounding_box()
     assert slider["width"] >= 120, slider
@@ -985,14 +1055,20 @@ def test_item1_phone_and_800x600_drawer_closes_and_the_run_stays_reachable(
     restarted(page)
     # the ✕ closes it, ☰ opens it again, Escape closes it
     page.locator(".rabm-drawer-close").click()
-    page.wait_for_function("() => !document.querySelector('.rabm-drawer')"
-                           ".classList.contains('v-navigation-drawer--open')")  # fmt: skip
+    page.wait_for_function(
+        "() => !document.querySelector('.rabm-drawer')"
+        ".classList.contains('v-navigation-drawer--open')"
+    )
     menu.click()
-    page.wait_for_function("() => document.querySelector('.rabm-drawer')"
-                           ".classList.contains('v-navigation-drawer--open')")  # fmt: skip
+    page.wait_for_function(
+        "() => document.querySelector('.rabm-drawer')"
+        ".classList.contains('v-navigation-drawer--open')"
+    )
     page.keyboard.press("Escape")
-    page.wait_for_function("() => !document.querySelector('.rabm-drawer')"
-                           ".classList.contains('v-navigation-drawer--open')")  # fmt: skip
+    page.wait_for_function(
+        "() => !document.querySelector('.rabm-drawer')"
+        ".classList.contains('v-navigation-drawer--open')"
+    )
     # the tick-shown slider is wide enough to scrub
     for n in (1, 2, 3):
         step(page, n)
@@ -1061,7 +1137,7 @@ def test_item3_colours_one_palette_for_outcomes_another_for_policies(server, bro
         (function walk(m) { for (const i of m.items || []) {
             if (m.marktype === 'symbol' && m.role === 'legend-symbol') out.push(i.shape);
             for (const c of i.items || []) walk(c); } })(view.scenegraph().root);
-        return out; }""")  # fmt: skip
+        return out; }""")
     assert symbols and set(symbols) == {"square"}, symbols
     page.context.close()
 
@@ -1223,8 +1299,9 @@ def test_lesson_demos_6_and_7_of_teaching_md(server, browser):
     page.get_by_role("button", name="Pause", exact=True).click()
     page.get_by_role("button", name="Play", exact=True).wait_for()
     wait_charts(page, max(drawn_frames(page)) - 1)
-    shown = page.evaluate("Array.from(document.querySelectorAll('.rabm-chart[data-chart]'))"
-                          ".map(e => e.dataset.chart)")  # fmt: skip
+    shown = page.evaluate(
+        "Array.from(document.querySelectorAll('.rabm-chart[data-chart]')).map(e => e.dataset.chart)"
+    )
     assert {"groups", "group-distance", "budget"} <= set(shown)
     assert not {"true-gain", "qualified", "true-outcomes", "causal"} & set(shown)
     budget = chart_data(page, "budget")
@@ -1248,11 +1325,15 @@ def test_lesson_demo_8_a_recession(server, browser):
     page.get_by_role("button", name="Play", exact=True).click()
     page.locator(".rabm-status").get_by_text("80 of 80 ticks run").wait_for()
     wait_charts(page, max(drawn_frames(page)) - 1)
-    places = {r["tick"]: r["value"] for r in chart_data(page, "capacity")
-              if r["series"] == "places k"}  # fmt: skip
+    places = {
+        r["tick"]: r["value"] for r in chart_data(page, "capacity") if r["series"] == "places k"
+    }
     assert [places[t] for t in (39, 40, 59, 60)] == [9, 5, 5, 9]
-    rr = {r["tick"]: r["value"] for r in chart_data(page, "reliability")
-          if r["series"] == "RR reliability"}  # fmt: skip
+    rr = {
+        r["tick"]: r["value"]
+        for r in chart_data(page, "reliability")
+        if r["series"] == "RR reliability"
+    }
     assert rr[40] == 0.0 and rr[60] == 1.0
     screenshot(page, "teaching-demo8.png", '.rabm-chart[data-chart="capacity"]')
     page.context.close()

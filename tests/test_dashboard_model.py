@@ -118,7 +118,11 @@ def test_good_inputs_apply_and_a_preset_keeps_the_policies():
     s = Settings().with_input("policy", "none").with_input("compare", "threshold-true")
     s = s.with_input("preset", "paper-T5")
     assert (s.preset, s.policy, s.compare, s.validity) == (
-        "paper-T5", "none", ("threshold-true",), 5)  # fmt: skip
+        "paper-T5",
+        "none",
+        ("threshold-true",),
+        5,
+    )
     assert s.with_input("compare", "off").compare == ()
     assert s.with_input("seed", 7.0).seed == 7  # JSON numbers may arrive as floats
     lo, hi = Settings.from_preset("motivating-example").slider_range("ticks")
@@ -153,8 +157,9 @@ def test_cli_command_reproduces_the_dashboard_run(tmp_path):
 
     import pandas as pd
 
-    s = Settings.from_preset("paper-T5", k=4, n_initial=30, ticks=6, seed=3, beta="0.2",
-                             difficulty="0.5, " * 9 + "0.25")  # fmt: skip
+    s = Settings.from_preset(
+        "paper-T5", k=4, n_initial=30, ticks=6, seed=3, beta="0.2", difficulty="0.5, " * 9 + "0.25"
+    )
     args = shlex.split(s.cli_text())
     assert args[:2] == ["recourse-abm", "run"]
     out = tmp_path / "run"
@@ -170,8 +175,13 @@ def test_cli_command_reproduces_the_dashboard_run(tmp_path):
 # -- demos -----------------------------------------------------------------------------------
 def test_demos_check_the_registry_at_run_time():
     names = {d.name for d in DEMOS}
-    assert {"threshold-trap", "harder-features", "longer-validity", "risk-averse-advice",
-            "fairness-between-groups"} <= names  # fmt: skip
+    assert {
+        "threshold-trap",
+        "harder-features",
+        "longer-validity",
+        "risk-averse-advice",
+        "fairness-between-groups",
+    } <= names
     without = available_demos({"threshold": "", "threshold-true": "", "none": ""})
     assert "risk-averse-advice" not in without and "threshold-trap" in without
     with_safear = available_demos({"threshold": "", "threshold-true": "", "safear": ""})
@@ -182,7 +192,8 @@ def test_demos_check_the_registry_at_run_time():
         stepped(Settings.from_demo(demo), 1)
     # a spec with parameters needs its registry name only
     assert "improvement-vs-gaming" in available_demos(
-        {"threshold": "", "improve-linucb": "", "none": ""})  # fmt: skip
+        {"threshold": "", "improve-linucb": "", "none": ""}
+    )
     assert "improvement-vs-gaming" not in available_demos({"threshold": ""})
 
 
@@ -240,8 +251,11 @@ def test_views_data_are_consistent_with_the_model():
     # stacked: a bin's rejected part starts where its accepted part ends
     for lo, y0, d in zip(bins["lo"], bins["y0"], bins["decision"], strict=True):
         if d == "rejected" and y0 > 0:
-            i = [j for j, (l2, d2) in enumerate(zip(bins["lo"], bins["decision"], strict=True))
-                 if l2 == lo and d2 == "accepted"][0]  # fmt: skip
+            i = [
+                j
+                for j, (l2, d2) in enumerate(zip(bins["lo"], bins["decision"], strict=True))
+                if l2 == lo and d2 == "accepted"
+            ][0]
             assert bins["y1"][i] == y0
     eff = data.feature_effort(run.apps(0, 2), model.difficulty)
     assert eff["spent"].sum() == pytest.approx(model.tick_table()["effort"].sum())
@@ -250,8 +264,12 @@ def test_views_data_are_consistent_with_the_model():
 
 
 def test_feature_effort_known_answer():
-    apps = {"dx_0": np.array([0.2, -0.1, 0.3]), "dx_1": np.array([0.0, 0.5, 0.0]),
-            "ok_0": np.array([1, 0, -2]), "ok_1": np.array([-1, 1, -1])}  # fmt: skip
+    apps = {
+        "dx_0": np.array([0.2, -0.1, 0.3]),
+        "dx_1": np.array([0.0, 0.5, 0.0]),
+        "ok_0": np.array([1, 0, -2]),
+        "ok_1": np.array([-1, 1, -1]),
+    }
     eff = data.feature_effort(apps, np.array([0.5, 0.1]))
     assert eff["spent"].tolist() == pytest.approx([0.1, 0.05])
     assert eff["failed"].tolist() == pytest.approx([0.05, 0.0])
@@ -326,8 +344,11 @@ def test_replayed_views_equal_the_live_views():
 def test_causal_changes_count_what_the_graph_moved():
     model = stepped(Settings.from_preset("causal"), 10)
     cols = data.causal_changes(data.runs(model), 9, 10)
-    caused = {f: v for f, c, v in zip(cols["feature"], cols["change"], cols["value"], strict=True)
-              if c == "caused by the graph"}  # fmt: skip
+    caused = {
+        f: v
+        for f, c, v in zip(cols["feature"], cols["change"], cols["value"], strict=True)
+        if c == "caused by the graph"
+    }
     # the chain 7 -> 4 -> 1: only 4 and 1 have parents
     assert caused["x4"] > 0 and caused["x1"] > 0
     assert all(v == 0 for f, v in caused.items() if f not in ("x4", "x1"))
@@ -415,9 +436,14 @@ def test_four_policies_side_by_side_in_every_chart_with_their_own_colour_and_das
             continue  # one policy's applicants (the "applicants of" choice); tested below
         cols = chart.datasets(runs, 2)["main"]
         assert set(cols["policy"]) == set(policies), chart.name
-        channels = [enc[ch] for enc in _encodings(chart.spec) for ch in enc
-                    if isinstance(enc[ch], dict) and enc[ch].get("field") == "policy"
-                    and ch in ("color", "strokeDash")]  # fmt: skip
+        channels = [
+            enc[ch]
+            for enc in _encodings(chart.spec)
+            for ch in enc
+            if isinstance(enc[ch], dict)
+            and enc[ch].get("field") == "policy"
+            and ch in ("color", "strokeDash")
+        ]
         assert channels and all(c["title"] == "policy" for c in channels), chart.name
         for c in channels:  # each policy its own style, whatever its position
             kind = 0 if c is channels[0] and "color" in str(c) else None
@@ -450,8 +476,9 @@ def test_one_colour_language():
         for field, value, colour in _colour_uses(chart.spec):
             if colour in outcome:  # an outcome colour names that outcome, nothing else
                 assert field in ("series", "decision", "outcome"), (chart.name, field, value)
-                assert value.startswith(next(k for k, c in data.OUTCOME_COLOURS.items()
-                                             if c == colour)), (chart.name, value)  # fmt: skip
+                assert value.startswith(
+                    next(k for k, c in data.OUTCOME_COLOURS.items() if c == colour)
+                ), (chart.name, value)
             elif field == "policy":
                 assert colour == data.policy_styles(model.settings.policies)[value][0]
             else:  # otherwise only the reference black and neutral greys
@@ -538,8 +565,9 @@ BANDIT = "improve-linucb:advice=segment"
 
 def _line(rows: list[dict], policy: str, label: str, key: str = "value") -> np.ndarray:
     """One policy's line of one series, in tick order, None as NaN."""
-    line = sorted((r for r in rows if r["policy"] == policy and r["series"] == label),
-                  key=lambda r: r["tick"])  # fmt: skip
+    line = sorted(
+        (r for r in rows if r["policy"] == policy and r["series"] == label), key=lambda r: r["tick"]
+    )
     return np.array([np.nan if r[key] is None else r[key] for r in line], dtype=float)
 
 
@@ -588,7 +616,10 @@ def improvement_run() -> DashboardModel:
 def test_improvement_demo_draws_the_outcome_cards_figures_against_none(improvement_run):
     model = improvement_run
     assert (model.settings.preset, model.settings.policy, model.settings.compare) == (
-        "improvement", "threshold", (BANDIT, "none"))  # fmt: skip
+        "improvement",
+        "threshold",
+        (BANDIT, "none"),
+    )
     runs = data.runs(model)
     by_name = {c.name: c for c in charts.charts(model)}
     gain = data.rows(by_name["true-gain"].datasets(runs, 39)["main"])
@@ -635,16 +666,25 @@ def fair_run() -> DashboardModel:
 def test_fair_scarf_side_by_side_has_per_group_lines(fair_run):
     model = fair_run
     assert (model.settings.preset, model.settings.policy, model.settings.compare) == (
-        "fair-scarf", "threshold", ("scarf",))  # fmt: skip
+        "fair-scarf",
+        "threshold",
+        ("scarf",),
+    )
     runs = data.runs(model)
     by_name = {c.name: c for c in charts.charts(model)}
     tables = {"threshold": model.tick_table(), "scarf": model.twin.tick_table()}
     for name, columns in (
-        ("groups", {"accept_rate_g0": "group 0: accepted", "accept_rate_g1": "group 1: accepted",
-                    "dp_gap": "gap between groups (DP)"}),
+        (
+            "groups",
+            {
+                "accept_rate_g0": "group 0: accepted",
+                "accept_rate_g1": "group 1: accepted",
+                "dp_gap": "gap between groups (DP)",
+            },
+        ),
         ("group-distance", {"w_dist": "distance between groups"}),
         ("budget", {"budget_spent": "spent", "budget_left": "left"}),
-    ):  # fmt: skip
+    ):
         rows = data.rows(by_name[name].datasets(runs, 7)["main"])
         assert {r["policy"] for r in rows} == set(tables), name
         assert {r["series"] for r in rows} == set(columns.values()), name
@@ -864,10 +904,15 @@ def test_the_address_round_trips_settings_demo_ticks_and_tick_shown():
     cases = [
         (Settings.from_preset("paper", k=5, beta="0.2", compare=("none", "threshold-true")), 7, 3),
         (Settings.from_demo(demos["threshold-trap"]), 2, None),
-        (Settings.from_demo(demos["harder-features"]).with_input("difficulty", "0.5, " * 9 + "0.3"),
-         4, 0),
+        (
+            Settings.from_demo(demos["harder-features"]).with_input(
+                "difficulty", "0.5, " * 9 + "0.3"
+            ),
+            4,
+            0,
+        ),
         (Settings.from_preset("groups"), 0, None),
-    ]  # fmt: skip
+    ]
     for settings, run, shown in cases:
         query = to_query(settings, run, shown)
         assert from_query(query, demos) == (settings, run, shown, []), query
@@ -965,8 +1010,10 @@ def test_a_preset_change_leaves_out_what_it_cannot_run_and_menus_follow_the_mode
     assert session.error.value is None
     # a policy the preset cannot run is refused with why, and the inputs keep what runs
     session.guarded(session.input, "compare_2", "scarf")
-    assert session.error.value.startswith("compare_2 = 'scarf' is not allowed; allowed: a "
-                                          "policy that runs on paper (this one needs a budget")  # fmt: skip
+    assert session.error.value.startswith(
+        "compare_2 = 'scarf' is not allowed; allowed: a "
+        "policy that runs on paper (this one needs a budget"
+    )
     assert session.draft.value == m.settings and session.model.value is m
 
 
@@ -990,8 +1037,9 @@ def _direct_future(model, cid: int, follow: bool, key: int) -> int | None:
     data_["score_now"][row] = model.scorer.score(x[None, :])[0]
     snap = dataclasses.replace(snap, population=Population(data_, pop.n_features))
     policy = WithoutFeedback(copy.deepcopy(model.policy, {id(model): model}))
-    fork = RecourseModel.from_snapshot(snap, RolloutStreams(model.config.seed, model.tick, key),
-                                       policy)  # fmt: skip
+    fork = RecourseModel.from_snapshot(
+        snap, RolloutStreams(model.config.seed, model.tick, key), policy
+    )
     for ahead in range(1, HORIZON + 1):
         fork.step()
         if not np.any(fork.pool.waiting.ids == cid):
@@ -1013,8 +1061,10 @@ def test_forecast_equals_a_direct_simulation_of_the_same_futures():
         begin = forecast.start(model, cid)
         results = {arm: [] for arm in forecast.ARMS}
         forecast.run(begin, range(40), results, lambda: None, threading.Event())
-        direct = {forecast.ARMS[0]: [_direct_future(model, cid, True, k) for k in range(40)],
-                  forecast.ARMS[1]: [_direct_future(model, cid, False, k) for k in range(40)]}  # fmt: skip
+        direct = {
+            forecast.ARMS[0]: [_direct_future(model, cid, True, k) for k in range(40)],
+            forecast.ARMS[1]: [_direct_future(model, cid, False, k) for k in range(40)],
+        }
         assert results == direct, cid
         for arm in forecast.ARMS:  # the figures shown, by hand
             a = np.array([math.inf if t is None else t for t in direct[arm]])
@@ -1042,8 +1092,9 @@ def test_forecast_at_paper_scale_takes_at_most_5_s():
         t0 = time.perf_counter()
         begin = forecast.start(model, int(cid))
         results = {arm: [] for arm in forecast.ARMS}
-        forecast.run(begin, range(forecast.DEFAULT_FUTURES), results, lambda: None,
-                     threading.Event())  # fmt: skip
+        forecast.run(
+            begin, range(forecast.DEFAULT_FUTURES), results, lambda: None, threading.Event()
+        )
         worst = max(worst, time.perf_counter() - t0)
         assert all(len(v) == forecast.DEFAULT_FUTURES for v in results.values())
     assert worst < 5.0, worst

@@ -32,16 +32,21 @@ def csv(tmp_path):
 
 def scenario(path, **data) -> ScenarioConfig:
     spec = {"path": str(path), "features": ["income", "savings", "age"], "label": "ok", **data}
-    return ScenarioConfig(data=spec, difficulty=[0.5] * len(spec["features"]), n_initial=6, m=3,
-                          k=2, ticks=3)  # fmt: skip
+    return ScenarioConfig(
+        data=spec, difficulty=[0.5] * len(spec["features"]), n_initial=6, m=3, k=2, ticks=3
+    )
 
 
 def data_world(config: ScenarioConfig, estimator=None):
     """build_data_world with the fields of ``config`` that it takes."""
     return build_data_world(
-        config.data, world_seed=config.world_seed, decision_model=config.decision_model,
-        weight_range=config.weight_range, label_noise=config.label_noise, estimator=estimator,
-    )  # fmt: skip
+        config.data,
+        world_seed=config.world_seed,
+        decision_model=config.decision_model,
+        weight_range=config.weight_range,
+        label_noise=config.label_noise,
+        estimator=estimator,
+    )
 
 
 @pytest.fixture
@@ -52,8 +57,13 @@ def hooked(monkeypatch):
     def build_world(config, estimator=None):
         if config.data is not None:
             d = data_world(config, estimator)
-            return abm.world.World(d.generator, d.label_weights, d.X_train, d.y_train,
-                                   abm.world.DecisionModel(d.estimator))  # fmt: skip
+            return abm.world.World(
+                d.generator,
+                d.label_weights,
+                d.X_train,
+                d.y_train,
+                abm.world.DecisionModel(d.estimator),
+            )
         return original(config, estimator)
 
     monkeypatch.setattr(abm.model, "build_world", build_world)
@@ -89,8 +99,7 @@ def test_without_label_the_synthetic_rule_labels_the_rows(tmp_path):
     rng = np.random.default_rng(3)
     path = tmp_path / "unlabelled.csv"
     pd.DataFrame(rng.uniform(0, 1, (200, 3)), columns=["a", "b", "c"]).to_csv(path, index=False)
-    c = ScenarioConfig(data={"path": str(path), "features": ["a", "b", "c"]},
-                       difficulty=[0.5] * 3)  # fmt: skip
+    c = ScenarioConfig(data={"path": str(path), "features": ["a", "b", "c"]}, difficulty=[0.5] * 3)
     w = data_world(c)
     np.testing.assert_allclose(w.label_weights.sum(), 1.0)
     assert 0 < w.y_train.mean() < 1
@@ -102,8 +111,11 @@ def test_without_label_the_synthetic_rule_labels_the_rows(tmp_path):
 def test_immutable_columns_become_feature_indices(csv):
     c = scenario(csv, immutable=["age"])
     assert c.immutable == (2,)
-    with pytest.raises(ConfigError, match=r"^data\.immutable = 'sex' is not allowed; allowed: "
-                       "names from data.features"):  # fmt: skip
+    with pytest.raises(
+        ConfigError,
+        match=r"^data\.immutable = 'sex' is not allowed; allowed: "
+        "names from data.features",
+    ):
         scenario(csv, immutable=["sex"])
 
 
@@ -127,8 +139,10 @@ def test_gaussian_arrivals_stay_in_the_unit_box(csv):
 
 
 def test_classifier_by_import_path_with_params(csv):
-    clf = {"estimator": "sklearn.ensemble.RandomForestClassifier",
-           "params": {"n_estimators": 7, "max_depth": 2}}  # fmt: skip
+    clf = {
+        "estimator": "sklearn.ensemble.RandomForestClassifier",
+        "params": {"n_estimators": 7, "max_depth": 2},
+    }
     w = data_world(scenario(csv, classifier=clf))
     est = w.estimator
     assert type(est).__name__ == "RandomForestClassifier"
@@ -139,35 +153,57 @@ def test_classifier_by_import_path_with_params(csv):
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({"classifier": {"estimator": "os.system"}},
-         "data.classifier.estimator = 'os.system' is not allowed; allowed: an import path of a "
-         "scikit-learn classifier"),
-        ({"classifier": {"estimator": "sklearn.ensemble.NoSuchForest"}},
-         "data.classifier.estimator = 'sklearn.ensemble.NoSuchForest' is not allowed"),
-        ({"classifier": {"estimator": "sklearn.linear_model.LinearRegression"}},
-         "data.classifier.estimator = 'sklearn.linear_model.LinearRegression' is not allowed"),
-        ({"classifier": {"estimator": "sklearn.tree.DecisionTreeClassifier",
-                         "params": {"depth": 3}}},
-         "data.classifier.params.depth = 3 is not allowed; allowed: a parameter of "
-         "DecisionTreeClassifier"),
-        ({"features": ["income", "salary", "age"]},
-         "data.features[1] = 'salary' is not allowed; allowed: columns of the file: income, "),
+        (
+            {"classifier": {"estimator": "os.system"}},
+            "data.classifier.estimator = 'os.system' is not allowed; allowed: an import path of a "
+            "scikit-learn classifier",
+        ),
+        (
+            {"classifier": {"estimator": "sklearn.ensemble.NoSuchForest"}},
+            "data.classifier.estimator = 'sklearn.ensemble.NoSuchForest' is not allowed",
+        ),
+        (
+            {"classifier": {"estimator": "sklearn.linear_model.LinearRegression"}},
+            "data.classifier.estimator = 'sklearn.linear_model.LinearRegression' is not allowed",
+        ),
+        (
+            {
+                "classifier": {
+                    "estimator": "sklearn.tree.DecisionTreeClassifier",
+                    "params": {"depth": 3},
+                }
+            },
+            "data.classifier.params.depth = 3 is not allowed; allowed: a parameter of "
+            "DecisionTreeClassifier",
+        ),
+        (
+            {"features": ["income", "salary", "age"]},
+            "data.features[1] = 'salary' is not allowed; allowed: columns of the file: income, ",
+        ),
         ({"label": "repaid"}, "data.label = 'repaid' is not allowed; allowed: columns of the"),
-        ({"bounds": {"income": [20, 100]}},
-         "data.bounds.income = [20.0, 100.0] is not allowed; allowed: bounds holding the "
-         "column's values [10, 60]"),
-        ({"bounds": {"income": [5, 1]}},
-         "data.bounds.income = [5.0, 1.0] is not allowed; allowed: a pair [lo, hi] of finite"),
+        (
+            {"bounds": {"income": [20, 100]}},
+            "data.bounds.income = [20.0, 100.0] is not allowed; allowed: bounds holding the "
+            "column's values [10, 60]",
+        ),
+        (
+            {"bounds": {"income": [5, 1]}},
+            "data.bounds.income = [5.0, 1.0] is not allowed; allowed: a pair [lo, hi] of finite",
+        ),
         ({"bounds": {"height": [0, 1]}}, "data.bounds.height = [0.0, 1.0] is not allowed"),
-        ({"features": ["income", "grade"]},
-         "data.features[1] = 'grade' is not allowed; allowed: a numeric column"),
+        (
+            {"features": ["income", "grade"]},
+            "data.features[1] = 'grade' is not allowed; allowed: a numeric column",
+        ),
         ({"label_good": 2}, "data.label_good = 2 is not allowed; allowed: a value of column"),
-        ({"arrivals": "bootstrap"},
-         "data.arrivals = 'bootstrap' is not allowed; allowed: one of resample, gaussian"),
+        (
+            {"arrivals": "bootstrap"},
+            "data.arrivals = 'bootstrap' is not allowed; allowed: one of resample, gaussian",
+        ),
         ({"colour": "red"}, "data.colour = 'red' is not allowed; allowed: a known field: path,"),
         ({"sha256": "0" * 64}, "data.sha256 = '000"),
     ],
-)  # fmt: skip
+)
 def test_bad_data_sections_are_one_line_errors(csv, data, message):
     with pytest.raises(ConfigError) as info:
         scenario(csv, **data)

@@ -109,10 +109,12 @@ def test_the_pages_run_elsewhere_are_run_there():
         assert page in (ROOT / file).read_text()
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (the fast tier keeps under 5 s a test)
 def test_generated_tables_match_the_code():
     script = ROOT / "scripts" / "reference_doc.py"
-    res = subprocess.run([sys.executable, str(script), "--check"], capture_output=True,
-                         text=True, cwd=ROOT)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, str(script), "--check"], capture_output=True, text=True, cwd=ROOT
+    )
     assert res.returncode == 0, res.stdout + res.stderr
 
 
@@ -151,12 +153,23 @@ def test_the_site_builds_strictly(tmp_path):
     """``mkdocs build --strict``: a broken link or anchor, a page missing from the nav's
     files, a bad API reference or a failing plugin fails the build."""
     site = tmp_path / "site"
-    res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
-                         capture_output=True, text=True, cwd=ROOT, timeout=300)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     api = (site / "reference" / "api" / "index.html").read_text()
-    for name in ("RecourseModel", "RecoursePolicy", "Recommendation", "Registry",
-                 "check_policy", "run_study"):  # fmt: skip
+    for name in (
+        "RecourseModel",
+        "RecoursePolicy",
+        "Recommendation",
+        "Registry",
+        "check_policy",
+        "run_study",
+    ):
         assert name in api, name
     assert "recourse-abm study run" in (site / "reference" / "cli" / "index.html").read_text()
     assert (site / "tutorial" / "first-study" / "index.html").exists()
@@ -169,8 +182,9 @@ def test_the_tutorial_notebook_runs():
     from nbclient import NotebookClient
 
     nb = nbformat.read(DOCS / "tutorial" / "first-study.ipynb", as_version=4)
-    NotebookClient(nb, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(ROOT)}}).execute()  # fmt: skip
+    NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
+    ).execute()
     outputs = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
     assert "40 runs" in outputs and "over 20 pairs" in outputs
     assert any("image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))

@@ -42,8 +42,9 @@ def test_the_quick_variant_runs_and_its_paired_differences_are_differences(tmp_p
     assert (tmp_path / "shift-vs-cost.png").stat().st_size > 1000
     assert (tmp_path / "paired.png").stat().st_size > 1000
     defined = board.dropna(subset=["mean"])
-    assert ((defined["lo"] <= defined["mean"] + 1e-12)
-            & (defined["mean"] <= defined["hi"] + 1e-12)).all()  # fmt: skip
+    assert (
+        (defined["lo"] <= defined["mean"] + 1e-12) & (defined["mean"] <= defined["hi"] + 1e-12)
+    ).all()
     # three refits in 30 ticks: the shifts are defined for every generator
     shifts = board[board.figure.isin(["domain_shift", "model_shift", "disagreement"])]
     assert shifts["mean"].notna().all()
@@ -56,8 +57,9 @@ def test_the_quick_variant_runs_and_its_paired_differences_are_differences(tmp_p
     # 2 worlds: intervals, no verdict
     assert set(board["vs_wachter_verdict"].dropna()) <= {"inconclusive (2 worlds)"}
     assert {"domain_shift_p", "model_shift_p", "valid_after_refit"} <= set(board.figure)
-    again = endogenous.write_report(endogenous.read_runs(tmp_path, quick=True), tmp_path / "b",
-                                    quick=True)  # fmt: skip
+    again = endogenous.write_report(
+        endogenous.read_runs(tmp_path, quick=True), tmp_path / "b", quick=True
+    )
     assert pd.read_csv(again["table"]).equals(board)
 
 

@@ -22,9 +22,17 @@ def _context(weights, intercept=0.0, immutable=None, beta=0.05):
     z = len(weights)
     imm = np.zeros(z, dtype=bool) if immutable is None else np.asarray(immutable)
     return PolicyContext(
-        decision_model=LinearScorer(weights, intercept), lower=np.zeros(z), upper=np.ones(z),
-        immutable=imm, difficulty=np.full(z, 0.5), k=1, m=1, validity=1, beta=beta, ticks=10,
-    )  # fmt: skip
+        decision_model=LinearScorer(weights, intercept),
+        lower=np.zeros(z),
+        upper=np.ones(z),
+        immutable=imm,
+        difficulty=np.full(z, 0.5),
+        k=1,
+        m=1,
+        validity=1,
+        beta=beta,
+        ticks=10,
+    )
 
 
 def _recommender(ctx, **params):
@@ -101,8 +109,16 @@ def _observe_some(rec, ctx, X, rng):
     ok = np.isfinite(X_cf).all(axis=1)
     X, X_cf = X[ok], X_cf[ok]
     X_after = np.where(rng.uniform(size=X.shape) < 0.7, X_cf, X)
-    rec.observe(Feedback(tick=0, ids=np.arange(X.shape[0]), X_before=X, X_cf=X_cf,
-                         X_after=X_after, accepted=np.zeros(X.shape[0], dtype=bool)))  # fmt: skip
+    rec.observe(
+        Feedback(
+            tick=0,
+            ids=np.arange(X.shape[0]),
+            X_before=X,
+            X_cf=X_cf,
+            X_after=X_after,
+            accepted=np.zeros(X.shape[0], dtype=bool),
+        )
+    )
 
 
 def test_off_is_todays_advice_bitwise_and_draws_nothing():
@@ -115,13 +131,15 @@ def test_off_is_todays_advice_bitwise_and_draws_nothing():
     assert stream.bit_generator.state == before  # the policy's stream is left as it was
     m = ctx.decision_model
     order = fill_order(m.weights, rec.estimator.d, ctx.mutable)
-    want = exact_linear_counterfactuals(X, goals, m.weights, m.intercept, rec.estimator.d,
-                                        ctx.mutable, order)  # fmt: skip
+    want = exact_linear_counterfactuals(
+        X, goals, m.weights, m.intercept, rec.estimator.d, ctx.mutable, order
+    )
     assert got.tobytes() == want.tobytes()
 
 
-@pytest.mark.parametrize("params", [{"optimism": 0.5}, {"explore_share": 1.0},
-                                    {"optimism": 2.0, "explore_share": 0.3}])  # fmt: skip
+@pytest.mark.parametrize(
+    "params", [{"optimism": 0.5}, {"explore_share": 1.0}, {"optimism": 2.0, "explore_share": 0.3}]
+)
 def test_exploring_advice_reaches_the_goal_and_keeps_immutables(params):
     ctx, X, goals, rng = _population()
     plain, explorer = _recommender(ctx), _recommender(ctx, **params)
@@ -152,10 +170,12 @@ def test_explored_rows_are_exactly_the_rng_draws_below_the_share():
     X_cf = explorer.recommend(X, goals, np.random.default_rng(11))
     picked = np.random.default_rng(11).random(X.shape[0]) < 0.3
     m = ctx.decision_model
-    order = least_tried_first(fill_order(m.weights, explorer.estimator.d, ctx.mutable),
-                              explorer.estimator.updates)  # fmt: skip
-    want = exact_linear_counterfactuals(X[picked], goals[picked], m.weights, m.intercept,
-                                        explorer.estimator.d, ctx.mutable, order)  # fmt: skip
+    order = least_tried_first(
+        fill_order(m.weights, explorer.estimator.d, ctx.mutable), explorer.estimator.updates
+    )
+    want = exact_linear_counterfactuals(
+        X[picked], goals[picked], m.weights, m.intercept, explorer.estimator.d, ctx.mutable, order
+    )
     np.testing.assert_array_equal(X_cf[picked], want)
     np.testing.assert_array_equal(X_cf[~picked], base[~picked])
     assert 0.2 < picked.mean() < 0.4
@@ -163,8 +183,9 @@ def test_explored_rows_are_exactly_the_rng_draws_below_the_share():
 
 # -- in the model ---------------------------------------------------------------------------
 def _updates_after(policy, ticks, seed=0):
-    m = RecourseModel("paper", policy, seed=seed, agents=False, record_events=False,
-                      ticks=ticks, immutable=[2, 5])  # fmt: skip
+    m = RecourseModel(
+        "paper", policy, seed=seed, agents=False, record_events=False, ticks=ticks, immutable=[2, 5]
+    )
     m.run()
     est = m.policy.recommender.estimator
     return est.updates, est.d, m

@@ -75,8 +75,9 @@ def test_committed_table_matches_its_steps():
 
 
 # -- a reduced trial: the orderings ----------------------------------------------------------
-REDUCED = FairnessTrialParams(n_train=240, n_eval=120, epochs=20, sinkhorn_points=32,
-                              horizon=5, hidden=16)  # fmt: skip
+REDUCED = FairnessTrialParams(
+    n_train=240, n_eval=120, epochs=20, sinkhorn_points=32, horizon=5, hidden=16
+)
 
 
 class _Seed:
@@ -167,12 +168,23 @@ def _ctx(**kw) -> PolicyContext:
     from abm.causal import CausalGraph
 
     z = 4
-    base = dict(decision_model=LinearScorer(np.ones(z), -2.0), lower=np.zeros(z),
-                upper=np.ones(z), immutable=np.array([False, False, False, True]),
-                difficulty=np.ones(z), k=2, m=4, validity=1, beta=0.05, ticks=5,
-                X_train=np.random.default_rng(0).random((40, z)),
-                group_train=np.arange(40) % 2, n_groups=2,
-                causal_graph=CausalGraph.from_edges([(0, 2, 0.5)], z), budget=1.0)  # fmt: skip
+    base = dict(
+        decision_model=LinearScorer(np.ones(z), -2.0),
+        lower=np.zeros(z),
+        upper=np.ones(z),
+        immutable=np.array([False, False, False, True]),
+        difficulty=np.ones(z),
+        k=2,
+        m=4,
+        validity=1,
+        beta=0.05,
+        ticks=5,
+        X_train=np.random.default_rng(0).random((40, z)),
+        group_train=np.arange(40) % 2,
+        n_groups=2,
+        causal_graph=CausalGraph.from_edges([(0, 2, 0.5)], z),
+        budget=1.0,
+    )
     base.update(kw)
     return PolicyContext(**base)
 
@@ -201,11 +213,20 @@ def test_ei_policy_refuses_another_decision_model():
 # -- the population policy -------------------------------------------------------------------
 def _obs(ctx: PolicyContext, ids, X, tick=0, budget_left=1.0) -> RecourseObs:
     n = len(ids)
-    return RecourseObs(tick=tick, threshold=0.6, applicant_ids=np.asarray(ids),
-                       applicant_X=X, applicant_scores=ctx.decision_model.score(X),
-                       accepted=np.zeros(n, bool), ids=np.asarray(ids), X=X,
-                       scores=ctx.decision_model.score(X), n_applications=np.ones(n, int),
-                       group=np.asarray(ids) % 2, budget_left=budget_left)  # fmt: skip
+    return RecourseObs(
+        tick=tick,
+        threshold=0.6,
+        applicant_ids=np.asarray(ids),
+        applicant_X=X,
+        applicant_scores=ctx.decision_model.score(X),
+        accepted=np.zeros(n, bool),
+        ids=np.asarray(ids),
+        X=X,
+        scores=ctx.decision_model.score(X),
+        n_applications=np.ones(n, int),
+        group=np.asarray(ids) % 2,
+        budget_left=budget_left,
+    )
 
 
 def test_scarf_advice_follows_the_graph_fits_the_budget_and_counts_steps():
@@ -231,8 +252,10 @@ def test_scarf_episode_is_deterministic_and_within_budget():
     spec = "scarf:epochs=3,cohort=64"
     a = RecourseModel(cfg, spec, agents=False, record_events=False).run().tick_table()
     b = RecourseModel(cfg, spec, agents=False, record_events=False).run().tick_table()
-    pd.testing.assert_frame_equal(a.drop(columns=[c for c in a if c.endswith("_s")]),
-                                  b.drop(columns=[c for c in b if c.endswith("_s")]))  # fmt: skip
+    pd.testing.assert_frame_equal(
+        a.drop(columns=[c for c in a if c.endswith("_s")]),
+        b.drop(columns=[c for c in b if c.endswith("_s")]),
+    )
     assert a["budget_spent"].sum() <= cfg.budget + 1e-9
     assert a["budget_spent"].sum() > 0
     assert {"dp_gap", "w_dist", "policy_advised", "policy_spent"} <= set(a.columns)
@@ -290,8 +313,9 @@ def test_cached_generator_gives_the_same_episode():
     clear_generator_cache()
     miss = RecourseModel(cfg.replace(budget=10.0), spec, agents=False).run()
     timing = [c for c in hit.tick_table() if c.endswith("_s")]
-    pd.testing.assert_frame_equal(hit.tick_table().drop(columns=timing),
-                                  miss.tick_table().drop(columns=timing))  # fmt: skip
+    pd.testing.assert_frame_equal(
+        hit.tick_table().drop(columns=timing), miss.tick_table().drop(columns=timing)
+    )
     pd.testing.assert_frame_equal(hit.candidate_table(), miss.candidate_table())
     assert hit.tick_table()["budget_spent"].sum() > 0
 

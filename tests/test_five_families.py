@@ -21,8 +21,16 @@ def test_the_study_files_pair_each_family_with_every_world_it_runs_in():
     ]
     runs = main.runs()
     pairs = {(r.params["scenario"], r.policy) for r in runs}
-    assert {p for p, _ in pairs} == {"lending", "improvement", "retraining", "groups", "causal",
-                                     "budget", "fair-scarf", "paper"}  # fmt: skip
+    assert {p for p, _ in pairs} == {
+        "lending",
+        "improvement",
+        "retraining",
+        "groups",
+        "causal",
+        "budget",
+        "fair-scarf",
+        "paper",
+    }
     for preset in {p for p, _ in pairs}:
         mine = {pol for p, pol in pairs if p == preset}
         assert {"none", "threshold", ff.MARGIN, "safear", "robust-l1", "roar-l1"} <= mine
@@ -50,8 +58,15 @@ def test_the_study_files_pair_each_family_with_every_world_it_runs_in():
     assert {p for p, _ in gen} == {p for p, _ in pairs}
     for preset in {p for p, _ in gen}:
         mine = {pol for p, pol in gen if p == preset}
-        assert {"none", "threshold", ff.MARGIN, "threshold-claproar", "threshold-gravitational",
-                "threshold-probe", "threshold-face"} <= mine  # fmt: skip
+        assert {
+            "none",
+            "threshold",
+            ff.MARGIN,
+            "threshold-claproar",
+            "threshold-gravitational",
+            "threshold-probe",
+            "threshold-face",
+        } <= mine
         assert (ff.RBR in mine) == (preset in ("paper", "retraining"))
     assert {r.params["world_seed"] for r in generators.runs()} == set(range(10))
     assert len(generators.runs()) == len(gen) * 10 * 1
@@ -126,15 +141,30 @@ def test_the_goal_tables_pick_the_best_advising_policy_and_bold_what_survives():
     ):
         for fig, value in (("rr", rr), ("rf", rf), ("rr_gap", rf - 0.6)):
             rows.append(
-                {"study": "five-families", "preset": "paper", "policy": policy,
-                 "figure": fig, "worlds": 20, "episodes": 2, "mean": value,
-                 "lo": value - 0.1, "hi": value + 0.1, "vs_margin": vs_margin[0],
-                 "vs_margin_lo": vs_margin[1], "vs_margin_hi": vs_margin[2],
-                 "vs_margin_verdict": vs_margin[3], "vs_threshold": 0.0,
-                 "vs_threshold_lo": -0.1, "vs_threshold_hi": 0.1, "vs_threshold_verdict": "level",
-                 "vs_none": 0.2, "vs_none_lo": 0.1, "vs_none_hi": 0.3,
-                 "vs_none_verdict": "inconclusive"}
-            )  # fmt: skip
+                {
+                    "study": "five-families",
+                    "preset": "paper",
+                    "policy": policy,
+                    "figure": fig,
+                    "worlds": 20,
+                    "episodes": 2,
+                    "mean": value,
+                    "lo": value - 0.1,
+                    "hi": value + 0.1,
+                    "vs_margin": vs_margin[0],
+                    "vs_margin_lo": vs_margin[1],
+                    "vs_margin_hi": vs_margin[2],
+                    "vs_margin_verdict": vs_margin[3],
+                    "vs_threshold": 0.0,
+                    "vs_threshold_lo": -0.1,
+                    "vs_threshold_hi": 0.1,
+                    "vs_threshold_verdict": "level",
+                    "vs_none": 0.2,
+                    "vs_none_lo": 0.1,
+                    "vs_none_hi": 0.3,
+                    "vs_none_verdict": "inconclusive",
+                }
+            )
     text = doc.tables(pd.DataFrame(rows))
     lines = text.splitlines()
     rr_row = lines[lines.index("**reliability** (`rr`, higher is better)") + 4]
@@ -156,12 +186,25 @@ def test_the_front_table_shows_every_front_with_its_worlds_and_verdict():
     doc = _doc_script()
     rows = []
     for front in ("margin-exact-linear", "margin-estimated", "margin-true"):
-        for figure, d, verdict in (("rf_at_equal_rr", 0.05, "beats"),
-                                   ("rr_at_equal_rf", -0.01, "inconclusive")):  # fmt: skip
-            rows.append({"preset": "paper", "policy": "safear", "front": front,
-                         "figure": figure, "rr": 0.7, "rf": 0.5, "vs_front": d,
-                         "vs_front_lo": d - 0.02, "vs_front_hi": d + 0.02,
-                         "vs_front_worlds": 18, "vs_front_verdict": verdict})  # fmt: skip
+        for figure, d, verdict in (
+            ("rf_at_equal_rr", 0.05, "beats"),
+            ("rr_at_equal_rf", -0.01, "inconclusive"),
+        ):
+            rows.append(
+                {
+                    "preset": "paper",
+                    "policy": "safear",
+                    "front": front,
+                    "figure": figure,
+                    "rr": 0.7,
+                    "rf": 0.5,
+                    "vs_front": d,
+                    "vs_front_lo": d - 0.02,
+                    "vs_front_hi": d + 0.02,
+                    "vs_front_worlds": 18,
+                    "vs_front_verdict": verdict,
+                }
+            )
     text = doc.front_tables(pd.DataFrame(rows))
     row = [line for line in text.splitlines() if line.startswith("| `safear`")][0]
     assert row.count("**+0.050 [+0.030, +0.070]** beats (n = 18)") == 3

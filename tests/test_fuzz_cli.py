@@ -126,8 +126,21 @@ def test_scenario_files(fields, raw):
             if "base" in fields and fields["base"] is not None:
                 fields["base"] = fields["base"] if isinstance(fields["base"], str) else "paper"
             path.write_text("".join(f"{k} = {_toml_value(v)}\n" for k, v in fields.items()))
-        _check(runner.invoke(app, ["run", "--scenario", str(path), "--ticks", "2", "--no-events",
-                                   "--out", str(Path(tmp) / "out")]))  # fmt: skip
+        _check(
+            runner.invoke(
+                app,
+                [
+                    "run",
+                    "--scenario",
+                    str(path),
+                    "--ticks",
+                    "2",
+                    "--no-events",
+                    "--out",
+                    str(Path(tmp) / "out"),
+                ],
+            )
+        )
 
 
 axis_values = st.one_of(

@@ -31,9 +31,13 @@ def _ctx(X_train, model, lower, upper, immutable=None):
         upper=np.asarray(upper, dtype=float),
         immutable=np.zeros(z, bool) if immutable is None else np.asarray(immutable),
         difficulty=np.ones(z),
-        k=1, m=1, validity=1, beta=0.5, ticks=1,
+        k=1,
+        m=1,
+        validity=1,
+        beta=0.5,
+        ticks=1,
         X_train=np.asarray(X_train, dtype=float),
-    )  # fmt: skip
+    )
 
 
 def _detour_world():
@@ -203,7 +207,11 @@ def test_face_graph_is_symmetric_so_directed_search_is_the_undirected_one():
         assert (face.G != face.G.T).nnz == 0
         for _ in range(5):
             targets = np.sort(rng.choice(400, size=int(rng.integers(1, 60)), replace=False))
-            runs = [dijkstra(face.G, directed=d, indices=targets, min_only=True,
-                             return_predecessors=True) for d in (False, True)]  # fmt: skip
+            runs = [
+                dijkstra(
+                    face.G, directed=d, indices=targets, min_only=True, return_predecessors=True
+                )
+                for d in (False, True)
+            ]
             for a, b in zip(*runs, strict=True):
                 np.testing.assert_array_equal(a, b)

@@ -24,11 +24,19 @@ def _ctx(w=W, b=B, immutable=None, X_train=None, y_train=None):
         X_train = np.vstack([CENTRE + offs, 0.1 + offs * 0.5])
         y_train = np.array([1, 1, 1, 1, 0, 0, 0, 0], dtype=np.int8)
     return PolicyContext(
-        decision_model=LinearScorer(w, b), lower=np.zeros(z), upper=np.ones(z),
+        decision_model=LinearScorer(w, b),
+        lower=np.zeros(z),
+        upper=np.ones(z),
         immutable=np.zeros(z, bool) if immutable is None else np.asarray(immutable),
-        difficulty=np.full(z, 0.5), k=10, m=10, validity=5, beta=1.0, ticks=10,
-        X_train=X_train, y_train=y_train,
-    )  # fmt: skip
+        difficulty=np.full(z, 0.5),
+        k=10,
+        m=10,
+        validity=5,
+        beta=1.0,
+        ticks=10,
+        X_train=X_train,
+        y_train=y_train,
+    )
 
 
 def _ready(cls, ctx=None, **kw):
@@ -171,8 +179,13 @@ def test_unreachable_goals_are_nan_and_met_goals_unchanged(cls):
 def test_deterministic_bounds_and_immutables(cls):
     w = np.array([3.0, 2.0, 1.5])
     pos = np.array([[0.6, 0.7, 0.2], [0.7, 0.8, 0.9], [0.8, 0.6, 0.5]])
-    ctx = _ctx(w=w, b=-4.0, immutable=[False, True, False], X_train=np.vstack([pos, pos * 0.2]),
-               y_train=np.array([1, 1, 1, 0, 0, 0], dtype=np.int8))  # fmt: skip
+    ctx = _ctx(
+        w=w,
+        b=-4.0,
+        immutable=[False, True, False],
+        X_train=np.vstack([pos, pos * 0.2]),
+        y_train=np.array([1, 1, 1, 0, 0, 0], dtype=np.int8),
+    )
     X = np.random.default_rng(3).uniform(0.0, 0.5, (12, 3))
     goals = np.full(12, 0.55)
     a = _ready(cls, ctx).recommend(X, goals, np.random.default_rng(5))

@@ -105,7 +105,7 @@ def test_diagonal_linucb_picks_as_the_authors_matrix_version():
 @pytest.mark.parametrize(
     ("bonus", "zeros", "negative_b"),
     [("quad", False, False), ("sqrt", False, False), ("quad", True, False), ("quad", False, True)],
-)  # fmt: skip
+)
 def test_pick_rows_is_pick_row_by_row_bit_for_bit(bonus, zeros, negative_b):
     # pick_rows takes a shortcut (infeasible Ê set to 0, plain argmax) only when it is
     # exact; with a zero Ê on a feasible arm or a negative b it must fall back and agree
@@ -151,9 +151,15 @@ def test_learn_with_true_credits_the_noiseless_e():
 
 @pytest.mark.parametrize(
     ("kwargs", "field"),
-    [({"lam": 0.0}, "lam"), ({"delta": 1.0}, "delta"), ({"delta": 0.0}, "delta"),
-     ({"m": 0}, "m"), ({"bonus": "cube"}, "bonus"), ({"n_arms": 0}, "n_arms")],
-)  # fmt: skip
+    [
+        ({"lam": 0.0}, "lam"),
+        ({"delta": 1.0}, "delta"),
+        ({"delta": 0.0}, "delta"),
+        ({"m": 0}, "m"),
+        ({"bonus": "cube"}, "bonus"),
+        ({"n_arms": 0}, "n_arms"),
+    ],
+)
 def test_linucb_bad_input_names_the_field(kwargs, field):
     args = {"n_arms": 3, **kwargs}
     with pytest.raises(ConfigError, match=rf"^{field} = .* allowed"):
@@ -232,9 +238,14 @@ def test_bwo_predict_matches_the_leaf_formula_and_picks_the_ucb():
     assert bwo_kappa(1) == 0.0
 
 
-@pytest.mark.parametrize(("kwargs", "field"), [({"n_trees": 0}, "n_trees"),
-                                               ({"max_samples": 0.0}, "max_samples"),
-                                               ({"max_samples": 1.5}, "max_samples")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"n_trees": 0}, "n_trees"),
+        ({"max_samples": 0.0}, "max_samples"),
+        ({"max_samples": 1.5}, "max_samples"),
+    ],
+)
 def test_bwo_bad_input_names_the_field(kwargs, field):
     with pytest.raises(ConfigError, match=rf"^{field} = "):
         BwOUCB(**kwargs)
@@ -244,10 +255,19 @@ def test_bwo_bad_input_names_the_field(kwargs, field):
 def hand_task(delay, u, theta=(1.0, 1.0), m=3):
     T = len(delay)
     K = len(theta)
-    return Task(arms=np.zeros((K, 1)), gain=np.ones(K), theta=np.asarray(theta, float),
-                X=np.zeros((T, 1)), feasible=np.ones((T, K), bool), cost=np.zeros((T, K)),
-                E=np.ones((T, K)), eps=np.zeros((T, K)), delay=np.asarray(delay),
-                u=np.asarray(u, float), m=m)  # fmt: skip
+    return Task(
+        arms=np.zeros((K, 1)),
+        gain=np.ones(K),
+        theta=np.asarray(theta, float),
+        X=np.zeros((T, 1)),
+        feasible=np.ones((T, K), bool),
+        cost=np.zeros((T, K)),
+        E=np.ones((T, K)),
+        eps=np.zeros((T, K)),
+        delay=np.asarray(delay),
+        u=np.asarray(u, float),
+        m=m,
+    )
 
 
 def test_censoring_known_answer():
@@ -290,31 +310,53 @@ def test_stratified_split_keeps_class_shares():
 def test_linucb_learns_the_better_arm_and_protoar_does_not():
     # arm 0 is cheaper (E = 0.9) but never improves; arm 1 (E = 0.6) always does
     T = 400
-    task = Task(arms=np.zeros((2, 1)), gain=np.array([0.0, 1.0]), theta=np.array([0.0, 1.0]),
-                X=np.zeros((T, 1)), feasible=np.ones((T, 2), bool),
-                cost=np.zeros((T, 2)), E=np.tile([0.9, 0.6], (T, 1)), eps=np.zeros((T, 2)),
-                delay=np.ones(T, int), u=np.random.default_rng(0).random(T), m=10)  # fmt: skip
+    task = Task(
+        arms=np.zeros((2, 1)),
+        gain=np.array([0.0, 1.0]),
+        theta=np.array([0.0, 1.0]),
+        X=np.zeros((T, 1)),
+        feasible=np.ones((T, 2), bool),
+        cost=np.zeros((T, 2)),
+        E=np.tile([0.9, 0.6], (T, 1)),
+        eps=np.zeros((T, 2)),
+        delay=np.ones(T, int),
+        u=np.random.default_rng(0).random(T),
+        m=10,
+    )
     assert (run_protoar(task) == 0).all()
     assert (run_linucb(task)[T // 2 :] == 1).mean() > 0.95
 
 
 def test_trial_is_deterministic_on_the_synthetic_task():
-    params = TrialParams(task="synthetic", methods=("ProtoAR", "LinUCB"), xis=(0.0, 0.1),
-                         rounds=150, n_arms=8)  # fmt: skip
+    params = TrialParams(
+        task="synthetic", methods=("ProtoAR", "LinUCB"), xis=(0.0, 0.1), rounds=150, n_arms=8
+    )
     rows, ticks = run_trial(SimpleNamespace(seed=4), "", params, ())
     again, ticks2 = run_trial(SimpleNamespace(seed=4), "", params, ())
     strip = [{k: v for k, v in r.items() if k != "ms_per_round"} for r in rows]
     assert strip == [{k: v for k, v in r.items() if k != "ms_per_round"} for r in again]
     assert ticks.equals(ticks2)
     assert [(r["method"], r["xi"]) for r in rows] == [
-        ("ProtoAR", 0.0), ("ProtoAR", 0.1), ("LinUCB", 0.0), ("LinUCB", 0.1)]  # fmt: skip
+        ("ProtoAR", 0.0),
+        ("ProtoAR", 0.1),
+        ("LinUCB", 0.0),
+        ("LinUCB", 0.1),
+    ]
     assert set(ticks["xi"]) == {0.0, 0.1} and ticks["tick"].max() == 150
 
 
 @pytest.mark.parametrize(
-    "bad", [{"xis": (1.5,)}, {"rounds": 0}, {"delay_p": 0.0}, {"max_samples": 2.0},
-            {"methods": ("Oracle",)}, {"lam": 0.0}, {"task": "adult"}],
-)  # fmt: skip
+    "bad",
+    [
+        {"xis": (1.5,)},
+        {"rounds": 0},
+        {"delay_p": 0.0},
+        {"max_samples": 2.0},
+        {"methods": ("Oracle",)},
+        {"lam": 0.0},
+        {"task": "adult"},
+    ],
+)
 def test_trial_params_refuse_bad_values(bad):
     with pytest.raises(ValidationError):
         TrialParams(**bad)

@@ -150,13 +150,15 @@ def test_population_study_linucb_improves_more_and_games_less():
 
 @pytest.mark.parametrize(
     ("args", "message"),
-    [(["--dataset", "adult"], "--dataset = 'adult' is not allowed; allowed: compas, german"),
-     (["--trials", "0"], "--trials = 0 is not allowed"),
-     (["--rounds", "0"], "--rounds = 0 is not allowed"),
-     (["--methods", "ProtoAR,UCB1"], "--methods = 'UCB1' is not allowed; allowed: ProtoAR, TAP"),
-     (["--xis", "0,1.5"], "--xis = 1.5 is not allowed; allowed: noise levels in [0, 1]"),
-     (["--xis", "zero"], "--xis = 'zero' is not allowed")],
-)  # fmt: skip
+    [
+        (["--dataset", "adult"], "--dataset = 'adult' is not allowed; allowed: compas, german"),
+        (["--trials", "0"], "--trials = 0 is not allowed"),
+        (["--rounds", "0"], "--rounds = 0 is not allowed"),
+        (["--methods", "ProtoAR,UCB1"], "--methods = 'UCB1' is not allowed; allowed: ProtoAR, TAP"),
+        (["--xis", "0,1.5"], "--xis = 1.5 is not allowed; allowed: noise levels in [0, 1]"),
+        (["--xis", "zero"], "--xis = 'zero' is not allowed"),
+    ],
+)
 def test_command_refuses_bad_input_in_one_line(tmp_path, args, message):
     from typer.testing import CliRunner
 

@@ -21,28 +21,53 @@ SCORER = LinearScorer([2.0, 2.0, 0.0], -2.0)  # M = σ(2 x0 + 2 x1 - 2); x2 immu
 def context(delay=2, validity=1):
     # 20 rows; the two best (rows 18, 19) are the arm pool at the 0.9-quantile
     X_train = np.column_stack([np.linspace(0, 0.9, 20), np.linspace(0, 0.95, 20), np.full(20, 0.5)])
-    return PolicyContext(decision_model=SCORER, lower=np.zeros(3), upper=np.ones(3),
-                         immutable=np.array([False, False, True]), difficulty=np.ones(3), k=1,
-                         m=1, validity=validity, beta=0.05, ticks=20, X_train=X_train,
-                         extra={"scenario": SimpleNamespace(outcome_delay=delay)})  # fmt: skip
+    return PolicyContext(
+        decision_model=SCORER,
+        lower=np.zeros(3),
+        upper=np.ones(3),
+        immutable=np.array([False, False, True]),
+        difficulty=np.ones(3),
+        k=1,
+        m=1,
+        validity=validity,
+        beta=0.05,
+        ticks=20,
+        X_train=X_train,
+        extra={"scenario": SimpleNamespace(outcome_delay=delay)},
+    )
 
 
 def observation(tick, ids, X, threshold=0.5):
     X = np.asarray(X, float)
     n = X.shape[0]
     s = SCORER.score(X)
-    return RecourseObs(tick=tick, threshold=threshold, applicant_ids=np.asarray(ids),
-                       applicant_X=X, applicant_scores=s, accepted=np.zeros(n, bool),
-                       ids=np.asarray(ids), X=X, scores=s, n_applications=np.ones(n, int))  # fmt: skip
+    return RecourseObs(
+        tick=tick,
+        threshold=threshold,
+        applicant_ids=np.asarray(ids),
+        applicant_X=X,
+        applicant_scores=s,
+        accepted=np.zeros(n, bool),
+        ids=np.asarray(ids),
+        X=X,
+        scores=s,
+        n_applications=np.ones(n, int),
+    )
 
 
 def feedback(tick, ids=(), X=None, cf=None, after=None, accepted=(), out_ids=(), out_y=()):
     z = 3
     empty = np.zeros((0, z))
-    return Feedback(tick=tick, ids=np.asarray(ids, np.int64),
-                    X_before=empty if X is None else X, X_cf=empty if cf is None else cf,
-                    X_after=empty if after is None else after, accepted=np.asarray(accepted, bool),
-                    outcome_ids=np.asarray(out_ids, np.int64), outcome_y=np.asarray(out_y, np.int8))  # fmt: skip
+    return Feedback(
+        tick=tick,
+        ids=np.asarray(ids, np.int64),
+        X_before=empty if X is None else X,
+        X_cf=empty if cf is None else cf,
+        X_after=empty if after is None else after,
+        accepted=np.asarray(accepted, bool),
+        outcome_ids=np.asarray(out_ids, np.int64),
+        outcome_y=np.asarray(out_y, np.int8),
+    )
 
 
 def test_reward_needs_implementation_acceptance_and_a_good_outcome():
@@ -143,12 +168,18 @@ def test_segment_steps_reach_the_threshold_at_the_first_point():
 
 def test_episode_records_picks_and_arms_and_is_deterministic():
     cfg = resolve_scenario("improvement").replace(ticks=15, seed=3)
-    runs = [RecourseModel(cfg, "improve-linucb:advice=segment", agents=False).run()
-            for _ in range(2)]  # fmt: skip
+    runs = [
+        RecourseModel(cfg, "improve-linucb:advice=segment", agents=False).run() for _ in range(2)
+    ]
     ticks, events = runs[0].tick_table(), runs[0].candidate_table()
     assert ticks.equals(runs[1].tick_table())
-    for col in ("policy_picks", "policy_rewards", "policy_censored", "impl_improvement_rate",
-                "gaming_rate"):  # fmt: skip
+    for col in (
+        "policy_picks",
+        "policy_rewards",
+        "policy_censored",
+        "impl_improvement_rate",
+        "gaming_rate",
+    ):
         assert col in ticks
     advised = np.isfinite(events["goal"].to_numpy())
     assert int(ticks["policy_picks"].sum()) == int(advised.sum()) > 0
@@ -179,10 +210,20 @@ def test_costs_and_proto_rows_equal_the_plain_expressions_bit_for_bit():
     scorer = LinearScorer(rng.normal(size=z), 0.0)
     mutable = np.ones(z, dtype=bool)
     mutable[[2, 7]] = False
-    ctx = PolicyContext(decision_model=scorer, lower=np.zeros(z), upper=np.ones(z),
-                        immutable=~mutable, difficulty=np.ones(z), k=1, m=1, validity=1,
-                        beta=0.05, ticks=5, X_train=X_train,
-                        extra={"scenario": SimpleNamespace(outcome_delay=1)})  # fmt: skip
+    ctx = PolicyContext(
+        decision_model=scorer,
+        lower=np.zeros(z),
+        upper=np.ones(z),
+        immutable=~mutable,
+        difficulty=np.ones(z),
+        k=1,
+        m=1,
+        validity=1,
+        beta=0.05,
+        ticks=5,
+        X_train=X_train,
+        extra={"scenario": SimpleNamespace(outcome_delay=1)},
+    )
     pol = ImproveProto(n_arms=K, advice="arm")
     pol.prepare(ctx)
     pol._draw_arms(np.random.default_rng(0))

@@ -271,8 +271,16 @@ def test_unknown_parameter_and_missing_simulator():
     with pytest.raises(ValueError, match="policy 'lookahead' has no parameter 'gamma'"):
         make_policy("lookahead:gamma=1")
     ctx = PolicyContext(
-        decision_model=None, lower=np.zeros(2), upper=np.ones(2), immutable=np.zeros(2, bool),
-        difficulty=np.ones(2), k=1, m=1, validity=1, beta=0.05, ticks=10,
-    )  # fmt: skip
+        decision_model=None,
+        lower=np.zeros(2),
+        upper=np.ones(2),
+        immutable=np.zeros(2, bool),
+        difficulty=np.ones(2),
+        k=1,
+        m=1,
+        validity=1,
+        beta=0.05,
+        ticks=10,
+    )
     with pytest.raises(RuntimeError, match="simulator"):
         Lookahead().prepare(ctx)

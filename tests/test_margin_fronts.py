@@ -23,9 +23,19 @@ def test_read_off_interpolates_each_seed_front_at_rr_095():
     for seed, shift in ((0, 0.0), (1, 0.1)):
         # RR rises and RF falls with the margin; RR 0.95 lies halfway between c = 0.1 and 0.2
         for c, rr, rf in ((0.0, 0.5, 0.8), (0.1, 0.9, 0.6), (0.2, 1.0, 0.4)):
-            rows.append({"policy": f"last-threshold:margin={c}+exact-linear", "beta": 0.05,
-                         "rho": 1.0, "seed": seed, "status": "ok", "rr": rr, "rf": rf + shift,
-                         "n_succ": 1, "n_reapplied": 2})  # fmt: skip
+            rows.append(
+                {
+                    "policy": f"last-threshold:margin={c}+exact-linear",
+                    "beta": 0.05,
+                    "rho": 1.0,
+                    "seed": seed,
+                    "status": "ok",
+                    "rr": rr,
+                    "rf": rf + shift,
+                    "n_succ": 1,
+                    "n_reapplied": 2,
+                }
+            )
     seeds = gap.per_seed(gap.tidy(pd.DataFrame(rows)), ["recommender", "beta", "rho"])
     assert seeds["rf_at_rr095"].tolist() == pytest.approx([0.5, 0.6])  # each seed's own front
     (row,) = gap.summarise(seeds, ["recommender", "beta", "rho"]).to_dict("records")

@@ -15,7 +15,7 @@ def test_batch_run_over_k_and_seed():
             "seed": [0, 1],
             "ticks": 10,
             "agents": False,
-        },  # fmt: skip
+        },
         iterations=1,
         max_steps=50,
         number_processes=1,

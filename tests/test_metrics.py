@@ -61,14 +61,25 @@ def test_cost_and_error():
 def test_episode_means_skip_undefined_ticks():
     ticks = pd.DataFrame(
         {
-            "rr": [np.nan, 1.0, 0.0], "rf": [np.nan, 0.5, np.nan], "gini": [0.1, 0.1, 0.1],
-            "mean_cost": [1.0, 2.0, 3.0], "n_accepted": [1, 2, 3], "n_dropped": [0, 1, 0],
-            "n_reapplied": [0, 1, 1], "n_succ": [0, 1, 1], "wasted_effort": [0.0, 0.5, 0.0],
-            "effort": [0.1, 0.2, 0.3], "mean_time_to_accept": [0.0, 1.0, np.nan],
-            "gini_cost": [np.nan, 0.2, 0.4], "n_unadvised": [0, 2, 1], "n_unreached": [0, 1, 0],
-            "n_withheld": [0, 0, 1], "n_no_change": [0, 1, 0], "n_below_threshold": [0, 0, 0],
+            "rr": [np.nan, 1.0, 0.0],
+            "rf": [np.nan, 0.5, np.nan],
+            "gini": [0.1, 0.1, 0.1],
+            "mean_cost": [1.0, 2.0, 3.0],
+            "n_accepted": [1, 2, 3],
+            "n_dropped": [0, 1, 0],
+            "n_reapplied": [0, 1, 1],
+            "n_succ": [0, 1, 1],
+            "wasted_effort": [0.0, 0.5, 0.0],
+            "effort": [0.1, 0.2, 0.3],
+            "mean_time_to_accept": [0.0, 1.0, np.nan],
+            "gini_cost": [np.nan, 0.2, 0.4],
+            "n_unadvised": [0, 2, 1],
+            "n_unreached": [0, 1, 0],
+            "n_withheld": [0, 0, 1],
+            "n_no_change": [0, 1, 0],
+            "n_below_threshold": [0, 0, 0],
         }
-    )  # fmt: skip
+    )
     s = metrics.episode_summary(ticks)
     assert s["rr"] == 0.5 and s["rf"] == 0.5 and s["n_accepted"] == 6
     assert s["mean_time_to_accept"] == 0.5

@@ -129,9 +129,13 @@ def test_per_group_rates_known_answer():
     group = np.array([0, 0, 0, 2, 2])
     out = mx.per_group_rates(accepted, group, 3)
     assert list(out) == [
-        "n_applicants_g0", "n_applicants_g1", "n_applicants_g2",
-        "accept_rate_g0", "accept_rate_g1", "accept_rate_g2",
-    ]  # fmt: skip
+        "n_applicants_g0",
+        "n_applicants_g1",
+        "n_applicants_g2",
+        "accept_rate_g0",
+        "accept_rate_g1",
+        "accept_rate_g2",
+    ]
     assert [out[f"n_applicants_g{g}"] for g in range(3)] == [3, 0, 2]
     assert sum(out[f"n_applicants_g{g}"] for g in range(3)) == accepted.size
     assert out["accept_rate_g0"] == pytest.approx(1 / 3)

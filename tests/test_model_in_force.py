@@ -36,9 +36,18 @@ def flipped(w, b, j=FLIP):
 
 def context(model, z, **extra) -> PolicyContext:
     return PolicyContext(
-        decision_model=model, lower=np.zeros(z), upper=np.ones(z), immutable=np.zeros(z, bool),
-        difficulty=np.full(z, 0.5), k=4, m=12, validity=1, beta=0.05, ticks=10, extra=extra,
-    )  # fmt: skip
+        decision_model=model,
+        lower=np.zeros(z),
+        upper=np.ones(z),
+        immutable=np.zeros(z, bool),
+        difficulty=np.full(z, 0.5),
+        k=4,
+        m=12,
+        validity=1,
+        beta=0.05,
+        ticks=10,
+        extra=extra,
+    )
 
 
 def observation(model, X, k=4, tick=3, window=None) -> RecourseObs:
@@ -56,16 +65,28 @@ def observation(model, X, k=4, tick=3, window=None) -> RecourseObs:
     if window is not None:
         w = len(window)
         history = HistoryWindow(
-            ids=np.arange(100, 100 + w), X=window, last_tick=np.full(w, tick - 1),
-            n_applications=np.ones(w, np.int64), goal=np.full(w, np.nan),
+            ids=np.arange(100, 100 + w),
+            X=window,
+            last_tick=np.full(w, tick - 1),
+            n_applications=np.ones(w, np.int64),
+            goal=np.full(w, np.nan),
             X_cf=np.full(window.shape, np.nan),
-        )  # fmt: skip
+        )
         history_fn = lambda: history  # noqa: E731
     return RecourseObs(
-        tick=tick, threshold=float(scores[order[k - 1]]), applicant_ids=ids, applicant_X=X,
-        applicant_scores=scores, accepted=accepted, ids=ids[rej], X=X[rej], scores=scores[rej],
-        n_applications=np.ones(rej.size, np.int64), history_fn=history_fn, decision_model=model,
-    )  # fmt: skip
+        tick=tick,
+        threshold=float(scores[order[k - 1]]),
+        applicant_ids=ids,
+        applicant_X=X,
+        applicant_scores=scores,
+        accepted=accepted,
+        ids=ids[rej],
+        X=X[rej],
+        scores=scores[rej],
+        n_applications=np.ones(rej.size, np.int64),
+        history_fn=history_fn,
+        decision_model=model,
+    )
 
 
 def stale(obs: RecourseObs) -> RecourseObs:

@@ -44,13 +44,19 @@ def _wait(cond, timeout: float) -> bool:
 
 
 def _cli(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "lab", *args], cwd=ROOT, env=os.environ,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "lab", *args],
+        cwd=ROOT,
+        env=os.environ,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
-def _kill_leaves_no_child(proc: subprocess.Popen, sig: int, children: int, start: float,
-                          gone: float) -> None:  # fmt: skip
+def _kill_leaves_no_child(
+    proc: subprocess.Popen, sig: int, children: int, start: float, gone: float
+) -> None:
     """Wait (``start`` s) for ``children`` children of ``proc``, send ``proc`` ``sig``, and
     check that they are gone ``gone`` s later; whatever is left is killed."""
     mine: set[int] = set()
@@ -77,8 +83,9 @@ pytestmark = [
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 def test_a_killed_study_driver_leaves_no_worker(tmp_path, sig):
     study = tmp_path / "long.toml"
-    study.write_text('name = "long"\nscenario = "paper"\nseeds = 40\nticks = 400\n'
-                     'metrics = ["rr"]\n')  # fmt: skip
+    study.write_text(
+        'name = "long"\nscenario = "paper"\nseeds = 40\nticks = 400\nmetrics = ["rr"]\n'
+    )
     driver = _cli("study", "run", str(study), "--out", str(tmp_path / "out"), "--workers", "2")
     _kill_leaves_no_child(driver, sig, children=2, start=120, gone=10)
 

@@ -39,8 +39,12 @@ def _point(method, rr_eps, rf_eps, **labels):
     rr_eps, rf_eps = np.asarray(rr_eps, float), np.asarray(rf_eps, float)
     row = {"method": method, "alpha": "", "tau": "", "margin": "", "family": "margin"}
     row.update(labels)
-    row.update(rr=float(np.nanmean(rr_eps)), rf=float(np.nanmean(rf_eps)),
-               rr_episodes=json.dumps(rr_eps.tolist()), rf_episodes=json.dumps(rf_eps.tolist()))  # fmt: skip
+    row.update(
+        rr=float(np.nanmean(rr_eps)),
+        rf=float(np.nanmean(rf_eps)),
+        rr_episodes=json.dumps(rr_eps.tolist()),
+        rf_episodes=json.dumps(rf_eps.tolist()),
+    )
     return row
 
 
@@ -92,8 +96,13 @@ def test_a_method_short_of_the_target_is_compared_at_the_rr_it_reached():
     RR (0.45), the front gives its RF, so the difference is exactly 0 with any episode left
     out."""
     rng = np.random.default_rng(2)
-    eps = [(np.clip(0.45 + 0.25 * i + rng.normal(0, 0.02, 8), 0, 1),
-            np.clip(0.55 - 0.2 * i + rng.normal(0, 0.03, 8), 0, 1)) for i in range(3)]  # fmt: skip
+    eps = [
+        (
+            np.clip(0.45 + 0.25 * i + rng.normal(0, 0.02, 8), 0, 1),
+            np.clip(0.55 - 0.2 * i + rng.normal(0, 0.03, 8), 0, 1),
+        )
+        for i in range(3)
+    ]
     rows = [_point("margin-exact-linear", rr, rf, margin=str(i)) for i, (rr, rf) in enumerate(eps)]
     rows.append(_point("threshold", *eps[0], family="baseline"))
     row = {r["method"]: r for r in rf_at_rr(rows, 1, 0.05)}["threshold"]
@@ -119,8 +128,18 @@ def test_no_distance_outside_the_range_the_margin_front_spans():
 
 
 def test_points_without_episode_figures_get_no_interval_but_keep_their_value():
-    rows = [{"method": "threshold", "alpha": "", "tau": "", "margin": "", "rr": 0.44,
-             "rf": 0.55, "rr_episodes": "", "rf_episodes": ""}]  # fmt: skip
+    rows = [
+        {
+            "method": "threshold",
+            "alpha": "",
+            "tau": "",
+            "margin": "",
+            "rr": 0.44,
+            "rf": 0.55,
+            "rr_episodes": "",
+            "rf_episodes": "",
+        }
+    ]
     (row,) = rf_at_rr(rows, 1, 0.05)
     assert (row["rf_at_rr095"], row["rr"], row["rf_lo"], row["diff"]) == (0.55, 0.44, "", "")
 
@@ -139,8 +158,10 @@ def test_each_method_is_compared_with_the_margin_front_of_its_own_recommender():
 def test_the_privileged_front_sweeps_the_planners_objective_over_the_grid():
     cfg = StudyConfig.of(grid=((1.0, 4.0), (30.0, 1.0)))
     jobs = oracle_jobs(cfg)
-    assert [(j[0], j[1], j[2], j[3]) for j in jobs] == [("lookahead-true", "lookahead", 1.0, 4.0),
-                                                        ("lookahead-true", "lookahead", 30.0, 1.0)]  # fmt: skip
+    assert [(j[0], j[1], j[2], j[3]) for j in jobs] == [
+        ("lookahead-true", "lookahead", 1.0, 4.0),
+        ("lookahead-true", "lookahead", 30.0, 1.0),
+    ]
     policy = make_policy(jobs[1][5])
     assert policy.goal.alpha == 30.0 and policy.goal.tau == 1.0
     assert policy.goal.margins[-1] == pytest.approx(0.3) and len(policy.goal.margins) == 13
@@ -150,9 +171,12 @@ def test_the_privileged_front_sweeps_the_planners_objective_over_the_grid():
 def test_margin_points_are_registered_policies_with_the_goal_th_plus_c():
     cfg = StudyConfig.of(margins=(0.0, 0.05), margin_recommenders=("exact-linear", "true"))
     jobs = margin_jobs(cfg, Path("phi"))
-    assert [(j[0], j[4]) for j in jobs] == [("margin-exact-linear", 0.0),
-                                            ("margin-exact-linear", 0.05), ("margin-true", 0.0),
-                                            ("margin-true", 0.05)]  # fmt: skip
+    assert [(j[0], j[4]) for j in jobs] == [
+        ("margin-exact-linear", 0.0),
+        ("margin-exact-linear", 0.05),
+        ("margin-true", 0.0),
+        ("margin-true", 0.05),
+    ]
     assert jobs[3][5] == "last-threshold:margin=0.05+exact-linear:weights=true"
     for job in jobs:
         make_policy(job[5])  # parses and validates
@@ -169,8 +193,13 @@ def test_points_without_a_margin_keep_their_run_ids():
     cfg = StudyConfig.of(setting="T1-b005")
     study = evaluation_study(cfg, [("threshold", "baseline", None, None, None, "threshold")])
     (run,) = study.runs()
-    before = {"method": "threshold", "family": "baseline", "alpha": None, "tau": None,
-              "episodes": 10}  # fmt: skip
+    before = {
+        "method": "threshold",
+        "family": "baseline",
+        "alpha": None,
+        "tau": None,
+        "episodes": 10,
+    }
     assert run.run_id == run_id(run.config, "threshold", "pareto-eval", before)
     assert RESULTS_SCHEMA == 10 and run.run_id == "be2f8f421f263d2b"
 
@@ -194,14 +223,34 @@ def test_the_spec_behaviour_reaches_every_run_and_leaves_the_calibrated_ids_alon
 
 def test_a_margin_point_runs_and_keeps_per_episode_figures(tmp_path):
     cfg = StudyConfig.of(setting="T1-b005", episodes=2)
-    jobs = [("margin-exact-linear", "margin", None, None, 0.05,
-             "last-threshold:margin=0.05+exact-linear")]  # fmt: skip
+    jobs = [
+        (
+            "margin-exact-linear",
+            "margin",
+            None,
+            None,
+            0.05,
+            "last-threshold:margin=0.05+exact-linear",
+        )
+    ]
     study = evaluation_study(cfg, jobs)
-    study = Study.build(study.base.replace(ticks=10), name=study.name, experiment="pareto-eval",
-                        overrides={"episodes": 2, "validity": 1, "beta": 0.05}, seeds=[0],
-                        zip=[{"method": ["margin-exact-linear"], "family": ["margin"],
-                              "alpha": [None], "tau": [None], "margin": [0.05],
-                              "policy": [jobs[0][5]]}])  # fmt: skip
+    study = Study.build(
+        study.base.replace(ticks=10),
+        name=study.name,
+        experiment="pareto-eval",
+        overrides={"episodes": 2, "validity": 1, "beta": 0.05},
+        seeds=[0],
+        zip=[
+            {
+                "method": ["margin-exact-linear"],
+                "family": ["margin"],
+                "alpha": [None],
+                "tau": [None],
+                "margin": [0.05],
+                "policy": [jobs[0][5]],
+            }
+        ],
+    )
     out = tmp_path / EVALUATIONS
     assert run_study(study, out, workers=1, shared=True).completed == 1
     (point,) = read_points(tmp_path)
@@ -232,8 +281,14 @@ def test_quick_pareto_runs_every_piece_and_leaves_the_shipped_table_alone(tmp_pa
     assert r.exit_code == 0, r.output
     with open(out / "table3.csv") as f:
         methods = {row["method"]: row for row in csv.DictReader(f)}
-    assert set(methods) == {"threshold", "rl-recommender", "rl", "hybrid-exact-linear",
-                            "margin-exact-linear", "margin-phi"}  # fmt: skip
+    assert set(methods) == {
+        "threshold",
+        "rl-recommender",
+        "rl",
+        "hybrid-exact-linear",
+        "margin-exact-linear",
+        "margin-phi",
+    }
     assert methods["rl"]["vs_margin"] == "margin-phi" and methods["rl"]["episodes"] == "2"
     assert (out / "pareto.png").is_file()
     assert (Path(__file__).parents[1] / "results" / "table3.csv").read_bytes() == shipped

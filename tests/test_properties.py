@@ -227,13 +227,19 @@ def test_score_gap_is_the_shortfall(goal, score):
 
 
 @FAST
-@given(x=feature, x_cf=feature, far=unit, d=ordered(st.floats(0.01, 1.0)),
-       beta=st.one_of(st.floats(1e-4, 10.0), st.just(np.inf)))  # fmt: skip
+@given(
+    x=feature,
+    x_cf=feature,
+    far=unit,
+    d=ordered(st.floats(0.01, 1.0)),
+    beta=st.one_of(st.floats(1e-4, 10.0), st.just(np.inf)),
+)
 def test_success_is_a_probability_falling_with_difficulty_and_distance(x, x_cf, far, d, beta):
     """Eq. 8: harder features, and longer steps to the same target, succeed less often."""
     d_easy, d_hard = d
-    p = success_probability(np.array([[x, x]]), np.array([[x_cf, x_cf]]), beta,
-                            np.array([d_easy, d_hard]))[0]  # fmt: skip
+    p = success_probability(
+        np.array([[x, x]]), np.array([[x_cf, x_cf]]), beta, np.array([d_easy, d_hard])
+    )[0]
     assert np.all((p >= 0.0) & (p <= 1.0))
     assert p[0] >= p[1]
     if x == x_cf:
@@ -241,14 +247,16 @@ def test_success_is_a_probability_falling_with_difficulty_and_distance(x, x_cf, 
     # a start further from x_cf on the same side: a longer step
     x_far = x_cf + (x - x_cf) * (1.0 + far) if x != x_cf else x
     assume(0.0 <= x_far <= 1.0)
-    near, longer = success_probability(np.array([[x, x_far]]), np.array([[x_cf, x_cf]]), beta,
-                                       np.array([d_easy, d_easy]))[0]  # fmt: skip
+    near, longer = success_probability(
+        np.array([[x, x_far]]), np.array([[x_cf, x_cf]]), beta, np.array([d_easy, d_easy])
+    )[0]
     assert longer <= near
 
 
 @FAST
-@given(gaps=ordered(unit), elapsed=ordered(st.integers(0, 12)), validity=st.integers(1, 10),
-       nu=rate)  # fmt: skip
+@given(
+    gaps=ordered(unit), elapsed=ordered(st.integers(0, 12)), validity=st.integers(1, 10), nu=rate
+)
 def test_reapplication_falls_with_gap_and_rises_with_time(gaps, elapsed, validity, nu):
     """Eqs. 9-11: a wider gap delays reapplying; by t - l = T everyone has reapplied."""
     (b0, b1), (e0, e1) = gaps, elapsed
@@ -285,17 +293,27 @@ def population_observations(draw):
     rejected = ~accepted
     goal = np.where(rng.random(w) < 0.3, np.nan, rng.random(w))
     history = HistoryWindow(
-        ids=np.arange(w), X=rng.random((w, z)),
+        ids=np.arange(w),
+        X=rng.random((w, z)),
         last_tick=np.maximum(tick - rng.integers(1, T + 1, w), 0),
-        n_applications=rng.integers(1, 8, w), goal=goal, X_cf=rng.random((w, z)),
-    )  # fmt: skip
+        n_applications=rng.integers(1, 8, w),
+        goal=goal,
+        X_cf=rng.random((w, z)),
+    )
     X = rng.random((a, z))
     obs = RecourseObs(
-        tick=tick, threshold=threshold, applicant_ids=np.arange(a), applicant_X=X,
-        applicant_scores=scores, accepted=accepted, ids=np.arange(a)[rejected], X=X[rejected],
-        scores=scores[rejected], n_applications=np.ones(rejected.sum(), dtype=np.int64),
+        tick=tick,
+        threshold=threshold,
+        applicant_ids=np.arange(a),
+        applicant_X=X,
+        applicant_scores=scores,
+        accepted=accepted,
+        ids=np.arange(a)[rejected],
+        X=X[rejected],
+        scores=scores[rejected],
+        n_applications=np.ones(rejected.sum(), dtype=np.int64),
         history_fn=lambda: history,
-    )  # fmt: skip
+    )
     return env, obs, rng.random(w)
 
 
@@ -316,9 +334,17 @@ def plain_encoding(obs: RecourseObs, window_scores, k: int, ticks: int, T: int) 
     apps = np.bincount(np.clip(h.n_applications, 1, N_APPS) - 1, minlength=N_APPS)
     threshold = np.nan_to_num(obs.threshold)
     head = [obs.tick / ticks, threshold, obs.applicant_ids.shape[0] / k, h.ids.shape[0] / k]
-    parts = [np.array(head), hist(obs.applicant_scores), hist(window_scores), hist(h.goal),
-             np.array([np.count_nonzero(~has_goal) / k]), ages / k, apps / k,
-             means(obs.applicant_X), means(h.X)]  # fmt: skip
+    parts = [
+        np.array(head),
+        hist(obs.applicant_scores),
+        hist(window_scores),
+        hist(h.goal),
+        np.array([np.count_nonzero(~has_goal) / k]),
+        ages / k,
+        apps / k,
+        means(obs.applicant_X),
+        means(h.X),
+    ]
     return np.concatenate(parts).astype(np.float32)
 
 
@@ -338,8 +364,7 @@ def test_population_encoding_lies_in_the_env_observation_space(case):
 
 
 @FAST
-@given(n=st.integers(1, 20), z=st.integers(1, 12), seed=seeds,
-       goals_met=st.booleans())  # fmt: skip
+@given(n=st.integers(1, 20), z=st.integers(1, 12), seed=seeds, goals_met=st.booleans())
 def test_recommender_observation_lies_in_its_bounds(n, z, seed, goals_met):
     rng = np.random.default_rng(seed)
     X, scores = rng.random((n, z)), rng.random(n)

@@ -103,35 +103,55 @@ def test_toml_file_round_trip(config, tmp_path):
 
 # field -> (a strategy of values outside the bounds, the allowed range as the message says)
 OUT_OF_RANGE = {
-    "n_features": (st.one_of(st.integers(max_value=0), st.integers(min_value=10_001)),
-                   "an integer in [1, 10000]"),
+    "n_features": (
+        st.one_of(st.integers(max_value=0), st.integers(min_value=10_001)),
+        "an integer in [1, 10000]",
+    ),
     "n_train": (st.integers(max_value=9), "an integer in [10, 10000000]"),
     "n_initial": (st.integers(max_value=-1), "an integer in [0, 10000000]"),
-    "k": (st.one_of(st.integers(max_value=0), st.integers(min_value=10_000_001)),
-          "an integer in [1, 10000000]"),
+    "k": (
+        st.one_of(st.integers(max_value=0), st.integers(min_value=10_000_001)),
+        "an integer in [1, 10000000]",
+    ),
     "m": (st.integers(max_value=-1), "an integer in [0, 10000000]"),
-    "ticks": (st.one_of(st.integers(max_value=0), st.integers(min_value=1_000_001)),
-              "an integer in [1, 1000000]"),
-    "validity": (st.one_of(st.integers(max_value=0), st.integers(min_value=10_001)),
-                 "an integer in [1, 10000]"),
-    "seed": (st.one_of(st.integers(max_value=-1), st.integers(min_value=2**63)),
-             "an integer in [0, 2**63 - 1]"),
+    "ticks": (
+        st.one_of(st.integers(max_value=0), st.integers(min_value=1_000_001)),
+        "an integer in [1, 1000000]",
+    ),
+    "validity": (
+        st.one_of(st.integers(max_value=0), st.integers(min_value=10_001)),
+        "an integer in [1, 10000]",
+    ),
+    "seed": (
+        st.one_of(st.integers(max_value=-1), st.integers(min_value=2**63)),
+        "an integer in [0, 2**63 - 1]",
+    ),
     "world_seed": (st.integers(max_value=-1), "an integer in [0, 2**63 - 1]"),
     "beta": (st.one_of(st.floats(max_value=0.0), st.just(math.nan)), "a number in (0, inf]"),
-    "label_noise": (st.one_of(st.floats(max_value=0.0, exclude_max=True), st.just(math.inf)),
-                    "a number in [0, inf)"),
-    "rho": (st.one_of(st.floats(max_value=0.0, exclude_max=True), st.just(math.inf)),
-            "a number in [0, inf)"),
+    "label_noise": (
+        st.one_of(st.floats(max_value=0.0, exclude_max=True), st.just(math.inf)),
+        "a number in [0, inf)",
+    ),
+    "rho": (
+        st.one_of(st.floats(max_value=0.0, exclude_max=True), st.just(math.inf)),
+        "a number in [0, inf)",
+    ),
     "chi": (st.floats(max_value=0.0, exclude_max=True), "a number in [0, inf)"),
     "omega": (st.just(math.nan), "a number in [0, inf)"),
     "nu": (st.floats(max_value=-1e-300), "a number in [0, inf)"),
-    "mean_range": (st.tuples(st.floats(0.5, 1.0, exclude_min=True), st.floats(0.0, 0.5)),
-                   "a pair [lo, hi] with 0 <= lo <= hi <= 1"),
-    "risk_aversion": (st.tuples(st.just(0.0), st.floats(100.0, exclude_min=True)),
-                      "a pair [lo, hi] with 0 <= lo <= hi <= 100"),
-    "decision_model": (st.text().filter(lambda t: t not in ("logistic", "mlp", "dp", "ei")),
-                       "one of logistic, mlp, dp, ei"),
-}  # fmt: skip
+    "mean_range": (
+        st.tuples(st.floats(0.5, 1.0, exclude_min=True), st.floats(0.0, 0.5)),
+        "a pair [lo, hi] with 0 <= lo <= hi <= 1",
+    ),
+    "risk_aversion": (
+        st.tuples(st.just(0.0), st.floats(100.0, exclude_min=True)),
+        "a pair [lo, hi] with 0 <= lo <= hi <= 100",
+    ),
+    "decision_model": (
+        st.text().filter(lambda t: t not in ("logistic", "mlp", "dp", "ei")),
+        "one of logistic, mlp, dp, ei",
+    ),
+}
 
 
 @pytest.mark.parametrize("field", sorted(OUT_OF_RANGE))
@@ -152,8 +172,11 @@ def test_out_of_range_values_name_field_value_and_range(field):
 
 
 @SETTINGS
-@given(st.one_of(st.booleans(), st.text(), st.floats(allow_nan=False).filter(
-    lambda x: not x.is_integer())))  # fmt: skip
+@given(
+    st.one_of(
+        st.booleans(), st.text(), st.floats(allow_nan=False).filter(lambda x: not x.is_integer())
+    )
+)
 def test_an_integer_field_takes_integers_only(value):
     with pytest.raises(
         ConfigError, match=r"^k = .* is not allowed; allowed: an integer in \[1, 10000000\]$"

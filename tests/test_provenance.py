@@ -11,8 +11,14 @@ from lab.results import write_run
 
 
 def test_json_safe_writes_strict_json(tmp_path):
-    record = {"a": np.float64("nan"), "b": np.inf, "c": -math.inf, "d": np.int64(3),
-              "e": np.arange(2), "f": (1, 2.5)}  # fmt: skip
+    record = {
+        "a": np.float64("nan"),
+        "b": np.inf,
+        "c": -math.inf,
+        "d": np.int64(3),
+        "e": np.arange(2),
+        "f": (1, 2.5),
+    }
     path = write_json(tmp_path / "r.json", record)
     text = path.read_text()
     assert "NaN" not in text and "Infinity" not in text

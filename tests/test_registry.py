@@ -63,27 +63,53 @@ def test_malformed_specs_are_one_line_errors(spec, message):
         ("nope", "policy = 'nope' is not registered; allowed: "),
         ("last-threshold+nope", "recommender = 'nope' is not registered"),
         ("nope+exact-linear", "goal selector = 'nope' is not registered"),
-        ("threshold:margn=1", "policy 'threshold' has no parameter 'margn'; allowed: d0, eta0, explore_share, optimism, weights"),
+        (
+            "threshold:margn=1",
+            "policy 'threshold' has no parameter 'margn'; allowed: d0, eta0, explore_share, optimism, weights",
+        ),
         ("none:x=1", "policy 'none' has no parameter 'x'; allowed: no parameters"),
-        ("last-threshold:margn=1+exact-linear",
-         "goal selector 'last-threshold' has no parameter 'margn'; allowed: margin"),
-        ("last-threshold:margin=abc+exact-linear",
-         "goal selector 'last-threshold': margin = 'abc' is not allowed; allowed: a number in (-1, 1)"),
-        ("last-threshold:margin=1.5+exact-linear",
-         "goal selector 'last-threshold': margin = '1.5' is not allowed; allowed: a number in (-1, 1)"),
-        ("threshold:weights=cheap",
-         "policy 'threshold': weights = 'cheap' is not allowed; allowed: one of uniform, true, estimated"),
-        ("threshold-wachter:lam=-1",
-         "policy 'threshold-wachter': lam = '-1' is not allowed; allowed: a number > 0"),
-        ("threshold-ustun:levels=2.5",
-         "policy 'threshold-ustun': levels = '2.5' is not allowed; allowed: an integer in [1, 1000]"),
-        ("safear:levels=9", "policy 'safear': levels = '9' is not allowed; allowed: an integer in [2, 8]"),
-        ("safear:beta_risk=nan", "policy 'safear': beta_risk = 'nan' is not allowed; allowed: a number in [0, 100]"),
-        ("hybrid-ustun:lvls=3", "policy 'hybrid-ustun' has no parameter 'lvls'; allowed: allow_mismatch, batch, gap, levels, path"),
-        ("threshold-dice:method=grid",
-         "policy 'threshold-dice': method = 'grid' is not allowed; allowed: one of random, genetic"),
+        (
+            "last-threshold:margn=1+exact-linear",
+            "goal selector 'last-threshold' has no parameter 'margn'; allowed: margin",
+        ),
+        (
+            "last-threshold:margin=abc+exact-linear",
+            "goal selector 'last-threshold': margin = 'abc' is not allowed; allowed: a number in (-1, 1)",
+        ),
+        (
+            "last-threshold:margin=1.5+exact-linear",
+            "goal selector 'last-threshold': margin = '1.5' is not allowed; allowed: a number in (-1, 1)",
+        ),
+        (
+            "threshold:weights=cheap",
+            "policy 'threshold': weights = 'cheap' is not allowed; allowed: one of uniform, true, estimated",
+        ),
+        (
+            "threshold-wachter:lam=-1",
+            "policy 'threshold-wachter': lam = '-1' is not allowed; allowed: a number > 0",
+        ),
+        (
+            "threshold-ustun:levels=2.5",
+            "policy 'threshold-ustun': levels = '2.5' is not allowed; allowed: an integer in [1, 1000]",
+        ),
+        (
+            "safear:levels=9",
+            "policy 'safear': levels = '9' is not allowed; allowed: an integer in [2, 8]",
+        ),
+        (
+            "safear:beta_risk=nan",
+            "policy 'safear': beta_risk = 'nan' is not allowed; allowed: a number in [0, 100]",
+        ),
+        (
+            "hybrid-ustun:lvls=3",
+            "policy 'hybrid-ustun' has no parameter 'lvls'; allowed: allow_mismatch, batch, gap, levels, path",
+        ),
+        (
+            "threshold-dice:method=grid",
+            "policy 'threshold-dice': method = 'grid' is not allowed; allowed: one of random, genetic",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_specs_name_the_part_and_the_parameter(spec, message):
     for check in (REGISTRY.validate, make_policy):  # checked before anything is built
         with pytest.raises(PolicySpecError) as err:
@@ -149,8 +175,9 @@ def test_every_policy_is_listed_with_its_family():
 class Halfway:
     """A goal selector for the tests: halfway between the threshold and 1."""
 
-    def __init__(self, share: Annotated[float, Field(ge=0, le=1)] = 0.5,
-                 mode: Literal["up", "down"] = "up") -> None:  # fmt: skip
+    def __init__(
+        self, share: Annotated[float, Field(ge=0, le=1)] = 0.5, mode: Literal["up", "down"] = "up"
+    ) -> None:
         self.share, self.mode = share, mode
 
 
@@ -236,10 +263,23 @@ def test_example_plugin_installs_and_adds_a_policy(tmp_path):
     shutil.copytree(ROOT / "examples" / "plugin", src)
     site = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-         "--no-index", "--target", str(site), str(src)],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(site),
+            str(src),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     out = subprocess.run(
         [sys.executable, "-c", PLUGIN_CHECK],
         cwd=tmp_path,

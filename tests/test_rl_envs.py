@@ -33,8 +33,15 @@ def test_population_env_passes_check_env(validity):
 
 
 def test_recommender_env_reward_is_eq15_and_estimates_difficulty():
-    env = RecommenderEnv("paper", warmup_episodes=1, phi=10.0, psi=300.0, epsilon=0.01,
-                         max_step=0.5, reward_scale=30.0)  # fmt: skip
+    env = RecommenderEnv(
+        "paper",
+        warmup_episodes=1,
+        phi=10.0,
+        psi=300.0,
+        epsilon=0.01,
+        max_step=0.5,
+        reward_scale=30.0,
+    )
     env.reset(seed=3)
     x, g = env._x.copy(), env._g
     a = np.full(10, 0.1, dtype=np.float32)
@@ -131,8 +138,18 @@ def test_population_env_drives_the_model_and_matches_a_plain_run():
     from policies.goals import LastThreshold
     from policies.recommenders import ExactLinear
 
-    plain = RecourseModel("paper", CompositePolicy(LastThreshold(margin=0.15), ExactLinear()), seed=info["seed"],
-                          agents=False, record_events=False, ticks=15).run().tick_table()  # fmt: skip
+    plain = (
+        RecourseModel(
+            "paper",
+            CompositePolicy(LastThreshold(margin=0.15), ExactLinear()),
+            seed=info["seed"],
+            agents=False,
+            record_events=False,
+            ticks=15,
+        )
+        .run()
+        .tick_table()
+    )
     np.testing.assert_allclose(
         ours[["rr", "rf", "mean_goal"]].to_numpy(np.float64),
         plain[["rr", "rf", "mean_goal"]].to_numpy(np.float64),

@@ -51,14 +51,37 @@ def trained(tmp_path_factory):
     """A tiny φ and a μ trained with it (RF-only reward: low goals are best)."""
     root = tmp_path_factory.mktemp("rl")
     rec = root / "rec"
-    train_recommender(rec, warmup_episodes=5, episodes=10, checkpoint_every=50,
-                      sac=RECOMMENDER_SAC.replace(net=(32, 32), learning_starts=30, batch_size=32))  # fmt: skip
+    train_recommender(
+        rec,
+        warmup_episodes=5,
+        episodes=10,
+        checkpoint_every=50,
+        sac=RECOMMENDER_SAC.replace(net=(32, 32), learning_starts=30, batch_size=32),
+    )
     pred = root / "pred"
-    train_predictor(pred, alpha=0.0, tau=1.0, recommender="exact-linear", steps=300, seed=0,
-                    sac=SAC_TINY, checkpoint_every=100, **TINY)  # fmt: skip
+    train_predictor(
+        pred,
+        alpha=0.0,
+        tau=1.0,
+        recommender="exact-linear",
+        steps=300,
+        seed=0,
+        sac=SAC_TINY,
+        checkpoint_every=100,
+        **TINY,
+    )
     pred_rl = root / "pred-rl"
-    train_predictor(pred_rl, alpha=1.0, tau=1.0, recommender=f"rl:path={rec}", steps=60, seed=0,
-                    sac=SAC_TINY, checkpoint_every=1000, **TINY)  # fmt: skip
+    train_predictor(
+        pred_rl,
+        alpha=1.0,
+        tau=1.0,
+        recommender=f"rl:path={rec}",
+        steps=60,
+        seed=0,
+        sac=SAC_TINY,
+        checkpoint_every=1000,
+        **TINY,
+    )
     return root, rec, pred, pred_rl
 
 
@@ -119,8 +142,15 @@ def test_learned_recommender_rebuilds_the_training_observation(trained, tmp_path
 
     _, rec, _, _ = trained
     direct = tmp_path / "direct"
-    train_recommender(direct, warmup_episodes=2, episodes=3, checkpoint_every=50, action="direct",
-                      max_step=0.25, sac=RECOMMENDER_SAC.replace(net=(16,), learning_starts=10, batch_size=8))  # fmt: skip
+    train_recommender(
+        direct,
+        warmup_episodes=2,
+        episodes=3,
+        checkpoint_every=50,
+        action="direct",
+        max_step=0.25,
+        sac=RECOMMENDER_SAC.replace(net=(16,), learning_starts=10, batch_size=8),
+    )
     assert read_manifest(direct, "recommender")["env"]["reward_scale"] == 30.0
     ctx = RecourseModel("paper", "none", ticks=1).context
     X = np.random.default_rng(1).uniform(0, 1, (20, 10))
@@ -146,8 +176,12 @@ def test_learned_recommender_rebuilds_the_training_observation(trained, tmp_path
 @pytest.mark.slow
 def test_learned_policies_run_deterministically(trained):
     root, rec, pred, pred_rl = trained
-    for policy in (f"rl:path={pred_rl}", f"hybrid-exact-linear:path={pred}",
-                   f"rl-recommender:path={rec}", f"rl:path={pred}+exact-linear"):  # fmt: skip
+    for policy in (
+        f"rl:path={pred_rl}",
+        f"hybrid-exact-linear:path={pred}",
+        f"rl-recommender:path={rec}",
+        f"rl:path={pred}+exact-linear",
+    ):
         a = evaluate("paper", policy, episodes=2, seed=5, **TINY)
         b = evaluate("paper", policy, episodes=2, seed=5, **TINY)
         # NaN != NaN: the card's undefined figures compare as text
@@ -225,8 +259,10 @@ def test_crafted_artefact_is_refused_without_running_code(trained, tmp_path):
 
     _, _, pred, _ = trained
     marker = tmp_path / "code-ran"
-    for name, write in (("pickle", lambda f: f.write_bytes(pickle.dumps(_Boom(marker)))),
-                        ("torch", lambda f: torch.save({"w": _Boom(marker)}, f))):  # fmt: skip
+    for name, write in (
+        ("pickle", lambda f: f.write_bytes(pickle.dumps(_Boom(marker)))),
+        ("torch", lambda f: torch.save({"w": _Boom(marker)}, f)),
+    ):
         crafted = _copy(pred, tmp_path / name)
         write(crafted / "actor.safetensors")
         m = json.loads((crafted / "manifest.json").read_text())
@@ -294,8 +330,9 @@ def test_resume_continues_from_the_latest_checkpoint(tmp_path):
     curve_rows = len((out / "learning_curve.csv").read_text().splitlines())
     # checkpoints hold tensors, arrays and JSON only: each reads back with pickles refused
     files = sorted(f.name for f in (out / "checkpoints").iterdir())
-    assert files == [f"step_0000000{s}{x}" for s in (40, 80)
-                     for x in (".json", ".pt", "_buffer.npz")]  # fmt: skip
+    assert files == [
+        f"step_0000000{s}{x}" for s in (40, 80) for x in (".json", ".pt", "_buffer.npz")
+    ]
     torch.load(out / "checkpoints" / "step_000000080.pt", weights_only=True)
     with np.load(out / "checkpoints" / "step_000000080_buffer.npz", allow_pickle=False) as buf:
         # SB3 stores a step's transition after the callbacks ran: step 80 keeps 79
@@ -309,10 +346,12 @@ def test_resume_continues_from_the_latest_checkpoint(tmp_path):
 
 def test_cli_bad_input_exits_2(tmp_path):
     runner = CliRunner()
-    for args in (["train", "predictor", "--alpha", "-1", "--tau", "1", "--out", str(tmp_path)],
-                 ["train", "recommender", "--episodes", "0", "--out", str(tmp_path)],
-                 ["reproduce", "pareto", "--setting", "T2-b005", "--out", str(tmp_path)],
-                 ["reproduce", "pareto", "--grid", "1-2", "--out", str(tmp_path)]):  # fmt: skip
+    for args in (
+        ["train", "predictor", "--alpha", "-1", "--tau", "1", "--out", str(tmp_path)],
+        ["train", "recommender", "--episodes", "0", "--out", str(tmp_path)],
+        ["reproduce", "pareto", "--setting", "T2-b005", "--out", str(tmp_path)],
+        ["reproduce", "pareto", "--grid", "1-2", "--out", str(tmp_path)],
+    ):
         r = runner.invoke(app, args)
         assert r.exit_code == 2, (args, r.output)
         assert "error:" in r.output
@@ -327,8 +366,12 @@ def test_shipped_artefacts_load_and_act_deterministically():
         == "direction"
     )
     assert read_manifest(DEFAULT_PREDICTOR_RL, "predictor", n_features=10)["max_margin"] > 0
-    runs = [RecourseModel("paper", name, seed=3, ticks=8, agents=False, record_events=False).run().tick_table()
-            for name in ("rl", "rl", "hybrid-exact-linear", "hybrid-wachter")]  # fmt: skip
+    runs = [
+        RecourseModel("paper", name, seed=3, ticks=8, agents=False, record_events=False)
+        .run()
+        .tick_table()
+        for name in ("rl", "rl", "hybrid-exact-linear", "hybrid-wachter")
+    ]
     np.testing.assert_array_equal(runs[0].to_numpy(np.float64), runs[1].to_numpy(np.float64))
     # the learned predictor aims above the last threshold: goals never fall below it
     for t in (runs[0], runs[2], runs[3]):
@@ -343,16 +386,47 @@ def test_pareto_study_runs_every_piece_on_a_tiny_budget(tmp_path):
     import csv
 
     runner = CliRunner()
-    tiny = ["--grid", "1:1", "--recommenders", "exact-linear,wachter", "--predictor-steps", "30",
-            "--rec-episodes", "15", "--episodes", "1", "--no-lookahead", "--summary", str(tmp_path),
-            "--margins", "0,0.1", "--margin-recommenders", "exact-linear,phi"]  # fmt: skip
+    tiny = [
+        "--grid",
+        "1:1",
+        "--recommenders",
+        "exact-linear,wachter",
+        "--predictor-steps",
+        "30",
+        "--rec-episodes",
+        "15",
+        "--episodes",
+        "1",
+        "--no-lookahead",
+        "--summary",
+        str(tmp_path),
+        "--margins",
+        "0,0.1",
+        "--margin-recommenders",
+        "exact-linear,phi",
+    ]
     t1 = tmp_path / "T1"
-    r = runner.invoke(app, ["reproduce", "pareto", "--setting", "T1-b005", "--out", str(t1),
-                            "--hybrid-predictors", "own", *tiny])  # fmt: skip
+    r = runner.invoke(
+        app,
+        [
+            "reproduce",
+            "pareto",
+            "--setting",
+            "T1-b005",
+            "--out",
+            str(t1),
+            "--hybrid-predictors",
+            "own",
+            *tiny,
+        ],
+    )
     assert r.exit_code == 0, r.output
     # a budget other than the paper's 7,000 steps is part of the name
-    assert {p.name for p in (t1 / "predictors").iterdir()} == {"rl-a1-t1-s30", "hybrid-a1-t1-s30",
-                                                               "hybrid-wachter-a1-t1-s30"}  # fmt: skip
+    assert {p.name for p in (t1 / "predictors").iterdir()} == {
+        "rl-a1-t1-s30",
+        "hybrid-a1-t1-s30",
+        "hybrid-wachter-a1-t1-s30",
+    }
     with open(t1 / "points.csv") as f:
         points = list(csv.DictReader(f))
     policies = {p["method"]: p["policy"] for p in points}
@@ -376,23 +450,59 @@ def test_pareto_study_runs_every_piece_on_a_tiny_budget(tmp_path):
         and rows["threshold"]["vs_margin"] == "margin-exact-linear"
     )
 
-    rerun = runner.invoke(app, ["reproduce", "pareto", "--setting", "T1-b005", "--out", str(t1),
-                                "--hybrid-predictors", "own", *tiny])  # fmt: skip
+    rerun = runner.invoke(
+        app,
+        [
+            "reproduce",
+            "pareto",
+            "--setting",
+            "T1-b005",
+            "--out",
+            str(t1),
+            "--hybrid-predictors",
+            "own",
+            *tiny,
+        ],
+    )
     assert rerun.exit_code == 0, rerun.output
     assert (
         len((t1 / "points.csv").read_text().splitlines()) == len(points) + 1
     )  # nothing re-evaluated
     (t1 / "table3.csv").unlink()
-    report = runner.invoke(app, ["reproduce", "pareto", "--setting", "T1-b005", "--out", str(t1),
-                                 "--report-only", "--summary", ""])  # fmt: skip
+    report = runner.invoke(
+        app,
+        [
+            "reproduce",
+            "pareto",
+            "--setting",
+            "T1-b005",
+            "--out",
+            str(t1),
+            "--report-only",
+            "--summary",
+            "",
+        ],
+    )
     assert report.exit_code == 0, report.output
     assert (t1 / "table3.csv").is_file() and len(
         (t1 / "points.csv").read_text().splitlines()
     ) == len(points) + 1
 
     t5 = tmp_path / "T5"
-    r = runner.invoke(app, ["reproduce", "pareto", "--setting", "T5-b005", "--out", str(t5),
-                            "--phi", str(t1 / "recommender"), *tiny])  # fmt: skip
+    r = runner.invoke(
+        app,
+        [
+            "reproduce",
+            "pareto",
+            "--setting",
+            "T5-b005",
+            "--out",
+            str(t5),
+            "--phi",
+            str(t1 / "recommender"),
+            *tiny,
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert not (t5 / "recommender").exists()
     with open(tmp_path / "table3.csv") as f:
@@ -402,8 +512,20 @@ def test_pareto_study_runs_every_piece_on_a_tiny_budget(tmp_path):
         tmp_path / "pareto-T5-b005.png"
     ).is_file()
 
-    wrong = runner.invoke(app, ["reproduce", "pareto", "--setting", "T1-b001", "--out", str(tmp_path / "b001"),
-                                "--phi", str(t1 / "recommender"), *tiny])  # fmt: skip
+    wrong = runner.invoke(
+        app,
+        [
+            "reproduce",
+            "pareto",
+            "--setting",
+            "T1-b001",
+            "--out",
+            str(tmp_path / "b001"),
+            "--phi",
+            str(t1 / "recommender"),
+            *tiny,
+        ],
+    )
     assert wrong.exit_code == 2 and "beta" in wrong.output
 
 
@@ -420,18 +542,45 @@ def test_run_records_artefacts_and_refuses_a_mismatch_unless_allowed(tmp_path):
     assert kinds == ["predictor", "recommender"] and summary["policy_spec"] == "rl"
     assert all(len(a["weights_sha256"]) == 64 and a["mismatch"] == [] for a in summary["artefacts"])
     # beta = 0.01 is not what the shipped artefacts were trained for
-    res = runner.invoke(cli_app, ["run", "-s", "paper-hard", "-p", "rl", "--ticks", "3",
-                                  "--out", str(tmp_path / "b")])  # fmt: skip
+    res = runner.invoke(
+        cli_app,
+        ["run", "-s", "paper-hard", "-p", "rl", "--ticks", "3", "--out", str(tmp_path / "b")],
+    )
     assert res.exit_code == 2 and "trained for another scenario" in res.output
     assert "beta: trained 0.05, here 0.01" in res.output
-    res = runner.invoke(cli_app, ["run", "-s", "paper-hard", "-p", "rl", "--ticks", "3",
-                                  "--out", str(tmp_path / "b"), "--allow-mismatch"])  # fmt: skip
+    res = runner.invoke(
+        cli_app,
+        [
+            "run",
+            "-s",
+            "paper-hard",
+            "-p",
+            "rl",
+            "--ticks",
+            "3",
+            "--out",
+            str(tmp_path / "b"),
+            "--allow-mismatch",
+        ],
+    )
     assert res.exit_code == 0, res.output
     summary = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert all(a["mismatch"] == ["beta: trained 0.05, here 0.01"] for a in summary["artefacts"])
     # phi does not depend on the validity horizon: T = 5 reuses the T = 1 recommender
-    res = runner.invoke(cli_app, ["run", "-s", "paper-T5", "-p", "rl-recommender", "--ticks", "3",
-                                  "--out", str(tmp_path / "c")])  # fmt: skip
+    res = runner.invoke(
+        cli_app,
+        [
+            "run",
+            "-s",
+            "paper-T5",
+            "-p",
+            "rl-recommender",
+            "--ticks",
+            "3",
+            "--out",
+            str(tmp_path / "c"),
+        ],
+    )
     assert res.exit_code == 0, res.output
 
 
@@ -440,8 +589,10 @@ def test_train_command_writes_a_learning_curve_plot(tmp_path):
     from lab.cli import app as cli_app
 
     out = tmp_path / "phi"
-    res = CliRunner().invoke(cli_app, ["train", "recommender", "--episodes", "3",
-                                       "--warmup-episodes", "1", "--out", str(out)])  # fmt: skip
+    res = CliRunner().invoke(
+        cli_app,
+        ["train", "recommender", "--episodes", "3", "--warmup-episodes", "1", "--out", str(out)],
+    )
     assert res.exit_code == 0, res.output
     png = out / "learning_curve.png"
     assert png.is_file() and png.read_bytes()[:4] == b"\x89PNG"

@@ -157,8 +157,9 @@ def test_linf_robustness_in_the_unit_box_is_a_linear_model_with_weights_w_minus_
     rng = np.random.default_rng(9)
     X = rng.uniform(0, 1, (50, 6))
     w, b, alpha = rng.normal(size=6), -1.0, 0.3
-    np.testing.assert_allclose(worst_logit(X, w, b, alpha, INF),
-                               nominal_logit(X, w - alpha, b - alpha))  # fmt: skip
+    np.testing.assert_allclose(
+        worst_logit(X, w, b, alpha, INF), nominal_logit(X, w - alpha, b - alpha)
+    )
     x0 = X[1]
     robust = robust_lp(x0, w, b, alpha, 0.05, INF, np.zeros(6), np.ones(6), warm_start=False)
     shifted = alg2(x0, w - alpha, b - alpha, 0.0, 0.05, np.zeros(6), np.ones(6))
@@ -225,8 +226,9 @@ def test_issue3_alg2_terminates_where_the_printed_algorithm_loops():
     _, iterations = printed_alg2(x0, w, b, alpha, lam, cap=1000)
     assert iterations == 1000  # x_0 = 0: line 14 sets it to 0, line 16 changes nothing
     ours = alg2(x0, w, b, alpha, lam)
-    assert ours.J == pytest.approx(robust_lp(x0, w, b, alpha, lam, INF, warm_start=False).J,
-                                   abs=1e-7)  # fmt: skip
+    assert ours.J == pytest.approx(
+        robust_lp(x0, w, b, alpha, lam, INF, warm_start=False).J, abs=1e-7
+    )
     assert ours.x[0] > 0
 
 
@@ -241,8 +243,9 @@ def test_issue3_alg2_terminates_where_the_printed_algorithm_loops():
 )
 def test_issue3_alg2_terminates_on_zero_feature_cases(x0, w):
     a2 = alg2(x0, w, -1.0, 0.1, 0.01)
-    assert a2.J == pytest.approx(robust_lp(x0, w, -1.0, 0.1, 0.01, INF, warm_start=False).J,
-                                 abs=1e-7)  # fmt: skip
+    assert a2.J == pytest.approx(
+        robust_lp(x0, w, -1.0, 0.1, 0.01, INF, warm_start=False).J, abs=1e-7
+    )
 
 
 def test_issue3_alg2_with_everything_immutable_returns_x0():
@@ -359,19 +362,37 @@ def test_scorer_with_nan_weights_is_refused():
 def context(scorer, z=3, immutable=()):
     imm = np.zeros(z, bool)
     imm[list(immutable)] = True
-    return PolicyContext(decision_model=scorer, lower=np.zeros(z), upper=np.ones(z),
-                         immutable=imm, difficulty=np.full(z, 0.5), k=1, m=1, validity=1,
-                         beta=0.05, ticks=1)  # fmt: skip
+    return PolicyContext(
+        decision_model=scorer,
+        lower=np.zeros(z),
+        upper=np.ones(z),
+        immutable=imm,
+        difficulty=np.full(z, 0.5),
+        k=1,
+        m=1,
+        validity=1,
+        beta=0.05,
+        ticks=1,
+    )
 
 
 def observation(X, scorer, threshold):
     X = np.asarray(X, dtype=float)
     n = X.shape[0]
     s = scorer.score(X)
-    return RecourseObs(tick=0, threshold=threshold, applicant_ids=np.arange(n),
-                       applicant_X=X, applicant_scores=s, accepted=np.zeros(n, bool),
-                       ids=np.arange(n), X=X, scores=s, n_applications=np.ones(n, np.int64),
-                       decision_model=scorer)  # fmt: skip
+    return RecourseObs(
+        tick=0,
+        threshold=threshold,
+        applicant_ids=np.arange(n),
+        applicant_X=X,
+        applicant_scores=s,
+        accepted=np.zeros(n, bool),
+        ids=np.arange(n),
+        X=X,
+        scores=s,
+        n_applications=np.ones(n, np.int64),
+        decision_model=scorer,
+    )
 
 
 def test_all_five_policies_are_registered():
@@ -394,8 +415,9 @@ def test_threshold_target_aims_past_the_cut_by_the_bce_optimum():
     assert rec.info["wc_score"][0] == pytest.approx(1 / (1 + math.exp(-s_wc)))
     half = REGISTRY.make_policy("robust-l1:alpha=0.2,lam=1,target=half")
     half.prepare(context(scorer, immutable=(2,)))
-    s_half = worst_logit(half.recommend(obs, np.random.default_rng(0)).X_cf, scorer.weights,
-                         scorer.intercept, 0.2, 1)[0]  # fmt: skip
+    s_half = worst_logit(
+        half.recommend(obs, np.random.default_rng(0)).X_cf, scorer.weights, scorer.intercept, 0.2, 1
+    )[0]
     assert s_half == pytest.approx(math.log(5.0), abs=1e-6)
 
 
@@ -445,8 +467,21 @@ def test_solver_failure_falls_back_and_warns_once(monkeypatch):
             warnings.simplefilter("error")
             pol.recommend(obs, np.random.default_rng(0))  # warned once
         assert pol.tick_stats()["solver_fallbacks"] == 2
-        ref = np.stack([robust_lp(x, scorer.weights, scorer.intercept - math.log(0.3 / 0.7),
-                                  0.2, 1.0, p, np.zeros(3), np.ones(3)).x for x in obs.X])  # fmt: skip
+        ref = np.stack(
+            [
+                robust_lp(
+                    x,
+                    scorer.weights,
+                    scorer.intercept - math.log(0.3 / 0.7),
+                    0.2,
+                    1.0,
+                    p,
+                    np.zeros(3),
+                    np.ones(3),
+                ).x
+                for x in obs.X
+            ]
+        )
         np.testing.assert_allclose(rec.X_cf, ref, atol=1e-6)
 
 
@@ -454,8 +489,12 @@ SMALL = dict(n_initial=8, m=5, k=3, ticks=12, retrain_every=4)
 
 
 def test_episode_under_retraining_records_robust_columns_and_is_deterministic():
-    runs = [RecourseModel("retraining", "robust-linf:alpha=0.3,lam=2", seed=3, agents=False,
-                          **SMALL).run() for _ in range(2)]  # fmt: skip
+    runs = [
+        RecourseModel(
+            "retraining", "robust-linf:alpha=0.3,lam=2", seed=3, agents=False, **SMALL
+        ).run()
+        for _ in range(2)
+    ]
     ticks = [m.tick_table() for m in runs]
     assert ticks[0].equals(ticks[1])
     t = ticks[0]
@@ -490,14 +529,20 @@ def test_a_policy_refuses_a_scorer_with_nan_weights():
 def test_kappa_sets_lam_from_the_largest_mutable_weight():
     """λ_t = κ · max_j |w_j| over mutable features: the same κ whatever the weights' scale."""
     for preset in ("paper", "german-credit"):
-        model = RecourseModel(preset, "robust-l1:kappa=0.4", seed=0, ticks=3, agents=False,
-                              record_events=False)  # fmt: skip
+        model = RecourseModel(
+            preset, "robust-l1:kappa=0.4", seed=0, ticks=3, agents=False, record_events=False
+        )
         W, _ = linearise(model.context.decision_model, np.zeros((1, model.config.n_features)))
         w = np.abs(np.ravel(W))[~np.asarray(model.context.immutable)]
         lam = model.run().tick_table()["policy_lam"].dropna().to_numpy()
         assert lam.size and np.all(lam == 0.4 * w.max())
-    explicit = RecourseModel("paper", "robust-l1:lam=2", seed=0, ticks=2, agents=False,
-                             record_events=False).run().tick_table()["policy_lam"]  # fmt: skip
+    explicit = (
+        RecourseModel(
+            "paper", "robust-l1:lam=2", seed=0, ticks=2, agents=False, record_events=False
+        )
+        .run()
+        .tick_table()["policy_lam"]
+    )
     assert set(explicit.dropna()) == {2.0}  # an explicit lam is absolute
 
 
@@ -542,7 +587,7 @@ def test_backoff_halves_lam_until_a_row_bound_at_its_best_feature_reaches_the_cu
             "price_of_robustness": 0.0,
             "solver_fallbacks": 0.0,
             "n_clipped": 0.0,
-        }  # fmt: skip
+        }
     )
     one = REGISTRY.make_policy("robust-l1:alpha=0,lam=1.5,backoff=1")
     one.prepare(context(scorer))
@@ -692,8 +737,11 @@ def test_roar_is_bit_for_bit_the_plain_adam_loop():
         p = (1.0, INF, 2.0)[trial % 3]
         w = rng.normal(0, 2, z) if trial % 4 else rng.normal(0, 2, (n, z))
         b = float(rng.normal(-2, 1)) if trial % 5 else rng.normal(-2, 1, n)
-        lo, hi = [(np.zeros(z), np.ones(z)), (None, None),
-                  (rng.uniform(-2, 0, z), rng.uniform(0, 2, z))][trial % 3 if trial % 2 else 0]  # fmt: skip
+        lo, hi = [
+            (np.zeros(z), np.ones(z)),
+            (None, None),
+            (rng.uniform(-2, 0, z), rng.uniform(0, 2, z)),
+        ][trial % 3 if trial % 2 else 0]
         X0 = rng.normal(0.3, 1, (n, z))
         X0[rng.random((n, z)) < 0.2] = 0.0
         imm = rng.random(z) < 0.3 if trial % 6 == 0 else None
@@ -712,8 +760,11 @@ def test_alg2_rows_is_alg2_row_by_row_bit_for_bit():
         z, n = int(rng.integers(1, 12)), int(rng.integers(1, 10))
         w = rng.normal(0, 2, z) if trial % 3 else rng.normal(0, 2, (n, z))
         b = rng.normal(-2, 2) if trial % 2 else rng.normal(-2, 2, n)
-        lo, hi = [(np.zeros(z), np.ones(z)), (None, None),
-                  (rng.uniform(-2, 0, z), rng.uniform(0, 2, z))][trial % 3]  # fmt: skip
+        lo, hi = [
+            (np.zeros(z), np.ones(z)),
+            (None, None),
+            (rng.uniform(-2, 0, z), rng.uniform(0, 2, z)),
+        ][trial % 3]
         X0 = rng.normal(0, 1, (n, z))
         X0[rng.random((n, z)) < 0.3] = 0.0
         imm = rng.random(z) < 0.3 if trial % 5 == 0 else None

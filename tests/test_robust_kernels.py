@@ -85,7 +85,7 @@ def test_compiled_roar_runs_from_numbas_cache_in_a_new_process():
     outs = [
         subprocess.run(
             [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
-        )  # fmt: skip
+        )
         for _ in range(2)
     ]
     for run in outs:

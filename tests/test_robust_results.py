@@ -50,8 +50,9 @@ def test_the_committed_alg2_column_is_what_the_code_computes(table1):
     # Algorithm 2 is fast: recompute its whole column from the data
     for alpha, lam in CELLS:
         per_fold = [table1_cell("alg2", alpha, lam, f)["J"] for f in range(N_FOLDS)]
-        row = table1[(table1["method"] == "alg2") & (table1["alpha"] == alpha)
-                     & (table1["lam"] == lam)].iloc[0]  # fmt: skip
+        row = table1[
+            (table1["method"] == "alg2") & (table1["alpha"] == alpha) & (table1["lam"] == lam)
+        ].iloc[0]
         assert row["J"] == pytest.approx(np.mean(per_fold), abs=1e-6)
         assert row["J_sd"] == pytest.approx(np.std(per_fold, ddof=1), abs=1e-6)
 
@@ -61,8 +62,9 @@ def test_table1_is_a_study_of_the_one_runner():
     runs = study.runs()
     assert len(runs) == len(METHODS) * len(CELLS) * N_FOLDS
     assert "robust-table1" in EXPERIMENTS and study.experiment == "robust-table1"
-    run = next(r for r in runs if r.params == {"method": "alg2", "alpha": 0.5, "lam": 0.01,
-                                               "fold": 3})  # fmt: skip
+    run = next(
+        r for r in runs if r.params == {"method": "alg2", "alpha": 0.5, "lam": 0.01, "fold": 3}
+    )
     out = execute_run(run.task(study.metrics))
     assert out["status"] == "ok", out["error"]
     row = out["rows"][0]
@@ -84,8 +86,9 @@ def test_reproduction_rerun_matches_the_committed_table(table1, tmp_path):
 
 
 def test_summary_refuses_failed_runs():
-    runs = pd.DataFrame({"method": ["alg1"], "alpha": [0.1], "lam": [0.1], "status": ["error"],
-                         "error": ["boom"]})  # fmt: skip
+    runs = pd.DataFrame(
+        {"method": ["alg1"], "alpha": [0.1], "lam": [0.1], "status": ["error"], "error": ["boom"]}
+    )
     with pytest.raises(RuntimeError, match="boom"):
         summarise_table1(runs)
 

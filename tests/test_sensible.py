@@ -22,13 +22,26 @@ SHIPPED = ROOT / "results" / "sensible" / "sensible.csv"
 EXEMPT_POLICIES, EXEMPT_PRESETS = ("none",), ("large",)
 # a check of the fast tier takes at most a few seconds: the others solve an optimisation per
 # candidate, load torch models or train a generator
-FAST = ("threshold", "threshold-true", "threshold-estimated", "threshold-explore",
-        "improve-proto", "improve-linucb", "ei", "lookahead")  # fmt: skip
+FAST = (
+    "threshold",
+    "threshold-true",
+    "threshold-estimated",
+    "threshold-explore",
+    "improve-proto",
+    "improve-linucb",
+    "ei",
+    "lookahead",
+)
 # the lookahead plans over simulated ticks: 25-90 s in these worlds
 SLOW_PAIRS = {("lookahead", "lending"), ("lookahead", "retraining")}
 NEEDS = {"threshold-dice": "dice_ml", "hybrid-dice": "dice_ml"}
-TICKS = {"threshold-dice": 5, "hybrid-dice": 5, "threshold-ustun": 10, "hybrid-ustun": 10,
-         "threshold-rbr": 3}  # fmt: skip
+TICKS = {
+    "threshold-dice": 5,
+    "hybrid-dice": 5,
+    "threshold-ustun": 10,
+    "hybrid-ustun": 10,
+    "threshold-rbr": 3,
+}
 
 
 def pairs() -> list:
@@ -57,8 +70,9 @@ def test_every_policy_runs_in_every_preset_or_refuses_in_one_line(policy, preset
         pytest.skip(f"{NEEDS[policy]} is not installed")
     ticks = TICKS.get(policy, 20)
     try:
-        model = RecourseModel(preset, policy, seed=0, ticks=ticks, agents=False,
-                              record_events=False)  # fmt: skip
+        model = RecourseModel(
+            preset, policy, seed=0, ticks=ticks, agents=False, record_events=False
+        )
     except ConfigError as exc:
         message = str(exc)
         # one line; an artefact trained for another world lists every field that differs

@@ -277,13 +277,17 @@ def test_reused_scores_are_the_scores_of_the_new_features(policy, monkeypatch):
 FAST_CASES = [
     {"scenario": "paper", "policy": "threshold", "seed": 0},
     {"scenario": "paper-T5", "policy": "threshold-estimated", "seed": 1},
-    {"scenario": "paper", "policy": "last-threshold:margin=0.05+exact-linear:weights=estimated", "seed": 3},
+    {
+        "scenario": "paper",
+        "policy": "last-threshold:margin=0.05+exact-linear:weights=estimated",
+        "seed": 3,
+    },
     {"scenario": "paper", "policy": "hybrid-exact-linear", "seed": 1, "ticks": 20},
     {"scenario": "paper-T5", "policy": "lookahead", "seed": 0, "ticks": 8},
     {"scenario": "improvement", "policy": "threshold", "seed": 0, "ticks": 30},
     {"scenario": "retraining", "policy": "threshold", "seed": 0, "ticks": 30},
     {"scenario": "groups", "policy": "threshold", "seed": 0, "ticks": 30},
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("case", FAST_CASES, ids=lambda c: f"{c['scenario']}-{c['policy']}")

@@ -60,9 +60,13 @@ def write_study(tmp: Path, beta: float = 0.05, study: str = STUDY) -> Path:
 
 
 def driver(study: Path, out: Path, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "lab.cli", "study", "run", str(study), "--out",
-                             str(out), *extra], cwd=ROOT, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "lab.cli", "study", "run", str(study), "--out", str(out), *extra],
+        cwd=ROOT,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def wait_for(cond, proc: subprocess.Popen | None = None, timeout: float = 120) -> None:
@@ -96,18 +100,33 @@ def test_killing_the_dask_scheduler_leaves_runs_pending_and_a_resume_completes(t
     study = write_study(tmp_path)
     address = f"tcp://127.0.0.1:{free_port()}"
     env = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
-    sched = subprocess.Popen([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port",
-                              address.rsplit(":", 1)[1], "--no-dashboard"], env=env,
-                             start_new_session=True, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)  # fmt: skip
+    sched = subprocess.Popen(
+        [
+            str(BIN / "dask"),
+            "scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            address.rsplit(":", 1)[1],
+            "--no-dashboard",
+        ],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     worker = None
     try:
         from lab.study import runner
 
         wait_for(lambda: _answers(runner, address), sched, timeout=60)
-        worker = subprocess.Popen([str(BIN / "dask"), "worker", address, "--nthreads", "1",
-                                   "--no-dashboard"], env=env, start_new_session=True,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        worker = subprocess.Popen(
+            [str(BIN / "dask"), "worker", address, "--nthreads", "1", "--no-dashboard"],
+            env=env,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         out = tmp_path / "dask"
         proc = driver(study, out, "--scheduler", address)
         wait_for(lambda: n_done(out) >= 2, proc)

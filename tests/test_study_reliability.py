@@ -145,8 +145,9 @@ def test_a_second_study_run_on_the_same_directory_is_refused(tmp_path):
             ConfigError, match=rf"in use by another study run \(pid {os.getpid()} on "
         ):
             run_study(study, out, workers=1)
-        result = CliRunner().invoke(app, ["study", "run", str(tmp_path / "study.toml"), "--out",
-                                          str(out)])  # fmt: skip
+        result = CliRunner().invoke(
+            app, ["study", "run", str(tmp_path / "study.toml"), "--out", str(out)]
+        )
         assert result.exit_code == 2 and "in use by another study run" in result.output
     assert run_study(study, out, workers=1).complete  # free again once the holder is done
     assert not list(out.glob(".*.tmp")) and not list((out / "runs").glob(".*.tmp"))
@@ -220,8 +221,18 @@ def test_study_run_with_a_non_dask_scheduler_exits_2_and_writes_nothing(tmp_path
     reply = b"HTTP/1.0 400 Bad Request\r\nContent-Length: 0\r\n\r\n"
     server = _Server(lambda c: (c.sendall(reply), held.append(c)))
     try:
-        result = CliRunner().invoke(app, ["study", "run", str(write_study(tmp_path)), "--out",
-                                          str(tmp_path / "out"), "--scheduler", server.address])  # fmt: skip
+        result = CliRunner().invoke(
+            app,
+            [
+                "study",
+                "run",
+                str(write_study(tmp_path)),
+                "--out",
+                str(tmp_path / "out"),
+                "--scheduler",
+                server.address,
+            ],
+        )
     finally:
         server.close()
         for c in held:
@@ -233,6 +244,7 @@ def test_study_run_with_a_non_dask_scheduler_exits_2_and_writes_nothing(tmp_path
 
 def test_probe_accepts_a_real_scheduler():
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster:  # fmt: skip
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
         study_runner.probe_scheduler(cluster.scheduler_address, timeout=5.0)

@@ -18,8 +18,13 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def test_summarize_gives_mean_and_student_t_interval():
-    runs = pd.DataFrame({"policy": ["a"] * 3 + ["b"] * 2 + ["c"], "x": [1.0, 2.0, 3.0, 5.0, np.nan, 4.0],
-                         "status": ["ok"] * 6})  # fmt: skip
+    runs = pd.DataFrame(
+        {
+            "policy": ["a"] * 3 + ["b"] * 2 + ["c"],
+            "x": [1.0, 2.0, 3.0, 5.0, np.nan, 4.0],
+            "status": ["ok"] * 6,
+        }
+    )
     table = summarize(runs, ["policy"], ["x"]).set_index("policy")
     assert table.loc["a", "x"] == 2.0
     # t(0.975, df=2) = 4.302653; sd = 1; n = 3
@@ -47,9 +52,11 @@ def test_pareto_front_keeps_the_non_dominated_points():
 def study_dir(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("report")
     path = tmp / "s.toml"
-    path.write_text('name = "small"\nscenario = "paper"\nticks = 6\nseeds = 3\n'
-                    'metrics = ["rr", "rf", "threshold"]\nreport_metrics = ["rr", "rf", "threshold"]\n'
-                    '[sweep]\nbeta = [0.02, 0.05]\nvalidity = [1, 3]\npolicy = ["threshold", "threshold-true"]\n')  # fmt: skip
+    path.write_text(
+        'name = "small"\nscenario = "paper"\nticks = 6\nseeds = 3\n'
+        'metrics = ["rr", "rf", "threshold"]\nreport_metrics = ["rr", "rf", "threshold"]\n'
+        '[sweep]\nbeta = [0.02, 0.05]\nvalidity = [1, 3]\npolicy = ["threshold", "threshold-true"]\n'
+    )
     out = tmp / "out"
     result = CliRunner().invoke(
         app, ["study", "run", str(path), "--out", str(out), "--workers", "1"]
@@ -67,8 +74,10 @@ def test_report_prints_intervals_and_writes_plots(study_dir, tmp_path):
     assert result.exit_code == 0, result.output
     assert "mean ± 95 % CI" in result.output and "±" in result.output
     names = sorted(p.name for p in (tmp_path / "p").glob("*.png"))
-    assert names == sorted([f"{m}_vs_{x}.png" for m in ("rr", "rf", "threshold") for x in ("beta", "validity")]
-                           + ["rr_rf_pareto.png", "policies.png"])  # fmt: skip
+    assert names == sorted(
+        [f"{m}_vs_{x}.png" for m in ("rr", "rf", "threshold") for x in ("beta", "validity")]
+        + ["rr_rf_pareto.png", "policies.png"]
+    )
     assert all((tmp_path / "p" / n).read_bytes()[:8] == PNG for n in names)
     table = pd.read_csv(tmp_path / "p" / "summary.csv")
     assert len(table) == 2 * 2 * 2 and set(table["n"]) == {3}
@@ -118,8 +127,18 @@ def _assert_self_contained(page: str) -> None:
 @pytest.mark.slow  # renders every plot of the report
 def test_html_report_is_one_self_contained_page(study_dir, tmp_path):
     page_path = tmp_path / "page" / "small.html"
-    result = CliRunner().invoke(app, ["study", "report", str(study_dir), "--html", str(page_path),
-                                      "--plots", str(tmp_path / "p")])  # fmt: skip
+    result = CliRunner().invoke(
+        app,
+        [
+            "study",
+            "report",
+            str(study_dir),
+            "--html",
+            str(page_path),
+            "--plots",
+            str(tmp_path / "p"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert str(page_path) in result.output.replace("\n", "")
     assert [p.name for p in page_path.parent.iterdir()] == ["small.html"]
@@ -159,8 +178,12 @@ def test_html_report_counts_errors_and_missing_runs(study_dir, tmp_path):
     runs = study.runs()
     # one run failed, one never finished (both seeds of the first sweep point)
     assert runs[0].params == runs[1].params and runs[0].seed != runs[1].seed
-    store_result(out, study, runs[0], {"status": "error", "error": "RuntimeError: boom",
-                                       "traceback": "", "elapsed_s": math.nan})  # fmt: skip
+    store_result(
+        out,
+        study,
+        runs[0],
+        {"status": "error", "error": "RuntimeError: boom", "traceback": "", "elapsed_s": math.nan},
+    )
     (out / "runs" / f"{runs[1].run_id}.parquet").unlink()
     page = html_report(out).read_text()
     assert _status_counts(page) == [24, 22, 1, 1]
@@ -173,8 +196,10 @@ def test_html_report_counts_errors_and_missing_runs(study_dir, tmp_path):
 
 def test_a_study_over_worlds_reports_the_card_with_worlds_as_a_random_effect(tmp_path):
     path = tmp_path / "ws.toml"
-    path.write_text('name = "ws"\nscenario = "groups"\nticks = 6\nseeds = 2\nworld_seeds = 3\n'
-                    'metrics = ["rr", "rf"]\n[sweep]\npolicy = ["none", "threshold"]\n')  # fmt: skip
+    path.write_text(
+        'name = "ws"\nscenario = "groups"\nticks = 6\nseeds = 2\nworld_seeds = 3\n'
+        'metrics = ["rr", "rf"]\n[sweep]\npolicy = ["none", "threshold"]\n'
+    )
     out = tmp_path / "out"
     result = CliRunner().invoke(
         app, ["study", "run", str(path), "--out", str(out), "--workers", "1"]

@@ -62,8 +62,17 @@ def serial_reference(tmp_path_factory):
 def test_results_match_a_direct_model_run(serial_reference):
     ticks, runs = load_study(serial_reference)
     assert len(runs) == 8 and len(ticks) == 8 * 8
-    assert list(ticks.columns) == ["run_id", "policy", "k", "seed", "tick", "rr", "rf", "threshold",
-                                   "n_accepted"]  # fmt: skip
+    assert list(ticks.columns) == [
+        "run_id",
+        "policy",
+        "k",
+        "seed",
+        "tick",
+        "rr",
+        "rf",
+        "threshold",
+        "n_accepted",
+    ]
     row = runs[(runs.policy == "threshold") & (runs.k == 3) & (runs.seed == 1)].iloc[0]
     model = RecourseModel(
         "paper", "threshold", seed=1, agents=False, record_events=False, k=3, ticks=8
@@ -76,7 +85,10 @@ def test_results_match_a_direct_model_run(serial_reference):
     assert row.rr == summary["rr"] and row.n_dropped == summary["n_dropped"] and row.status == "ok"
     # grid order: k, then policy, then seed
     assert list(zip(runs.k, runs.policy, runs.seed, strict=True))[:3] == [
-        (3, "threshold", 0), (3, "threshold", 1), (3, "none", 0)]  # fmt: skip
+        (3, "threshold", 0),
+        (3, "threshold", 1),
+        (3, "none", 0),
+    ]
 
 
 @pytest.mark.slow
@@ -89,10 +101,21 @@ def test_local_workers_match_serial(tmp_path, serial_reference):
 @pytest.mark.slow  # starts a local Dask cluster
 def test_dask_cluster_matches_serial(tmp_path, serial_reference):
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster:  # fmt: skip
-        result = CliRunner().invoke(app, ["study", "run", str(tiny_study(tmp_path)), "--out",
-                                          str(tmp_path / "dask"), "--scheduler", cluster.scheduler_address])  # fmt: skip
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        result = CliRunner().invoke(
+            app,
+            [
+                "study",
+                "run",
+                str(tiny_study(tmp_path)),
+                "--out",
+                str(tmp_path / "dask"),
+                "--scheduler",
+                cluster.scheduler_address,
+            ],
+        )
     assert result.exit_code == 0, result.output
     assert "8 run(s) done now (dask" in result.output
     assert_same_results(serial_reference, tmp_path / "dask")
@@ -186,9 +209,24 @@ k = [3, 5, 7, 9]
 
 def _cli(study: Path, out: Path, workers: int) -> subprocess.Popen:
     # own session, so the test can kill exactly this study and its workers
-    return subprocess.Popen([sys.executable, "-m", "lab.cli", "study", "run", str(study), "--out", str(out),
-                             "--workers", str(workers)], cwd=ROOT, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "lab.cli",
+            "study",
+            "run",
+            str(study),
+            "--out",
+            str(out),
+            "--workers",
+            str(workers),
+        ],
+        cwd=ROOT,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def _wait_for_runs(out: Path, n: int, proc: subprocess.Popen, timeout: float = 60) -> None:
@@ -239,8 +277,13 @@ def test_recommender_bench_study_end_to_end(tmp_path):
     from lab.evaluation import benchmark_recommenders
     from lab.study import report
 
-    study = Study.build("paper", experiment="recommender-bench", seeds=[1], set={"n": 12},
-                        sweep={"recommender": ["exact-linear (true d)", "ustun"]})  # fmt: skip
+    study = Study.build(
+        "paper",
+        experiment="recommender-bench",
+        seeds=[1],
+        set={"n": 12},
+        sweep={"recommender": ["exact-linear (true d)", "ustun"]},
+    )
     status = run_study(study, tmp_path / "bench", workers=1)
     assert (status.completed, status.errors) == (2, 0)
     ticks, runs = load_study(tmp_path / "bench")
@@ -260,9 +303,14 @@ def test_recommender_bench_study_end_to_end(tmp_path):
 def test_safear_population_study_end_to_end(tmp_path):
     from lab.experiments.safear.population_study import run_episode
 
-    study = Study.build("paper", experiment="safear-population", ticks=4, seeds=2,
-                        set={"risk_aversion": [0.0, 1.0]},
-                        sweep={"policy": ["threshold", "safear:beta_risk=1"]})  # fmt: skip
+    study = Study.build(
+        "paper",
+        experiment="safear-population",
+        ticks=4,
+        seeds=2,
+        set={"risk_aversion": [0.0, 1.0]},
+        sweep={"policy": ["threshold", "safear:beta_risk=1"]},
+    )
     status = run_study(study, tmp_path / "pop", workers=1)
     assert (status.completed, status.errors) == (4, 0)
     _, runs = load_study(tmp_path / "pop")
@@ -276,14 +324,24 @@ def test_safear_population_study_end_to_end(tmp_path):
 def test_pareto_eval_point_is_the_paired_evaluation(tmp_path):
     from lab.evaluation import evaluate
 
-    study = Study.build("paper", experiment="pareto-eval", ticks=5, seeds=[3],
-                        set={"episodes": 2, "method": "threshold"}, policy="threshold")  # fmt: skip
+    study = Study.build(
+        "paper",
+        experiment="pareto-eval",
+        ticks=5,
+        seeds=[3],
+        set={"episodes": 2, "method": "threshold"},
+        policy="threshold",
+    )
     run_study(study, tmp_path / "p", workers=1)
     _, runs = load_study(tmp_path / "p")
     ev = evaluate("paper", "threshold", episodes=2, seed=3, ticks=5)
     row = runs.iloc[0]
-    assert (row.rr, row.rr_std, row.rf, row.cost) == (ev["rr_mean"], ev["rr_std"], ev["rf_mean"],
-                                                      ev["cost_mean"])  # fmt: skip
+    assert (row.rr, row.rr_std, row.rf, row.cost) == (
+        ev["rr_mean"],
+        ev["rr_std"],
+        ev["rf_mean"],
+        ev["cost_mean"],
+    )
     assert row.n_unadvised == ev["n_unadvised"] and row.episodes == 2
 
 
@@ -294,8 +352,17 @@ def _points_csv(path, rows):
     from abm.provenance import RESULTS_SCHEMA
     from lab.experiments.pareto import POINT_COLUMNS
 
-    base = {"family": "hybrid", "rr_std": 0, "rf_std": 0, "gini": 0, "cost": 0, "n_unadvised": 0,
-            "episodes": 10, "seconds": 1, "results_schema": RESULTS_SCHEMA}  # fmt: skip
+    base = {
+        "family": "hybrid",
+        "rr_std": 0,
+        "rf_std": 0,
+        "gini": 0,
+        "cost": 0,
+        "n_unadvised": 0,
+        "episodes": 10,
+        "seconds": 1,
+        "results_schema": RESULTS_SCHEMA,
+    }
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=POINT_COLUMNS)
         w.writeheader()
@@ -306,27 +373,71 @@ def _points_csv(path, rows):
 def test_points_csv_is_converted_once_failures_dropped_and_the_latest_row_kept(tmp_path):
     from lab.experiments.pareto import StudyConfig, convert_points_csv, read_points
 
-    _points_csv(tmp_path / "points.csv", [
-        {"method": "hybrid-ustun", "alpha": "1", "tau": "4", "policy": "hybrid-ustun:path=a",
-         "rr": "nan", "rf": "nan"},
-        {"method": "hybrid-ustun", "alpha": "1", "tau": "1", "policy": "hybrid-ustun:path=b",
-         "rr": 0.5, "rf": 0.4},
-        {"method": "threshold", "family": "baseline", "alpha": "", "tau": "", "policy": "threshold",
-         "rr": 0.45, "rf": 0.55},
-        {"method": "hybrid-ustun", "alpha": "1", "tau": "1", "policy": "hybrid-ustun:path=c",
-         "rr": 0.6, "rf": 0.3},
-        # evaluated under older rules (no or another results schema): never converted
-        {"method": "rl", "alpha": "1", "tau": "1", "policy": "rl:path=d", "rr": 0.9, "rf": 0.5,
-         "results_schema": ""},
-        {"method": "rl", "alpha": "2", "tau": "1", "policy": "rl:path=e", "rr": 0.9, "rf": 0.5,
-         "results_schema": 1},
-    ])  # fmt: skip
+    _points_csv(
+        tmp_path / "points.csv",
+        [
+            {
+                "method": "hybrid-ustun",
+                "alpha": "1",
+                "tau": "4",
+                "policy": "hybrid-ustun:path=a",
+                "rr": "nan",
+                "rf": "nan",
+            },
+            {
+                "method": "hybrid-ustun",
+                "alpha": "1",
+                "tau": "1",
+                "policy": "hybrid-ustun:path=b",
+                "rr": 0.5,
+                "rf": 0.4,
+            },
+            {
+                "method": "threshold",
+                "family": "baseline",
+                "alpha": "",
+                "tau": "",
+                "policy": "threshold",
+                "rr": 0.45,
+                "rf": 0.55,
+            },
+            {
+                "method": "hybrid-ustun",
+                "alpha": "1",
+                "tau": "1",
+                "policy": "hybrid-ustun:path=c",
+                "rr": 0.6,
+                "rf": 0.3,
+            },
+            # evaluated under older rules (no or another results schema): never converted
+            {
+                "method": "rl",
+                "alpha": "1",
+                "tau": "1",
+                "policy": "rl:path=d",
+                "rr": 0.9,
+                "rf": 0.5,
+                "results_schema": "",
+            },
+            {
+                "method": "rl",
+                "alpha": "2",
+                "tau": "1",
+                "policy": "rl:path=e",
+                "rr": 0.9,
+                "rf": 0.5,
+                "results_schema": 1,
+            },
+        ],
+    )
     cfg = StudyConfig.of(setting="T1-b005")
     assert convert_points_csv(tmp_path, cfg) == 3
     assert convert_points_csv(tmp_path, cfg) == 0  # the store exists: read once
     rows = read_points(tmp_path)
     assert [(r["method"], r["alpha"], r["tau"], r["rr"]) for r in rows] == [
-        ("hybrid-ustun", "1", "1", 0.6), ("threshold", "", "", 0.45)]  # fmt: skip
+        ("hybrid-ustun", "1", "1", 0.6),
+        ("threshold", "", "", 0.45),
+    ]
 
 
 @pytest.mark.slow
@@ -339,8 +450,17 @@ def test_report_only_on_shipped_points_gives_the_shipped_table3(tmp_path):
     out.mkdir()
     for name in ("points.csv", "study.json"):
         shutil.copyfile(shipped / name, out / name)
-    args = ["reproduce", "pareto", "--setting", "T5-b001", "--out", str(out), "--report-only",
-            "--summary", str(tmp_path / "summary")]  # fmt: skip
+    args = [
+        "reproduce",
+        "pareto",
+        "--setting",
+        "T5-b001",
+        "--out",
+        str(out),
+        "--report-only",
+        "--summary",
+        str(tmp_path / "summary"),
+    ]
     for _ in range(2):  # the shipped points are of an earlier results schema: never converted
         result = CliRunner().invoke(app, args)
         said = " ".join(result.output.split())

@@ -31,7 +31,9 @@ def test_grid_is_product_of_axes_times_seeds():
 def test_zip_fields_advance_together():
     s = build(zip=[{"n_initial": [10, 100], "m": [10, 100], "k": [9, 90]}], seeds=[7])
     assert [(r.config["n_initial"], r.config["m"], r.config["k"]) for r in s.runs()] == [
-        (10, 10, 9), (100, 100, 90)]  # fmt: skip
+        (10, 10, 9),
+        (100, 100, 90),
+    ]
     assert s.axis_fields == ("n_initial", "m", "k")
 
 
@@ -71,8 +73,10 @@ def test_policy_selection_by_registry():
 def test_toml_file_and_relative_scenario(tmp_path):
     (tmp_path / "base.toml").write_text('base = "paper-T5"\nk = 4\n')
     path = tmp_path / "s.toml"
-    path.write_text('scenario = "base.toml"\nticks = 3\nseeds = 2\nmetrics = ["rr", "rf"]\n'
-                    '[set]\nbeta = 0.02\n[sweep]\nm = [5, 10]\n')  # fmt: skip
+    path.write_text(
+        'scenario = "base.toml"\nticks = 3\nseeds = 2\nmetrics = ["rr", "rf"]\n'
+        "[set]\nbeta = 0.02\n[sweep]\nm = [5, 10]\n"
+    )
     s = Study.from_toml(path)
     assert s.name == "s" and s.metrics == ("rr", "rf") and s.report_metrics == ("rr", "rf")
     cfg = s.runs()[0].config
@@ -160,9 +164,15 @@ def test_shipped_studies_validate():
 
 @pytest.mark.parametrize(
     ("raw", "seeds"),
-    [(3, (0, 1, 2)), ("3", (0, 1, 2)), ("5-7", (5, 6, 7)), ("4,1,9", (4, 1, 9)), ([2, 0], (2, 0)),
-     ({"start": 2, "stop": 6, "step": 2}, (2, 4, 6))],
-)  # fmt: skip
+    [
+        (3, (0, 1, 2)),
+        ("3", (0, 1, 2)),
+        ("5-7", (5, 6, 7)),
+        ("4,1,9", (4, 1, 9)),
+        ([2, 0], (2, 0)),
+        ({"start": 2, "stop": 6, "step": 2}, (2, 4, 6)),
+    ],
+)
 def test_one_seed_syntax(raw, seeds):
     assert parse_seeds(raw) == seeds
     assert build(seeds=raw).seeds == seeds
@@ -184,14 +194,26 @@ def test_the_spec_model_is_frozen_and_lists_every_experiment():
 
 
 def test_experiment_parameters_are_set_swept_and_part_of_the_run_id():
-    s = build(experiment="recommender-bench", set={"n": 20}, seeds="0-1",
-              sweep={"recommender": ["ustun", "wachter"]})  # fmt: skip
+    s = build(
+        experiment="recommender-bench",
+        set={"n": 20},
+        seeds="0-1",
+        sweep={"recommender": ["ustun", "wachter"]},
+    )
     runs = s.runs()
     assert [(r.settings["recommender"], r.settings["n"], r.seed) for r in runs] == [
-        ("ustun", 20, 0), ("ustun", 20, 1), ("wachter", 20, 0), ("wachter", 20, 1)]  # fmt: skip
+        ("ustun", 20, 0),
+        ("ustun", 20, 1),
+        ("wachter", 20, 0),
+        ("wachter", 20, 1),
+    ]
     assert s.report_metrics == ("error", "cost") and s.metrics == ()
-    other = build(experiment="recommender-bench", set={"n": 21}, seeds="0-1",
-                  sweep={"recommender": ["ustun", "wachter"]})  # fmt: skip
+    other = build(
+        experiment="recommender-bench",
+        set={"n": 21},
+        seeds="0-1",
+        sweep={"recommender": ["ustun", "wachter"]},
+    )
     assert not {r.run_id for r in runs} & {r.run_id for r in other.runs()}
     # an episode keeps the id of its configuration and policy alone
     episode = build(seeds=1).runs()[0]
@@ -199,9 +221,14 @@ def test_experiment_parameters_are_set_swept_and_part_of_the_run_id():
 
 
 def test_a_scenario_axis_starts_each_point_from_its_preset_with_set_applied():
-    study = Study.build("paper", zip=[{"scenario": ["paper", "groups"],
-                                       "policy": ["threshold", "none"]}],
-                        sweep={"world_seed": [0, 1]}, seeds=2, ticks=5, set={"k": 4})  # fmt: skip
+    study = Study.build(
+        "paper",
+        zip=[{"scenario": ["paper", "groups"], "policy": ["threshold", "none"]}],
+        sweep={"world_seed": [0, 1]},
+        seeds=2,
+        ticks=5,
+        set={"k": 4},
+    )
     runs = study.runs()
     assert len(runs) == 2 * 2 * 2 and len({r.run_id for r in runs}) == 8
     groups = [r for r in runs if r.params["scenario"] == "groups"]

@@ -19,8 +19,10 @@ def ctx(simulator=None):
 
 def goals(selector, thresholds, start=0):
     rng = np.random.default_rng(0)
-    return [selector.select(SimpleNamespace(tick=start + i, threshold=th), rng)
-            for i, th in enumerate(thresholds)]  # fmt: skip
+    return [
+        selector.select(SimpleNamespace(tick=start + i, threshold=th), rng)
+        for i, th in enumerate(thresholds)
+    ]
 
 
 def test_a_rising_bar_is_carried_horizon_ticks_ahead():

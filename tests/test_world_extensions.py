@@ -291,9 +291,16 @@ def test_revealed_outcomes_follow_h_star_within_4_se():
 def test_geometric_delays_have_the_given_mean():
     policy = Nudge()
     RecourseModel(
-        "paper", policy, seed=1, agents=False, ticks=200, outcome_delay=4,
-        outcome_delay_dist="geometric", k=20, m=22,
-    ).run()  # fmt: skip
+        "paper",
+        policy,
+        seed=1,
+        agents=False,
+        ticks=200,
+        outcome_delay=4,
+        outcome_delay_dist="geometric",
+        k=20,
+        m=22,
+    ).run()
     delays = np.concatenate([fb.tick - fb.outcome_tick for fb in policy.feedback])
     assert delays.min() >= 1
     # mean 4, variance (1-p)/p^2 = 12: the sample mean lies within 4 SE
@@ -382,8 +389,13 @@ def test_retraining_on_outcomes_uses_the_revealed_labels():
 @pytest.mark.parametrize("name", EXTENSION_PRESETS)
 def test_each_extension_preset_switches_its_mechanism_on(name):
     c = PRESETS[name]
-    expected = {"improvement": "outcomes", "retraining": "retraining", "groups": "groups",
-                "causal": "causal", "budget": "budget"}[name]  # fmt: skip
+    expected = {
+        "improvement": "outcomes",
+        "retraining": "retraining",
+        "groups": "groups",
+        "causal": "causal",
+        "budget": "budget",
+    }[name]
     assert c.mechanisms == {expected}
 
 
@@ -522,8 +534,7 @@ def test_mesa_agents_score_with_the_model_in_force_after_a_refit():
 def test_the_lending_preset_switches_every_mechanism_on():
     """The combined world of the five-families study: every mechanism at once, and a run
     records every mechanism's columns."""
-    assert PRESETS["lending"].mechanisms == {"outcomes", "retraining", "groups", "causal",
-                                             "budget"}  # fmt: skip
+    assert PRESETS["lending"].mechanisms == {"outcomes", "retraining", "groups", "causal", "budget"}
     m = _run("threshold", 12, scenario="lending", seed=1)
     ticks = m.tick_table()
     for col in ("n_revealed", "model_version", "dp_gap", "budget_left", "true_gain_sum"):

@@ -135,13 +135,21 @@ class Mechanisms:
     def tick_columns(self) -> tuple[str, ...]:
         return tick_columns(self.config)
 
-    def row(self, d: Decision, advice: Advice, outcome: Outcome, row: dict,
-            view: RecordView) -> None:  # fmt: skip
+    def row(
+        self, d: Decision, advice: Advice, outcome: Outcome, row: dict, view: RecordView
+    ) -> None:
         for m, state in zip(self.stages, d.states, strict=True):
             m.row(state, d, advice, outcome, row, view)
 
-    def events(self, d: Decision, advice: Advice, outcome: Outcome, dropped: np.ndarray,
-               chunk: dict, view: RecordView) -> None:  # fmt: skip
+    def events(
+        self,
+        d: Decision,
+        advice: Advice,
+        outcome: Outcome,
+        dropped: np.ndarray,
+        chunk: dict,
+        view: RecordView,
+    ) -> None:
         for m, state in zip(self.stages, d.states, strict=True):
             m.events(state, d, advice, outcome, dropped, chunk, view)
 

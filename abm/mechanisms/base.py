@@ -76,12 +76,21 @@ class Mechanism:
         """The tick-table columns this mechanism adds in a scenario."""
         return ()
 
-    def row(self, state: Any, d: Decision, advice: Advice, outcome: Outcome, row: dict,
-            view: RecordView) -> None:  # fmt: skip
+    def row(
+        self, state: Any, d: Decision, advice: Advice, outcome: Outcome, row: dict, view: RecordView
+    ) -> None:
         """Add this mechanism's figures of the tick to ``row``."""
 
-    def events(self, state: Any, d: Decision, advice: Advice, outcome: Outcome,
-               dropped: np.ndarray, chunk: dict, view: RecordView) -> None:  # fmt: skip
+    def events(
+        self,
+        state: Any,
+        d: Decision,
+        advice: Advice,
+        outcome: Outcome,
+        dropped: np.ndarray,
+        chunk: dict,
+        view: RecordView,
+    ) -> None:
         """Add this mechanism's candidate-table columns (a,) to ``chunk``."""
 
 

@@ -57,11 +57,26 @@ class Budget(Mechanism):
     def tick_columns(cls, config) -> tuple[str, ...]:
         return ("budget_spent", "budget_left")
 
-    def row(self, state: BudgetTick, d: Decision, advice: Advice, outcome: Outcome,
-            row: dict, view: RecordView) -> None:  # fmt: skip
+    def row(
+        self,
+        state: BudgetTick,
+        d: Decision,
+        advice: Advice,
+        outcome: Outcome,
+        row: dict,
+        view: RecordView,
+    ) -> None:
         row["budget_spent"] = state.spent
         row["budget_left"] = self.left
 
-    def events(self, state: BudgetTick, d: Decision, advice: Advice, outcome: Outcome,
-               dropped, chunk, view: RecordView) -> None:  # fmt: skip
+    def events(
+        self,
+        state: BudgetTick,
+        d: Decision,
+        advice: Advice,
+        outcome: Outcome,
+        dropped,
+        chunk,
+        view: RecordView,
+    ) -> None:
         chunk["budget_cost"] = view.per_applicant(state.cost, np.nan)

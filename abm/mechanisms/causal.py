@@ -20,8 +20,9 @@ class Causal(Mechanism):
             return X_new
         return graph.propagate(X_old, X_new, intervened)
 
-    def events(self, state, d: Decision, advice: Advice, outcome: Outcome, dropped, chunk,
-               view: RecordView) -> None:  # fmt: skip
+    def events(
+        self, state, d: Decision, advice: Advice, outcome: Outcome, dropped, chunk, view: RecordView
+    ) -> None:
         z = self.config.n_features
         dprop = np.zeros((d.rej.shape[0], z), dtype=np.float32)
         if outcome.dprop is not None:

@@ -44,8 +44,15 @@ class Groups(Mechanism):
             cols += [f"{name}_g{g}" for g in range(config.n_groups)]
         return tuple(cols)
 
-    def row(self, state: GroupsTick, d: Decision, advice: Advice, outcome: Outcome,
-            row: dict, view: RecordView) -> None:  # fmt: skip
+    def row(
+        self,
+        state: GroupsTick,
+        d: Decision,
+        advice: Advice,
+        outcome: Outcome,
+        row: dict,
+        view: RecordView,
+    ) -> None:
         """§7.3: the DP gap, W1 between groups in the pool, and per-group rates."""
         G, applicants, accepted = self.config.n_groups, d.applicants, d.accepted
         group = applicants.group
@@ -75,6 +82,7 @@ class Groups(Mechanism):
         wait = (d.t - applicants.entered[accepted]).astype(np.float64)
         row.update(metrics_ext.per_group_mean(wait, group[accepted], G, "mean_time_to_accept"))
 
-    def events(self, state, d: Decision, advice: Advice, outcome: Outcome, dropped, chunk,
-               view: RecordView) -> None:  # fmt: skip
+    def events(
+        self, state, d: Decision, advice: Advice, outcome: Outcome, dropped, chunk, view: RecordView
+    ) -> None:
         chunk["group"] = d.applicants.group.copy()

@@ -15,9 +15,21 @@ from abm.mechanisms.base import Mechanism, RecordView
 from abm.population import Population
 from abm.tick import Advice, Decision, Outcome
 
-COLUMNS = ("n_revealed", "n_revealed_pos", "tp_rate", "mean_p_true_accepted", "mean_p_true_applicants",
-           "improvement_rate", "mean_true_gain", "impl_improvement_rate", "gaming_rate",
-           "n_qualified_accepted", "true_gain_sum", "advised_change", "noncausal_change")  # fmt: skip
+COLUMNS = (
+    "n_revealed",
+    "n_revealed_pos",
+    "tp_rate",
+    "mean_p_true_accepted",
+    "mean_p_true_applicants",
+    "improvement_rate",
+    "mean_true_gain",
+    "impl_improvement_rate",
+    "gaming_rate",
+    "n_qualified_accepted",
+    "true_gain_sum",
+    "advised_change",
+    "noncausal_change",
+)
 
 
 @dataclass(frozen=True)
@@ -45,8 +57,9 @@ class Revealed:
 
     @staticmethod
     def concat(parts: list[Revealed]) -> Revealed:
-        return Revealed(*(np.concatenate([getattr(p, f) for p in parts])
-                          for f in ("ids", "X", "tick", "y")))  # fmt: skip
+        return Revealed(
+            *(np.concatenate([getattr(p, f) for p in parts]) for f in ("ids", "X", "tick", "y"))
+        )
 
 
 @dataclass
@@ -130,8 +143,15 @@ class Outcomes(Mechanism):
         """h*(x) (n,) for rows X (n, z)."""
         return probability_of_score(self.config, self.true_score(X))
 
-    def row(self, state: OutcomesTick, d: Decision, advice: Advice, outcome: Outcome,
-            row: dict, view: RecordView) -> None:  # fmt: skip
+    def row(
+        self,
+        state: OutcomesTick,
+        d: Decision,
+        advice: Advice,
+        outcome: Outcome,
+        row: dict,
+        view: RecordView,
+    ) -> None:
         c, applicants, accepted, p_app = self.config, d.applicants, d.accepted, d.p_true
         adv = advice.advised
         s_cf = self.true_score(view.true_counterfactual(advice)[adv])
@@ -168,13 +188,22 @@ class Outcomes(Mechanism):
         proxies = list(c.noncausal_features)
         row["noncausal_change"] = float(np.add.reduce(change[:, proxies], axis=None))
 
-    def events(self, state: OutcomesTick, d: Decision, advice: Advice, outcome: Outcome,
-               dropped: np.ndarray, chunk: dict, view: RecordView) -> None:  # fmt: skip
+    def events(
+        self,
+        state: OutcomesTick,
+        d: Decision,
+        advice: Advice,
+        outcome: Outcome,
+        dropped: np.ndarray,
+        chunk: dict,
+        view: RecordView,
+    ) -> None:
         chunk["p_true"] = d.p_true
         chunk["y"] = state.y
         X_cf = view.true_counterfactual(advice)
-        p_cf = np.where(advice.advised, probability_of_score(self.config, self.true_score(X_cf)),
-                        np.nan)  # fmt: skip
+        p_cf = np.where(
+            advice.advised, probability_of_score(self.config, self.true_score(X_cf)), np.nan
+        )
         chunk["cf_p_true"] = view.per_applicant(p_cf, np.nan)
         improving = advice.advised & (self.true_score(X_cf) >= self.config.outcome_threshold)
         chunk["improving"] = view.per_applicant(improving, False)

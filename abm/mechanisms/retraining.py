@@ -194,15 +194,19 @@ class Retraining(Mechanism):
         pos = X[y == 1]
         pos = pos[metrics_ext.subsample(pos.shape[0], self.config.shift_points, rng)]
         if pos.shape[0] >= 2:
-            domain = (ref.k_positive + metrics_ext.kernel_mean(pos, None, ref.gamma_positive)
-                      - 2.0 * metrics_ext.kernel_mean(ref.positive, pos, ref.gamma_positive))  # fmt: skip
+            domain = (
+                ref.k_positive
+                + metrics_ext.kernel_mean(pos, None, ref.gamma_positive)
+                - 2.0 * metrics_ext.kernel_mean(ref.positive, pos, ref.gamma_positive)
+            )
         else:
             domain = math.nan
         s_old = old.score(ref.X_eval)
         s_new = self.scorer.score(ref.X_eval)
         k_new = metrics_ext.kernel_mean(s_new[:, None], None, ref.gamma_scores)
-        between = metrics_ext.kernel_mean(s_old[:, None], s_new[:, None], ref.gamma_scores,
-                                          paired=True)  # fmt: skip
+        between = metrics_ext.kernel_mean(
+            s_old[:, None], s_new[:, None], ref.gamma_scores, paired=True
+        )
         model = self._k_scores + k_new - 2.0 * between
         self._k_scores = k_new  # the next refit's "old" term
         out = {
@@ -273,12 +277,27 @@ class Retraining(Mechanism):
             return COLUMNS
         return COLUMNS + SHIFT_COLUMNS + (SHIFT_P_COLUMNS if config.shift_permutations else ())
 
-    def row(self, state: RetrainingTick, d: Decision, advice: Advice, outcome: Outcome,
-            row: dict, view: RecordView) -> None:  # fmt: skip
+    def row(
+        self,
+        state: RetrainingTick,
+        d: Decision,
+        advice: Advice,
+        outcome: Outcome,
+        row: dict,
+        view: RecordView,
+    ) -> None:
         row.update(state.figures)
 
-    def events(self, state: RetrainingTick, d: Decision, advice: Advice, outcome: Outcome,
-               dropped: np.ndarray, chunk: dict, view: RecordView) -> None:  # fmt: skip
+    def events(
+        self,
+        state: RetrainingTick,
+        d: Decision,
+        advice: Advice,
+        outcome: Outcome,
+        dropped: np.ndarray,
+        chunk: dict,
+        view: RecordView,
+    ) -> None:
         a = len(d.applicants)
         chunk["model_version"] = filled(a, self.version, np.int64)
         cf_now = np.full(a, np.nan)
@@ -323,8 +342,14 @@ class ShiftReference:
             gamma, gamma_scores = metrics_ext.median_gamma(pos), metrics_ext.median_gamma(scores)
         else:
             gamma = gamma_scores = 1.0 / (2.0 * length_scale * length_scale)
-        return cls(pos, gamma, metrics_ext.kernel_mean(pos, None, gamma), X_eval, gamma_scores,
-                   metrics_ext.kernel_mean(scores, None, gamma_scores))  # fmt: skip
+        return cls(
+            pos,
+            gamma,
+            metrics_ext.kernel_mean(pos, None, gamma),
+            X_eval,
+            gamma_scores,
+            metrics_ext.kernel_mean(scores, None, gamma_scores),
+        )
 
 
 def _shift_norms(old: DecisionModel, new: DecisionModel) -> tuple[float, float, float]:

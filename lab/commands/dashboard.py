@@ -69,8 +69,14 @@ def check_listen(host: str, port: int) -> None:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigError(problem("--host", host, "an IP address or host name, e.g. 127.0.0.1 "
-                                  "or 0.0.0.0", verb=f"cannot be resolved ({why})")) from None  # fmt: skip
+        raise ConfigError(
+            problem(
+                "--host",
+                host,
+                "an IP address or host name, e.g. 127.0.0.1 or 0.0.0.0",
+                verb=f"cannot be resolved ({why})",
+            )
+        ) from None
     family, kind, proto, _, address = infos[0]
     with socket.socket(family, kind, proto) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -78,10 +84,17 @@ def check_listen(host: str, port: int) -> None:
             probe.bind(address)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
-                raise ConfigError(problem("--port", port, f"a free port on {host}",
-                                          verb="is in use")) from None  # fmt: skip
-            raise ConfigError(problem("--host", host, "an address of this computer",
-                                      verb=f"cannot be listened on ({exc.strerror})")) from None  # fmt: skip
+                raise ConfigError(
+                    problem("--port", port, f"a free port on {host}", verb="is in use")
+                ) from None
+            raise ConfigError(
+                problem(
+                    "--host",
+                    host,
+                    "an address of this computer",
+                    verb=f"cannot be listened on ({exc.strerror})",
+                )
+            ) from None
 
 
 def dashboard(
@@ -102,8 +115,11 @@ def dashboard(
         raise ConfigError(
             "the dashboard needs solara: pip install 'solara' 'ipyvuetify<2' 'ipyvue<2'"
         )
-    env = {**os.environ, "REACTON_FAST": os.environ.get("REACTON_FAST", "1"),
-           "SOLARA_THEME_SHOW_BANNER": "False"}  # fmt: skip
+    env = {
+        **os.environ,
+        "REACTON_FAST": os.environ.get("REACTON_FAST", "1"),
+        "SOLARA_THEME_SHOW_BANNER": "False",
+    }
     typer.echo(f"serving the dashboard on http://{host}:{port}/ (Ctrl-C stops it)")
     if host not in ("127.0.0.1", "localhost", "::1"):
         typer.echo(
@@ -112,8 +128,9 @@ def dashboard(
         )
     # the server dies with this process: on SIGKILL by the kernel (die_with_parent), on
     # SIGTERM by the handler below, which stops it before exiting
-    server = subprocess.Popen(solara_command(host, port, open_browser, production), env=env,
-                              preexec_fn=die_with_parent)  # fmt: skip
+    server = subprocess.Popen(
+        solara_command(host, port, open_browser, production), env=env, preexec_fn=die_with_parent
+    )
 
     def stop(signum: int, frame: object) -> None:
         server.terminate()

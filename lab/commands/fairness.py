@@ -42,18 +42,37 @@ def fairness(
         output_dir(store, "--store")
     with progress_bar() as bar:
         task = bar.add_task("fairness trials", total=len(run_seeds))
-        res = reproduce(out, run_seeds, store=store, workers=workers, quick=quick, epochs=epochs,
-                        progress=lambda done, total: bar.update(task, completed=done,
-                                                                total=total))  # fmt: skip
-    cols = ["method", "seeds", "accuracy", "accuracy_sd", "short", "short_sd", "long", "long_sd",
-            "short_first", "short_last", "long_first", "long_last", "spend"]  # fmt: skip
+        res = reproduce(
+            out,
+            run_seeds,
+            store=store,
+            workers=workers,
+            quick=quick,
+            epochs=epochs,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
+    cols = [
+        "method",
+        "seeds",
+        "accuracy",
+        "accuracy_sd",
+        "short",
+        "short_sd",
+        "long",
+        "long_sd",
+        "short_first",
+        "short_last",
+        "long_first",
+        "long_last",
+        "spend",
+    ]
     console.print("[bold]synthetic SCM: means over steps (sd over seeds)[/]")
-    console.print(res.table[cols].round(3).to_string(index=False), highlight=False,
-                  soft_wrap=True)  # fmt: skip
+    console.print(res.table[cols].round(3).to_string(index=False), highlight=False, soft_wrap=True)
     for c in res.checks:
         mark = "ok " if c.ok else "FAIL"
-        console.print(f"{mark} {escape(c.name)}: {c.value:.4g} (target {escape(c.target)})",
-                      highlight=False)  # fmt: skip
+        console.print(
+            f"{mark} {escape(c.name)}: {c.value:.4g} (target {escape(c.target)})", highlight=False
+        )
     verdict = "all checks hold" if res.ok else f"{sum(not c.ok for c in res.checks)} check(s) fail"
     console.print(f"{verdict}; results written to [bold]{escape(str(out))}[/]")
 

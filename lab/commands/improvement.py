@@ -64,15 +64,36 @@ def improvement(
                 tasks[what] = bar.add_task(what, total=total)
             bar.update(tasks[what], completed=done, total=total)
 
-        res = reproduce(out, trials=trials, quick=quick, task=dataset, rounds=rounds,
-                        synthetic=synthetic, store=store, workers=workers,
-                        progress=progress, methods=chosen, xis=levels)  # fmt: skip
-    cols = ["method", "xi", "trials", "mer", "mer_sd", "improvement", "improvement_sd", "cost",
-            "cost_sd", "ms_per_round"]  # fmt: skip
+        res = reproduce(
+            out,
+            trials=trials,
+            quick=quick,
+            task=dataset,
+            rounds=rounds,
+            synthetic=synthetic,
+            store=store,
+            workers=workers,
+            progress=progress,
+            methods=chosen,
+            xis=levels,
+        )
+    cols = [
+        "method",
+        "xi",
+        "trials",
+        "mer",
+        "mer_sd",
+        "improvement",
+        "improvement_sd",
+        "cost",
+        "cost_sd",
+        "ms_per_round",
+    ]
     cols += [c for c in ("mer_paper", "improvement_paper", "cost_paper") if c in res.table]
     console.print(f"[bold]{escape(dataset)}: ours (mean, sd over trials) beside the paper[/]")
-    console.print(res.table[cols].round(3).to_string(index=False, na_rep="-"), highlight=False,
-                  soft_wrap=True)  # fmt: skip
+    console.print(
+        res.table[cols].round(3).to_string(index=False, na_rep="-"), highlight=False, soft_wrap=True
+    )
     if res.synthetic is not None:
         console.print("[bold]synthetic regret check[/]")
         console.print(res.synthetic.round(3).to_string(index=False), highlight=False)

@@ -34,8 +34,14 @@ def episode_seeds(seed: int | None, episodes: int | None, seeds: str | None) -> 
     if seeds is not None:
         for name, value in (("--seed", seed), ("--episodes", episodes)):
             if value is not None:
-                raise ConfigError(problem(name, value, "--seeds alone, or --seed and --episodes",
-                                          verb=f"conflicts with --seeds = {seeds!r}"))  # fmt: skip
+                raise ConfigError(
+                    problem(
+                        name,
+                        value,
+                        "--seeds alone, or --seed and --episodes",
+                        verb=f"conflicts with --seeds = {seeds!r}",
+                    )
+                )
     return (FIRST_SEED if seed is None else seed), (EPISODES if episodes is None else episodes)
 
 
@@ -53,11 +59,18 @@ def _evaluation_table(scenario: str, results: list[dict[str, Any]]) -> Table:
     span = f"{used[0]}..{used[-1]}" if used == list(range(used[0], used[-1] + 1)) else "listed"
     table = Table(title=f"{scenario} · {len(used)} episodes · seeds {span}", header_style="bold")
     for col in ("policy", "RR", "RF", "Gini", "cost", "unadvised"):
-        table.add_column(col, justify="left" if col == "policy" else "right",
-                         no_wrap=col == "policy")  # fmt: skip
+        table.add_column(
+            col, justify="left" if col == "policy" else "right", no_wrap=col == "policy"
+        )
     for r in results:
-        table.add_row(r["policy"], _mean_std(r, "rr"), _mean_std(r, "rf"), _mean_std(r, "gini"),
-                      _mean_std(r, "cost"), str(r["n_unadvised"]))  # fmt: skip
+        table.add_row(
+            r["policy"],
+            _mean_std(r, "rr"),
+            _mean_std(r, "rf"),
+            _mean_std(r, "gini"),
+            _mean_std(r, "cost"),
+            str(r["n_unadvised"]),
+        )
     return table
 
 
@@ -115,9 +128,11 @@ def card_tables(results: list[dict[str, Any]]) -> list[Table]:
     if paired:
         vs = paired[0]["vs_baseline"]
         base, how = vs["policy"], CORRECTIONS.get(vs.get("correction"), vs.get("correction"))
-        diff = Table(title=f"difference from {base} on the same worlds and episodes: mean "
-                     f"[95 % interval] (worlds), verdict, p and TOST p ({how})",
-                     header_style="bold")  # fmt: skip
+        diff = Table(
+            title=f"difference from {base} on the same worlds and episodes: mean "
+            f"[95 % interval] (worlds), verdict, p and TOST p ({how})",
+            header_style="bold",
+        )
         diff.add_column("figure")
         for r in paired:
             diff.add_column(f"{r['policy']} - {base}", justify="right")
@@ -141,7 +156,7 @@ def evaluate(
     policy: Annotated[
         list[str] | None,
         typer.Option("--policy", "-p", help="policy (repeat to compare side by side)"),
-    ] = None,  # fmt: skip
+    ] = None,
     episodes: Annotated[
         int | None,
         typer.Option(min=1, max=100_000, help="episodes; episode i uses seed S+i [default: 10]"),
@@ -164,7 +179,7 @@ def evaluate(
         typer.Option(
             help="write DIR/evaluation.json; the episodes stay in DIR/episodes (resumable)"
         ),
-    ] = None,  # fmt: skip
+    ] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="KEY=VALUE override")] = None,
 ) -> None:
     """Mean ± std of RR, RF, Gini and cost over paired episodes, per policy, and the outcome
@@ -178,12 +193,19 @@ def evaluate(
     with progress_bar() as bar:
         task = bar.add_task("episodes", total=None)
         results = evaluate_many(
-            scenario, policies, episodes, seed, workers, seeds=seeds, scheduler=scheduler,
-            world_seeds=world_seeds, baseline=baseline,
+            scenario,
+            policies,
+            episodes,
+            seed,
+            workers,
+            seeds=seeds,
+            scheduler=scheduler,
+            world_seeds=world_seeds,
+            baseline=baseline,
             store=None if out is None else out / "episodes",
             progress=lambda done, total: bar.update(task, completed=done, total=total),
             **parse_overrides(set_),
-        )  # fmt: skip
+        )
     console.print(_evaluation_table(scenario, results))
     for table in card_tables(results):
         console.print(table)
@@ -205,7 +227,7 @@ def bench_recommenders(
     out: Annotated[Path, typer.Option(help="write DIR/recommenders.csv")] = Path("results/bench"),
     recommender: Annotated[
         list[str] | None, typer.Option("--recommender", "-r", help="only these (repeatable)")
-    ] = None,  # fmt: skip
+    ] = None,
     goal_max: Annotated[
         float, typer.Option(min=0.0, max=1.0, help="goals drawn in (M(x), goal_max)")
     ] = 0.95,
@@ -222,14 +244,20 @@ def bench_recommenders(
     for spec in recommender or ():
         if spec not in known:  # any other recommender spec must name a registered one
             check_recommender(spec)
-    rows = benchmark_recommenders(n=n, seed=seed, goal_max=goal_max, names=recommender,
-                                  workers=workers)  # fmt: skip
+    rows = benchmark_recommenders(
+        n=n, seed=seed, goal_max=goal_max, names=recommender, workers=workers
+    )
     table = Table(title=f"recommenders · {n} candidates · seed {seed}", header_style="bold")
     for col in ("recommender", "error", "cost", "s / recommendation", "failed"):
         table.add_column(col, justify="left" if col == "recommender" else "right")
     for r in rows:
-        table.add_row(r["recommender"], f"{r['error']:.2e}", f"{r['cost']:.3f}",
-                      f"{r['seconds_per_recommendation']:.2e}", str(r["n_failed"]))  # fmt: skip
+        table.add_row(
+            r["recommender"],
+            f"{r['error']:.2e}",
+            f"{r['cost']:.3f}",
+            f"{r['seconds_per_recommendation']:.2e}",
+            str(r["n_failed"]),
+        )
     console.print(table)
     out.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(out / "recommenders.csv", index=False)
@@ -257,8 +285,14 @@ def parse_calibration_grid(text: str) -> dict[str, list[Any]]:
         keys = [k for k, _ in pairs]
         twice = sorted({k for k in keys if keys.count(k) > 1})
         if twice:  # json keeps the last silently: the first would be read and ignored
-            raise ConfigError(problem("--grid", text, allowed + " (each field once)",
-                                      verb=f"names {', '.join(twice)} twice"))  # fmt: skip
+            raise ConfigError(
+                problem(
+                    "--grid",
+                    text,
+                    allowed + " (each field once)",
+                    verb=f"names {', '.join(twice)} twice",
+                )
+            )
         return dict(pairs)
 
     try:
@@ -284,7 +318,7 @@ def calibrate(
     grid: Annotated[
         str | None,
         typer.Option(help="JSON object field -> list of values, e.g. '{\"rho\": [1, 4]}'"),
-    ] = None,  # fmt: skip
+    ] = None,
     out: Annotated[
         Path | None, typer.Option(help="write DIR/calibration.csv and DIR/calibration.png")
     ] = None,
@@ -300,10 +334,16 @@ def calibrate(
     points = CALIBRATION_GRID if grid is None else parse_calibration_grid(grid)
     with progress_bar() as bar:
         task = bar.add_task(f"calibrating {policy}", total=None)
-        rows = run_calibration(points, policy, target_rr, episodes, seed, workers=workers,
-                               seeds=seeds,
-                               progress=lambda done, total: bar.update(task, completed=done,
-                                                                       total=total))  # fmt: skip
+        rows = run_calibration(
+            points,
+            policy,
+            target_rr,
+            episodes,
+            seed,
+            workers=workers,
+            seeds=seeds,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
     df = pd.DataFrame(rows)
     table = Table(title=f"{policy}: closest to RR = {target_rr} first", header_style="bold")
     for col in df.columns:

@@ -99,8 +99,17 @@ def _dataset_vs_paper(name: str, table, example):
 
     from lab.experiments.safear import PAPER_DATASET_TABLES
 
-    cols = ["rho", "cost_mean", "cost_var", "var80", "cvar80", "var95", "cvar95", "sparsity",
-            "proximity"]  # fmt: skip
+    cols = [
+        "rho",
+        "cost_mean",
+        "cost_var",
+        "var80",
+        "cvar80",
+        "var95",
+        "cvar95",
+        "sparsity",
+        "proximity",
+    ]
     ours = pd.concat([table, example.assign(n=1)], ignore_index=True)
     paper = PAPER_DATASET_TABLES[PAPER_DATASET_TABLES["dataset"] == name]
     both = _side_by_side(ours, paper, ["group", "beta"], cols)
@@ -420,25 +429,52 @@ def pareto(
     """durable-recourse-rl Figure 2 / Tables 1 and 3: RR-RF fronts of baselines, hybrids and rl."""
     from lab.experiments.pareto import StudyConfig, parse_grid, parse_numbers, run_study
 
-    def config(grid: str, recommenders: str, predictor_steps: int, rec_episodes: int,
-               episodes: int, margins: str, margin_recommenders: str, lookahead: bool):  # fmt: skip
+    def config(
+        grid: str,
+        recommenders: str,
+        predictor_steps: int,
+        rec_episodes: int,
+        episodes: int,
+        margins: str,
+        margin_recommenders: str,
+        lookahead: bool,
+    ):
         recs = tuple(r.strip() for r in recommenders.split(",") if r.strip())
-        return StudyConfig.of(setting=setting, behaviour=behaviour, grid=parse_grid(grid),
-                              recommenders=recs, margins=parse_numbers("--margins", margins),
-                              margin_recommenders=tuple(r.strip() for r in
-                                                        margin_recommenders.split(",")
-                                                        if r.strip()),
-                              predictor_steps=predictor_steps,
-                              rec_warmup_episodes=rec_warmup_episodes, rec_episodes=rec_episodes,
-                              episodes=episodes, seed=seed, workers=workers,
-                              hybrid_predictors=hybrid_predictors, lookahead=lookahead, rl=rl,
-                              report_only=report_only, reevaluate=reevaluate,
-                              recommender_from=None if phi is None else str(phi))  # fmt: skip
+        return StudyConfig.of(
+            setting=setting,
+            behaviour=behaviour,
+            grid=parse_grid(grid),
+            recommenders=recs,
+            margins=parse_numbers("--margins", margins),
+            margin_recommenders=tuple(
+                r.strip() for r in margin_recommenders.split(",") if r.strip()
+            ),
+            predictor_steps=predictor_steps,
+            rec_warmup_episodes=rec_warmup_episodes,
+            rec_episodes=rec_episodes,
+            episodes=episodes,
+            seed=seed,
+            workers=workers,
+            hybrid_predictors=hybrid_predictors,
+            lookahead=lookahead,
+            rl=rl,
+            report_only=report_only,
+            reevaluate=reevaluate,
+            recommender_from=None if phi is None else str(phi),
+        )
 
     if quick:  # tiny budgets: the figures mean nothing, every step of the study runs
         # what was given is checked all the same, then replaced: bad input is never ignored
-        config(grid, recommenders, predictor_steps, rec_episodes, episodes, margins,
-               margin_recommenders, lookahead)  # fmt: skip
+        config(
+            grid,
+            recommenders,
+            predictor_steps,
+            rec_episodes,
+            episodes,
+            margins,
+            margin_recommenders,
+            lookahead,
+        )
         grid, recommenders, predictor_steps, rec_episodes, episodes = (
             "1:1",
             "exact-linear",
@@ -456,8 +492,16 @@ def pareto(
     if summary:
         output_dir(summary, "--summary")
     set_threads(threads)
-    cfg = config(grid, recommenders, predictor_steps, rec_episodes, episodes, margins,
-                 margin_recommenders, lookahead)  # fmt: skip
+    cfg = config(
+        grid,
+        recommenders,
+        predictor_steps,
+        rec_episodes,
+        episodes,
+        margins,
+        margin_recommenders,
+        lookahead,
+    )
     cpu0, wall0 = time.process_time(), time.perf_counter()
     with progress_bar(transient=False) as bar:
         tasks: dict[str, int] = {}
@@ -527,8 +571,9 @@ def five_families(
     _run_experiment(ff, output_dir(out), quick, workers, report_only, "leaderboard")
 
 
-def _run_experiment(module, out: Path, quick: bool, workers: int, report_only: bool,
-                    table: str) -> None:  # fmt: skip
+def _run_experiment(
+    module, out: Path, quick: bool, workers: int, report_only: bool, table: str
+) -> None:
     """Run (or resume) an experiment module's study with a progress bar, or only rebuild its
     report from the stored runs; print where the report and ``table`` were written."""
     if report_only:
@@ -536,11 +581,16 @@ def _run_experiment(module, out: Path, quick: bool, workers: int, report_only: b
     else:
         with progress_bar() as bar:
             task = bar.add_task("episodes", total=None)
-            res = module.run(out, quick=quick, workers=workers, log=console.print,
-                             progress=lambda done, total: bar.update(task, completed=done,
-                                                                     total=total))  # fmt: skip
-    console.print(f"report: [bold]{escape(str(res['report']))}[/], "
-                  f"{table}: {escape(str(res[table]))}")  # fmt: skip
+            res = module.run(
+                out,
+                quick=quick,
+                workers=workers,
+                log=console.print,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+            )
+    console.print(
+        f"report: [bold]{escape(str(res['report']))}[/], {table}: {escape(str(res[table]))}"
+    )
 
 
 def endogenous_shift(

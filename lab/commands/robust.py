@@ -51,8 +51,22 @@ def robust(
             store=store,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
         )
-    shown = table[["method", "alpha", "lam", "J", "J_sd", "J_paper", "diff", "within", "cost",
-                   "n_changed", "valid_wc", "valid_current"]].round(3)  # fmt: skip
+    shown = table[
+        [
+            "method",
+            "alpha",
+            "lam",
+            "J",
+            "J_sd",
+            "J_paper",
+            "diff",
+            "within",
+            "cost",
+            "n_changed",
+            "valid_wc",
+            "valid_current",
+        ]
+    ].round(3)
     console.print("[bold]Table 1, German Credit (LR): price J, ours vs paper[/]")
     console.print(shown.to_string(index=False), highlight=False, soft_wrap=True)
     for check, ok in table1_checks(table).items():

@@ -27,8 +27,10 @@ def _plan_text(study) -> str:
         "; ".join(f"{'+'.join(a.fields)}: {len(a.values)} value(s)" for a in study.axes)
         or "no sweep"
     )
-    text = (f"{study.name}: {study.n_runs} runs = {axes}; {len(study.seeds)} seed(s); "
-            f"{study.base.ticks} ticks; base {study.base.name}")  # fmt: skip
+    text = (
+        f"{study.name}: {study.n_runs} runs = {axes}; {len(study.seeds)} seed(s); "
+        f"{study.base.ticks} ticks; base {study.base.name}"
+    )
     if study.experiment != "episode":
         text += f"; experiment {study.experiment}"
     if study.skipped_policies:
@@ -82,12 +84,20 @@ def run(
             bar.update(task, completed=done, total=total)
 
         try:
-            status = run_study(study, out, workers=workers, scheduler=scheduler, force=force,
-                               retry_errors=retry_errors, progress=progress)  # fmt: skip
+            status = run_study(
+                study,
+                out,
+                workers=workers,
+                scheduler=scheduler,
+                force=force,
+                retry_errors=retry_errors,
+                progress=progress,
+            )
         except StoreError as exc:  # a full disk: one line, exit 1 (the study resumes)
             bar.stop()
-            err_console.print(f"[bold red]error:[/] {escape(exc.strerror)}", highlight=False,
-                              soft_wrap=True)  # fmt: skip
+            err_console.print(
+                f"[bold red]error:[/] {escape(exc.strerror)}", highlight=False, soft_wrap=True
+            )
             raise typer.Exit(1) from None
     rate = status.completed / status.seconds if status.seconds > 0 else math.nan
     console.print(
@@ -114,8 +124,13 @@ def run(
         raise typer.Exit(1)
 
 
-def _write_report(out: Path, metrics: list[str] | None = None, plots: Path | None = None,
-                  html: Path | None = None, show: Callable | None = None) -> None:  # fmt: skip
+def _write_report(
+    out: Path,
+    metrics: list[str] | None = None,
+    plots: Path | None = None,
+    html: Path | None = None,
+    show: Callable | None = None,
+) -> None:
     """Write the PNGs, summary.csv and the HTML page of ``out``; ``show(report)`` prints
     before the paths of what was written."""
     from lab.study.analysis import build_report, write_plots
@@ -151,9 +166,15 @@ def report(
     self-contained HTML page (tables, plots, run status, provenance), and print its path."""
     chosen = None if metrics is None else [m.strip() for m in metrics.split(",") if m.strip()]
     if chosen == []:
-        raise ConfigError(problem("--metrics", metrics, "comma-separated metric names "
-                                  "(leave the option out for the study's report_metrics)",
-                                  verb="names no metric"))  # fmt: skip
+        raise ConfigError(
+            problem(
+                "--metrics",
+                metrics,
+                "comma-separated metric names "
+                "(leave the option out for the study's report_metrics)",
+                verb="names no metric",
+            )
+        )
     _write_report(out, chosen, plots, html, show=_print_summary)
 
 
@@ -161,8 +182,10 @@ def _print_summary(rep) -> None:
     """Run counts, then mean ± CI per policy and sweep point."""
     table, names = rep.table, rep.metrics
     s = rep.status
-    console.print(f"{s['total']} run(s): {s['completed']} completed, {s['errors']} error(s), "
-                  f"{s['missing']} missing")  # fmt: skip
+    console.print(
+        f"{s['total']} run(s): {s['completed']} completed, {s['errors']} error(s), "
+        f"{s['missing']} missing"
+    )
     if table.empty:
         return
     # a [[zip]] group is shown by its first field: the others move with it

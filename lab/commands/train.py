@@ -31,8 +31,16 @@ def parse_net(text: str) -> tuple[int, ...]:
 
 def sac_params(base, net, lr, batch_size, gamma, learning_starts):
     """``base`` (a :class:`SACParams`) with the options given on the command line (validated)."""
-    changes = {k: v for k, v in (("learning_rate", lr), ("batch_size", batch_size), ("gamma", gamma),
-                                 ("learning_starts", learning_starts)) if v is not None}  # fmt: skip
+    changes = {
+        k: v
+        for k, v in (
+            ("learning_rate", lr),
+            ("batch_size", batch_size),
+            ("gamma", gamma),
+            ("learning_starts", learning_starts),
+        )
+        if v is not None
+    }
     for field, value in changes.items():  # one at a time, so the refusal names the option
         try:
             base.replace(**{field: value})
@@ -50,13 +58,19 @@ def say_fresh_start(out: Path, resume: bool) -> None:
     from lab.experiments.rl_training import latest_checkpoint
 
     if resume and latest_checkpoint(Path(out) / "checkpoints") is None:
-        console.print(f"--resume: no checkpoint in {escape(str(Path(out) / 'checkpoints'))}; "
-                      "starting afresh", highlight=False)  # fmt: skip
+        console.print(
+            f"--resume: no checkpoint in {escape(str(Path(out) / 'checkpoints'))}; starting afresh",
+            highlight=False,
+        )
 
 
 #: the SAC field each training option sets
-OPTION_OF = {"learning_rate": "--lr", "batch_size": "--batch-size", "gamma": "--gamma",
-             "learning_starts": "--learning-starts"}  # fmt: skip
+OPTION_OF = {
+    "learning_rate": "--lr",
+    "batch_size": "--batch-size",
+    "gamma": "--gamma",
+    "learning_starts": "--learning-starts",
+}
 
 
 def set_threads(threads: int) -> None:
@@ -146,16 +160,32 @@ def recommender(
     say_fresh_start(out, resume)
     with progress_bar(transient=False) as bar:
         task = bar.add_task("training φ (episodes)", total=warmup_episodes + episodes)
-        m = train_recommender(out, scenario, seed=seed, warmup_episodes=warmup_episodes,
-                              episodes=episodes, sac=sac, checkpoint_every=checkpoint_every,
-                              max_step=max_step, action=action, reward_scale=reward_scale,
-                              eval_every=eval_every, eval_episodes=eval_episodes,
-                              resume=resume, progress=bar_progress(bar, task),
-                              **parse_overrides(set_))  # fmt: skip
-    plot_learning_curve(Path(out) / "learning_curve.csv", Path(out) / "learning_curve.png",
-                        "recommender φ: eq. 15 reward per episode")  # fmt: skip
-    console.print(f"φ: {m['steps']} steps, {m['episodes_trained']} episodes, Σ|d - d̂| = "
-                  f"{m['d_error']:.3g}, CPU {m['cpu_seconds']:.0f} s; written to [bold]{escape(str(out))}[/]")  # fmt: skip
+        m = train_recommender(
+            out,
+            scenario,
+            seed=seed,
+            warmup_episodes=warmup_episodes,
+            episodes=episodes,
+            sac=sac,
+            checkpoint_every=checkpoint_every,
+            max_step=max_step,
+            action=action,
+            reward_scale=reward_scale,
+            eval_every=eval_every,
+            eval_episodes=eval_episodes,
+            resume=resume,
+            progress=bar_progress(bar, task),
+            **parse_overrides(set_),
+        )
+    plot_learning_curve(
+        Path(out) / "learning_curve.csv",
+        Path(out) / "learning_curve.png",
+        "recommender φ: eq. 15 reward per episode",
+    )
+    console.print(
+        f"φ: {m['steps']} steps, {m['episodes_trained']} episodes, Σ|d - d̂| = "
+        f"{m['d_error']:.3g}, CPU {m['cpu_seconds']:.0f} s; written to [bold]{escape(str(out))}[/]"
+    )
 
 
 def predictor(
@@ -166,7 +196,7 @@ def predictor(
         typer.Option(
             help="recommender inside the env: registry spec, e.g. exact-linear, ustun, rl:path=DIR"
         ),
-    ] = "exact-linear",  # fmt: skip
+    ] = "exact-linear",
     scenario: ScenarioOpt = "paper",
     out: Annotated[Path, typer.Option(help="artefact directory")] = Path(
         "results/artefacts/predictor"
@@ -176,10 +206,10 @@ def predictor(
     checkpoint_every: Annotated[int, typer.Option(help="checkpoint every N steps")] = 1000,
     max_margin: Annotated[
         float, typer.Option(help="goal = last threshold + up to this margin, in (0, 1]")
-    ] = 0.3,  # fmt: skip
+    ] = 0.3,
     capacity_obs: Annotated[
         bool, typer.Option(help="μ also observes the places and entrants in force, k_t/k and m_t/m")
-    ] = False,  # fmt: skip
+    ] = False,
     resume: ResumeOpt = False,
     net: NetOpt = None,
     lr: LrOpt = None,
@@ -200,15 +230,29 @@ def predictor(
     say_fresh_start(out, resume)
     with progress_bar(transient=False) as bar:
         task = bar.add_task(f"training μ (α={alpha:g}, τ={tau:g})", total=steps)
-        m = train_predictor(out, scenario, alpha=alpha, tau=tau, recommender=recommender,
-                            seed=seed, steps=steps, sac=sac, checkpoint_every=checkpoint_every,
-                            max_margin=max_margin, capacity_obs=capacity_obs,
-                            eval_every=eval_every,
-                            eval_episodes=eval_episodes, resume=resume,
-                            progress=bar_progress(bar, task),
-                            **parse_overrides(set_))  # fmt: skip
-    plot_learning_curve(Path(out) / "learning_curve.csv", Path(out) / "learning_curve.png",
-                        f"predictor μ (α={alpha:g}, τ={tau:g}): eq. 16 reward per episode")  # fmt: skip
+        m = train_predictor(
+            out,
+            scenario,
+            alpha=alpha,
+            tau=tau,
+            recommender=recommender,
+            seed=seed,
+            steps=steps,
+            sac=sac,
+            checkpoint_every=checkpoint_every,
+            max_margin=max_margin,
+            capacity_obs=capacity_obs,
+            eval_every=eval_every,
+            eval_episodes=eval_episodes,
+            resume=resume,
+            progress=bar_progress(bar, task),
+            **parse_overrides(set_),
+        )
+    plot_learning_curve(
+        Path(out) / "learning_curve.csv",
+        Path(out) / "learning_curve.png",
+        f"predictor μ (α={alpha:g}, τ={tau:g}): eq. 16 reward per episode",
+    )
     console.print(
         f"μ: {m['steps']} steps, CPU {m['cpu_seconds']:.0f} s; written to [bold]{escape(str(out))}[/]"
     )

@@ -94,11 +94,25 @@ LONG_STEPS = 21_000
 # the shipped run, and ``quick``: one (α, τ) point trained for 300 ticks, three margins,
 # 2 worlds x 2 episodes of 60 ticks (the recession begins at tick 40): a check, not a result
 PLANS = {
-    False: {"grid": GRID, "margins": MARGINS, "steps": STEPS, "worlds": 10, "episodes": 5,
-            "ticks": None, "long": ((4.0, 1.0), (10.0, 1.0), (30.0, 1.0))},
-    True: {"grid": ((10.0, 1.0),), "margins": (0.0, 0.05, 0.1), "steps": 300, "worlds": 2,
-           "episodes": 2, "ticks": 60, "long": ()},
-}  # fmt: skip
+    False: {
+        "grid": GRID,
+        "margins": MARGINS,
+        "steps": STEPS,
+        "worlds": 10,
+        "episodes": 5,
+        "ticks": None,
+        "long": ((4.0, 1.0), (10.0, 1.0), (30.0, 1.0)),
+    },
+    True: {
+        "grid": ((10.0, 1.0),),
+        "margins": (0.0, 0.05, 0.1),
+        "steps": 300,
+        "worlds": 2,
+        "episodes": 2,
+        "ticks": 60,
+        "long": (),
+    },
+}
 
 
 def predictor_dir(
@@ -130,9 +144,19 @@ def _train_one(job: tuple[str, str, float, float, int, int]) -> tuple[str, float
 
     directory, family, alpha, tau, steps, seed = job
     with torch_threads(1):
-        m = train_predictor(directory, SCENARIO, alpha=alpha, tau=tau, recommender=FAMILIES[family],
-                            seed=seed, steps=steps, capacity_obs=True, resume=True,
-                            world_seed=TRAIN_WORLD, **OVERRIDES)  # fmt: skip
+        m = train_predictor(
+            directory,
+            SCENARIO,
+            alpha=alpha,
+            tau=tau,
+            recommender=FAMILIES[family],
+            seed=seed,
+            steps=steps,
+            capacity_obs=True,
+            resume=True,
+            world_seed=TRAIN_WORLD,
+            **OVERRIDES,
+        )
     return directory, float(m["cpu_seconds"])
 
 
@@ -177,14 +201,30 @@ def points(out: str | Path, quick: bool = False) -> list[dict[str, Any]]:
     out, plan = Path(out), PLANS[quick]
     rows: list[dict[str, Any]] = [_point("threshold", "baseline", policy="threshold")]
     for key, rec in MARGIN_RECS.items():
-        rows += [_point(f"margin-{key}", "margin", margin=c,
-                        policy=f"last-threshold:margin={c:g}+{rec}") for c in plan["margins"]]  # fmt: skip
+        rows += [
+            _point(f"margin-{key}", "margin", margin=c, policy=f"last-threshold:margin={c:g}+{rec}")
+            for c in plan["margins"]
+        ]
     for key in TREND_RECS:
-        rows += [_point(f"trend-{key}", "trend", margin=c,
-                        policy=f"trend-threshold:margin={c:g}+{MARGIN_RECS[key]}") for c in plan["margins"]]  # fmt: skip
+        rows += [
+            _point(
+                f"trend-{key}",
+                "trend",
+                margin=c,
+                policy=f"trend-threshold:margin={c:g}+{MARGIN_RECS[key]}",
+            )
+            for c in plan["margins"]
+        ]
     for a, t in plan["grid"]:
-        rows.append(_point("lookahead-true", "lookahead", a, t, policy=f"lookahead:alpha={a:g},"
-                           f"tau={t:g},{ORACLE_GRID}+exact-linear:weights=true"))  # fmt: skip
+        rows.append(
+            _point(
+                "lookahead-true",
+                "lookahead",
+                a,
+                t,
+                policy=f"lookahead:alpha={a:g},tau={t:g},{ORACLE_GRID}+exact-linear:weights=true",
+            )
+        )
         for seed in training_seeds(out, "rl", a, t, plan["steps"]):
             policy = _mu_policy("rl", predictor_dir(out, "rl", a, t, plan["steps"], seed))
             rows.append(_point("rl", "rl", a, t, seed=seed, policy=policy))
@@ -193,8 +233,9 @@ def points(out: str | Path, quick: bool = False) -> list[dict[str, Any]]:
             policy = _mu_policy("hybrid-exact-linear", pdir)
             rows.append(_point("hybrid-exact-linear", "hybrid", a, t, seed=seed, policy=policy))
         stationary = SHIPPED / "predictors" / f"rl-a{a:g}-t{t:g}"
-        rows.append(_point("rl-stationary", "rl", a, t,
-                           policy=f"rl:path={stationary},allow_mismatch=true"))  # fmt: skip
+        rows.append(
+            _point("rl-stationary", "rl", a, t, policy=f"rl:path={stationary},allow_mismatch=true")
+        )
     for a, t in plan["long"]:
         for seed in training_seeds(out, "rl", a, t, LONG_STEPS):
             policy = _mu_policy("rl", predictor_dir(out, "rl", a, t, LONG_STEPS, seed))
@@ -221,20 +262,32 @@ def _point(
     return dict(zip(keys, (method, family, alpha, tau, margin, seed, policy), strict=True))
 
 
-def evaluation_study(out: str | Path, quick: bool = False,
-                     methods: set[str] | None = None) -> Study:  # fmt: skip
+def evaluation_study(
+    out: str | Path, quick: bool = False, methods: set[str] | None = None
+) -> Study:
     """The paired episodes: every point's policy x world_seed 0..worlds-1 x episodes."""
     plan = PLANS[quick]
     pols = [p["policy"] for p in points(out, quick) if methods is None or p["method"] in methods]
     extra = {"ticks": plan["ticks"]} if plan["ticks"] else {}
-    return Study.build(SCENARIO, name=f"capacity-goal{'-quick' if quick else ''}",
-                       seeds=plan["episodes"], metrics=["rr", "rf"], overrides=dict(OVERRIDES),
-                       sweep={"world_seed": list(range(plan["worlds"])), "policy": pols}, **extra)  # fmt: skip
+    return Study.build(
+        SCENARIO,
+        name=f"capacity-goal{'-quick' if quick else ''}",
+        seeds=plan["episodes"],
+        metrics=["rr", "rf"],
+        overrides=dict(OVERRIDES),
+        sweep={"world_seed": list(range(plan["worlds"])), "policy": pols},
+        **extra,
+    )
 
 
-def evaluate(out: str | Path, *, quick: bool = False, workers: int = 2,
-             methods: set[str] | None = None,
-             progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:  # fmt: skip
+def evaluate(
+    out: str | Path,
+    *,
+    quick: bool = False,
+    workers: int = 2,
+    methods: set[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> pd.DataFrame:
     """Run (or resume) the evaluation episodes under ``out``/store; one row per run."""
     study = evaluation_study(out, quick, methods)
     _, runs = collect(study, Path(out) / "store", workers=workers, progress=progress)
@@ -244,15 +297,19 @@ def evaluate(out: str | Path, *, quick: bool = False, workers: int = 2,
 def _checked(runs: pd.DataFrame) -> pd.DataFrame:
     bad = runs[runs["status"] != "ok"]
     if len(bad):
-        raise RuntimeError(f"{len(bad)} episode(s) failed, e.g. {bad['policy'].iloc[0]}: "
-                           f"{bad['error'].iloc[0]}")  # fmt: skip
+        raise RuntimeError(
+            f"{len(bad)} episode(s) failed, e.g. {bad['policy'].iloc[0]}: {bad['error'].iloc[0]}"
+        )
     return runs
 
 
 # -- the comparison -----------------------------------------------------------------------
 
-FRONT_METHODS = tuple(f"margin-{k}" for k in MARGIN_RECS) + tuple(f"trend-{k}" for k in TREND_RECS) + (
-    "lookahead-true", "rl", "hybrid-exact-linear", "rl-stationary", "rl-long")  # fmt: skip
+FRONT_METHODS = (
+    tuple(f"margin-{k}" for k in MARGIN_RECS)
+    + tuple(f"trend-{k}" for k in TREND_RECS)
+    + ("lookahead-true", "rl", "hybrid-exact-linear", "rl-stationary", "rl-long")
+)
 CONSTANT = tuple(f"margin-{k}" for k in MARGIN_RECS)
 # the front of every constant-margin point, of any recommender: the best a constant goal
 # does in each world (where issue 39 once took the one front with the best mean)
@@ -647,19 +704,31 @@ def phase_markdown(by_phase: pd.DataFrame) -> str:
     if by_phase.empty:
         return ""
     names = [n for n, _, _ in PHASES]
-    lines = ["RR and RF per phase of the episode (mean over the phase's ticks, worlds and "
-             "episodes) for a few points:", "",
-             "| point | " + " | ".join(f"RR {n}" for n in names) + " | "
-             + " | ".join(f"RF {n}" for n in names) + " |", "|---" * (1 + 2 * len(names)) + "|"]  # fmt: skip
+    lines = [
+        "RR and RF per phase of the episode (mean over the phase's ticks, worlds and "
+        "episodes) for a few points:",
+        "",
+        "| point | "
+        + " | ".join(f"RR {n}" for n in names)
+        + " | "
+        + " | ".join(f"RF {n}" for n in names)
+        + " |",
+        "|---" * (1 + 2 * len(names)) + "|",
+    ]
     for r in by_phase.to_dict("records"):
         cells = [_num(r[f"RR {n}"]) for n in names] + [_num(r[f"RF {n}"]) for n in names]
         lines.append(f"| {r['point']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-STYLES = {"margin": ("tab:grey", "o", ":"), "trend": ("tab:orange", "s", "--"),
-          "lookahead": ("tab:green", "^", "-."), "rl": ("tab:blue", "D", "-"),
-          "hybrid": ("tab:purple", "v", "-"), "baseline": ("black", "*", "")}  # fmt: skip
+STYLES = {
+    "margin": ("tab:grey", "o", ":"),
+    "trend": ("tab:orange", "s", "--"),
+    "lookahead": ("tab:green", "^", "-."),
+    "rl": ("tab:blue", "D", "-"),
+    "hybrid": ("tab:purple", "v", "-"),
+    "baseline": ("black", "*", ""),
+}
 
 
 def plot_fronts(means: pd.DataFrame, pts: list[dict], path: Path) -> None:
@@ -681,12 +750,23 @@ def plot_fronts(means: pd.DataFrame, pts: list[dict], path: Path) -> None:
         if method == "margin-phi":
             colour = "black"
         if method.startswith("margin-") and method != "margin-phi":
-            colour = {"margin-exact-linear": "silver", "margin-estimated": "grey",
-                      "margin-true": "dimgrey"}[method]  # fmt: skip
+            colour = {
+                "margin-exact-linear": "silver",
+                "margin-estimated": "grey",
+                "margin-true": "dimgrey",
+            }[method]
         xy = means.loc[[p["policy"] for p in mine]].to_numpy()
         order = np.argsort(xy[:, 0])
-        ax.plot(xy[order, 0], xy[order, 1], color=colour, marker=marker, ls=line or "none",
-                ms=4, lw=1, label=NAMES.get(method, method))  # fmt: skip
+        ax.plot(
+            xy[order, 0],
+            xy[order, 1],
+            color=colour,
+            marker=marker,
+            ls=line or "none",
+            ms=4,
+            lw=1,
+            label=NAMES.get(method, method),
+        )
     ax.axvline(TARGET_RR, color="k", lw=0.6, alpha=0.5)
     ax.set_xlabel("recourse reliability RR (mean over worlds and episodes)")
     ax.set_ylabel("recourse feasibility RF")
@@ -698,17 +778,23 @@ def plot_fronts(means: pd.DataFrame, pts: list[dict], path: Path) -> None:
 
 
 # the points of the per-tick chart: (method, alpha, margin) -> label
-TICK_POINTS = {("margin-phi", None, 0.2): "constant margin 0.2, φ",
-               ("trend-phi", None, 0.2): "trend-threshold 0.2, φ",
-               ("lookahead-true", 10.0, None): "lookahead α:τ 10:1 (privileged)",
-               ("rl", 10.0, None): "rl (7,000 ticks) α:τ 10:1",
-               ("rl-long", 30.0, None): "rl (21,000 ticks) α:τ 30:1",
-               ("threshold", None, None): "threshold"}  # fmt: skip
+TICK_POINTS = {
+    ("margin-phi", None, 0.2): "constant margin 0.2, φ",
+    ("trend-phi", None, 0.2): "trend-threshold 0.2, φ",
+    ("lookahead-true", 10.0, None): "lookahead α:τ 10:1 (privileged)",
+    ("rl", 10.0, None): "rl (7,000 ticks) α:τ 10:1",
+    ("rl-long", 30.0, None): "rl (21,000 ticks) α:τ 30:1",
+    ("threshold", None, None): "threshold",
+}
 
 
 # the phases of a recession episode: (label, first tick, last tick)
-PHASES = (("before (1-39)", 1, 39), ("recession (40-59)", 40, 59), ("after (60-69)", 60, 69),
-          ("late (70-99)", 70, 99))  # fmt: skip
+PHASES = (
+    ("before (1-39)", 1, 39),
+    ("recession (40-59)", 40, 59),
+    ("after (60-69)", 60, 69),
+    ("late (70-99)", 70, 99),
+)
 
 
 def tick_points(runs: pd.DataFrame, pts: list[dict], out: Path) -> tuple[dict, pd.DataFrame]:
@@ -781,24 +867,38 @@ def write_report(runs: pd.DataFrame, out: str | Path, quick: bool = False) -> di
     table = summarise(runs, pts)
     table.assign(results_schema=RESULTS_SCHEMA).to_csv(out / "table.csv", index=False)
     means = runs.groupby("policy")[["rr", "rf"]].mean()
-    pd.DataFrame([{**{k: p[k] for k in POINT_KEYS}, "rr": means.loc[p["policy"], "rr"],
-                   "rf": means.loc[p["policy"], "rf"]} for p in pts]).to_csv(
-        out / "points.csv", index=False)  # fmt: skip
+    pd.DataFrame(
+        [
+            {
+                **{k: p[k] for k in POINT_KEYS},
+                "rr": means.loc[p["policy"], "rr"],
+                "rf": means.loc[p["policy"], "rf"],
+            }
+            for p in pts
+        ]
+    ).to_csv(out / "points.csv", index=False)
     plot_fronts(means, pts, out / "fronts.png")
     chosen, ticks = tick_points(runs, pts, out)
     plot_ticks(chosen, ticks, out / "ticks.png")
     by_phase = phases(chosen, ticks)
     by_phase.assign(results_schema=RESULTS_SCHEMA).to_csv(out / "phases.csv", index=False)
-    head = (f"# Where a learned goal pays: {SCENARIO}{' (quick check)' if quick else ''}\n\n"
-            f"Written by `recourse-abm reproduce capacity-goal` (results schema "
-            f"{RESULTS_SCHEMA}).\n\n")  # fmt: skip
+    head = (
+        f"# Where a learned goal pays: {SCENARIO}{' (quick check)' if quick else ''}\n\n"
+        f"Written by `recourse-abm reproduce capacity-goal` (results schema "
+        f"{RESULTS_SCHEMA}).\n\n"
+    )
     (out / "summary.md").write_text(head + markdown(table) + "\n" + phase_markdown(by_phase))
     return {"report": out / "summary.md", "table": out / "table.csv", "plot": out / "fronts.png"}
 
 
-def run(out: str | Path, *, quick: bool = False, workers: int = 2,
-        progress: Callable[[int, int], None] | None = None,
-        log: Callable[[str], None] = print) -> dict[str, Any]:  # fmt: skip
+def run(
+    out: str | Path,
+    *,
+    quick: bool = False,
+    workers: int = 2,
+    progress: Callable[[int, int], None] | None = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
     """Train what is missing, evaluate (resumable) and write the report."""
     train(out, workers=workers, quick=quick, log=log)
     study = evaluation_study(out, quick)

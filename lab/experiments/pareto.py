@@ -61,13 +61,21 @@ SETTINGS: dict[str, tuple[int, float]] = {
 }
 # durable-recourse-rl Table 3 (T = 1): RF at RR ≈ 0.95
 PAPER_TABLE3 = {
-    ("rl", 0.05): 0.707, ("rl", 0.01): 0.365,
-    ("hybrid-ustun", 0.05): 0.625, ("hybrid-ustun", 0.01): 0.256,
-    ("hybrid-wachter", 0.05): 0.606, ("hybrid-wachter", 0.01): 0.303,
-    ("hybrid-dice", 0.05): 0.550, ("hybrid-dice", 0.01): 0.247,
-}  # fmt: skip
-PAPER_TABLE1 = {"rl": (1.9e-3, 5.9e-2), "ustun": (2.2e-16, 0.30), "wachter": (2.6e-3, 0.27),
-                "dice": (1.6e-2, 0.36)}  # fmt: skip
+    ("rl", 0.05): 0.707,
+    ("rl", 0.01): 0.365,
+    ("hybrid-ustun", 0.05): 0.625,
+    ("hybrid-ustun", 0.01): 0.256,
+    ("hybrid-wachter", 0.05): 0.606,
+    ("hybrid-wachter", 0.01): 0.303,
+    ("hybrid-dice", 0.05): 0.550,
+    ("hybrid-dice", 0.01): 0.247,
+}
+PAPER_TABLE1 = {
+    "rl": (1.9e-3, 5.9e-2),
+    "ustun": (2.2e-16, 0.30),
+    "wachter": (2.6e-3, 0.27),
+    "dice": (1.6e-2, 0.36),
+}
 HYBRID_PREDICTORS = ("shared", "own", "none")
 PAPER_PREDICTOR_STEPS = 7000
 # the strongest simple baselines (issue 14): goal g = th_t + c for a constant margin c of
@@ -85,13 +93,50 @@ MarginRecommender = Literal["exact-linear", "estimated", "true", "phi", "wachter
 # the privileged planner's margin grid for its front (wider than its default 0-0.2: the
 # true-difficulty margin front reaches RR 0.95 only above c = 0.2 at β = 0.01)
 ORACLE_GRID = "goals=13,max_margin=0.3"
-TABLE3_COLUMNS = ("method", "T", "beta", "rf_at_rr095", "rf_lo", "rf_hi", "rr", "n_predictors",
-                  "episodes", "worlds", "training_seeds", "trained", "vs_margin", "diff",
-                  "diff_lo", "diff_hi", "rr_diff", "rr_diff_lo", "rr_diff_hi", "outside",
-                  "verdict")  # fmt: skip
-POINT_COLUMNS = ("method", "family", "alpha", "tau", "margin", "training_seed", "policy", "rr",
-                 "rr_std", "rf", "rf_std", "gini", "cost", "n_unadvised", "episodes", "seconds",
-                 "results_schema", "rr_episodes", "rf_episodes")  # fmt: skip
+TABLE3_COLUMNS = (
+    "method",
+    "T",
+    "beta",
+    "rf_at_rr095",
+    "rf_lo",
+    "rf_hi",
+    "rr",
+    "n_predictors",
+    "episodes",
+    "worlds",
+    "training_seeds",
+    "trained",
+    "vs_margin",
+    "diff",
+    "diff_lo",
+    "diff_hi",
+    "rr_diff",
+    "rr_diff_lo",
+    "rr_diff_hi",
+    "outside",
+    "verdict",
+)
+POINT_COLUMNS = (
+    "method",
+    "family",
+    "alpha",
+    "tau",
+    "margin",
+    "training_seed",
+    "policy",
+    "rr",
+    "rr_std",
+    "rf",
+    "rf_std",
+    "gini",
+    "cost",
+    "n_unadvised",
+    "episodes",
+    "seconds",
+    "results_schema",
+    "rr_episodes",
+    "rf_episodes",
+)
 # the evaluations: a study store of the `pareto-eval` experiment, one run per point
 EVALUATIONS = "evaluations"
 # the methods evaluated with every training seed of their μ found beside the seed-0
@@ -135,8 +180,12 @@ class StudyConfig(BaseModel):
     lookahead: bool = True
     # constant-margin fronts: every margin c with every recommender named (none: no fronts)
     margins: tuple[Margin, ...] = MARGINS
-    margin_recommenders: tuple[MarginRecommender, ...] = ("exact-linear", "estimated", "true",
-                                                          "phi")  # fmt: skip
+    margin_recommenders: tuple[MarginRecommender, ...] = (
+        "exact-linear",
+        "estimated",
+        "true",
+        "phi",
+    )
     rl: bool = True  # False: no predictors with φ inside (e.g. to add hybrid predictors only)
     report_only: bool = False
     # evaluate again, from the shipped artefacts, every point points.csv lists (no training)
@@ -308,9 +357,15 @@ def run_study(
     if cfg.report_only and not (
         (out / EVALUATIONS / "manifest.json").is_file() or (out / "points.csv").is_file()
     ):  # checked before anything is written: an empty directory stays empty
-        raise ConfigError(problem("--report-only", str(out), "a directory with the evaluations "
-                                  f"of an earlier run ({EVALUATIONS}/ or points.csv)",
-                                  verb="has nothing to report"))  # fmt: skip
+        raise ConfigError(
+            problem(
+                "--report-only",
+                str(out),
+                "a directory with the evaluations "
+                f"of an earlier run ({EVALUATIONS}/ or points.csv)",
+                verb="has nothing to report",
+            )
+        )
     out.mkdir(parents=True, exist_ok=True)
     report = progress or (lambda what, done, total: None)
     rec_dir = out / "recommender"
@@ -328,16 +383,26 @@ def run_study(
         listed = with_seeds(j for j in _listed_points(out) if _uses(j[0], cfg.recommenders))
         extra = oracle_jobs(cfg) if cfg.lookahead else []
         jobs = _with_margins(cfg, listed + extra, _phi_dir(listed, rec_dir))
-        log(f"evaluating the {len(listed)} point(s) of points.csv with the artefacts as they are, "
+        log(
+            f"evaluating the {len(listed)} point(s) of points.csv with the artefacts as they are, "
             f"and {len(jobs) - len(listed)} constant-margin and privileged point(s); points "
-            "already evaluated under the current rules, with per-episode figures, are kept")  # fmt: skip
+            "already evaluated under the current rules, with per-episode figures, are kept"
+        )
         _evaluate_all(cfg, out, rec_dir, jobs, log, report, complete_old=True)
         return write_reports(cfg, out, rec_dir, log)
     if not (rec_dir / "manifest.json").is_file():
         log(f"training φ ({cfg.rec_warmup_episodes} + {cfg.rec_episodes} episodes)")
-        train_recommender(rec_dir, "paper", seed=cfg.seed, warmup_episodes=cfg.rec_warmup_episodes,
-                          episodes=cfg.rec_episodes, checkpoint_every=5000, resume=True,
-                          progress=lambda d, t: report("φ episodes", d, t), **cfg.overrides)  # fmt: skip
+        train_recommender(
+            rec_dir,
+            "paper",
+            seed=cfg.seed,
+            warmup_episodes=cfg.rec_warmup_episodes,
+            episodes=cfg.rec_episodes,
+            checkpoint_every=5000,
+            resume=True,
+            progress=lambda d, t: report("φ episodes", d, t),
+            **cfg.overrides,
+        )
     predictors = _train_predictors(cfg, out, rec_dir, log, report)
     _evaluate_all(cfg, out, rec_dir, _jobs(cfg, rec_dir, predictors, log), log, report)
     return write_reports(cfg, out, rec_dir, log)
@@ -356,8 +421,14 @@ def _listed_points(out: Path) -> list[tuple]:
     any schema (one per training seed)."""
     path = out / "points.csv"
     if not path.is_file():
-        raise ConfigError(problem("--reevaluate", str(out), "a directory with a points.csv",
-                                  verb="has no points to evaluate"))  # fmt: skip
+        raise ConfigError(
+            problem(
+                "--reevaluate",
+                str(out),
+                "a directory with a points.csv",
+                verb="has no points to evaluate",
+            )
+        )
     jobs: dict[tuple, tuple] = {}
     for r in _read_csv(path):
         job = _job(r)
@@ -368,8 +439,14 @@ def _listed_points(out: Path) -> list[tuple]:
 def _job(r: dict[str, str]) -> tuple:
     """(method, family, alpha, tau, margin, policy) of a points.csv row (older files have
     no margin column)."""
-    return (r["method"], r["family"], _num(r["alpha"]), _num(r["tau"]), _num(r.get("margin")),
-            r["policy"])  # fmt: skip
+    return (
+        r["method"],
+        r["family"],
+        _num(r["alpha"]),
+        _num(r["tau"]),
+        _num(r.get("margin")),
+        r["policy"],
+    )
 
 
 def margin_jobs(cfg: StudyConfig, phi_dir: Path) -> list[tuple]:
@@ -388,9 +465,17 @@ def oracle_jobs(cfg: StudyConfig) -> list[tuple]:
     """The privileged front (issue 14, item 4): the lookahead planner, which simulates the
     true model, advising through exact-linear with the true difficulties, once per
     (α, τ) of the grid as its eq. 16 objective; margins 0 to 0.3 in steps of 0.025."""
-    return [("lookahead-true", "lookahead", a, t, None,
-             f"lookahead:alpha={a:g},tau={t:g},{ORACLE_GRID}+exact-linear:weights=true")
-            for a, t in cfg.grid]  # fmt: skip
+    return [
+        (
+            "lookahead-true",
+            "lookahead",
+            a,
+            t,
+            None,
+            f"lookahead:alpha={a:g},tau={t:g},{ORACLE_GRID}+exact-linear:weights=true",
+        )
+        for a, t in cfg.grid
+    ]
 
 
 def _with_margins(cfg: StudyConfig, jobs: list[tuple], phi_dir: Path) -> list[tuple]:
@@ -435,27 +520,48 @@ def _train_predictors(cfg: StudyConfig, out: Path, rec_dir: Path, log, report) -
             log(
                 f"training μ for {stem} (α={alpha:g}, τ={tau:g}, {cfg.predictor_steps} steps, {rec} inside)"
             )
-            train_predictor(pdir, "paper", alpha=alpha, tau=tau, recommender=rec, seed=cfg.seed,
-                            steps=cfg.predictor_steps, sac=PREDICTOR_SAC, resume=True,
-                            progress=lambda d, t, a=alpha, b=tau, f=stem: report(f"μ {f} α={a:g} τ={b:g}", d, t),
-                            **ov)  # fmt: skip
+            train_predictor(
+                pdir,
+                "paper",
+                alpha=alpha,
+                tau=tau,
+                recommender=rec,
+                seed=cfg.seed,
+                steps=cfg.predictor_steps,
+                sac=PREDICTOR_SAC,
+                resume=True,
+                progress=lambda d, t, a=alpha, b=tau, f=stem: report(
+                    f"μ {f} α={a:g} τ={b:g}", d, t
+                ),
+                **ov,
+            )
     return predictors
 
 
 def _jobs(cfg: StudyConfig, rec_dir: Path, predictors: list[tuple], log) -> list[tuple]:
     """(method, family, alpha, tau, margin, policy) of every point to evaluate, the points
     of :data:`SEEDED` once per training seed found (:func:`with_seeds`)."""
-    jobs = [("threshold" if r == "exact-linear" else f"threshold-{r}", "baseline", None, None,
-             None, "threshold" if r == "exact-linear" else f"threshold-{r}")
-            for r in cfg.recommenders]  # fmt: skip
+    jobs = [
+        (
+            "threshold" if r == "exact-linear" else f"threshold-{r}",
+            "baseline",
+            None,
+            None,
+            None,
+            "threshold" if r == "exact-linear" else f"threshold-{r}",
+        )
+        for r in cfg.recommenders
+    ]
     jobs.append(("rl-recommender", "baseline", None, None, None, f"rl-recommender:path={rec_dir}"))
     for family, rec, alpha, tau, pdir in predictors:
         if family == "rl":
             jobs.append(("rl", "rl", alpha, tau, None, f"rl:path={pdir}"))
         else:
             users = cfg.recommenders if cfg.hybrid_predictors == "shared" else (rec,)
-            jobs += [(f"hybrid-{r}", "hybrid", alpha, tau, None, f"hybrid-{r}:path={pdir}")
-                     for r in users]  # fmt: skip
+            jobs += [
+                (f"hybrid-{r}", "hybrid", alpha, tau, None, f"hybrid-{r}:path={pdir}")
+                for r in users
+            ]
     if cfg.lookahead and "lookahead" in REGISTRY:
         jobs.append(("lookahead", "lookahead", None, None, None, "lookahead"))
         jobs += oracle_jobs(cfg)
@@ -472,8 +578,14 @@ def evaluation_study(
     point's training seed. That seed is the ``-seedS`` of the predictor's path in the
     policy (:func:`policy_seed`), so it is in the run id already and the seed-0 points
     keep theirs."""
-    columns: dict[str, list[Any]] = {"method": [], "family": [], "alpha": [], "tau": [],
-                                     "margin": [], "policy": []}  # fmt: skip
+    columns: dict[str, list[Any]] = {
+        "method": [],
+        "family": [],
+        "alpha": [],
+        "tau": [],
+        "margin": [],
+        "policy": [],
+    }
     for job in jobs:
         for key, value in zip(columns, job, strict=True):
             columns[key].append(value)
@@ -482,15 +594,25 @@ def evaluation_study(
         settings["episodes"] = cfg.episodes
     else:  # points converted from an older points.csv keep their own episode counts
         columns["episodes"] = episodes
-    return Study.build(resolve_scenario("paper"), name=f"pareto-{cfg.setting}",
-                       experiment="pareto-eval", overrides=settings, seeds=[cfg.eval_seed],
-                       zip=[columns])  # fmt: skip
+    return Study.build(
+        resolve_scenario("paper"),
+        name=f"pareto-{cfg.setting}",
+        experiment="pareto-eval",
+        overrides=settings,
+        seeds=[cfg.eval_seed],
+        zip=[columns],
+    )
 
 
 def _evaluate_all(
-    cfg: StudyConfig, out: Path, rec_dir: Path, jobs: list[tuple], log, report,
+    cfg: StudyConfig,
+    out: Path,
+    rec_dir: Path,
+    jobs: list[tuple],
+    log,
+    report,
     complete_old: bool = False,
-) -> None:  # fmt: skip
+) -> None:
     """Evaluate ``jobs`` (baselines, hybrids, rl, lookahead, margins): the points not yet in
     the store (and those that failed before) run on the study runner, ``cfg.workers`` at a
     time. With ``complete_old``, points stored without per-episode RR and RF (evaluated
@@ -501,8 +623,15 @@ def _evaluate_all(
     mine = {r.run_id for r in study.runs()}
     rerun = _without_episodes(store, mine) if complete_old else set()
     # every invocation adds its grid to the same (shared) store, and failures run again
-    status = study_runner.run_study(study, store, workers=cfg.workers, shared=True, retry_errors=True,
-                       rerun=rerun, progress=lambda done, total: report("evaluations", done, total))  # fmt: skip
+    status = study_runner.run_study(
+        study,
+        store,
+        workers=cfg.workers,
+        shared=True,
+        retry_errors=True,
+        rerun=rerun,
+        progress=lambda done, total: report("evaluations", done, total),
+    )
     _, runs = load_study(store)
     for r in runs[runs["run_id"].isin(mine)].itertuples():
         seed = policy_seed(r.policy)
@@ -548,8 +677,14 @@ def convert_points_csv(out: Path, cfg: StudyConfig) -> int:
     jobs, episodes = [], []
     for line, r in enumerate(rows, start=2):
         job = _job(r)
-        params = ParetoParams(method=job[0], family=job[1], alpha=job[2], tau=job[3],
-                              margin=job[4], episodes=int(r["episodes"])).model_dump(mode="json")  # fmt: skip
+        params = ParetoParams(
+            method=job[0],
+            family=job[1],
+            alpha=job[2],
+            tau=job[3],
+            margin=job[4],
+            episodes=int(r["episodes"]),
+        ).model_dump(mode="json")
         rid = run_id(config, job[5], "pareto-eval", params)
         if rid not in by_id:
             jobs.append(job)
@@ -562,8 +697,15 @@ def convert_points_csv(out: Path, cfg: StudyConfig) -> int:
         row.update(n_unadvised=int(r["n_unadvised"]), episodes=int(r["episodes"]))
         if r.get("rr_episodes"):  # written since per-episode figures are kept
             row.update(rr_episodes=r["rr_episodes"], rf_episodes=r["rf_episodes"])
-        results[rid] = {"run_id": rid, "status": "ok", "error": "", "traceback": "",
-                        "elapsed_s": row["seconds"], "rows": [row], "finished_at": float(line)}  # fmt: skip
+        results[rid] = {
+            "run_id": rid,
+            "status": "ok",
+            "error": "",
+            "traceback": "",
+            "elapsed_s": row["seconds"],
+            "rows": [row],
+            "finished_at": float(line),
+        }
     study_runner.record_runs(study, out / EVALUATIONS, results)
     return len(results)
 
@@ -641,8 +783,14 @@ def write_reports(
     if not rows and cfg.report_only:
         rows = earlier_points(out, log)
     if not rows:
-        raise ConfigError(problem("--out", str(out), "a directory with evaluated points of "
-                                  f"results schema {RESULTS_SCHEMA}", verb="has none"))  # fmt: skip
+        raise ConfigError(
+            problem(
+                "--out",
+                str(out),
+                f"a directory with evaluated points of results schema {RESULTS_SCHEMA}",
+                verb="has none",
+            )
+        )
     points_path = out / "points.csv"
     _write(points_path, rows, POINT_COLUMNS)
     T, beta = SETTINGS[cfg.setting]
@@ -691,8 +839,10 @@ def earlier_points(out: Path, log: Callable[[str], None] = print) -> list[dict[s
             row = {c: r.get(c, "") for c in POINT_COLUMNS}
             row["n_unadvised"], row["episodes"] = int(row["n_unadvised"]), int(row["episodes"])
             latest[_key(row)] = row
-    log(f"{out}: the points were evaluated under results schema {schemas[-1]} (this is "
-        f"{RESULTS_SCHEMA}): the reports are theirs; evaluate again for current figures")  # fmt: skip
+    log(
+        f"{out}: the points were evaluated under results schema {schemas[-1]} (this is "
+        f"{RESULTS_SCHEMA}): the reports are theirs; evaluate again for current figures"
+    )
     return list(latest.values())
 
 
@@ -948,17 +1098,36 @@ def recommender_table(rec_dir: Path, cfg: StudyConfig, n: int = 200) -> list[dic
     from policies.rl.artefacts import read_manifest
 
     phi = f"rl:path={rec_dir}"
-    bench = benchmark_recommenders(n=n, seed=cfg.seed, names=[*cfg.recommenders, phi],
-                                   workers=cfg.workers, **cfg.overrides)  # fmt: skip
+    bench = benchmark_recommenders(
+        n=n, seed=cfg.seed, names=[*cfg.recommenders, phi], workers=cfg.workers, **cfg.overrides
+    )
     learned = next(b for b in bench if b["recommender"] == phi)
-    rows = [{"recommender": b["recommender"], "error": b["error"], "cost": b["cost"],
-             "paper_error": PAPER_TABLE1.get(b["recommender"], ("", ""))[0],
-             "paper_cost": PAPER_TABLE1.get(b["recommender"], ("", ""))[1], "d_error": "",
-             "n_failed": b["n_failed"]} for b in bench if b is not learned]  # fmt: skip
+    rows = [
+        {
+            "recommender": b["recommender"],
+            "error": b["error"],
+            "cost": b["cost"],
+            "paper_error": PAPER_TABLE1.get(b["recommender"], ("", ""))[0],
+            "paper_cost": PAPER_TABLE1.get(b["recommender"], ("", ""))[1],
+            "d_error": "",
+            "n_failed": b["n_failed"],
+        }
+        for b in bench
+        if b is not learned
+    ]
     manifest = read_manifest(rec_dir, "recommender")
-    rows.insert(0, {"recommender": "rl (learned φ)", "error": learned["error"], "cost": learned["cost"],
-                    "paper_error": PAPER_TABLE1["rl"][0], "paper_cost": PAPER_TABLE1["rl"][1],
-                    "d_error": manifest["d_error"], "n_failed": learned["n_failed"]})  # fmt: skip
+    rows.insert(
+        0,
+        {
+            "recommender": "rl (learned φ)",
+            "error": learned["error"],
+            "cost": learned["cost"],
+            "paper_error": PAPER_TABLE1["rl"][0],
+            "paper_cost": PAPER_TABLE1["rl"][1],
+            "d_error": manifest["d_error"],
+            "n_failed": learned["n_failed"],
+        },
+    )
     return rows
 
 
@@ -1047,8 +1216,10 @@ def _check_reused_recommender(rec_dir: Path, cfg: StudyConfig) -> None:
 
     beta = read_manifest(rec_dir, "recommender")["scenario"]["beta"]
     if beta != cfg.overrides["beta"]:
-        raise ValueError(f"--phi: {rec_dir} was trained at beta={beta:g}, the setting {cfg.setting} "
-                         f"has beta={cfg.overrides['beta']:g}")  # fmt: skip
+        raise ValueError(
+            f"--phi: {rec_dir} was trained at beta={beta:g}, the setting {cfg.setting} "
+            f"has beta={cfg.overrides['beta']:g}"
+        )
 
 
 def merge_table3(path: Path, rows: list[dict]) -> list[dict]:

@@ -90,8 +90,9 @@ class _Params(BaseModel):
 class SACParams(_Params):
     """SAC hyper-parameters (stable-baselines3 names); ``net`` is the hidden layer sizes."""
 
-    net: Annotated[tuple[Annotated[int, Field(ge=1, le=4096)], ...],
-                   Field(min_length=1, max_length=8)] = (64, 64)  # fmt: skip
+    net: Annotated[
+        tuple[Annotated[int, Field(ge=1, le=4096)], ...], Field(min_length=1, max_length=8)
+    ] = (64, 64)
     learning_rate: float = Field(3e-4, gt=0, le=1)
     batch_size: int = Field(128, ge=1, le=65_536)
     buffer_size: int = Field(100_000, ge=1, le=10**8)
@@ -151,18 +152,32 @@ RECOMMENDER_REWARD_SCALES = {"direct": 30.0, "direction": 1.0}
 # assigns that credit within the paper's 7,000 steps; with 0.99, alpha:tau = 10:1 still sat
 # at RR 0.65 after 7,000 steps, with 0.9 it reached RR 0.93 (the fixed-margin front's end).
 PREDICTOR_SAC = SACParams(gamma=0.9, learning_starts=200)
-_ACTIONS = {"direct": "x_cf = clip(x + max_step a, 0, 1), immutable features kept; a in [-1, 1]^z",
-            "direction": "u = (a + 1) / 2 on mutable features, x_cf = clip(x + t u, 0, 1) with the "
-                         "smallest t such that M(x_cf) >= g (bisection on M.score)"}  # fmt: skip
+_ACTIONS = {
+    "direct": "x_cf = clip(x + max_step a, 0, 1), immutable features kept; a in [-1, 1]^z",
+    "direction": "u = (a + 1) / 2 on mutable features, x_cf = clip(x + t u, 0, 1) with the "
+    "smallest t such that M(x_cf) >= g (bisection on M.score)",
+}
 
 
-def train_recommender(out: str | Path, scenario: str = "paper", *, seed: int = 0,
-                      warmup_episodes: int = 0, episodes: int = 20_000,
-                      sac: SACParams = RECOMMENDER_SAC, checkpoint_every: int = 10_000,
-                      max_step: float = RECOMMENDER_MAX_STEP, action: str = "direction",
-                      reward_scale: float | None = None, eval_every: int = 0,
-                      eval_episodes: int = 20, resume: bool = False, progress: Progress | None = None,
-                      env_params: dict[str, Any] | None = None, **overrides: Any) -> dict[str, Any]:  # fmt: skip
+def train_recommender(
+    out: str | Path,
+    scenario: str = "paper",
+    *,
+    seed: int = 0,
+    warmup_episodes: int = 0,
+    episodes: int = 20_000,
+    sac: SACParams = RECOMMENDER_SAC,
+    checkpoint_every: int = 10_000,
+    max_step: float = RECOMMENDER_MAX_STEP,
+    action: str = "direction",
+    reward_scale: float | None = None,
+    eval_every: int = 0,
+    eval_episodes: int = 20,
+    resume: bool = False,
+    progress: Progress | None = None,
+    env_params: dict[str, Any] | None = None,
+    **overrides: Any,
+) -> dict[str, Any]:
     """Train φ in :class:`lab.envs.RecommenderEnv`: ``warmup_episodes`` on error only, then
     ``episodes`` with cost (App. D). Returns the manifest. ``progress(done, total)``
     reports finished episodes. ``max_step``, ``action`` (``direct``, the paper's, or
@@ -172,14 +187,26 @@ def train_recommender(out: str | Path, scenario: str = "paper", *, seed: int = 0
     Bad settings raise :class:`abm.validation.ConfigError` before anything is built."""
     from lab.envs import RecommenderEnv
 
-    p = RecommenderTraining.make(seed=seed, warmup_episodes=warmup_episodes, episodes=episodes,
-                                 checkpoint_every=checkpoint_every, max_step=max_step,
-                                 action=action, reward_scale=reward_scale, eval_every=eval_every,
-                                 eval_episodes=eval_episodes)  # fmt: skip
+    p = RecommenderTraining.make(
+        seed=seed,
+        warmup_episodes=warmup_episodes,
+        episodes=episodes,
+        checkpoint_every=checkpoint_every,
+        max_step=max_step,
+        action=action,
+        reward_scale=reward_scale,
+        eval_every=eval_every,
+        eval_episodes=eval_episodes,
+    )
     sac = _sac(sac)
     scale = p.reward_scale or RECOMMENDER_REWARD_SCALES[p.action]
-    env_kw = {"max_step": p.max_step, "action": p.action, "reward_scale": scale,
-              **(env_params or {}), **overrides}  # fmt: skip
+    env_kw = {
+        "max_step": p.max_step,
+        "action": p.action,
+        "reward_scale": scale,
+        **(env_params or {}),
+        **overrides,
+    }
     env = RecommenderEnv(scenario, warmup_episodes=p.warmup_episodes, **env_kw)
     total_episodes = p.warmup_episodes + p.episodes
     manifest = {
@@ -188,25 +215,56 @@ def train_recommender(out: str | Path, scenario: str = "paper", *, seed: int = 0
         "action_mode": env.action_mode,
         "max_step": env.max_step,
         "action": _ACTIONS[env.action_mode],
-        "env": {"max_steps": env.max_steps, "epsilon": env.epsilon, "phi": env.phi, "psi": env.psi,
-                "goal_max": env.goal_max, "warmup_episodes": p.warmup_episodes,
-                "episodes": p.episodes, "reward_scale": env.reward_scale},
+        "env": {
+            "max_steps": env.max_steps,
+            "epsilon": env.epsilon,
+            "phi": env.phi,
+            "psi": env.psi,
+            "goal_max": env.goal_max,
+            "warmup_episodes": p.warmup_episodes,
+            "episodes": p.episodes,
+            "reward_scale": env.reward_scale,
+        },
         "sac": sac.model_dump(),
-    }  # fmt: skip
+    }
     # evaluation with cost from the first episode; d̂ is copied in before each evaluation
-    make_eval = (lambda: RecommenderEnv(scenario, warmup_episodes=0, **env_kw)) if p.eval_every else None  # fmt: skip
-    return _train(out, env, manifest, sac, p, total_steps=total_episodes * env.max_steps,
-                  stop_episodes=total_episodes, resume=resume, progress=progress,
-                  make_eval=make_eval)  # fmt: skip
+    make_eval = (
+        (lambda: RecommenderEnv(scenario, warmup_episodes=0, **env_kw)) if p.eval_every else None
+    )
+    return _train(
+        out,
+        env,
+        manifest,
+        sac,
+        p,
+        total_steps=total_episodes * env.max_steps,
+        stop_episodes=total_episodes,
+        resume=resume,
+        progress=progress,
+        make_eval=make_eval,
+    )
 
 
-def train_predictor(out: str | Path, scenario: str = "paper", *, alpha: float, tau: float,
-                    recommender: str = "exact-linear", seed: int = 0, steps: int = 7000,
-                    sac: SACParams = PREDICTOR_SAC, checkpoint_every: int = 1000,
-                    eval_every: int = 0, eval_episodes: int = 3, resume: bool = False,
-                    progress: Progress | None = None, log_floor: float = 1e-3,
-                    max_margin: float = 0.3, capacity_obs: bool = False,
-                    **overrides: Any) -> dict[str, Any]:  # fmt: skip
+def train_predictor(
+    out: str | Path,
+    scenario: str = "paper",
+    *,
+    alpha: float,
+    tau: float,
+    recommender: str = "exact-linear",
+    seed: int = 0,
+    steps: int = 7000,
+    sac: SACParams = PREDICTOR_SAC,
+    checkpoint_every: int = 1000,
+    eval_every: int = 0,
+    eval_episodes: int = 3,
+    resume: bool = False,
+    progress: Progress | None = None,
+    log_floor: float = 1e-3,
+    max_margin: float = 0.3,
+    capacity_obs: bool = False,
+    **overrides: Any,
+) -> dict[str, Any]:
     """Train μ in :class:`lab.envs.PopulationEnv` with reward weights (alpha, tau) for
     ``steps`` ticks, the paper's recommender part fixed to ``recommender`` (a registry
     spec; ``rl:path=DIR`` for a learned φ); ``capacity_obs``: μ also observes k_t / k and
@@ -214,16 +272,29 @@ def train_predictor(out: str | Path, scenario: str = "paper", *, alpha: float, t
     from lab.envs import PopulationEnv, _make_recommender
     from policies.rl.learned import LearnedRecommender
 
-    p = PredictorTraining.make(alpha=alpha, tau=tau, seed=seed, steps=steps,
-                               checkpoint_every=checkpoint_every, eval_every=eval_every,
-                               eval_episodes=eval_episodes, log_floor=log_floor,
-                               max_margin=max_margin)  # fmt: skip
+    p = PredictorTraining.make(
+        alpha=alpha,
+        tau=tau,
+        seed=seed,
+        steps=steps,
+        checkpoint_every=checkpoint_every,
+        eval_every=eval_every,
+        eval_episodes=eval_episodes,
+        log_floor=log_floor,
+        max_margin=max_margin,
+    )
     sac = _sac(sac)
     out = Path(out)
     rec = _make_recommender(recommender)  # unknown names fail before any training
-    env_kw = {"alpha": p.alpha, "tau": p.tau, "recommender": recommender,
-              "log_floor": p.log_floor, "max_margin": p.max_margin, "capacity_obs": capacity_obs,
-              **overrides}  # fmt: skip
+    env_kw = {
+        "alpha": p.alpha,
+        "tau": p.tau,
+        "recommender": recommender,
+        "log_floor": p.log_floor,
+        "max_margin": p.max_margin,
+        "capacity_obs": capacity_obs,
+        **overrides,
+    }
     env = PopulationEnv(scenario, **env_kw)
     manifest = {
         **_base_manifest(env, "predictor", p.seed),
@@ -242,8 +313,18 @@ def train_predictor(out: str | Path, scenario: str = "paper", *, alpha: float, t
         # stored relative to this artefact so that the pair can be moved together
         manifest["recommender_path"] = _relpath(Path(rec.path), out)
     make_eval = (lambda: PopulationEnv(scenario, **env_kw)) if p.eval_every else None
-    return _train(out, env, manifest, sac, p, total_steps=p.steps, stop_episodes=None,
-                  resume=resume, progress=progress, make_eval=make_eval)  # fmt: skip
+    return _train(
+        out,
+        env,
+        manifest,
+        sac,
+        p,
+        total_steps=p.steps,
+        stop_episodes=None,
+        resume=resume,
+        progress=progress,
+        make_eval=make_eval,
+    )
 
 
 def _sac(sac: SACParams | dict[str, Any]) -> SACParams:
@@ -252,16 +333,31 @@ def _sac(sac: SACParams | dict[str, Any]) -> SACParams:
 
 def _base_manifest(env, kind: str, seed: int) -> dict[str, Any]:
     """The manifest keys every artefact has: what it is and the world it was trained in."""
-    return {"kind": kind, "scenario": env.config.to_dict(), "seed": seed,
-            "n_features": env.config.n_features, "obs_dim": int(env.observation_space.shape[0])}  # fmt: skip
+    return {
+        "kind": kind,
+        "scenario": env.config.to_dict(),
+        "seed": seed,
+        "n_features": env.config.n_features,
+        "obs_dim": int(env.observation_space.shape[0]),
+    }
 
 
 # -- the shared loop ----------------------------------------------------------------------
 
 
-def _train(out, env, manifest, sac: SACParams, p: _Common, *, total_steps: int,
-           stop_episodes: int | None, resume: bool, progress: Progress | None,
-           make_eval: Callable[[], Any] | None) -> dict[str, Any]:  # fmt: skip
+def _train(
+    out,
+    env,
+    manifest,
+    sac: SACParams,
+    p: _Common,
+    *,
+    total_steps: int,
+    stop_episodes: int | None,
+    resume: bool,
+    progress: Progress | None,
+    make_eval: Callable[[], Any] | None,
+) -> dict[str, Any]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ckdir = out / "checkpoints"
@@ -275,13 +371,23 @@ def _train(out, env, manifest, sac: SACParams, p: _Common, *, total_steps: int,
     if latest is not None:
         state = _read_state(latest)
         if state["manifest"] != manifest_json:
-            raise ConfigError(f"--resume: the checkpoint in {ckdir} was made with other settings; "
-                              "use the same options or a new --out")  # fmt: skip
+            raise ConfigError(
+                f"--resume: the checkpoint in {ckdir} was made with other settings; "
+                "use the same options or a new --out"
+            )
         try:
             _restore(model, latest, state)
         # a crafted pickle, a truncated zip, tensors of another shape or name
-        except (pickle.UnpicklingError, RuntimeError, ValueError, KeyError, TypeError, OSError,
-                EOFError, IndexError) as exc:  # fmt: skip
+        except (
+            pickle.UnpicklingError,
+            RuntimeError,
+            ValueError,
+            KeyError,
+            TypeError,
+            OSError,
+            EOFError,
+            IndexError,
+        ) as exc:
             raise _not_a_checkpoint(latest, exc) from None
         model.set_random_seed(p.seed + model.num_timesteps)
         vec.seed(p.seed + model.num_timesteps)
@@ -294,10 +400,19 @@ def _train(out, env, manifest, sac: SACParams, p: _Common, *, total_steps: int,
         curve_path.unlink(missing_ok=True)
         (out / "evaluations.npz").unlink(missing_ok=True)
     episodes_done = state["episodes"] if state else 0
-    curve = LearningCurve(env, curve_path, manifest, episodes_done, stop_episodes is not None,
-                          progress, stop_episodes or total_steps)  # fmt: skip
-    callbacks = [curve, CodeFreeCheckpoint(env, ckdir, p.checkpoint_every, manifest_json, curve,
-                                           clock, state)]  # fmt: skip
+    curve = LearningCurve(
+        env,
+        curve_path,
+        manifest,
+        episodes_done,
+        stop_episodes is not None,
+        progress,
+        stop_episodes or total_steps,
+    )
+    callbacks = [
+        curve,
+        CodeFreeCheckpoint(env, ckdir, p.checkpoint_every, manifest_json, curve, clock, state),
+    ]
     if stop_episodes is not None:
         callbacks.append(StopTrainingOnMaxEpisodes(stop_episodes - episodes_done))
     eval_env = None
@@ -306,12 +421,19 @@ def _train(out, env, manifest, sac: SACParams, p: _Common, *, total_steps: int,
         callbacks.append(SyncedEval(env, eval_env, p, out, model.num_timesteps))
     remaining = total_steps - model.num_timesteps
     if remaining > 0 and (stop_episodes is None or episodes_done < stop_episodes):
-        model.learn(total_timesteps=remaining, callback=CallbackList(callbacks),
-                    reset_num_timesteps=False)  # fmt: skip
+        model.learn(
+            total_timesteps=remaining, callback=CallbackList(callbacks), reset_num_timesteps=False
+        )
     spec = save_actor(out, model.actor)
-    full = {**manifest, "policy": spec, "steps": int(model.num_timesteps),
-            "episodes_trained": curve.episodes, "cpu_seconds": clock.cpu(),
-            "wall_seconds": clock.wall(), "learning_curve": curve_path.name}  # fmt: skip
+    full = {
+        **manifest,
+        "policy": spec,
+        "steps": int(model.num_timesteps),
+        "episodes_trained": curve.episodes,
+        "cpu_seconds": clock.cpu(),
+        "wall_seconds": clock.wall(),
+        "learning_curve": curve_path.name,
+    }
     if p.eval_every:
         full["evaluations"] = "evaluations.npz"
     if manifest["kind"] == "recommender":
@@ -346,8 +468,16 @@ class LearningCurve(BaseCallback):
     d_error. ``progress(done, total)`` gets episodes (φ) or steps (μ, every 100 steps).
     """
 
-    def __init__(self, env, path: Path, manifest: dict[str, Any], episodes: int,
-                 by_episode: bool, progress: Progress | None, total: int) -> None:  # fmt: skip
+    def __init__(
+        self,
+        env,
+        path: Path,
+        manifest: dict[str, Any],
+        episodes: int,
+        by_episode: bool,
+        progress: Progress | None,
+        total: int,
+    ) -> None:
         super().__init__()
         self.env_, self.path, self.manifest = env, path, manifest
         self.episodes, self.by_episode = episodes, by_episode
@@ -373,8 +503,12 @@ class LearningCurve(BaseCallback):
                 ep.setdefault(key, []).append(float(info[key]))
         if "episode" in info:  # Monitor's end-of-episode record
             self.episodes += 1
-            row = {"episode": self.episodes, "timesteps": self.num_timesteps,
-                   "reward": float(np.sum(ep["reward"])), "length": int(info["episode"]["l"])}  # fmt: skip
+            row = {
+                "episode": self.episodes,
+                "timesteps": self.num_timesteps,
+                "reward": float(np.sum(ep["reward"])),
+                "length": int(info["episode"]["l"]),
+            }
             for key in ("error", "cost", "rr", "rf", "goal"):
                 if key in ep:
                     row[f"mean_{key}"] = float(np.mean(ep[key]))
@@ -393,8 +527,16 @@ class LearningCurve(BaseCallback):
 class CodeFreeCheckpoint(BaseCallback):
     """Every ``every`` steps, a checkpoint without pickles (module docstring); keeps two."""
 
-    def __init__(self, env, ckdir: Path, every: int, manifest: dict[str, Any], curve,
-                 clock: _Clock, state: dict[str, Any] | None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        env,
+        ckdir: Path,
+        every: int,
+        manifest: dict[str, Any],
+        curve,
+        clock: _Clock,
+        state: dict[str, Any] | None,
+    ) -> None:
         super().__init__()
         self.env_, self.ckdir, self.every, self.manifest = env, ckdir, every, manifest
         self.curve, self.clock, self.state = curve, clock, state
@@ -418,13 +560,20 @@ class CodeFreeCheckpoint(BaseCallback):
         torch.save(tensors, stem.with_suffix(".pt"))
         buf = m.replay_buffer
         n = buf.buffer_size if buf.full else buf.pos
-        np.savez(stem.with_name(stem.name + "_buffer.npz"),
-                 **{k: getattr(buf, k)[:n] for k in _BUFFER_ARRAYS if getattr(buf, k) is not None})  # fmt: skip
-        state = {"steps": self.num_timesteps, "episodes": self.curve.episodes,
-                 "n_updates": m._n_updates, "episode_num": m._episode_num,
-                 "buffer": {"pos": int(buf.pos), "full": bool(buf.full)},
-                 "cpu_seconds": self.clock.cpu(), "wall_seconds": self.clock.wall(),
-                 "manifest": self.manifest}  # fmt: skip
+        np.savez(
+            stem.with_name(stem.name + "_buffer.npz"),
+            **{k: getattr(buf, k)[:n] for k in _BUFFER_ARRAYS if getattr(buf, k) is not None},
+        )
+        state = {
+            "steps": self.num_timesteps,
+            "episodes": self.curve.episodes,
+            "n_updates": m._n_updates,
+            "episode_num": m._episode_num,
+            "buffer": {"pos": int(buf.pos), "full": bool(buf.full)},
+            "cpu_seconds": self.clock.cpu(),
+            "wall_seconds": self.clock.wall(),
+            "manifest": self.manifest,
+        }
         if hasattr(self.env_, "get_state"):
             state["env"] = self.env_.get_state()
         stem.with_suffix(".json").write_text(json.dumps(state))
@@ -458,8 +607,16 @@ def _read_state(latest: Path) -> dict[str, Any]:
         state = json.loads(path.read_text())
         if not isinstance(state, dict):
             raise ValueError("not a JSON object")
-        for key in ("manifest", "steps", "episodes", "n_updates", "episode_num", "buffer",
-                    "cpu_seconds", "wall_seconds"):  # fmt: skip
+        for key in (
+            "manifest",
+            "steps",
+            "episodes",
+            "n_updates",
+            "episode_num",
+            "buffer",
+            "cpu_seconds",
+            "wall_seconds",
+        ):
             if key not in state:
                 raise KeyError(key)
         int(state["steps"]), int(state["buffer"]["pos"]), bool(state["buffer"]["full"])
@@ -497,8 +654,14 @@ class SyncedEval(EvalCallback):
 
     def __init__(self, train_env, eval_env, p: _Common, out: Path, done_steps: int) -> None:
         vec = DummyVecEnv([lambda: Monitor(eval_env)])
-        super().__init__(vec, n_eval_episodes=p.eval_episodes, eval_freq=p.eval_every,
-                         log_path=str(out), deterministic=True, verbose=0)  # fmt: skip
+        super().__init__(
+            vec,
+            n_eval_episodes=p.eval_episodes,
+            eval_freq=p.eval_every,
+            log_path=str(out),
+            deterministic=True,
+            verbose=0,
+        )
         # a seed of its own, so evaluation episodes are not training's first episodes
         self.train_env, self.raw_eval, self.eval_seed = train_env, eval_env, p.seed + 10_007
         # n_calls counts from the checkpoint's step, so evaluations fall on the same steps

@@ -26,10 +26,25 @@ POLICY_FIGURE = "policies.png"
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["StudyReport", "build_report", "load_study", "paired_rows",
-           "pareto_figure", "pareto_front", "plot_pareto", "plot_sweep", "png_bytes",
-           "policy_cells", "policy_figure", "read_manifest", "report", "run_status", "summarize",
-           "sweep_figure", "write_plots"]  # fmt: skip
+__all__ = [
+    "StudyReport",
+    "build_report",
+    "load_study",
+    "paired_rows",
+    "pareto_figure",
+    "pareto_front",
+    "plot_pareto",
+    "plot_sweep",
+    "png_bytes",
+    "policy_cells",
+    "policy_figure",
+    "read_manifest",
+    "report",
+    "run_status",
+    "summarize",
+    "sweep_figure",
+    "write_plots",
+]
 
 
 def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -139,16 +154,25 @@ def summarize(runs: pd.DataFrame, by: list[str], metrics: list[str]) -> pd.DataF
         for m in metrics:
             v = group[m].astype(float).dropna().to_numpy() if m in group else np.array([])
             row[m] = float(v.mean()) if v.size else math.nan
-            row[f"{m}_ci"] = (_t_quantile(v.size) * float(v.std(ddof=1)) / math.sqrt(v.size)
-                              if v.size > 1 else math.nan)  # fmt: skip
+            row[f"{m}_ci"] = (
+                _t_quantile(v.size) * float(v.std(ddof=1)) / math.sqrt(v.size)
+                if v.size > 1
+                else math.nan
+            )
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def _label(field: str) -> str:
-    return {"beta": "β", "validity": "validity T", "rr": "recourse reliability RR",
-            "rf": "recourse feasibility RF", "elapsed_s": "seconds per run", "run_s": "seconds per episode (ticks only)",
-            "mean_cost": "mean recommended cost"}.get(field, field)  # fmt: skip
+    return {
+        "beta": "β",
+        "validity": "validity T",
+        "rr": "recourse reliability RR",
+        "rf": "recourse feasibility RF",
+        "elapsed_s": "seconds per run",
+        "run_s": "seconds per episode (ticks only)",
+        "mean_cost": "mean recommended cost",
+    }.get(field, field)
 
 
 def _numeric(series: pd.Series) -> bool:
@@ -164,15 +188,30 @@ def _draw_policies(ax, panel: pd.DataFrame, x: str, metric: str, colors: dict, l
         y, ci = g[metric].to_numpy(float), g[f"{metric}_ci"].to_numpy(float)
         if levels is not None:
             xs = np.array([levels.index(v) for v in g[x]]) + (j - (len(colors) - 1) / 2) * width
-            ax.errorbar(xs, y, yerr=np.nan_to_num(ci), fmt="o", color=colors[policy], label=policy,
-                        ms=4, capsize=2, lw=1)  # fmt: skip
+            ax.errorbar(
+                xs,
+                y,
+                yerr=np.nan_to_num(ci),
+                fmt="o",
+                color=colors[policy],
+                label=policy,
+                ms=4,
+                capsize=2,
+                lw=1,
+            )
         else:
             g = g.sort_values(x)
             xs = g[x].to_numpy()
             y, ci = g[metric].to_numpy(float), g[f"{metric}_ci"].to_numpy(float)
             ax.plot(xs, y, "o-", color=colors[policy], label=policy, ms=4)
-            ax.fill_between(xs, y - np.nan_to_num(ci), y + np.nan_to_num(ci), color=colors[policy],
-                            alpha=0.18, lw=0)  # fmt: skip
+            ax.fill_between(
+                xs,
+                y - np.nan_to_num(ci),
+                y + np.nan_to_num(ci),
+                color=colors[policy],
+                alpha=0.18,
+                lw=0,
+            )
 
 
 def sweep_figure(
@@ -273,8 +312,14 @@ def pareto_figure(
                     f"{_short(f)}={row[f]:g}" if _numeric(g[f]) else str(row[f])
                     for f in label_fields
                 )
-                ax.annotate(text, (row["rf"], row["rr"]), fontsize=6, xytext=(3, 2),
-                            textcoords="offset points", color=color)  # fmt: skip
+                ax.annotate(
+                    text,
+                    (row["rf"], row["rr"]),
+                    fontsize=6,
+                    xytext=(3, 2),
+                    textcoords="offset points",
+                    color=color,
+                )
         if len(g):
             f = pareto_front(g["rf"].to_numpy(float), g["rr"].to_numpy(float))
             ax.step(g["rf"].to_numpy()[f], g["rr"].to_numpy()[f], where="post", color=color, lw=1.2)
@@ -357,13 +402,22 @@ def run_status(manifest: dict[str, Any], runs: pd.DataFrame) -> dict[str, int]:
     """Counts of the study's runs by outcome (a run with several rows counts once)."""
     expected = {r["run_id"] for r in manifest["runs"]}
     if runs.empty:
-        return {"total": len(expected), "completed": 0, "errors": 0, "missing": len(expected),
-                "other": 0}  # fmt: skip
+        return {
+            "total": len(expected),
+            "completed": 0,
+            "errors": 0,
+            "missing": len(expected),
+            "other": 0,
+        }
     status = runs.drop_duplicates("run_id").set_index("run_id")["status"]
     mine = status[status.index.isin(expected)]
-    return {"total": len(expected), "completed": int((mine == "ok").sum()),
-            "errors": int((mine != "ok").sum()), "missing": len(expected - set(status.index)),
-            "other": int((~status.index.isin(expected)).sum())}  # fmt: skip
+    return {
+        "total": len(expected),
+        "completed": int((mine == "ok").sum()),
+        "errors": int((mine != "ok").sum()),
+        "missing": len(expected - set(status.index)),
+        "other": int((~status.index.isin(expected)).sum()),
+    }
 
 
 def build_report(out: str | Path, metrics: list[str] | None = None) -> StudyReport:
@@ -383,20 +437,30 @@ def build_report(out: str | Path, metrics: list[str] | None = None) -> StudyRepo
     ok = runs[runs["status"] == "ok"] if not runs.empty else runs
     missing = [m for m in metrics if m not in ok]
     if not ok.empty and missing:
-        raise ConfigError(f"metric(s) not in the results: {', '.join(missing)}; "
-                          f"available: {', '.join(c for c in ok.columns if _numeric(ok[c]))}")  # fmt: skip
+        raise ConfigError(
+            f"metric(s) not in the results: {', '.join(missing)}; "
+            f"available: {', '.join(c for c in ok.columns if _numeric(ok[c]))}"
+        )
     fields = [f for f in manifest["axis_fields"] if f != "policy"]
-    rep = StudyReport(out=Path(out), manifest=manifest, runs=runs, metrics=metrics, fields=fields,
-                      status=run_status(manifest, runs), table=pd.DataFrame(),
-                      policies=pd.DataFrame())  # fmt: skip
+    rep = StudyReport(
+        out=Path(out),
+        manifest=manifest,
+        runs=runs,
+        metrics=metrics,
+        fields=fields,
+        status=run_status(manifest, runs),
+        table=pd.DataFrame(),
+        policies=pd.DataFrame(),
+    )
     if ok.empty:
         return rep
     rep.table = summarize(ok, ["policy", *fields], metrics)
     rep.policies = summarize(ok, ["policy"], metrics)
     title = manifest["name"]
     # one x per axis: fields of a [[zip]] group move together, the first one names them
-    groups = {a[0]: a for a in manifest["axes"]
-              if a[0] != "policy" and rep.table[a[0]].nunique() > 1}  # fmt: skip
+    groups = {
+        a[0]: a for a in manifest["axes"] if a[0] != "policy" and rep.table[a[0]].nunique() > 1
+    }
     leads = list(groups)
     for x in leads:
         facet = [f for f in leads if f != x]

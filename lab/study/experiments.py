@@ -81,13 +81,28 @@ class Experiment:
 # -- episode -------------------------------------------------------------------------
 # per-run figures besides the kept metrics: the episode summary and wall times (seconds:
 # elapsed_s in all, setup_s building the model, run_s running the ticks)
-SUMMARY_COLUMNS = ("rr", "rf", "gini", "mean_cost", "n_accepted", "n_dropped", "n_reapplied",
-                   "n_succ", "wasted_effort", "effort", "mean_time_to_accept", "elapsed_s",
-                   "setup_s", "run_s", *(n for n in CARD_NAMES if n not in ("rr", "rf", "effort")))  # fmt: skip
+SUMMARY_COLUMNS = (
+    "rr",
+    "rf",
+    "gini",
+    "mean_cost",
+    "n_accepted",
+    "n_dropped",
+    "n_reapplied",
+    "n_succ",
+    "wasted_effort",
+    "effort",
+    "mean_time_to_accept",
+    "elapsed_s",
+    "setup_s",
+    "run_s",
+    *(n for n in CARD_NAMES if n not in ("rr", "rf", "effort")),
+)
 
 
-def run_episode(config: ScenarioConfig, policy: str, params: BaseModel,
-                metrics: tuple[str, ...]) -> Output:  # fmt: skip
+def run_episode(
+    config: ScenarioConfig, policy: str, params: BaseModel, metrics: tuple[str, ...]
+) -> Output:
     """One episode (agents and events off): the summary row and the ``metrics`` tick columns.
 
     A kept tick column without an episode figure gets its mean over defined ticks.
@@ -163,8 +178,9 @@ def _bench_recommender(label: str):
     return label.partition(":")[0], recommender
 
 
-def run_recommender_bench(config: ScenarioConfig, policy: str, params: BenchParams,
-                          metrics: tuple[str, ...]) -> Output:  # fmt: skip
+def run_recommender_bench(
+    config: ScenarioConfig, policy: str, params: BenchParams, metrics: tuple[str, ...]
+) -> Output:
     """One row: mean error |M(x_cf) - g| and mean true cost sum_i |dx_i| d_i over the
     candidates the recommender solved (failures, NaN rows, are counted in n_failed)."""
     ctx, X, goals = bench_draws(config, params.n, params.goal_max)
@@ -176,19 +192,34 @@ def run_recommender_bench(config: ScenarioConfig, policy: str, params: BenchPara
     ok = ~np.isnan(X_cf).any(axis=1)
     err = np.abs(ctx.decision_model.score(X_cf[ok]) - goals[ok])
     cost = np.abs(X_cf[ok] - X[ok]) @ ctx.difficulty
-    return [{
-        "error": float(err.mean()) if ok.any() else math.nan,
-        "cost": float(cost.mean()) if ok.any() else math.nan,
-        "seconds_per_recommendation": elapsed / params.n,
-        "n_failed": int((~ok).sum()),
-    }], None  # fmt: skip
+    return [
+        {
+            "error": float(err.mean()) if ok.any() else math.nan,
+            "cost": float(cost.mean()) if ok.any() else math.nan,
+            "seconds_per_recommendation": elapsed / params.n,
+            "n_failed": int((~ok).sum()),
+        }
+    ], None
 
 
 # -- SafeAR population study ---------------------------------------------------------
-POPULATION_COLUMNS = ("rr", "rf", "effort", "wasted_effort", "n_accepted", "n_dropped",
-                      "mean_cost", "realised_p95", "realised_cvar95", "attempted_mean",
-                      "attempted_p95", "attempted_cvar95", "plan_exp_cost", "plan_var95",
-                      "plan_cvar95")  # fmt: skip
+POPULATION_COLUMNS = (
+    "rr",
+    "rf",
+    "effort",
+    "wasted_effort",
+    "n_accepted",
+    "n_dropped",
+    "mean_cost",
+    "realised_p95",
+    "realised_cvar95",
+    "attempted_mean",
+    "attempted_p95",
+    "attempted_cvar95",
+    "plan_exp_cost",
+    "plan_var95",
+    "plan_cvar95",
+)
 
 
 def per_candidate_effort(events: pd.DataFrame, difficulty: Sequence[float]) -> pd.DataFrame:
@@ -205,8 +236,14 @@ def per_candidate_effort(events: pd.DataFrame, difficulty: Sequence[float]) -> p
     realised = ((ok == 1) * dx * d).sum(axis=1)
     attempted = (((ok == 1) | (ok == 0)) * dx * d).sum(axis=1)
     advised = np.isfinite(events["goal"].to_numpy(dtype=float))
-    df = pd.DataFrame({"cid": events["cid"].to_numpy(), "realised": realised,
-                       "attempted": attempted, "advised": advised})  # fmt: skip
+    df = pd.DataFrame(
+        {
+            "cid": events["cid"].to_numpy(),
+            "realised": realised,
+            "attempted": attempted,
+            "advised": advised,
+        }
+    )
     g = df.groupby("cid", sort=True).agg(
         realised=("realised", "sum"), attempted=("attempted", "sum"), advised=("advised", "any")
     )
@@ -227,20 +264,30 @@ def population_row(config: ScenarioConfig, policy: str) -> dict[str, Any]:
     eff = per_candidate_effort(ev, model.config.difficulty)
     r95, rc95 = _tail(eff["realised"].to_numpy())
     a95, ac95 = _tail(eff["attempted"].to_numpy())
-    row = {k: s[k] for k in ("rr", "rf", "effort", "wasted_effort", "n_accepted", "n_dropped",
-                             "mean_cost")}  # fmt: skip
-    row.update(realised_p95=r95, realised_cvar95=rc95,
-               attempted_mean=float(eff["attempted"].mean()) if len(eff) else math.nan,
-               attempted_p95=a95, attempted_cvar95=ac95)  # fmt: skip
-    for col, key in (("plan_exp_cost", "exp_cost"), ("plan_var95", "var95"),
-                     ("plan_cvar95", "cvar95")):  # fmt: skip
+    row = {
+        k: s[k]
+        for k in ("rr", "rf", "effort", "wasted_effort", "n_accepted", "n_dropped", "mean_cost")
+    }
+    row.update(
+        realised_p95=r95,
+        realised_cvar95=rc95,
+        attempted_mean=float(eff["attempted"].mean()) if len(eff) else math.nan,
+        attempted_p95=a95,
+        attempted_cvar95=ac95,
+    )
+    for col, key in (
+        ("plan_exp_cost", "exp_cost"),
+        ("plan_var95", "var95"),
+        ("plan_cvar95", "cvar95"),
+    ):
         has = key in ev and np.isfinite(ev[key]).any()
         row[col] = float(np.nanmean(ev[key])) if has else math.nan
     return row
 
 
-def run_population(config: ScenarioConfig, policy: str, params: BaseModel,
-                   metrics: tuple[str, ...]) -> Output:  # fmt: skip
+def run_population(
+    config: ScenarioConfig, policy: str, params: BaseModel, metrics: tuple[str, ...]
+) -> Output:
     return [population_row(config, policy)], None
 
 
@@ -287,26 +334,47 @@ class ParetoParams(BaseModel):
         return out
 
 
-PARETO_COLUMNS = ("rr", "rr_std", "rf", "rf_std", "gini", "cost", "n_unadvised", "episodes",
-                  "seconds", "rr_episodes", "rf_episodes")  # fmt: skip
+PARETO_COLUMNS = (
+    "rr",
+    "rr_std",
+    "rf",
+    "rf_std",
+    "gini",
+    "cost",
+    "n_unadvised",
+    "episodes",
+    "seconds",
+    "rr_episodes",
+    "rf_episodes",
+)
 
 
-def run_pareto_point(config: ScenarioConfig, policy: str, params: ParetoParams,
-                     metrics: tuple[str, ...]) -> Output:  # fmt: skip
+def run_pareto_point(
+    config: ScenarioConfig, policy: str, params: ParetoParams, metrics: tuple[str, ...]
+) -> Output:
     """Episodes ``seed + i`` (i < episodes) of ``policy``: RR, RF, Gini and cost, mean and
     std over the episodes, the unadvised total, and each episode's RR and RF (JSON lists
     in episode order, NaN for an undefined episode) for paired intervals across points."""
     start = time.perf_counter()
-    per = [episode_means(config.replace(seed=config.seed + i), policy)
-           for i in range(params.episodes)]  # fmt: skip
+    per = [
+        episode_means(config.replace(seed=config.seed + i), policy) for i in range(params.episodes)
+    ]
     (rr, rr_std), (rf, rf_std) = mean_std([e["rr"] for e in per]), mean_std([e["rf"] for e in per])
-    return [{"rr": rr, "rr_std": rr_std, "rf": rf, "rf_std": rf_std,
-             "gini": mean_std([e["gini"] for e in per])[0],
-             "cost": mean_std([e["mean_cost"] for e in per])[0],
-             "n_unadvised": sum(e["n_unadvised"] for e in per), "episodes": params.episodes,
-             "seconds": round(time.perf_counter() - start, 2),
-             "rr_episodes": json.dumps([e["rr"] for e in per]),
-             "rf_episodes": json.dumps([e["rf"] for e in per])}], None  # fmt: skip
+    return [
+        {
+            "rr": rr,
+            "rr_std": rr_std,
+            "rf": rf,
+            "rf_std": rf_std,
+            "gini": mean_std([e["gini"] for e in per])[0],
+            "cost": mean_std([e["mean_cost"] for e in per])[0],
+            "n_unadvised": sum(e["n_unadvised"] for e in per),
+            "episodes": params.episodes,
+            "seconds": round(time.perf_counter() - start, 2),
+            "rr_episodes": json.dumps([e["rr"] for e in per]),
+            "rf_episodes": json.dumps([e["rf"] for e in per]),
+        }
+    ], None
 
 
 # -- the registry --------------------------------------------------------------------
@@ -319,7 +387,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "one simulation episode",
             columns=SUMMARY_COLUMNS,
             keeps_ticks=True,
-        ),  # fmt: skip
+        ),
         Experiment(
             "recommender-bench",
             run_recommender_bench,
@@ -327,20 +395,20 @@ EXPERIMENTS: dict[str, Experiment] = {
             BenchParams,
             BENCH_COLUMNS + ("elapsed_s",),
             policy=False,
-        ),  # fmt: skip
+        ),
         Experiment(
             "safear-population",
             run_population,
             "one episode with the per-candidate effort tails (SafeAR)",
             columns=POPULATION_COLUMNS + ("elapsed_s",),
-        ),  # fmt: skip
+        ),
         Experiment(
             "pareto-eval",
             run_pareto_point,
             "paired episodes of one policy: a point of the RR-RF Pareto study",
             ParetoParams,
             PARETO_COLUMNS + ("elapsed_s",),
-        ),  # fmt: skip
+        ),
         Experiment(
             "arlim-trial",
             run_trial,
@@ -348,7 +416,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             TrialParams,
             TRIAL_COLUMNS + ("elapsed_s",),
             policy=False,
-        ),  # fmt: skip
+        ),
         Experiment(
             "robust-table1",
             run_table1_cell,
@@ -356,7 +424,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             Table1Params,
             TABLE1_COLUMNS + ("elapsed_s",),
             policy=False,
-        ),  # fmt: skip
+        ),
         Experiment(
             "fairness-trial",
             run_fairness_trial,
@@ -364,7 +432,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             FairnessTrialParams,
             FAIRNESS_COLUMNS + ("elapsed_s",),
             policy=False,
-        ),  # fmt: skip
+        ),
     )
 }
 
@@ -388,7 +456,19 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
         with threadpool_limits(limits=1):
             rows, ticks = experiment.run(config, task["policy"], params, tuple(task["metrics"]))
     except Exception as exc:  # recorded with the run; the study goes on
-        return {"run_id": task["run_id"], "status": "error", "error": f"{type(exc).__name__}: {exc}",
-                "traceback": traceback.format_exc(), "elapsed_s": time.perf_counter() - start}  # fmt: skip
-    return {"run_id": task["run_id"], "status": "ok", "error": "", "traceback": "",
-            "elapsed_s": time.perf_counter() - start, "rows": rows, "ticks": ticks}  # fmt: skip
+        return {
+            "run_id": task["run_id"],
+            "status": "error",
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(),
+            "elapsed_s": time.perf_counter() - start,
+        }
+    return {
+        "run_id": task["run_id"],
+        "status": "ok",
+        "error": "",
+        "traceback": "",
+        "elapsed_s": time.perf_counter() - start,
+        "rows": rows,
+        "ticks": ticks,
+    }

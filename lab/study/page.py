@@ -83,10 +83,11 @@ def _summary(rep: StudyReport) -> str:
     keys = [c for c in rep.table.columns if c == "policy" or c in leads]
     header = [_e(k) for k in [*keys, "n"]] + [_e(m) for m in rep.metrics]
     rows = [
-        [_num(r[k]) for k in keys] + [str(int(r["n"]))]
+        [_num(r[k]) for k in keys]
+        + [str(int(r["n"]))]
         + [_mean_ci(r[m], r[f"{m}_ci"]) for m in rep.metrics]
         for _, r in rep.table.iterrows()
-    ]  # fmt: skip
+    ]
     return _table(header, rows, left=1 if "policy" in keys else 0)
 
 
@@ -128,12 +129,17 @@ def _card(rep: StudyReport) -> str:
         columns.append(cells)
     header = ["figure", *(_e(g) for g in groups)]
     rows = [[_e(f.label)] + [c[f.name] for c in columns] for f in figures]
-    how = (f"mean [95 % interval] over {n_worlds} worlds (worlds as a random effect: "
-           "Hall-corrected t on the world means)" if n_worlds > 1
-           else "mean ± 95 % CI over runs (one world)")  # fmt: skip
-    return (f"<h2>Outcome card: {how}</h2><p>The same figures for every policy "
-            "(docs/outcome-card.md); the figures of mechanisms that are off in every run are "
-            "left out.</p>" + _table(header, rows, left=1))  # fmt: skip
+    how = (
+        f"mean [95 % interval] over {n_worlds} worlds (worlds as a random effect: "
+        "Hall-corrected t on the world means)"
+        if n_worlds > 1
+        else "mean ± 95 % CI over runs (one world)"
+    )
+    return (
+        f"<h2>Outcome card: {how}</h2><p>The same figures for every policy "
+        "(docs/outcome-card.md); the figures of mechanisms that are off in every run are "
+        "left out.</p>" + _table(header, rows, left=1)
+    )
 
 
 def _interval(iv: tuple[float, float, float, int]) -> str:
@@ -149,27 +155,46 @@ def _interval(iv: tuple[float, float, float, int]) -> str:
 def _status(rep: StudyReport) -> str:
     s = rep.status
     parts = [
-        _table(["runs", "completed", "errors", "missing"],
-               [[str(s["total"]), str(s["completed"]),
-                 f"<span class=err>{s['errors']}</span>" if s["errors"] else "0",
-                 f"<span class=warn>{s['missing']}</span>" if s["missing"] else "0"]],
-               cls="status"),
-    ]  # fmt: skip
+        _table(
+            ["runs", "completed", "errors", "missing"],
+            [
+                [
+                    str(s["total"]),
+                    str(s["completed"]),
+                    f"<span class=err>{s['errors']}</span>" if s["errors"] else "0",
+                    f"<span class=warn>{s['missing']}</span>" if s["missing"] else "0",
+                ]
+            ],
+            cls="status",
+        ),
+    ]
     if s["other"]:
-        parts.append(f"<p>{s['other']} more result(s) from earlier versions of this study "
-                     "(added with <code>--force</code>) are left out.</p>")  # fmt: skip
+        parts.append(
+            f"<p>{s['other']} more result(s) from earlier versions of this study "
+            "(added with <code>--force</code>) are left out.</p>"
+        )
     if s["errors"]:
         failed = rep.runs[rep.runs["status"] != "ok"].drop_duplicates("run_id")
         keys = [c for c in ("policy", *rep.fields, "seed") if c in failed]
-        rows = [[_e(r["run_id"]), *(_num(r[k]) for k in keys), f"<span class=err>{_e(r['error'])}</span>"]
-                for _, r in failed.head(MAX_ERRORS_SHOWN).iterrows()]  # fmt: skip
+        rows = [
+            [
+                _e(r["run_id"]),
+                *(_num(r[k]) for k in keys),
+                f"<span class=err>{_e(r['error'])}</span>",
+            ]
+            for _, r in failed.head(MAX_ERRORS_SHOWN).iterrows()
+        ]
         parts.append(_table(["run", *map(_e, keys), "error"], rows, left=len(keys) + 2))
         if len(failed) > MAX_ERRORS_SHOWN:
-            parts.append(f"<p>... and {len(failed) - MAX_ERRORS_SHOWN} more (see the "
-                         "<code>error</code> and <code>traceback</code> columns of runs).</p>")  # fmt: skip
+            parts.append(
+                f"<p>... and {len(failed) - MAX_ERRORS_SHOWN} more (see the "
+                "<code>error</code> and <code>traceback</code> columns of runs).</p>"
+            )
     if s["missing"]:
-        parts.append("<p>Missing runs have not finished yet: rerun <code>recourse-abm study run"
-                     "</code> with the same file and <code>--out</code> to complete them.</p>")  # fmt: skip
+        parts.append(
+            "<p>Missing runs have not finished yet: rerun <code>recourse-abm study run"
+            "</code> with the same file and <code>--out</code> to complete them.</p>"
+        )
     return "\n".join(parts)
 
 
@@ -178,8 +203,10 @@ def _figures(figures: list[tuple[str, str, bytes]]) -> str:
     out = []
     for name, caption, png in figures:
         data = base64.b64encode(png).decode("ascii")
-        out.append(f'<figure><img alt="{_e(name)}" src="data:image/png;base64,{data}">'
-                   f"<figcaption>{_e(caption)}</figcaption></figure>")  # fmt: skip
+        out.append(
+            f'<figure><img alt="{_e(name)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{_e(caption)}</figcaption></figure>"
+        )
     return f"<div class=figs>{''.join(out)}</div>"
 
 
@@ -207,15 +234,25 @@ def _provenance(manifest: dict[str, Any]) -> str:
     schema_text = "not recorded (an older study directory)" if schema is None else str(schema)
     if schema is not None and schema != RESULTS_SCHEMA:
         schema_text += f" (this code writes schema {RESULTS_SCHEMA})"
-    items = [("results schema", schema_text), ("git commit", commit),
-             ("study file", manifest.get("study_file") or "built in Python"),
-             ("spec hash", manifest.get("spec_hash", "")), ("created", manifest.get("created", ""))]  # fmt: skip
+    items = [
+        ("results schema", schema_text),
+        ("git commit", commit),
+        ("study file", manifest.get("study_file") or "built in Python"),
+        ("spec hash", manifest.get("spec_hash", "")),
+        ("created", manifest.get("created", "")),
+    ]
     dl = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in items)
-    vers = _table(["package", "version"],
-                  [[_e(k), _e(v)] for k, v in manifest.get("versions", {}).items()], left=1)  # fmt: skip
+    vers = _table(
+        ["package", "version"],
+        [[_e(k), _e(v)] for k, v in manifest.get("versions", {}).items()],
+        left=1,
+    )
     inv_cols = ("started", "finished", "backend", "skipped", "completed", "errors", "seconds")
-    invs = _table(list(inv_cols), [[_num(i.get(c, "")) for c in inv_cols]
-                                   for i in manifest.get("invocations", [])], left=3)  # fmt: skip
+    invs = _table(
+        list(inv_cols),
+        [[_num(i.get(c, "")) for c in inv_cols] for i in manifest.get("invocations", [])],
+        left=3,
+    )
     return f"<dl>{dl}</dl>\n<h3>Package versions</h3>\n{vers}\n<h3>Invocations</h3>\n{invs}"
 
 
@@ -224,10 +261,12 @@ def render_html(rep: StudyReport) -> str:
     m = rep.manifest
     base = m.get("base_scenario", {})
     s = rep.status
-    what = (f"Experiment <b>{_e(m.get('experiment', 'episode'))}</b> on scenario "
-            f"<b>{_e(base.get('name', '?'))}</b>, {_e(base.get('ticks', '?'))} ticks; "
-            f"{s['total']} runs = {len(m['runs']) // max(len(m['seeds']), 1)} sweep point(s) × "
-            f"{len(m['seeds'])} seed(s).")  # fmt: skip
+    what = (
+        f"Experiment <b>{_e(m.get('experiment', 'episode'))}</b> on scenario "
+        f"<b>{_e(base.get('name', '?'))}</b>, {_e(base.get('ticks', '?'))} ticks; "
+        f"{s['total']} runs = {len(m['runs']) // max(len(m['seeds']), 1)} sweep point(s) × "
+        f"{len(m['seeds'])} seed(s)."
+    )
     fixed = m.get("policy")
     if fixed and "policy" not in m["axis_fields"]:
         what += f" Policy: <b>{_e(fixed)}</b>."
@@ -236,19 +275,26 @@ def render_html(rep: StudyReport) -> str:
     body = [f"<h1>Study report: {_e(m['name'])}</h1>"]
     if m.get("description"):
         body.append(f"<p class=lead>{_e(m['description'])}</p>")
-    body += [f"<p>{what}</p>", _grid(m),
-             f"<p>Report written {_e(now())} from <code>{_e(rep.out)}</code>. Each figure is a "
-             "mean over seeds with a 95 % confidence interval (Student t); undefined (NaN) "
-             "values and failed runs are left out.</p>",
-             "<h2>Run status</h2>", _status(rep)]  # fmt: skip
+    body += [
+        f"<p>{what}</p>",
+        _grid(m),
+        f"<p>Report written {_e(now())} from <code>{_e(rep.out)}</code>. Each figure is a "
+        "mean over seeds with a 95 % confidence interval (Student t); undefined (NaN) "
+        "values and failed runs are left out.</p>",
+        "<h2>Run status</h2>",
+        _status(rep),
+    ]
     if not rep.table.empty:
         body += ["<h2>Summary: mean ± 95 % CI over seeds</h2>", _summary(rep)]
         sweeps = [f for f in rep.figures if f[0] != POLICY_FIGURE]
         if sweeps:
             body += ["<h2>Plots</h2>", _figures(sweeps)]
         if len(rep.policies) > 1:
-            body += ["<h2>Policies compared over all their runs</h2>", _policies(rep),
-                     _figures([f for f in rep.figures if f[0] == POLICY_FIGURE])]  # fmt: skip
+            body += [
+                "<h2>Policies compared over all their runs</h2>",
+                _policies(rep),
+                _figures([f for f in rep.figures if f[0] == POLICY_FIGURE]),
+            ]
         body.append(_card(rep))
     else:
         body.append("<p>No run has finished yet: no tables or plots.</p>")
@@ -256,9 +302,11 @@ def render_html(rep: StudyReport) -> str:
     if text:
         body += ["<h2>Study file</h2>", f"<pre>{_e(text)}</pre>"]
     body += ["<h2>Provenance</h2>", _provenance(m)]
-    return ("<!DOCTYPE html>\n<html lang=en>\n<head>\n<meta charset=utf-8>\n"
-            f"<title>{_e(m['name'])}: study report</title>\n<style>{STYLE}</style>\n</head>\n"
-            "<body>\n" + "\n".join(body) + "\n</body>\n</html>\n")  # fmt: skip
+    return (
+        "<!DOCTYPE html>\n<html lang=en>\n<head>\n<meta charset=utf-8>\n"
+        f"<title>{_e(m['name'])}: study report</title>\n<style>{STYLE}</style>\n</head>\n"
+        "<body>\n" + "\n".join(body) + "\n</body>\n</html>\n"
+    )
 
 
 def write_html(rep: StudyReport, path: str | Path | None = None) -> Path:

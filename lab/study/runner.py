@@ -87,8 +87,11 @@ def _writing(path: Path) -> Iterator[None]:
     except StoreError:
         raise
     except OSError as exc:
-        what = ("ran out of space (no space left on device)" if _no_space(exc)
-                else f"could not be written ({exc.strerror or ' '.join(str(exc).split())})")  # fmt: skip
+        what = (
+            "ran out of space (no space left on device)"
+            if _no_space(exc)
+            else f"could not be written ({exc.strerror or ' '.join(str(exc).split())})"
+        )
         raise StoreError(
             exc.errno,
             f"{path} {what}; finished runs are kept and nothing partial is trusted: free "
@@ -148,8 +151,13 @@ def store_result(out: Path, study: Study, run: RunSpec, result: dict[str, Any]) 
         columns = {k: pa.array([v] * n) for k, v in ids.items()}
         columns.update({c: pa.array(ticks[c].to_numpy()) for c in ticks.columns})
         seal["ticks"] = _atomic_parquet(pa.table(columns), out / "ticks" / f"{run.run_id}.parquet")
-    head = {**ids, "status": result["status"], "error": result["error"],
-            "traceback": result["traceback"], "elapsed_s": result["elapsed_s"]}  # fmt: skip
+    head = {
+        **ids,
+        "status": result["status"],
+        "error": result["error"],
+        "traceback": result["traceback"],
+        "elapsed_s": result["elapsed_s"],
+    }
     rows = [{**head, **r} for r in result.get("rows", [])] or [head]
     finished = result.get("finished_at", time.time())
     for r in rows:
@@ -202,8 +210,11 @@ def _check_run(out: Path, seal_path: Path) -> tuple[str, dict[str, Any] | None, 
 def _quarantine(out: Path, rid: str) -> None:
     """Move every file of run ``rid`` to ``out/quarantine/<time>-<rid>/`` (kept, not deleted)."""
     dest = out / QUARANTINE / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{rid}"
-    for src in (out / "runs" / f"{rid}.parquet", out / "runs" / f"{rid}.json",
-                out / "ticks" / f"{rid}.parquet"):  # fmt: skip
+    for src in (
+        out / "runs" / f"{rid}.parquet",
+        out / "runs" / f"{rid}.json",
+        out / "ticks" / f"{rid}.parquet",
+    ):
         if src.exists():
             dest.mkdir(parents=True, exist_ok=True)
             os.replace(src, dest / f"{src.parent.name}-{src.name}")
@@ -236,8 +247,10 @@ def check_parts(out: str | Path, *, repair: bool = False) -> tuple[dict[str, dic
         for folder in (runs_dir, out / "ticks"):
             for part in sorted(folder.glob("*.parquet")):
                 if part.stem not in good:
-                    problems.append(f"run {part.stem}: its part has no seal (a write cut short); "
-                                    f"moved to {QUARANTINE}/ to run again")  # fmt: skip
+                    problems.append(
+                        f"run {part.stem}: its part has no seal (a write cut short); "
+                        f"moved to {QUARANTINE}/ to run again"
+                    )
                     _quarantine(out, part.stem)
             for tmp in folder.glob(".*.tmp"):
                 tmp.unlink(missing_ok=True)
@@ -327,29 +340,33 @@ def _write_manifest(
             manifest = {"created": now(), "invocations": [], "replaced": manifest.get("name")}
     else:
         manifest = {"created": now(), "invocations": []}
-    manifest.update({
-        "name": study.name,
-        "experiment": study.experiment,
-        "settings": study.settings,
-        "description": study.description,
-        "study_file": study.source,
-        "study_text": study.source_text,
-        "spec": study.spec,
-        "spec_hash": study.spec_hash,
-        "base_scenario": study.base.to_dict(),
-        "axes": [list(a.fields) for a in study.axes],
-        "axis_fields": list(study.axis_fields),
-        "policy": study.policy,
-        "seeds": list(study.seeds),
-        "metrics": list(study.metrics),
-        "report_metrics": list(study.report_metrics),
-        "skipped_policies": list(study.skipped_policies),
-        "n_runs": len(runs),
-        "runs": [{"run_id": r.run_id, "policy": r.policy, "seed": r.seed, **r.params} for r in runs],
-        "results_schema": RESULTS_SCHEMA,
-        "git": git_info(),
-        "versions": _versions(),
-    })  # fmt: skip
+    manifest.update(
+        {
+            "name": study.name,
+            "experiment": study.experiment,
+            "settings": study.settings,
+            "description": study.description,
+            "study_file": study.source,
+            "study_text": study.source_text,
+            "spec": study.spec,
+            "spec_hash": study.spec_hash,
+            "base_scenario": study.base.to_dict(),
+            "axes": [list(a.fields) for a in study.axes],
+            "axis_fields": list(study.axis_fields),
+            "policy": study.policy,
+            "seeds": list(study.seeds),
+            "metrics": list(study.metrics),
+            "report_metrics": list(study.report_metrics),
+            "skipped_policies": list(study.skipped_policies),
+            "n_runs": len(runs),
+            "runs": [
+                {"run_id": r.run_id, "policy": r.policy, "seed": r.seed, **r.params} for r in runs
+            ],
+            "results_schema": RESULTS_SCHEMA,
+            "git": git_info(),
+            "versions": _versions(),
+        }
+    )
     if shared:
         manifest["shared"] = True
     _write_json(path, manifest)
@@ -374,8 +391,9 @@ def _local(tasks: list[dict[str, Any]], workers: int) -> Iterator[dict[str, Any]
     window = 4 * workers  # bounded, so a broken pool has few runs to resubmit
     while pending:
         # workers exit when the driver dies, however it dies (no orphans after a SIGKILL)
-        pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                      initializer=watch_parent, initargs=(os.getpid(),))  # fmt: skip
+        pool = cf.ProcessPoolExecutor(
+            max_workers=workers, mp_context=ctx, initializer=watch_parent, initargs=(os.getpid(),)
+        )
         inflight: dict[cf.Future, dict[str, Any]] = {}
         broken = False
         try:
@@ -686,13 +704,18 @@ def run_study(
         done = {r for r, seal in good.items() if not retry_errors or seal["status"] == "ok"}
         done.difference_update(rerun)
         todo = [r for r in runs if r.run_id not in done]
-        status = StudyRun(out=out, total=len(runs), skipped=len(runs) - len(todo),
-                          quarantined=problems)  # fmt: skip
+        status = StudyRun(
+            out=out, total=len(runs), skipped=len(runs) - len(todo), quarantined=problems
+        )
         tasks = [r.task(study.metrics) for r in todo]
         status.backend, results = _start(tasks, workers, scheduler)
         by_id = {r.run_id: r for r in todo}
-        invocation = {"started": now(), "backend": status.backend, "skipped": status.skipped,
-                      "quarantined": len(problems)}  # fmt: skip
+        invocation = {
+            "started": now(),
+            "backend": status.backend,
+            "skipped": status.skipped,
+            "quarantined": len(problems),
+        }
         start = time.perf_counter()
         if progress:
             progress(status.skipped, status.total)
@@ -718,9 +741,14 @@ def run_study(
             mine = [good.get(r.run_id) for r in runs]
             status.pending = sum(s is None for s in mine)
             status.failed = sum(s is not None and s["status"] != "ok" for s in mine)
-            invocation.update(finished=now(), completed=status.completed, errors=status.errors,
-                              pending=status.pending, failed=status.failed,
-                              seconds=round(status.seconds, 3))  # fmt: skip
+            invocation.update(
+                finished=now(),
+                completed=status.completed,
+                errors=status.errors,
+                pending=status.pending,
+                failed=status.failed,
+                seconds=round(status.seconds, 3),
+            )
             manifest["invocations"].append(invocation)
             try:
                 _write_json(out / MANIFEST, manifest)
@@ -747,8 +775,16 @@ def record_runs(study: Study, out: str | Path, results: dict[str, dict[str, Any]
         manifest = _write_manifest(out, study, list(by_id.values()), force=False, shared=True)
         for rid, result in results.items():
             store_result(out, study, by_id[rid], result)
-        manifest["invocations"].append({"started": now(), "backend": "recorded", "skipped": 0,
-                                        "finished": now(), "completed": len(results), "errors": 0})  # fmt: skip
+        manifest["invocations"].append(
+            {
+                "started": now(),
+                "backend": "recorded",
+                "skipped": 0,
+                "finished": now(),
+                "completed": len(results),
+                "errors": 0,
+            }
+        )
         _write_json(out / MANIFEST, manifest)
 
 
@@ -757,8 +793,10 @@ def load_runs_of(study: Study, out: str | Path) -> tuple[pd.DataFrame, pd.DataFr
     store may also hold other studies' runs and runs of earlier results schemas."""
     ticks, runs = load_study(out)
     mine = {r.run_id for r in study.runs()}
-    return (ticks[ticks["run_id"].isin(mine)].reset_index(drop=True) if len(ticks) else ticks,
-            runs[runs["run_id"].isin(mine)].reset_index(drop=True))  # fmt: skip
+    return (
+        ticks[ticks["run_id"].isin(mine)].reset_index(drop=True) if len(ticks) else ticks,
+        runs[runs["run_id"].isin(mine)].reset_index(drop=True),
+    )
 
 
 def collect(
@@ -779,8 +817,15 @@ def collect(
     their own tables (evaluate, calibrate, bench-recommenders, reproductions) run here.
     """
     if out is not None:
-        run_study(study, out, workers=workers, scheduler=scheduler, shared=True,
-                  retry_errors=retry_errors, progress=progress)  # fmt: skip
+        run_study(
+            study,
+            out,
+            workers=workers,
+            scheduler=scheduler,
+            shared=True,
+            retry_errors=retry_errors,
+            progress=progress,
+        )
         return load_runs_of(study, out)
     with tempfile.TemporaryDirectory(prefix="recourse-study-") as tmp:
         run_study(study, tmp, workers=workers, scheduler=scheduler, progress=progress)

@@ -75,8 +75,21 @@ from lab.study.experiments import EXPERIMENTS, SUMMARY_COLUMNS, Experiment
 
 # every registered experiment, so a study file may name any of them
 ExperimentName = Literal[tuple(EXPERIMENTS)]  # type: ignore[valid-type]
-TOP_KEYS = ("name", "description", "experiment", "scenario", "policy", "seeds", "world_seeds",
-            "ticks", "metrics", "report_metrics", "set", "sweep", "zip")  # fmt: skip
+TOP_KEYS = (
+    "name",
+    "description",
+    "experiment",
+    "scenario",
+    "policy",
+    "seeds",
+    "world_seeds",
+    "ticks",
+    "metrics",
+    "report_metrics",
+    "set",
+    "sweep",
+    "zip",
+)
 # per-tick columns a study may keep; ``tick`` is always kept. The world extensions' columns
 # (and a policy's own policy_* columns) may be kept too, when named (NaN in runs without them)
 METRIC_COLUMNS = tuple(c for c in TICK_COLUMNS if c != "tick")
@@ -89,8 +102,11 @@ _POLICY_METRIC = re.compile(r"policy_[A-Za-z0-9_]+")
 # repeats (other experiments add their own, e.g. seconds_per_recommendation)
 TIMING_COLUMNS = ("elapsed_s", "setup_s", "run_s", "finished_at")
 # fields a sweep may not name: the seed has its own key, name/description are labels
-_NOT_SWEPT = {"seed": "use the top-level `seeds` key", "name": "it is a label",
-              "description": "it is a label"}  # fmt: skip
+_NOT_SWEPT = {
+    "seed": "use the top-level `seeds` key",
+    "name": "it is a label",
+    "description": "it is a label",
+}
 MAX_RUNS = 1_000_000
 MAX_SEED = 2**63 - 1
 FROZEN = ConfigDict(extra="forbid", frozen=True)
@@ -173,8 +189,10 @@ def _tidy(x: float) -> float:
     return float(f"{x:.12g}")
 
 
-SEEDS_ALLOWED = ("a count N (seeds 0..N-1), 'A-B', 'A,B,C', a list of integers or "
-                 f"{{start, stop[, step]}}, seeds in [0, {MAX_SEED}]")  # fmt: skip
+SEEDS_ALLOWED = (
+    "a count N (seeds 0..N-1), 'A-B', 'A,B,C', a list of integers or "
+    f"{{start, stop[, step]}}, seeds in [0, {MAX_SEED}]"
+)
 
 
 def parse_seeds(raw: Any, name: str = "seeds") -> tuple[int, ...]:
@@ -303,8 +321,14 @@ class RunSpec:
 
     def task(self, metrics: tuple[str, ...]) -> dict[str, Any]:
         """The picklable job a worker runs (:func:`lab.study.experiments.execute_run`)."""
-        return {"run_id": self.run_id, "experiment": self.experiment, "policy": self.policy,
-                "config": self.config, "params": self.settings, "metrics": list(metrics)}  # fmt: skip
+        return {
+            "run_id": self.run_id,
+            "experiment": self.experiment,
+            "policy": self.policy,
+            "config": self.config,
+            "params": self.settings,
+            "metrics": list(metrics),
+        }
 
 
 @dataclass(frozen=True)
@@ -339,8 +363,10 @@ class Study:
         except FileNotFoundError:
             raise ConfigError(f"study file not found: {path}") from None
         except UnicodeDecodeError as exc:
-            raise ConfigError(f"study file {path} is not UTF-8 text (byte {exc.start}: "
-                              f"{exc.reason}); TOML files are UTF-8") from None  # fmt: skip
+            raise ConfigError(
+                f"study file {path} is not UTF-8 text (byte {exc.start}: "
+                f"{exc.reason}); TOML files are UTF-8"
+            ) from None
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
@@ -383,11 +409,23 @@ class Study:
         policy = _fixed_policy(spec, experiment, seen)
         metrics, report = _metric_names(spec, experiment)
         _check_run_count(math.prod(len(a.values) for a in axes) * len(spec.seeds))
-        study = cls(name=spec.name, base=base, policy=policy, axes=tuple(axes), seeds=spec.seeds,
-                    metrics=metrics, report_metrics=report, description=spec.description,
-                    spec=_canonical(dict(data)), source=source, source_text=source_text,
-                    skipped_policies=tuple(dict.fromkeys(skipped)), experiment=spec.experiment,
-                    settings=settings, fixed=fixed)  # fmt: skip
+        study = cls(
+            name=spec.name,
+            base=base,
+            policy=policy,
+            axes=tuple(axes),
+            seeds=spec.seeds,
+            metrics=metrics,
+            report_metrics=report,
+            description=spec.description,
+            spec=_canonical(dict(data)),
+            source=source,
+            source_text=source_text,
+            skipped_policies=tuple(dict.fromkeys(skipped)),
+            experiment=spec.experiment,
+            settings=settings,
+            fixed=fixed,
+        )
         runs = study.runs()  # validates every grid point (scenario and experiment parameters)
         if "ticks" in study.axis_fields:  # else every point of a scenario runs its ticks
             _check_same_ticks(runs)
@@ -428,16 +466,22 @@ class Study:
         out = []
         for point in self.points():
             policy = point.get("policy", self.policy)
-            changes = {k: v for k, v in point.items()
-                       if k not in ("policy", "scenario") and k not in param_names}  # fmt: skip
+            changes = {
+                k: v
+                for k, v in point.items()
+                if k not in ("policy", "scenario") and k not in param_names
+            }
             where = ", ".join(f"{k}={show(v)}" for k, v in point.items())
             try:
                 base = self.base
                 if "scenario" in point:  # a preset of the scenario axis, with [set] applied
                     base = resolve_scenario(point["scenario"]).replace(**self.fixed)
                 config = base.replace(**changes)
-                settings = _settings(experiment, {**self.settings, **{
-                    k: v for k, v in point.items() if k in param_names}}, "")  # fmt: skip
+                settings = _settings(
+                    experiment,
+                    {**self.settings, **{k: v for k, v in point.items() if k in param_names}},
+                    "",
+                )
             except ConfigError as exc:
                 raise ConfigError(f"sweep point {where}: {exc}") from None
             for seed in self.seeds:
@@ -462,13 +506,14 @@ def run_id(
     commit (most commits change no result).
     """
     key: dict[str, Any] = {
-        "config": {k: _as_field_type(k, v) for k, v in config.items()
-                   if k not in ("name", "description")},
+        "config": {
+            k: _as_field_type(k, v) for k, v in config.items() if k not in ("name", "description")
+        },
         "policy": policy,
         "experiment": experiment,
         "params": params or {},
         "results_schema": RESULTS_SCHEMA,
-    }  # fmt: skip
+    }
     text = json.dumps(key, sort_keys=True, allow_nan=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -620,14 +665,17 @@ def _metric_names(spec: StudyFile, experiment: Experiment):
         named = [m for m in spec.metrics or () if _POLICY_METRIC.fullmatch(m)]
         metrics = _metrics(spec.metrics or list(METRIC_COLUMNS), "metrics", allowed + tuple(named))
     elif spec.metrics is not None:
-        raise ConfigError(f"metrics: experiment {experiment.name!r} keeps no tick columns; "
-                          "choose report columns with report_metrics")  # fmt: skip
+        raise ConfigError(
+            f"metrics: experiment {experiment.name!r} keeps no tick columns; "
+            "choose report columns with report_metrics"
+        )
     else:
         metrics = ()
     columns = tuple(dict.fromkeys(experiment.columns + metrics))
     default = [m for m in ("rr", "rf", "gini", "mean_cost") if m in (metrics or columns)]
-    report = _metrics(spec.report_metrics or default or list(columns[:2]), "report_metrics",
-                      columns)  # fmt: skip
+    report = _metrics(
+        spec.report_metrics or default or list(columns[:2]), "report_metrics", columns
+    )
     return metrics, report
 
 
@@ -649,10 +697,15 @@ def _check_axis_field(key: str, where: str, seen: set[str], experiment: Experime
     if key == "policy" and not experiment.policy:
         raise ConfigError(f"{where}: experiment {experiment.name!r} takes no policy")
     if key not in ("policy", "scenario") and key not in FIELD_NAMES and key not in params:
-        allowed = ["policy"] * experiment.policy + ["scenario"] + list(params) + [
-            f for f in FIELD_NAMES if f not in _NOT_SWEPT]  # fmt: skip
-        raise ConfigError(f"{where}: unknown scenario field {key!r}; allowed: "
-                          + ", ".join(allowed))  # fmt: skip
+        allowed = (
+            ["policy"] * experiment.policy
+            + ["scenario"]
+            + list(params)
+            + [f for f in FIELD_NAMES if f not in _NOT_SWEPT]
+        )
+        raise ConfigError(
+            f"{where}: unknown scenario field {key!r}; allowed: " + ", ".join(allowed)
+        )
     if key in seen:
         raise ConfigError(f"{where}: {key} is set or swept twice")
     seen.add(key)
@@ -694,8 +747,14 @@ def _axis_values(
     elif isinstance(raw, list):
         values = list(raw)
     else:
-        raise ConfigError(problem(where, raw, "a list or a range table such as "
-                                  "{start = 1, stop = 9, step = 2} (fixed values go under [set])"))  # fmt: skip
+        raise ConfigError(
+            problem(
+                where,
+                raw,
+                "a list or a range table such as "
+                "{start = 1, stop = 9, step = 2} (fixed values go under [set])",
+            )
+        )
     if not values:
         raise ConfigError(f"{where} is empty: list at least one value")
     for i, v in enumerate(values):
@@ -773,5 +832,18 @@ def _canonical(data: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(out, sort_keys=True, default=str))
 
 
-__all__ = ["MAX_RUNS", "METRIC_COLUMNS", "SUMMARY_COLUMNS", "TIMING_COLUMNS", "TOP_KEYS", "Axis",
-           "Range", "RunSpec", "Study", "StudyFile", "paired_seeds", "parse_seeds", "run_id"]  # fmt: skip
+__all__ = [
+    "MAX_RUNS",
+    "METRIC_COLUMNS",
+    "SUMMARY_COLUMNS",
+    "TIMING_COLUMNS",
+    "TOP_KEYS",
+    "Axis",
+    "Range",
+    "RunSpec",
+    "Study",
+    "StudyFile",
+    "paired_seeds",
+    "parse_seeds",
+    "run_id",
+]

@@ -18,20 +18,24 @@ from policies.baselines.wachter import Wachter
 
 def register(registry: Registry) -> None:
     registry.recommender(
-        "ustun", Ustun,
+        "ustun",
+        Ustun,
         "Ustun-style integer program, exact (solver=milp: HiGHS), minimal percentile shift, "
         "linear models; levels=10",
-    )  # fmt: skip
+    )
     registry.recommender(
-        "wachter", Wachter,
+        "wachter",
+        Wachter,
         "Wachter-style gradient descent on lam (M(x')-g)^2 + |x'-x|_1; lam, tol, max_iter",
-    )  # fmt: skip
+    )
     registry.recommender(
-        "dice", Dice,
+        "dice",
+        Dice,
         "DiCE via dice-ml, desired score range from g to g+width, cheapest (L1) CF; method, cfs, width",
-    )  # fmt: skip
+    )
     for name in ("ustun", "wachter", "dice"):
         registry.policy(
-            f"threshold-{name}", registry.composite("last-threshold", name),
+            f"threshold-{name}",
+            registry.composite("last-threshold", name),
             f"last threshold + {name} recommender (paper baseline)",
-        )  # fmt: skip
+        )

@@ -78,8 +78,10 @@ class Dice(FollowsModel):
         self.names = [f"x{i}" for i in range(ctx.n_features)]
         self.model_changed()
         self.vary = [self.names[j] for j in np.flatnonzero(ctx.mutable)]
-        self.permitted = {self.names[j]: [float(ctx.lower[j]), float(ctx.upper[j])]
-                          for j in np.flatnonzero(ctx.mutable)}  # fmt: skip
+        self.permitted = {
+            self.names[j]: [float(ctx.lower[j]), float(ctx.upper[j])]
+            for j in np.flatnonzero(ctx.mutable)
+        }
 
     def model_changed(self) -> None:
         """Build DiCE's data (rows scored by the model in force), model and explainer."""
@@ -97,8 +99,9 @@ class Dice(FollowsModel):
         # dice-ml re-derives each feature's decimal precision from the data's modes on every
         # query (half of a query's time); the data never change, so fix the values it derives
         data.continuous_features_precision = data.get_decimal_precisions(output_type="dict")
-        model = dice_ml.Model(model=_ScoreRegressor(ctx.decision_model), backend="sklearn",
-                              model_type="regressor")  # fmt: skip
+        model = dice_ml.Model(
+            model=_ScoreRegressor(ctx.decision_model), backend="sklearn", model_type="regressor"
+        )
         self.explainer = dice_ml.Dice(data, model, method=self.method)
 
     def recommend(self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -122,8 +125,11 @@ class Dice(FollowsModel):
         if self.method == "random":
             kwargs["sample_size"] = self.samples
         # DiCE draws a progress bar per query on stderr: keep it off the user's terminal
-        with (_preserve_global_random_state(), warnings.catch_warnings(),
-              contextlib.redirect_stderr(io.StringIO())):  # fmt: skip
+        with (
+            _preserve_global_random_state(),
+            warnings.catch_warnings(),
+            contextlib.redirect_stderr(io.StringIO()),
+        ):
             warnings.simplefilter("ignore")
             if self.method == "genetic":
                 # the genetic method draws from numpy's global generator: seed it, then restore
@@ -132,10 +138,15 @@ class Dice(FollowsModel):
                 kwargs = {}
             try:
                 res = self.explainer.generate_counterfactuals(
-                    query, total_CFs=self.cfs, desired_range=[goal, min(goal + self.width, 1.0)],
-                    features_to_vary=self.vary, permitted_range=self.permitted,
-                    posthoc_sparsity_param=None, verbose=False, **kwargs,
-                )  # fmt: skip
+                    query,
+                    total_CFs=self.cfs,
+                    desired_range=[goal, min(goal + self.width, 1.0)],
+                    features_to_vary=self.vary,
+                    permitted_range=self.permitted,
+                    posthoc_sparsity_param=None,
+                    verbose=False,
+                    **kwargs,
+                )
             except UserConfigValidationException:
                 # DiCE raises, rather than returning none, when it finds no counterfactual
                 # for the query: the goal is out of its reach, so the row is unreached

@@ -33,8 +33,9 @@ from abm.interfaces import Feedback, FollowsModel, PolicyContext, linear_logit
 from policies.recommenders import require_linear
 
 
-def quantile_grid(X_train: np.ndarray | None, lower: np.ndarray, upper: np.ndarray,
-                  levels: int) -> list[tuple[np.ndarray, np.ndarray]]:  # fmt: skip
+def quantile_grid(
+    X_train: np.ndarray | None, lower: np.ndarray, upper: np.ndarray, levels: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per feature, (breakpoints, cdf) of the interpolated empirical CDF on [lower, upper].
 
     ``levels`` + 1 quantiles at 0, 1/levels, ..., 1; without training data the CDF is
@@ -211,8 +212,14 @@ class Ustun(FollowsModel):
             steps = steps[keep]
             cost = np.abs(np.diff(np.interp(pts, xp, fp)))
             gain = np.abs(self.w[j] * steps)
-            paths.append((int(j), pts, np.concatenate([[0.0], np.cumsum(gain)]),
-                          np.concatenate([[0.0], np.cumsum(cost)])))  # fmt: skip
+            paths.append(
+                (
+                    int(j),
+                    pts,
+                    np.concatenate([[0.0], np.cumsum(gain)]),
+                    np.concatenate([[0.0], np.cumsum(cost)]),
+                )
+            )
         return paths
 
     @staticmethod
@@ -226,8 +233,13 @@ class Ustun(FollowsModel):
             length += list(np.diff(pts))
             cost += list(np.diff(C))
             gain += list(np.diff(G))
-        return (np.array(feat, dtype=np.int64), np.array(length), np.array(cost),
-                np.array(gain), first)  # fmt: skip
+        return (
+            np.array(feat, dtype=np.int64),
+            np.array(length),
+            np.array(cost),
+            np.array(gain),
+            first,
+        )
 
     def recommend(self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         X = np.asarray(X, dtype=float)
@@ -244,8 +256,12 @@ class Ustun(FollowsModel):
             todo.append((i, paths))
         if self.solver == "exact":
             for i, paths in todo:
-                out[i] = self._snap(self._exact(X[i], paths, need[i]), X[i], need[i] + base[i],
-                                    np.array([j for j, *_ in paths]))  # fmt: skip
+                out[i] = self._snap(
+                    self._exact(X[i], paths, need[i]),
+                    X[i],
+                    need[i] + base[i],
+                    np.array([j for j, *_ in paths]),
+                )
             return out
         blocks = [(i, *self._segments(paths)) for i, paths in todo]
         if not blocks:
@@ -263,8 +279,7 @@ class Ustun(FollowsModel):
     @staticmethod
     def _exact(x: np.ndarray, paths, need: float) -> np.ndarray:
         """The counterfactual (z,) of :func:`cheapest_mix` on ``paths`` from x (z,)."""
-        _, pick, frac, rest = cheapest_mix([G for *_, G, _ in paths],
-                                           [C for *_, C in paths], need)  # fmt: skip
+        _, pick, frac, rest = cheapest_mix([G for *_, G, _ in paths], [C for *_, C in paths], need)
         x_cf = x.copy()
         if pick is None:  # the need exceeds the reach by rounding only: every path to its end
             for j, pts, _, _ in paths:
@@ -325,10 +340,14 @@ class Ustun(FollowsModel):
             L = coo_array((link_vals, (link_rows, link_cols)), shape=(n_link, n_var))
             cons.append(LinearConstraint(L, lb=-np.inf, ub=0.0))
         with _quiet_stdout():
-            res = milp(np.asarray(c), constraints=cons, integrality=np.asarray(integrality),
-                       bounds=Bounds(0.0, 1.0),
-                       # presolve costs more than it saves on these small programs (2x slower)
-                       options={"mip_rel_gap": self.gap, "presolve": False})  # fmt: skip
+            res = milp(
+                np.asarray(c),
+                constraints=cons,
+                integrality=np.asarray(integrality),
+                bounds=Bounds(0.0, 1.0),
+                # presolve costs more than it saves on these small programs (2x slower)
+                options={"mip_rel_gap": self.gap, "presolve": False},
+            )
         if res.x is None:
             raise RuntimeError(f"ustun: HiGHS found no solution ({res.message})")
         return [np.clip(res.x[o : o + s], 0.0, 1.0) for o, s in offsets]

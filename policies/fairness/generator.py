@@ -152,10 +152,21 @@ def build_net(kind: str, n_in: int, k: int, T: int, hidden: int, seed: int) -> A
                 if len(_ZERO_STATE) >= 256:
                     _ZERO_STATE.clear()
                 with torch.inference_mode(False):  # plain tensors: usable in any mode
-                    state = _ZERO_STATE[key] = (inp.new_zeros(1, *key[:2]),
-                                                inp.new_zeros(1, *key[:2]))  # fmt: skip
-            out = torch.lstm(inp[:, None, :].expand(-1, self.T, -1), state,
-                             self.lstm._flat_weights, True, 1, 0.0, False, False, True)[0]  # fmt: skip
+                    state = _ZERO_STATE[key] = (
+                        inp.new_zeros(1, *key[:2]),
+                        inp.new_zeros(1, *key[:2]),
+                    )
+            out = torch.lstm(
+                inp[:, None, :].expand(-1, self.T, -1),
+                state,
+                self.lstm._flat_weights,
+                True,
+                1,
+                0.0,
+                False,
+                False,
+                True,
+            )[0]
             return softplus(linear(out, self.head.weight, self.head.bias))
 
     class MLPGen(nn.Module):
@@ -201,8 +212,15 @@ def sinkhorn_cost(A: Any, B: Any, eps: float, iters: int) -> Any:
         warnings.simplefilter("ignore")  # a capped iteration count may stop short: fine here
         # numpy's stabilised solver: the plan needs no gradient, and this is ~4x faster
         # than the torch backend at these sizes
-        P = ot.sinkhorn(wa, wb, C.detach().numpy(), eps, method="sinkhorn_stabilized",
-                        numItermax=iters, stopThr=1e-6)  # fmt: skip
+        P = ot.sinkhorn(
+            wa,
+            wb,
+            C.detach().numpy(),
+            eps,
+            method="sinkhorn_stabilized",
+            numItermax=iters,
+            stopThr=1e-6,
+        )
     return (torch.as_tensor(P) * C).sum()
 
 
@@ -212,8 +230,16 @@ def _inputs(X: Any, s: Any) -> Any:
     return torch.cat([X, s[:, None]], dim=1)
 
 
-def rollout(net: Any, kind: str, sur: Surrogate, X0: Any, s: Any, T: int, budget_total: float,
-            noise: Any = None) -> tuple[list[Any], list[Any], Any]:  # fmt: skip
+def rollout(
+    net: Any,
+    kind: str,
+    sur: Surrogate,
+    X0: Any,
+    s: Any,
+    T: int,
+    budget_total: float,
+    noise: Any = None,
+) -> tuple[list[Any], list[Any], Any]:
     """Run the surrogate for T steps under the generator: (x̃_t list, logit_t list, plan
     D (n, T, k)). ``budget_total`` is B_g for the whole plan (the MLP gets B_g / T a step)."""
     import torch
@@ -234,8 +260,9 @@ def rollout(net: Any, kind: str, sur: Surrogate, X0: Any, s: Any, T: int, budget
         logits.append(lg)
         plan.append(D)
         if t + 1 < T:
-            X = sur.transition(Xt, torch.sigmoid(lg / TAU_TRANSITION), t,
-                               None if noise is None else noise[t])  # fmt: skip
+            X = sur.transition(
+                Xt, torch.sigmoid(lg / TAU_TRANSITION), t, None if noise is None else noise[t]
+            )
     return Xs, logits, torch.stack(plan, dim=1)
 
 
@@ -243,8 +270,17 @@ def rollout(net: Any, kind: str, sur: Surrogate, X0: Any, s: Any, T: int, budget
 TAU_TRANSITION = 0.1
 
 
-def train(kind: str, sur: Surrogate, X0: np.ndarray, s: np.ndarray, T: int, budget_total: float,
-          settings: TrainSettings, seed: int, dist_cols: Sequence[int] | None = None) -> Any:  # fmt: skip
+def train(
+    kind: str,
+    sur: Surrogate,
+    X0: np.ndarray,
+    s: np.ndarray,
+    T: int,
+    budget_total: float,
+    settings: TrainSettings,
+    seed: int,
+    dist_cols: Sequence[int] | None = None,
+) -> Any:
     """Train a ``kind`` generator through ``sur`` on the cohort X0 (n, z), groups s (n,)
     in {0, 1}; horizon T, plan budget B_g = ``budget_total``. ``dist_cols`` are the
     features of the Sinkhorn term (default all). Returns the trained net (eval mode).

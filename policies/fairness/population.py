@@ -79,8 +79,9 @@ def improvable_features(ctx: PolicyContext, given: tuple[int, ...] | None, name:
         if ctx.immutable[idx].any():
             raise ConfigError(problem(field, tuple(given), "mutable features only"))
     if idx.size == 0:
-        raise ConfigError(problem(field, () if given is None else tuple(given),
-                                  "at least one mutable feature"))  # fmt: skip
+        raise ConfigError(
+            problem(field, () if given is None else tuple(given), "at least one mutable feature")
+        )
     return idx
 
 
@@ -89,8 +90,9 @@ class GraphSurrogate:
     effects ``E`` (k, z) of a unit δ on each, a linear logit (``w`` (z,), ``b``) centred on
     ``centre``."""
 
-    def __init__(self, idx: np.ndarray, E: np.ndarray, w: np.ndarray, b: float,
-                 centre: float) -> None:  # fmt: skip
+    def __init__(
+        self, idx: np.ndarray, E: np.ndarray, w: np.ndarray, b: float, centre: float
+    ) -> None:
         import torch
 
         self.k = idx.size
@@ -122,8 +124,16 @@ _GENERATORS: OrderedDict[str, Any] = OrderedDict()
 GENERATOR_CACHE_SIZE = 256  # a hidden-32 LSTM is ~50 kB: 256 of them stay small
 
 
-def generator_key(kind: str, sur: GraphSurrogate, X0: np.ndarray, s: np.ndarray, T: int,
-                  budget_total: float, settings: TrainSettings, seed: int) -> str:  # fmt: skip
+def generator_key(
+    kind: str,
+    sur: GraphSurrogate,
+    X0: np.ndarray,
+    s: np.ndarray,
+    T: int,
+    budget_total: float,
+    settings: TrainSettings,
+    seed: int,
+) -> str:
     """SHA-256 over :func:`policies.fairness.generator.train`'s inputs: the kind, the
     surrogate's arrays, the cohort X0 (n, z) and groups s (n,) (shapes, dtypes and bytes),
     T, the plan budget, the settings and the seed."""
@@ -135,8 +145,16 @@ def generator_key(kind: str, sur: GraphSurrogate, X0: np.ndarray, s: np.ndarray,
     return h.hexdigest()
 
 
-def trained_generator(kind: str, sur: GraphSurrogate, X0: np.ndarray, s: np.ndarray, T: int,
-                      budget_total: float, settings: TrainSettings, seed: int) -> Any:  # fmt: skip
+def trained_generator(
+    kind: str,
+    sur: GraphSurrogate,
+    X0: np.ndarray,
+    s: np.ndarray,
+    T: int,
+    budget_total: float,
+    settings: TrainSettings,
+    seed: int,
+) -> Any:
     """:func:`~policies.fairness.generator.train` with a per-process cache keyed by
     :func:`generator_key` (training is deterministic in those inputs, so a hit returns the
     net a fresh training would give, bit for bit). The net is shared: read it only."""
@@ -277,8 +295,13 @@ class ScarfPolicy(FollowsModel):
         if ctx.budget is None:
             raise ConfigError(f"{self.name} needs budget ≥ 0; budget = None is not allowed")
         if not ctx.decision_model.is_linear:
-            raise ConfigError(problem(f"{self.name}: decision_model", "non-linear",
-                                      "a linear model (logistic, dp, ei)"))  # fmt: skip
+            raise ConfigError(
+                problem(
+                    f"{self.name}: decision_model",
+                    "non-linear",
+                    "a linear model (logistic, dp, ei)",
+                )
+            )
         if ctx.X_train is None or ctx.X_train.shape[0] < 2:
             raise ConfigError(f"{self.name} needs training rows (PolicyContext.X_train)")
         self.ctx = ctx
@@ -298,11 +321,23 @@ class ScarfPolicy(FollowsModel):
         model = ctx.decision_model
         share = min(max(1.0 - ctx.k / max(ctx.m, 1), 0.0), 1.0)
         self.centre = float(np.quantile(model.logit(X), share))
-        sur = GraphSurrogate(self.idx, total_effects(ctx, self.idx), np.asarray(model.weights),
-                             float(model.intercept), self.centre)  # fmt: skip
-        self.net = trained_generator(self.kind, sur, X[rows], s[rows], self.horizon,
-                                     self.plan_budget * self.cohort, self.settings,
-                                     seed=int(rng.integers(2**31)))  # fmt: skip
+        sur = GraphSurrogate(
+            self.idx,
+            total_effects(ctx, self.idx),
+            np.asarray(model.weights),
+            float(model.intercept),
+            self.centre,
+        )
+        self.net = trained_generator(
+            self.kind,
+            sur,
+            X[rows],
+            s[rows],
+            self.horizon,
+            self.plan_budget * self.cohort,
+            self.settings,
+            seed=int(rng.integers(2**31)),
+        )
         # per-candidate state in arrays, one row per candidate id the policy has seen:
         # times advised (rows,) and, for the LSTM, the plan made at first advice (rows, T, k)
         self._row: dict[int, int] = {}
@@ -327,8 +362,9 @@ class ScarfPolicy(FollowsModel):
         goal = np.full(n, np.nan)
         goal[advised] = self.ctx.decision_model.score(X_cf[advised])
         X_cf[~advised] = obs.X[~advised]
-        rec = Recommendation(goal=goal, X_cf=X_cf, advised=advised,
-                             info={"scarf_step": np.where(advised, step, -1)})  # fmt: skip
+        rec = Recommendation(
+            goal=goal, X_cf=X_cf, advised=advised, info={"scarf_step": np.where(advised, step, -1)}
+        )
         if not float(cost.sum()) * (1.0 + FITS_MARGIN) < allowance:  # else it all fits
             rec = fit_to_budget(rec, obs.X, allowance)
         kept = rec.advised_mask()
@@ -359,8 +395,13 @@ class ScarfPolicy(FollowsModel):
 
     def steps_of(self, ids: Any) -> np.ndarray:
         """How many times the policy advised each candidate of ``ids`` (n,): 0 if never."""
-        return np.array([self._steps[r] if (r := self._row.get(int(c))) is not None else 0
-                         for c in np.asarray(ids).tolist()], dtype=np.int64)  # fmt: skip
+        return np.array(
+            [
+                self._steps[r] if (r := self._row.get(int(c))) is not None else 0
+                for c in np.asarray(ids).tolist()
+            ],
+            dtype=np.int64,
+        )
 
     def observe(self, feedback: Feedback) -> None:
         """Nothing to learn online: the generator is fixed after ``prepare``."""
@@ -388,16 +429,18 @@ class ScarfPolicy(FollowsModel):
                 table[id_list[i]] = r
             if start + n_new > self._steps.size:  # grow by doubling: amortised O(1) per row
                 size = max(2 * self._steps.size, start + n_new, 64)
-                self._steps = np.concatenate([self._steps, np.zeros(size - self._steps.size,
-                                                                    dtype=np.int64)])  # fmt: skip
+                self._steps = np.concatenate(
+                    [self._steps, np.zeros(size - self._steps.size, dtype=np.int64)]
+                )
                 if self.kind == "lstm":
                     grown = np.zeros((size, *self._plans.shape[1:]))
                     grown[: self._plans.shape[0]] = self._plans
                     self._plans = grown
         return rows, new
 
-    def _deltas(self, X: np.ndarray, s: np.ndarray, rows: np.ndarray, new: np.ndarray,
-                step: np.ndarray) -> np.ndarray:  # fmt: skip
+    def _deltas(
+        self, X: np.ndarray, s: np.ndarray, rows: np.ndarray, new: np.ndarray, step: np.ndarray
+    ) -> np.ndarray:
         """δ (n, k) for the rejected X (n, z) at their steps (n,); ``rows`` (n,) are their
         state rows, ``new`` (n,) marks first sight."""
         if X.shape[0] == 0:
@@ -449,8 +492,9 @@ class EIWorld:
 
     def recommend(self, obs: RecourseObs, rng: np.random.Generator) -> Recommendation:
         n = obs.n_rejected
-        return Recommendation(goal=np.full(n, np.nan), X_cf=obs.X.copy(),
-                              advised=np.zeros(n, dtype=bool))  # fmt: skip
+        return Recommendation(
+            goal=np.full(n, np.nan), X_cf=obs.X.copy(), advised=np.zeros(n, dtype=bool)
+        )
 
     def observe(self, feedback: Feedback) -> None:
         pass
@@ -458,9 +502,18 @@ class EIWorld:
 
 def register(registry: Registry) -> None:
     """Add ``scarf``, ``scarf-mlp`` and ``ei`` to the registry."""
-    registry.policy("scarf", ScarfPolicy,
-                    "long-term fairness (SCARF): LSTM interventions on the causal graph; needs budget")  # fmt: skip
-    registry.policy("scarf-mlp", ScarfMLPPolicy,
-                    "long-term fairness: memoryless MLP ablation of scarf; needs budget")  # fmt: skip
-    registry.policy("ei", EIWorld,
-                    "long-term fairness: no advice under decision_model = 'ei' (EI-trained model)")  # fmt: skip
+    registry.policy(
+        "scarf",
+        ScarfPolicy,
+        "long-term fairness (SCARF): LSTM interventions on the causal graph; needs budget",
+    )
+    registry.policy(
+        "scarf-mlp",
+        ScarfMLPPolicy,
+        "long-term fairness: memoryless MLP ablation of scarf; needs budget",
+    )
+    registry.policy(
+        "ei",
+        EIWorld,
+        "long-term fairness: no advice under decision_model = 'ei' (EI-trained model)",
+    )

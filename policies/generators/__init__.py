@@ -20,28 +20,34 @@ NAMES = ("claproar", "gravitational", "probe", "face", "rbr")
 def register(registry: Registry) -> None:
     """Register this family's recommenders and their last-threshold policies."""
     registry.recommender(
-        "claproar", ClaPROAR,
+        "claproar",
+        ClaPROAR,
         "Wachter + mu * classifier loss at x' (Altmeyer et al. 2023); lam=10, mu=5",
-    )  # fmt: skip
+    )
     registry.recommender(
-        "gravitational", Gravitational,
+        "gravitational",
+        Gravitational,
         "Wachter + mu * ||x' - positive centroid||_2 (Altmeyer et al. 2023); lam=10, mu=5",
-    )  # fmt: skip
+    )
     registry.recommender(
-        "probe", Probe,
+        "probe",
+        Probe,
         "Wachter + mu * max(0, IR(x') - r), Gaussian invalidation rate (Pawelczyk et al. 2023); "
         "sigma2=0.01, target_rate=0.45",
-    )  # fmt: skip
+    )
     registry.recommender(
-        "face", Face,
+        "face",
+        Face,
         "FACE: shortest density-weighted kNN-graph path over X_train to an accepted node; mode, k",
-    )  # fmt: skip
+    )
     registry.recommender(
-        "rbr", RBR,
+        "rbr",
+        RBR,
         "Robust Bayesian Recourse: worst-case posterior odds near the boundary, projected gradient",
-    )  # fmt: skip
+    )
     for name in NAMES:
         registry.policy(
-            f"threshold-{name}", registry.composite("last-threshold", name),
+            f"threshold-{name}",
+            registry.composite("last-threshold", name),
             f"last threshold + {name} recommender",
-        )  # fmt: skip
+        )

@@ -245,8 +245,9 @@ def bwo_forest(n_trees: int = 50, max_samples: float | int = 0.25, seed: int = 0
     run it side by side)."""
     from sklearn.ensemble import ExtraTreesRegressor
 
-    return ExtraTreesRegressor(n_estimators=n_trees, bootstrap=True, max_samples=max_samples,
-                               n_jobs=1, random_state=seed)  # fmt: skip
+    return ExtraTreesRegressor(
+        n_estimators=n_trees, bootstrap=True, max_samples=max_samples, n_jobs=1, random_state=seed
+    )
 
 
 def bwo_predict(forest: Any, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

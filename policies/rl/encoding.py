@@ -33,8 +33,9 @@ def recommender_observation_bounds(z: int) -> tuple[np.ndarray, np.ndarray]:
     return low, high
 
 
-def recommender_observation(X: np.ndarray, goals: np.ndarray, scores: np.ndarray,
-                            d_hat: np.ndarray) -> np.ndarray:  # fmt: skip
+def recommender_observation(
+    X: np.ndarray, goals: np.ndarray, scores: np.ndarray, d_hat: np.ndarray
+) -> np.ndarray:
     """φ's observation (n, 2z + 4) float32: [x (z), g, M(x), g - M(x), logit gap, d̂ (z)].
 
     X (n, z), goals (n,), scores = M(X) (n,), d_hat (z,) shared by every row. The logit
@@ -51,8 +52,14 @@ def recommender_observation(X: np.ndarray, goals: np.ndarray, scores: np.ndarray
     return np.concatenate(cols, axis=1).astype(np.float32)
 
 
-def recommender_counterfactual(X: np.ndarray, A: np.ndarray, goals: np.ndarray, ctx: PolicyContext,
-                               action: str, max_step: float) -> np.ndarray:  # fmt: skip
+def recommender_counterfactual(
+    X: np.ndarray,
+    A: np.ndarray,
+    goals: np.ndarray,
+    ctx: PolicyContext,
+    action: str,
+    max_step: float,
+) -> np.ndarray:
     """x^CF of φ's actions A (n, z) under the mapping ``action`` (see :class:`RecommenderEnv`)."""
     if action == "direct":
         return action_to_counterfactual(X, A, ctx.immutable, max_step)
@@ -61,16 +68,18 @@ def recommender_counterfactual(X: np.ndarray, A: np.ndarray, goals: np.ndarray, 
     raise ValueError(f"action must be one of {', '.join(RECOMMENDER_ACTIONS)}, got {action!r}")
 
 
-def action_to_counterfactual(X: np.ndarray, A: np.ndarray, immutable: np.ndarray,
-                             max_step: float = 1.0) -> np.ndarray:  # fmt: skip
+def action_to_counterfactual(
+    X: np.ndarray, A: np.ndarray, immutable: np.ndarray, max_step: float = 1.0
+) -> np.ndarray:
     """clip(X + max_step A, 0, 1) with A clipped to [-1, 1] and immutable columns of X kept; X, A (n, z)."""
     X_cf = np.clip(X + max_step * np.clip(A, -1.0, 1.0), 0.0, 1.0)
     X_cf[:, immutable] = X[:, immutable]
     return X_cf
 
 
-def direction_to_counterfactual(X: np.ndarray, A: np.ndarray, goals: np.ndarray, score,
-                                immutable: np.ndarray, iters: int = 60) -> np.ndarray:  # fmt: skip
+def direction_to_counterfactual(
+    X: np.ndarray, A: np.ndarray, goals: np.ndarray, score, immutable: np.ndarray, iters: int = 60
+) -> np.ndarray:
     """x(t) = clip(X + t u, 0, 1), u = (A + 1) / 2 on mutable features, at the smallest t found
     by bisection with M(x(t)) >= g (``score`` is M.score: model-agnostic).
 
@@ -119,8 +128,14 @@ def observation_size(n_features: int, validity: int, capacity: bool = False) -> 
     return 4 + 3 * N_BINS + 1 + validity + N_APPS + 2 * n_features + (2 if capacity else 0)
 
 
-def encode_observation(obs: RecourseObs, window_scores: np.ndarray, k: int, ticks: int,
-                       validity: int, m: int | None = None) -> np.ndarray:  # fmt: skip
+def encode_observation(
+    obs: RecourseObs,
+    window_scores: np.ndarray,
+    k: int,
+    ticks: int,
+    validity: int,
+    m: int | None = None,
+) -> np.ndarray:
     """Fixed-size, permutation-invariant encoding of what the goal selector sees, float32.
 
     Layout (z features, B = :data:`N_BINS`, T = validity): progress t / ticks, the
@@ -157,7 +172,7 @@ def encode_observation(obs: RecourseObs, window_scores: np.ndarray, k: int, tick
                 obs.applicant_ids.shape[0] / scale,
                 w / scale,
             ]
-        ),  # fmt: skip
+        ),
         hist(obs.applicant_scores),
         hist(window_scores),
         hist(h.goal[has_goal]),
@@ -205,8 +220,9 @@ def _nan_to_num(x: float) -> float:
     return x if math.isfinite(x) else float(np.nan_to_num(x))
 
 
-def encode_window(obs: RecourseObs, scorer, k: int, ticks: int, validity: int,
-                  m: int | None = None) -> np.ndarray:  # fmt: skip
+def encode_window(
+    obs: RecourseObs, scorer, k: int, ticks: int, validity: int, m: int | None = None
+) -> np.ndarray:
     """:func:`encode_observation` with the window scored by the decision model ``scorer``."""
     X = obs.history.X
     scores = scorer.score(X) if X.shape[0] else np.zeros(0)

@@ -48,8 +48,14 @@ def artefact_path(path: str | Path) -> str | Path:
     """``path`` unless it is empty (``rl:path=``), which would quietly mean the current
     directory."""
     if not str(path).strip():
-        raise ConfigError(problem("path", str(path), "the directory of a trained artefact, "
-                                  "e.g. rl:path=results/artefacts/recommender", verb="is empty"))  # fmt: skip
+        raise ConfigError(
+            problem(
+                "path",
+                str(path),
+                "the directory of a trained artefact, e.g. rl:path=results/artefacts/recommender",
+                verb="is empty",
+            )
+        )
     return path
 
 
@@ -116,13 +122,15 @@ class LearnedRecommender(FollowsModel):
                 f"{manifest.get('observation', '(x, g)')!r}, no {', '.join(missing) or 'matching obs_dim'}): "
                 f"this version needs observation {RECOMMENDER_OBSERVATION!r}, action_mode and max_step "
                 "in the manifest; train it again with `recourse-abm train recommender`"
-            )  # fmt: skip
+            )
         if (
             manifest["action_mode"] not in RECOMMENDER_ACTIONS
             or not 0 < float(manifest["max_step"]) <= 1
         ):
-            raise ArtefactError(f"recommender {self.path}: action_mode {manifest['action_mode']!r} / "
-                                f"max_step {manifest['max_step']!r} not understood")  # fmt: skip
+            raise ArtefactError(
+                f"recommender {self.path}: action_mode {manifest['action_mode']!r} / "
+                f"max_step {manifest['max_step']!r} not understood"
+            )
         if len(manifest["d_hat"]) != z:
             raise ArtefactError(
                 f"recommender {self.path}: d_hat has {len(manifest['d_hat'])} entries, not {z}"
@@ -137,8 +145,9 @@ class LearnedRecommender(FollowsModel):
         obs = recommender_observation(X, goals, scores, self.difficulty_estimate)
         with torch_threads(1):  # the same bits whatever torch's thread count elsewhere
             actions, _ = self.sac.predict(obs, deterministic=True)
-        X_cf = recommender_counterfactual(X, np.asarray(actions, dtype=float), goals, self.ctx,
-                                          self.action_mode, self.max_step)  # fmt: skip
+        X_cf = recommender_counterfactual(
+            X, np.asarray(actions, dtype=float), goals, self.ctx, self.action_mode, self.max_step
+        )
         met = ~(scores < goals)
         X_cf[met] = X[met]
         if self.action_mode == "direction":
@@ -182,11 +191,15 @@ class LearnedGoal(FollowsModel):
         self.capacity = self.manifest.get("capacity_observation") == CAPACITY_OBSERVATION
         want = observation_size(ctx.n_features, ctx.validity, self.capacity)
         if self.manifest.get("obs_dim") != want:
-            raise ArtefactError(f"{self.path}: obs_dim is {self.manifest.get('obs_dim')!r} in the "
-                                f"manifest; this scenario needs {want}")  # fmt: skip
+            raise ArtefactError(
+                f"{self.path}: obs_dim is {self.manifest.get('obs_dim')!r} in the "
+                f"manifest; this scenario needs {want}"
+            )
         if "max_margin" not in self.manifest:
-            raise ArtefactError(f"predictor {self.path} has no max_margin in its manifest: it was "
-                                "trained by an older recourse-abm (goals in [0, 1]); train it again")  # fmt: skip
+            raise ArtefactError(
+                f"predictor {self.path} has no max_margin in its manifest: it was "
+                "trained by an older recourse-abm (goals in [0, 1]); train it again"
+            )
         self.max_margin = float(self.manifest["max_margin"])
         self.record = check_fit(self.path, self.manifest, ctx, self.allow_mismatch)
 
@@ -197,8 +210,9 @@ class LearnedGoal(FollowsModel):
     def select(self, obs: RecourseObs, rng: np.random.Generator) -> float:
 
         c = self.ctx
-        x = encode_window(obs, c.decision_model, c.k, c.ticks, c.validity,
-                          c.m if self.capacity else None)  # fmt: skip
+        x = encode_window(
+            obs, c.decision_model, c.k, c.ticks, c.validity, c.m if self.capacity else None
+        )
         with torch_threads(1):  # the same bits whatever torch's thread count elsewhere
             action, _ = self.sac.predict(x[None, :], deterministic=True)
         return float(goal_from_action(action, obs.threshold, self.max_margin)[0])

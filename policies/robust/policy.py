@@ -121,8 +121,10 @@ class RobustPolicy(FollowsModel):
         self.name = name
         self.alpha = check_alpha(alpha, f"{name}: alpha")
         if (lam is None) == (kappa is None):
-            raise ConfigError(f"{name}: give lam (absolute) or kappa (relative to the weights), "
-                              f"not {'both' if lam is not None else 'neither'}")  # fmt: skip
+            raise ConfigError(
+                f"{name}: give lam (absolute) or kappa (relative to the weights), "
+                f"not {'both' if lam is not None else 'neither'}"
+            )
         self.lam = None if lam is None else check_lam(lam, f"{name}: lam")
         self.kappa = None if kappa is None else check_kappa(kappa, f"{name}: kappa")
         self._lam_t = self.lam
@@ -164,8 +166,13 @@ class RobustPolicy(FollowsModel):
         return out
 
     def _reset_stats(self) -> None:
-        self._stats = {"lam": math.nan, "backed_off": math.nan, "price_of_robustness": math.nan,
-                       "solver_fallbacks": math.nan, "n_clipped": math.nan}  # fmt: skip
+        self._stats = {
+            "lam": math.nan,
+            "backed_off": math.nan,
+            "price_of_robustness": math.nan,
+            "solver_fallbacks": math.nan,
+            "n_clipped": math.nan,
+        }
 
     def recommend(self, obs: RecourseObs, rng: np.random.Generator) -> Recommendation:
         self.use_model(self.base_model if obs.decision_model is None else obs.decision_model)
@@ -188,8 +195,11 @@ class RobustPolicy(FollowsModel):
         goal = np.where(advised, goal, np.nan)
         wc = expit(worst_logit(X_cf, W, B, self.alpha, self.p))
         J = price(X_cf, X, W, np.asarray(B) - offset, self.alpha, lam_row, self.p)
-        info = {"wc_score": np.where(advised, wc, np.nan), "price_J": np.where(advised, J, np.nan),
-                "lam": np.where(advised, lam_row, np.nan)}  # fmt: skip
+        info = {
+            "wc_score": np.where(advised, wc, np.nan),
+            "price_J": np.where(advised, J, np.nan),
+            "lam": np.where(advised, lam_row, np.nan),
+        }
         self._stats = {
             "lam": float(self._lam_t),
             "backed_off": float(np.mean(lam_row < self._lam_t)) if n else math.nan,
@@ -197,8 +207,7 @@ class RobustPolicy(FollowsModel):
             "solver_fallbacks": float(fallbacks),
             "n_clipped": float(n_clipped),
         }
-        rec = Recommendation(goal=goal, X_cf=X_cf, advised=advised, info=info,
-                             unreached=~advised)  # fmt: skip
+        rec = Recommendation(goal=goal, X_cf=X_cf, advised=advised, info=info, unreached=~advised)
         return fit_paced(rec, obs, self.ctx)
 
     def _greedy_exact(self) -> bool:
@@ -263,8 +272,9 @@ class RobustPolicy(FollowsModel):
         lam = self._lam_t if lam is None else lam
         n = X.shape[0]
         if self.method == "roar":
-            return roar(X, W, B, self.alpha, lam, self.p, self.lower, self.upper,
-                        self.immutable)[0], 0  # fmt: skip
+            return roar(X, W, B, self.alpha, lam, self.p, self.lower, self.upper, self.immutable)[
+                0
+            ], 0
         Wr = np.broadcast_to(W, X.shape)
         Br = np.broadcast_to(np.asarray(B, dtype=float), (n,))
         out = np.empty_like(X)
@@ -345,8 +355,14 @@ def _factory(name: str, method: Method, p_type: object):
     alpha0, kappa0 = DEFAULTS[name]
     p0 = {"robust-l2": "2"}.get(name, "inf" if name.endswith("linf") else "1")
 
-    def make(alpha: Alpha = alpha0, lam: Lam | None = None, kappa: Kappa | None = None,
-             p: str = p0, target: Target = "threshold", backoff: Backoff = BACKOFF) -> RobustPolicy:  # fmt: skip
+    def make(
+        alpha: Alpha = alpha0,
+        lam: Lam | None = None,
+        kappa: Kappa | None = None,
+        p: str = p0,
+        target: Target = "threshold",
+        backoff: Backoff = BACKOFF,
+    ) -> RobustPolicy:
         if lam is None and kappa is None:
             kappa = kappa0
         return RobustPolicy(method, alpha, lam, p, target, name, kappa, backoff)

@@ -191,8 +191,10 @@ class _Convex:
         return np.concatenate(parts)
 
     def bounds(self):
-        bx = [(lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
-              for lo, hi in zip(self.lo, self.hi, strict=True)]  # fmt: skip
+        bx = [
+            (lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
+            for lo, hi in zip(self.lo, self.hi, strict=True)
+        ]
         # u >= 0 and t >= 0 follow from the pairs of constraints: as bounds too they make
         # the active set degenerate at x = x0 (or x = 0) and SLSQP's inner solver crawls
         bu = [(None, None)] * self.m
@@ -211,8 +213,15 @@ class _Convex:
         z0 = self.start(xs)
         A, rhs = self.A, self.rhs
         cons = {"type": "ineq", "fun": lambda z: A @ z - rhs, "jac": lambda z: A}
-        res = minimize(self.fun, z0, jac=self.jac, method="SLSQP", bounds=self.bounds(),
-                       constraints=[cons], options={"ftol": _FTOL, "maxiter": _MAXITER})  # fmt: skip
+        res = minimize(
+            self.fun,
+            z0,
+            jac=self.jac,
+            method="SLSQP",
+            bounds=self.bounds(),
+            constraints=[cons],
+            options={"ftol": _FTOL, "maxiter": _MAXITER},
+        )
         z = np.asarray(res.x, dtype=float)
         feasible = (
             np.isfinite(z).all()
@@ -294,8 +303,11 @@ def robust_lp(
         # Algorithm 1's intercept subproblem, solved exactly)
         x0_unit = np.clip(x0, -1.0, 1.0)
         unit = (np.maximum(lo, -1.0), np.minimum(hi, 1.0))
-        starts = [x0, alg2(x0, w, b, alpha, lam, lo, hi, fixed).x,
-                  alg2(x0, w, b - alpha, 0.0, lam, lo, hi, fixed).x]  # fmt: skip
+        starts = [
+            x0,
+            alg2(x0, w, b, alpha, lam, lo, hi, fixed).x,
+            alg2(x0, w, b - alpha, 0.0, lam, lo, hi, fixed).x,
+        ]
         if (unit[0] <= unit[1]).all() and (x0_unit[fixed] == x0[fixed]).all():
             at_unit = alg2(x0_unit, w, b - alpha, 0.0, lam, *unit, fixed).x
             starts.append(at_unit)
@@ -438,8 +450,15 @@ def robust_l2_batch(
     gain = np.cumsum(w_s * (t_s - x0_s), axis=1)
     sq = np.cumsum(t_s * t_s - x0_s * x0_s, axis=1)
     norm0 = base + (x0f * x0f).sum(axis=1)
-    S = np.concatenate([u_lo[:, None], (c + (wf * x0f).sum(axis=1))[:, None] + gain
-                        - alpha * np.sqrt(np.maximum(norm0[:, None] + sq, base[:, None]))], axis=1)  # fmt: skip
+    S = np.concatenate(
+        [
+            u_lo[:, None],
+            (c + (wf * x0f).sum(axis=1))[:, None]
+            + gain
+            - alpha * np.sqrt(np.maximum(norm0[:, None] + sq, base[:, None])),
+        ],
+        axis=1,
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         U = np.where(np.abs(w_s) > lam, np.log(np.abs(w_s) / lam - 1.0), -np.inf)
     j = (S[:, :-1] < U).sum(axis=1)
@@ -797,10 +816,12 @@ def roar(
     # extra steps in the block are thrown away
     live = np.arange(n)
     X0l = X0.copy()
-    state = {"W": np.array(np.broadcast_to(np.asarray(w, dtype=float), (n, z))),
-             "B": np.array(np.broadcast_to(np.asarray(b, dtype=float), (n,))),
-             "lo": np.array(np.broadcast_to(lo, (n, z))),
-             "hi": np.array(np.broadcast_to(hi, (n, z)))}  # fmt: skip
+    state = {
+        "W": np.array(np.broadcast_to(np.asarray(w, dtype=float), (n, z))),
+        "B": np.array(np.broadcast_to(np.asarray(b, dtype=float), (n,))),
+        "lo": np.array(np.broadcast_to(lo, (n, z))),
+        "hi": np.array(np.broadcast_to(hi, (n, z))),
+    }
     nonneg = bool((lo >= 0).all())
     # the kernel has the α = 0, L1 and L∞ adversaries; p = 2 (not a ROAR policy) runs in NumPy
     compiled = compiled and (alpha == 0 or p == 1.0 or math.isinf(p))
@@ -827,9 +848,28 @@ def roar(
             ts = range(t0 + 1, t0 + k + 1)
             C1 = np.array([1 - b1**u for u in ts])
             C2 = np.array([1 - b2**u for u in ts])
-            kernels.roar_block(Xh, NSh, X0l, state["W"], state["B"], state["lo"], state["hi"],
-                               free, masked, mode, nonneg, alpha, lam, lr, eps, b1, b2, C1, C2,
-                               MV)  # fmt: skip
+            kernels.roar_block(
+                Xh,
+                NSh,
+                X0l,
+                state["W"],
+                state["B"],
+                state["lo"],
+                state["hi"],
+                free,
+                masked,
+                mode,
+                nonneg,
+                alpha,
+                lam,
+                lr,
+                eps,
+                b1,
+                b2,
+                C1,
+                C2,
+                MV,
+            )
         else:
             steps_numpy(Xh, NSh, X0l, MV, t0, k)
         t = t0 + k
@@ -854,8 +894,17 @@ def roar(
     return X, steps
 
 
-def _roar_steps(state: dict, alpha: float, p: float, z: int, nonneg: bool, lam: float,
-                lr: float, masked: bool, free: np.ndarray):  # fmt: skip
+def _roar_steps(
+    state: dict,
+    alpha: float,
+    p: float,
+    z: int,
+    nonneg: bool,
+    lam: float,
+    lr: float,
+    masked: bool,
+    free: np.ndarray,
+):
     """ROAR's Adam steps in NumPy: the reference for :func:`kernels.roar_block`.
 
     Returns ``run(Xh, NSh, X0l, MV, t0, k)``, which takes k steps from Xh[0] (m, z) as
@@ -872,8 +921,9 @@ def _roar_steps(state: dict, alpha: float, p: float, z: int, nonneg: bool, lam: 
         if cache.get("m") != m:
             beta, beta_c = np.empty((2, m, z)), np.empty((2, m, z))
             beta[0], beta[1], beta_c[0], beta_c[1] = b1, b2, 1 - b1, 1 - b2
-            cache.update(m=m, beta=beta, beta_c=beta_c,
-                         full=[np.full((m, z), c) for c in (lam, lr, eps)])  # fmt: skip
+            cache.update(
+                m=m, beta=beta, beta_c=beta_c, full=[np.full((m, z), c) for c in (lam, lr, eps)]
+            )
         L, LR, EPS = cache["full"]
         BETA, BETA_C = cache["beta"], cache["beta_c"]
         LO, HI = state["lo"], state["hi"]

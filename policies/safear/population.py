@@ -207,8 +207,13 @@ class SafeARPolicy(FollowsModel):
         var95, cvar95 = row_var_cvar(
             rollout_costs(tables, pol.actions, starts, self.rollouts, rng=rng), 0.95
         )
-        measures = {"exp_cost": mean, "cost_var": var, "plan_rho": rho,
-                    "var95": var95, "cvar95": cvar95}  # fmt: skip
+        measures = {
+            "exp_cost": mean,
+            "cost_var": var,
+            "plan_rho": rho,
+            "var95": var95,
+            "cvar95": cvar95,
+        }
         return cf, ok, measures
 
     def _plan_unmet_mdp(

@@ -37,20 +37,59 @@ CASES: list[dict[str, Any]] = [
     for seed in (0, 1)
 ]
 CASES += [
-    {"scenario": "paper", "policy": "last-threshold:margin=0.05+exact-linear:weights=estimated", "seed": 3},
-    {"scenario": "paper", "policy": "safear", "seed": 0, "ticks": 30, "risk_aversion": [0.0, 2.0], "slow": True},
+    {
+        "scenario": "paper",
+        "policy": "last-threshold:margin=0.05+exact-linear:weights=estimated",
+        "seed": 3,
+    },
+    {
+        "scenario": "paper",
+        "policy": "safear",
+        "seed": 0,
+        "ticks": 30,
+        "risk_aversion": [0.0, 2.0],
+        "slow": True,
+    },
     {"scenario": "paper-T5", "policy": "safear:beta_risk=1", "seed": 2, "ticks": 20},
     {"scenario": "paper", "policy": "threshold-ustun", "seed": 0, "ticks": 15, "slow": True},
     {"scenario": "paper", "policy": "threshold-wachter", "seed": 0, "ticks": 15, "slow": True},
-    {"scenario": "paper", "policy": "none", "seed": 0, "ticks": 30, "decision_model": "mlp", "slow": True},
-    {"scenario": "paper", "policy": "threshold-wachter", "seed": 1, "ticks": 10, "decision_model": "mlp", "slow": True},
+    {
+        "scenario": "paper",
+        "policy": "none",
+        "seed": 0,
+        "ticks": 30,
+        "decision_model": "mlp",
+        "slow": True,
+    },
+    {
+        "scenario": "paper",
+        "policy": "threshold-wachter",
+        "seed": 1,
+        "ticks": 10,
+        "decision_model": "mlp",
+        "slow": True,
+    },
     {"scenario": "paper", "policy": "rl", "seed": 0, "ticks": 20},
     {"scenario": "paper", "policy": "rl-recommender", "seed": 0, "ticks": 20},
     {"scenario": "paper", "policy": "hybrid-exact-linear", "seed": 1, "ticks": 20},
     {"scenario": "paper-T5", "policy": "lookahead", "seed": 0, "ticks": 8},
-    {"scenario": "large", "policy": "threshold", "seed": 0, "ticks": 4,
-     "n_initial": 3000, "m": 3000, "k": 2700},
-    {"scenario": "paper", "policy": "threshold-dice", "seed": 0, "ticks": 2, "needs": "dice_ml", "slow": True},
+    {
+        "scenario": "large",
+        "policy": "threshold",
+        "seed": 0,
+        "ticks": 4,
+        "n_initial": 3000,
+        "m": 3000,
+        "k": 2700,
+    },
+    {
+        "scenario": "paper",
+        "policy": "threshold-dice",
+        "seed": 0,
+        "ticks": 2,
+        "needs": "dice_ml",
+        "slow": True,
+    },
     {"scenario": "paper", "policy": "threshold-explore", "seed": 0, "ticks": 40},
     # every world mechanism and the families built on them
     {"scenario": "improvement", "policy": "threshold", "seed": 0, "ticks": 30},
@@ -69,12 +108,26 @@ CASES += [
     # kernels' last-digit differences to about 1e-6 of the advice (1.3e-6 relative, 5e-12
     # absolute measured under scripts/other-kernels.sh): its floats are held to a stated
     # (rtol, atol) = (1e-5, 1e-9); its discrete outcomes must match as everywhere
-    {"scenario": "fair-scarf", "policy": "scarf-mlp", "seed": 0, "ticks": 20, "tol": (1e-5, 1e-9), "slow": True},
-    {"scenario": "fair-scarf", "policy": "scarf", "seed": 0, "ticks": 20, "tol": (1e-5, 1e-9), "slow": True},
+    {
+        "scenario": "fair-scarf",
+        "policy": "scarf-mlp",
+        "seed": 0,
+        "ticks": 20,
+        "tol": (1e-5, 1e-9),
+        "slow": True,
+    },
+    {
+        "scenario": "fair-scarf",
+        "policy": "scarf",
+        "seed": 0,
+        "ticks": 20,
+        "tol": (1e-5, 1e-9),
+        "slow": True,
+    },
     {"scenario": "german-credit", "policy": "threshold", "seed": 0, "ticks": 20},
     {"scenario": "lending", "policy": "threshold", "seed": 0, "ticks": 30},
     {"scenario": "lending", "policy": "safear", "seed": 1, "ticks": 20},
-]  # fmt: skip
+]
 
 #: PopulationEnv traces (the RL environment's observations, rewards and infos) kept beside
 #: the model runs: name -> PopulationEnv keyword arguments.
@@ -153,17 +206,36 @@ def run_env(kwargs: dict[str, Any]) -> pd.DataFrame:
     for episode in range(2):
         obs, info = env.reset(seed=7) if episode == 0 else env.reset()
         seed = info["seed"]
-        rows.append(dict(episode=episode, seed=seed, step=-1, reward=np.nan, ticks=0,
-                         rr=np.nan, rf=np.nan, goal=np.nan))  # fmt: skip
+        rows.append(
+            dict(
+                episode=episode,
+                seed=seed,
+                step=-1,
+                reward=np.nan,
+                ticks=0,
+                rr=np.nan,
+                rf=np.nan,
+                goal=np.nan,
+            )
+        )
         observations.append(obs)
         for i in range(200):
             action = np.array([np.sin(0.7 * i + episode)], dtype=np.float32)
             obs, reward, terminated, truncated, info = env.step(action)
             if truncated:
                 raise RuntimeError("PopulationEnv truncated an episode of the golden trace")
-            rows.append(dict(episode=episode, seed=seed, step=i, reward=float(reward),
-                             ticks=int(info["ticks"]), rr=_num(info.get("rr")),
-                             rf=_num(info.get("rf")), goal=_num(info["goal"])))  # fmt: skip
+            rows.append(
+                dict(
+                    episode=episode,
+                    seed=seed,
+                    step=i,
+                    reward=float(reward),
+                    ticks=int(info["ticks"]),
+                    rr=_num(info.get("rr")),
+                    rf=_num(info.get("rf")),
+                    goal=_num(info["goal"]),
+                )
+            )
             observations.append(obs)
             if terminated:
                 break

@@ -49,9 +49,8 @@ class Difference:
             else f" row {self.row}" + (f" ({self.context})" if self.context else "")
         )
         size = (
-            "" if self.discrete
-            else f", |diff| {self.abs_diff:.3g}, relative {self.rel_diff:.3g}"
-        )  # fmt: skip
+            "" if self.discrete else f", |diff| {self.abs_diff:.3g}, relative {self.rel_diff:.3g}"
+        )
         more = f" ({self.n_rows} rows differ)" if self.n_rows > 1 else ""
         return f"{self.where}{at}: got {self.got!r}, reference {self.expected!r}{size}{more}"
 
@@ -73,9 +72,14 @@ class Verdict:
         # the earliest tick first, discrete outcomes before the floats they move
         ordered = sorted(
             self.differences,
-            key=lambda d: (d.tick is None and d.row is not None, d.tick or 0, not d.discrete,
-                           d.row or 0, d.where),
-        )  # fmt: skip
+            key=lambda d: (
+                d.tick is None and d.row is not None,
+                d.tick or 0,
+                not d.discrete,
+                d.row or 0,
+                d.where,
+            ),
+        )
         lines = [f"golden case {case}: {len(ordered)} breaks of the cross-CPU contract"]
         lines += [f"  {d}" for d in ordered[:12]]
         if len(ordered) > 12:
@@ -152,8 +156,16 @@ def _float_difference(
             verdict.note(where, float(np.max(np.where(err > atol, rel, 0.0))))
         return None
     d = _first(where, bad, a, b, discrete=False)
-    return Difference(d.where, d.row, d.expected, d.got, d.n_rows, discrete=False,
-                      abs_diff=float(err[d.row]), rel_diff=float(rel[d.row]))  # fmt: skip
+    return Difference(
+        d.where,
+        d.row,
+        d.expected,
+        d.got,
+        d.n_rows,
+        discrete=False,
+        abs_diff=float(err[d.row]),
+        rel_diff=float(rel[d.row]),
+    )
 
 
 def _first(where: str, bad: np.ndarray, a: np.ndarray, b: np.ndarray, discrete: bool):
@@ -164,8 +176,18 @@ def _first(where: str, bad: np.ndarray, a: np.ndarray, b: np.ndarray, discrete: 
 
 
 def _with_context(d: Difference, context: str, tick: int | None) -> Difference:
-    return Difference(d.where, d.row, d.expected, d.got, d.n_rows, context, d.discrete,
-                      d.abs_diff, d.rel_diff, tick)  # fmt: skip
+    return Difference(
+        d.where,
+        d.row,
+        d.expected,
+        d.got,
+        d.n_rows,
+        context,
+        d.discrete,
+        d.abs_diff,
+        d.rel_diff,
+        tick,
+    )
 
 
 def _plain(value: Any) -> Any:

@@ -72,10 +72,12 @@ class RecentMax:
 def register(registry: Registry) -> None:
     """Add the goal selector and the policy ``recent-max`` to recourse-abm's registry."""
     registry.goal(
-        "recent-max", RecentMax,
+        "recent-max",
+        RecentMax,
         "highest acceptance threshold of the last `window` ticks (+ margin); window, margin",
-    )  # fmt: skip
+    )
     registry.policy(
-        "recent-max", registry.composite("recent-max", "exact-linear"),
+        "recent-max",
+        registry.composite("recent-max", "exact-linear"),
         "recent-max goal (window=3) + exact-linear; keywords go to exact-linear (plugin example)",
-    )  # fmt: skip
+    )

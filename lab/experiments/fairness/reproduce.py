@@ -30,8 +30,16 @@ PAPER = {
     "EI": {"accuracy": "0.84 ± 0.04", "long": 0.067, "short": 0.369},
     "noLSTM": {"accuracy": "", "long": 0.116, "short": 0.346},
 }
-TABLE_COLUMNS = ("accuracy", "short", "long", "short_first", "short_last", "long_first",
-                 "long_last", "spend")  # fmt: skip
+TABLE_COLUMNS = (
+    "accuracy",
+    "short",
+    "long",
+    "short_first",
+    "short_last",
+    "long_first",
+    "long_last",
+    "spend",
+)
 TIE = 0.05  # the W1 ordering allows ties this wide (spec §3)
 
 
@@ -42,12 +50,19 @@ def trial_study(seeds: tuple[int, ...], **params: Any) -> Study:
         raise ConfigError(problem("--seeds", "", "at least one seed (N, A-B or A,B,C)"))
     settings = FairnessTrialParams(**params).model_dump(mode="json")
     name = "fairness-scm"
-    return Study(name=name, base=resolve_scenario("paper"), policy="", axes=(),
-                 seeds=tuple(seeds), metrics=(), report_metrics=("accuracy", "short", "long"),
-                 description="SCARF synthetic SCM: paired trials of every method",
-                 spec={"name": name, "experiment": "fairness-trial", "set": settings,
-                       "seeds": list(seeds)},
-                 experiment="fairness-trial", settings=settings)  # fmt: skip
+    return Study(
+        name=name,
+        base=resolve_scenario("paper"),
+        policy="",
+        axes=(),
+        seeds=tuple(seeds),
+        metrics=(),
+        report_metrics=("accuracy", "short", "long"),
+        description="SCARF synthetic SCM: paired trials of every method",
+        spec={"name": name, "experiment": "fairness-trial", "set": settings, "seeds": list(seeds)},
+        experiment="fairness-trial",
+        settings=settings,
+    )
 
 
 def run_trials(
@@ -58,8 +73,7 @@ def run_trials(
     **params: Any,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(steps, rows): per-step measures and one row per (seed, method)."""
-    ticks, runs = collect(trial_study(seeds, **params), store, workers=workers,
-                          progress=progress)  # fmt: skip
+    ticks, runs = collect(trial_study(seeds, **params), store, workers=workers, progress=progress)
     failed = runs[runs["status"] != "ok"]
     if len(failed):
         raise RuntimeError(f"trial seed {failed['seed'].iloc[0]}: {failed['error'].iloc[0]}")
@@ -96,16 +110,22 @@ def checks(table: pd.DataFrame, budget: float = 2.0, quick: bool = False) -> lis
     if "none" in has:
         acc = v("none", "accuracy")
         if not quick:
-            out.append(Check("none: accuracy in [0.80, 0.90]", acc, "[0.80, 0.90]",
-                             0.80 <= acc <= 0.90))  # fmt: skip
+            out.append(
+                Check("none: accuracy in [0.80, 0.90]", acc, "[0.80, 0.90]", 0.80 <= acc <= 0.90)
+            )
         rise = v("none", "short_last") - v("none", "short_first")
         need = 0.0 if quick else 0.10
-        out.append(Check(f"none: short-term rises by >= {need:g} (step 1 -> T)", rise,
-                         f">= {need:g}", rise >= need))  # fmt: skip
+        out.append(
+            Check(
+                f"none: short-term rises by >= {need:g} (step 1 -> T)",
+                rise,
+                f">= {need:g}",
+                rise >= need,
+            )
+        )
         ratio = v("none", "long_last") / v("none", "long_first")
         need = 1.0 if quick else 2.5
-        out.append(Check(f"none: W1_T / W1_1 >= {need:g}", ratio, f">= {need:g}",
-                         ratio >= need))  # fmt: skip
+        out.append(Check(f"none: W1_T / W1_1 >= {need:g}", ratio, f">= {need:g}", ratio >= need))
     if {"SCARF", "none"} <= has:
         d = v("SCARF", "accuracy") - v("none", "accuracy")
         out.append(Check("SCARF: accuracy >= none - 0.02", d, ">= -0.02", d >= -0.02))
@@ -123,8 +143,14 @@ def checks(table: pd.DataFrame, budget: float = 2.0, quick: bool = False) -> lis
         if not quick:
             out.append(Check("SCARF: mean short-term <= 0.10", st, "<= 0.10", st <= 0.10))
         sp = v("SCARF", "spend_max")  # every seed, not only on average
-        out.append(Check(f"SCARF: spend <= budget {budget:g} (+1e-6), every seed", sp,
-                         f"<= {budget + 1e-6:g}", sp <= budget + 1e-6))  # fmt: skip
+        out.append(
+            Check(
+                f"SCARF: spend <= budget {budget:g} (+1e-6), every seed",
+                sp,
+                f"<= {budget + 1e-6:g}",
+                sp <= budget + 1e-6,
+            )
+        )
     if {"EI", "none"} <= has:
         d = v("EI", "accuracy") - v("none", "accuracy")
         out.append(Check("EI: accuracy below none", d, "< 0", d < 0))
@@ -133,8 +159,7 @@ def checks(table: pd.DataFrame, budget: float = 2.0, quick: bool = False) -> lis
     chain = [m for m in ("SCARF", "noLSTM", "EI", "none") if m in has]
     for a, b in zip(chain, chain[1:], strict=False):
         d = v(a, "long") - v(b, "long")
-        out.append(Check(f"W1 order: {a} <= {b} (ties within {TIE:g})", d, f"<= {TIE:g}",
-                         d <= TIE))  # fmt: skip
+        out.append(Check(f"W1 order: {a} <= {b} (ties within {TIE:g})", d, f"<= {TIE:g}", d <= TIE))
     if {"SCARF", "noLSTM"} <= has:
         d = v("SCARF", "short") - v("noLSTM", "short")
         out.append(Check("SCARF short-term <= noLSTM + 0.02", d, "<= 0.02", d <= 0.02))
@@ -144,12 +169,15 @@ def checks(table: pd.DataFrame, budget: float = 2.0, quick: bool = False) -> lis
 def markdown_table(table: pd.DataFrame) -> str:
     """The §3 table as Markdown: mean ± std over seeds, first -> last step, spend; the
     paper's figures in the last columns."""
-    lines = ["| method | seeds | accuracy | short-term | long-term W1 | short 1 → T | W1 1 → T "
-             "| spend / capita | paper accuracy | paper long / short (code README) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| method | seeds | accuracy | short-term | long-term W1 | short 1 → T | W1 1 → T "
+        "| spend / capita | paper accuracy | paper long / short (code README) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for _, r in table.iterrows():
-        paper_ls = (f"{r['long_paper']:.3f} / {r['short_paper']:.3f}"
-                    if r["long_paper"] != "" else "")  # fmt: skip
+        paper_ls = (
+            f"{r['long_paper']:.3f} / {r['short_paper']:.3f}" if r["long_paper"] != "" else ""
+        )
         lines.append(
             f"| {r['method']} | {r['seeds']} | {r['accuracy']:.3f} ± {r['accuracy_sd']:.3f} "
             f"| {r['short']:.3f} ± {r['short_sd']:.3f} | {r['long']:.3f} ± {r['long_sd']:.3f} "
@@ -217,18 +245,30 @@ def reproduce(
     frame = checks_frame(cs)
     frame.to_csv(out / "checks.csv", index=False, float_format="%.6g")
     n = len(seeds)
-    head = (f"# SCARF synthetic SCM reproduction ({n} seeds: {', '.join(map(str, seeds))})\n\n"
-            "Means over steps, ± std over seeds; W1 on raw (x, z) features (the paper's "
-            "are on its own scale, so absolute values differ).\n\n")  # fmt: skip
-    rows = "\n".join(f"| {c.name} | {c.value:.4g} | {c.target} | {'yes' if c.ok else 'NO'} |"
-                     for c in cs)  # fmt: skip
-    (out / "table.md").write_text(head + markdown_table(table) + "\n## Checks (spec §3)\n\n"
-                                  "| check | value | target | holds |\n|---|---|---|---|\n"
-                                  + rows + "\n")  # fmt: skip
-    plot_steps(steps, "short", out / "short_term.png",
-               f"short-term gap |P(ŷ=1|s=1) − P(ŷ=1|s=0)| per step ({n} seeds)")  # fmt: skip
-    plot_steps(steps, "long", out / "long_term.png",
-               f"long-term W1 between groups' (x, z) per step ({n} seeds)")  # fmt: skip
+    head = (
+        f"# SCARF synthetic SCM reproduction ({n} seeds: {', '.join(map(str, seeds))})\n\n"
+        "Means over steps, ± std over seeds; W1 on raw (x, z) features (the paper's "
+        "are on its own scale, so absolute values differ).\n\n"
+    )
+    rows = "\n".join(
+        f"| {c.name} | {c.value:.4g} | {c.target} | {'yes' if c.ok else 'NO'} |" for c in cs
+    )
+    (out / "table.md").write_text(
+        head + markdown_table(table) + "\n## Checks (spec §3)\n\n"
+        "| check | value | target | holds |\n|---|---|---|---|\n" + rows + "\n"
+    )
+    plot_steps(
+        steps,
+        "short",
+        out / "short_term.png",
+        f"short-term gap |P(ŷ=1|s=1) − P(ŷ=1|s=0)| per step ({n} seeds)",
+    )
+    plot_steps(
+        steps,
+        "long",
+        out / "long_term.png",
+        f"long-term W1 between groups' (x, z) per step ({n} seeds)",
+    )
     return Result(table, steps, cs)
 
 

@@ -47,12 +47,19 @@ def trial_study(task: str, seeds: tuple[int, ...], **params: Any) -> Study:
     """
     settings = TrialParams(task=task, **params).model_dump(mode="json")
     name = f"arlim-{task}"
-    return Study(name=name, base=resolve_scenario("paper"), policy="", axes=(),
-                 seeds=tuple(seeds), metrics=(), report_metrics=("mer", "improvement", "cost"),
-                 description=f"ARLIM static task on {task}: paired trials",
-                 spec={"name": name, "experiment": "arlim-trial", "set": settings,
-                       "seeds": list(seeds)},
-                 experiment="arlim-trial", settings=settings)  # fmt: skip
+    return Study(
+        name=name,
+        base=resolve_scenario("paper"),
+        policy="",
+        axes=(),
+        seeds=tuple(seeds),
+        metrics=(),
+        report_metrics=("mer", "improvement", "cost"),
+        description=f"ARLIM static task on {task}: paired trials",
+        spec={"name": name, "experiment": "arlim-trial", "set": settings, "seeds": list(seeds)},
+        experiment="arlim-trial",
+        settings=settings,
+    )
 
 
 def run_trials(
@@ -79,8 +86,9 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
     table = pd.concat([mean, sd], axis=1).reset_index()
     table.insert(2, "trials", g.size().to_numpy())
     order = {m: i for i, m in enumerate(METHODS)}
-    table = table.sort_values(["method", "xi"], key=lambda c: c.map(order) if c.name == "method"
-                              else c, kind="stable")  # fmt: skip
+    table = table.sort_values(
+        ["method", "xi"], key=lambda c: c.map(order) if c.name == "method" else c, kind="stable"
+    )
     cols = ["method", "xi", "trials"] + [x for c in SUMMARY for x in (c, f"{c}_sd")]
     return table[cols].reset_index(drop=True)
 
@@ -109,12 +117,16 @@ def synthetic_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Per method: mean and sd over seeds of the log-log regret slope and the final
     cumulative regret, with the paper's slope."""
     g = runs.groupby("method", sort=False)
-    out = pd.DataFrame({
-        "seeds": g.size(),
-        "regret_slope": g["regret_slope"].mean(), "regret_slope_sd": g["regret_slope"].std(ddof=1),
-        "regret": g["regret"].mean(), "regret_sd": g["regret"].std(ddof=1),
-        "mer": g["mer"].mean(),
-    }).reset_index()  # fmt: skip
+    out = pd.DataFrame(
+        {
+            "seeds": g.size(),
+            "regret_slope": g["regret_slope"].mean(),
+            "regret_slope_sd": g["regret_slope"].std(ddof=1),
+            "regret": g["regret"].mean(),
+            "regret_sd": g["regret"].std(ddof=1),
+            "mer": g["mer"].mean(),
+        }
+    ).reset_index()
     out["regret_slope_paper"] = [PAPER_SLOPE.get(m, (math.nan,))[0] for m in out["method"]]
     return out
 
@@ -149,22 +161,36 @@ def checks(
                     out.append(_within(f"{method} {col} (ξ = 0)", v, *ref[col]))
                 elif col == "cost" and "cost_range" in ref:
                     lo, hi = ref["cost_range"]
-                    out.append(Check(f"{method} cost (ξ = 0)", v, f"[{lo:g}, {hi:g}]",
-                                     lo <= v <= hi))  # fmt: skip
+                    out.append(
+                        Check(f"{method} cost (ξ = 0)", v, f"[{lo:g}, {hi:g}]", lo <= v <= hi)
+                    )
         if "LinUCB" in has and abs(xmax - 0.25) < 1e-12:
             for col, ref in PAPER_LINUCB_XI025.items():
-                out.append(_within(f"LinUCB {col} (ξ = 0.25)", _cell(table, "LinUCB", 0.25, col),
-                                   *ref))  # fmt: skip
+                out.append(
+                    _within(f"LinUCB {col} (ξ = 0.25)", _cell(table, "LinUCB", 0.25, col), *ref)
+                )
     if "ProtoAR" in has and x0 == 0:
         at0 = {m: _cell(table, m, 0.0, "cost") for m in has}
         low = min(at0, key=at0.get)
-        out.append(Check("ProtoAR has the lowest cost (ξ = 0)", at0["ProtoAR"],
-                         f"lowest (lowest: {low})", low == "ProtoAR"))  # fmt: skip
+        out.append(
+            Check(
+                "ProtoAR has the lowest cost (ξ = 0)",
+                at0["ProtoAR"],
+                f"lowest (lowest: {low})",
+                low == "ProtoAR",
+            )
+        )
     if "LinUCB" in has:
         mers = [_cell(table, "LinUCB", x, "mer") for x in xis]
         rises = max((b - a for a, b in zip(mers, mers[1:], strict=False)), default=0.0)
-        out.append(Check("LinUCB MER non-increasing in ξ (within 0.02)", rises,
-                         "largest rise <= 0.02", rises <= 0.02))  # fmt: skip
+        out.append(
+            Check(
+                "LinUCB MER non-increasing in ξ (within 0.02)",
+                rises,
+                "largest rise <= 0.02",
+                rises <= 0.02,
+            )
+        )
     if {"LinUCB", "BwO-UCB"} <= has and abs(xmax - 0.25) < 1e-12 and not quick:
         gap = _cell(table, "BwO-UCB", xmax, "mer") - _cell(table, "LinUCB", xmax, "mer")
         out.append(Check("BwO-UCB >= LinUCB - 0.02 (ξ = 0.25)", gap, ">= -0.02", gap >= -0.02))
@@ -172,32 +198,43 @@ def checks(
     for bandit in ("LinUCB", "BwO-UCB"):
         for base in ("ProtoAR", "TAP"):
             if {bandit, base} <= has:
-                gap = min(_cell(table, bandit, x, "mer") - _cell(table, base, x, "mer")
-                          for x in xis)  # fmt: skip
-                out.append(Check(f"{bandit} beats {base} by >= {margin:g} at every ξ", gap,
-                                 f"smallest gap >= {margin:g}", gap >= margin))  # fmt: skip
+                gap = min(
+                    _cell(table, bandit, x, "mer") - _cell(table, base, x, "mer") for x in xis
+                )
+                out.append(
+                    Check(
+                        f"{bandit} beats {base} by >= {margin:g} at every ξ",
+                        gap,
+                        f"smallest gap >= {margin:g}",
+                        gap >= margin,
+                    )
+                )
     if "ProtoAR" in has and len(xis) > 1 and x0 == 0:
         rise = _cell(table, "ProtoAR", xis[1], "mer") - _cell(table, "ProtoAR", 0.0, "mer")
         out.append(Check(f"ProtoAR rises from ξ = 0 to {xis[1]:g}", rise, "> 0", rise > 0))
     for bandit in ("LinUCB", "BwO-UCB"):
         if bandit in has and not quick:  # the shape of a curve, not an ordering of methods
             gain = _cell(table, bandit, x0, "mer") - _cell(table, bandit, x0, "mer200")
-            out.append(Check(f"{bandit} MER(1000) > MER(200) (ξ = {x0:g})", gain, "> 0",
-                             gain > 0))  # fmt: skip
+            out.append(Check(f"{bandit} MER(1000) > MER(200) (ξ = {x0:g})", gain, "> 0", gain > 0))
     if synthetic is not None and len(synthetic):
         s = synthetic.set_index("method")
         if not quick:
             for method, ref in PAPER_SLOPE.items():
                 if method in s.index:
-                    out.append(_within(f"synthetic: {method} regret slope",
-                                       float(s.loc[method, "regret_slope"]), *ref))  # fmt: skip
+                    out.append(
+                        _within(
+                            f"synthetic: {method} regret slope",
+                            float(s.loc[method, "regret_slope"]),
+                            *ref,
+                        )
+                    )
         if {"LinUCB", "ProtoAR"} <= set(s.index):
             ratio = float(s.loc["LinUCB", "regret"] / s.loc["ProtoAR", "regret"])
-            out.append(Check("synthetic: LinUCB regret < ½ ProtoAR's", ratio, "ratio < 0.5",
-                             ratio < 0.5))  # fmt: skip
+            out.append(
+                Check("synthetic: LinUCB regret < ½ ProtoAR's", ratio, "ratio < 0.5", ratio < 0.5)
+            )
             slopes = float(s.loc["LinUCB", "regret_slope"] - s.loc["ProtoAR", "regret_slope"])
-            out.append(Check("synthetic: LinUCB slope below ProtoAR's", slopes, "< 0",
-                             slopes < 0))  # fmt: skip
+            out.append(Check("synthetic: LinUCB slope below ProtoAR's", slopes, "< 0", slopes < 0))
     return out
 
 
@@ -213,13 +250,21 @@ def late_gain(runs: pd.DataFrame) -> pd.DataFrame:
     part = runs[np.isclose(runs["xi"], x0)]
     rows = []
     for method in [m for m in METHODS if m in set(part["method"])]:
-        d = part.loc[part["method"] == method, "mer"] - part.loc[part["method"] == method,
-                                                                "mer200"]  # fmt: skip
+        d = part.loc[part["method"] == method, "mer"] - part.loc[part["method"] == method, "mer200"]
         n, mean = len(d), float(d.mean())
         sd = float(d.std(ddof=1)) if n > 1 else math.nan
         half = float(stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)) if n > 1 else math.nan
-        rows.append({"method": method, "xi": x0, "trials": n, "gain": mean, "gain_sd": sd,
-                     "ci95_low": mean - half, "ci95_high": mean + half})  # fmt: skip
+        rows.append(
+            {
+                "method": method,
+                "xi": x0,
+                "trials": n,
+                "gain": mean,
+                "gain_sd": sd,
+                "ci95_low": mean - half,
+                "ci95_high": mean + half,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -347,8 +392,9 @@ def reproduce(
         return None if progress is None else (lambda d, t: progress(what, d, t))
 
     seeds = tuple(range(trials))
-    curves, runs = run_trials(task, seeds, store, workers, step(f"{task} trials"), xis=xis,
-                              rounds=rounds, **narrowed)  # fmt: skip
+    curves, runs = run_trials(
+        task, seeds, store, workers, step(f"{task} trials"), xis=xis, rounds=rounds, **narrowed
+    )
     table = summarise(runs)
     paper = task == "compas" and rounds == 1000
     shown = with_paper(table) if paper else table
@@ -359,14 +405,25 @@ def reproduce(
     plot_mer_vs_round(curves, out / "mer_vs_round.png", f"{label}: MER per round")
     plot_noise_sweep(table, out / "noise_sweep.png", f"{label}: final round against ξ")
     late_gain(runs).to_csv(out / "late_gain.csv", index=False, float_format="%.4f")
-    files = [out / n for n in ("table.csv", "trials.csv", "mer_vs_round.png", "noise_sweep.png",
-                               "late_gain.csv")]  # fmt: skip
+    files = [
+        out / n
+        for n in ("table.csv", "trials.csv", "mer_vs_round.png", "noise_sweep.png", "late_gain.csv")
+    ]
     syn = None
     if synthetic and task == "compas":
         n_syn = 2 if quick else SYNTHETIC_SEEDS
-        _, srun = run_trials("synthetic", tuple(range(n_syn)), store, workers,
-                             step("synthetic regret"), methods=("ProtoAR", "LinUCB"),
-                             xis=(0.0,), rounds=5000, n_arms=50, curves=False)  # fmt: skip
+        _, srun = run_trials(
+            "synthetic",
+            tuple(range(n_syn)),
+            store,
+            workers,
+            step("synthetic regret"),
+            methods=("ProtoAR", "LinUCB"),
+            xis=(0.0,),
+            rounds=5000,
+            n_arms=50,
+            curves=False,
+        )
         syn = synthetic_table(srun)
         syn.to_csv(out / "synthetic.csv", index=False, float_format="%.4f")
         files.append(out / "synthetic.csv")

@@ -23,9 +23,24 @@ from lab.study.spec import Axis
 from lab.study.trials.robust import CELLS, METHODS, N_FOLDS, PAPER_TABLE1, TOLERANCE
 
 LABELS = {"alg1": "Alg.1 (L1)", "roar-l1": "ROAR L1", "alg2": "Alg.2 (L∞)", "roar-linf": "ROAR L∞"}
-TABLE_COLUMNS = ("method", "alpha", "lam", "J", "J_sd", "J_paper", "J_paper_sd", "diff",
-                 "tolerance", "within", "cost", "n_changed", "valid_wc", "valid_current",
-                 "n_rows", "solve_s")  # fmt: skip
+TABLE_COLUMNS = (
+    "method",
+    "alpha",
+    "lam",
+    "J",
+    "J_sd",
+    "J_paper",
+    "J_paper_sd",
+    "diff",
+    "tolerance",
+    "within",
+    "cost",
+    "n_changed",
+    "valid_wc",
+    "valid_current",
+    "n_rows",
+    "solve_s",
+)
 
 
 def table1_study(folds: int = N_FOLDS) -> Study:
@@ -39,13 +54,28 @@ def table1_study(folds: int = N_FOLDS) -> Study:
         Axis(("alpha", "lam"), CELLS),
         Axis(("fold",), tuple((f,) for f in range(folds))),
     )
-    spec = {"name": "robust-table1", "experiment": "robust-table1", "scenario": "paper",
-            "sweep": {"method": list(METHODS), "alpha_lam": [list(c) for c in CELLS],
-                      "fold": list(range(folds))}}  # fmt: skip
-    return Study(name="robust-table1", base=resolve_scenario("paper"), policy="", axes=axes,
-                 seeds=(0,), metrics=(), report_metrics=("J", "cost"),
-                 description="robust recourse Table 1, German Credit (LR)", spec=spec,
-                 experiment="robust-table1")  # fmt: skip
+    spec = {
+        "name": "robust-table1",
+        "experiment": "robust-table1",
+        "scenario": "paper",
+        "sweep": {
+            "method": list(METHODS),
+            "alpha_lam": [list(c) for c in CELLS],
+            "fold": list(range(folds)),
+        },
+    }
+    return Study(
+        name="robust-table1",
+        base=resolve_scenario("paper"),
+        policy="",
+        axes=axes,
+        seeds=(0,),
+        metrics=(),
+        report_metrics=("J", "cost"),
+        description="robust recourse Table 1, German Credit (LR)",
+        spec=spec,
+        experiment="robust-table1",
+    )
 
 
 def summarise_table1(runs: pd.DataFrame) -> pd.DataFrame:
@@ -59,16 +89,26 @@ def summarise_table1(runs: pd.DataFrame) -> pd.DataFrame:
         n = g["n_rows"].to_numpy(float)
         paper, paper_sd = PAPER_TABLE1.get((method, alpha, lam), (math.nan, math.nan))
         J = float(g["J"].mean())
-        rows.append({
-            "method": method, "alpha": alpha, "lam": lam, "J": J,
-            "J_sd": float(g["J"].std(ddof=1)) if len(g) > 1 else math.nan,
-            "J_paper": paper, "J_paper_sd": paper_sd, "diff": J - paper,
-            "tolerance": TOLERANCE[method], "within": bool(abs(J - paper) <= TOLERANCE[method]),
-            "cost": float(g["cost"].mean()), "n_changed": float(g["n_changed"].mean()),
-            "valid_wc": float((g["valid_wc"] * n).sum() / n.sum()),
-            "valid_current": float((g["valid_current"] * n).sum() / n.sum()),
-            "n_rows": int(n.sum()), "solve_s": float(g["solve_s"].sum()),
-        })  # fmt: skip
+        rows.append(
+            {
+                "method": method,
+                "alpha": alpha,
+                "lam": lam,
+                "J": J,
+                "J_sd": float(g["J"].std(ddof=1)) if len(g) > 1 else math.nan,
+                "J_paper": paper,
+                "J_paper_sd": paper_sd,
+                "diff": J - paper,
+                "tolerance": TOLERANCE[method],
+                "within": bool(abs(J - paper) <= TOLERANCE[method]),
+                "cost": float(g["cost"].mean()),
+                "n_changed": float(g["n_changed"].mean()),
+                "valid_wc": float((g["valid_wc"] * n).sum() / n.sum()),
+                "valid_current": float((g["valid_current"] * n).sum() / n.sum()),
+                "n_rows": int(n.sum()),
+                "solve_s": float(g["solve_s"].sum()),
+            }
+        )
     return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
 
 
@@ -96,28 +136,47 @@ def table1_markdown(table: pd.DataFrame) -> str:
     by = {(r.method, r.alpha, r.lam): r for r in table.itertuples()}
     cells = sorted({(a, lam) for _, a, lam in by}, key=CELLS.index)
     head = "| α, λ | " + " | ".join(LABELS[m] for m in METHODS) + " |"
-    lines = ["## Table 1, German Credit (LR): price J(x, θ*(x)), ours ± sd over folds "
-             "(paper ± sd)", "", head, "|---" * (len(METHODS) + 1) + "|"]  # fmt: skip
+    lines = [
+        "## Table 1, German Credit (LR): price J(x, θ*(x)), ours ± sd over folds (paper ± sd)",
+        "",
+        head,
+        "|---" * (len(METHODS) + 1) + "|",
+    ]
     for c in cells:
-        cell = [f"{by[(m, *c)].J:.3f} ± {by[(m, *c)].J_sd:.3f} "
-                f"({by[(m, *c)].J_paper:.2f} ± {by[(m, *c)].J_paper_sd:.2f})" for m in METHODS]  # fmt: skip
+        cell = [
+            f"{by[(m, *c)].J:.3f} ± {by[(m, *c)].J_sd:.3f} "
+            f"({by[(m, *c)].J_paper:.2f} ± {by[(m, *c)].J_paper_sd:.2f})"
+            for m in METHODS
+        ]
         lines.append(f"| {c[0]:g}, {c[1]:g} | " + " | ".join(cell) + " |")
-    lines += ["", "Tolerance |ours − paper|: 0.02 for Alg.1 and Alg.2, 0.05 for ROAR.", "",
-              "## Breakdown (means over all test rows)", "",
-              "| α, λ | method | J | paper | diff | L1 cost | features changed | "
-              "worst-case valid | currently valid |", "|---" * 9 + "|"]  # fmt: skip
+    lines += [
+        "",
+        "Tolerance |ours − paper|: 0.02 for Alg.1 and Alg.2, 0.05 for ROAR.",
+        "",
+        "## Breakdown (means over all test rows)",
+        "",
+        "| α, λ | method | J | paper | diff | L1 cost | features changed | "
+        "worst-case valid | currently valid |",
+        "|---" * 9 + "|",
+    ]
     for c in cells:
         for m in METHODS:
             r = by[(m, *c)]
-            lines.append(f"| {c[0]:g}, {c[1]:g} | {LABELS[m]} | {r.J:.3f} | {r.J_paper:.2f} | "
-                         f"{r.diff:+.3f} | {r.cost:.3f} | {r.n_changed:.2f} | {r.valid_wc:.2f} | "
-                         f"{r.valid_current:.2f} |")  # fmt: skip
+            lines.append(
+                f"| {c[0]:g}, {c[1]:g} | {LABELS[m]} | {r.J:.3f} | {r.J_paper:.2f} | "
+                f"{r.diff:+.3f} | {r.cost:.3f} | {r.n_changed:.2f} | {r.valid_wc:.2f} | "
+                f"{r.valid_current:.2f} |"
+            )
     lines += ["", "## Checks", ""]
     lines += [f"- {k}: {'yes' if v else 'NO'}" for k, v in table1_checks(table).items()]
     rows = int(table["n_rows"].iloc[0]) if len(table) else 0
-    lines += ["", f"{rows} test rows predicted 0 over {N_FOLDS} folds; features changed: "
-              "|Δ| >= 0.01. SBA (not shipped), Table 2 and the figures (NN + LIME, unseeded) "
-              "are not reproduced offline.", ""]  # fmt: skip
+    lines += [
+        "",
+        f"{rows} test rows predicted 0 over {N_FOLDS} folds; features changed: "
+        "|Δ| >= 0.01. SBA (not shipped), Table 2 and the figures (NN + LIME, unseeded) "
+        "are not reproduced offline.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -136,8 +195,9 @@ def plot_price_bars(table: pd.DataFrame, path: str | Path) -> Path:
         sd = [by[(m, *c)].J_sd for c in cells]
         paper = [by[(m, *c)].J_paper for c in cells]
         ax.bar(xs, ours, width, yerr=sd, capsize=2, label=LABELS[m], color=f"C{j}")
-        ax.scatter(xs, paper, marker="_", s=200, color="black", zorder=3,
-                   label="paper" if j == 0 else None)  # fmt: skip
+        ax.scatter(
+            xs, paper, marker="_", s=200, color="black", zorder=3, label="paper" if j == 0 else None
+        )
     ax.set_xticks(np.arange(len(cells)), [f"α={a:g}, λ={lam:g}" for a, lam in cells])
     ax.set_ylabel("price J(x, θ*(x)), mean over folds")
     ax.set_title("Robust recourse Table 1, German Credit (LR): ours (bars ± sd) vs paper")

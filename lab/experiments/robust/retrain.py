@@ -92,13 +92,27 @@ def plot_valid_vs_cost(summary: pd.DataFrame, path: str | Path) -> Path:
             x, xe = r["mean_cost"], np.nan_to_num(r["mean_cost_ci"])
             for metric, face in (("valid_retrained", f"C{j}"), ("valid_threshold_refit", "none")):
                 if np.isfinite(r[metric]):
-                    ax.errorbar(x, r[metric], xerr=xe, yerr=np.nan_to_num(r[f"{metric}_ci"]),
-                                fmt="o", color=f"C{j}", mfc=face, capsize=2,
-                                label=policy if metric == "valid_retrained" else None)  # fmt: skip
+                    ax.errorbar(
+                        x,
+                        r[metric],
+                        xerr=xe,
+                        yerr=np.nan_to_num(r[f"{metric}_ci"]),
+                        fmt="o",
+                        color=f"C{j}",
+                        mfc=face,
+                        capsize=2,
+                        label=policy if metric == "valid_retrained" else None,
+                    )
         title = "no refits" if every == 0 else f"refit every {every} ticks"
         if every == 0:
-            ax.text(0.5, 0.5, "no refits: valid_retrained and\nvalid_threshold_refit are undefined",
-                    ha="center", va="center", transform=ax.transAxes)  # fmt: skip
+            ax.text(
+                0.5,
+                0.5,
+                "no refits: valid_retrained and\nvalid_threshold_refit are undefined",
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+            )
             for j, policy in enumerate(policies):  # the costs alone
                 r = panel[panel["policy"] == policy]
                 if not r.empty:
@@ -109,8 +123,11 @@ def plot_valid_vs_cost(summary: pd.DataFrame, path: str | Path) -> Path:
     axes[0][0].set_ylabel("share of advice still valid after a refit")
     handles, labels = axes[0][-1].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
-    fig.suptitle("Robust recourse under refits: filled = valid_retrained, hollow = "
-                 "valid_threshold_refit (mean ± 95 % CI, 5 seeds)", fontsize=10)  # fmt: skip
+    fig.suptitle(
+        "Robust recourse under refits: filled = valid_retrained, hollow = "
+        "valid_threshold_refit (mean ± 95 % CI, 5 seeds)",
+        fontsize=10,
+    )
     fig.tight_layout(rect=(0, 0.12, 1, 1))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -153,28 +170,32 @@ def write_retrain_report(
     png = plot_valid_vs_cost(summary, out / f"{name}-valid_vs_cost.png")
     md = out / f"{name}.md"
     n_seeds = int(summary["n"].max()) if len(summary) else 0
-    md.write_text("\n".join([
-        f"# Study `{name}`: robust recourse under model refits",
-        "",
-        f"`recourse-abm study run studies/{name}.toml --out results/{name} --workers 2`, then "
-        f"`recourse-abm reproduce robust --case retrain --study results/{name} --out docs/studies`. "
-        f"Mean ± 95 % CI over {n_seeds} seeds (Student t), 40 ticks, preset `retraining`.",
-        "",
-        "## Per policy",
-        "",
-        markdown_table(summary),
-        "",
-        f"## Paired differences against `{REFERENCE}` (same seeds)",
-        "",
-        markdown_table(paired, signed=True),
-        "",
-        f"![valid_retrained and valid_threshold_refit against cost]({png.name})",
-        "",
-        "`valid_retrained`: waiting advice issued under an older model that the model in force "
-        "still scores at its goal (goal = M_issue(X_cf)); `valid_threshold_refit`: the same advice "
-        "still at or above the threshold of its issue tick; price of robustness: mean L1 cost "
-        "of the advice over that of the exact α = 0 optimum on the same rows, minus 1 (tick "
-        "column `policy_price_of_robustness`). Both validities are NaN without refits.",
-        "",
-    ]))  # fmt: skip
+    md.write_text(
+        "\n".join(
+            [
+                f"# Study `{name}`: robust recourse under model refits",
+                "",
+                f"`recourse-abm study run studies/{name}.toml --out results/{name} --workers 2`, then "
+                f"`recourse-abm reproduce robust --case retrain --study results/{name} --out docs/studies`. "
+                f"Mean ± 95 % CI over {n_seeds} seeds (Student t), 40 ticks, preset `retraining`.",
+                "",
+                "## Per policy",
+                "",
+                markdown_table(summary),
+                "",
+                f"## Paired differences against `{REFERENCE}` (same seeds)",
+                "",
+                markdown_table(paired, signed=True),
+                "",
+                f"![valid_retrained and valid_threshold_refit against cost]({png.name})",
+                "",
+                "`valid_retrained`: waiting advice issued under an older model that the model in force "
+                "still scores at its goal (goal = M_issue(X_cf)); `valid_threshold_refit`: the same advice "
+                "still at or above the threshold of its issue tick; price of robustness: mean L1 cost "
+                "of the advice over that of the exact α = 0 optimum on the same rows, minus 1 (tick "
+                "column `policy_price_of_robustness`). Both validities are NaN without refits.",
+                "",
+            ]
+        )
+    )
     return [csv, pcsv, png, md]

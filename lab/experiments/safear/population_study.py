@@ -39,8 +39,14 @@ DEFAULT_POLICIES = (
 )
 EPISODE_COLUMNS = ["policy", "seed", *POPULATION_COLUMNS]
 
-__all__ = ["DEFAULT_POLICIES", "EPISODE_COLUMNS", "compare_population", "per_candidate_effort",
-           "plot_population", "run_episode"]  # fmt: skip
+__all__ = [
+    "DEFAULT_POLICIES",
+    "EPISODE_COLUMNS",
+    "compare_population",
+    "per_candidate_effort",
+    "plot_population",
+    "run_episode",
+]
 
 
 def run_episode(
@@ -71,14 +77,20 @@ def compare_population(
     """
     seeds = parse_seeds(n_seeds, "n_seeds")
     policies = list(dict.fromkeys(policies))
-    study = Study.build(resolve_scenario(scenario), name="safear-population",
-                        experiment="safear-population", overrides=overrides, seeds=list(seeds),
-                        sweep={"policy": policies})  # fmt: skip
+    study = Study.build(
+        resolve_scenario(scenario),
+        name="safear-population",
+        experiment="safear-population",
+        overrides=overrides,
+        seeds=list(seeds),
+        sweep={"policy": policies},
+    )
     _, runs = collect(study, store, workers=workers, progress=progress)
     failed = runs[runs["status"] != "ok"]
     if len(failed):
-        raise RuntimeError(f"{failed['policy'].iloc[0]}, seed {failed['seed'].iloc[0]}: "
-                           f"{failed['error'].iloc[0]}")  # fmt: skip
+        raise RuntimeError(
+            f"{failed['policy'].iloc[0]}, seed {failed['seed'].iloc[0]}: {failed['error'].iloc[0]}"
+        )
     ep = runs[EPISODE_COLUMNS].reset_index(drop=True)
     num = list(POPULATION_COLUMNS)
     g = ep.groupby("policy", sort=False)[num]

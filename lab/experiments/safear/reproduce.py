@@ -70,8 +70,18 @@ german Male 178 0.5 1.000 1.65 0.29 1.84 3.50 2.33 4.29 1.40 1.46
 """
 
 # Paper values of Tables 1 and 3 (H = 12, 100 trials per individual), for comparison only.
-_MEASURES = ("beta", "rho", "cost_mean", "cost_var", "var80", "cvar80", "var95", "cvar95",
-             "sparsity", "proximity")  # fmt: skip
+_MEASURES = (
+    "beta",
+    "rho",
+    "cost_mean",
+    "cost_var",
+    "var80",
+    "cvar80",
+    "var95",
+    "cvar95",
+    "sparsity",
+    "proximity",
+)
 PAPER_DATASET_TABLES = pd.DataFrame(
     [line.split() for line in _PAPER_ROWS.strip().splitlines()],
     columns=["dataset", "group", "n", *_MEASURES],

@@ -107,8 +107,13 @@ class SCMSurrogate:
     def transition(self, X, soft, t, noise):
         push = EPS * (2.0 * soft - 1.0)
         x_next = X[:, 0] + push * self.beta_hat[0] + self.drift + noise[:, 0]
-        z_next = (X[:, 1] + MEDIATION * (x_next - X[:, 0]) + push * self.beta_hat[1]
-                  + self.drift + noise[:, 1])  # fmt: skip
+        z_next = (
+            X[:, 1]
+            + MEDIATION * (x_next - X[:, 0])
+            + push * self.beta_hat[1]
+            + self.drift
+            + noise[:, 1]
+        )
         import torch
 
         return torch.stack([x_next, z_next], dim=1)
@@ -128,8 +133,9 @@ def w1_groups(X: np.ndarray, s: np.ndarray) -> float:
     if A.shape[0] == 0 or B.shape[0] == 0:
         return float("nan")
     M = ot.dist(A, B, metric="euclidean")
-    return float(ot.emd2(np.full(A.shape[0], 1.0 / A.shape[0]),
-                         np.full(B.shape[0], 1.0 / B.shape[0]), M))  # fmt: skip
+    return float(
+        ot.emd2(np.full(A.shape[0], 1.0 / A.shape[0]), np.full(B.shape[0], 1.0 / B.shape[0]), M)
+    )
 
 
 def parity_gap(yhat: np.ndarray, s: np.ndarray) -> float:
@@ -162,8 +168,17 @@ class FairnessTrialParams(BaseModel):
     lam_ei: float = Field(0.1, ge=0.0, le=1.0)
 
 
-TRIAL_COLUMNS = ("accuracy", "short", "long", "short_first", "short_last", "long_first",
-                 "long_last", "spend", "train_s")  # fmt: skip
+TRIAL_COLUMNS = (
+    "accuracy",
+    "short",
+    "long",
+    "short_first",
+    "short_last",
+    "long_first",
+    "long_last",
+    "spend",
+    "train_s",
+)
 
 
 @dataclass(frozen=True)
@@ -220,29 +235,46 @@ def run_trial_methods(params: FairnessTrialParams, seed: int) -> dict[str, tuple
     w, b = lr.coef_[0], float(lr.intercept_[0])
     zero = np.zeros(n)
     effort = per_capita / T
-    settings = TrainSettings(lam=lam, hidden=params.hidden, lr=params.lr, epochs=params.epochs,
-                             tau=params.tau, eps=params.sinkhorn_eps,
-                             sinkhorn_points=params.sinkhorn_points)  # fmt: skip
+    settings = TrainSettings(
+        lam=lam,
+        hidden=params.hidden,
+        lr=params.lr,
+        epochs=params.epochs,
+        tau=params.tau,
+        eps=params.sinkhorn_eps,
+        sinkhorn_points=params.sinkhorn_points,
+    )
 
     def one(method: str) -> Trace:
         if method == "none":
             return evaluate(X_ev, s_ev, w, b, lambda t, X: zero, T, xi, u)
         if method in ("DP", "EI"):
             fair = FairLogisticRegression(
-                objective=method.lower(), lam=params.lam_dp if method == "DP" else params.lam_ei,
-                tau=params.tau, effort=effort, improvable=(True, False),
-            ).fit(X_tr, y_tr, groups=s_tr)  # fmt: skip
+                objective=method.lower(),
+                lam=params.lam_dp if method == "DP" else params.lam_ei,
+                tau=params.tau,
+                effort=effort,
+                improvable=(True, False),
+            ).fit(X_tr, y_tr, groups=s_tr)
             wf, bf = fair.coef_[0], float(fair.intercept_[0])
             if method == "DP":
                 return evaluate(X_ev, s_ev, wf, bf, lambda t, X: zero, T, xi, u)
             # every rejected (before the step) makes the effort Δ on x
-            return evaluate(X_ev, s_ev, wf, bf,
-                            lambda t, X: np.where(X @ wf + bf < 0.0, effort, 0.0),
-                            T, xi, u)  # fmt: skip
+            return evaluate(
+                X_ev, s_ev, wf, bf, lambda t, X: np.where(X @ wf + bf < 0.0, effort, 0.0), T, xi, u
+            )
         kind = "lstm" if method == "SCARF" else "mlp"
         sur = SCMSurrogate(w, b, s_tr)
-        net = train(kind, sur, X_tr, s_tr, T, per_capita * params.n_train, settings,
-                    seed=int(stream(seed, f"fairness-{kind}").integers(2**31)))  # fmt: skip
+        net = train(
+            kind,
+            sur,
+            X_tr,
+            s_tr,
+            T,
+            per_capita * params.n_train,
+            settings,
+            seed=int(stream(seed, f"fairness-{kind}").integers(2**31)),
+        )
         budget = per_capita * n
         if kind == "lstm":
             D = plan_lstm(net, X_ev, s_ev)[:, :, 0]
@@ -263,8 +295,9 @@ def run_trial_methods(params: FairnessTrialParams, seed: int) -> dict[str, tuple
     return out
 
 
-def run_fairness_trial(config: Any, policy: str, params: FairnessTrialParams,
-                       metrics: tuple[str, ...]) -> tuple[list[dict[str, Any]], Any]:  # fmt: skip
+def run_fairness_trial(
+    config: Any, policy: str, params: FairnessTrialParams, metrics: tuple[str, ...]
+) -> tuple[list[dict[str, Any]], Any]:
     """The ``fairness-trial`` experiment: one paired trial of seed ``config.seed``.
 
     Rows: one per method with :data:`TRIAL_COLUMNS` (means over steps, first and last
@@ -276,12 +309,29 @@ def run_fairness_trial(config: Any, policy: str, params: FairnessTrialParams,
     seed = int(config.seed)
     rows, ticks = [], []
     for method, (tr, seconds) in run_trial_methods(params, seed).items():
-        rows.append({"method": method, "accuracy": float(tr.accuracy.mean()),
-                     "short": float(tr.short.mean()), "long": float(tr.long.mean()),
-                     "short_first": float(tr.short[0]), "short_last": float(tr.short[-1]),
-                     "long_first": float(tr.long[0]), "long_last": float(tr.long[-1]),
-                     "spend": tr.spend, "train_s": seconds})  # fmt: skip
-        ticks.append(pd.DataFrame({"tick": np.arange(1, tr.short.size + 1), "method": method,
-                                   "accuracy": tr.accuracy, "short": tr.short,
-                                   "long": tr.long}))  # fmt: skip
+        rows.append(
+            {
+                "method": method,
+                "accuracy": float(tr.accuracy.mean()),
+                "short": float(tr.short.mean()),
+                "long": float(tr.long.mean()),
+                "short_first": float(tr.short[0]),
+                "short_last": float(tr.short[-1]),
+                "long_first": float(tr.long[0]),
+                "long_last": float(tr.long[-1]),
+                "spend": tr.spend,
+                "train_s": seconds,
+            }
+        )
+        ticks.append(
+            pd.DataFrame(
+                {
+                    "tick": np.arange(1, tr.short.size + 1),
+                    "method": method,
+                    "accuracy": tr.accuracy,
+                    "short": tr.short,
+                    "long": tr.long,
+                }
+            )
+        )
     return rows, pd.concat(ticks, ignore_index=True)

@@ -146,8 +146,11 @@ def offline_task(
     pick = stream(seed, "arlim-arms")
     arm_rows = valid if valid.size <= n_arms else pick.choice(valid, n_arms, replace=False)
     arms, labels = X[arm_rows], y[arm_rows].astype(float)
-    theta = np.clip(labels + improvement_noise * stream(seed, "arlim-theta").standard_normal(
-        arm_rows.size), 0.0, 1.0)  # fmt: skip
+    theta = np.clip(
+        labels + improvement_noise * stream(seed, "arlim-theta").standard_normal(arm_rows.size),
+        0.0,
+        1.0,
+    )
     targets = te[(h.predict(X[te]) == 0) & (y[te] == 0)]
     if targets.size == 0:
         raise ConfigError(problem("rounds", rounds, "test rows with h = 0 and y = 0: none"))
@@ -158,8 +161,15 @@ def offline_task(
         # instances repeat (drawn with replacement): score each distinct row once
         uniq, inverse = np.unique(inst, axis=0, return_inverse=True)
         trust = verifier.trustworthy(uniq, arms)[inverse.reshape(-1)]
-    return Task(arms=arms, gain=labels, theta=theta, X=inst, m=m, trust=trust,
-                **_draws(arms, inst, immutable, seed, m, delay_p))  # fmt: skip
+    return Task(
+        arms=arms,
+        gain=labels,
+        theta=theta,
+        X=inst,
+        m=m,
+        trust=trust,
+        **_draws(arms, inst, immutable, seed, m, delay_p),
+    )
 
 
 def synthetic_task(
@@ -185,8 +195,14 @@ def synthetic_task(
     targets = np.flatnonzero(~accept & (world.y_train == 0))
     inst = X[stream(seed, "arlim-instances").choice(targets, rounds, replace=True)]
     immutable = np.zeros(X.shape[1], dtype=bool)
-    return Task(arms=arms, gain=theta, theta=theta, X=inst, m=m,
-                **_draws(arms, inst, immutable, seed, m, delay_p))  # fmt: skip
+    return Task(
+        arms=arms,
+        gain=theta,
+        theta=theta,
+        X=inst,
+        m=m,
+        **_draws(arms, inst, immutable, seed, m, delay_p),
+    )
 
 
 # -- playing a task ----------------------------------------------------------------------
@@ -325,22 +341,39 @@ class TrialParams(BaseModel):
     curves: bool = True  # keep per-round MER curves (ticks) at the lowest and highest ξ
 
 
-TRIAL_COLUMNS = ("mer", "mer200", "improvement", "cost", "regret", "regret_slope", "n_none",
-                 "ms_per_round")  # fmt: skip
+TRIAL_COLUMNS = (
+    "mer",
+    "mer200",
+    "improvement",
+    "cost",
+    "regret",
+    "regret_slope",
+    "n_none",
+    "ms_per_round",
+)
 
 
 def build_task(params: TrialParams, seed: int) -> Task:
     """The trial's task for ``params.task`` and ``seed``."""
     if params.task == "synthetic":
-        return synthetic_task(seed, rounds=params.rounds, n_arms=params.n_arms, m=params.m,
-                              delay_p=params.delay_p)  # fmt: skip
+        return synthetic_task(
+            seed, rounds=params.rounds, n_arms=params.n_arms, m=params.m, delay_p=params.delay_p
+        )
     from policies.improvement.data import load_dataset
 
     ds = load_dataset(params.task)
-    return offline_task(ds.X, ds.y, ds.immutable, seed, rounds=params.rounds,
-                        n_arms=params.n_arms, m=params.m, delay_p=params.delay_p,
-                        improvement_noise=params.improvement_noise,
-                        tap="TAP" in params.methods)  # fmt: skip
+    return offline_task(
+        ds.X,
+        ds.y,
+        ds.immutable,
+        seed,
+        rounds=params.rounds,
+        n_arms=params.n_arms,
+        m=params.m,
+        delay_p=params.delay_p,
+        improvement_noise=params.improvement_noise,
+        tap="TAP" in params.methods,
+    )
 
 
 def play_methods(
@@ -358,8 +391,14 @@ def play_methods(
             elif method == "TAP":
                 picks = run_protoar(task, xi, trusted=True)
             elif method == "LinUCB":
-                picks = run_linucb(task, xi, lam=params.lam, delta=params.delta,
-                                   bonus=params.bonus, learn_with=params.learn_with)  # fmt: skip
+                picks = run_linucb(
+                    task,
+                    xi,
+                    lam=params.lam,
+                    delta=params.delta,
+                    bonus=params.bonus,
+                    learn_with=params.learn_with,
+                )
             else:
                 picks = run_bwo(task, seed, params.n_trees, params.max_samples)
             seconds = (time.perf_counter() - start) / task.rounds
@@ -370,8 +409,9 @@ def play_methods(
     return out
 
 
-def run_trial(config: Any, policy: str, params: TrialParams,
-              metrics: tuple[str, ...]) -> tuple[list[dict[str, Any]], Any]:  # fmt: skip
+def run_trial(
+    config: Any, policy: str, params: TrialParams, metrics: tuple[str, ...]
+) -> tuple[list[dict[str, Any]], Any]:
     """The ``arlim-trial`` experiment: one paired trial of seed ``config.seed``.
 
     Rows: one per (method, ξ) with :data:`TRIAL_COLUMNS` (final MER, MER at round 200,
@@ -390,13 +430,27 @@ def run_trial(config: Any, policy: str, params: TrialParams,
         t = np.arange(1, task.rounds + 1)
         mer = np.cumsum(tr["expected"]) / t
         cum_regret = np.cumsum(tr["regret"])
-        rows.append({"task": params.task, "method": method, "xi": xi, "n_arms": task.n_arms,
-                     "mer": float(mer[-1]), "mer200": float(mer[min(200, task.rounds) - 1]),
-                     "improvement": float(tr["gain"].mean()), "cost": float(tr["cost"].mean()),
-                     "regret": float(cum_regret[-1]), "regret_slope": regret_slope(cum_regret),
-                     "n_none": int((picks < 0).sum()), "ms_per_round": 1000.0 * seconds})  # fmt: skip
+        rows.append(
+            {
+                "task": params.task,
+                "method": method,
+                "xi": xi,
+                "n_arms": task.n_arms,
+                "mer": float(mer[-1]),
+                "mer200": float(mer[min(200, task.rounds) - 1]),
+                "improvement": float(tr["gain"].mean()),
+                "cost": float(tr["cost"].mean()),
+                "regret": float(cum_regret[-1]),
+                "regret_slope": regret_slope(cum_regret),
+                "n_none": int((picks < 0).sum()),
+                "ms_per_round": 1000.0 * seconds,
+            }
+        )
         if params.curves and xi in keep_xi:
-            curves.append(pd.DataFrame({"tick": t, "method": method, "xi": xi, "mer": mer,
-                                        "cum_regret": cum_regret}))  # fmt: skip
+            curves.append(
+                pd.DataFrame(
+                    {"tick": t, "method": method, "xi": xi, "mer": mer, "cum_regret": cum_regret}
+                )
+            )
     ticks = pd.concat(curves, ignore_index=True) if curves else None
     return rows, ticks

@@ -41,15 +41,23 @@ CHANGE_EPS = 0.01
 TOLERANCE = {"alg1": 0.02, "alg2": 0.02, "roar-l1": 0.05, "roar-linf": 0.05}
 #: the paper's Table 1, German (LR): (method, α, λ) -> (mean price, sd over folds)
 PAPER_TABLE1: dict[tuple[str, float, float], tuple[float, float]] = {
-    ("alg1", 0.1, 0.1): (0.68, 0.07), ("alg1", 0.1, 0.01): (0.14, 0.03),
-    ("alg1", 0.5, 0.1): (0.85, 0.09), ("alg1", 0.5, 0.01): (0.20, 0.05),
-    ("roar-l1", 0.1, 0.1): (0.83, 0.10), ("roar-l1", 0.1, 0.01): (0.28, 0.04),
-    ("roar-l1", 0.5, 0.1): (1.03, 0.11), ("roar-l1", 0.5, 0.01): (0.40, 0.06),
-    ("alg2", 0.1, 0.1): (0.80, 0.08), ("alg2", 0.1, 0.01): (0.16, 0.03),
-    ("alg2", 0.5, 0.1): (1.12, 0.05), ("alg2", 0.5, 0.01): (0.62, 0.03),
-    ("roar-linf", 0.1, 0.1): (0.99, 0.11), ("roar-linf", 0.1, 0.01): (0.33, 0.05),
-    ("roar-linf", 0.5, 0.1): (1.54, 0.46), ("roar-linf", 0.5, 0.01): (0.65, 0.01),
-}  # fmt: skip
+    ("alg1", 0.1, 0.1): (0.68, 0.07),
+    ("alg1", 0.1, 0.01): (0.14, 0.03),
+    ("alg1", 0.5, 0.1): (0.85, 0.09),
+    ("alg1", 0.5, 0.01): (0.20, 0.05),
+    ("roar-l1", 0.1, 0.1): (0.83, 0.10),
+    ("roar-l1", 0.1, 0.01): (0.28, 0.04),
+    ("roar-l1", 0.5, 0.1): (1.03, 0.11),
+    ("roar-l1", 0.5, 0.01): (0.40, 0.06),
+    ("alg2", 0.1, 0.1): (0.80, 0.08),
+    ("alg2", 0.1, 0.01): (0.16, 0.03),
+    ("alg2", 0.5, 0.1): (1.12, 0.05),
+    ("alg2", 0.5, 0.01): (0.62, 0.03),
+    ("roar-linf", 0.1, 0.1): (0.99, 0.11),
+    ("roar-linf", 0.1, 0.01): (0.33, 0.05),
+    ("roar-linf", 0.5, 0.1): (1.54, 0.46),
+    ("roar-linf", 0.5, 0.01): (0.65, 0.01),
+}
 TABLE1_COLUMNS = ("J", "cost", "n_changed", "valid_wc", "valid_current", "n_rows", "solve_s")
 _NUMERIC = (1, 4, 12)  # duration, amount, age (0-based columns of german.data)
 _STATUS = 8  # personal status and sex
@@ -106,8 +114,9 @@ def german_lr_fold(fold: int) -> tuple[np.ndarray, float, np.ndarray]:
     return w, b, X0
 
 
-def solve_rows(method: str, X0: np.ndarray, w: np.ndarray, b: float, alpha: float,
-               lam: float) -> np.ndarray:  # fmt: skip
+def solve_rows(
+    method: str, X0: np.ndarray, w: np.ndarray, b: float, alpha: float, lam: float
+) -> np.ndarray:
     """Recourse X (m, z) of every row of X0 (m, z) by ``method`` (no bounds, as the paper)."""
     if method == "alg1":
         return np.stack([alg1(x0, w, b, alpha, lam).x for x0 in X0])
@@ -146,8 +155,9 @@ class Table1Params(BaseModel):
     fold: int = Field(0, ge=0, le=N_FOLDS - 1)
 
 
-def run_table1_cell(config: ScenarioConfig, policy: str, params: Table1Params,
-                    metrics: tuple[str, ...]) -> tuple[list[dict[str, Any]], None]:  # fmt: skip
+def run_table1_cell(
+    config: ScenarioConfig, policy: str, params: Table1Params, metrics: tuple[str, ...]
+) -> tuple[list[dict[str, Any]], None]:
     """The study experiment ``robust-table1``: one row of :data:`TABLE1_COLUMNS` (the
     scenario, policy and seed play no part: the paper's data and shuffle are fixed)."""
     return [table1_cell(params.method, params.alpha, params.lam, params.fold)], None
