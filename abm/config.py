@@ -50,8 +50,8 @@ __all__ = [
 
 PAPER_DIFFICULTY = (0.84, 0.15, 0.85, 0.78, 0.25, 0.18, 0.29, 0.83, 0.91, 0.10)
 
-DecisionModel = Literal["logistic", "mlp", "dp", "ei"]
-DECISION_MODELS: tuple[str, ...] = get_args(DecisionModel)
+DecisionModelName = Literal["logistic", "mlp", "dp", "ei"]
+DECISION_MODELS: tuple[str, ...] = get_args(DecisionModelName)
 
 _SEED_MAX = 2**63 - 1
 # places per tick: as many as the largest population a tick can start with (n_initial, m)
@@ -184,7 +184,7 @@ class ScenarioConfig(BaseModel):
     weight_range: WeightRange = (0.1, 1.0)
     label_noise: Float = Field(0.05, ge=0.0, allow_inf_nan=False)
     n_train: Int = Field(10_000, ge=10, le=10_000_000)
-    decision_model: DecisionModel = "logistic"
+    decision_model: DecisionModelName = "logistic"
     immutable: tuple[Int, ...] = Field((), json_schema_extra={"allowed": _IMMUTABLE_TEXT})
     # population (App. D)
     # bounded so that a typo fails as a field, not as an out-of-memory error

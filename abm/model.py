@@ -17,6 +17,7 @@ s stayers, z features.
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -489,9 +490,20 @@ class RecourseModel(mesa.Model):
         return self.recorder.last_row
 
     @property
-    def last_tick(self) -> TickState | None:
+    def tick_state(self) -> TickState | None:
         """The last tick's arrays, for dashboards (None before the first tick)."""
-        return self.recorder.last_tick
+        return self.recorder.tick_state
+
+    @property
+    def last_tick(self) -> TickState | None:
+        """Deprecated since 0.9 (removed in 0.10): :attr:`tick_state`; ``last_tick`` is a
+        candidate's column (the tick of their last application)."""
+        warnings.warn(
+            "RecourseModel.last_tick is deprecated: use RecourseModel.tick_state",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.tick_state
 
     @property
     def tick_columns(self) -> tuple[str, ...]:

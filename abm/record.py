@@ -97,7 +97,7 @@ class Recorder:
         # the one when it is used
         self._thresholds = np.full(config.ticks, np.nan)
         self.last_row: dict[str, float] = {}
-        self.last_tick: TickState | None = None
+        self.tick_state: TickState | None = None
 
     def record(
         self,
@@ -146,7 +146,7 @@ class Recorder:
             self.last_row["k"], self.last_row["m"] = model.capacity.at(d.t)
         if policy_stats is not None:  # the policy's own figures (abm.interfaces.ReportsStats)
             self.last_row.update({f"policy_{k}": float(v) for k, v in policy_stats.items()})
-        self.last_tick = TickState(
+        self.tick_state = TickState(
             tick=d.t,
             threshold=d.threshold,
             ids=d.applicants.ids,
@@ -278,7 +278,7 @@ class Recorder:
         """The outcome card (:mod:`abm.card`) of the run so far; ``waiting`` is the pool
         (its candidates' effort counts as spent so far)."""
         spent = np.concatenate([*self._exit_effort, waiting.effort])
-        last = self.last_tick.tick if self.last_tick is not None else 0
+        last = self.tick_state.tick if self.tick_state is not None else 0
         accepted = np.concatenate([np.zeros(0, dtype=np.int64), *self._accepted_wait])
         waits = np.concatenate([accepted, *self._dropped_wait, last - waiting.entered])
         is_accepted = np.arange(waits.shape[0]) < accepted.shape[0]

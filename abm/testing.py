@@ -51,9 +51,22 @@ __all__ = [
     "CheckReport",
     "PolicyCheckError",
     "RuleResult",
-    "World",
+    "CheckWorld",
     "check_policy",
 ]
+
+def __getattr__(name: str) -> Any:
+    if name == "World":  # deprecated since 0.9, removed in 0.10: abm.world.World is the world
+        import warnings
+
+        warnings.warn(
+            "abm.testing.World is deprecated: use abm.testing.CheckWorld",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return CheckWorld
+    raise AttributeError(f"module 'abm.testing' has no attribute {name!r}")
+
 
 #: Rule id -> what it requires; the ids are stable (error messages, ``skip``, ``allow``).
 RULES: dict[str, str] = {
@@ -96,7 +109,7 @@ _UNITS = {
 
 
 @dataclass(frozen=True)
-class World:
+class CheckWorld:
     """A small world to check policies in: a scenario preset with ``overrides``."""
 
     scenario: str
@@ -114,33 +127,33 @@ _TWO_GROUPS = {"group_share": (0.5, 0.5), "group_shift": ((-0.1,) * 5 + (0.0,) *
 #: The worlds :func:`check_policy` knows by name. Every one but ``ei`` makes a feature
 #: immutable: feature 7, the one uniform-cost advice moves first in the paper's world
 #: (9 in fair-scarf, whose causal graph points into 7).
-WORLDS: dict[str, World] = {
-    "paper": World(
+WORLDS: dict[str, CheckWorld] = {
+    "paper": CheckWorld(
         "paper",
         {"immutable": (7,)},
         "the paper's world (App. D), 20 + 10 applicants a tick, k = 9, T = 1",
     ),
-    "budget": World(
+    "budget": CheckWorld(
         "budget",
         {"immutable": (7,)},
         "an intervention budget of 1.0 (L1) a tick: advice beyond it must be withheld",
     ),
-    "retraining": World(
+    "retraining": CheckWorld(
         "retraining",
         {"immutable": (7,), "retrain_every": 3},
         "the decision model refitted on drifting data every 3 ticks",
     ),
-    "improvement": World(
+    "improvement": CheckWorld(
         "improvement",
         {"immutable": (7,), "outcome_delay": 2},
         "true outcomes revealed 2 ticks after acceptance; features 8, 9 are proxies",
     ),
-    "fair-scarf": World(
+    "fair-scarf": CheckWorld(
         "fair-scarf",
         {"immutable": (9,)},
         "two groups, a causal graph, an episode budget of 20 (L1), outcomes after 1 tick",
     ),
-    "ei": World(
+    "ei": CheckWorld(
         "paper",
         {**_TWO_GROUPS, "decision_model": "ei"},
         "two groups and a decision model trained with the EI objective (for policy 'ei')",

@@ -199,9 +199,9 @@ def test_demos_check_the_registry_at_run_time():
 
 def test_threshold_trap_demo_shows_the_trap():
     model = stepped(Settings.from_demo(available_demos()["threshold-trap"]), 1)
-    old_threshold = model.last_tick.threshold
+    old_threshold = model.tick_state.threshold
     model.step()
-    lt = model.last_tick
+    lt = model.tick_state
     back = lt.reapplied
     # both reapplicants reached the old threshold, and not both were accepted
     assert back.sum() == 2 and np.all(lt.scores[back] >= old_threshold - 1e-9)
@@ -241,13 +241,13 @@ def test_views_data_are_consistent_with_the_model():
     run = data.runs(model)[0]
     z = model.config.n_features
     table = data.applicant_rows(run, 2, z)
-    assert data.n_rows(table) == len(model.last_tick.ids)
+    assert data.n_rows(table) == len(model.tick_state.ids)
     assert table["score"] == sorted(table["score"], reverse=True)
     assert table["outcome"].count("accepted") == model.config.k
     assert set(table["outcome"]) <= {"accepted", "rejected", "dropped"}
     assert "rejected" in table["outcome"]
     bins = data.score_bins(run, 2)
-    assert sum(bins["count"]) == len(model.last_tick.ids)
+    assert sum(bins["count"]) == len(model.tick_state.ids)
     # stacked: a bin's rejected part starts where its accepted part ends
     for lo, y0, d in zip(bins["lo"], bins["y0"], bins["decision"], strict=True):
         if d == "rejected" and y0 > 0:
@@ -259,7 +259,7 @@ def test_views_data_are_consistent_with_the_model():
             assert bins["y1"][i] == y0
     eff = data.feature_effort(run.apps(0, 2), model.difficulty)
     assert eff["spent"].sum() == pytest.approx(model.tick_table()["effort"].sum())
-    assert data.threshold_at(run, 2) == pytest.approx(model.last_tick.threshold)
+    assert data.threshold_at(run, 2) == pytest.approx(model.tick_state.threshold)
     assert data.threshold_at(run, -1) is None
 
 

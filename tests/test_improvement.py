@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from abm.validation import ConfigError
+from lab import datasets as imp_data
 from lab.study.trials.improvement import (
     Task,
     TrialParams,
@@ -23,7 +24,6 @@ from lab.study.trials.improvement import (
     stratified_split,
     trace,
 )
-from policies.improvement import data as imp_data
 from policies.improvement.bandits import (
     BwOUCB,
     LinUCB,

@@ -8,13 +8,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from lab import datasets as imp_data
 from lab.experiments.improvement.reproduce import (
     checks,
     checks_frame,
     late_gain,
     reproduce,
 )
-from policies.improvement import data as imp_data
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "improvement"
 needs_results = pytest.mark.skipif(

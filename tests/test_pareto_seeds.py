@@ -18,7 +18,7 @@ from lab.experiments.pareto import (
     policy_seed,
     predictor_dir,
     rf_at_rr,
-    run_study,
+    run_pareto,
     seeds_beside,
     with_seeds,
 )
@@ -202,7 +202,7 @@ def test_report_only_names_the_points_not_yet_evaluated(tmp_path):
     out.mkdir()
     _points_csv(out / "points.csv", _margin_phi() + rl)
     said = []
-    res = run_study(StudyConfig.of(report_only=True), out, log=said.append)
+    res = run_pareto(StudyConfig.of(report_only=True), out, log=said.append)
     assert "not yet evaluated: 4 point(s)" in said[1]
     assert said[2:] == [
         "  rl, training seed 1: α:τ 1:1, 10:1",

@@ -427,7 +427,7 @@ def pareto(
     ] = False,
 ) -> None:
     """durable-recourse-rl Figure 2 / Tables 1 and 3: RR-RF fronts of baselines, hybrids and rl."""
-    from lab.experiments.pareto import StudyConfig, parse_grid, parse_numbers, run_study
+    from lab.experiments.pareto import StudyConfig, parse_grid, parse_numbers, run_pareto
 
     def config(
         grid: str,
@@ -511,7 +511,7 @@ def pareto(
                 tasks[what] = bar.add_task(what, total=total)
             bar.update(tasks[what], completed=done, total=total)
 
-        res = run_study(
+        res = run_pareto(
             cfg, out, log=lambda m: console.print(m, highlight=False), progress=progress
         )
     _report_pareto(res, setting, out, summary)

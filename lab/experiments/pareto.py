@@ -340,7 +340,7 @@ def not_evaluated(rows: list[dict]) -> list[tuple[str, int, str, str]]:
     return list(dict.fromkeys(missing))
 
 
-def run_study(
+def run_pareto(
     cfg: StudyConfig,
     out: str | Path,
     log: Callable[[str], None] = print,

