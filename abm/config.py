@@ -21,6 +21,7 @@ from pydantic import (
     Field,
     Strict,
     ValidationError,
+    create_model,
     model_validator,
 )
 
@@ -529,6 +530,20 @@ class ScenarioConfig(BaseModel):
         return hash(self._key())
 
     # -- construction helpers -------------------------------------------------------
+    @classmethod
+    def check_field(cls, name: str, value: Any) -> None:
+        """Validate one field's ``value`` against its declaration alone (type and bounds;
+        not the checks across fields), raising the one-line :class:`ConfigError`."""
+        if name not in cls.model_fields:
+            raise ConfigError(problem(name, value, "a field of ScenarioConfig"))
+        one = create_model(
+            cls.__name__, **{name: (cls.model_fields[name].annotation, cls.model_fields[name])}
+        )
+        try:
+            one(**{name: value})
+        except ValidationError as exc:
+            raise config_error(exc, model=cls) from None
+
     def replace(self, **changes: Any) -> ScenarioConfig:
         """A copy with ``changes`` applied (validated); unknown names are errors."""
         return type(self)(**{**self.__dict__, **changes})

@@ -98,6 +98,9 @@ class Recorder:
         self._thresholds = np.full(config.ticks, np.nan)
         self.last_row: dict[str, float] = {}
         self.tick_state: TickState | None = None
+        # the tick table as of the last record(): the summary, the card and write_run all
+        # read it, and building it is most of what they cost
+        self._tick_table: pd.DataFrame | None = None
 
     def record(
         self,
@@ -160,6 +163,7 @@ class Recorder:
             implemented=r.implemented,
         )
         self.collector.collect(model)
+        self._tick_table = None
         if self.record_events:
             self.events.append(self._events(d, advice, r, outcome, view))
 
@@ -237,7 +241,12 @@ class Recorder:
     # -- the tables ------------------------------------------------------------------------
     def tick_table(self) -> pd.DataFrame:
         """One row per tick (columns: :data:`TICK_COLUMNS`, then the mechanisms' and the
-        policy's own)."""
+        policy's own): built once a recorded tick, a copy to each caller."""
+        if self._tick_table is None:
+            self._tick_table = self._build_tick_table()
+        return self._tick_table.copy()
+
+    def _build_tick_table(self) -> pd.DataFrame:
         df = self.collector.get_model_vars_dataframe()
         if df.empty:
             return pd.DataFrame(columns=list(self.columns))

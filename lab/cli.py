@@ -325,27 +325,22 @@ def run(
 
     out = output_dir(out)
     overrides = parse_overrides(set_)
-    config = resolve_scenario(scenario)
     # --ticks and --seed win over --set ticks=/seed=; the value they replace is still checked
-    replaced = {
-        k: overrides[k]
-        for k, v in (("ticks", ticks), ("seed", seed))
-        if v is not None and k in overrides
-    }
-    if replaced:
-        config.replace(**replaced)
-    if ticks is not None:
-        overrides["ticks"] = ticks
-    if seed is not None:
-        overrides["seed"] = seed
+    for key, value in (("ticks", ticks), ("seed", seed)):
+        if value is not None:
+            if key in overrides:
+                ScenarioConfig.check_field(key, overrides[key])
+            overrides[key] = value
+    # one config, resolved and validated once: the model takes it as it is
+    config = resolve_scenario(scenario)
+    if overrides:
+        config = config.replace(**overrides)
     model = RecourseModel(
         config,
         policy,
-        seed=overrides.pop("seed", None),
         agents=False,
         record_events=events,
         allow_mismatch=allow_mismatch,
-        **overrides,
     )
     with progress_bar() as bar:
         task = bar.add_task(escape(f"{model.config.name} · {policy}"), total=model.config.ticks)

@@ -264,3 +264,37 @@ def test_the_first_screen_shows_defined_figures_and_one_line_for_the_extensions_
     )
     assert all_on.exit_code == 0, all_on.output
     assert "world extension that is off" not in all_on.output
+
+
+def test_run_resolves_one_config_and_builds_each_table_once(tmp_path, monkeypatch):
+    from abm import model as model_module
+    from abm.config import ScenarioConfig
+    from abm.record import Recorder
+
+    built = {"ticks": 0, "candidates": 0, "configs": 0}
+    tick_table, candidate_table = Recorder._build_tick_table, Recorder.candidate_table
+    replace, configure = ScenarioConfig.replace, model_module._configure
+
+    def count(key, fn):
+        def wrapped(*args, **kwargs):
+            built[key] += 1
+            return fn(*args, **kwargs)
+
+        return wrapped
+
+    monkeypatch.setattr(Recorder, "_build_tick_table", count("ticks", tick_table))
+    monkeypatch.setattr(Recorder, "candidate_table", count("candidates", candidate_table))
+    monkeypatch.setattr(ScenarioConfig, "replace", count("configs", replace))
+    # the model takes the CLI's config as it is: no second merge of the overrides
+    monkeypatch.setattr(model_module, "_configure", count("configs", configure))
+    res = runner.invoke(
+        app,
+        ["run", "--ticks", "5", "--seed", "3", "--set", "beta=0.1", "--out", str(tmp_path / "r")],
+    )
+    assert res.exit_code == 0, res.output
+    # one replace (the overrides) and one pass through the model's _configure, which
+    # applies nothing; the tick table built once for the file, the summary, the card and
+    # the screen; the candidate table once
+    assert built == {"ticks": 1, "candidates": 1, "configs": 2}, built
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert (summary["ticks"], summary["seed"], summary["config"]["beta"]) == (5, 3, 0.1)
