@@ -605,8 +605,9 @@ def endogenous_shift(
     ablation: Annotated[
         bool,
         typer.Option(
-            help="also the paper's data entry, the paper's kernel and both (without RBR, "
-            "about 1 CPU-hour more): ablation.csv and ablation.png"
+            help="also the paper's data entry, the paper's kernel and both (none, Wachter, "
+            "ClaPROAR, Gravitational, PROBE, FACE; about 1 CPU-hour more): ablation.csv and "
+            "ablation.png"
         ),
     ] = False,
 ) -> None:
