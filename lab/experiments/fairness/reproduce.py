@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from abm.provenance import RESULTS_SCHEMA
 from abm.scenarios import resolve_scenario
 from abm.validation import ConfigError, problem
 from lab.experiments.checks import Check, checks_frame
@@ -243,7 +244,9 @@ def reproduce(
     table.to_csv(out / "table.csv", index=False, float_format="%.6g")
     steps.to_csv(out / "steps.csv", index=False, float_format="%.6g")
     frame = checks_frame(cs)
-    frame.to_csv(out / "checks.csv", index=False, float_format="%.6g")
+    frame.assign(results_schema=RESULTS_SCHEMA).to_csv(
+        out / "checks.csv", index=False, float_format="%.6g"
+    )
     n = len(seeds)
     head = (
         f"# SCARF synthetic SCM reproduction ({n} seeds: {', '.join(map(str, seeds))})\n\n"

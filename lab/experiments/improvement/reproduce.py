@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from abm.provenance import RESULTS_SCHEMA
 from abm.scenarios import resolve_scenario
 from abm.validation import ConfigError, problem, require_int
 from lab.experiments.checks import Check, checks_frame
@@ -398,13 +399,17 @@ def reproduce(
     table = summarise(runs)
     paper = task == "compas" and rounds == 1000
     shown = with_paper(table) if paper else table
-    shown.to_csv(out / "table.csv", index=False, float_format="%.4f", na_rep="")
+    shown.assign(results_schema=RESULTS_SCHEMA).to_csv(
+        out / "table.csv", index=False, float_format="%.4f", na_rep=""
+    )
     keep = ["seed", "method", "xi", *SUMMARY, "n_none"]
     runs[keep].to_csv(out / "trials.csv", index=False, float_format="%.4f")
     label = f"{task}, RF, {trials} paired trials"
     plot_mer_vs_round(curves, out / "mer_vs_round.png", f"{label}: MER per round")
     plot_noise_sweep(table, out / "noise_sweep.png", f"{label}: final round against ξ")
-    late_gain(runs).to_csv(out / "late_gain.csv", index=False, float_format="%.4f")
+    late_gain(runs).assign(results_schema=RESULTS_SCHEMA).to_csv(
+        out / "late_gain.csv", index=False, float_format="%.4f"
+    )
     files = [
         out / n
         for n in ("table.csv", "trials.csv", "mer_vs_round.png", "noise_sweep.png", "late_gain.csv")

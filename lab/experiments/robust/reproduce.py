@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from abm.provenance import RESULTS_SCHEMA
 from abm.scenarios import resolve_scenario
 from lab.study import Study, collect
 from lab.study.spec import Axis
@@ -214,7 +215,7 @@ def write_table1(table: pd.DataFrame, out: str | Path) -> list[Path]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     csv = out / "table1.csv"
-    table.round(6).to_csv(csv, index=False)
+    table.round(6).assign(results_schema=RESULTS_SCHEMA).to_csv(csv, index=False)
     md = out / "table1.md"
     md.write_text("# Robust recourse, Table 1 reproduced\n\n" + table1_markdown(table))
     return [csv, md, plot_price_bars(table, out / "price_bars.png")]
