@@ -20,6 +20,7 @@ modules only: heavy libraries (torch, dice-ml, data sets) load when a policy is 
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 import typing
@@ -155,6 +156,38 @@ def params_model(name: str, factory: Callable[..., Any]) -> tuple[type[BaseModel
     )
     model = create_model(f"{name}-params", __config__=config, **fields)
     return model, open_params
+
+
+def checked(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (a function or a constructor) with its annotated parameters checked at every
+    call against the same declarations the registry types spec texts with
+    (:func:`params_model`): one declaration per parameter, read by the registry, the CLI,
+    the dashboard's menus and a direct call alike. A value outside its declaration is a
+    one-line :class:`~abm.validation.ConfigError` naming it (prefixed by the call's
+    ``name`` argument when it has one); values are passed on unchanged."""
+    signature = inspect.signature(fn)
+    model: list[type[BaseModel]] = []  # built on first use: annotations may name later types
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not model:
+            model.append(params_model(fn.__qualname__, fn)[0])
+        given = signature.bind(*args, **kwargs).arguments
+        values = {k: v for k, v in given.items() if k in model[0].model_fields}
+        try:
+            model[0].model_validate(values)
+        except ValidationError as exc:
+            err = exc.errors(include_url=False)[0]
+            name = str(err["loc"][0]) if err["loc"] else ""
+            field = model[0].model_fields.get(name)
+            allowed = allowed_range(field) if field is not None else None
+            label = f"{given['name']}: " if isinstance(given.get("name"), str) else ""
+            if allowed is None:
+                raise ConfigError(f"{label}{one_line(exc)}") from None
+            raise ConfigError(f"{label}{problem(name, values[name], allowed)}") from None
+        return fn(*args, **kwargs)
+
+    return call
 
 
 def _number(x: float) -> str:

@@ -55,6 +55,7 @@ __all__ = [
     "check_policy",
 ]
 
+
 def __getattr__(name: str) -> Any:
     if name == "World":  # deprecated since 0.9, removed in 0.10: abm.world.World is the world
         import warnings

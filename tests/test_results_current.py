@@ -78,15 +78,11 @@ AWAITING_RERUN = {
     # older schemas, each the substance of its page
     "results/sensible/robust-defaults.md": "schema 7 (0.8.2): how the robust defaults were "
     "chosen (scripts/robust_defaults.py)",
-    "results/fairness/": "schema 3: the fairness paper's static reproduction (its own "
-    "trials, no population run); tests/test_fairness.py asserts its criteria on these files",
     "results/improvement/": "schema 3: the ARLIM reproduction (its own trials); "
     "tests/test_improvement_results.py asserts the paper's checks on these files",
     "results/improvement-100/": "schema 3: the ARLIM reproduction over 100 seeds (idem)",
     "results/improvement-world/": "schema 3: the improvement study in the population world, "
     "docs/improvement.md",
-    "results/robust/": "schema 3: the robust paper's Table 1, asserted by "
-    "tests/test_robust_results.py",
     "results/exploration/": "schema 3: the estimator's exploration, docs/exploration.md",
     "results/extensions/": "schema 3: the extension presets' figures (docs/mechanisms/)",
 }

@@ -40,11 +40,11 @@ from pydantic import BeforeValidator, Field
 from scipy.special import expit, logit
 
 from abm.interfaces import Feedback, FollowsModel, PolicyContext, Recommendation, RecourseObs
-from abm.registry import Registry
+from abm.registry import Registry, checked
 from abm.validation import ConfigError, problem
 from policies.budget import fit_paced
 from policies.goals import GOAL_GAP
-from policies.robust.price import check_alpha, check_kappa, check_lam, price, worst_logit
+from policies.robust.price import Alpha, Kappa, Lam, price, worst_logit
 from policies.robust.solvers import (
     alg1,
     alg2,
@@ -76,11 +76,9 @@ def _p_text(value):
 
 
 P1 = Annotated[Literal["1"], BeforeValidator(_p_text)]
+PAny = Annotated[Literal["1", "2", "inf"], BeforeValidator(_p_text)]
 P2 = Annotated[Literal["2"], BeforeValidator(_p_text)]
 PInf = Annotated[Literal["inf"], BeforeValidator(_p_text)]
-Alpha = Annotated[float, Field(ge=0.0, le=1e6)]
-Lam = Annotated[float, Field(gt=0.0, le=1e6)]
-Kappa = Annotated[float, Field(gt=0.0, lt=1.0)]
 BACKOFF_MAX = 20  # λ / 2^20: far below any weight a model here has
 Backoff = Annotated[int, Field(ge=0, le=BACKOFF_MAX)]
 
@@ -104,43 +102,33 @@ class RobustPolicy(FollowsModel):
     smaller-p ball); "roar" runs batched ROAR. ``name`` labels errors and warnings.
     """
 
+    @checked  # each parameter's type and bounds: the declarations above, the registry's too
     def __init__(
         self,
         method: Method = "lp",
-        alpha: float = 0.1,
-        lam: float | None = 0.01,
-        p: float | str = 1,
-        target: str = "threshold",
+        alpha: Alpha = 0.1,
+        lam: Lam | None = 0.01,
+        p: PAny = 1,
+        target: Target = "threshold",
         name: str = "robust",
-        kappa: float | None = None,
-        backoff: int = 0,
+        kappa: Kappa | None = None,
+        backoff: Backoff = 0,
     ) -> None:
-        if method not in ("lp", "roar"):
-            raise ConfigError(problem(f"{name}: method", method, "one of lp, roar"))
         self.method = method
         self.name = name
-        self.alpha = check_alpha(alpha, f"{name}: alpha")
+        self.alpha = float(alpha)
+        # relations between parameters: no single declaration states them
         if (lam is None) == (kappa is None):
             raise ConfigError(
                 f"{name}: give lam (absolute) or kappa (relative to the weights), "
                 f"not {'both' if lam is not None else 'neither'}"
             )
-        self.lam = None if lam is None else check_lam(lam, f"{name}: lam")
-        self.kappa = None if kappa is None else check_kappa(kappa, f"{name}: kappa")
+        self.lam = None if lam is None else float(lam)
+        self.kappa = None if kappa is None else float(kappa)
         self._lam_t = self.lam
         allowed = ("1", "2", "inf") if method == "lp" else ("1", "inf")
         self.p = parse_p(p, allowed, f"{name}: p")
-        if target not in TARGETS:
-            raise ConfigError(problem(f"{name}: target", target, "one of threshold, half"))
         self.target = target
-        if (
-            isinstance(backoff, bool)
-            or not isinstance(backoff, int | np.integer)
-            or not 0 <= backoff <= BACKOFF_MAX
-        ):
-            raise ConfigError(
-                problem(f"{name}: backoff", backoff, f"an integer in [0, {BACKOFF_MAX}]")
-            )
         self.backoff = int(backoff)
         self.exact = True  # False: always the convex program (SLSQP), for comparisons
         self._warned = False
