@@ -164,7 +164,7 @@ def checked(fn: Callable[..., Any]) -> Callable[..., Any]:
     (:func:`params_model`): one declaration per parameter, read by the registry, the CLI,
     the dashboard's menus and a direct call alike. A value outside its declaration is a
     one-line :class:`~abm.validation.ConfigError` naming it (prefixed by the call's
-    ``name`` argument when it has one); values are passed on unchanged."""
+    ``name`` argument, or the object's ``name``); values are passed on unchanged."""
     signature = inspect.signature(fn)
     model: list[type[BaseModel]] = []  # built on first use: annotations may name later types
 
@@ -181,7 +181,9 @@ def checked(fn: Callable[..., Any]) -> Callable[..., Any]:
             name = str(err["loc"][0]) if err["loc"] else ""
             field = model[0].model_fields.get(name)
             allowed = allowed_range(field) if field is not None else None
-            label = f"{given['name']}: " if isinstance(given.get("name"), str) else ""
+            # the call's name argument, else the object's name (a policy class's registry name)
+            name_of = given.get("name", getattr(given.get("self"), "name", None))
+            label = f"{name_of}: " if isinstance(name_of, str) else ""
             if allowed is None:
                 raise ConfigError(f"{label}{one_line(exc)}") from None
             raise ConfigError(f"{label}{problem(name, values[name], allowed)}") from None

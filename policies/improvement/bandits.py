@@ -24,14 +24,24 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
+from pydantic import Field
 
+from abm.registry import checked
 from abm.validation import ConfigError, problem, require_int, require_number
 
 Bonus = Literal["quad", "sqrt"]
 LearnWith = Literal["shown", "true"]
+#: the parameters' declarations (type and bounds): the registry, the population policies
+#: and the bandits here all check against these (abm.registry.checked)
+NArms = Annotated[int, Field(ge=1, le=100_000)]
+Lam = Annotated[float, Field(gt=0.0, le=1e9)]
+Delta = Annotated[float, Field(gt=0.0, lt=1.0)]
+M = Annotated[int, Field(ge=1, le=1_000_000)]
+NTrees = Annotated[int, Field(ge=1, le=10_000)]
+MaxSamples = Annotated[float, Field(gt=0.0, le=1.0)]
 
 
 # -- costs and execution probabilities ------------------------------------------------------
@@ -148,23 +158,17 @@ class LinUCB:
     ϕ the reward is credited to: the shown Ê (ours) or the true E (the authors' code, D2).
     """
 
+    @checked
     def __init__(
         self,
-        n_arms: int,
-        lam: float = 20.0,
-        delta: float = 0.05,
-        m: int = 10,
+        n_arms: NArms,
+        lam: Lam = 20.0,
+        delta: Delta = 0.05,
+        m: M = 10,
         bonus: Bonus = "quad",
         learn_with: LearnWith = "shown",
     ) -> None:
-        self.K = require_int("n_arms", n_arms, 1)
-        self.lam = require_number("lam", lam, 0.0, math.inf, low_open=True, high_open=True)
-        self.delta = require_number("delta", delta, 0.0, 1.0, low_open=True, high_open=True)
-        self.m = require_int("m", m, 1)
-        if bonus not in ("quad", "sqrt"):
-            raise ConfigError(problem("bonus", bonus, "'quad' or 'sqrt'"))
-        if learn_with not in ("shown", "true"):
-            raise ConfigError(problem("learn_with", learn_with, "'shown' or 'true'"))
+        self.K, self.lam, self.delta, self.m = int(n_arms), float(lam), float(delta), int(m)
         self.bonus, self.learn_with = bonus, learn_with
         self.vinv = np.full(self.K, 1.0 / self.lam)
         self.b = np.zeros(self.K)
@@ -273,14 +277,14 @@ class BwOUCB:
     arrives; the forest is refitted on every round with feedback; picks are uniform
     among the feasible until the first positive reward (§2)."""
 
+    @checked
     def __init__(
         self,
-        n_trees: int = 50,
-        max_samples: float = 0.25,
+        n_trees: NTrees = 50,
+        max_samples: MaxSamples = 0.25,
         rng: np.random.Generator | None = None,
     ) -> None:
-        self.n_trees = require_int("n_trees", n_trees, 1)
-        self.max_samples = require_number("max_samples", max_samples, 0.0, 1.0, low_open=True)
+        self.n_trees, self.max_samples = int(n_trees), float(max_samples)
         self.rng = rng if rng is not None else np.random.default_rng(0)
         self.Z: list[np.ndarray] = []
         self.R: list[float] = []

@@ -43,11 +43,22 @@ from abm.interfaces import (
     RecourseObs,
     Scorer,
 )
-from abm.registry import Registry
-from abm.validation import ConfigError, problem, require_int
+from abm.registry import Registry, checked
+from abm.validation import ConfigError
 from policies.budget import fit_paced
 from policies.goals import admissible_goals
-from policies.improvement.bandits import BwOUCB, LinUCB, argmax_feasible
+from policies.improvement.bandits import (
+    Bonus,
+    BwOUCB,
+    Delta,
+    Lam,
+    LinUCB,
+    M,
+    MaxSamples,
+    NArms,
+    NTrees,
+    argmax_feasible,
+)
 
 #: arms come from the training rows scoring at least this quantile of M (§5, ours)
 ARM_QUANTILE = 0.9
@@ -57,6 +68,7 @@ REACH_TOL = 1e-9
 #: bisection steps along a segment (2^-40 of its length)
 _BISECT = 40
 Advice = Literal["arm", "segment"]
+Window = Annotated[int, Field(ge=1, le=1_000_000)]
 
 
 def full_scores(
@@ -153,19 +165,13 @@ class ImprovementPolicy(FollowsModel):
 
     name = "improve"
 
+    @checked
     def __init__(
-        self,
-        n_arms: Annotated[int, Field(ge=1, le=100_000)] = 200,
-        window: Annotated[int, Field(ge=1, le=1_000_000)] | None = None,
-        advice: Advice = "segment",
+        self, n_arms: NArms = 200, window: Window | None = None, advice: Advice = "segment"
     ) -> None:
-        if advice not in ("arm", "segment"):
-            raise ConfigError(problem(f"{self.name}: advice", advice, "'arm' or 'segment'"))
         self.advice = advice
-        self.n_arms = require_int(f"{self.name}: n_arms", n_arms, 1, 100_000)
-        self.window_param = (
-            None if window is None else require_int(f"{self.name}: window", window, 1, 1_000_000)
-        )
+        self.n_arms = int(n_arms)
+        self.window_param = None if window is None else int(window)
 
     # -- protocol ------------------------------------------------------------------------
     def prepare(self, ctx: PolicyContext) -> None:
@@ -385,19 +391,18 @@ class ImproveLinUCB(ImprovementPolicy):
 
     name = "improve-linucb"
 
+    @checked
     def __init__(
         self,
-        n_arms: Annotated[int, Field(ge=1, le=100_000)] = 200,
-        window: Annotated[int, Field(ge=1, le=1_000_000)] | None = None,
+        n_arms: NArms = 200,
+        window: Window | None = None,
         advice: Advice = "segment",
-        lam: Annotated[float, Field(gt=0.0, le=1e9)] = 20.0,
-        delta: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.05,
-        m: Annotated[int, Field(ge=1, le=1_000_000)] = 10,
-        bonus: Literal["quad", "sqrt"] = "quad",
+        lam: Lam = 20.0,
+        delta: Delta = 0.05,
+        m: M = 10,
+        bonus: Bonus = "quad",
     ) -> None:
         super().__init__(n_arms, window, advice)
-        # validated now, so a bad value fails before the episode starts
-        LinUCB(1, lam, delta, m, bonus)
         self.lam, self.delta, self.m, self.bonus = lam, delta, m, bonus
 
     def _start(self, n_arms: int, rng: np.random.Generator) -> None:
@@ -419,16 +424,16 @@ class ImproveBwO(ImprovementPolicy):
 
     name = "improve-bwo"
 
+    @checked
     def __init__(
         self,
-        n_arms: Annotated[int, Field(ge=1, le=100_000)] = 200,
-        window: Annotated[int, Field(ge=1, le=1_000_000)] | None = None,
+        n_arms: NArms = 200,
+        window: Window | None = None,
         advice: Advice = "segment",
-        n_trees: Annotated[int, Field(ge=1, le=10_000)] = 50,
-        max_samples: Annotated[float, Field(gt=0.0, le=1.0)] = 0.25,
+        n_trees: NTrees = 50,
+        max_samples: MaxSamples = 0.25,
     ) -> None:
         super().__init__(n_arms, window, advice)
-        BwOUCB(n_trees, max_samples)
         self.n_trees, self.max_samples = n_trees, max_samples
 
     def _start(self, n_arms: int, rng: np.random.Generator) -> None:
