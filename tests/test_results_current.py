@@ -80,7 +80,6 @@ AWAITING_RERUN = {
     # older schemas, each the substance of its page
     "results/sensible/robust-defaults.md": "schema 7 (0.8.2): how the robust defaults were "
     "chosen (scripts/robust_defaults.py)",
-    "results/improvement-100/": "schema 3: the ARLIM reproduction over 100 seeds (idem)",
     "results/improvement-world/": "schema 3: the improvement study in the population world, "
     "docs/improvement.md",
     "results/exploration/": "schema 3: the estimator's exploration, docs/exploration.md",
