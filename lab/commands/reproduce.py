@@ -606,7 +606,7 @@ def endogenous_shift(
         bool,
         typer.Option(
             help="also the paper's data entry, the paper's kernel and both (none, Wachter, "
-            "ClaPROAR, Gravitational, PROBE, FACE; about 1 CPU-hour more): ablation.csv and "
+            "ClaPROAR, Gravitational, PROBE, FACE, RBR; about 2 CPU-hours more): ablation.csv and "
             "ablation.png"
         ),
     ] = False,
