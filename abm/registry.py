@@ -184,6 +184,9 @@ def checked(fn: Callable[..., Any]) -> Callable[..., Any]:
             # the call's name argument, else the object's name (a policy class's registry name)
             name_of = given.get("name", getattr(given.get("self"), "name", None))
             label = f"{name_of}: " if isinstance(name_of, str) else ""
+            if allowed is None and err["type"] == "value_error" and name in values:
+                # a declaration's own rule (an AfterValidator): its message is the range
+                allowed = str(err["msg"]).removeprefix("Value error, ")
             if allowed is None:
                 raise ConfigError(f"{label}{one_line(exc)}") from None
             raise ConfigError(f"{label}{problem(name, values[name], allowed)}") from None

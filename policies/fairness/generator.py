@@ -26,16 +26,60 @@ build one. torch is imported inside the functions that use it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
 import numpy as np
+from pydantic import AfterValidator, BeforeValidator, Field, TypeAdapter, ValidationError
+from pydantic.fields import FieldInfo
 
-from abm.validation import ConfigError, interval, problem, require_int
+from abm.registry import allowed_range
+from abm.validation import ConfigError, problem
 
 KINDS = ("lstm", "mlp")
+
+
+def _not_all_zero(lam: tuple[float, float, float]) -> tuple[float, float, float]:
+    if not any(lam):
+        raise ValueError("three numbers >= 0, not all 0")
+    return lam
+
+
+def _not_bool(value: object) -> object:
+    if isinstance(value, bool):  # pydantic would read True as 1
+        raise ValueError("a number, not a truth value")
+    return value
+
+
+#: the parameters' declarations (type and bounds, spec §1 and §5): the registry, the
+#: population policy, the generator's settings and the static trials all check against these
+Lambdas = Annotated[
+    tuple[
+        Annotated[float, Field(ge=0.0)],
+        Annotated[float, Field(ge=0.0)],
+        Annotated[float, Field(ge=0.0)],
+    ],
+    AfterValidator(_not_all_zero),
+]
+Horizon = Annotated[int, Field(ge=1, le=10_000)]
+Budget = Annotated[float, BeforeValidator(_not_bool), Field(ge=0.0, le=1e6)]
+Hidden = Annotated[int, Field(ge=1, le=4096)]
+Epochs = Annotated[int, Field(ge=0, le=1_000_000)]
+Rate = Annotated[float, BeforeValidator(_not_bool), Field(gt=0.0, le=100.0)]  # lr, tau, eps
+SinkhornPoints = Annotated[int, Field(ge=2, le=1_000_000)]
+SinkhornIters = Annotated[int, Field(ge=1, le=1_000_000)]
+_ALLOWED = {"lam": "three numbers >= 0, not all 0"}
+
+
+def _declared(kind: object, value: Any, field: str) -> Any:
+    """``value`` checked against the declaration ``kind``; else a one-line ConfigError
+    naming ``field`` and the declared range."""
+    try:
+        return TypeAdapter(kind, config={"allow_inf_nan": False}).validate_python(value)
+    except ValidationError:
+        allowed = _ALLOWED.get(field) or allowed_range(FieldInfo.from_annotation(kind)) or ""
+        raise ConfigError(problem(field, value, allowed)) from None
 
 
 @dataclass(frozen=True)
@@ -54,42 +98,33 @@ class TrainSettings:
     sinkhorn_iters: int = 100
 
     def __post_init__(self) -> None:
-        check_lambdas(self.lam)
-        require_int("hidden", self.hidden, 1, 4096)
-        require_int("epochs", self.epochs, 0, 1_000_000)
-        require_int("sinkhorn_points", self.sinkhorn_points, 2, 1_000_000)
-        require_int("sinkhorn_iters", self.sinkhorn_iters, 1, 1_000_000)
-        for name in ("lr", "tau", "eps"):
-            v = getattr(self, name)
-            if not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
-                raise ConfigError(problem(name, v, interval(0.0, None, low_open=True)))
+        kinds = {
+            "lam": Lambdas,
+            "hidden": Hidden,
+            "lr": Rate,
+            "epochs": Epochs,
+            "tau": Rate,
+            "eps": Rate,
+            "sinkhorn_points": SinkhornPoints,
+            "sinkhorn_iters": SinkhornIters,
+        }
+        for name, kind in kinds.items():
+            _declared(kind, getattr(self, name), name)
 
 
 def check_lambdas(lam: Sequence[float]) -> tuple[float, float, float]:
-    """``lam`` as three floats, or a :class:`ConfigError`: each must be finite and >= 0,
-    and not all 0 (spec §5)."""
-    try:
-        values = tuple(float(v) for v in lam)
-    except (TypeError, ValueError):
-        raise ConfigError(problem("lam", lam, "three numbers >= 0, not all 0")) from None
-    if len(values) != 3 or not all(math.isfinite(v) and v >= 0 for v in values):
-        raise ConfigError(problem("lam", lam, "three numbers >= 0, not all 0"))
-    if not any(values):
-        raise ConfigError(problem("lam", lam, "three numbers >= 0, not all 0"))
-    return values  # type: ignore[return-value]
+    """``lam`` checked against :data:`Lambdas`, as three floats."""
+    return tuple(float(v) for v in _declared(Lambdas, lam, "lam"))  # type: ignore[return-value]
 
 
 def check_horizon(T: Any) -> int:
-    """The horizon T as an int >= 1 (spec §5)."""
-    return require_int("horizon", T, 1, 10_000)
+    """The horizon T checked against :data:`Horizon`."""
+    return int(_declared(Horizon, T, "horizon"))
 
 
 def check_budget(budget: Any, field: str = "budget") -> float:
-    """A budget as a float >= 0 (spec §5)."""
-    ok = isinstance(budget, int | float) and not isinstance(budget, bool)
-    if not ok or not (math.isfinite(budget) and budget >= 0):
-        raise ConfigError(problem(field, budget, "a finite number >= 0"))
-    return float(budget)
+    """A budget checked against :data:`Budget`, as a float."""
+    return float(_declared(Budget, budget, field))
 
 
 class Surrogate(Protocol):

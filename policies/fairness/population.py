@@ -44,15 +44,18 @@ import numpy as np
 from pydantic import Field
 
 from abm.interfaces import Feedback, FollowsModel, PolicyContext, Recommendation, RecourseObs
-from abm.registry import Registry
+from abm.registry import Registry, checked
 from abm.rng import stream
 from abm.validation import ConfigError, problem
 from policies.budget import budget_horizon, fit_to_budget, tick_allowance
 from policies.fairness.generator import (
+    Budget,
+    Epochs,
+    Hidden,
+    Horizon,
+    Lambdas,
+    Rate,
     TrainSettings,
-    check_budget,
-    check_horizon,
-    check_lambdas,
     plan_lstm,
     step_mlp,
     train,
@@ -269,22 +272,23 @@ class ScarfPolicy(FollowsModel):
     name = "scarf"
     kind = "lstm"
 
+    @checked
     def __init__(
         self,
-        horizon: Annotated[int, Field(ge=1, le=10_000)] = 10,
-        lam: tuple[float, float, float] = (1.0, 1.0, 1.0),
-        hidden: Annotated[int, Field(ge=1, le=4096)] = 32,
-        lr: Annotated[float, Field(gt=0.0, le=10.0)] = 0.02,
-        epochs: Annotated[int, Field(ge=0, le=1_000_000)] = 150,
-        tau: Annotated[float, Field(gt=0.0, le=100.0)] = 0.1,
-        plan_budget: Annotated[float, Field(ge=0.0, le=1e6)] = 1.0,
+        horizon: Horizon = 10,
+        lam: Lambdas = (1.0, 1.0, 1.0),
+        hidden: Hidden = 32,
+        lr: Rate = 0.02,
+        epochs: Epochs = 150,
+        tau: Rate = 0.1,
+        plan_budget: Budget = 1.0,
         cohort: Annotated[int, Field(ge=2, le=1_000_000)] = 512,
         pace: bool = True,
         improvable: tuple[int, ...] | None = None,
     ) -> None:
-        self.horizon = check_horizon(horizon)
-        self.lam = check_lambdas(lam)
-        self.plan_budget = check_budget(plan_budget, f"{self.name}: plan_budget")
+        self.horizon = int(horizon)
+        self.lam = tuple(float(v) for v in lam)
+        self.plan_budget = float(plan_budget)
         self.settings = TrainSettings(lam=self.lam, hidden=hidden, lr=lr, epochs=epochs, tau=tau)
         self.cohort = cohort
         self.pace = bool(pace)

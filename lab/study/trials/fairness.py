@@ -31,10 +31,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from abm.rng import stream
 from policies.fairness.generator import (
+    Budget,
+    Horizon,
+    Lambdas,
     TrainSettings,
-    check_budget,
-    check_horizon,
-    check_lambdas,
     plan_lstm,
     step_mlp,
     train,
@@ -155,9 +155,9 @@ class FairnessTrialParams(BaseModel):
     methods: tuple[Method, ...] = Field(METHODS, min_length=1)
     n_train: int = Field(700, ge=10, le=1_000_000)
     n_eval: int = Field(200, ge=4, le=1_000_000)
-    horizon: int = Field(10, ge=1, le=10_000)
-    budget: float = Field(2.0, ge=0.0, le=1e6)  # per capita, L1 over the horizon
-    lam: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    horizon: Horizon = 10
+    budget: Budget = 2.0  # per capita, L1 over the horizon
+    lam: Lambdas = (1.0, 1.0, 1.0)
     hidden: int = Field(32, ge=1, le=4096)
     lr: float = Field(0.02, gt=0.0, le=10.0)
     epochs: int = Field(150, ge=0, le=1_000_000)
@@ -220,9 +220,8 @@ def run_trial_methods(params: FairnessTrialParams, seed: int) -> dict[str, tuple
 
     from abm.fair_models import FairLogisticRegression
 
-    T = check_horizon(params.horizon)
-    per_capita = check_budget(params.budget)
-    lam = check_lambdas(params.lam)
+    # checked by FairnessTrialParams against the generator's declarations
+    T, per_capita, lam = params.horizon, params.budget, tuple(float(v) for v in params.lam)
     rng_train = stream(seed, "fairness-train")
     X_tr, s_tr = draw_cohort(params.n_train, rng_train)
     y_tr = (rng_train.random(params.n_train) < true_prob(X_tr)).astype(int)
