@@ -30,7 +30,7 @@ from importlib import metadata
 from typing import Any, Literal
 
 import annotated_types as at
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from abm.interfaces import RecoursePolicy
@@ -158,6 +158,47 @@ def params_model(name: str, factory: Callable[..., Any]) -> tuple[type[BaseModel
     return model, open_params
 
 
+def not_bool(value: object) -> object:
+    """A ``BeforeValidator`` for numbers: a truth value is refused (pydantic reads True as 1)."""
+    if isinstance(value, bool):
+        raise ValueError("a number, not a truth value")
+    return value
+
+
+def _problem(
+    exc: ValidationError, fields: dict[str, FieldInfo], values: dict[str, Any], rules: bool
+) -> str:
+    """The one-line text of ``exc``'s first error on ``values`` typed by ``fields``: the
+    field, its value and its declared range (``rules``: a declaration's own rule, an
+    AfterValidator's message, where it has no range); else pydantic's line."""
+    err = exc.errors(include_url=False)[0]
+    name = str(err["loc"][0]) if err["loc"] else ""
+    allowed = allowed_range(fields[name]) if name in fields else None
+    if allowed is None and rules and err["type"] == "value_error" and name in values:
+        allowed = str(err["msg"]).removeprefix("Value error, ")
+    if allowed is None or err["type"] == "missing" or name not in values:
+        return one_line(exc)
+    return problem(name, values[name], allowed)
+
+
+@functools.cache
+def _adapter(kind: Any) -> tuple[TypeAdapter, FieldInfo]:
+    return TypeAdapter(kind, config={"allow_inf_nan": False}), FieldInfo.from_annotation(kind)
+
+
+def check_declared(kind: Any, value: Any, field: str, allowed: str | None = None) -> Any:
+    """``value`` validated against the declaration ``kind`` (an ``Annotated`` type, the one
+    the registry and :func:`checked` read), for code that takes the parameter outside a
+    constructor (a solver, a trial); else a one-line :class:`ConfigError` naming ``field``,
+    the value and ``allowed`` (default: the declared range)."""
+    adapter, info = _adapter(kind)
+    try:
+        return adapter.validate_python(value)
+    except ValidationError:
+        text = allowed or allowed_range(info) or ""
+        raise ConfigError(problem(field, value, text)) from None
+
+
 def checked(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` (a function or a constructor) with its annotated parameters checked at every
     call against the same declarations the registry types spec texts with
@@ -177,19 +218,11 @@ def checked(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             model[0].model_validate(values)
         except ValidationError as exc:
-            err = exc.errors(include_url=False)[0]
-            name = str(err["loc"][0]) if err["loc"] else ""
-            field = model[0].model_fields.get(name)
-            allowed = allowed_range(field) if field is not None else None
             # the call's name argument, else the object's name (a policy class's registry name)
             name_of = given.get("name", getattr(given.get("self"), "name", None))
             label = f"{name_of}: " if isinstance(name_of, str) else ""
-            if allowed is None and err["type"] == "value_error" and name in values:
-                # a declaration's own rule (an AfterValidator): its message is the range
-                allowed = str(err["msg"]).removeprefix("Value error, ")
-            if allowed is None:
-                raise ConfigError(f"{label}{one_line(exc)}") from None
-            raise ConfigError(f"{label}{problem(name, values[name], allowed)}") from None
+            text = _problem(exc, model[0].model_fields, values, rules=True)
+            raise ConfigError(f"{label}{text}") from None
         return fn(*args, **kwargs)
 
     return call
@@ -417,12 +450,8 @@ class Registry:
         try:
             typed = entry.params.model_validate(own)
         except ValidationError as exc:
-            err = exc.errors(include_url=False)[0]
-            name = str(err["loc"][0]) if err["loc"] else ""
-            allowed = allowed_range(fields[name]) if name in fields else None
-            if allowed is None or err["type"] == "missing":
-                raise PolicySpecError(f"{label}: {one_line(exc)}") from None
-            raise PolicySpecError(f"{label}: {problem(name, own[name], allowed)}") from None
+            text = _problem(exc, fields, own, rules=False)
+            raise PolicySpecError(f"{label}: {text}") from None
         return {**{k: getattr(typed, k) for k in own}, **rest}
 
     def make(self, kind: Kind, part: Part | str, **params: Any) -> Any:

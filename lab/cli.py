@@ -230,11 +230,16 @@ TURN_ON = {
 }
 
 
+def _off(value: float, reason: str) -> bool:
+    """Whether a card figure is undefined because its world extension is off."""
+    return value != value and reason.startswith("needs ")
+
+
 def off_mechanisms(card: Any) -> dict[str, int]:
     """Mechanism -> how many of the card's figures are undefined because it is off."""
     out: dict[str, int] = {}
     for _, _, value, reason in card.rows():
-        if value != value and reason.startswith("needs "):
+        if _off(value, reason):
             mech = reason.removeprefix("needs ")
             out[mech] = out.get(mech, 0) + 1
     return out
@@ -248,7 +253,7 @@ def card_table(card: Any, title: str, full: bool = True) -> Table:
     table.add_column("value", justify="right")
     table.add_column("undefined because", style="dim")
     for _, label, value, reason in card.rows():
-        if not full and value != value and reason.startswith("needs "):
+        if not full and _off(value, reason):
             continue
         table.add_row(label, fmt(value) if value == value else "–", reason)
     return table
@@ -319,6 +324,7 @@ def run(
 ) -> None:
     """Run one episode, print a summary and write tables, summary.json and metrics.png."""
     # the model (Mesa, scikit-learn) loads only when a command needs it: listings stay fast
+    from abm.card import Card
     from abm.model import RecourseModel
     from abm.scenarios import resolve_scenario
     from lab.results import write_run
@@ -351,7 +357,8 @@ def run(
         f"{model.config.name} · {policy} · seed {model.config.seed} · {model.tick} ticks"
     )
     console.print(summary_table(summary, title))
-    outcome = model.outcome_card()
+    # the card write_run computed for summary.json (Kaplan-Meier and all), not a second one
+    outcome = Card(summary["card"], summary["card_reasons"])
     console.print(card_table(outcome, "outcome card", full=card))
     line = None if card else off_line(outcome)
     if line:

@@ -57,7 +57,6 @@ def test_both_switches_are_off_by_default_and_leave_the_config_dict_as_before():
     ],
 )
 def test_each_switch_is_refused_in_one_line_where_it_cannot_apply(settings, field):
-    settings = {k: v for k, v in settings.items() if k != "ticks"}
     with pytest.raises(ConfigError) as info:
         ScenarioConfig(**settings)
     text = str(info.value)

@@ -31,10 +31,9 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Protocol
 
 import numpy as np
-from pydantic import AfterValidator, BeforeValidator, Field, TypeAdapter, ValidationError
-from pydantic.fields import FieldInfo
+from pydantic import AfterValidator, BeforeValidator, Field
 
-from abm.registry import allowed_range
+from abm.registry import check_declared, not_bool
 from abm.validation import ConfigError, problem
 
 KINDS = ("lstm", "mlp")
@@ -42,14 +41,8 @@ KINDS = ("lstm", "mlp")
 
 def _not_all_zero(lam: tuple[float, float, float]) -> tuple[float, float, float]:
     if not any(lam):
-        raise ValueError("three numbers >= 0, not all 0")
+        raise ValueError(_LAMBDAS)
     return lam
-
-
-def _not_bool(value: object) -> object:
-    if isinstance(value, bool):  # pydantic would read True as 1
-        raise ValueError("a number, not a truth value")
-    return value
 
 
 #: the parameters' declarations (type and bounds, spec §1 and §5): the registry, the
@@ -63,23 +56,13 @@ Lambdas = Annotated[
     AfterValidator(_not_all_zero),
 ]
 Horizon = Annotated[int, Field(ge=1, le=10_000)]
-Budget = Annotated[float, BeforeValidator(_not_bool), Field(ge=0.0, le=1e6)]
+Budget = Annotated[float, BeforeValidator(not_bool), Field(ge=0.0, le=1e6)]
 Hidden = Annotated[int, Field(ge=1, le=4096)]
 Epochs = Annotated[int, Field(ge=0, le=1_000_000)]
-Rate = Annotated[float, BeforeValidator(_not_bool), Field(gt=0.0, le=100.0)]  # lr, tau, eps
+Rate = Annotated[float, BeforeValidator(not_bool), Field(gt=0.0, le=100.0)]  # lr, tau, eps
 SinkhornPoints = Annotated[int, Field(ge=2, le=1_000_000)]
 SinkhornIters = Annotated[int, Field(ge=1, le=1_000_000)]
-_ALLOWED = {"lam": "three numbers >= 0, not all 0"}
-
-
-def _declared(kind: object, value: Any, field: str) -> Any:
-    """``value`` checked against the declaration ``kind``; else a one-line ConfigError
-    naming ``field`` and the declared range."""
-    try:
-        return TypeAdapter(kind, config={"allow_inf_nan": False}).validate_python(value)
-    except ValidationError:
-        allowed = _ALLOWED.get(field) or allowed_range(FieldInfo.from_annotation(kind)) or ""
-        raise ConfigError(problem(field, value, allowed)) from None
+_LAMBDAS = "three numbers >= 0, not all 0"
 
 
 @dataclass(frozen=True)
@@ -109,22 +92,22 @@ class TrainSettings:
             "sinkhorn_iters": SinkhornIters,
         }
         for name, kind in kinds.items():
-            _declared(kind, getattr(self, name), name)
+            check_declared(kind, getattr(self, name), name, _LAMBDAS if kind is Lambdas else None)
 
 
 def check_lambdas(lam: Sequence[float]) -> tuple[float, float, float]:
     """``lam`` checked against :data:`Lambdas`, as three floats."""
-    return tuple(float(v) for v in _declared(Lambdas, lam, "lam"))  # type: ignore[return-value]
+    return tuple(float(v) for v in check_declared(Lambdas, lam, "lam", _LAMBDAS))  # type: ignore[return-value]
 
 
 def check_horizon(T: Any) -> int:
     """The horizon T checked against :data:`Horizon`."""
-    return int(_declared(Horizon, T, "horizon"))
+    return int(check_declared(Horizon, T, "horizon"))
 
 
 def check_budget(budget: Any, field: str = "budget") -> float:
     """A budget checked against :data:`Budget`, as a float."""
-    return float(_declared(Budget, budget, field))
+    return float(check_declared(Budget, budget, field))
 
 
 class Surrogate(Protocol):

@@ -18,11 +18,10 @@ import math
 from typing import Annotated
 
 import numpy as np
-from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
-from pydantic.fields import FieldInfo
+from pydantic import BeforeValidator, Field
 from scipy.special import log_expit
 
-from abm.registry import allowed_range
+from abm.registry import check_declared, not_bool
 from abm.validation import ConfigError, problem
 
 P_ALLOWED = "a number in [1, inf] (1, 2 and inf are the usual choices)"
@@ -39,42 +38,22 @@ def check_p(p: float, field: str = "p") -> float:
     return value
 
 
-def _not_bool(value: object) -> object:
-    if isinstance(value, bool):  # True is no radius, though pydantic reads it as 1.0
-        raise ValueError("a number, not a truth value")
-    return value
-
-
 #: the parameters' declarations (type and bounds): the registry, the policies' constructors
 #: and the solvers below all check against these
-Alpha = Annotated[float, BeforeValidator(_not_bool), Field(ge=0.0, le=1e6)]  # the ball's radius
-Lam = Annotated[float, BeforeValidator(_not_bool), Field(gt=0.0, le=1e6)]  # the L1 cost weight
+Alpha = Annotated[float, BeforeValidator(not_bool), Field(ge=0.0, le=1e6)]  # the ball's radius
+Lam = Annotated[float, BeforeValidator(not_bool), Field(gt=0.0, le=1e6)]  # the L1 cost weight
 #: the L1 cost weight relative to the largest weight
-Kappa = Annotated[float, BeforeValidator(_not_bool), Field(gt=0.0, lt=1.0)]
-_CHECKS = {
-    kind: (TypeAdapter(kind, config={"allow_inf_nan": False}), FieldInfo.from_annotation(kind))
-    for kind in (Alpha, Lam)
-}
-
-
-def _declared(kind: object, value: float, field: str) -> float:
-    """``value`` checked against the declaration ``kind``, as a float; else a one-line
-    :class:`ConfigError` naming ``field`` and the declared range."""
-    adapter, info = _CHECKS[kind]
-    try:
-        return float(adapter.validate_python(value))
-    except ValidationError:
-        raise ConfigError(problem(field, value, allowed_range(info) or "")) from None
+Kappa = Annotated[float, BeforeValidator(not_bool), Field(gt=0.0, lt=1.0)]
 
 
 def check_alpha(alpha: float, field: str = "alpha") -> float:
     """``alpha`` checked against :data:`Alpha`, as a float."""
-    return _declared(Alpha, alpha, field)
+    return float(check_declared(Alpha, alpha, field))
 
 
 def check_lam(lam: float, field: str = "lam") -> float:
     """``lam`` checked against :data:`Lam`, as a float."""
-    return _declared(Lam, lam, field)
+    return float(check_declared(Lam, lam, field))
 
 
 def dual_exponent(p: float) -> float:
