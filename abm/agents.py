@@ -120,17 +120,26 @@ class Candidate(mesa.Agent):
 
 
 class CandidateHandles:
-    """The Mesa ``Candidate`` agents of the waiting candidates, kept in step with the pool."""
+    """The Mesa ``Candidate`` agents of the waiting candidates, kept in step with the pool
+    (none while ``on`` is False: a model built with ``agents=False``)."""
 
-    def __init__(self, model: mesa.Model) -> None:
-        self.model = model
+    def __init__(self, model: mesa.Model, on: bool = True) -> None:
+        self.model, self.on = model, on
         self._handles: dict[int, Candidate] = {}
         self._rows: dict[int, int] = {}
 
-    def sync(self, gone: np.ndarray, waiting: np.ndarray, pool_ids: np.ndarray) -> None:
-        """Remove the agents of ``gone`` ids, add agents for new ``waiting`` ids; rows
-        follow ``pool_ids`` (w,), the waiting pool's ids in row order."""
-        for cid in gone.tolist():
+    def sync(
+        self,
+        accepted: np.ndarray,
+        dropped: np.ndarray,
+        waiting: np.ndarray,
+        pool_ids: np.ndarray,
+    ) -> None:
+        """Remove the agents of the ``accepted`` and ``dropped`` ids, add agents for new
+        ``waiting`` ids; rows follow ``pool_ids`` (w,), the waiting pool's ids in row order."""
+        if not self.on:
+            return
+        for cid in np.concatenate([accepted, dropped]).tolist():
             handle = self._handles.pop(cid, None)
             if handle is not None:
                 handle.remove()

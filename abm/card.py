@@ -15,7 +15,7 @@ the reports (never by a hidden twin inside a run).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,9 +38,11 @@ class Figure:
     needs: str = ""
 
 
-#: The card's figures in order; studies keep every one as a column of each run, so no
-#: name may be a scenario field (a swept field is a column too).
-FIGURES: tuple[Figure, ...] = (
+#: The figures every run has, in card order; each world extension adds its own after them
+#: (:attr:`abm.mechanisms.Mechanism.figures`, the whole catalogue in
+#: :data:`abm.mechanisms.FIGURES`). Studies keep every figure as a column of each run, so
+#: no name may be a scenario field (a swept field is a column too).
+CORE: tuple[Figure, ...] = (
     Figure("rr", "recourse reliability RR (eq. 2, mean over defined ticks)"),
     Figure("rf", "recourse feasibility RF (eq. 3, mean over defined ticks)"),
     Figure("accept_rate", "acceptances per application"),
@@ -73,65 +75,22 @@ FIGURES: tuple[Figure, ...] = (
     Figure("withheld_share", "rejections without advice: withheld (a budget)"),
     Figure("no_change_share", "rejections without advice: the advice changed nothing"),
     Figure("short_of_goal_share", "advice whose counterfactual falls short of its own goal"),
-    Figure("h_accepted", "mean h*(x) of the accepted", "outcomes"),
-    Figure("h_applicants", "mean h*(x) of the applicants", "outcomes"),
-    Figure("true_gain", "mean gain in h*(x) per candidate who carried out all advice", "outcomes"),
-    Figure("noncausal_share", "share of advised change on non-causal features", "outcomes"),
-    Figure("qualified_rate", "acceptances that truly qualify, h*(x) >= 1/2", "outcomes"),
-    Figure(
-        "valid_outstanding",
-        "outstanding advice clearing its issue threshold under the model in force",
-        "retraining",
-    ),
-    Figure(
-        "valid_after_refit",
-        "advice from an older model clearing its issue threshold under the model in force",
-        "retraining",
-    ),
-    Figure(
-        "own_goal_outstanding", "outstanding advice reaching the policy's own goal", "retraining"
-    ),
-    Figure(
-        "own_goal_after_refit",
-        "advice from an older model reaching the policy's own goal",
-        "retraining",
-    ),
-    Figure(
-        "domain_shift",
-        "MMD² between the first positive class and the rows added since",
-        "retraining",
-    ),
-    Figure(
-        "domain_shift_p", "permutation p-value of the domain shift (the last refit)", "retraining"
-    ),
-    Figure(
-        "model_shift", "MMD² between successive models' scores (mean over refits)", "retraining"
-    ),
-    Figure("model_shift_p", "share of refits whose model shift has p < 0.05", "retraining"),
-    Figure("disagreement", "share whose predicted class a refit changed (mean)", "retraining"),
-    Figure("param_shift", "L2 distance between successive models' (w, b) (mean)", "retraining"),
-    Figure("dp_gap", "demographic-parity gap in acceptance (mean over ticks)", "groups"),
-    Figure("w_dist", "W1 between the groups' features in the pool (mean over ticks)", "groups"),
-    Figure("accept_gap", "acceptance rate of group 1 minus group 0 (signed)", "groups"),
-    Figure("rr_gap", "RR of group 1 minus group 0 (signed)", "groups"),
-    Figure("rf_gap", "RF of group 1 minus group 0 (signed)", "groups"),
-    Figure("budget_spent", "intervention budget spent", "budget"),
-    Figure("paid_per_budget", "acceptances of advised reapplicants per unit of budget", "budget"),
 )
-NAMES = tuple(f.name for f in FIGURES)
 
 
 @dataclass(frozen=True)
 class Card:
     """Figure name -> value (NaN where undefined) and -> reason ("" where defined); the
-    groups' own RR and RF (``rr_g0``, ``rf_g0``, ...) follow the fixed figures when on."""
+    groups' own RR and RF (``rr_g0``, ``rf_g0``, ...) follow the fixed figures when on.
+    ``labels`` names the figures (the catalogue :data:`abm.mechanisms.FIGURES`)."""
 
     values: dict[str, float]
     reasons: dict[str, str]
+    labels: dict[str, str] = field(default_factory=dict)
 
     def rows(self) -> list[tuple[str, str, float, str]]:
         """(name, label, value, reason) in card order."""
-        labels = {f.name: f.label for f in FIGURES}
+        labels = self.labels
         return [
             (k, labels[k] if k in labels else _group_label(k), v, self.reasons.get(k, ""))
             for k, v in self.values.items()
@@ -139,8 +98,8 @@ class Card:
 
 
 def _group_label(name: str) -> str:
-    metric, group = name.split("_g")
-    return f"{metric.upper()} of group {group}"
+    metric, _, group = name.rpartition("_g")
+    return f"{metric.upper()} of group {group}" if metric else name
 
 
 def cvar(values: np.ndarray, level: float = CVAR_LEVEL) -> float:
@@ -174,36 +133,60 @@ class Waits:
         return KaplanMeierFitter().fit(self.ticks, self.accepted, label="not yet accepted")
 
 
-def outcome_card(
-    ticks: pd.DataFrame, effort_by_candidate: np.ndarray, config: Any, waits: Waits
-) -> Card:
-    """The card of one run: ``ticks`` its tick table, ``effort_by_candidate`` (c,) the
-    total effort each candidate who entered spent, ``config`` its scenario, ``waits`` each
-    entrant's time to acceptance or censoring."""
-    on = config.mechanisms
-    values: dict[str, float] = {}
-    reasons: dict[str, str] = {}
+class Sheet:
+    """The card of one run as it is filled: the run's tick table ``ticks`` and scenario
+    ``config``, :meth:`put` for each figure, and the sums the figures share. A world
+    extension fills its own figures from it (:meth:`abm.mechanisms.Mechanism.fill_card`)."""
 
-    def put(name: str, value: float, why: str) -> None:
-        values[name] = float(value)
+    def __init__(self, ticks: pd.DataFrame, config: Any) -> None:
+        self.ticks, self.config = ticks, config
+        self.values: dict[str, float] = {}
+        self.reasons: dict[str, str] = {}
+        #: figures beyond the catalogue (the groups' own RR and RF), after it in the card
+        self.extra: dict[str, float] = {}
+        self.n_accepted = self.total("n_accepted")
+        self.n_rejected = self.total("n_rejected")
+        #: advised rejections per tick (T,)
+        self.n_advised_tick = ticks["n_rejected"] - ticks["n_unadvised"]
+        self.n_advised = float(self.n_advised_tick.sum())
+        #: acceptances of reapplicants carrying advice
+        self.n_paid = self.total("n_accepted_advised")
+
+    def put(self, name: str, value: float, why: str, extra: bool = False) -> None:
+        """Figure ``name`` is ``value``; ``why`` it is undefined when it is NaN."""
+        (self.extra if extra else self.values)[name] = float(value)
         if value != value:
-            reasons[name] = why
+            self.reasons[name] = why
 
-    def total(col: str) -> float:
-        return float(ticks[col].sum()) if col in ticks else math.nan
+    def total(self, col: str) -> float:
+        """The column's sum over ticks (NaN without the column)."""
+        return float(self.ticks[col].sum()) if col in self.ticks else math.nan
 
+    @staticmethod
     def share(num: float, den: float) -> float:
         return num / den if den > 0 else math.nan
 
-    def weighted(mean: pd.Series, count: pd.Series) -> float:
+    def weighted(self, mean: pd.Series, count: pd.Series) -> float:
         """A per-tick mean pooled over the episode, each tick weighed by its count."""
         w = count.where(count > 0)
-        return share(float((mean * w).sum()), float(w.sum()))
+        return self.share(float((mean * w).sum()), float(w.sum()))
 
-    n_acc, n_rej = total("n_accepted"), total("n_rejected")
-    n_adv_tick = ticks["n_rejected"] - ticks["n_unadvised"]
-    n_adv = float(n_adv_tick.sum())
-    n_paid = total("n_accepted_advised")
+
+def outcome_card(
+    ticks: pd.DataFrame,
+    effort_by_candidate: np.ndarray,
+    config: Any,
+    waits: Waits,
+    extensions: tuple[Any, ...] = (),
+) -> Card:
+    """The card of one run: ``ticks`` its tick table, ``effort_by_candidate`` (c,) the
+    total effort each candidate who entered spent, ``config`` its scenario, ``waits`` each
+    entrant's time to acceptance or censoring, ``extensions`` the world extensions' classes
+    (:func:`abm.mechanisms.registered`): those off give NaN "needs <name>" figures."""
+    sheet = Sheet(ticks, config)
+    put, total, share, weighted = sheet.put, sheet.total, sheet.share, sheet.weighted
+    n_acc, n_rej, n_adv, n_paid = sheet.n_accepted, sheet.n_rejected, sheet.n_advised, sheet.n_paid
+    n_adv_tick = sheet.n_advised_tick
     put("rr", nanmean(ticks["rr"]), "no candidate reapplied having carried out advice")
     put("rf", nanmean(ticks["rf"]), "nobody was rejected within the validity window")
     put("accept_rate", share(n_acc, total("n_applicants")), "no application")
@@ -263,111 +246,13 @@ def outcome_card(
         put(name, share(total(col), n_rej), "nobody was rejected")
     put("short_of_goal_share", share(total("n_short_of_goal"), n_adv), "no advice was given")
 
-    def needs(name: str, mechanism: str) -> bool:
-        if mechanism in on:
-            return True
-        put(name, math.nan, f"needs {mechanism}")
-        return False
-
-    if needs("h_accepted", "outcomes"):
-        put(
-            "h_accepted",
-            weighted(ticks["mean_p_true_accepted"], ticks["n_accepted"]),
-            "nobody was accepted",
-        )
-    if needs("h_applicants", "outcomes"):
-        put(
-            "h_applicants",
-            weighted(ticks["mean_p_true_applicants"], ticks["n_applicants"]),
-            "no application",
-        )
-    if needs("true_gain", "outcomes"):
-        put(
-            "true_gain",
-            share(total("true_gain_sum"), total("n_implemented")),
-            "no advice was carried out in full",
-        )
-    if needs("noncausal_share", "outcomes"):
-        if config.noncausal_features:
-            put(
-                "noncausal_share",
-                share(total("noncausal_change"), total("advised_change")),
-                "no change was advised",
-            )
+    on = config.mechanisms
+    labels = {f.name: f.label for f in CORE}
+    for ext in extensions:
+        labels.update((f.name, f.label) for f in ext.figures)
+        if ext.name in on:
+            ext.fill_card(sheet)
         else:
-            put("noncausal_share", math.nan, "the world has no non-causal features")
-    if needs("qualified_rate", "outcomes"):
-        put("qualified_rate", share(total("n_qualified_accepted"), n_acc), "nobody was accepted")
-    for name, col, why in (
-        ("valid_outstanding", "valid_threshold", "no advice was outstanding"),
-        ("valid_after_refit", "valid_threshold_refit", "no advice outlived a refit"),
-        ("own_goal_outstanding", "validity", "no advice was outstanding"),
-        ("own_goal_after_refit", "valid_retrained", "no advice outlived a refit"),
-    ):
-        if needs(name, "retraining"):
-            put(name, nanmean(ticks[col]), why)
-    shifts = (
-        "domain_shift",
-        "domain_shift_p",
-        "model_shift",
-        "model_shift_p",
-        "disagreement",
-        "param_shift",
-    )
-    if all([needs(name, "retraining") for name in shifts]):  # a list: needs() puts NaNs
-        refits = "" if ticks["model_version"].iloc[-1:].gt(0).any() else "no refit"
-        got = {"param_shift": (nanmean(ticks["shift_l2"]), refits or "a non-linear model")}
-        if "domain_mmd" in ticks:
-            last = ticks["domain_mmd"].dropna()
-            got["domain_shift"] = (
-                last.iloc[-1] if len(last) else math.nan,
-                refits or "the positive class had under two rows",
-            )
-            got["model_shift"] = (nanmean(ticks["model_mmd"]), refits or "undefined at every refit")
-            got["disagreement"] = (
-                nanmean(ticks["disagreement"]),
-                refits or "undefined at every refit",
-            )
-        else:
-            for name in ("domain_shift", "model_shift", "disagreement"):
-                got[name] = (math.nan, "shift_points = 0")
-        if "domain_p" in ticks:
-            # the domain shift is against the first data: its last test says whether the
-            # data moved since; the model shift is tested at each refit on its own
-            last = ticks["domain_p"].where(ticks["domain_mmd"].notna()).dropna()
-            got["domain_shift_p"] = (
-                last.iloc[-1] if len(last) else math.nan,
-                refits or "the positive class had under two rows",
-            )
-            p = ticks["model_p"].dropna()
-            few = config.shift_permutations < 19  # then no p can fall below 0.05
-            got["model_shift_p"] = (
-                math.nan if few or p.empty else float((p < 0.05).mean()),
-                "fewer than 19 permutations" if few else refits or "undefined at every refit",
-            )
-        else:
-            why = "shift_points = 0" if "domain_mmd" not in ticks else "shift_permutations = 0"
-            got["domain_shift_p"] = got["model_shift_p"] = (math.nan, why)
-        for name in shifts:  # in the card's order
-            put(name, *got[name])
-    groups = range(config.n_groups)
-    if needs("dp_gap", "groups"):
-        put("dp_gap", nanmean(ticks["dp_gap"]), "no tick with applicants of every group")
-    if needs("w_dist", "groups"):
-        put("w_dist", nanmean(ticks["w_dist"]), "no tick with a pool of every group")
-    if needs("accept_gap", "groups"):
-        rate = [weighted(ticks[f"accept_rate_g{g}"], ticks[f"n_applicants_g{g}"]) for g in (0, 1)]
-        put("accept_gap", rate[1] - rate[0], "a group had no applicant")
-    for metric in ("rr", "rf"):
-        if needs(f"{metric}_gap", "groups"):
-            per = [nanmean(ticks[f"{metric}_g{g}"]) for g in (0, 1)]
-            put(f"{metric}_gap", per[1] - per[0], f"the {metric.upper()} of a group is undefined")
-    if needs("budget_spent", "budget"):
-        put("budget_spent", total("budget_spent"), "")
-    if needs("paid_per_budget", "budget"):
-        put("paid_per_budget", share(n_paid, total("budget_spent")), "no budget was spent")
-    if "groups" in on:
-        for metric in ("rr", "rf"):
-            for g in groups:
-                put(f"{metric}_g{g}", nanmean(ticks[f"{metric}_g{g}"]), "undefined in every tick")
-    return Card(values, reasons)
+            for f in ext.figures:
+                put(f.name, math.nan, f"needs {ext.name}")
+    return Card({**sheet.values, **sheet.extra}, sheet.reasons, labels)

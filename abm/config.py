@@ -8,15 +8,11 @@ with one line naming the field, the value and the allowed range.
 
 from __future__ import annotations
 
-import math
-import numbers
 import tomllib
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     Strict,
@@ -24,13 +20,17 @@ from pydantic import (
     create_model,
     model_validator,
 )
+from pydantic.fields import FieldInfo
 
+from abm import mechanisms as extensions
 from abm.data import DataSource
+from abm.fields import K_MAX, M_MAX, Float, Int, synthetic_only
+from abm.fields import pair_range as _range
+from abm.mechanisms.budget import BUDGET_HORIZON
 from abm.validation import (
     ConfigError,
     config_error,
     not_allowed,
-    number_text,
     problem,
     require_int,
     require_number,
@@ -39,11 +39,13 @@ from abm.validation import (
 __all__ = [
     "BUDGET_HORIZON",
     "DECISION_MODELS",
-    "EXTENSION_DEFAULTS",
-    "FIELD_NAMES",
     "PAPER_DIFFICULTY",
+    "K_MAX",
+    "M_MAX",
     "ConfigError",
     "ScenarioConfig",
+    "extension_defaults",
+    "field_names",
     "parse_overrides",
     "require_int",
     "require_number",
@@ -55,46 +57,6 @@ DecisionModelName = Literal["logistic", "mlp", "dp", "ei"]
 DECISION_MODELS: tuple[str, ...] = get_args(DecisionModelName)
 
 _SEED_MAX = 2**63 - 1
-# places per tick: as many as the largest population a tick can start with (n_initial, m)
-K_MAX = 10_000_000
-M_MAX = 10_000_000
-# the ticks an episode budget lasts unless a scenario says otherwise: the default episode,
-# the length of every preset with a budget
-BUDGET_HORIZON = 100
-
-
-def _integral(value: Any) -> Any:
-    # numpy integers are integers too (a sweep may hand them over); bools are not
-    if type(value) is int:  # the common case, without the slow ABC check below
-        return value
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        return int(value)
-    return value
-
-
-# Strict leaves: no bool as a number, no "3" as 3, no 2.5 truncated to 2. Floats take ints
-# (1 -> 1.0, exact) so a field has one type whatever the TOML file wrote.
-Int = Annotated[int, BeforeValidator(_integral), Strict()]
-Float = Annotated[float, Strict()]
-
-
-def _range(low: float, high: float, positive_high: bool = False, note: str = "") -> Any:
-    """A [lo, hi] pair with low <= lo <= hi <= high (and hi > 0 if ``positive_high``);
-    ``note`` says why the bounds are what they are."""
-    allowed = f"a pair [lo, hi] with {number_text(low)} <= lo <= hi <= {number_text(high)}"
-    allowed += " and hi > 0" if positive_high else ""
-    allowed += f" ({note})" if note else ""
-
-    def check(value: tuple[float, float]) -> tuple[float, float]:
-        lo, hi = value
-        # comparisons with NaN are False, so NaN fails here too
-        if not (low <= lo <= hi <= high) or (positive_high and not hi > 0):
-            raise not_allowed(allowed)
-        return value
-
-    return Annotated[
-        tuple[Float, Float], AfterValidator(check), Field(json_schema_extra={"allowed": allowed})
-    ]
 
 
 MeanRange = _range(0.0, 1.0)
@@ -107,58 +69,37 @@ RiskRange = _range(0.0, 100.0)
 _DIFFICULTY_TEXT = "one number in (0, 1] per feature (n_features of them)"
 _IMMUTABLE_TEXT = "distinct feature indices in [0, n_features - 1], leaving one feature mutable"
 _DATA_TEXT = "a [data] table with path and features (see docs/own-data.md)"
-_NONCAUSAL_TEXT = "distinct feature indices in [0, n_features - 1], leaving one causal"
-_DRIFT_TEXT = "empty, or n_features numbers in [-1, 1]"
-_SHARE_TEXT = "1 to 16 numbers >= 0 summing to 1"
-_SHIFT_TEXT = "empty, or one row of n_features numbers in [-1, 1] per group"
-_GRAPH_TEXT = "edges (i, j, w) of an acyclic graph over the features (docs/world.md)"
-_SHARE_TOL = 1e-9
-SHIFT_POINTS = 2000  # abm.metrics_ext.SHIFT_MAX_POINTS
-_SHIFT_POINTS_TEXT = "0 (off) or an integer in [2, 1000000]"
-SHIFT_PERMUTATIONS = 200  # permutations per shift's p-value (AlgorithmicRecourseDynamics.jl)
-_SHIFT_PERMUTATIONS_TEXT = "0 (off) or an integer in [1, 100000]"
-# capacity schedules (abm.capacity): factors on k and m
-FACTOR_MAX = 1000.0
-_STEPS_TEXT = (
-    f"pairs [from_tick, factor], ticks >= 0 strictly increasing, factors in [0, {FACTOR_MAX:g}]"
-)
-_SEASON_TEXT = (
-    "empty, or [amplitude, period, phase] with amplitude in [0, 1], period > 0, phase finite"
-)
-_SHOCKS_TEXT = (
-    f"empty, or [probability, factor, duration] with probability in [0, 1], factor in "
-    f"[0, {FACTOR_MAX:g}], duration an integer in [1, 1000000]"
-)
 
-# the fields of the world extensions with their "off" defaults: to_dict() leaves them out
-# while at the default, so configs (and run ids hashed from them) are as before they existed
-EXTENSION_DEFAULTS: dict[str, Any] = {
-    "noncausal_features": (),
-    "noncausal_strength": 0.5,
-    "outcome_delay": None,
-    "outcome_delay_dist": "fixed",
-    "outcome_threshold": 0.5,
-    "outcome_noise": None,
-    "retrain_every": 0,
-    "retrain_data": "outcomes",
-    "retrain_drift": (),
-    "retrain_advised_share": 1.0,
-    "shift_points": SHIFT_POINTS,
-    "shift_length_scale": None,
-    "shift_permutations": SHIFT_PERMUTATIONS,
-    "group_share": (1.0,),
-    "group_shift": (),
-    "causal_graph": (),
-    "budget": None,
-    "budget_scope": "episode",
-    "budget_horizon": BUDGET_HORIZON,
-    "k_steps": (),
-    "m_steps": (),
-    "k_season": (),
-    "m_season": (),
-    "k_shocks": (),
-    "m_shocks": (),
-}
+
+def __getattr__(name: str) -> Any:
+    # deprecated since 0.9, removed in 0.10: the extensions registered now decide both
+    functions = {"EXTENSION_DEFAULTS": "extension_defaults", "FIELD_NAMES": "field_names"}
+    if name in functions:
+        import warnings
+
+        warnings.warn(
+            f"abm.config.{name} is deprecated: call abm.config.{functions[name]}()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return globals()[functions[name]]()
+    raise AttributeError(f"module 'abm.config' has no attribute {name!r}")
+
+
+def _extension_fields() -> dict[str, tuple[type[BaseModel], FieldInfo]]:
+    """Field name -> (its extension's settings model, its declaration), in registry order."""
+    return {
+        name: (m.Settings, info)
+        for m in extensions.registered()
+        for name, info in m.Settings.model_fields.items()
+    }
+
+
+def extension_defaults() -> dict[str, Any]:
+    """The world extensions' fields with their "off" defaults: to_dict() leaves them out
+    while at the default, so configs (and run ids hashed from them) are as before they
+    existed."""
+    return {name: info.default for name, (_, info) in _extension_fields().items()}
 
 
 class ScenarioConfig(BaseModel):
@@ -175,7 +116,10 @@ class ScenarioConfig(BaseModel):
     ``immutable`` columns, and ``mean_range``/``std_range`` are not used.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # the world extensions' fields are not declared here: each extension's settings model
+    # declares them (abm.mechanisms), __init__ validates them with it, and they are kept
+    # as pydantic's extras (flat keys: config.budget, config.k_steps, ...)
+    model_config = ConfigDict(frozen=True, extra="allow")
 
     name: Annotated[str, Strict()] = Field("custom", min_length=1)
     # world (App. B.1)
@@ -214,67 +158,10 @@ class ScenarioConfig(BaseModel):
     description: Annotated[str, Strict()] = ""
     # a population of one's own (abm.data); None: the synthetic world of App. B.1
     data: DataSource | None = Field(None, json_schema_extra={"allowed": _DATA_TEXT})
-    # -- world extensions (specs/world-extensions.md), each off by default ----------------
-    # §1 true outcome h* with non-causal proxies; outcomes revealed after a delay
-    noncausal_features: tuple[Int, ...] = Field((), json_schema_extra={"allowed": _NONCAUSAL_TEXT})
-    noncausal_strength: Float = Field(0.5, ge=0.0, le=0.99)
-    outcome_delay: (
-        Annotated[int, BeforeValidator(_integral), Strict(), Field(ge=1, le=10_000)] | None
-    ) = Field(None, json_schema_extra={"allowed": "none or an integer in [1, 10000]"})
-    outcome_delay_dist: Literal["fixed", "geometric"] = "fixed"
-    outcome_threshold: Float = Field(0.5, ge=0.0, le=1.0)
-    outcome_noise: Annotated[float, Strict(), Field(ge=0.0, allow_inf_nan=False)] | None = Field(
-        None, json_schema_extra={"allowed": "none (label_noise) or a finite number >= 0"}
-    )
-    # §2 retraining on a schedule
-    retrain_every: Int = Field(0, ge=0, le=1_000_000)
-    retrain_data: Literal["outcomes", "shifted", "both", "advised"] = "outcomes"
-    retrain_drift: tuple[Float, ...] = Field((), json_schema_extra={"allowed": _DRIFT_TEXT})
-    # retrain_data = advised (Altmeyer et al.'s data entry): the share of the candidates
-    # advised since the last refit whose counterfactuals join the data, labelled positive
-    retrain_advised_share: Float = Field(1.0, gt=0.0, le=1.0)
-    # the domain and model shifts at each refit (MMD², subsampled to this many rows; 0: off)
-    shift_points: Int = Field(
-        SHIFT_POINTS, ge=0, le=1_000_000, json_schema_extra={"allowed": _SHIFT_POINTS_TEXT}
-    )
-    # the shifts' Gaussian kernel: a fixed length-scale l (gamma = 1 / (2 l^2), the paper's
-    # 0.5), or None for the median heuristic
-    shift_length_scale: Float | None = Field(None, gt=0.0, le=1e6, allow_inf_nan=False)
-    # the permutations behind each shift's p-value (stream shift_perm; 0: no p-values)
-    shift_permutations: Int = Field(
-        SHIFT_PERMUTATIONS,
-        ge=0,
-        le=100_000,
-        json_schema_extra={"allowed": _SHIFT_PERMUTATIONS_TEXT},
-    )
-    # §3 groups
-    group_share: tuple[Float, ...] = Field((1.0,), json_schema_extra={"allowed": _SHARE_TEXT})
-    group_shift: tuple[tuple[Float, ...], ...] = Field(
-        (), json_schema_extra={"allowed": _SHIFT_TEXT}
-    )
-    # §4 causal graph: edges (i, j, w_ij)
-    causal_graph: tuple[tuple[Int, Int, Float], ...] = Field(
-        (), json_schema_extra={"allowed": _GRAPH_TEXT}
-    )
-    # §5 intervention budget
-    budget: Annotated[float, Strict(), Field(ge=0.0)] | None = Field(
-        None, json_schema_extra={"allowed": "none (unlimited) or a number >= 0"}
-    )
-    budget_scope: Literal["tick", "episode"] = "episode"
-    # the ticks an episode budget is paced over: the standard episode, whatever this run's
-    # ticks, so a shorter run spends per tick what a full one does (policies.budget)
-    budget_horizon: Int = Field(BUDGET_HORIZON, ge=1, le=1_000_000)
-    # §6 capacity that changes: schedules multiplying k and m (abm.capacity)
-    k_steps: tuple[tuple[Int, Float], ...] = Field((), json_schema_extra={"allowed": _STEPS_TEXT})
-    m_steps: tuple[tuple[Int, Float], ...] = Field((), json_schema_extra={"allowed": _STEPS_TEXT})
-    k_season: tuple[Float, ...] = Field((), json_schema_extra={"allowed": _SEASON_TEXT})
-    m_season: tuple[Float, ...] = Field((), json_schema_extra={"allowed": _SEASON_TEXT})
-    k_shocks: tuple[Float, ...] = Field((), json_schema_extra={"allowed": _SHOCKS_TEXT})
-    m_shocks: tuple[Float, ...] = Field((), json_schema_extra={"allowed": _SHOCKS_TEXT})
 
     def __init__(self, **data: Any) -> None:
         try:
-            super().__init__(**data)
+            super().__init__(**_with_extensions(data))
         except ValidationError as exc:
             raise config_error(exc, model=type(self)) from None
 
@@ -305,186 +192,10 @@ class ScenarioConfig(BaseModel):
             )
         if self.n_initial + self.m == 0:
             raise not_allowed("at least 1 (somebody must apply)", field="n_initial + m", value=0)
-        self._check_mechanisms(z)
+        synthetic_only(self, {"decision_model": self.decision_model in ("dp", "ei")})
+        for ext in extensions.registered():  # its own checks across fields
+            ext.check(self)
         return self
-
-    def _check_mechanisms(self, z: int) -> None:
-        """Cross-field rules of the world extensions (specs/world-extensions.md §0-§5)."""
-        proxies = self.noncausal_features
-        if (
-            any(not 0 <= i < z for i in proxies)
-            or len(set(proxies)) != len(proxies)
-            or len(set(proxies)) >= z
-        ):
-            raise not_allowed(
-                f"distinct feature indices in [0, {z - 1}], leaving one feature causal",
-                field="noncausal_features",
-                value=proxies,
-            )
-        if self.retrain_drift and (
-            len(self.retrain_drift) != z or not all(-1.0 <= v <= 1.0 for v in self.retrain_drift)
-        ):
-            raise not_allowed(
-                f"empty, or n_features = {z} numbers in [-1, 1]",
-                field="retrain_drift",
-                value=self.retrain_drift,
-            )
-        share = self.group_share
-        if (
-            not 1 <= len(share) <= 16
-            or not all(v >= 0.0 for v in share)
-            or abs(math.fsum(share) - 1.0) > _SHARE_TOL
-        ):
-            raise not_allowed(_SHARE_TEXT, field="group_share", value=share)
-        g = len(share)
-        if self.group_shift and (
-            len(self.group_shift) != g
-            or any(len(row) != z for row in self.group_shift)
-            or not all(-1.0 <= v <= 1.0 for row in self.group_shift for v in row)
-        ):
-            raise not_allowed(
-                f"empty, or shape ({g}, {z}) (groups x features) with entries in [-1, 1]",
-                field="group_shift",
-                value=self.group_shift,
-            )
-        if self.causal_graph:
-            # networkx is loaded only for a scenario that has a graph
-            from abm.causal import CausalGraph
-
-            try:
-                CausalGraph.from_edges(self.causal_graph, z, self.immutable, proxies)
-            except ConfigError as exc:
-                raise ValueError(str(exc)) from None
-        if self.decision_model in ("dp", "ei") and self.retrain_every:
-            raise not_allowed(
-                "logistic or mlp when retrain_every > 0 (the fairness-regularised models "
-                "need groups for every training row)",
-                field="decision_model",
-                value=self.decision_model,
-            )
-        if (
-            self.retrain_every
-            and self.retrain_data in ("outcomes", "both")
-            and self.outcome_delay is None
-        ):
-            raise not_allowed(
-                "an outcome_delay (outcomes to retrain on), or retrain_data = shifted "
-                "with a retrain_drift",
-                field="retrain_data",
-                value=self.retrain_data,
-            )
-        if self.data is not None:
-            synthetic = {
-                "noncausal_features": bool(proxies),
-                "outcome_delay": self.outcome_delay is not None,
-                "retrain_every": bool(self.retrain_every),
-                "group_share": g > 1,
-                "causal_graph": bool(self.causal_graph),
-                "decision_model": self.decision_model in ("dp", "ei"),
-            }
-            for name, used in synthetic.items():
-                if used:
-                    raise not_allowed(
-                        "its default with a [data] table (it needs the synthetic world and its rule h*)",
-                        field=name,
-                        value=getattr(self, name),
-                    )
-        self._check_companions()
-        self._check_capacity()
-
-    def _check_capacity(self) -> None:
-        """The capacity schedules' shapes and ranges (abm.capacity)."""
-        for name in ("k", "m"):
-            steps = getattr(self, f"{name}_steps")
-            starts = [s for s, _ in steps]
-            if (
-                any(s < 0 for s in starts)
-                or any(b <= a for a, b in zip(starts, starts[1:], strict=False))
-                or not all(0.0 <= f <= FACTOR_MAX for _, f in steps)
-            ):
-                raise not_allowed(_STEPS_TEXT, field=f"{name}_steps", value=steps)
-            season = getattr(self, f"{name}_season")
-            if season and (
-                len(season) != 3
-                or not 0.0 <= season[0] <= 1.0
-                or not 0.0 < season[1] < math.inf
-                or not math.isfinite(season[2])
-            ):
-                raise not_allowed(_SEASON_TEXT, field=f"{name}_season", value=season)
-            shocks = getattr(self, f"{name}_shocks")
-            if shocks and (
-                len(shocks) != 3
-                or not 0.0 <= shocks[0] <= 1.0
-                or not 0.0 <= shocks[1] <= FACTOR_MAX
-                or not (1.0 <= shocks[2] <= 1_000_000 and float(shocks[2]).is_integer())
-            ):
-                raise not_allowed(_SHOCKS_TEXT, field=f"{name}_shocks", value=shocks)
-
-    def _check_companions(self) -> None:
-        """Settings that mean nothing without another one: refused, naming both fields."""
-        if self.decision_model in ("dp", "ei") and len(self.group_share) < 2:
-            raise not_allowed(
-                "logistic or mlp with one group (dp and ei penalise differences between "
-                "groups: give group_share two or more groups)",
-                field="decision_model",
-                value=self.decision_model,
-            )
-        if self.retrain_data == "shifted" and not self.retrain_drift:
-            raise not_allowed(
-                "outcomes or both while retrain_drift is empty (shifted data moves by "
-                "retrain_drift: set it)",
-                field="retrain_data",
-                value=self.retrain_data,
-            )
-        if self.retrain_drift and self.retrain_data == "outcomes":
-            raise not_allowed(
-                "empty while retrain_data = outcomes (the drift moves shifted data only: "
-                "set retrain_data = shifted or both)",
-                field="retrain_drift",
-                value=self.retrain_drift,
-            )
-        if self.retrain_data == "advised" and not self.retrain_every:
-            raise not_allowed(
-                "outcomes, shifted or both while retrain_every = 0 (advised rows enter the "
-                "data of refits, and there are none: set retrain_every)",
-                field="retrain_data",
-                value=self.retrain_data,
-            )
-        if self.retrain_advised_share != 1.0 and self.retrain_data != "advised":
-            raise not_allowed(
-                f"1.0 while retrain_data = {self.retrain_data} (the share picks the advised "
-                "rows that enter a refit's data: set retrain_data = advised)",
-                field="retrain_advised_share",
-                value=self.retrain_advised_share,
-            )
-        if self.shift_length_scale is not None and not (self.retrain_every and self.shift_points):
-            raise not_allowed(
-                "none while retrain_every = 0 or shift_points = 0 (the kernel is that of the "
-                "shifts measured at refits: set retrain_every and shift_points)",
-                field="shift_length_scale",
-                value=self.shift_length_scale,
-            )
-        if self.shift_points == 1:
-            raise not_allowed(
-                _SHIFT_POINTS_TEXT + " (an MMD needs two rows a sample)",
-                field="shift_points",
-                value=self.shift_points,
-            )
-        if self.retrain_drift and not self.retrain_every:
-            raise not_allowed(
-                "empty while retrain_every = 0 (the drift moves the data of refits, and "
-                "there are none: set retrain_every, or clear retrain_drift and set "
-                "retrain_data = outcomes)",
-                field="retrain_drift",
-                value=self.retrain_drift,
-            )
-        if self.outcome_delay_dist == "geometric" and self.outcome_delay is None:
-            raise not_allowed(
-                "fixed while outcome_delay is none (geometric delays have mean "
-                "outcome_delay: set it)",
-                field="outcome_delay_dist",
-                value=self.outcome_delay_dist,
-            )
 
     @property
     def n_groups(self) -> int:
@@ -492,34 +203,25 @@ class ScenarioConfig(BaseModel):
 
     @property
     def mechanisms(self) -> frozenset[str]:
-        """The world extensions switched on, as the names of their mechanisms
-        (abm/mechanisms/): a subset of {"outcomes", "retraining", "groups", "causal",
-        "budget"}."""
-        on = set()
-        if self.noncausal_features or self.outcome_delay is not None:
-            on.add("outcomes")
-        if self.retrain_every:
-            on.add("retraining")
-        if len(self.group_share) > 1:
-            on.add("groups")
-        if self.causal_graph:
-            on.add("causal")
-        if self.budget is not None:
-            on.add("budget")
-        return frozenset(on)
+        """The world extensions switched on, by name (abm.mechanisms: "outcomes",
+        "retraining", "groups", "causal", "budget", "capacity" and any registered)."""
+        return extensions.switched_on(self)
 
     @property
     def capacity_on(self) -> bool:
-        """Whether a schedule changes k or m over time (abm.capacity); not one of
-        :attr:`mechanisms`: it changes the tick's sizes, not its stages."""
-        return any(getattr(self, f"{n}_{s}") for n in "km" for s in ("steps", "season", "shocks"))
+        """Whether a schedule changes k or m over time (the extension ``capacity``)."""
+        return "capacity" in self.mechanisms
 
     # a dataclass-like record: frozen attributes, equality and hash without the label
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"ScenarioConfig is frozen; use .replace({name}=...)")
 
+    def _values(self) -> dict[str, Any]:
+        """Every field's value: the scenario's, then the extensions' (registry order)."""
+        return {**self.__dict__, **(self.__pydantic_extra__ or {})}
+
     def _key(self) -> tuple[Any, ...]:
-        return tuple(v for k, v in self.__dict__.items() if k != "description")
+        return tuple(v for k, v in self._values().items() if k != "description")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ScenarioConfig):
@@ -531,22 +233,28 @@ class ScenarioConfig(BaseModel):
 
     # -- construction helpers -------------------------------------------------------
     @classmethod
+    def fields(cls) -> dict[str, FieldInfo]:
+        """Every field's declaration: the scenario's, then each registered extension's."""
+        own = dict(cls.model_fields)
+        return {**own, **{n: info for n, (_, info) in _extension_fields().items()}}
+
+    @classmethod
     def check_field(cls, name: str, value: Any) -> None:
         """Validate one field's ``value`` against its declaration alone (type and bounds;
         not the checks across fields), raising the one-line :class:`ConfigError`."""
-        if name not in cls.model_fields:
+        owner = cls if name in cls.model_fields else _extension_fields().get(name, (None,))[0]
+        if owner is None:
             raise ConfigError(problem(name, value, "a field of ScenarioConfig"))
-        one = create_model(
-            cls.__name__, **{name: (cls.model_fields[name].annotation, cls.model_fields[name])}
-        )
+        info = owner.model_fields[name]
+        one = create_model(cls.__name__, **{name: (info.annotation, info)})
         try:
             one(**{name: value})
         except ValidationError as exc:
-            raise config_error(exc, model=cls) from None
+            raise config_error(exc, model=owner) from None
 
     def replace(self, **changes: Any) -> ScenarioConfig:
         """A copy with ``changes`` applied (validated); unknown names are errors."""
-        return type(self)(**{**self.__dict__, **changes})
+        return type(self)(**{**self._values(), **changes})
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (tuples as lists), field by field in declaration order.
@@ -554,11 +262,8 @@ class ScenarioConfig(BaseModel):
         ``data`` and the world extensions' fields appear only when set, so configs without
         them (and the run ids hashed from them) are as before they existed.
         """
-        out = {
-            k: _plain(v)
-            for k, v in self.__dict__.items()
-            if k not in EXTENSION_DEFAULTS or v != EXTENSION_DEFAULTS[k]
-        }
+        off = extension_defaults()
+        out = {k: _plain(v) for k, v in self._values().items() if k not in off or v != off[k]}
         data = out.pop("data")
         if data is not None:
             out["data"] = data.to_dict()
@@ -575,9 +280,32 @@ def _plain(value: Any) -> Any:
     return [_plain(v) for v in value] if isinstance(value, tuple) else value
 
 
-# the scalar and list fields a study may set or sweep, in to_dict's order; ``data`` (a
-# table, set in a scenario file) is not one of them
-FIELD_NAMES: tuple[str, ...] = tuple(f for f in ScenarioConfig.model_fields if f != "data")
+def _with_extensions(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with every extension's fields validated by its settings model (defaults
+    filled in, registry order), after the scenario's own; an unknown name is an error."""
+    own = ScenarioConfig.model_fields
+    core = {k: v for k, v in data.items() if k in own}
+    rest = {k: v for k, v in data.items() if k not in own}
+    out = dict(core)
+    for ext in extensions.registered():
+        names = ext.Settings.model_fields
+        given = {k: rest.pop(k) for k in list(rest) if k in names}
+        try:
+            settings = ext.Settings(**given)
+        except ValidationError as exc:
+            raise config_error(exc, model=ext.Settings) from None
+        out.update(settings.__dict__)
+    if rest:
+        name, value = next(iter(rest.items()))
+        listed = ", ".join(ScenarioConfig.fields())
+        raise ConfigError(problem(name, value, listed, verb="is not a known field"))
+    return out
+
+
+def field_names() -> tuple[str, ...]:
+    """The scalar and list fields a study may set or sweep, in to_dict's order; ``data``
+    (a table, set in a scenario file) is not one of them."""
+    return tuple(f for f in ScenarioConfig.fields() if f != "data")
 
 
 def parse_overrides(items: list[str] | None) -> dict[str, Any]:

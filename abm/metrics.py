@@ -6,7 +6,6 @@ episode means skip undefined ticks (:func:`nanmean`); :func:`reward_eq16` states
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -152,47 +151,4 @@ def episode_summary(ticks: pd.DataFrame) -> dict[str, float]:
     out["wasted_effort"] = float(ticks["wasted_effort"].sum())
     out["effort"] = float(ticks["effort"].sum())
     out["mean_time_to_accept"] = nanmean(ticks["mean_time_to_accept"])
-    return out
-
-
-# episode figures of the world extensions (specs/world-extensions.md §7), from their tick
-# columns: (column, how) with how = "sum", "mean" (over defined ticks) or "last"
-_MECHANISM_EPISODE = (
-    ("n_revealed", "sum"),
-    ("n_revealed_pos", "sum"),
-    ("mean_p_true_accepted", "mean"),
-    ("improvement_rate", "mean"),
-    ("mean_true_gain", "mean"),
-    ("model_version", "last"),
-    ("validity", "mean"),
-    ("dp_gap", "mean"),
-    ("w_dist", "mean"),
-    ("budget_spent", "sum"),
-    ("budget_left", "last"),
-)
-_PER_GROUP_EPISODE = ("rr_g", "rf_g", "accept_rate_g")
-
-
-def mechanism_summary(ticks: pd.DataFrame) -> dict[str, float]:
-    """Episode figures of the mechanisms' tick columns present in ``ticks`` (none while every
-    world extension is off): totals of counts and of ``budget_spent``, the last ``model_version``
-    and ``budget_left``, ``tp_rate`` over all revealed outcomes, and means over defined ticks
-    of rates, of the per-group ``rr_g*``, ``rf_g*``, ``accept_rate_g*`` and of ``policy_*``."""
-    out: dict[str, float] = {}
-    cols = ticks.columns
-    for name, how in _MECHANISM_EPISODE:
-        if name not in cols:
-            continue
-        if how == "sum":
-            total = ticks[name].sum()
-            out[name] = int(total) if name.startswith("n_") else float(total)
-        elif how == "last":
-            out[name] = ticks[name].iloc[-1].item() if len(ticks) else math.nan
-        else:
-            out[name] = nanmean(ticks[name])
-        if name == "n_revealed_pos":
-            out["tp_rate"] = ratio(out["n_revealed_pos"], out["n_revealed"])
-    for name in cols:
-        if name.startswith(_PER_GROUP_EPISODE) or name.startswith("policy_"):
-            out[name] = nanmean(ticks[name])
     return out

@@ -51,8 +51,9 @@ class Snapshot:
     population: Population
     dropped: tuple[tuple[int, Population], ...]
     pending: Any = None
-    mechanisms: Any = None  # the mechanisms' state (abm.mechanisms.Mechanisms), a private copy
-    capacity: Any = None  # k_t and m_t of every tick (abm.capacity.Capacity), read only
+    # the extensions' state (abm.mechanisms.Mechanisms, capacity shocks included), a
+    # private copy
+    mechanisms: Any = None
     # the model's true difficulties (z,), immutable mask (z,) and whether any is set: shared,
     # only read
     features: Any = field(default=None, compare=False)
@@ -99,8 +100,20 @@ class RolloutStreams:
         self._gens: dict[str, np.random.Generator] = {}
         self._start: dict[str, dict] = {}
         # what the rollouts with this key draw alike whatever their plan (kept over rewinds:
-        # the same draws come again), e.g. a fork's last entrants (RecourseModel._last_arrivals)
+        # the same draws come again), e.g. a fork's last entrants (:meth:`reuse`)
         self.memo: dict[Any, Any] = {}
+
+    def reuse(self, key: Any, draw: Callable[[], Any]) -> Any:
+        """What ``draw()`` gave the first rollout that asked for ``key``.
+
+        A fork's last tick is read only for its counts, and its entrants are the same in
+        every rollout with this key whatever the plan (the arrival streams serve nothing
+        else, and nothing draws after that tick): they are drawn once, keyed by the tick
+        and the first id, and kept for the next rollout."""
+        got = self.memo.get(key)
+        if got is None:
+            got = self.memo[key] = draw()
+        return got
 
     def get(self, name: str) -> np.random.Generator:
         gen = self._gens.get(name)

@@ -8,12 +8,14 @@ Shapes: a applicants (reapplicants first), n rejected, s stayers, z features.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import mesa
 import numpy as np
 import pandas as pd
 
+from abm import mechanisms as extensions
 from abm import metrics
 from abm.card import Card, Waits, outcome_card
 from abm.config import ScenarioConfig
@@ -58,18 +60,18 @@ TICK_COLUMNS = (
     "n_valid_reapply",
     "n_valid_issued",
 )
-# the integer columns: the tick and every count
+# the integer columns: the tick and every count (the extensions declare their own dtypes)
 _COUNT_COLUMNS = tuple(c for c in TICK_COLUMNS if c == "tick" or c.startswith("n_"))
-_MECHANISM_COUNTS = ("model_version", "w_dist_n", "k", "m")
-#: the columns of a capacity schedule (abm.capacity): k_t and m_t in force that tick
-CAPACITY_COLUMNS = ("k", "m")
 #: advice "falls short of the threshold" (of its goal) when M(x_cf) < threshold - GOAL_TOL
 #: (goal - GOAL_TOL)
 GOAL_TOL = 1e-6
 
 
 class Recorder:
-    """Builds and keeps the record of one run (not of planning forks: they record nothing)."""
+    """Builds and keeps the record of one run (planning forks have a :class:`NullRecorder`)."""
+
+    #: whether ticks are recorded (a NullRecorder's is False)
+    on = True
 
     def __init__(
         self,
@@ -80,10 +82,9 @@ class Recorder:
     ) -> None:
         self.config, self.mechanisms, self.difficulty = config, mechanisms, difficulty
         self.record_events = record_events
-        self.capacity_on = config.capacity_on
-        self.columns = TICK_COLUMNS + mechanisms.tick_columns()
-        if self.capacity_on:
-            self.columns += CAPACITY_COLUMNS
+        own = mechanisms.tick_columns()
+        self.columns = TICK_COLUMNS + tuple(own)
+        self._counts = _COUNT_COLUMNS + tuple(c for c, kind in own.items() if kind is np.int64)
         self.collector = TickCollector(model_reporters={c: _reporter(c) for c in self.columns})
         self.events: list[dict[str, np.ndarray]] = []
         # each candidate's total effort, as they leave (accepted or dropped out)
@@ -145,8 +146,6 @@ class Recorder:
         self._dropped_wait.append(d.t - leaving.entered)
         if mechanisms.on:
             self.mechanisms.row(d, advice, outcome, self.last_row, view)
-        if self.capacity_on:
-            self.last_row["k"], self.last_row["m"] = model.capacity.at(d.t)
         if policy_stats is not None:  # the policy's own figures (abm.interfaces.ReportsStats)
             self.last_row.update({f"policy_{k}": float(v) for k, v in policy_stats.items()})
         self.tick_state = TickState(
@@ -251,15 +250,8 @@ class Recorder:
         if df.empty:
             return pd.DataFrame(columns=list(self.columns))
         df = df.reset_index(drop=True)
-        counts = [
-            col
-            for col, dtype in df.dtypes.items()
-            if dtype != np.int64
-            and (
-                col in _COUNT_COLUMNS
-                or (col not in TICK_COLUMNS and (col.startswith("n_") or col in _MECHANISM_COUNTS))
-            )
-        ]
+        declared = self._counts
+        counts = [col for col, dtype in df.dtypes.items() if dtype != np.int64 and col in declared]
         # only the columns that are not int64 yet, in one astype: casting every count column
         # one at a time took 3 of the 4 ms a tick table costs (the dashboard builds one a Step)
         return df.astype(dict.fromkeys(counts, np.int64)) if counts else df
@@ -291,15 +283,80 @@ class Recorder:
         accepted = np.concatenate([np.zeros(0, dtype=np.int64), *self._accepted_wait])
         waits = np.concatenate([accepted, *self._dropped_wait, last - waiting.entered])
         is_accepted = np.arange(waits.shape[0]) < accepted.shape[0]
-        return outcome_card(self.tick_table(), spent, self.config, Waits(waits, is_accepted))
+        return outcome_card(
+            self.tick_table(),
+            spent,
+            self.config,
+            Waits(waits, is_accepted),
+            extensions.registered(),
+        )
 
     def summary(self, head: dict[str, Any]) -> dict[str, Any]:
         """``head`` followed by the episode means over defined ticks and the totals."""
         ticks = self.tick_table()
         out = dict(head)
         out.update(metrics.episode_summary(ticks))
-        out.update(metrics.mechanism_summary(ticks))
+        out.update(extensions.episode_summary(ticks))
         return out
+
+
+class RecordAccess:
+    """What a model shows of its record (:attr:`recorder`): the tables, the card, the last
+    tick; mixed into :class:`abm.model.RecourseModel`."""
+
+    recorder: Recorder
+    population: Population
+
+    @property
+    def last_row(self) -> dict[str, float]:
+        """The last tick's row of the tick table."""
+        return self.recorder.last_row
+
+    @property
+    def tick_state(self) -> TickState | None:
+        """The last tick's arrays, for dashboards (None before the first tick)."""
+        return self.recorder.tick_state
+
+    @property
+    def last_tick(self) -> TickState | None:
+        """Deprecated since 0.9 (removed in 0.10): :attr:`tick_state`; ``last_tick`` is a
+        candidate's column (the tick of their last application)."""
+        warnings.warn(
+            "RecourseModel.last_tick is deprecated: use RecourseModel.tick_state",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.tick_state
+
+    @property
+    def record_events(self) -> bool:
+        """Whether the per-application candidate table is kept."""
+        return self.recorder.record_events
+
+    @property
+    def tick_columns(self) -> tuple[str, ...]:
+        """The tick table's columns: SPEC §2's, then the mechanisms'."""
+        return self.recorder.columns
+
+    def tick_table(self) -> pd.DataFrame:
+        """One row per tick with every metric of SPEC §2 and of the mechanisms on."""
+        return self.recorder.tick_table()
+
+    def candidate_table(self) -> pd.DataFrame:
+        """One row per application (:meth:`abm.record.Recorder.candidate_table`)."""
+        return self.recorder.candidate_table()
+
+    def outcome_card(self) -> Card:
+        """The outcome card of the run so far (:mod:`abm.card`): the same figures for every
+        policy, NaN with a reason where a figure's mechanism is off or it is undefined."""
+        return self.recorder.card(self.population)
+
+
+class NullRecorder:
+    """The record of a planning fork: nothing is kept."""
+
+    on = False
+    record_events = False
 
 
 class _Responses:

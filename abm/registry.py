@@ -158,6 +158,15 @@ def params_model(name: str, factory: Callable[..., Any]) -> tuple[type[BaseModel
     return model, open_params
 
 
+def resolve_policy(policy: RecoursePolicy | str) -> RecoursePolicy:
+    """A policy object from an object or a registry name (see ``policies``)."""
+    if isinstance(policy, str):
+        return make_policy(policy)
+    if not isinstance(policy, RecoursePolicy):
+        raise TypeError(f"policy must be a registry name or a RecoursePolicy, got {policy!r}")
+    return policy
+
+
 def not_bool(value: object) -> object:
     """A ``BeforeValidator`` for numbers: a truth value is refused (pydantic reads True as 1)."""
     if isinstance(value, bool):

@@ -8,6 +8,8 @@ draws untouched, so runs of different policies on one seed are paired.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -32,6 +34,11 @@ class Streams:
         self._gens = {name: stream(seed, name) for name in names}
         for name in names:
             self._expose(name)
+
+    def reuse(self, key: Any, draw: Callable[[], Any]) -> Any:
+        """``draw()``: an episode's draws are its own (a planner's rollout streams keep
+        what rollouts with one key draw alike, :meth:`abm.planning.RolloutStreams.reuse`)."""
+        return draw()
 
     def __getattr__(self, name: str) -> np.random.Generator:
         if name.startswith("_"):  # not a stream (e.g. copy's probes before __init__ ran)

@@ -119,7 +119,7 @@ _FIXED: dict[str, ScenarioConfig] = {
         description="an intervention budget: advice may move features by 1.0 in total "
         "(L1) per tick; the rest of the rejected get none",
     ),
-    # -- capacity that changes (abm.capacity; ours) ----------------------------------------
+    # -- capacity that changes (abm.mechanisms.capacity; ours) -------------------------------------
     "recession": _PAPER.replace(
         name="recession",
         k_steps=((40, 0.5), (60, 1.0)),
@@ -325,6 +325,17 @@ def _file_relative_data(data: dict[str, Any], folder: Path) -> None:
         full = Path(where).expanduser()
         if not full.is_absolute():
             data["data"] = {**source, "path": str((folder / full).resolve())}
+
+
+def configure(
+    scenario: ScenarioConfig | str | Path, seed: int | None = None, overrides: dict | None = None
+) -> ScenarioConfig:
+    """The scenario with ``seed`` and the ``overrides`` applied (validated once)."""
+    config = resolve_scenario(scenario)
+    overrides = dict(overrides or {})
+    if seed is not None:
+        overrides["seed"] = seed
+    return config.replace(**overrides) if overrides else config
 
 
 def resolve_scenario(scenario: ScenarioConfig | str | Path) -> ScenarioConfig:

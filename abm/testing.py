@@ -37,10 +37,11 @@ from typing import Any, Literal
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from abm.advice import BOUND_TOL, CHANGE_TOL
 from abm.config import ScenarioConfig
 from abm.interfaces import HistoryWindow, Recommendation, RecourseObs, RecoursePolicy
+from abm.mechanisms import registered
 from abm.mechanisms.budget import BUDGET_TOL
-from abm.model import BOUND_TOL, CHANGE_TOL
 from abm.record import GOAL_TOL
 from abm.validation import ConfigError, problem, show
 
@@ -125,30 +126,22 @@ class CheckWorld:
 
 _TWO_GROUPS = {"group_share": (0.5, 0.5), "group_shift": ((-0.1,) * 5 + (0.0,) * 5, (0.0,) * 10)}
 
-#: The worlds :func:`check_policy` knows by name. Every one but ``ei`` makes a feature
-#: immutable: feature 7, the one uniform-cost advice moves first in the paper's world
-#: (9 in fair-scarf, whose causal graph points into 7).
+#: The worlds :func:`check_policy` knows by name: the paper's, one per world extension
+#: that names one (:attr:`abm.mechanisms.Mechanism.check_world`), and two that combine
+#: them. Every one but ``ei`` makes a feature immutable: feature 7, the one uniform-cost
+#: advice moves first in the paper's world (9 in fair-scarf, whose causal graph points
+#: into 7).
 WORLDS: dict[str, CheckWorld] = {
     "paper": CheckWorld(
         "paper",
         {"immutable": (7,)},
         "the paper's world (App. D), 20 + 10 applicants a tick, k = 9, T = 1",
     ),
-    "budget": CheckWorld(
-        "budget",
-        {"immutable": (7,)},
-        "an intervention budget of 1.0 (L1) a tick: advice beyond it must be withheld",
-    ),
-    "retraining": CheckWorld(
-        "retraining",
-        {"immutable": (7,), "retrain_every": 3},
-        "the decision model refitted on drifting data every 3 ticks",
-    ),
-    "improvement": CheckWorld(
-        "improvement",
-        {"immutable": (7,), "outcome_delay": 2},
-        "true outcomes revealed 2 ticks after acceptance; features 8, 9 are proxies",
-    ),
+    **{
+        w.name: CheckWorld(w.scenario, w.overrides, w.description)
+        for w in (m.check_world for m in registered())
+        if w is not None
+    },
     "fair-scarf": CheckWorld(
         "fair-scarf",
         {"immutable": (9,)},
@@ -161,8 +154,13 @@ WORLDS: dict[str, CheckWorld] = {
     ),
 }
 
-#: The worlds checked unless ``scenarios`` says otherwise.
-DEFAULT_WORLDS: tuple[str, ...] = ("paper", "budget", "retraining", "improvement", "fair-scarf")
+#: The worlds checked unless ``scenarios`` says otherwise: the paper's, each extension's
+#: default one, and fair-scarf.
+DEFAULT_WORLDS: tuple[str, ...] = (
+    "paper",
+    *(w.name for w in (m.check_world for m in registered()) if w is not None and w.default),
+    "fair-scarf",
+)
 
 
 class PolicyCheckError(AssertionError):

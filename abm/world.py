@@ -19,6 +19,7 @@ from abm.config import ScenarioConfig
 from abm.data import build_data_world
 from abm.fair_models import FAIR_MODELS, FairLogisticRegression
 from abm.interfaces import PolicyContext
+from abm.mechanisms import registered
 from abm.metrics_ext import true_outcome_probability
 from abm.rng import stream
 from abm.summation import linear_logit
@@ -261,8 +262,8 @@ class World:
             group_train=self.group_train,
             n_groups=c.n_groups,
             causal_graph=self.structure.graph,
-            budget=c.budget,
-            budget_scope=c.budget_scope,
+            # what the extensions tell policies (a budget); registry order
+            **{k: v for m in registered() for k, v in m.context(c).items()},
         )
 
     def entrants(self, n: int, streams: Any) -> tuple[np.ndarray, np.ndarray | None]:

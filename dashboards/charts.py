@@ -780,7 +780,7 @@ def extension_charts(model: DashboardModel, policies: list[str]) -> list[Chart]:
         out.append(causal(policies, model.config.n_features))
     if "budget" in on:
         out.append(budget(policies))
-    if model.config.capacity_on:  # not a mechanism: a schedule of k and m (abm.capacity)
+    if model.config.capacity_on:  # a schedule of k and m (abm.mechanisms.capacity)
         out.append(capacity(policies))
     return out
 

@@ -25,6 +25,7 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from abm.config import ScenarioConfig, parse_overrides
+from abm.mechanisms import card_figures, registered
 from abm.registry import REGISTRY
 from abm.validation import ConfigError, interval, problem
 from lab.terminal import (
@@ -201,33 +202,18 @@ def summary_table(summary: dict[str, Any], title: str) -> Table:
         "n_no_change": "  of which: advice changed nothing",
         "n_withheld": "  of which: withheld by a budget",
         "n_below_threshold": "advice short of the threshold",
-        # world extensions (shown when on)
-        "n_revealed": "true outcomes revealed",
-        "tp_rate": "  of which positive (true-positive rate of acceptances)",
-        "mean_p_true_accepted": "mean true outcome probability h* of the accepted",
-        "improvement_rate": "advice that truly qualifies (improvement rate, mean)",
-        "mean_true_gain": "mean gain in h* from following the advice",
-        "model_version": "decision model refits",
-        "validity": "outstanding advice still valid (mean)",
-        "dp_gap": "demographic-parity gap of acceptances (mean)",
-        "w_dist": "Wasserstein distance between groups in the pool (mean)",
-        "budget_spent": "intervention budget spent (L1, total)",
-        "budget_left": "budget left at the end",
     }
+    # the world extensions' episode figures (shown when on), as each declares them
+    labels.update((f.column, f.label) for m in registered() for f in m.episode if f.label)
     for key, label in labels.items():
         if key in summary:
             table.add_row(label, fmt(summary[key]))
     return table
 
 
-#: a preset that switches each world extension on (docs/world.md names its fields)
-TURN_ON = {
-    "outcomes": "improvement",
-    "retraining": "retraining",
-    "groups": "groups",
-    "causal": "causal",
-    "budget": "budget",
-}
+def turn_on() -> dict[str, str]:
+    """Extension -> a preset that switches it on (docs/world.md names its fields)."""
+    return {m.name: m.preset for m in registered() if m.preset}
 
 
 def _off(value: float, reason: str) -> bool:
@@ -266,7 +252,7 @@ def off_line(card: Any) -> str | None:
     if not off:
         return None
     names = ", ".join(f"{m} {n}" for m, n in off.items())
-    presets = ", ".join(f"-s {TURN_ON[m]}" for m in off if m in TURN_ON)
+    presets = ", ".join(f"-s {turn_on()[m]}" for m in off if m in turn_on())
     n = sum(off.values())
     return f"{n} figures need a world extension that is off ({names}): try {presets}; --card prints them"
 
@@ -358,7 +344,8 @@ def run(
     )
     console.print(summary_table(summary, title))
     # the card write_run computed for summary.json (Kaplan-Meier and all), not a second one
-    outcome = Card(summary["card"], summary["card_reasons"])
+    labels = {f.name: f.label for f in card_figures()}
+    outcome = Card(summary["card"], summary["card_reasons"], labels)
     console.print(card_table(outcome, "outcome card", full=card))
     line = None if card else off_line(outcome)
     if line:

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from abm.card import FIGURES as CARD_FIGURES
-from abm.card import NAMES as CARD_NAMES
 from abm.config import ScenarioConfig
+from abm.mechanisms import FIGURES as CARD_FIGURES
+from abm.mechanisms import NAMES as CARD_NAMES
 from abm.scenarios import resolve_scenario
 from abm.validation import ConfigError, problem
 from lab.study import Study, collect, paired_seeds, parse_seeds

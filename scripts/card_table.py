@@ -1,4 +1,4 @@
-"""Write the outcome card's figure table in docs/outcome-card.md from abm.card.FIGURES:
+"""Write the outcome card's figure table in docs/outcome-card.md from abm.mechanisms.FIGURES:
 python scripts/card_table.py [--check] (tests/test_card.py runs --check)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "outcome-card.md"
 
 
 def table() -> str:
-    from abm.card import FIGURES
+    from abm.mechanisms import FIGURES
 
     rows = ["| figure | what it is | needs |", "|---|---|---|"]
     rows += [f"| `{f.name}` | {f.label.replace('|', chr(92) + '|')} | {f.needs} |" for f in FIGURES]

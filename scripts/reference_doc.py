@@ -76,7 +76,7 @@ def fields() -> str:
     from abm.validation import field_allowed
 
     rows = ["| field | default | allowed |", "|---|---|---|"]
-    for name, info in ScenarioConfig.model_fields.items():
+    for name, info in ScenarioConfig.fields().items():
         default = info.get_default(call_default_factory=True)
         allowed = field_allowed(info) or "–"
         rows.append(f"| `{name}` | `{_cell(default)}` | {_cell(allowed)} |")

@@ -38,7 +38,7 @@ from pathlib import Path
 import pandas as pd
 
 from abm import RecourseModel
-from abm.card import NAMES as CARD_FIGURES
+from abm.mechanisms import NAMES as CARD_FIGURES
 from abm.provenance import RESULTS_SCHEMA
 from abm.registry import REGISTRY
 from abm.scenarios import PRESETS

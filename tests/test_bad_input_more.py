@@ -367,4 +367,4 @@ def test_recourse_model_takes_numpy_bools():
     model = RecourseModel(
         "motivating-example", "none", agents=np.bool_(False), record_events=np.bool_(True)
     )
-    assert model.use_agents is False and model.record_events is True
+    assert model._handles.on is False and model.record_events is True

@@ -1,4 +1,5 @@
-"""Capacity that changes over time (abm.capacity): schedules of k and m, off by default."""
+"""Capacity that changes over time (the extension abm.mechanisms.capacity): schedules of k
+and m, off by default."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from abm import RecourseModel
-from abm.capacity import CAPACITY_FIELDS, Capacity, round_half_up
 from abm.config import ScenarioConfig
+from abm.mechanisms.capacity import CAPACITY_FIELDS, Capacity, round_half_up
 from abm.planning import RolloutStreams, WithoutFeedback
 from abm.rng import Streams
 from abm.scenarios import get_scenario
@@ -96,13 +97,13 @@ def test_shocks_are_deterministic_per_seed_and_touch_no_other_stream():
     # m's shocks do not move k's: both rows of uniforms are always drawn
     both = ScenarioConfig(ticks=60, k_shocks=(0.1, 0.5, 5), m_shocks=(0.2, 2.0, 3))
     alone = ScenarioConfig(ticks=60, k_shocks=(0.1, 0.5, 5))
-    k_both, m_both = Capacity.build(both, Streams(0)).schedule(60)
-    k_alone, _ = Capacity.build(alone, Streams(0)).schedule(60)
+    k_both, m_both = Capacity(both, None, Streams(0)).schedule(60)
+    k_alone, _ = Capacity(alone, None, Streams(0)).schedule(60)
     np.testing.assert_array_equal(k_both, k_alone)
     assert set(m_both) == {10, 20}
     # the episode's other streams are where they were: only "capacity" was drawn from
     with_shocks, without = Streams(0), Streams(0)
-    Capacity.build(both, with_shocks)
+    Capacity(both, None, with_shocks)
     for name, gen in without._gens.items():
         assert with_shocks._gens[name].bit_generator.state == gen.bit_generator.state, name
 
@@ -120,7 +121,7 @@ def test_a_planning_fork_follows_the_real_schedule():
         obs = fork.pending_observation() if fork._pending is not None else fork.decide()
         seen.append((obs.tick, obs.k, obs.m))
         fork.respond(fork.policy.recommend(obs, fork.streams.policy))
-    assert seen == [(t, *model.capacity.at(t)) for t in range(38, 44)]
+    assert seen == [(t, *model.mechanisms.capacity_at(t)) for t in range(38, 44)]
     assert {k for _, k, _ in seen[2:]} <= {5, 9}  # halved from tick 40 (a shock x2: 9)
     # and the real run sees the same
     model.respond(model.policy.recommend(model.pending_observation(), model.streams.policy))

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from abm import RecourseModel
-from abm.card import FIGURES, NAMES, cvar
+from abm.card import cvar
+from abm.mechanisms import FIGURES, NAMES
 from lab.study.stats import adjust, world_interval
 
 

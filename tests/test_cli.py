@@ -273,7 +273,7 @@ def test_run_resolves_one_config_and_builds_each_table_once(tmp_path, monkeypatc
 
     built = {"ticks": 0, "candidates": 0, "configs": 0}
     tick_table, candidate_table = Recorder._build_tick_table, Recorder.candidate_table
-    replace, configure = ScenarioConfig.replace, model_module._configure
+    replace, configure = ScenarioConfig.replace, model_module.configure
 
     def count(key, fn):
         def wrapped(*args, **kwargs):
@@ -286,13 +286,13 @@ def test_run_resolves_one_config_and_builds_each_table_once(tmp_path, monkeypatc
     monkeypatch.setattr(Recorder, "candidate_table", count("candidates", candidate_table))
     monkeypatch.setattr(ScenarioConfig, "replace", count("configs", replace))
     # the model takes the CLI's config as it is: no second merge of the overrides
-    monkeypatch.setattr(model_module, "_configure", count("configs", configure))
+    monkeypatch.setattr(model_module, "configure", count("configs", configure))
     res = runner.invoke(
         app,
         ["run", "--ticks", "5", "--seed", "3", "--set", "beta=0.1", "--out", str(tmp_path / "r")],
     )
     assert res.exit_code == 0, res.output
-    # one replace (the overrides) and one pass through the model's _configure, which
+    # one replace (the overrides) and one pass through the model's configure, which
     # applies nothing; the tick table built once for the file, the summary, the card and
     # the screen; the candidate table once
     assert built == {"ticks": 1, "candidates": 1, "configs": 2}, built

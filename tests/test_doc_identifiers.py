@@ -99,13 +99,13 @@ def test_every_quoted_name_and_path_exists(page, defined):
 def test_the_check_finds_what_is_missing(tmp_path, defined):
     page = tmp_path / "page.md"
     page.write_text(
-        "`abm.card.FIGURES` and `abm.card.NO_SUCH` and `abm/card.py` and `abm/nope.py`;\n"
+        "`abm.card.CORE` and `abm.card.NO_SUCH` and `abm/card.py` and `abm/nope.py`;\n"
         "`CHANGE_TOL` and `_CHANGE_TOL`, `policies.png` and `results/SETTING/x.csv`.\n"
         "```\n`abm.not_checked_in_code`\n```\n"
     )
     spans = quoted(page)
     assert "abm.not_checked_in_code" not in spans
-    assert resolves("abm.card.FIGURES") and not resolves("abm.card.NO_SUCH")
+    assert resolves("abm.card.CORE") and not resolves("abm.card.NO_SUCH")
     assert is_path("abm/nope.py") and not (ROOT / "abm/nope.py").exists()
     assert not is_path("results/SETTING/x.csv")  # a placeholder
     assert "CHANGE_TOL" in defined and "_CHANGE_TOL" not in defined

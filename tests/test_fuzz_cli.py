@@ -27,7 +27,7 @@ runner = CliRunner()
 BASE = ["run", "--scenario", "motivating-example", "--ticks", "2", "--no-events"]
 # fields that set the world's size: a valid large value would only make the test slow
 SIZES = {"n_initial", "m", "n_train", "n_features", "ticks", "k", "validity", "data"}
-FIELDS = sorted(set(ScenarioConfig.model_fields) - SIZES)
+FIELDS = sorted(set(ScenarioConfig.fields()) - SIZES)
 MARKUP = ["[bold]", "[/]", "[red]x[/red]", "[link=x]", "\\[", "]", "[", "{", "}", "=", "+", ":"]
 
 numbers = st.one_of(
@@ -109,7 +109,7 @@ toml_values = st.one_of(
 
 @given(
     fields=st.dictionaries(
-        st.one_of(st.sampled_from([*ScenarioConfig.model_fields, "base"]), st.just("bogus")),
+        st.one_of(st.sampled_from([*ScenarioConfig.fields(), "base"]), st.just("bogus")),
         toml_values,
         max_size=5,
     ),
@@ -154,7 +154,7 @@ axis_values = st.one_of(
 @given(
     sweep=st.dictionaries(
         st.one_of(
-            st.sampled_from([*ScenarioConfig.model_fields, "policy", "world_seed"]),
+            st.sampled_from([*ScenarioConfig.fields(), "policy", "world_seed"]),
             st.just("bogus"),
         ),
         axis_values,

@@ -152,20 +152,20 @@ def test_one_flipped_acceptance_fails(monkeypatch):
 
 def test_one_changed_dropout_draw_fails(monkeypatch):
     """One uniform of the dropout stream at tick 3 is replaced by 0: that applicant leaves."""
-    from abm import model as model_module
+    from abm import stages
 
-    real = model_module.RecourseModel._dropout
+    real = stages.dropout
     calls = []
 
-    def changed(self, d, advice):
-        out = real(self, d, advice)
+    def changed(d, advice, config, rng):
+        out = real(d, advice, config, rng)
         calls.append(1)
         if len(calls) == 4 and not out.all():
             out = out.copy()
             out[np.flatnonzero(~out)[0]] = True
         return out
 
-    monkeypatch.setattr(model_module.RecourseModel, "_dropout", changed)
+    monkeypatch.setattr(stages, "dropout", changed)
     verdict = check_case(PAPER, *run_case(PAPER))
     found = _breaks(verdict)
     assert "candidates.dropped" in found and found["candidates.dropped"].context.startswith(

@@ -88,7 +88,7 @@ def test_episode_means_skip_undefined_ticks():
 
 def test_no_card_figure_is_named_like_a_scenario_field():
     """A study keeps every card figure as a column beside the swept fields."""
-    from abm.card import NAMES
-    from abm.config import FIELD_NAMES
+    from abm.config import field_names
+    from abm.mechanisms import NAMES
 
-    assert not set(NAMES) & set(FIELD_NAMES)
+    assert not set(NAMES) & set(field_names())

@@ -165,7 +165,7 @@ def test_the_verdict_uses_the_named_figure_and_none(
 
 
 def test_every_figure_judged_by_is_on_the_card_and_every_preset_exists():
-    from abm.card import NAMES
+    from abm.mechanisms import NAMES
 
     sensible = load_script("sensible")
     assert sensible.figure_of("paper") == "rf"

@@ -251,27 +251,55 @@ def _running_sum_into_first(P, lo, n):
         P[lo] += P[i]
 
 
-@pytest.mark.parametrize("policy", ["threshold", "last-threshold:margin=0.3+exact-linear"])
-def test_reused_scores_are_the_scores_of_the_new_features(policy, monkeypatch):
+@pytest.mark.parametrize(
+    ("policy", "scenario"),
+    [
+        ("threshold", "paper-T5"),
+        ("last-threshold:margin=0.3+exact-linear", "paper-T5"),
+        # an extension on that carries no change on (outcomes): scores are reused there too
+        ("threshold", "improvement"),
+    ],
+)
+def test_reused_scores_are_the_scores_of_the_new_features(policy, scenario, monkeypatch):
     """score_now is M(X) bit for bit on every waiting row, partly implemented ones included."""
-    from abm import RecourseModel, model
+    from abm import RecourseModel, model, stages
 
     monkeypatch.setattr(model, "_REUSE_FROM", 0)
-    implement, partial = model.RecourseModel._implement, []
+    implement, partial, reused = stages.implement, [], []
 
-    def counting(self, stayers, known=None):
-        out = implement(self, stayers, known)
+    def counting(stayers, difficulty, beta, rng, mechanisms, known=None):
+        out = implement(stayers, difficulty, beta, rng, mechanisms, known)
+        reused.append(known is not None)
         some_ok = np.bincount(out.rows[out.ok], minlength=len(stayers)) > 0
         partial.append(int(np.count_nonzero(some_ok & ~out.implemented)))
         return out
 
-    monkeypatch.setattr(model.RecourseModel, "_implement", counting)
-    m = RecourseModel("paper-T5", policy, seed=0, ticks=30, agents=False)
+    monkeypatch.setattr(stages, "implement", counting)
+    m = RecourseModel(scenario, policy, seed=0, ticks=30, agents=False)
     for _ in range(30):
         m.step()
         pop = m.population
         assert same_bits(pop.score_now, m.scorer.score(pop.X))
-    assert sum(partial) > 0  # rows where some changes held and others failed were rescored
+    assert all(reused)
+    if scenario == "paper-T5":  # T = 5 leaves rows with some changes held, others failed
+        assert sum(partial) > 0
+
+
+def test_scores_are_not_reused_where_an_extension_carries_changes_on(monkeypatch):
+    """A causal graph moves features beyond x_cf: every row is scored anew."""
+    from abm import RecourseModel, model, stages
+
+    monkeypatch.setattr(model, "_REUSE_FROM", 0)
+    implement, reused = stages.implement, []
+
+    def counting(stayers, difficulty, beta, rng, mechanisms, known=None):
+        reused.append(known is not None)
+        return implement(stayers, difficulty, beta, rng, mechanisms, known)
+
+    monkeypatch.setattr(stages, "implement", counting)
+    m = RecourseModel("causal", "threshold", seed=0, ticks=10, agents=False).run()
+    assert reused and not any(reused)
+    assert same_bits(m.population.score_now, m.scorer.score(m.population.X))
 
 
 FAST_CASES = [

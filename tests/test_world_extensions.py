@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from abm import RecourseModel
-from abm.config import EXTENSION_DEFAULTS, ScenarioConfig
+from abm.config import ScenarioConfig, extension_defaults
 from abm.interfaces import Recommendation
 from abm.scenarios import PRESETS
 from abm.validation import ConfigError
@@ -75,10 +75,10 @@ def _run(policy="threshold", ticks=None, **kw):
 def test_defaults_switch_every_extension_off_and_leave_the_config_dict_alone():
     c = ScenarioConfig()
     assert c.mechanisms == frozenset()
-    assert not set(EXTENSION_DEFAULTS) & set(c.to_dict())
+    assert not set(extension_defaults()) & set(c.to_dict())
     for name in PRESETS:
         if name not in (*EXTENSION_PRESETS, "fair-scarf", "lending", "german-credit", "recession"):
-            assert not set(EXTENSION_DEFAULTS) & set(PRESETS[name].to_dict()), name
+            assert not set(extension_defaults()) & set(PRESETS[name].to_dict()), name
     on = ScenarioConfig(budget=2.0)
     assert on.to_dict()["budget"] == 2.0 and "retrain_every" not in on.to_dict()
 

@@ -1,43 +1,147 @@
-"""What every world mechanism can do at each stage of the tick: the hooks, all no-ops.
+"""A world extension in one class: its settings, its hooks at each stage of the tick, its
+tick columns, its episode summary and its card figures (all hooks are no-ops).
 
-A mechanism is one world extension of specs/world-extensions.md switched on (true
-outcomes, retraining, groups, a causal graph, a budget). It keeps its own state between
-ticks (copied by :meth:`Mechanism.fork` for planning rollouts: stored arrays are never
-written in place, so a shallow copy is a private one) and returns a typed state for each
-tick from :meth:`Mechanism.start_tick`, which every later hook of that tick receives.
+An extension (specs/world-extensions.md: true outcomes, retraining, groups, a causal graph,
+a budget, capacity that changes) keeps its own state between ticks (copied by
+:meth:`Mechanism.fork` for planning rollouts: stored arrays are never written in place, so
+a shallow copy is a private one) and returns a typed state for each tick from
+:meth:`Mechanism.start_tick`, which every later hook of that tick receives. Everything the
+rest of the model knows of it is read from the class: :class:`abm.config.ScenarioConfig`
+takes its :attr:`Mechanism.Settings` as flat scenario keys, the record its
+:meth:`Mechanism.tick_columns`, the summary its :attr:`Mechanism.episode`, the outcome card
+its :attr:`Mechanism.figures`, the CLI its :attr:`Mechanism.preset` and
+:func:`abm.testing.check_policy` its :attr:`Mechanism.check_world`. docs/architecture.md
+("Writing a world extension") walks through a small one.
+
 Shapes: a applicants, n rejected, z features.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
-from typing import Any, ClassVar
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
-from abm.config import ScenarioConfig
+from abm.card import Figure, Sheet
+from abm.metrics import nanmean
 from abm.population import Population
 from abm.tick import Advice, Decision, Outcome
-from abm.world import World
+
+
+class NoSettings(BaseModel):
+    """An extension without scenario fields of its own."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+@dataclass(frozen=True)
+class EpisodeFigure:
+    """One episode figure of the summary, from the tick column ``column``: its ``how``
+    (``sum``, ``mean`` over defined ticks, ``last``, or ``derived``: the extension's
+    :meth:`Mechanism.summarise` computes it) and the CLI's ``label`` ("": not shown there)."""
+
+    column: str
+    how: Literal["sum", "mean", "last", "derived"]
+    label: str
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """A world :func:`abm.testing.check_policy` runs policies in: its ``name``, the
+    ``scenario`` preset, ``overrides``, what it is, and whether it is checked by default."""
+
+    name: str
+    scenario: str
+    overrides: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+    default: bool = True
 
 
 class Mechanism:
-    """A world mechanism: state that lives across ticks and a hook for each stage."""
+    """A world extension: its settings, state that lives across ticks and a hook for each
+    stage. Subclasses set :attr:`name` and :attr:`Settings` (the fields with their "off"
+    defaults) and override what they use; :func:`abm.mechanisms.register` adds one."""
 
-    #: the name in ``ScenarioConfig.mechanisms``
+    #: the name in ``ScenarioConfig.mechanisms`` and in the card's "needs <name>"
     name: ClassVar[str] = ""
-    #: whether the mechanism reads h*(x) of the applicants (``Decision.p_true``)
+    #: its scenario fields (flat keys of the scenario), each default meaning "off"
+    Settings: ClassVar[type[BaseModel]] = NoSettings
+    #: its card figures, in card order (each needs this extension)
+    figures: ClassVar[tuple[Figure, ...]] = ()
+    #: its episode figures (summary.json and the CLI's summary table)
+    episode: ClassVar[tuple[EpisodeFigure, ...]] = ()
+    #: tick columns starting with one of these get an episode mean each (the groups' own
+    #: rates), after every extension's :attr:`episode`
+    episode_prefixes: ClassVar[tuple[str, ...]] = ()
+    #: a preset that switches it on ("" for none): the CLI's hint when its figures are off
+    preset: ClassVar[str] = ""
+    #: the world abm.testing checks policies in, or None
+    check_world: ClassVar[CheckSpec | None] = None
+    #: whether it reads h*(x) of the applicants (``Decision.p_true``)
     needs_true_probability: ClassVar[bool] = False
 
-    def __init__(self, config: ScenarioConfig, world: World) -> None:
+    def __init__(self, config: Any, world: Any, streams: Any = None) -> None:
         self.config, self.world = config, world
+
+    # -- the scenario ----------------------------------------------------------------------
+    @classmethod
+    def is_on(cls, config: Any) -> bool:
+        """Whether ``config`` switches this extension on (default: a field is not at its
+        default)."""
+        return any(getattr(config, n) != f.default for n, f in cls.Settings.model_fields.items())
+
+    @classmethod
+    def check(cls, config: Any) -> None:
+        """Checks across fields (the scenario's too), raising :func:`abm.validation.not_allowed`;
+        the per-field bounds are in :attr:`Settings`. Runs whether or not it is on."""
+
+    @classmethod
+    def context(cls, config: Any) -> dict[str, Any]:
+        """Fields this extension sets in the policy's :class:`abm.interfaces.PolicyContext`."""
+        return {}
+
+    # -- the record ------------------------------------------------------------------------
+    @classmethod
+    def tick_columns(cls, config: Any) -> dict[str, type]:
+        """The tick-table columns it adds in a scenario, with their dtypes (np.int64 for
+        counts, float otherwise)."""
+        return {}
+
+    @classmethod
+    def summarise(cls, ticks: Any) -> dict[str, float]:
+        """Its episode figures from a tick table (none when its columns are absent)."""
+        out: dict[str, float] = {}
+        for f in cls.episode:
+            if f.how == "derived" or f.column not in ticks:
+                continue
+            col = ticks[f.column]
+            if f.how == "sum":
+                total = col.sum()
+                out[f.column] = int(total) if f.column.startswith("n_") else float(total)
+            elif f.how == "last":
+                out[f.column] = col.iloc[-1].item() if len(col) else math.nan
+            else:
+                out[f.column] = nanmean(col)
+        return out
+
+    @classmethod
+    def fill_card(cls, sheet: Sheet) -> None:
+        """Put each of :attr:`figures` on ``sheet`` (called while it is on)."""
 
     def fork(self) -> Mechanism:
         """A copy whose state changes leave this one alone (stored arrays are shared)."""
         return copy.copy(self)
 
     # -- decide ----------------------------------------------------------------------------
+    def capacity(self, t: int) -> tuple[int, int] | None:
+        """(k_t, m_t) in force at tick ``t``, or None to leave the scenario's k and m."""
+        return None
+
     def start_tick(self, t: int, waiting: Population, streams: Any, others: Any) -> Any:
         """Before reapplications: this tick's state (the figures known so far), or None.
         ``others`` is the set of mechanisms this one belongs to."""
@@ -71,11 +175,6 @@ class Mechanism:
         return None
 
     # -- record ----------------------------------------------------------------------------
-    @classmethod
-    def tick_columns(cls, config: ScenarioConfig) -> tuple[str, ...]:
-        """The tick-table columns this mechanism adds in a scenario."""
-        return ()
-
     def row(
         self, state: Any, d: Decision, advice: Advice, outcome: Outcome, row: dict, view: RecordView
     ) -> None:

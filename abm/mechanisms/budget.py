@@ -5,14 +5,35 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, Strict
 
-from abm.mechanisms.base import Mechanism, RecordView
+from abm.card import Figure, Sheet
+from abm.fields import Int
+from abm.mechanisms.base import CheckSpec, EpisodeFigure, Mechanism, RecordView
 from abm.tick import Advice, Decision, Outcome
 
 #: overspending the budget by more than this is the policy's error (§5)
 BUDGET_TOL = 1e-9
+# the ticks an episode budget lasts unless a scenario says otherwise: the default episode,
+# the length of every preset with a budget
+BUDGET_HORIZON = 100
+
+
+class BudgetSettings(BaseModel):
+    """§5: an intervention budget (L1 feature units), per tick or per episode."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    budget: Annotated[float, Strict(), Field(ge=0.0)] | None = Field(
+        None, json_schema_extra={"allowed": "none (unlimited) or a number >= 0"}
+    )
+    budget_scope: Literal["tick", "episode"] = "episode"
+    # the ticks an episode budget is paced over: the standard episode, whatever this run's
+    # ticks, so a shorter run spends per tick what a full one does (policies.budget)
+    budget_horizon: Int = Field(BUDGET_HORIZON, ge=1, le=1_000_000)
 
 
 @dataclass
@@ -27,8 +48,40 @@ class Budget(Mechanism):
     """The budget left (refilled each tick when ``budget_scope`` is "tick")."""
 
     name = "budget"
+    Settings = BudgetSettings
+    preset = "budget"
+    check_world = CheckSpec(
+        "budget",
+        "budget",
+        {"immutable": (7,)},
+        "an intervention budget of 1.0 (L1) a tick: advice beyond it must be withheld",
+    )
+    figures: ClassVar[tuple[Figure, ...]] = (
+        Figure("budget_spent", "intervention budget spent", "budget"),
+        Figure(
+            "paid_per_budget", "acceptances of advised reapplicants per unit of budget", "budget"
+        ),
+    )
+    episode = (
+        EpisodeFigure("budget_spent", "sum", "intervention budget spent (L1, total)"),
+        EpisodeFigure("budget_left", "last", "budget left at the end"),
+    )
 
-    def __init__(self, config, world) -> None:
+    @classmethod
+    def is_on(cls, config) -> bool:
+        return config.budget is not None
+
+    @classmethod
+    def context(cls, config) -> dict[str, Any]:
+        return {"budget": config.budget, "budget_scope": config.budget_scope}
+
+    @classmethod
+    def fill_card(cls, sheet: Sheet) -> None:
+        spent = sheet.total("budget_spent")
+        sheet.put("budget_spent", spent, "")
+        sheet.put("paid_per_budget", sheet.share(sheet.n_paid, spent), "no budget was spent")
+
+    def __init__(self, config, world, streams=None) -> None:
         super().__init__(config, world)
         self.left = math.inf if config.budget is None else float(config.budget)
 
@@ -54,8 +107,8 @@ class Budget(Mechanism):
         state.spent, state.cost = spent, np.where(advice.advised, cost, 0.0)
 
     @classmethod
-    def tick_columns(cls, config) -> tuple[str, ...]:
-        return ("budget_spent", "budget_left")
+    def tick_columns(cls, config) -> dict[str, type]:
+        return {"budget_spent": float, "budget_left": float}
 
     def row(
         self,

@@ -4,15 +4,35 @@ Shapes: a applicants, w waiting, z features."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from abm import metrics, metrics_ext
-from abm.mechanisms.base import Mechanism, RecordView
+from abm.card import Figure, Sheet
+from abm.fields import Float, synthetic_only
+from abm.mechanisms.base import EpisodeFigure, Mechanism, RecordView
 from abm.tick import Advice, Decision, Outcome
+from abm.validation import not_allowed
 
 _PER_GROUP = ("rr", "rf", "n_applicants", "accept_rate", "mean_time_to_accept")
+_SHARE_TEXT = "1 to 16 numbers >= 0 summing to 1"
+_SHIFT_TEXT = "empty, or one row of n_features numbers in [-1, 1] per group"
+_SHARE_TOL = 1e-9
+
+
+class GroupsSettings(BaseModel):
+    """§3: each candidate belongs to one of G groups (shares), whose features may shift."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    group_share: tuple[Float, ...] = Field((1.0,), json_schema_extra={"allowed": _SHARE_TEXT})
+    group_shift: tuple[tuple[Float, ...], ...] = Field(
+        (), json_schema_extra={"allowed": _SHIFT_TEXT}
+    )
 
 
 @dataclass
@@ -24,7 +44,75 @@ class GroupsTick:
 
 class Groups(Mechanism):
     name = "groups"
+    Settings = GroupsSettings
     needs_true_probability = True
+    preset = "groups"
+    figures: ClassVar[tuple[Figure, ...]] = (
+        Figure("dp_gap", "demographic-parity gap in acceptance (mean over ticks)", "groups"),
+        Figure("w_dist", "W1 between the groups' features in the pool (mean over ticks)", "groups"),
+        Figure("accept_gap", "acceptance rate of group 1 minus group 0 (signed)", "groups"),
+        Figure("rr_gap", "RR of group 1 minus group 0 (signed)", "groups"),
+        Figure("rf_gap", "RF of group 1 minus group 0 (signed)", "groups"),
+    )
+    episode = (
+        EpisodeFigure("dp_gap", "mean", "demographic-parity gap of acceptances (mean)"),
+        EpisodeFigure("w_dist", "mean", "Wasserstein distance between groups in the pool (mean)"),
+    )
+    episode_prefixes = ("rr_g", "rf_g", "accept_rate_g")
+
+    @classmethod
+    def is_on(cls, config) -> bool:
+        return len(config.group_share) > 1
+
+    @classmethod
+    def check(cls, config) -> None:
+        share, z = config.group_share, config.n_features
+        if (
+            not 1 <= len(share) <= 16
+            or not all(v >= 0.0 for v in share)
+            or abs(math.fsum(share) - 1.0) > _SHARE_TOL
+        ):
+            raise not_allowed(_SHARE_TEXT, field="group_share", value=share)
+        g = len(share)
+        if config.group_shift and (
+            len(config.group_shift) != g
+            or any(len(row) != z for row in config.group_shift)
+            or not all(-1.0 <= v <= 1.0 for row in config.group_shift for v in row)
+        ):
+            raise not_allowed(
+                f"empty, or shape ({g}, {z}) (groups x features) with entries in [-1, 1]",
+                field="group_shift",
+                value=config.group_shift,
+            )
+        synthetic_only(config, {"group_share": g > 1})
+        if config.decision_model in ("dp", "ei") and g < 2:
+            raise not_allowed(
+                "logistic or mlp with one group (dp and ei penalise differences between "
+                "groups: give group_share two or more groups)",
+                field="decision_model",
+                value=config.decision_model,
+            )
+
+    @classmethod
+    def fill_card(cls, sheet: Sheet) -> None:
+        ticks, put, nanmean = sheet.ticks, sheet.put, metrics.nanmean
+        put("dp_gap", nanmean(ticks["dp_gap"]), "no tick with applicants of every group")
+        put("w_dist", nanmean(ticks["w_dist"]), "no tick with a pool of every group")
+        rate = [
+            sheet.weighted(ticks[f"accept_rate_g{g}"], ticks[f"n_applicants_g{g}"]) for g in (0, 1)
+        ]
+        put("accept_gap", rate[1] - rate[0], "a group had no applicant")
+        for metric in ("rr", "rf"):
+            per = [nanmean(ticks[f"{metric}_g{g}"]) for g in (0, 1)]
+            put(f"{metric}_gap", per[1] - per[0], f"the {metric.upper()} of a group is undefined")
+        for metric in ("rr", "rf"):  # the groups' own, after the catalogue
+            for g in range(sheet.config.n_groups):
+                put(
+                    f"{metric}_g{g}",
+                    nanmean(ticks[f"{metric}_g{g}"]),
+                    "undefined in every tick",
+                    extra=True,
+                )
 
     def start_tick(self, t, waiting, streams, others) -> GroupsTick:
         return GroupsTick(np.zeros(self.config.n_groups, dtype=np.int64))
@@ -38,11 +126,13 @@ class Groups(Mechanism):
         return {"group": d.applicants.group.take(d.rej), "applicant_group": d.applicants.group}
 
     @classmethod
-    def tick_columns(cls, config) -> tuple[str, ...]:
-        cols = ["dp_gap", "w_dist", "w_dist_n", "w_score", "decision_accuracy"]
+    def tick_columns(cls, config) -> dict[str, type]:
+        cols: dict[str, type] = {"dp_gap": float, "w_dist": float, "w_dist_n": np.int64}
+        cols.update(w_score=float, decision_accuracy=float)
         for name in _PER_GROUP:
-            cols += [f"{name}_g{g}" for g in range(config.n_groups)]
-        return tuple(cols)
+            kind = np.int64 if name.startswith("n_") else float
+            cols.update((f"{name}_g{g}", kind) for g in range(config.n_groups))
+        return cols
 
     def row(
         self,

@@ -6,30 +6,53 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
 from abm import metrics, metrics_ext
-from abm.mechanisms.base import Mechanism, RecordView
+from abm.card import Figure, Sheet
+from abm.fields import Float, Int, integral, synthetic_only
+from abm.mechanisms.base import CheckSpec, EpisodeFigure, Mechanism, RecordView
 from abm.population import Population
 from abm.tick import Advice, Decision, Outcome
+from abm.validation import not_allowed
 
-COLUMNS = (
-    "n_revealed",
-    "n_revealed_pos",
-    "tp_rate",
-    "mean_p_true_accepted",
-    "mean_p_true_applicants",
-    "improvement_rate",
-    "mean_true_gain",
-    "impl_improvement_rate",
-    "gaming_rate",
-    "n_qualified_accepted",
-    "true_gain_sum",
-    "advised_change",
-    "noncausal_change",
-)
+#: the tick columns, with their dtypes
+COLUMNS: dict[str, type] = {
+    "n_revealed": np.int64,
+    "n_revealed_pos": np.int64,
+    "tp_rate": float,
+    "mean_p_true_accepted": float,
+    "mean_p_true_applicants": float,
+    "improvement_rate": float,
+    "mean_true_gain": float,
+    "impl_improvement_rate": float,
+    "gaming_rate": float,
+    "n_qualified_accepted": np.int64,
+    "true_gain_sum": float,
+    "advised_change": float,
+    "noncausal_change": float,
+}
+_NONCAUSAL_TEXT = "distinct feature indices in [0, n_features - 1], leaving one causal"
+
+
+class OutcomesSettings(BaseModel):
+    """§1: a true outcome h* with non-causal proxies; outcomes revealed after a delay."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    noncausal_features: tuple[Int, ...] = Field((), json_schema_extra={"allowed": _NONCAUSAL_TEXT})
+    noncausal_strength: Float = Field(0.5, ge=0.0, le=0.99)
+    outcome_delay: (
+        Annotated[int, BeforeValidator(integral), Strict(), Field(ge=1, le=10_000)] | None
+    ) = Field(None, json_schema_extra={"allowed": "none or an integer in [1, 10000]"})
+    outcome_delay_dist: Literal["fixed", "geometric"] = "fixed"
+    outcome_threshold: Float = Field(0.5, ge=0.0, le=1.0)
+    outcome_noise: Annotated[float, Strict(), Field(ge=0.0, allow_inf_nan=False)] | None = Field(
+        None, json_schema_extra={"allowed": "none (label_noise) or a finite number >= 0"}
+    )
 
 
 @dataclass(frozen=True)
@@ -80,9 +103,115 @@ class Outcomes(Mechanism):
     store (every outcome revealed so far, which retraining may learn from)."""
 
     name = "outcomes"
+    Settings = OutcomesSettings
     needs_true_probability = True
+    preset = "improvement"
+    check_world = CheckSpec(
+        "improvement",
+        "improvement",
+        {"immutable": (7,), "outcome_delay": 2},
+        "true outcomes revealed 2 ticks after acceptance; features 8, 9 are proxies",
+    )
+    figures: ClassVar[tuple[Figure, ...]] = (
+        Figure("h_accepted", "mean h*(x) of the accepted", "outcomes"),
+        Figure("h_applicants", "mean h*(x) of the applicants", "outcomes"),
+        Figure(
+            "true_gain", "mean gain in h*(x) per candidate who carried out all advice", "outcomes"
+        ),
+        Figure("noncausal_share", "share of advised change on non-causal features", "outcomes"),
+        Figure("qualified_rate", "acceptances that truly qualify, h*(x) >= 1/2", "outcomes"),
+    )
+    episode = (
+        EpisodeFigure("n_revealed", "sum", "true outcomes revealed"),
+        EpisodeFigure("n_revealed_pos", "sum", ""),  # the CLI shows tp_rate instead
+        EpisodeFigure(
+            "tp_rate", "derived", "  of which positive (true-positive rate of acceptances)"
+        ),
+        EpisodeFigure(
+            "mean_p_true_accepted", "mean", "mean true outcome probability h* of the accepted"
+        ),
+        EpisodeFigure(
+            "improvement_rate", "mean", "advice that truly qualifies (improvement rate, mean)"
+        ),
+        EpisodeFigure("mean_true_gain", "mean", "mean gain in h* from following the advice"),
+    )
 
-    def __init__(self, config, world) -> None:
+    @classmethod
+    def is_on(cls, config) -> bool:
+        return bool(config.noncausal_features) or config.outcome_delay is not None
+
+    @classmethod
+    def check(cls, config) -> None:
+        z, proxies = config.n_features, config.noncausal_features
+        if (
+            any(not 0 <= i < z for i in proxies)
+            or len(set(proxies)) != len(proxies)
+            or len(set(proxies)) >= z
+        ):
+            raise not_allowed(
+                f"distinct feature indices in [0, {z - 1}], leaving one feature causal",
+                field="noncausal_features",
+                value=proxies,
+            )
+        synthetic_only(
+            config,
+            {
+                "noncausal_features": bool(proxies),
+                "outcome_delay": config.outcome_delay is not None,
+            },
+        )
+        if config.outcome_delay_dist == "geometric" and config.outcome_delay is None:
+            raise not_allowed(
+                "fixed while outcome_delay is none (geometric delays have mean "
+                "outcome_delay: set it)",
+                field="outcome_delay_dist",
+                value=config.outcome_delay_dist,
+            )
+
+    @classmethod
+    def tick_columns(cls, config) -> dict[str, type]:
+        return COLUMNS
+
+    @classmethod
+    def summarise(cls, ticks) -> dict[str, float]:
+        out = super().summarise(ticks)
+        if "n_revealed" in out:
+            out["tp_rate"] = metrics.ratio(out["n_revealed_pos"], out["n_revealed"])
+        return {f.column: out[f.column] for f in cls.episode if f.column in out}
+
+    @classmethod
+    def fill_card(cls, sheet: Sheet) -> None:
+        ticks, put, share, total = sheet.ticks, sheet.put, sheet.share, sheet.total
+        put(
+            "h_accepted",
+            sheet.weighted(ticks["mean_p_true_accepted"], ticks["n_accepted"]),
+            "nobody was accepted",
+        )
+        put(
+            "h_applicants",
+            sheet.weighted(ticks["mean_p_true_applicants"], ticks["n_applicants"]),
+            "no application",
+        )
+        put(
+            "true_gain",
+            share(total("true_gain_sum"), total("n_implemented")),
+            "no advice was carried out in full",
+        )
+        if sheet.config.noncausal_features:
+            put(
+                "noncausal_share",
+                share(total("noncausal_change"), total("advised_change")),
+                "no change was advised",
+            )
+        else:
+            put("noncausal_share", math.nan, "the world has no non-causal features")
+        put(
+            "qualified_rate",
+            share(total("n_qualified_accepted"), sheet.n_accepted),
+            "nobody was accepted",
+        )
+
+    def __init__(self, config, world, streams=None) -> None:
         super().__init__(config, world)
         self.pending: tuple[tuple[np.ndarray, Revealed], ...] = ()
         self.labelled: tuple[Revealed, ...] = ()
@@ -130,10 +259,6 @@ class Outcomes(Mechanism):
         if not r.n:
             return {}
         return {"outcome_ids": r.ids, "outcome_X": r.X, "outcome_tick": r.tick, "outcome_y": r.y}
-
-    @classmethod
-    def tick_columns(cls, config) -> tuple[str, ...]:
-        return COLUMNS
 
     def true_score(self, X: np.ndarray) -> np.ndarray:
         """w*·x (n,) for rows X (n, z)."""

@@ -8,37 +8,74 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import numpy as np
-from sklearn.base import clone
+from pydantic import BaseModel, ConfigDict, Field
 
 from abm import metrics, metrics_ext
-from abm.mechanisms.base import Mechanism, RecordView
+from abm.card import Figure, Sheet
+from abm.fields import Float, Int, synthetic_only
+from abm.mechanisms.base import CheckSpec, EpisodeFigure, Mechanism, RecordView
 from abm.population import Population, filled
 from abm.tick import Advice, Decision, Outcome
-from abm.world import DecisionModel
+from abm.validation import not_allowed
 
 #: validity of outstanding advice: M_v(x_cf) >= goal - VALID_TOL (§2); ``valid_threshold``
 #: takes the issue tick's threshold for the goal, within :data:`abm.metrics.CLEAR_TOL`
 VALID_TOL = 1e-6
-COLUMNS = (
-    "model_version",
-    "n_outstanding",
-    "validity",
-    "shift_l1",
-    "shift_l2",
-    "shift_linf",
-    "valid_retrained",
-    "valid_threshold",
-    "valid_threshold_refit",
-    "score_drop",
-)
+#: the tick columns, with their dtypes
+COLUMNS: dict[str, type] = {
+    "model_version": np.int64,
+    "n_outstanding": np.int64,
+    "validity": float,
+    "shift_l1": float,
+    "shift_l2": float,
+    "shift_linf": float,
+    "valid_retrained": float,
+    "valid_threshold": float,
+    "valid_threshold_refit": float,
+    "score_drop": float,
+}
 #: at a refit, while ``shift_points`` > 0 (Altmeyer et al.'s domain and model shifts)
 SHIFT_COLUMNS = ("domain_mmd", "model_mmd", "disagreement")
 #: at a refit, while ``shift_points`` and ``shift_permutations`` are > 0: the shifts'
 #: permutation p-values
 SHIFT_P_COLUMNS = ("domain_p", "model_p")
+SHIFT_POINTS = 2000  # abm.metrics_ext.SHIFT_MAX_POINTS
+SHIFT_PERMUTATIONS = 200  # permutations per shift's p-value (AlgorithmicRecourseDynamics.jl)
+_DRIFT_TEXT = "empty, or n_features numbers in [-1, 1]"
+_SHIFT_POINTS_TEXT = "0 (off) or an integer in [2, 1000000]"
+_SHIFT_PERMUTATIONS_TEXT = "0 (off) or an integer in [1, 100000]"
+
+
+class RetrainingSettings(BaseModel):
+    """§2: the decision model refitted on a schedule, and the shifts measured at refits."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    retrain_every: Int = Field(0, ge=0, le=1_000_000)
+    retrain_data: Literal["outcomes", "shifted", "both", "advised"] = "outcomes"
+    retrain_drift: tuple[Float, ...] = Field((), json_schema_extra={"allowed": _DRIFT_TEXT})
+    # retrain_data = advised (Altmeyer et al.'s data entry): the share of the candidates
+    # advised since the last refit whose counterfactuals join the data, labelled positive
+    retrain_advised_share: Float = Field(1.0, gt=0.0, le=1.0)
+    # the domain and model shifts at each refit (MMD², subsampled to this many rows; 0: off)
+    shift_points: Int = Field(
+        SHIFT_POINTS, ge=0, le=1_000_000, json_schema_extra={"allowed": _SHIFT_POINTS_TEXT}
+    )
+    # the shifts' Gaussian kernel: a fixed length-scale l (gamma = 1 / (2 l^2), the paper's
+    # 0.5), or None for the median heuristic
+    shift_length_scale: Float | None = Field(None, gt=0.0, le=1e6, allow_inf_nan=False)
+    # the permutations behind each shift's p-value (stream shift_perm; 0: no p-values)
+    shift_permutations: Int = Field(
+        SHIFT_PERMUTATIONS,
+        ge=0,
+        le=100_000,
+        json_schema_extra={"allowed": _SHIFT_PERMUTATIONS_TEXT},
+    )
+
+
 #: rows per sample of a shift's permutation test (a subsample of the shift's own sample,
 #: drawn from stream ``shift_perm``): its cost grows with the square of the rows; at 1000
 #: the two tests of a refit take ~0.1 s at B = 200, at 2000 ~0.45 s
@@ -60,14 +97,200 @@ class Retraining(Mechanism):
     """The decision model in force (``scorer``) and how often it was refitted (``version``)."""
 
     name = "retraining"
+    Settings = RetrainingSettings
+    preset = "retraining"
+    check_world = CheckSpec(
+        "retraining",
+        "retraining",
+        {"immutable": (7,), "retrain_every": 3},
+        "the decision model refitted on drifting data every 3 ticks",
+    )
+    figures: ClassVar[tuple[Figure, ...]] = (
+        Figure(
+            "valid_outstanding",
+            "outstanding advice clearing its issue threshold under the model in force",
+            "retraining",
+        ),
+        Figure(
+            "valid_after_refit",
+            "advice from an older model clearing its issue threshold under the model in force",
+            "retraining",
+        ),
+        Figure(
+            "own_goal_outstanding",
+            "outstanding advice reaching the policy's own goal",
+            "retraining",
+        ),
+        Figure(
+            "own_goal_after_refit",
+            "advice from an older model reaching the policy's own goal",
+            "retraining",
+        ),
+        Figure(
+            "domain_shift",
+            "MMD² between the first positive class and the rows added since",
+            "retraining",
+        ),
+        Figure(
+            "domain_shift_p",
+            "permutation p-value of the domain shift (the last refit)",
+            "retraining",
+        ),
+        Figure(
+            "model_shift",
+            "MMD² between successive models' scores (mean over refits)",
+            "retraining",
+        ),
+        Figure("model_shift_p", "share of refits whose model shift has p < 0.05", "retraining"),
+        Figure("disagreement", "share whose predicted class a refit changed (mean)", "retraining"),
+        Figure("param_shift", "L2 distance between successive models' (w, b) (mean)", "retraining"),
+    )
+    episode = (
+        EpisodeFigure("model_version", "last", "decision model refits"),
+        EpisodeFigure("validity", "mean", "outstanding advice still valid (mean)"),
+    )
 
-    def __init__(self, config, world) -> None:
+    @classmethod
+    def is_on(cls, config) -> bool:
+        return bool(config.retrain_every)
+
+    @classmethod
+    def check(cls, config) -> None:
+        z, c = config.n_features, config
+        if c.retrain_drift and (
+            len(c.retrain_drift) != z or not all(-1.0 <= v <= 1.0 for v in c.retrain_drift)
+        ):
+            raise not_allowed(
+                f"empty, or n_features = {z} numbers in [-1, 1]",
+                field="retrain_drift",
+                value=c.retrain_drift,
+            )
+        if c.decision_model in ("dp", "ei") and c.retrain_every:
+            raise not_allowed(
+                "logistic or mlp when retrain_every > 0 (the fairness-regularised models "
+                "need groups for every training row)",
+                field="decision_model",
+                value=c.decision_model,
+            )
+        if c.retrain_every and c.retrain_data in ("outcomes", "both") and c.outcome_delay is None:
+            raise not_allowed(
+                "an outcome_delay (outcomes to retrain on), or retrain_data = shifted "
+                "with a retrain_drift",
+                field="retrain_data",
+                value=c.retrain_data,
+            )
+        synthetic_only(c, {"retrain_every": bool(c.retrain_every)})
+        cls._check_companions(c)
+
+    @staticmethod
+    def _check_companions(c) -> None:
+        """Settings that mean nothing without another one: refused, naming both fields."""
+        if c.retrain_data == "shifted" and not c.retrain_drift:
+            raise not_allowed(
+                "outcomes or both while retrain_drift is empty (shifted data moves by "
+                "retrain_drift: set it)",
+                field="retrain_data",
+                value=c.retrain_data,
+            )
+        if c.retrain_drift and c.retrain_data == "outcomes":
+            raise not_allowed(
+                "empty while retrain_data = outcomes (the drift moves shifted data only: "
+                "set retrain_data = shifted or both)",
+                field="retrain_drift",
+                value=c.retrain_drift,
+            )
+        if c.retrain_data == "advised" and not c.retrain_every:
+            raise not_allowed(
+                "outcomes, shifted or both while retrain_every = 0 (advised rows enter the "
+                "data of refits, and there are none: set retrain_every)",
+                field="retrain_data",
+                value=c.retrain_data,
+            )
+        if c.retrain_advised_share != 1.0 and c.retrain_data != "advised":
+            raise not_allowed(
+                f"1.0 while retrain_data = {c.retrain_data} (the share picks the advised "
+                "rows that enter a refit's data: set retrain_data = advised)",
+                field="retrain_advised_share",
+                value=c.retrain_advised_share,
+            )
+        if c.shift_length_scale is not None and not (c.retrain_every and c.shift_points):
+            raise not_allowed(
+                "none while retrain_every = 0 or shift_points = 0 (the kernel is that of the "
+                "shifts measured at refits: set retrain_every and shift_points)",
+                field="shift_length_scale",
+                value=c.shift_length_scale,
+            )
+        if c.shift_points == 1:
+            raise not_allowed(
+                _SHIFT_POINTS_TEXT + " (an MMD needs two rows a sample)",
+                field="shift_points",
+                value=c.shift_points,
+            )
+        if c.retrain_drift and not c.retrain_every:
+            raise not_allowed(
+                "empty while retrain_every = 0 (the drift moves the data of refits, and "
+                "there are none: set retrain_every, or clear retrain_drift and set "
+                "retrain_data = outcomes)",
+                field="retrain_drift",
+                value=c.retrain_drift,
+            )
+
+    @classmethod
+    def fill_card(cls, sheet: Sheet) -> None:
+        ticks, put, config = sheet.ticks, sheet.put, sheet.config
+        for name, col, why in (
+            ("valid_outstanding", "valid_threshold", "no advice was outstanding"),
+            ("valid_after_refit", "valid_threshold_refit", "no advice outlived a refit"),
+            ("own_goal_outstanding", "validity", "no advice was outstanding"),
+            ("own_goal_after_refit", "valid_retrained", "no advice outlived a refit"),
+        ):
+            put(name, metrics.nanmean(ticks[col]), why)
+        nanmean = metrics.nanmean
+        refits = "" if ticks["model_version"].iloc[-1:].gt(0).any() else "no refit"
+        got = {"param_shift": (nanmean(ticks["shift_l2"]), refits or "a non-linear model")}
+        if "domain_mmd" in ticks:
+            last = ticks["domain_mmd"].dropna()
+            got["domain_shift"] = (
+                last.iloc[-1] if len(last) else math.nan,
+                refits or "the positive class had under two rows",
+            )
+            got["model_shift"] = (nanmean(ticks["model_mmd"]), refits or "undefined at every refit")
+            got["disagreement"] = (
+                nanmean(ticks["disagreement"]),
+                refits or "undefined at every refit",
+            )
+        else:
+            for name in ("domain_shift", "model_shift", "disagreement"):
+                got[name] = (math.nan, "shift_points = 0")
+        if "domain_p" in ticks:
+            # the domain shift is against the first data: its last test says whether the
+            # data moved since; the model shift is tested at each refit on its own
+            last = ticks["domain_p"].where(ticks["domain_mmd"].notna()).dropna()
+            got["domain_shift_p"] = (
+                last.iloc[-1] if len(last) else math.nan,
+                refits or "the positive class had under two rows",
+            )
+            p = ticks["model_p"].dropna()
+            few = config.shift_permutations < 19  # then no p can fall below 0.05
+            got["model_shift_p"] = (
+                math.nan if few or p.empty else float((p < 0.05).mean()),
+                "fewer than 19 permutations" if few else refits or "undefined at every refit",
+            )
+        else:
+            why = "shift_points = 0" if "domain_mmd" not in ticks else "shift_permutations = 0"
+            got["domain_shift_p"] = got["model_shift_p"] = (math.nan, why)
+        for f in cls.figures[4:]:  # the shifts, in the card's order
+            put(f.name, *got[f.name])
+
+    def __init__(self, config, world, streams=None) -> None:
         super().__init__(config, world)
-        self.scorer: DecisionModel = world.decision_model
+        # abm.world.DecisionModel; a refit builds its successor as type(old)(estimator), so
+        # this module (which the scenario's settings load) imports neither the world nor sklearn
+        self.scorer = world.decision_model
         self.version = 0
         self._reference: ShiftReference | None = None  # drawn at the first refit
         self._k_scores = math.nan  # within-sample kernel mean of the scores in force
-        self._shift_columns = self.tick_columns(config)[len(COLUMNS) :]
+        self._shift_columns = tuple(self.tick_columns(config))[len(COLUMNS) :]
         # retrain_data = advised: (ids (a,), X_cf (a, z)) of each advice since the last
         # refit, and the counterfactual rows every refit so far let in (tuples: a fork
         # shares them and never appends in place)
@@ -146,16 +369,18 @@ class Retraining(Mechanism):
         X = np.concatenate(parts_X)
         y = np.concatenate(parts_y).astype(np.int8)
         first = w.X_train.shape[0] if c.retrain_data != "shifted" else 0
+        from sklearn.base import clone  # loaded by the world already; not by the settings
+
         estimator = clone(w.decision_model.estimator)
         if np.unique(y).shape[0] < 2:
             raise RuntimeError(
                 f"retraining at version {self.version + 1}: the labels are all {int(y[0])}"
             )
-        self.scorer = DecisionModel(estimator.fit(X, y))
+        self.scorer = type(w.decision_model)(estimator.fit(X, y))
         self.version += 1
         return X[first:], y[first:]
 
-    def _shifts(self, old: DecisionModel, X: np.ndarray, y: np.ndarray, streams: Any) -> dict:
+    def _shifts(self, old: Any, X: np.ndarray, y: np.ndarray, streams: Any) -> dict:
         """The shifts of one refit (Altmeyer et al. 2023, §4), each an unbiased MMD²
         (:func:`abm.metrics_ext.mmd2`) with a bandwidth fixed for the episode:
 
@@ -272,10 +497,11 @@ class Retraining(Mechanism):
         return {"issued_version": version, "issued_threshold": th, "issued_score": cf_scores}
 
     @classmethod
-    def tick_columns(cls, config) -> tuple[str, ...]:
+    def tick_columns(cls, config) -> dict[str, type]:
         if not config.shift_points:
             return COLUMNS
-        return COLUMNS + SHIFT_COLUMNS + (SHIFT_P_COLUMNS if config.shift_permutations else ())
+        shifts = SHIFT_COLUMNS + (SHIFT_P_COLUMNS if config.shift_permutations else ())
+        return {**COLUMNS, **dict.fromkeys(shifts, float)}
 
     def row(
         self,
@@ -352,7 +578,7 @@ class ShiftReference:
         )
 
 
-def _shift_norms(old: DecisionModel, new: DecisionModel) -> tuple[float, float, float]:
+def _shift_norms(old: Any, new: Any) -> tuple[float, float, float]:
     """‖θ_new − θ_old‖ for p = 1, 2, inf, θ = (w, b) (NaN for a non-linear model)."""
     if not (old.is_linear and new.is_linear):
         return (math.nan,) * 3

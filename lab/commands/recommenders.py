@@ -106,7 +106,7 @@ def card_tables(results: list[dict[str, Any]]) -> list[Table]:
     """The outcome card of each policy (a column each: mean [95 % interval] and the worlds
     it rests on), then the paired differences to the baseline policy, where it was
     evaluated too (:func:`_difference`)."""
-    from abm.card import FIGURES
+    from abm.mechanisms import FIGURES
     from lab.study.stats import MIN_WORLDS_FOR_VERDICT
 
     worlds = results[0]["worlds"]

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from abm.card import FIGURES
+from abm.mechanisms import FIGURES
 from abm.provenance import RESULTS_SCHEMA, now
 from lab.study import Study, collect, load_runs_of
 from lab.study.analysis import paired_rows, png_bytes, policy_cells

@@ -37,7 +37,7 @@ from typing import Any
 
 import pandas as pd
 
-from abm.card import FIGURES
+from abm.mechanisms import FIGURES
 from abm.provenance import RESULTS_SCHEMA, now
 from abm.scenarios import PRESETS
 from lab.study import Study, collect, load_runs_of

@@ -33,9 +33,10 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
-from abm.card import NAMES as CARD_NAMES
 from abm.config import ScenarioConfig
-from abm.metrics import mechanism_summary, nanmean
+from abm.mechanisms import NAMES as CARD_NAMES
+from abm.mechanisms import episode_summary as mechanism_summary
+from abm.metrics import nanmean
 from abm.model import RecourseModel
 from abm.registry import REGISTRY
 from abm.rng import stream

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from abm.card import FIGURES
+from abm.mechanisms import FIGURES
 from abm.provenance import RESULTS_SCHEMA, now
 from lab.study.analysis import POLICY_FIGURE, StudyReport, build_report, summarize
 from lab.study.stats import world_interval

@@ -64,7 +64,7 @@ from pydantic import (
     model_validator,
 )
 
-from abm.config import FIELD_NAMES, ScenarioConfig
+from abm.config import ScenarioConfig, field_names
 from abm.mechanisms import tick_columns
 from abm.provenance import RESULTS_SCHEMA
 from abm.record import TICK_COLUMNS
@@ -94,8 +94,16 @@ TOP_KEYS = (
 # (and a policy's own policy_* columns) may be kept too, when named (NaN in runs without them)
 METRIC_COLUMNS = tuple(c for c in TICK_COLUMNS if c != "tick")
 # every extension on, with the most groups (16): the union of the extensions' columns
-EXTENSION_METRICS = tick_columns(
-    ScenarioConfig(outcome_delay=1, retrain_every=1, budget=1.0, group_share=(1 / 16,) * 16)
+EXTENSION_METRICS = tuple(
+    tick_columns(
+        ScenarioConfig(
+            outcome_delay=1,
+            retrain_every=1,
+            budget=1.0,
+            group_share=(1 / 16,) * 16,
+            k_steps=((0, 1.0),),
+        )
+    )
 )
 _POLICY_METRIC = re.compile(r"policy_[A-Za-z0-9_]+")
 # wall-clock columns of an episode study's runs table: the only ones that differ between
@@ -696,12 +704,12 @@ def _check_axis_field(key: str, where: str, seen: set[str], experiment: Experime
         raise ConfigError(f"{where}: {key} cannot be swept: {_NOT_SWEPT[key]}")
     if key == "policy" and not experiment.policy:
         raise ConfigError(f"{where}: experiment {experiment.name!r} takes no policy")
-    if key not in ("policy", "scenario") and key not in FIELD_NAMES and key not in params:
+    if key not in ("policy", "scenario") and key not in field_names() and key not in params:
         allowed = (
             ["policy"] * experiment.policy
             + ["scenario"]
             + list(params)
-            + [f for f in FIELD_NAMES if f not in _NOT_SWEPT]
+            + [f for f in field_names() if f not in _NOT_SWEPT]
         )
         raise ConfigError(
             f"{where}: unknown scenario field {key!r}; allowed: " + ", ".join(allowed)

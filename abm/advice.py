@@ -1,0 +1,67 @@
+"""A policy's advice as the model takes it: shapes checked, round-off dropped, the [0, 1]
+box and the immutable features kept (SPEC §2, §4). Shapes: n rejected, z features."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from abm.interfaces import Recommendation
+from abm.population import filled
+from abm.tick import Advice
+
+#: tolerance for a policy's counterfactual leaving the [0, 1] box (then clipped)
+BOUND_TOL = 1e-9
+#: a recommended change smaller than this (feature units) is round-off, not advice: solvers
+#: leave residues of about 1e-16 where a need is exactly met, and whether one appears
+#: depends on the CPU's kernels; each would be asked of the candidate and drawn for
+CHANGE_TOL = 1e-9
+
+
+def checked_advice(
+    X: np.ndarray, rec: Recommendation | None, immutable: np.ndarray | None, name: str
+) -> Advice:
+    """Policy ``name``'s advice ``rec`` to the rejected, whose features are X (n, z): shapes
+    checked, changes below CHANGE_TOL dropped, a change of nothing no advice (SPEC §2), the
+    [0, 1] box and the ``immutable`` features (z,) bool (None: none) kept."""
+    n, z = X.shape
+    if n == 0:
+        if rec is not None and np.asarray(rec.goal).size:
+            raise RuntimeError(f"policy {name!r} advised candidates although none was rejected")
+        return Advice(np.empty(0), X, X.copy(), np.zeros(0, bool), {}, True, (0, 0, 0))
+    if not isinstance(rec, Recommendation):
+        raise TypeError(f"respond() needs a Recommendation for {n} rejected, got {rec!r}")
+    goal = np.asarray(rec.goal, dtype=float).reshape(-1)
+    X_cf = np.asarray(rec.X_cf, dtype=float)
+    if goal.shape != (n,) or X_cf.shape != (n, z):
+        raise RuntimeError(
+            f"policy {name!r} returned goal {goal.shape} and X_cf "
+            f"{X_cf.shape}; expected ({n},) and ({n}, {z})"
+        )
+    advised = filled(n, True, np.bool_) if rec.advised is None else np.asarray(rec.advised, bool)
+    residue = np.abs(X_cf - X) < CHANGE_TOL
+    if residue.any():
+        X_cf = np.where(residue, X, X_cf)
+    # SPEC §2: a recommendation that changes nothing is no advice, whatever its goal
+    no_change = advised & residue.all(axis=1)
+    n_no_change = int(np.count_nonzero(no_change))
+    if n_no_change:
+        advised = advised & ~no_change
+    all_advised = np.count_nonzero(advised) == n
+    if not all_advised:
+        X_cf = np.where(advised[:, None], X_cf, X)
+        goal = np.where(advised, goal, np.nan)
+    n_unreached, n_withheld = (
+        0 if flags is None else int(np.count_nonzero(np.asarray(flags, dtype=bool) & ~advised))
+        for flags in (rec.unreached, rec.withheld)
+    )
+    lo, hi = np.minimum.reduce(X_cf, axis=None), np.maximum.reduce(X_cf, axis=None)
+    # NaN fails both comparisons, so this also catches non-finite advice
+    if not (lo >= -BOUND_TOL and hi <= 1 + BOUND_TOL):
+        raise RuntimeError(f"policy {name!r} returned counterfactuals outside [0, 1] (or NaN)")
+    if immutable is not None and (X_cf[:, immutable] != X[:, immutable]).any():
+        raise RuntimeError(f"policy {name!r} changed an immutable feature")
+    if lo < 0 or hi > 1:
+        X_cf = np.clip(X_cf, 0.0, 1.0)
+    info = {key: np.asarray(v) for key, v in rec.info.items()}
+    counts = (n_unreached, n_withheld, n_no_change)
+    return Advice(goal, X, X_cf, advised, info, all_advised, counts)

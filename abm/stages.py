@@ -1,0 +1,93 @@
+"""The candidates' responses as stages of the tick: who reapplies (eq. 9), who drops out
+(eq. 6) and which recommended changes succeed (eq. 8), each drawing from its own stream.
+Shapes: w waiting, n rejected, s stayers, z features."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from abm import behaviour
+from abm.population import Population
+from abm.tick import Advice, Decision, Outcome
+
+
+def reapplications(pool: Any, t: int, config: Any, rng: np.random.Generator) -> np.ndarray:
+    """(w,) bool: who of the waiting ``pool`` reapplies at ``t``; everyone does at the
+    latest T ticks on (no draw is needed when all are due, always so at T = 1)."""
+    column = pool.column
+    elapsed = t - column("last_tick")
+    due = elapsed >= config.validity
+    if np.count_nonzero(due) == due.shape[0]:
+        return due
+    gap = behaviour.score_gap(column("goal"), column("score_now"))
+    p = behaviour.reapply_probability(gap, elapsed, config.validity, config.nu)
+    return rng.random(due.shape[0]) < p
+
+
+def dropout(d: Decision, advice: Advice, config: Any, rng: np.random.Generator) -> np.ndarray:
+    """(n,) bool: the rejected of ``d`` who give up now (eq. 6)."""
+    rej, c = d.rej, config
+    gap = behaviour.score_gap(advice.goal, d.scores.take(rej))
+    p = behaviour.dropout_probability(gap, d.applicants.n_apps.take(rej), c.rho, c.chi, c.omega)
+    return rng.random(rej.shape[0]) < p
+
+
+def implement(
+    stayers: Population,
+    difficulty: np.ndarray,
+    beta: float,
+    rng: np.random.Generator,
+    mechanisms: Any,
+    known: tuple | None = None,
+) -> Outcome:
+    """Each recommended change succeeds with eq. 8's probability; updates ``stayers``.
+
+    Only changed entries are drawn (one uniform each, row-major order): advice usually
+    touches one or two of the z features. ``difficulty`` is the true d (z,);
+    ``mechanisms`` may carry the changes on (a causal graph, §4) and score the rows (the
+    decision model in force). ``known`` = (M(x_cf), M(x)), each (s,), spares scoring the
+    rows that end at x_cf or at x.
+    """
+    X, X_cf = stayers.X_obs, stayers.X_cf
+    n, z = X.shape
+    # flat positions of the changed entries (row-major, as np.nonzero orders them);
+    # X and X_cf are contiguous (see advised_rows), so ravel() makes no copy
+    flat, flat_cf = X.ravel(), X_cf.ravel()
+    changed = (flat_cf != flat).nonzero()[0]
+    rows, cols = np.divmod(changed, z)
+    x, x_cf = flat.take(changed), flat_cf.take(changed)
+    d = difficulty.take(cols)
+    p = behaviour.change_success_probability(x, x_cf, beta, d)
+    ok = rng.random(changed.shape[0]) < p
+    rows_ok, x_cf_ok = rows[ok], x_cf[ok]
+    X_new = X.copy()
+    X_new.ravel()[changed[ok]] = x_cf_ok
+    dprop = None
+
+    def intervened() -> np.ndarray:  # (s, z) bool: the changes made
+        mask = np.zeros(X.shape, dtype=bool)
+        mask.ravel()[changed[ok]] = True
+        return mask
+
+    carried = mechanisms.propagate(X, X_new, intervened)
+    if carried is not None:
+        dprop, X_new = carried - X_new, carried
+    effort = np.bincount(rows_ok, weights=np.abs(x_cf_ok - x[ok]) * d[ok], minlength=n)
+    implemented = stayers.advised.copy()
+    implemented[rows[~ok]] = False  # a failed change
+    # stayers' arrays are fresh (see advised_rows): new columns replace them
+    data, scorer = stayers.data, mechanisms.scorer
+    data["X"], data["implemented"] = X_new, implemented
+    data["effort"] = data["effort"] + effort
+    if known is None:
+        data["score_now"] = scorer.score(X_new)
+    else:  # rows where some changes failed and others held are the only new points
+        cf_score, before = known
+        score_now = np.where(implemented, cf_score, before)
+        partial = np.bincount(rows_ok, minlength=n).astype(bool) & ~implemented
+        if partial.any():
+            score_now[partial] = scorer.score(X_new[partial])
+        data["score_now"] = score_now
+    return Outcome(rows, cols, ok, effort, implemented, X, X_new, dprop)
