@@ -8,6 +8,7 @@ with one line naming the field, the value and the allowed range.
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from typing import Annotated, Any, Literal, get_args
 
@@ -87,11 +88,15 @@ def __getattr__(name: str) -> Any:
 
 
 def _extension_fields() -> dict[str, tuple[type[BaseModel], FieldInfo]]:
-    """Field name -> (its extension's settings model, its declaration), in registry order."""
+    """Field name -> (its extension's settings model, its declaration), in registry order
+    (read only: kept per registry, as every config and every to_dict() asks)."""
+    return _fields_of(extensions.registered())
+
+
+@functools.lru_cache(maxsize=8)
+def _fields_of(registry: tuple[Any, ...]) -> dict[str, tuple[type[BaseModel], FieldInfo]]:
     return {
-        name: (m.Settings, info)
-        for m in extensions.registered()
-        for name, info in m.Settings.model_fields.items()
+        name: (m.Settings, info) for m in registry for name, info in m.Settings.model_fields.items()
     }
 
 

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 
+from abm.fields import Float
 from abm.provenance import file_sha256 as provenance_sha256
 from abm.rng import stream
 from abm.validation import ConfigError, not_allowed, problem
@@ -65,7 +66,6 @@ _PARAM_TEXT = "a number, string, boolean, or a list of these"
 _IMPORT_PATH = re.compile(r"sklearn(\.[A-Za-z_][A-Za-z0-9_]*)+")
 
 Text = Annotated[str, Strict()]
-Float = Annotated[float, Strict()]  # takes ints (1 -> 1.0), not "1"
 Scalar = Annotated[int, Strict()] | Annotated[float, Strict()] | Text
 
 

@@ -252,7 +252,8 @@ def off_line(card: Any) -> str | None:
     if not off:
         return None
     names = ", ".join(f"{m} {n}" for m, n in off.items())
-    presets = ", ".join(f"-s {turn_on()[m]}" for m in off if m in turn_on())
+    preset = turn_on()
+    presets = ", ".join(f"-s {preset[m]}" for m in off if m in preset)
     n = sum(off.values())
     return f"{n} figures need a world extension that is off ({names}): try {presets}; --card prints them"
 
