@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import mesa
 import numpy as np
 
@@ -19,16 +21,23 @@ class DecisionMaker(mesa.Agent):
     unregistered one (:meth:`unregistered`).
     """
 
-    def __init__(self, model: mesa.Model, k: int) -> None:
+    def __init__(self, model: mesa.Model, k_t: int) -> None:
         super().__init__(model)
-        self.k = k
+        #: the places it fills this tick (k_t: the scenario's k unless capacity changes)
+        self.k_t = k_t
 
     @classmethod
-    def unregistered(cls, model: object, k: int) -> DecisionMaker:
+    def unregistered(cls, model: object, k_t: int) -> DecisionMaker:
         """A decision-maker of a model that Mesa does not know (a planning fork)."""
         agent = object.__new__(cls)
-        agent.model, agent.k = model, k
+        agent.model, agent.k_t = model, k_t
         return agent
+
+    @property
+    def k(self) -> int:
+        """Deprecated since 0.9 (removed in 0.10): :attr:`k_t`, the places in force."""
+        warnings.warn("DecisionMaker.k is deprecated: use k_t", DeprecationWarning, stacklevel=2)
+        return self.k_t
 
     @property
     def decision_model(self) -> DecisionModel:
@@ -40,7 +49,7 @@ class DecisionMaker(mesa.Agent):
         """(scores (n,), accepted (n,) bool, threshold) of applicants X (n, z); ``rng``
         breaks ties at the threshold."""
         scores = self.model.scorer.score(X)
-        accepted, threshold = select_top_k(scores, self.k, rng)
+        accepted, threshold = select_top_k(scores, self.k_t, rng)
         return scores, accepted, threshold
 
 

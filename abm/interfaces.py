@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -142,10 +143,10 @@ class RecourseObs:
     World extensions: ``decision_model`` is the model in force (None: the one of
     ``PolicyContext``) and ``model_version`` counts its refits; ``group`` (n,) and
     ``applicant_group`` (a,) are group ids (None without groups); ``budget_left`` is what
-    the intervention budget still allows this tick (inf without a budget). ``k`` and
-    ``m`` are the places and the entrants per tick in force at this tick (k_t, m_t of a
-    capacity schedule; the scenario's k and m without one; None where the observation
-    was not made by a model). ``PolicyContext.k``/``m`` stay the scenario's base values.
+    the intervention budget still allows this tick (inf without a budget). ``k_t`` and
+    ``m_t`` are the places and the entrants in force at this tick (a capacity schedule's;
+    the scenario's k and m without one; None where the observation was not made by a
+    model); ``PolicyContext.k``/``m`` are the scenario's base values.
     """
 
     tick: int
@@ -165,8 +166,20 @@ class RecourseObs:
     group: np.ndarray | None = None
     applicant_group: np.ndarray | None = None
     budget_left: float = math.inf
-    k: int | None = None
-    m: int | None = None
+    k_t: int | None = None
+    m_t: int | None = None
+
+    @property
+    def k(self) -> int | None:
+        """Deprecated since 0.9 (removed in 0.10): :attr:`k_t`, the places in force."""
+        warnings.warn("RecourseObs.k is deprecated: use k_t", DeprecationWarning, stacklevel=2)
+        return self.k_t
+
+    @property
+    def m(self) -> int | None:
+        """Deprecated since 0.9 (removed in 0.10): :attr:`m_t`, the entrants in force."""
+        warnings.warn("RecourseObs.m is deprecated: use m_t", DeprecationWarning, stacklevel=2)
+        return self.m_t
 
     @cached_property
     def history(self) -> HistoryWindow:

@@ -6,8 +6,10 @@ episode means skip undefined ticks (:func:`nanmean`); :func:`reward_eq16` states
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -130,25 +132,64 @@ def reward_eq16(rr, rf, alpha: float, tau: float, floor: float):
 #: score (~1e-15) never flips it, and the 1e-6 by which candidates tied at a threshold aim
 #: above it is never taken for rounding (a tolerance of 1e-6 made those ties flip)
 CLEAR_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class EpisodeFigure:
+    """One figure of the episode summary (``summary.json``, the CLI's summary table), from
+    the tick column ``column``: its ``how`` (``sum``, ``mean`` over defined ticks, ``last``,
+    or ``derived``: computed by its owner, not by :func:`summarise`) and the CLI's
+    ``label`` ("": not shown there)."""
+
+    column: str
+    how: Literal["sum", "mean", "last", "derived"]
+    label: str
+
+
+#: the world's own episode figures, in the CLI's order; the extensions declare theirs on
+#: their class (:attr:`abm.mechanisms.Mechanism.episode`)
+EPISODE = (
+    EpisodeFigure("rr", "mean", "recourse reliability RR (mean over defined ticks)"),
+    EpisodeFigure("rf", "mean", "recourse feasibility RF (mean over defined ticks)"),
+    EpisodeFigure("gini", "mean", "Gini of goal scores (mean)"),
+    EpisodeFigure("gini_cost", "mean", "Gini of true costs among the advised (mean)"),
+    EpisodeFigure("mean_cost", "mean", "mean recommended cost (true d)"),
+    EpisodeFigure("n_accepted", "sum", "accepted"),
+    EpisodeFigure("n_dropped", "sum", "dropped out"),
+    EpisodeFigure("n_reapplied", "sum", "reapplications"),
+    EpisodeFigure("n_succ", "sum", "reapplied after full implementation"),
+    EpisodeFigure("effort", "sum", "effort spent (sum |dx| d)"),
+    EpisodeFigure("wasted_effort", "sum", "effort of those who dropped out"),
+    EpisodeFigure("mean_time_to_accept", "mean", "mean ticks from entry to acceptance"),
+    EpisodeFigure("n_unadvised", "sum", "rejections without advice"),
+    EpisodeFigure("n_unreached", "sum", "  of which: goal out of reach"),
+    EpisodeFigure("n_no_change", "sum", "  of which: advice changed nothing"),
+    EpisodeFigure("n_withheld", "sum", "  of which: withheld by a budget"),
+    EpisodeFigure("n_below_threshold", "sum", "advice short of the threshold"),
+)
+#: the episode means the studies compare (a subset of :data:`EPISODE`)
 EPISODE_METRICS = ("rr", "rf", "gini", "gini_cost", "mean_cost")
 
 
-def episode_summary(ticks: pd.DataFrame) -> dict[str, float]:
-    """Episode-level figures from the per-tick table: means over defined ticks and totals."""
-    out = {name: nanmean(ticks[name]) for name in EPISODE_METRICS}
-    for name in (
-        "n_accepted",
-        "n_dropped",
-        "n_reapplied",
-        "n_succ",
-        "n_unadvised",
-        "n_unreached",
-        "n_withheld",
-        "n_no_change",
-        "n_below_threshold",
-    ):
-        out[name] = int(ticks[name].sum())
-    out["wasted_effort"] = float(ticks["wasted_effort"].sum())
-    out["effort"] = float(ticks["effort"].sum())
-    out["mean_time_to_accept"] = nanmean(ticks["mean_time_to_accept"])
+def summarise(figures: tuple[EpisodeFigure, ...], ticks: Any) -> dict[str, float]:
+    """The ``figures`` whose columns ``ticks`` (a tick table) has: counts (``n_*``) summed
+    as int, other sums as float, ``last`` the final tick's value, ``mean`` over defined
+    ticks."""
+    out: dict[str, float] = {}
+    for f in figures:
+        if f.how == "derived" or f.column not in ticks:
+            continue
+        col = ticks[f.column]
+        if f.how == "sum":
+            total = col.sum()
+            out[f.column] = int(total) if f.column.startswith("n_") else float(total)
+        elif f.how == "last":
+            out[f.column] = col.iloc[-1].item() if len(col) else math.nan
+        else:
+            out[f.column] = nanmean(col)
     return out
+
+
+def episode_summary(ticks: pd.DataFrame) -> dict[str, float]:
+    """The world's own episode figures (:data:`EPISODE`) from the per-tick table."""
+    return summarise(EPISODE, ticks)

@@ -234,7 +234,7 @@ class RecourseModel(RecordAccess, mesa.Model):
         if self._pending is not None:
             raise RuntimeError(f"tick {self.tick} is already decided: call respond() first")
         t, c, pool, mech = self.tick, self.config, self.pool, self.mechanisms
-        self.decision_maker.k = mech.capacity_at(t)[0]
+        self.decision_maker.k_t = mech.capacity_at(t)[0]
         states = mech.start_tick(t, pool.waiting, self.streams)
         returning = pool.split(stages.reapplications(pool, t, c, self.streams.reapply))
         n_window = len(returning) + pool.n_waiting + pool.dropped_in_window(t)
@@ -297,8 +297,8 @@ class RecourseModel(RecordAccess, mesa.Model):
             extra={"risk_aversion": applicants.risk_aversion.take(rej)},
             decision_model=self.scorer,
             model_version=self.model_version,
-            k=self.decision_maker.k,
-            m=self.mechanisms.capacity_at(d.t)[1],
+            k_t=self.decision_maker.k_t,
+            m_t=self.mechanisms.capacity_at(d.t)[1],
             **self.mechanisms.observation(d),
         )
 

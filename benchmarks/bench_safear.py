@@ -19,13 +19,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lab.experiments.safear import data_available, dataset_spec
+from lab.reproduce.safear import data_available, dataset_spec
 from policies.safear import build_feature_mdp, grsevi, grsvi  # noqa: E402
 
 
 def german_sized_mdp(horizon: int = 12, synthetic: bool = False):
     if data_available("german") and not synthetic:
-        from lab.experiments.safear import build_dataset_mdp
+        from lab.reproduce.safear import build_dataset_mdp
 
         d = build_dataset_mdp("german", horizon, seed=0)
         return d.mdp, "random forest (German Credit data)", int(d.states[d.predicted == 0][0])

@@ -25,7 +25,7 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from abm.config import ScenarioConfig, parse_overrides
-from abm.mechanisms import card_figures, registered
+from abm.mechanisms import card_figures, episode_figures, registered
 from abm.registry import REGISTRY
 from abm.validation import ConfigError, interval, problem
 from lab.terminal import (
@@ -184,27 +184,8 @@ def summary_table(summary: dict[str, Any], title: str) -> Table:
     table = Table(title=title, show_header=True, header_style="bold")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    labels = {
-        "rr": "recourse reliability RR (mean over defined ticks)",
-        "rf": "recourse feasibility RF (mean over defined ticks)",
-        "gini": "Gini of goal scores (mean)",
-        "gini_cost": "Gini of true costs among the advised (mean)",
-        "mean_cost": "mean recommended cost (true d)",
-        "n_accepted": "accepted",
-        "n_dropped": "dropped out",
-        "n_reapplied": "reapplications",
-        "n_succ": "reapplied after full implementation",
-        "effort": "effort spent (sum |dx| d)",
-        "wasted_effort": "effort of those who dropped out",
-        "mean_time_to_accept": "mean ticks from entry to acceptance",
-        "n_unadvised": "rejections without advice",
-        "n_unreached": "  of which: goal out of reach",
-        "n_no_change": "  of which: advice changed nothing",
-        "n_withheld": "  of which: withheld by a budget",
-        "n_below_threshold": "advice short of the threshold",
-    }
-    # the world extensions' episode figures (shown when on), as each declares them
-    labels.update((f.column, f.label) for m in registered() for f in m.episode if f.label)
+    # the summary's catalogue: the world's own figures, then each extension's (shown when on)
+    labels = {f.column: f.label for f in episode_figures() if f.label}
     for key, label in labels.items():
         if key in summary:
             table.add_row(label, fmt(summary[key]))

@@ -6,7 +6,7 @@
 RF at RR 0.95 of every front (mean [95 % interval] with the worlds it rests on, world 0
 alone, each world), each method against the constant-margin fronts and the paired
 differences (Holm-corrected verdicts, in bold where they survive; see
-lab.experiments.capacity_goal.markdown), and RR and RF per phase of the episode for a few
+lab.reproduce.capacity_goal.markdown), and RR and RF per phase of the episode for a few
 points (results/capacity-goal/phases.csv). ``--check`` (run by tests/test_capacity_goal.py)
 fails when the page is stale.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from lab.docblocks import fill_blocks
-from lab.experiments.capacity_goal import markdown, phase_markdown
+from lab.reproduce.capacity_goal import markdown, phase_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "capacity-goal.md"

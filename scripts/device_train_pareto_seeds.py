@@ -17,8 +17,8 @@ SHIPPED = Path("results") / "pareto" / "T1-b005"
 
 def _one(job: tuple[str, str, float, float, int]) -> str:
     from abm.mlp import torch_threads
-    from lab.experiments.pareto import StudyConfig
-    from lab.experiments.rl_training import PREDICTOR_SAC, train_predictor
+    from lab.reproduce.pareto import StudyConfig
+    from lab.training import PREDICTOR_SAC, train_predictor
 
     pdir, rec, alpha, tau, seed = job
     cfg = StudyConfig.of(setting="T1-b005")
@@ -39,7 +39,7 @@ def _one(job: tuple[str, str, float, float, int]) -> str:
 
 
 def main(out: str, workers: int = 16) -> None:
-    from lab.experiments.pareto import StudyConfig
+    from lab.reproduce.pareto import StudyConfig
 
     grid = StudyConfig.of(setting="T1-b005").grid
     trainings = (("rl", f"rl:path={SHIPPED / 'recommender'}"), ("hybrid", "exact-linear"))

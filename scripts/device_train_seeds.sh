@@ -10,7 +10,7 @@ work=${WORK:-/tmp/cg}
 mkdir -p "$work"
 cp -r results/capacity-goal/predictors "$work/" 2>/dev/null
 timeout "${LIMIT:-480}" python -c "
-from lab.experiments import capacity_goal as cg
+from lab.reproduce import capacity_goal as cg
 cg.train('$work', seeds=(1, 2), workers=${WORKERS:-16})
 "
 echo "train exit $?"

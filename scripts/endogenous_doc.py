@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from lab.docblocks import fill_blocks
-from lab.experiments.endogenous import ablation_markdown, markdown
+from lab.reproduce.endogenous import ablation_markdown, markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "endogenous-shift.md"

@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from lab.docblocks import fill_blocks
-from lab.experiments.five_families import MARGIN
+from lab.reproduce.five_families import MARGIN
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "five-families.md"

@@ -13,7 +13,7 @@ calibrated and the SPEC's default behaviour) writes ``sensitivity.csv`` and
 ``sensitivity_pairs.csv`` into the first directory's parent folder ``behaviour/``.
 
 Each seed's front over the margins is read off at RR 0.95 as the Pareto study does
-(:func:`lab.experiments.pareto.read_off`). The seeds share their random numbers across
+(:func:`lab.reproduce.pareto.read_off`). The seeds share their random numbers across
 margins, recommenders and conditions, so means and paired differences over the 10 seeds
 come with Student-t intervals. ``success`` is the share of reapplicants who carried out
 everything asked (n_succ / n_reapplied over the episode) at the margin nearest RR 0.95.
@@ -31,7 +31,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy import stats
 
-from lab.experiments.pareto import PAPER_TABLE3, read_off
+from lab.reproduce.pareto import PAPER_TABLE3, read_off
 from lab.study import load_study
 from lab.study.runner import read_manifest
 

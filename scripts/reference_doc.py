@@ -1,6 +1,6 @@
 """Write the generated tables of docs/reference/tables.md from the code: the presets, the
-registered policies and their parts, the tick and candidate columns, and the scenario fields
-with their defaults and allowed values.
+registered policies and their parts, the tick and candidate columns, the episode summary's
+figures with the CLI's labels, and the scenario fields with their defaults and allowed values.
 
     python scripts/reference_doc.py            # rewrite the blocks
     python scripts/reference_doc.py --check    # exit 1 if a block is stale (tests/test_docs.py)
@@ -71,6 +71,19 @@ def columns() -> dict[str, str]:
     return out
 
 
+def summary() -> str:
+    from abm.mechanisms import episode_figures, registered
+
+    owner = {f.column: m.name for m in registered() for f in m.episode}
+    how = {"sum": "episode total", "mean": "mean over defined ticks", "last": "last tick"}
+    rows = ["| key | from | how | CLI label |", "|---|---|---|---|"]
+    for f in episode_figures():
+        label = _cell(f.label) if f.label else "(not shown)"
+        made = how.get(f.how, "computed by the extension")
+        rows.append(f"| `{f.column}` | {owner.get(f.column, 'every run')} | {made} | {label} |")
+    return "\n".join(rows)
+
+
 def fields() -> str:
     from abm.config import ScenarioConfig
     from abm.validation import field_allowed
@@ -90,6 +103,7 @@ def blocks() -> dict[str, str]:
         "policies": parts(),
         "tick-columns": cols["ticks"],
         "candidate-columns": cols["candidates"],
+        "summary": summary(),
         "fields": fields(),
     }
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv (Python 3.11) and install recourse-abm with the versions CI tested.
+# Create .venv and install recourse-abm with the versions CI tested. The interpreter is
+# $PYTHON, else the newest of the versions the tests pass on (README) that runs here.
 #
 #   bash scripts/setup.sh          the base install: simulation, CLI, dashboard, exact
 #                                  recommenders (what the README's main job needs)
@@ -18,8 +19,22 @@ case "${1:-}" in
   --dev) MODE=dev ;;
   *) echo "usage: bash scripts/setup.sh [--dev]" >&2; exit 2 ;;
 esac
-PY="${PYTHON:-python3.11}"
-command -v "$PY" >/dev/null 2>&1 || PY=python3
+# the versions the test command passes on, newest first (README "Python versions")
+SUPPORTED="3.12 3.11"
+PY="${PYTHON:-}"
+if [ -z "$PY" ]; then
+  for v in $SUPPORTED; do
+    # runs, not only found: a pyenv shim is on PATH for every installed version
+    if "python$v" -c "" >/dev/null 2>&1; then PY="python$v"; break; fi
+  done
+  # else a plain python3 of one of them
+  have="$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)"
+  if [ -z "$PY" ] && [ -n "$have" ] && [[ " $SUPPORTED " == *" $have "* ]]; then PY=python3; fi
+fi
+if [ -z "$PY" ]; then
+  echo "recourse-abm: no Python $SUPPORTED found (set PYTHON=/path/to/python3.x)" >&2
+  exit 2
+fi
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi

@@ -9,7 +9,7 @@ two T = 1 settings with SPEC §1's (rho, chi, omega) = (2, 0.1, 1) as the sensit
 world_seed runs `threshold`, `threshold-estimated`, `threshold-true` and the three margin
 fronts (goal = th_t + c, c in the Pareto study's 12 margins, exact-linear with uniform,
 estimated and true difficulties) on the same paired episode seeds. Each front is read off
-at RR 0.95 as Table 3 does (lab.experiments.pareto.read_off), world by world.
+at RR 0.95 as Table 3 does (lab.reproduce.pareto.read_off), world by world.
 
 Worlds are the unit (lab.study.stats): every interval is the world interval of the
 per-world values (each front's read-off, each baseline's episode mean), with the number
@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from abm.provenance import RESULTS_SCHEMA
-from lab.experiments.pareto import BEHAVIOURS, MARGINS, SETTINGS, episode_arrays, read_front
+from lab.reproduce.pareto import BEHAVIOURS, MARGINS, SETTINGS, episode_arrays, read_front
 from lab.study import Study, collect
 from lab.study.stats import (
     BOUNDS,

@@ -36,7 +36,7 @@ def test_off_leaves_configs_and_results_as_they_were():
     assert "k" not in base.columns and "m" not in base.columns
     model = RecourseModel("paper", "threshold", agents=False)
     obs = model.decide()
-    assert (obs.k, obs.m) == (9, 10)  # the scenario's values without a schedule
+    assert (obs.k_t, obs.m_t) == (9, 10)  # the scenario's values without a schedule
 
 
 def test_a_step_schedule_gives_the_stated_k_each_tick():
@@ -119,7 +119,7 @@ def test_a_planning_fork_follows_the_real_schedule():
     seen = []
     for _ in range(6):
         obs = fork.pending_observation() if fork._pending is not None else fork.decide()
-        seen.append((obs.tick, obs.k, obs.m))
+        seen.append((obs.tick, obs.k_t, obs.m_t))
         fork.respond(fork.policy.recommend(obs, fork.streams.policy))
     assert seen == [(t, *model.mechanisms.capacity_at(t)) for t in range(38, 44)]
     assert {k for _, k, _ in seen[2:]} <= {5, 9}  # halved from tick 40 (a shock x2: 9)
@@ -128,7 +128,7 @@ def test_a_planning_fork_follows_the_real_schedule():
     table_k = []
     for _ in range(5):
         obs = model.decide()
-        table_k.append((obs.tick, obs.k, obs.m))
+        table_k.append((obs.tick, obs.k_t, obs.m_t))
         model.respond(model.policy.recommend(obs, model.streams.policy))
     assert table_k == seen[1:]
 

@@ -14,10 +14,10 @@ from observing import observations
 
 from abm.model import RecourseModel
 from lab.envs import PopulationEnv
-from lab.experiments import capacity_goal as cg
-from lab.experiments.rl_training import PREDICTOR_SAC, train_predictor
+from lab.reproduce import capacity_goal as cg
 from lab.study.front import front_rows
 from lab.study.stats import adjust, world_interval
+from lab.training import PREDICTOR_SAC, train_predictor
 from policies.rl.artefacts import ArtefactError, mismatches
 from policies.rl.encoding import encode_observation, observation_size
 

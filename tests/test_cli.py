@@ -298,3 +298,25 @@ def test_run_resolves_one_config_and_builds_each_table_once(tmp_path, monkeypatc
     assert built == {"ticks": 1, "candidates": 1, "configs": 2}, built
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert (summary["ticks"], summary["seed"], summary["config"]["beta"]) == (5, 3, 0.1)
+
+
+def test_summary_labels_come_from_one_catalogue():
+    """Every episode figure of a run with every extension on has one entry in the
+    catalogue (abm.mechanisms.episode_figures), and the CLI's summary shows exactly the
+    labelled ones it holds, in catalogue order, with those labels."""
+    from abm import RecourseModel
+    from abm.mechanisms import episode_figures, registered
+
+    summary = RecourseModel("lending", "threshold", seed=1, ticks=6, agents=False).run().summary()
+    catalogue = episode_figures()
+    columns = [f.column for f in catalogue]
+    assert len(set(columns)) == len(columns)
+    # the groups' per-group means and the policy's own columns come by prefix, not by name
+    prefixes = tuple(p for m in registered() for p in m.episode_prefixes) + ("policy_",)
+    head = {"scenario", "policy", "seed", "ticks"}
+    named = {k for k in summary if k not in head and not k.startswith(prefixes)}
+    assert len(named) == 29 and named <= set(columns), named - set(columns)
+    table = cli.summary_table(summary, "t")
+    shown = list(table.columns[0]._cells)
+    expected = [f.label for f in catalogue if f.label and f.column in summary]
+    assert shown == expected and "decision model refits" in shown and "accepted" in shown

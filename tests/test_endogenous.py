@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from lab.experiments import endogenous
+from lab.reproduce import endogenous
 
 
 def test_the_study_refits_on_outcomes_and_pairs_every_generator_with_none_and_wachter():

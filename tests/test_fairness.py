@@ -14,7 +14,7 @@ from abm.interfaces import LinearScorer, PolicyContext, RecourseObs
 from abm.model import RecourseModel
 from abm.scenarios import resolve_scenario
 from abm.validation import ConfigError
-from lab.experiments.fairness.reproduce import checks, summarise, trial_study
+from lab.reproduce.fairness.reproduce import checks, summarise, trial_study
 from lab.study.trials.fairness import (
     BETA_HAT,
     FairnessTrialParams,

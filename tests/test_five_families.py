@@ -10,7 +10,7 @@ import pytest
 from scripts_loader import load_script
 
 from abm.scenarios import PRESETS
-from lab.experiments import five_families as ff
+from lab.reproduce import five_families as ff
 
 
 @pytest.mark.slow  # over 5 s on 2 cores (the fast tier keeps under 5 s a test)

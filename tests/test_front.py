@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lab.experiments import pareto
+from lab.reproduce import pareto
 from lab.study.front import (
     MARGINS,
     add_front_verdicts,

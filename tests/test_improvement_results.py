@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from lab import datasets as imp_data
-from lab.experiments.improvement.reproduce import (
+from lab.reproduce.improvement.reproduce import (
     checks,
     checks_frame,
     late_gain,

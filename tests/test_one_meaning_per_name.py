@@ -42,6 +42,40 @@ def test_code_used_only_by_the_application_lives_there():
     with pytest.raises(ImportError):
         importlib.import_module("policies.improvement.data")
     assert importlib.import_module("lab.datasets").DATASETS
-    from lab.experiments import pareto
+    from lab.reproduce import pareto
 
     assert hasattr(pareto, "run_pareto") and not hasattr(pareto, "run_study")
+
+
+def test_the_places_in_force_are_k_t_and_the_old_names_warn():
+    """``k`` is the scenario's base value (the key, ``PolicyContext.k``, the tick column);
+    the value in force is ``k_t`` on the observation and the decision-maker."""
+    m = RecourseModel("paper", "threshold", seed=0, ticks=3, k_steps=((2, 0.5),), agents=False)
+    seen = []
+    for _ in range(3):
+        seen.append(m.decide())
+        m.respond(m.policy.recommend(seen[-1], m.streams.policy))
+    assert [o.k_t for o in seen] == [9, 9, 5] and m.config.k == 9  # 4.5 rounds half up
+    assert m.decision_maker.k_t == 5
+    with pytest.warns(DeprecationWarning, match="k_t"):
+        assert seen[-1].k == 5
+    with pytest.warns(DeprecationWarning, match="m_t"):
+        assert seen[-1].m == seen[-1].m_t
+    with pytest.warns(DeprecationWarning, match="k_t"):
+        assert m.decision_maker.k == 5
+
+
+def test_experiment_is_a_kind_of_run_and_the_old_package_still_imports():
+    """``lab.experiments`` (the reproductions) is ``lab.reproduce`` and ``lab.training``:
+    the old module names import the same modules, with a warning."""
+    import lab.reproduce.pareto
+    import lab.training
+
+    with pytest.warns(DeprecationWarning) as caught:
+        old = importlib.import_module("lab.experiments.pareto")
+    said = [str(w.message) for w in caught]
+    assert "lab.experiments.pareto is deprecated: use lab.reproduce.pareto" in said
+    assert old is lab.reproduce.pareto and old.__name__ == "lab.reproduce.pareto"
+    with pytest.warns(DeprecationWarning, match="lab.training"):
+        assert importlib.import_module("lab.experiments.rl_training") is lab.training
+    assert "episode" in importlib.import_module("lab.study.experiments").EXPERIMENTS

@@ -10,7 +10,7 @@ import pytest
 from abm.provenance import RESULTS_SCHEMA
 from abm.registry import make_policy
 from abm.validation import ConfigError
-from lab.experiments.pareto import (
+from lab.reproduce.pareto import (
     EVALUATIONS,
     TABLE3_COLUMNS,
     StudyConfig,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from abm.validation import ConfigError
-from lab.experiments.pareto import (
+from lab.reproduce.pareto import (
     POINT_COLUMNS,
     TABLE3_COLUMNS,
     StudyConfig,

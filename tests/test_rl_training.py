@@ -17,8 +17,8 @@ from abm.validation import ConfigError
 from lab.cli import app
 from lab.envs import PopulationEnv
 from lab.evaluation import evaluate
-from lab.experiments.pareto import TABLE3_COLUMNS
-from lab.experiments.rl_training import (
+from lab.reproduce.pareto import TABLE3_COLUMNS
+from lab.training import (
     PREDICTOR_SAC,
     RECOMMENDER_MAX_STEP,
     RECOMMENDER_OBSERVATION,

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lab.experiments.robust import summarise_table1, table1_checks, table1_study
+from lab.reproduce.robust import summarise_table1, table1_checks, table1_study
 from lab.study import EXPERIMENTS, execute_run
 from lab.study.trials.robust import (
     CELLS,
@@ -76,7 +76,7 @@ def test_table1_is_a_study_of_the_one_runner():
 
 @pytest.mark.slow
 def test_reproduction_rerun_matches_the_committed_table(table1, tmp_path):
-    from lab.experiments.robust import reproduce_german_lr
+    from lab.reproduce.robust import reproduce_german_lr
 
     ours = reproduce_german_lr(tmp_path, workers=1)
     assert {p.name for p in tmp_path.iterdir()} >= {"table1.csv", "table1.md", "price_bars.png"}

@@ -18,7 +18,7 @@ from abm.config import ScenarioConfig
 from abm.mechanisms.retraining import ShiftReference
 from abm.validation import ConfigError
 from lab.cli import app
-from lab.experiments import endogenous
+from lab.reproduce import endogenous
 
 WORLD = {"n_train": 1000, "outcome_delay": 1, "retrain_every": 5, "ticks": 12}
 

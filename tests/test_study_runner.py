@@ -301,7 +301,7 @@ def test_recommender_bench_study_end_to_end(tmp_path):
 
 
 def test_safear_population_study_end_to_end(tmp_path):
-    from lab.experiments.safear.population_study import run_episode
+    from lab.reproduce.safear.population_study import run_episode
 
     study = Study.build(
         "paper",
@@ -350,7 +350,7 @@ def _points_csv(path, rows):
     import csv
 
     from abm.provenance import RESULTS_SCHEMA
-    from lab.experiments.pareto import POINT_COLUMNS
+    from lab.reproduce.pareto import POINT_COLUMNS
 
     base = {
         "family": "hybrid",
@@ -371,7 +371,7 @@ def _points_csv(path, rows):
 
 
 def test_points_csv_is_converted_once_failures_dropped_and_the_latest_row_kept(tmp_path):
-    from lab.experiments.pareto import StudyConfig, convert_points_csv, read_points
+    from lab.reproduce.pareto import StudyConfig, convert_points_csv, read_points
 
     _points_csv(
         tmp_path / "points.csv",
@@ -519,7 +519,7 @@ def test_the_shipped_spec_behaviour_study_gives_its_table3(tmp_path, monkeypatch
 
 
 def test_pareto_front_is_one_function():
-    from lab.experiments import pareto
+    from lab.reproduce import pareto
     from lab.study import analysis
 
     assert pareto.pareto_front is analysis.pareto_front

@@ -31,7 +31,7 @@ from abm.mechanisms.causal import Causal
 from abm.mechanisms.groups import Groups
 from abm.mechanisms.outcomes import Outcomes, probability_of_score
 from abm.mechanisms.retraining import VALID_TOL, Retraining
-from abm.metrics import nanmean
+from abm.metrics import EPISODE, nanmean
 from abm.population import Population
 from abm.tick import Advice, Decision, Outcome
 
@@ -45,6 +45,7 @@ __all__ = [
     "NoSettings",
     "RecordView",
     "card_figures",
+    "episode_figures",
     "episode_summary",
     "register",
     "registered",
@@ -72,8 +73,14 @@ def register(cls: type[Mechanism]) -> type[Mechanism]:
     taken = {m.name for m in _registry}
     fields = {f for m in _registry for f in m.Settings.model_fields}
     figures = {f.name for f in card_figures()}
+    summary = {f.column for f in episode_figures()}
     mine = set(cls.Settings.model_fields)
-    if cls.name in taken or mine & fields or {f.name for f in cls.figures} & figures:
+    if (
+        cls.name in taken
+        or mine & fields
+        or {f.name for f in cls.figures} & figures
+        or {f.column for f in cls.episode} & summary
+    ):
         raise ValueError(f"extension {cls.name!r} reuses a name, a field or a figure")
     if any(f.needs != cls.name for f in cls.figures):
         raise ValueError(f"extension {cls.name!r}: each of its figures needs {cls.name!r}")
@@ -102,6 +109,12 @@ def registered_while(cls: type[Mechanism]) -> Iterator[type[Mechanism]]:
 def card_figures() -> tuple[Figure, ...]:
     """The outcome card's catalogue: the core figures, then each extension's."""
     return CORE + tuple(f for m in _registry for f in m.figures)
+
+
+def episode_figures() -> tuple[EpisodeFigure, ...]:
+    """The episode summary's catalogue (with the CLI's labels): the world's own figures
+    (:data:`abm.metrics.EPISODE`), then each extension's."""
+    return EPISODE + tuple(f for m in _registry for f in m.episode)
 
 
 def __getattr__(name: str) -> Any:

@@ -19,16 +19,15 @@ Shapes: a applicants, n rejected, z features.
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from abm.card import Figure, Sheet
-from abm.metrics import nanmean
+from abm.metrics import EpisodeFigure, summarise
 from abm.population import Population
 from abm.tick import Advice, Decision, Outcome
 
@@ -37,17 +36,6 @@ class NoSettings(BaseModel):
     """An extension without scenario fields of its own."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-@dataclass(frozen=True)
-class EpisodeFigure:
-    """One episode figure of the summary, from the tick column ``column``: its ``how``
-    (``sum``, ``mean`` over defined ticks, ``last``, or ``derived``: the extension's
-    :meth:`Mechanism.summarise` computes it) and the CLI's ``label`` ("": not shown there)."""
-
-    column: str
-    how: Literal["sum", "mean", "last", "derived"]
-    label: str
 
 
 @dataclass(frozen=True)
@@ -115,19 +103,7 @@ class Mechanism:
     @classmethod
     def summarise(cls, ticks: Any) -> dict[str, float]:
         """Its episode figures from a tick table (none when its columns are absent)."""
-        out: dict[str, float] = {}
-        for f in cls.episode:
-            if f.how == "derived" or f.column not in ticks:
-                continue
-            col = ticks[f.column]
-            if f.how == "sum":
-                total = col.sum()
-                out[f.column] = int(total) if f.column.startswith("n_") else float(total)
-            elif f.how == "last":
-                out[f.column] = col.iloc[-1].item() if len(col) else math.nan
-            else:
-                out[f.column] = nanmean(col)
-        return out
+        return summarise(cls.episode, ticks)
 
     @classmethod
     def fill_card(cls, sheet: Sheet) -> None:

@@ -1,7 +1,7 @@
 """``recourse-abm reproduce fairness``: the SCARF synthetic SCM reproduction (long-term
 fairness through sequential recourse; specs/long-term-fairness.md §2-§3).
 
-A thin wrapper over :func:`lab.experiments.fairness.reproduce.reproduce`, which runs
+A thin wrapper over :func:`lab.reproduce.fairness.reproduce.reproduce`, which runs
 the paired trials as a study of the ``fairness-trial`` experiment.
 """
 
@@ -33,7 +33,7 @@ def fairness(
     workers: Annotated[int, typer.Option(min=1, help="parallel worker processes")] = 1,
 ) -> None:
     """SCARF (Gumucio & Zhang): none, DP, EI, noLSTM and SCARF on the synthetic SCM."""
-    from lab.experiments.fairness.reproduce import reproduce
+    from lab.reproduce.fairness.reproduce import reproduce
     from lab.study import parse_seeds
 
     run_seeds = parse_seeds(seeds, "--seeds")

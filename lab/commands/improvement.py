@@ -1,7 +1,7 @@
 """``recourse-abm reproduce improvement``: the ARLIM reproduction (recourse for long-term
 improvement; specs/improvement-bandits.md §4).
 
-A thin wrapper over :func:`lab.experiments.improvement.reproduce`, which runs the
+A thin wrapper over :func:`lab.reproduce.improvement.reproduce`, which runs the
 paired trials as a study of the ``arlim-trial`` experiment.
 """
 
@@ -44,7 +44,7 @@ def improvement(
 ) -> None:
     """ARLIM (Kanamori et al., ICML 2025): ProtoAR, TAP, LinUCB and BwO-UCB on COMPAS."""
     from abm.validation import ConfigError, problem
-    from lab.experiments.improvement.reproduce import checks_frame, reproduce
+    from lab.reproduce.improvement.reproduce import checks_frame, reproduce
 
     chosen = None if methods is None else tuple(m.strip() for m in methods.split(","))
     levels = None

@@ -23,7 +23,7 @@ from lab.commands.robust import robust
 from lab.commands.train import set_threads
 from lab.terminal import console, output_dir, progress_bar
 
-# the experiments (lab.experiments.*, lab.study) load scikit-learn, pandas, the model
+# the experiments (lab.reproduce.*, lab.study) load scikit-learn, pandas, the model
 # or torch, and policies.safear loads scipy: the commands import them when they run, so that
 # `recourse-abm --help` stays fast
 
@@ -63,7 +63,7 @@ def _print_df(df, title: str) -> None:
 def _insurance(out: Path, seed: int, rollouts: int, betas) -> None:
     import numpy as np
 
-    from lab.experiments.safear import (
+    from lab.reproduce.safear import (
         PAPER_TABLE17,
         insurance_mdp,
         plot_policy_rollouts,
@@ -97,7 +97,7 @@ def _dataset_vs_paper(name: str, table, example):
     beside the paper's, with ``n`` (individuals) after the group."""
     import pandas as pd
 
-    from lab.experiments.safear import PAPER_DATASET_TABLES
+    from lab.reproduce.safear import PAPER_DATASET_TABLES
 
     cols = [
         "rho",
@@ -131,14 +131,14 @@ def _dataset(
     example individual's policies (PNG)."""
     import numpy as np
 
-    from lab.experiments.safear import (
+    from lab.reproduce.safear import (
         build_dataset_mdp,
         data_available,
         plot_policy_rollouts,
         reproduce_dataset_full,
         reproduce_example,
     )
-    from lab.experiments.safear.reproduce import EXAMPLE_BETAS, EXAMPLE_INSTANCE, rejected_start
+    from lab.reproduce.safear.reproduce import EXAMPLE_BETAS, EXAMPLE_INSTANCE, rejected_start
     from policies.safear import grsvi
 
     if not data_available(name):
@@ -196,7 +196,7 @@ def _population(
     overrides: dict,
     workers: int,
 ) -> None:
-    from lab.experiments.safear.population_study import compare_population, plot_population
+    from lab.reproduce.safear.population_study import compare_population, plot_population
 
     overrides = dict(overrides)
     # traits come from their own stream: arrivals stay paired across policies
@@ -298,7 +298,7 @@ def safear(
     ] = None,
 ) -> None:
     """SafeAR (risk-aware recourse): Table 17, Tables 1/3, or the population comparison."""
-    from lab.experiments.safear.reproduce import PAPER_BETAS
+    from lab.reproduce.safear.reproduce import PAPER_BETAS
     from lab.study import parse_seeds
 
     out = output_dir(out)
@@ -427,7 +427,7 @@ def pareto(
     ] = False,
 ) -> None:
     """durable-recourse-rl Figure 2 / Tables 1 and 3: RR-RF fronts of baselines, hybrids and rl."""
-    from lab.experiments.pareto import StudyConfig, parse_grid, parse_numbers, run_pareto
+    from lab.reproduce.pareto import StudyConfig, parse_grid, parse_numbers, run_pareto
 
     def config(
         grid: str,
@@ -525,7 +525,7 @@ def _report_pareto(res: dict, setting: str, out: Path, summary: str) -> None:
     """Print Tables 3 and 1 of one setting; merge its Table 3 rows into ``summary`` if given."""
     import pandas as pd
 
-    from lab.experiments.pareto import PAPER_TABLE3, merge_table3
+    from lab.reproduce.pareto import PAPER_TABLE3, merge_table3
 
     t3 = pd.DataFrame(res["table3"])
     t3["paper"] = [
@@ -566,7 +566,7 @@ def five_families(
     combined world and every single-mechanism preset, with the constant-margin fronts they
     are judged against, 20 worlds x 2 episodes (about 4 CPU-hours; resumable), then
     report.html, leaderboard.csv and fronts.csv."""
-    from lab.experiments import five_families as ff
+    from lab.reproduce import five_families as ff
 
     _run_experiment(ff, output_dir(out), quick, workers, report_only, "leaderboard")
 
@@ -614,7 +614,7 @@ def endogenous_shift(
     """The shifts recourse causes (Altmeyer et al. 2023), per generator: refits on the
     revealed outcomes of the accepted, 10 worlds x 5 episodes, paired with none and with
     Wachter's generator; table.csv, two charts and report.html (resumable)."""
-    from lab.experiments import endogenous
+    from lab.reproduce import endogenous
 
     out = output_dir(out)
     _run_experiment(endogenous, out, quick, workers, report_only, "table")
@@ -651,7 +651,7 @@ def capacity_goal(
     capacity in force, against every constant-margin front, an adaptive margin and the
     privileged lookahead, 10 worlds x 5 paired episodes at T = 1, β = 0.05, μ of every
     training seed shipped (about 2 CPU-hours; resumable); table.csv, fronts.png, summary.md."""
-    from lab.experiments import capacity_goal
+    from lab.reproduce import capacity_goal
 
     _run_experiment(capacity_goal, output_dir(out), quick, workers, report_only, "table")
 

@@ -1,7 +1,7 @@
 """``recourse-abm reproduce robust``: robust recourse under model change.
 
 ``--case german-lr``: Table 1, a thin wrapper: the study
-(:func:`lab.experiments.robust.table1_study`) runs on the one experiment runner; this
+(:func:`lab.reproduce.robust.table1_study`) runs on the one experiment runner; this
 module prints and writes what it returns. ``--case retrain``: the report of a finished
 ``studies/robust-retrain.toml`` run (table with CIs, paired differences, validity vs cost).
 """
@@ -35,7 +35,7 @@ def robust(
     ] = Path("results/robust-retrain"),
 ) -> None:
     """optimal-robust-recourse-lp Table 1 (German Credit, LR), or the retraining study's report."""
-    from lab.experiments.robust import reproduce_german_lr, table1_checks
+    from lab.reproduce.robust import reproduce_german_lr, table1_checks
 
     if case == "retrain":
         _retrain_report(study, out)
@@ -75,7 +75,7 @@ def robust(
 
 
 def _retrain_report(study: Path, out: Path | None) -> None:
-    from lab.experiments.robust.retrain import write_retrain_report
+    from lab.reproduce.robust.retrain import write_retrain_report
     from lab.study import read_manifest
 
     name = read_manifest(study)["name"]  # a one-line error unless a study directory

@@ -13,7 +13,7 @@ from abm.validation import ConfigError
 from lab.plots import plot_learning_curve
 from lab.terminal import console, output_dir, progress_bar
 
-# lab.experiments.rl_training loads torch and stable-baselines3: the commands import it
+# lab.training loads torch and stable-baselines3: the commands import it
 # when they run, so that `recourse-abm --help` stays fast
 
 
@@ -55,7 +55,7 @@ def sac_params(base, net, lr, batch_size, gamma, learning_starts):
 def say_fresh_start(out: Path, resume: bool) -> None:
     """With ``--resume`` and no checkpoint under ``out``, say that training starts afresh
     (a resume that quietly started over would look like one that continued)."""
-    from lab.experiments.rl_training import latest_checkpoint
+    from lab.training import latest_checkpoint
 
     if resume and latest_checkpoint(Path(out) / "checkpoints") is None:
         console.print(
@@ -152,7 +152,7 @@ def recommender(
     set_: SetOpt = None,
 ) -> None:
     """Learned recommender φ in the single-candidate environment (§4.1, App. C)."""
-    from lab.experiments.rl_training import RECOMMENDER_SAC, train_recommender
+    from lab.training import RECOMMENDER_SAC, train_recommender
 
     out = output_dir(out)
     set_threads(threads)
@@ -222,7 +222,7 @@ def predictor(
     set_: SetOpt = None,
 ) -> None:
     """Learned predictor μ (goal scores) in the population environment (§4.2)."""
-    from lab.experiments.rl_training import PREDICTOR_SAC, train_predictor
+    from lab.training import PREDICTOR_SAC, train_predictor
 
     out = output_dir(out)
     set_threads(threads)

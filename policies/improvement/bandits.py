@@ -15,7 +15,7 @@ Every method picks one arm per round from a feasibility mask (K,):
 
 The functions are plain (arrays in, arrays out); the classes hold the little state each
 method carries from round to round. The static task (Problem 3.1) drives them from
-:mod:`lab.experiments.improvement`; the population policies of
+:mod:`lab.reproduce.improvement`; the population policies of
 :mod:`policies.improvement.population` drive them from the model's ticks.
 """
 

@@ -7,7 +7,7 @@ action boxes, hidden layers, activation) and the weights' SHA-256. Loading build
 stable-baselines3's SAC :class:`~stable_baselines3.sac.policies.Actor` from the manifest's
 ``policy`` and fills it from the weights: the only code that runs is this package's and
 SB3's. Critics, optimisers and the replay buffer are not part of an artefact (acting needs
-the actor only); training checkpoints keep them (:mod:`lab.experiments.rl_training`).
+the actor only); training checkpoints keep them (:mod:`lab.training`).
 
 Format 1 (an SB3 ``model.zip``, which holds pickles) is refused; ``scripts/convert_artefacts.py``
 converts such a directory once, from a source you trust.

@@ -149,7 +149,7 @@ def encode_observation(
     With ``m`` (the scenario's base entrants per tick) two entries follow
     (:data:`CAPACITY_OBSERVATION`): the places and entrants in force, k_t / k and
     m_t / max(m, 1), so a goal selector can see a capacity schedule move (issue 39);
-    an observation without them (``obs.k`` None) counts as the base values.
+    an observation without them (``obs.k_t`` None) counts as the base values.
     """
     h = obs.history
     scale = float(k)
@@ -183,8 +183,8 @@ def encode_observation(
         _column_means(h.X),
     ]
     if m is not None:
-        k_t = k if obs.k is None else obs.k
-        m_t = m if obs.m is None else obs.m
+        k_t = k if obs.k_t is None else obs.k_t
+        m_t = m if obs.m_t is None else obs.m_t
         parts.append(np.array([k_t / scale, m_t / max(m, 1)]))
     return np.concatenate(parts).astype(np.float32)
 

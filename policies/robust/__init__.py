@@ -10,7 +10,7 @@
   ``robust-l2``, ``robust-linf``, ``roar-l1``, ``roar-linf``.
 
 The paper's Table 1 reproduction lives in the application layer (one cell per study run:
-:mod:`lab.study.trials.robust`; the reproduction: :mod:`lab.experiments.robust`);
+:mod:`lab.study.trials.robust`; the reproduction: :mod:`lab.reproduce.robust`);
 docs/robust.md lists the paper issues we fixed.
 """
 

@@ -11,7 +11,7 @@ Engine (independent of the rest of the package):
   :func:`risk_measures`, :func:`exact_measures`, :func:`exact_distribution`,
   :func:`var_cvar`, :func:`group_disparity` (Mann-Whitney U).
 The paper's reproductions, example MDPs, data sets and plots live in the application
-layer (:mod:`lab.experiments.safear`).
+layer (:mod:`lab.reproduce.safear`).
 
 Population model: :class:`SafeARPolicy` (registered as ``safear``; see
 :mod:`policies.safear.population`).

@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lab.cli import app
-from lab.experiments.safear import PAPER_TABLE17, data_available
+from lab.reproduce.safear import PAPER_TABLE17, data_available
 
 runner = CliRunner()
 

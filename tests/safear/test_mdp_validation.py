@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from lab.experiments.safear import geometric_mdp
+from lab.reproduce.safear import geometric_mdp
 from policies.safear import Action, Feature, RecourseMDP, build_feature_mdp
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lab.experiments.safear import (
+from lab.reproduce.safear import (
     PAPER_TABLE17,
     build_dataset_mdp,
     data_available,

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lab.experiments.safear import geometric_mdp, insurance_mdp
+from lab.reproduce.safear import geometric_mdp, insurance_mdp
 from policies.safear import (
     exact_distribution,
     exact_measures,

@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from lab.experiments.safear import insurance_mdp, random_mdp
+from lab.reproduce.safear import insurance_mdp, random_mdp
 from policies.safear import GOAL_ACTION, Policy, exact_distribution, grsevi, grsvi, value_iteration
 
 

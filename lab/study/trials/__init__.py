@@ -9,5 +9,5 @@ module per family, each one run of one seed.
   one fold of one cell per run, the ``robust-table1`` experiment.
 
 The reproductions that run them as studies and check the papers' numbers are
-:mod:`lab.experiments`; the methods themselves are the policy families (:mod:`policies`).
+:mod:`lab.reproduce`; the methods themselves are the policy families (:mod:`policies`).
 """

@@ -10,7 +10,7 @@ amount and age standardised over all 1000 rows, then the one-hot personal status
 
 A cell is (method, α, λ, fold); :func:`run_table1_cell` is the study experiment
 ``robust-table1`` (registered in :mod:`lab.study.experiments`). The reproduction
-(:mod:`lab.experiments.robust`) averages per-fold means over the folds.
+(:mod:`lab.reproduce.robust`) averages per-fold means over the folds.
 """
 
 from __future__ import annotations

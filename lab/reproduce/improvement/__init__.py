@@ -4,7 +4,7 @@
 its paired trials are :mod:`lab.study.trials.improvement`; the methods live in
 :mod:`policies.improvement`."""
 
-from lab.experiments.improvement.reproduce import (
+from lab.reproduce.improvement.reproduce import (
     PAPER_LINUCB_XI025,
     PAPER_SLOPE,
     PAPER_XI0,

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lab.experiments.safear.datasets import DatasetMDP, build_dataset_mdp
-from lab.experiments.safear.examples import insurance_mdp
+from lab.reproduce.safear.datasets import DatasetMDP, build_dataset_mdp
+from lab.reproduce.safear.examples import insurance_mdp
 from policies.safear.risk import (
     DEFAULT_ALPHAS,
     exact_measures,
@@ -300,10 +300,10 @@ def reproduce_dataset(
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m lab.experiments.safear.reproduce OUT_DIR [--quick]``: write all tables and the insurance plot."""
+    """``python -m lab.reproduce.safear.reproduce OUT_DIR [--quick]``: write all tables and the insurance plot."""
     import argparse
 
-    from lab.experiments.safear.plot import plot_policy_rollouts
+    from lab.reproduce.safear.plot import plot_policy_rollouts
 
     ap = argparse.ArgumentParser(description="Reproduce SafeAR Tables 1, 3, 10-12 and 17")
     ap.add_argument("out_dir")

@@ -21,7 +21,7 @@ import pandas as pd
 from abm.provenance import RESULTS_SCHEMA
 from abm.scenarios import resolve_scenario
 from abm.validation import ConfigError, problem
-from lab.experiments.checks import Check, checks_frame
+from lab.reproduce.checks import Check, checks_frame
 from lab.study import Study, collect
 from lab.study.trials.fairness import METHODS, FairnessTrialParams
 

@@ -1,14 +1,14 @@
 """SafeAR reproductions: example MDPs, the insurance and data-set tables, population study, plots."""
 
-from lab.experiments.safear.datasets import (
+from lab.reproduce.safear.datasets import (
     build_dataset_mdp,
     data_available,
     dataset_spec,
     load_dataset,
 )
-from lab.experiments.safear.examples import geometric_mdp, insurance_mdp, random_mdp
-from lab.experiments.safear.plot import plot_policy_rollouts, top_outcomes
-from lab.experiments.safear.reproduce import (
+from lab.reproduce.safear.examples import geometric_mdp, insurance_mdp, random_mdp
+from lab.reproduce.safear.plot import plot_policy_rollouts, top_outcomes
+from lab.reproduce.safear.reproduce import (
     PAPER_DATASET_TABLES,
     PAPER_TABLE17,
     reproduce_dataset,

@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 
 from abm.provenance import RESULTS_SCHEMA
-from lab.experiments.pareto import (
+from lab.reproduce.pareto import (
     MARGINS,
     ORACLE_GRID,
     TARGET_RR,
@@ -140,7 +140,7 @@ def training_seeds(
 
 def _train_one(job: tuple[str, str, float, float, int, int]) -> tuple[str, float]:
     from abm.mlp import torch_threads
-    from lab.experiments.rl_training import train_predictor
+    from lab.training import train_predictor
 
     directory, family, alpha, tau, steps, seed = job
     with torch_threads(1):

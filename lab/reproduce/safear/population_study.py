@@ -105,7 +105,7 @@ def plot_population(summary: pd.DataFrame, path=None, title: str | None = None):
     """Bars of RR, RF, wasted effort and the realised-cost tail per policy (error bars: s.e. over seeds)."""
     from matplotlib.figure import Figure
 
-    from lab.experiments.safear.plot import finish_figure
+    from lab.reproduce.safear.plot import finish_figure
 
     panels = [
         ("rr", "recourse reliability RR"),

@@ -2,7 +2,7 @@
 (one cell per run: :mod:`lab.study.trials.robust`; the study and checks: :mod:`.reproduce`),
 and the report of the retraining study (``studies/robust-retrain.toml``)."""
 
-from lab.experiments.robust.reproduce import (
+from lab.reproduce.robust.reproduce import (
     reproduce_german_lr,
     summarise_table1,
     table1_checks,

@@ -46,7 +46,7 @@ from lab.study import runner as study_runner
 from lab.study.experiments import ParetoParams
 
 # the front read-offs and the margin grid live in lab.study.front (lab.study may not import
-# lab.experiments); capacity_goal and scripts/table3_worlds.py import them from here
+# lab.reproduce); capacity_goal and scripts/table3_worlds.py import them from here
 from lab.study.front import MARGINS, TARGET_RR, front_rf_at, front_rr_at, margin_policy, read_off
 from lab.study.front import episode_arrays as episode_arrays
 from lab.study.front import read_front as read_front
@@ -351,7 +351,7 @@ def run_pareto(
     With ``cfg.report_only`` nothing is trained or evaluated: the reports are rebuilt from
     the evaluations as they stand (e.g. after an interrupted run).
     """
-    from lab.experiments.rl_training import train_recommender
+    from lab.training import train_recommender
 
     out = Path(out)
     if cfg.report_only and not (
@@ -496,7 +496,7 @@ def _phi_dir(jobs: list[tuple], rec_dir: Path) -> Path:
 
 def _train_predictors(cfg: StudyConfig, out: Path, rec_dir: Path, log, report) -> list[tuple]:
     """Train (or find) every predictor of the grid; returns (family, recommender, α, τ, dir)."""
-    from lab.experiments.rl_training import PREDICTOR_SAC, train_predictor
+    from lab.training import PREDICTOR_SAC, train_predictor
 
     ov = cfg.overrides
     # (family, recommender inside, directory stem): the hybrid's own recommender, or

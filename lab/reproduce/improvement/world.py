@@ -2,7 +2,7 @@
 specs/improvement-bandits.md §5): per-run means over a late window of ticks and paired
 differences between policies (same seeds: arrivals and behaviour draws are shared).
 
-``python -m lab.experiments.improvement.world results/improvement-world`` writes
+``python -m lab.reproduce.improvement.world results/improvement-world`` writes
 ``late_window.csv`` and ``paired.csv`` next to the study's runs.
 """
 
