@@ -44,6 +44,13 @@ import numpy as np
 # descent in NumPy (and ClaPROAR, Gravitational, PROBE on it).
 RESULTS_SCHEMA = 10
 
+#: the cross-CPU contract (docs/architecture.md, "Results that travel"): on another CPU or
+#: BLAS every discrete outcome is identical and a float64 agrees within
+#: |got - ref| <= FLOAT_ATOL + FLOAT_RTOL |ref| (tests/golden/compare.py, the benchmark's
+#: --verify); on one machine results are bitwise equal
+FLOAT_RTOL = 1e-9
+FLOAT_ATOL = 1e-12
+
 # packages whose versions can change a simulation's numbers
 VERSIONED = ("recourse-abm", "mesa", "numpy", "scipy", "scikit-learn", "pandas", "torch")
 

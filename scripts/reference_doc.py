@@ -103,7 +103,7 @@ def blocks() -> dict[str, str]:
         "policies": parts(),
         "tick-columns": cols["ticks"],
         "candidate-columns": cols["candidates"],
-        "summary": summary(),
+        "episode-summary": summary(),
         "fields": fields(),
     }
 

@@ -22,7 +22,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from abm.provenance import RESULTS_SCHEMA
 from lab.evaluation import evaluate_many
+from policies.robust.policy import DEFAULTS
 
 GRID = {
     "robust-l1": ((0.05, 0.1, 0.25, 0.5), (0.41, 0.45, 0.5, 0.55)),
@@ -81,6 +83,19 @@ def main() -> None:
         print(f"{policy}: {s}  RR {table[s]['retraining'][0]:.3f} on retraining")
 
 
+def _against_defaults(chosen: dict[str, str]) -> list[str]:
+    """Lines saying whether this run's rule picks the registered defaults
+    (:data:`policies.robust.policy.DEFAULTS`); a difference is reported, not applied: a new
+    default changes every result of the policy."""
+    lines = []
+    for policy, (alpha, kappa) in DEFAULTS.items():
+        shipped = spec(policy, alpha, kappa)
+        pick = chosen.get(policy, "no point left")
+        same = "the registered default" if pick == shipped else f"registered: `{shipped}`"
+        lines.append(f"- `{policy}`: this run picks `{pick}` ({same})")
+    return [*lines, ""]
+
+
 def write(path: Path, table, chosen, seeds: int) -> None:
     cols = PRESETS + REPORTED
     lines = [
@@ -97,8 +112,9 @@ def write(path: Path, table, chosen, seeds: int) -> None:
         "of the points with alpha > 0 left after every preset, the one with the highest RR "
         "on `retraining`. `fair-scarf` is shown for the survivors but not used: its episode "
         "budget pays for about four pieces of advice a tick whatever the policy. Chosen "
-        "points in bold.",
+        f"points in bold. Results schema {RESULTS_SCHEMA}.",
         "",
+        *_against_defaults(chosen),
         "| policy | alpha | kappa | " + " | ".join(cols) + " |",
         "|---|---|---|" + "---|" * len(cols),
     ]

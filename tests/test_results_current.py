@@ -41,6 +41,8 @@ FROM_CODE = {
     "tick-columns",
     "candidate-columns",
     "fields",
+    "benchmark-tiers",
+    "episode-summary",
     "figures",
     "columns:ticks",
     "columns:candidates",

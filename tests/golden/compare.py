@@ -22,9 +22,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-RTOL_64 = 1e-9
+from abm.provenance import FLOAT_ATOL, FLOAT_RTOL
+
+RTOL_64 = FLOAT_RTOL
 RTOL_32 = 2.0**-22
-ATOL = 1e-12
+ATOL = FLOAT_ATOL
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,478 @@
+"""The benchmark's report card: one JSON document and one HTML page per entry and tier.
+
+The JSON holds the protocol (version, tier, digest), the package's and the entry's
+versions, the results schema, the machine's fingerprint, every run id with its world and
+seed, the entry's per-run figures, the judged tables and, for a sample of the entry's
+runs, the discrete outcomes of every tick. :func:`verify` recomputes the tables from the
+per-run figures (an edited figure is caught), then reruns the sample: on a machine with
+the same fingerprint every figure must agree bit for bit; elsewhere floats within
+:data:`abm.provenance.FLOAT_RTOL` / :data:`~abm.provenance.FLOAT_ATOL` and every discrete
+outcome exactly, and a run that diverged names its first differing tick.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import math
+import platform
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from abm import __version__
+from abm.provenance import (
+    FLOAT_ATOL,
+    FLOAT_RTOL,
+    RESULTS_SCHEMA,
+    json_safe,
+    now,
+    versions,
+    write_json,
+)
+from lab.benchmark.protocol import VERSION, VERSIONS, Protocol, protocol
+from lab.benchmark.run import KEPT, Outcome, judge, studies
+
+KIND = "recourse-abm benchmark card"
+#: runs of the entry each card keeps tick by tick for --verify (one per preset)
+SAMPLE_PER_PRESET = 1
+#: the per-run columns a card keeps for the entry
+RUN_COLUMNS = ("preset", "policy", "world_seed", "seed", "run_id")
+
+
+class CardError(ValueError):
+    """A card that cannot be read or is of another protocol version."""
+
+
+class Mismatch(CardError):
+    """A card whose figures do not follow from its runs, or whose runs rerun otherwise."""
+
+
+# -- identity ---------------------------------------------------------------------------
+def machine() -> dict[str, str]:
+    """What decides a float's last bits here: CPU, its vector extensions, the OS, Python,
+    NumPy and its BLAS; ``fingerprint`` is their hash."""
+    cpu, flags = platform.processor() or platform.machine(), ""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+        for line in text.splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and cpu == (platform.processor() or platform.machine()):
+                cpu = value.strip()
+            if key.strip() == "flags" and not flags:
+                have = set(value.split())
+                flags = " ".join(
+                    f for f in ("sse4_2", "avx", "avx2", "fma", "avx512f") if f in have
+                )
+    except OSError:
+        pass
+    try:
+        blas = np.__config__.CONFIG["Build Dependencies"]["blas"]["name"]
+    except (AttributeError, KeyError, TypeError):
+        blas = "unknown"
+    out = {
+        "cpu": cpu,
+        "cpu_flags": flags,
+        "arch": platform.machine(),
+        "os": platform.system(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "blas": str(blas),
+    }
+    out["fingerprint"] = hashlib.sha256(json.dumps(out, sort_keys=True).encode()).hexdigest()[:16]
+    return out
+
+
+def policy_versions(spec: str) -> dict[str, str]:
+    """Distribution -> version of every package that registers a part of ``spec`` (this
+    package for built-in parts; a plug-in's own distribution otherwise)."""
+    from abm.registry import KINDS, REGISTRY, Composite, parse_spec
+
+    owners = metadata.packages_distributions()
+    out: dict[str, str] = {}
+
+    def owner(kind: str, name: str) -> None:
+        entry = REGISTRY.entries(kind).get(name)  # type: ignore[arg-type]
+        if entry is None:
+            return
+        if isinstance(entry.factory, Composite):  # GOAL+RECOMMENDER under one name
+            owner("goal", entry.factory.goal)
+            owner("recommender", entry.factory.recommender)
+            return
+        top = entry.factory.__module__.split(".")[0]
+        for dist in owners.get(top, ["recourse-abm"]):
+            try:
+                out[dist] = metadata.version(dist)
+            except metadata.PackageNotFoundError:
+                out[dist] = __version__
+
+    for part in parse_spec(spec):
+        for kind in KINDS:
+            if part.name in REGISTRY.entries(kind):
+                owner(kind, part.name)
+                break
+    return out
+
+
+# -- writing ----------------------------------------------------------------------------
+def _table(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    # Python's float repr round-trips every bit (pandas' JSON writer keeps 15 decimals)
+    return json_safe(frame.to_dict(orient="records"))
+
+
+def build(outcome: Outcome) -> dict[str, Any]:
+    """The card's JSON document (plain data)."""
+    proto, policy, runs = outcome.protocol, outcome.policy, outcome.runs
+    figures = [f for f in proto.figures if f in runs]
+    mine = runs[runs["policy"] == policy].sort_values(["preset", "world_seed", "seed"])
+    sample = mine.groupby("preset", sort=False).head(SAMPLE_PER_PRESET)
+    ticks = _sample_ticks(outcome, sample)
+    return {
+        "kind": KIND,
+        "protocol": {"version": proto.version, "tier": proto.tier, "digest": proto.digest()},
+        "policy": {"spec": policy, "versions": policy_versions(policy)},
+        "package": {"recourse-abm": __version__},
+        "versions": versions(),
+        "results_schema": RESULTS_SCHEMA,
+        "machine": machine(),
+        "created": now(),
+        "check_policy": outcome.check,
+        "allowed_breaks": outcome.allowed,
+        "runs": {
+            "entry": _table(mine[[*RUN_COLUMNS, *figures]]),
+            "baselines": _table(
+                runs[runs["policy"] != policy][list(RUN_COLUMNS)].sort_values(
+                    ["preset", "policy", "world_seed", "seed"]
+                )
+            ),
+        },
+        "sample": [
+            {**{k: row[k] for k in RUN_COLUMNS}, "ticks": ticks[row["run_id"]]}
+            for _, row in sample.iterrows()
+        ],
+        "card": _table(outcome.card),
+        "fronts": _table(outcome.fronts),
+    }
+
+
+def _sample_ticks(outcome: Outcome, sample: pd.DataFrame) -> dict[str, dict[str, list]]:
+    """Run id -> tick column -> values, for the sampled runs (from the store's tables)."""
+    out = {}
+    for rid in sample["run_id"]:
+        part = outcome.ticks[outcome.ticks["run_id"] == rid].sort_values("tick")
+        out[rid] = {c: part[c].tolist() for c in ("tick", *KEPT)}
+    return out
+
+
+def write(outcome: Outcome, out: str | Path) -> dict[str, Path]:
+    """``card.json`` and ``card.html`` under ``out``; returns their paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    doc = build(outcome)
+    paths = {"json": write_json(out / "card.json", doc), "html": out / "card.html"}
+    paths["html"].write_text(page(doc, outcome))
+    return paths
+
+
+def read(path: str | Path) -> dict[str, Any]:
+    """A card's JSON document, checked to be a card of a protocol version this package
+    knows (:class:`CardError` otherwise)."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CardError(f"card = {str(path)!r} cannot be read: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("kind") != KIND:
+        raise CardError(f"card = {str(path)!r} is not a {KIND}")
+    check_version(doc)
+    return doc
+
+
+def check_version(doc: dict[str, Any], version: str = VERSION) -> None:
+    """Refuse a card of another protocol version, or whose digest is not its version's."""
+    got = doc.get("protocol", {})
+    if got.get("version") != version:
+        raise CardError(
+            f"protocol = {got.get('version')!r} is not allowed: this leaderboard is {version}"
+        )
+    known = VERSIONS.get(version, {}).get(got.get("tier"))
+    if known != got.get("digest"):
+        raise CardError(
+            f"protocol digest = {got.get('digest')!r} is not {version} {got.get('tier')}'s "
+            f"({known})"
+        )
+
+
+# -- verifying ----------------------------------------------------------------------------
+def _rerun(proto: Protocol, policy: str, row: Any) -> tuple[dict[str, float], dict[str, list]]:
+    """Run ``row``'s run (by its id) again in this process: its figures and kept ticks."""
+    from lab.study.experiments import execute_run
+
+    study = next(s for s in studies(policy, proto) if s.base.name == row["preset"])
+    spec = next((r for r in study.runs() if r.run_id == row["run_id"]), None)
+    if spec is None:
+        raise CardError(
+            f"run {row['run_id']} ({row['preset']}, world {row['world_seed']}, seed "
+            f"{row['seed']}) is not a run of this package's protocol: was it made by another "
+            "version of recourse-abm or of the entry?"
+        )
+    result = execute_run(spec.task(KEPT))
+    if result["status"] != "ok":
+        raise CardError(f"run {row['run_id']} failed: {result['error']}")
+    figures = dict(result["rows"][0])
+    ticks = result["ticks"]
+    return figures, {c: ticks[c].tolist() for c in ("tick", *KEPT) if c in ticks}
+
+
+def _same(a: Any, b: Any, exact: bool) -> bool:
+    if a is None or b is None:  # NaN is written as null
+        return (a is None or a != a) and (b is None or b != b)
+    if isinstance(a, float) or isinstance(b, float):
+        if exact:
+            return float(a) == float(b)
+        return math.isclose(float(a), float(b), rel_tol=FLOAT_RTOL, abs_tol=FLOAT_ATOL)
+    return a == b
+
+
+def verify(path: str | Path, *, store: str | Path | None = None, log: Any = print) -> list[str]:
+    """Check a card: its tables from its own runs (the baselines' from ``store``, default
+    :data:`lab.benchmark.run.DEFAULT_STORE`), then its sampled runs rerun here. Returns
+    what was checked (one line each); :class:`CardError` names the first problem."""
+    doc = read(path)
+    proto = protocol(doc["protocol"]["tier"])
+    policy = doc["policy"]["spec"]
+    said: list[str] = []
+    entry = pd.DataFrame(doc["runs"]["entry"])
+    # 1. the tables follow from the runs: an edited figure shows here
+    runs = pd.concat([entry, _baseline_figures(doc, proto, policy, store)], ignore_index=True)
+    card, fronts = judge(runs.astype({"world_seed": int, "seed": int}), policy, proto)
+    for name, table in (("card", card), ("fronts", fronts)):
+        _compare_tables(name, pd.DataFrame(doc[name]), table)
+    said.append(
+        f"tables: the card's {len(doc['card'])} rows and {len(doc['fronts'])} front rows follow from its runs"
+    )
+    # 2. a sample of the entry's runs, again
+    exact = doc["machine"]["fingerprint"] == machine()["fingerprint"]
+    how = (
+        "bit for bit (same machine)"
+        if exact
+        else f"floats within rtol {FLOAT_RTOL:g} (another machine)"
+    )
+    for row in doc["sample"]:
+        figures, ticks = _rerun(proto, policy, row)
+        _compare_ticks(row, ticks, exact)
+        stored = entry[entry["run_id"] == row["run_id"]].iloc[0]
+        for f, v in stored.items():
+            if f in RUN_COLUMNS or f not in figures:
+                continue
+            if not _same(None if v != v else v, figures[f], exact):
+                raise Mismatch(
+                    f"run {row['run_id']} ({row['preset']}): {f} = {v!r} on the card, "
+                    f"{figures[f]!r} rerun here ({how})"
+                )
+        said.append(f"run {row['run_id']} ({row['preset']}, world {row['world_seed']}): {how}")
+    for line in said:
+        log(line)
+    return said
+
+
+def _baseline_figures(
+    doc: dict[str, Any], proto: Protocol, policy: str, store: str | Path | None
+) -> pd.DataFrame:
+    """The baselines' per-run figures, from the store the card was made with (the card
+    keeps their ids only)."""
+    from lab.benchmark.run import DEFAULT_STORE, store_of
+    from lab.study import load_runs_of
+
+    frames = []
+    ids = {r["run_id"] for r in doc["runs"]["baselines"]}
+    folder = store_of(DEFAULT_STORE if store is None else store, proto)
+    for study in studies(policy, proto):
+        _, runs = load_runs_of(study, folder)
+        part = runs[runs["run_id"].isin(ids)].assign(preset=study.base.name)
+        frames.append(part)
+    got = pd.concat(frames, ignore_index=True)
+    if len(got) != len(ids):
+        raise CardError(
+            f"the baselines' runs are not all in {folder} "
+            f"({len(got)} of {len(ids)}): run `recourse-abm benchmark threshold "
+            f"--tier {proto.tier}` to make them"
+        )
+    return got
+
+
+def _compare_tables(name: str, card: pd.DataFrame, again: pd.DataFrame) -> None:
+    keys = [k for k in ("preset", "policy", "figure", "front") if k in card.columns]
+    a = card.set_index(keys).sort_index()
+    b = again.set_index(keys).sort_index()
+    for col in a.columns:
+        if col not in b.columns:
+            continue
+        for idx in a.index:
+            x, y = (
+                v.item() if isinstance(v, np.generic) else v
+                for v in (a.at[idx, col], b.at[idx, col])
+            )
+            x = None if isinstance(x, float) and x != x else x
+            y = None if isinstance(y, float) and y != y else y
+            if not _same(x, y, exact=False):
+                raise Mismatch(f"{name} row {idx}: {col} = {x!r} on the card, {y!r} from its runs")
+
+
+def _compare_ticks(row: dict[str, Any], ticks: dict[str, list], exact: bool) -> None:
+    stored = row["ticks"]
+    n = min(len(stored.get("tick", [])), len(ticks.get("tick", [])))
+    for t in range(n):
+        for col in KEPT:
+            a, b = stored[col][t], ticks[col][t]
+            discrete = col.startswith("n_")
+            if not _same(a, b, exact or discrete):
+                raise Mismatch(
+                    f"run {row['run_id']} ({row['preset']}, world {row['world_seed']}, seed "
+                    f"{row['seed']}) diverged at tick {stored['tick'][t]}: {col} = {a!r} on the "
+                    f"card, {b!r} here" + ("" if discrete else " (beyond the float tolerance)")
+                )
+    if len(stored.get("tick", [])) != len(ticks.get("tick", [])):
+        raise Mismatch(
+            f"run {row['run_id']}: {len(stored['tick'])} ticks on the card, {len(ticks['tick'])} here"
+        )
+
+
+# -- the page ---------------------------------------------------------------------------
+def page(doc: dict[str, Any], outcome: Outcome) -> str:
+    """The card as one self-contained HTML page."""
+    from lab.study.page import STYLE
+
+    proto, policy = outcome.protocol, outcome.policy
+    tier = {
+        "full": "full tier (the leaderboard's)",
+        "quick": "quick tier: fewer worlds and presets than the leaderboard's; not comparable with full cards",
+        "smoke": "smoke tier: checks that the pipes hold; no verdicts",
+    }[proto.tier]
+    head = (
+        f"<h1>{html.escape(policy)}</h1><p class='lead'>{html.escape(proto.version)}, "
+        f"{html.escape(tier)}. {len(proto.presets)} presets x {proto.worlds} worlds x "
+        f"{proto.episodes} paired episodes; intervals: {html.escape(proto.interval)}, with the "
+        f"number of worlds; card contrasts corrected together ({proto.card_correction.upper()}), "
+        f"front contrasts together ({proto.front_correction.title()}); 'level' and 'matches' "
+        f"need TOST within the figure's bound. recourse-abm {__version__}, results schema "
+        f"{RESULTS_SCHEMA}, machine {doc['machine']['fingerprint']}, {doc['created']}.</p>"
+    )
+    body = [head]
+    for preset in proto.presets:
+        body.append(f"<h2>{html.escape(preset)}</h2>")
+        body.append(_front_html(outcome.fronts, preset))
+        chart = _chart(outcome, preset)
+        if chart:
+            b64 = base64.b64encode(chart).decode()
+            body.append(f"<img alt='RR against RF' src='data:image/png;base64,{b64}'>")
+        body.append(_card_html(outcome.card, preset, policy, proto))
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(policy)}: "
+        f"{html.escape(proto.version)}</title><style>{STYLE}</style></head><body>"
+        + "".join(body)
+        + "</body></html>\n"
+    )
+
+
+def _interval(mean: float, lo: float, hi: float, n: Any) -> str:
+    if mean != mean:
+        return "n/a"
+    return f"{mean:.3g} [{lo:.3g}, {hi:.3g}] ({int(n)} worlds)"
+
+
+def _diff(row: pd.Series, key: str) -> str:
+    m = row.get(f"vs_{key}", math.nan)
+    if m != m:
+        return ""
+    text = f"{m:+.3g} [{row[f'vs_{key}_lo']:+.3g}, {row[f'vs_{key}_hi']:+.3g}]"
+    verdict = str(row.get(f"vs_{key}_verdict", ""))
+    strong = verdict in (
+        "better",
+        "worse",
+        "higher",
+        "lower",
+        "level",
+        "beats",
+        "trails",
+        "matches",
+    )
+    return f"<b>{text}</b> {verdict}" if strong else f"{text} <span class='muted'>{verdict}</span>"
+
+
+def _front_html(fronts: pd.DataFrame, preset: str) -> str:
+    part = fronts[fronts["preset"] == preset]
+    rows = []
+    for front, g in part.groupby("front", sort=False):
+        cells = g.set_index("figure")
+        tds = "".join(
+            f"<td>{_diff(cells.loc[f], 'front')}</td>" for f in ("rf_at_equal_rr", "rr_at_equal_rf")
+        )
+        rows.append(f"<tr><td class='l'>{html.escape(front)}</td>{tds}</tr>")
+    return (
+        "<h3>against the constant-margin fronts</h3><table><tr><th class='l'>front</th>"
+        "<th>RF − front at equal RR</th><th>RR − front at equal RF</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
+
+
+def _card_html(card: pd.DataFrame, preset: str, policy: str, proto: Protocol) -> str:
+    from abm.mechanisms import FIGURES
+
+    labels = {f.name: f.label for f in FIGURES}
+    part = card[card["preset"] == preset]
+    cols = [policy, *[b for b in proto.baselines if b != policy]]
+    rows = []
+    for figure in dict.fromkeys(part["figure"]):
+        cells = part[part["figure"] == figure].set_index("policy")
+        tds = [
+            f"<td>{_interval(*cells.loc[p, ['mean', 'lo', 'hi', 'worlds']])}</td>"
+            if p in cells.index
+            else "<td></td>"
+            for p in cols
+        ]
+        entry = cells.loc[policy]
+        tds += [f"<td>{_diff(entry, k)}</td>" for k in ("none", "threshold")]
+        rows.append(
+            f"<tr><td class='l'>{html.escape(labels.get(figure, figure))}</td>{''.join(tds)}</tr>"
+        )
+    heads = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    return (
+        f"<h3>outcome card</h3><table><tr><th class='l'>figure</th>{heads}"
+        "<th>entry − none</th><th>entry − threshold</th></tr>" + "".join(rows) + "</table>"
+    )
+
+
+def _chart(outcome: Outcome, preset: str) -> bytes | None:
+    from matplotlib.figure import Figure
+
+    from lab.study.analysis import png_bytes
+
+    runs = outcome.runs[outcome.runs["preset"] == preset]
+    means = runs.groupby(["policy", "world_seed"])[["rr", "rf"]].mean().groupby("policy").mean()
+    fig = Figure(figsize=(5.2, 3.8))
+    ax = fig.subplots()
+    for i, (name, grid) in enumerate(outcome.protocol.front_policies().items()):
+        pts = means.loc[[p for p in grid if p in means.index]].sort_values("rr")
+        ax.plot(pts["rf"], pts["rr"], "-o", ms=3, lw=1, color=f"C{i}", label=f"front: {name}")
+    for j, name in enumerate((outcome.policy, *outcome.protocol.baselines)):
+        if name in means.index:
+            ax.plot(
+                *means.loc[name, ["rf", "rr"]],
+                "s*^"[j % 3],
+                ms=8,
+                color="k" if j == 0 else f"C{j + 3}",
+                label=name,
+            )
+    ax.set_xlabel("RF (mean over worlds)", fontsize=8)
+    ax.set_ylabel("RR (mean over worlds)", fontsize=8)
+    ax.set_title(f"{preset}: the entry against the fronts", fontsize=9)
+    ax.tick_params(labelsize=7)
+    ax.legend(fontsize=6, loc="best")
+    fig.tight_layout()
+    return png_bytes(fig)

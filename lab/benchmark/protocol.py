@@ -1,0 +1,181 @@
+"""The benchmark's protocol: what every entry is run and judged by, under one version.
+
+A protocol fixes the presets, the worlds and paired episodes of each, the ticks, the
+baselines (``none``, ``threshold`` and the constant-margin fronts), the figures of the
+outcome card, the statistics (intervals, tests, bounds, corrections) and the rules of
+:func:`abm.testing.check_policy` an entry must pass. Its :meth:`Protocol.digest` hashes
+all of that; :data:`VERSIONS` pins the digest of each version, so changing a fixed
+element without a new version fails ``tests/test_benchmark.py``. Results of different
+versions are never mixed (:func:`lab.benchmark.card.check_version`).
+
+Three tiers share a version: ``full`` (the leaderboard's), ``quick`` (at most 10 minutes
+on 2 cores for a policy at most 10x ``threshold``: fewer worlds and presets, said on its
+card) and ``smoke`` (CI's check that the pipes hold: no verdicts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from abm.testing import DEFAULT_WORLDS, RULES
+from lab.study.front import FRONT_BOUND, MARGIN_RECOMMENDERS, MARGINS, margin_policies
+from lab.study.stats import ALPHA, BOUNDS, DIRECTIONS, MIN_WORLDS_FOR_VERDICT
+
+#: the protocol this package runs
+VERSION = "dynamic-recourse/1"
+Tier = Literal["full", "quick", "smoke"]
+TIERS: tuple[Tier, ...] = ("full", "quick", "smoke")
+
+#: every family's home world and the combined one (the five-families study's presets)
+FULL_PRESETS = (
+    "lending",
+    "paper",
+    "improvement",
+    "retraining",
+    "groups",
+    "causal",
+    "budget",
+    "fair-scarf",
+)
+#: the quick tier leaves out `lending` (about 30x a single-mechanism world per episode)
+QUICK_PRESETS = FULL_PRESETS[1:]
+#: the card figures a report shows, in order (those of an extension that is off are left out)
+FIGURES = (
+    "rr",
+    "rf",
+    "accept_rate",
+    "median_time_to_accept",
+    "never_accepted_share",
+    "accepted_new_share",
+    "accepted_advised_share",
+    "advice_paid",
+    "paid_per_effort",
+    "valid_at_reapply",
+    "valid_vs_issued",
+    "cost_recommended",
+    "cost_incurred",
+    "cvar95_effort",
+    "unadvised_share",
+    "h_accepted",
+    "h_applicants",
+    "true_gain",
+    "qualified_rate",
+    "valid_outstanding",
+    "valid_after_refit",
+    "accept_gap",
+    "rr_gap",
+    "rf_gap",
+    "dp_gap",
+    "budget_spent",
+    "paid_per_budget",
+)
+
+
+class Protocol(BaseModel):
+    """One tier of one protocol version: everything an entry is run and judged by."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: str = VERSION
+    tier: Tier = "full"
+    presets: tuple[str, ...] = FULL_PRESETS
+    worlds: int = 20
+    episodes: int = 2
+    #: None: each preset's own ticks
+    ticks: int | None = None
+    baselines: tuple[str, ...] = ("none", "threshold")
+    #: front name -> recommender; each front is the margin grid of :attr:`margins`
+    fronts: tuple[tuple[str, str], ...] = tuple(MARGIN_RECOMMENDERS.items())
+    margins: tuple[float, ...] = MARGINS
+    figures: tuple[str, ...] = FIGURES
+    # statistics (lab.study.stats, lab.study.front): intervals on world means with Hall's
+    # correction, t-tests and TOST on world means, one corrected family per table
+    interval: str = "Hall-corrected t on world means"
+    card_correction: str = "bh"
+    front_correction: str = "holm"
+    alpha: float = ALPHA
+    min_worlds: int = MIN_WORLDS_FOR_VERDICT
+    bounds: tuple[tuple[str, float], ...] = tuple(sorted(BOUNDS.items()))
+    front_bound: float = FRONT_BOUND
+    directions: tuple[tuple[str, bool], ...] = tuple(sorted(DIRECTIONS.items()))
+    # the entry check: abm.testing.check_policy's rules in its default worlds
+    check_rules: tuple[str, ...] = tuple(RULES)
+    check_worlds: tuple[str, ...] = DEFAULT_WORLDS
+
+    @property
+    def world_seeds(self) -> tuple[int, ...]:
+        return tuple(range(self.worlds))
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return tuple(range(self.episodes))
+
+    @property
+    def verdicts(self) -> bool:
+        """Whether this tier has enough worlds for verdicts."""
+        return self.worlds >= self.min_worlds
+
+    def front_policies(self) -> dict[str, list[str]]:
+        """Front name -> its margin-grid policy specs."""
+        return {name: margin_policies(rec, self.margins) for name, rec in self.fronts}
+
+    def baseline_policies(self) -> list[str]:
+        """Every policy run beside an entry: the baselines, then each front's grid."""
+        grid = [p for specs in self.front_policies().values() for p in specs]
+        return list(dict.fromkeys([*self.baselines, *grid]))
+
+    def digest(self) -> str:
+        """16 hex digits of SHA-256 over every fixed element (the version's identity)."""
+        text = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def protocol(tier: Tier = "full") -> Protocol:
+    """The current version's ``tier``."""
+    if tier == "full":
+        return Protocol()
+    if tier == "quick":
+        return Protocol(tier="quick", presets=QUICK_PRESETS, worlds=10, episodes=1)
+    if tier == "smoke":
+        return Protocol(
+            tier="smoke",
+            presets=("paper",),
+            worlds=2,
+            episodes=1,
+            ticks=12,
+            fronts=(("margin-estimated", MARGIN_RECOMMENDERS["margin-estimated"]),),
+            margins=(0.0, 0.05, 0.15, 0.3),
+            check_worlds=("paper",),
+        )
+    raise ValueError(f"tier = {tier!r} is not allowed: one of {', '.join(TIERS)}")
+
+
+#: version -> tier -> digest: a changed protocol needs a new version (and entry here)
+VERSIONS: dict[str, dict[str, str]] = {
+    "dynamic-recourse/1": {
+        "full": "0509bc4290947f6b",
+        "quick": "d1e26a6ee5674b60",
+        "smoke": "ea4865eac2bfacb3",
+    },
+}
+
+
+def describe() -> str:
+    """The tiers of the current version as a Markdown table (docs/benchmark.md)."""
+    rows = [
+        "| tier | presets | worlds x episodes | ticks | fronts (margins) | verdicts | digest |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for tier in TIERS:
+        p = protocol(tier)
+        fronts = ", ".join(name for name, _ in p.fronts)
+        rows.append(
+            f"| `{tier}` | {', '.join(f'`{s}`' for s in p.presets)} | {p.worlds} x {p.episodes} "
+            f"| {p.ticks or 'the preset’s'} | {fronts} ({len(p.margins)}) "
+            f"| {'yes' if p.verdicts else 'no'} | `{p.digest()}` |"
+        )
+    return "\n".join(rows)

@@ -1,0 +1,230 @@
+"""The dynamic benchmark (issue 50): a versioned protocol, one command, a card that verifies."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from abm.registry import REGISTRY
+from lab.benchmark import card
+from lab.benchmark.protocol import TIERS, VERSION, VERSIONS, Protocol, protocol
+from lab.benchmark.run import BenchmarkRefused, run_benchmark, store_of, studies
+from lab.cli import app
+from policies.composite import CompositePolicy
+from policies.goals import LastThreshold
+from policies.recommenders import ExactLinear
+
+ROOT = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+
+
+def test_each_tier_is_the_one_its_version_pins():
+    """A changed fixed element (presets, worlds, baselines, margins, figures, bounds,
+    corrections, check_policy's rules) changes the digest: give the protocol a new version
+    and pin its digests in lab.benchmark.protocol.VERSIONS."""
+    for tier in TIERS:
+        assert protocol(tier).digest() == VERSIONS[VERSION][tier], tier
+    full = protocol("full")
+    for change in ({"worlds": 19}, {"margins": full.margins[:-1]}, {"check_rules": ()}):
+        assert full.model_copy(update=change).digest() != full.digest()
+
+
+def test_the_tiers_hold_what_the_protocol_says():
+    full, quick = protocol("full"), protocol("quick")
+    assert full.worlds >= 20 and full.verdicts and quick.verdicts
+    assert "lending" in full.presets and "lending" not in quick.presets
+    assert not protocol("smoke").verdicts
+    baselines = full.baseline_policies()
+    assert baselines[:2] == ["none", "threshold"] and len(baselines) == 2 + 3 * len(full.margins)
+    with pytest.raises(ValueError, match="tier = 'fast'"):
+        protocol("fast")  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    store = tmp_path_factory.mktemp("store")
+    outcome = run_benchmark("threshold-true", tier="smoke", store=store, workers=1, log=str)
+    paths = card.write(outcome, tmp_path_factory.mktemp("card"))
+    return outcome, paths, store
+
+
+@pytest.mark.slow  # a smoke benchmark: about 5 s
+def test_a_smoke_card_holds_the_runs_and_verifies(smoke):
+    outcome, paths, store = smoke
+    doc = json.loads(paths["json"].read_text())
+    proto = protocol("smoke")
+    assert doc["protocol"] == {"version": VERSION, "tier": "smoke", "digest": proto.digest()}
+    assert doc["policy"]["spec"] == "threshold-true" and "recourse-abm" in doc["policy"]["versions"]
+    n_policies = 1 + len(proto.baseline_policies())
+    assert len(doc["runs"]["entry"]) == proto.worlds * proto.episodes
+    assert len(doc["runs"]["baselines"]) == (n_policies - 1) * proto.worlds * proto.episodes
+    assert {r["run_id"] for r in doc["runs"]["entry"]} == set(
+        outcome.runs.loc[outcome.runs["policy"] == "threshold-true", "run_id"]
+    )
+    assert len(doc["sample"][0]["ticks"]["n_accepted"]) == proto.ticks
+    said = card.verify(paths["json"], store=store, log=str)
+    assert "bit for bit (same machine)" in said[-1]
+    assert "<h1>threshold-true</h1>" in paths["html"].read_text()
+
+
+@pytest.mark.slow  # a smoke benchmark: about 5 s
+def test_the_baselines_run_once_for_every_entry(smoke):
+    _, _, store = smoke
+    seen = []
+    run_benchmark(
+        "threshold",
+        tier="smoke",
+        store=store,
+        workers=1,
+        check=False,
+        log=str,
+        progress=lambda done, total: seen.append((done, total)),
+    )
+    # threshold is a baseline: every one of its runs was made for the first entry
+    assert seen[0][0] == seen[0][1] == len(studies("threshold", protocol("smoke"))[0].runs())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "edit, match",
+    [
+        (lambda d: d["card"][1].__setitem__("mean", d["card"][1]["mean"] + 0.01), "card row"),
+        (
+            lambda d: d["runs"]["entry"][0].__setitem__("rf", d["runs"]["entry"][0]["rf"] + 1e-6),
+            "from its runs",
+        ),
+        (lambda d: d["sample"][0]["ticks"]["n_accepted"].__setitem__(3, 99), "diverged at tick 3"),
+    ],
+)
+def test_verify_catches_an_edited_figure(smoke, tmp_path, edit, match):
+    _, paths, store = smoke
+    doc = json.loads(paths["json"].read_text())
+    edit(doc)
+    edited = tmp_path / "card.json"
+    edited.write_text(json.dumps(doc))
+    with pytest.raises(card.Mismatch, match=match):
+        card.verify(edited, store=store, log=str)
+
+
+@pytest.mark.slow  # a smoke benchmark: about 5 s
+def test_a_card_of_another_version_is_refused(smoke, tmp_path):
+    _, paths, store = smoke
+    doc = json.loads(paths["json"].read_text())
+    doc["protocol"]["version"] = "dynamic-recourse/0"
+    other = tmp_path / "card.json"
+    other.write_text(json.dumps(doc))
+    with pytest.raises(card.CardError, match="protocol = 'dynamic-recourse/0' is not allowed"):
+        card.read(other)
+    doc["protocol"].update(version=VERSION, digest="0" * 16)  # same name, other content
+    other.write_text(json.dumps(doc))
+    with pytest.raises(card.CardError, match="digest"):
+        card.read(other)
+    result = runner.invoke(app, ["benchmark", "--verify", str(other), "--store", str(store)])
+    assert result.exit_code == 2 and "digest" in result.output
+
+
+class _ChangesImmutable:
+    """Threshold advice that also moves feature 7, immutable in the check's paper world."""
+
+    def __init__(self):
+        self.inner = CompositePolicy(LastThreshold(), ExactLinear())
+
+    def prepare(self, ctx):
+        self.inner.prepare(ctx)
+
+    def recommend(self, obs, rng):
+        rec = self.inner.recommend(obs, rng)
+        X_cf = rec.X_cf.copy()
+        X_cf[:, 7] = np.minimum(obs.X[:, 7] + 0.01, 1.0)
+        return dataclasses.replace(rec, X_cf=X_cf)
+
+    def observe(self, feedback):
+        self.inner.observe(feedback)
+
+
+@pytest.fixture
+def bad_policy():
+    REGISTRY.policy("test-changes-immutable", _ChangesImmutable, "moves an immutable feature")
+    yield "test-changes-immutable"
+    REGISTRY.remove("policy", "test-changes-immutable")
+
+
+@pytest.mark.slow  # a smoke benchmark: about 5 s
+def test_a_policy_that_fails_check_policy_is_refused_with_its_report(bad_policy, tmp_path):
+    with pytest.raises(BenchmarkRefused, match="immutables"):
+        run_benchmark(bad_policy, tier="smoke", store=tmp_path, workers=1, log=str)
+    assert not store_of(tmp_path, protocol("smoke")).exists()  # refused before any run
+    out = tmp_path / "card"
+    args = ["benchmark", bad_policy, "--tier", "smoke", "--store", str(tmp_path), "--out", str(out)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "refused" in result.output and "immutables" in result.output
+    # a break the entrant states is checked, reported and allowed
+    allowed = run_benchmark(
+        bad_policy,
+        tier="smoke",
+        store=tmp_path,
+        workers=1,
+        log=str,
+        allow={"immutables": "a test"},
+    )
+    assert allowed.allowed == {"immutables": "a test"} and "broken immutables" in allowed.check
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["no-such-policy"], "policy = 'no-such-policy' is not registered"),
+        (["threshold", "--param", "margin"], "--param = 'margin'"),
+        (["threshold", "--tier", "fast"], "fast"),
+        ([], "policy is missing"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, said, tmp_path):
+    result = runner.invoke(app, ["benchmark", *args, "--store", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert said in result.output and "Traceback" not in result.output
+
+
+def test_the_protocol_names_only_registered_policies_and_presets():
+    full = protocol("full")
+    for spec in full.baseline_policies():
+        REGISTRY.validate(spec)
+    assert isinstance(full, Protocol) and all(s.n_runs for s in studies("threshold", full))
+
+
+@pytest.mark.slow
+def test_a_plugin_enters_the_benchmark_with_one_command(tmp_path):
+    """The example plug-in, installed beside the package, gets a card from one command."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "examples" / "plugin", src)
+    site = tmp_path / "site"
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation"]
+    subprocess.run([*pip, "--target", str(site), str(src)], check=True)
+    env = {**__import__("os").environ, "PYTHONPATH": str(site)}
+    out = tmp_path / "card"
+    command = [sys.executable, "-m", "lab", "benchmark", "recent-max", "--tier", "smoke"]
+    command += ["--store", str(tmp_path / "store"), "--out", str(out), "--workers", "1"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    doc = json.loads((out / "card.json").read_text())
+    assert doc["policy"]["versions"].get("recourse-abm-recent-max") == "0.1.0"
+    verify = [sys.executable, "-m", "lab", "benchmark", "--verify", str(out / "card.json")]
+    verify += ["--store", str(tmp_path / "store")]
+    done = subprocess.run(verify, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "verified" in done.stdout, done.stdout + done.stderr
+
+
+def test_the_protocol_table_of_the_guide_is_the_code_s():
+    script = ROOT / "scripts" / "benchmark_doc.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--check"], capture_output=True, text=True, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
