@@ -9,17 +9,24 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from lab.benchmark.leaderboard import CARDS, markdown
 from lab.benchmark.protocol import describe
 from lab.docblocks import fill_block
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmark.md"
+ROOT = Path(__file__).resolve().parents[1]
+COMMAND = "python scripts/benchmark_doc.py"
 
 
 def main() -> int:
     check = "--check" in sys.argv[1:]
-    return fill_block(
-        DOC, "benchmark-tiers", describe(), check=check, command="python scripts/benchmark_doc.py"
+    blocks = (
+        ("benchmark.md", "benchmark-tiers", describe()),
+        ("leaderboard.md", "leaderboard", markdown(ROOT / CARDS)),
     )
+    status = 0
+    for page, name, body in blocks:
+        status |= fill_block(ROOT / "docs" / page, name, body, check=check, command=COMMAND)
+    return status
 
 
 if __name__ == "__main__":

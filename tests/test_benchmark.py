@@ -65,7 +65,7 @@ def test_a_smoke_card_holds_the_runs_and_verifies(smoke):
     assert doc["policy"]["spec"] == "threshold-true" and "recourse-abm" in doc["policy"]["versions"]
     n_policies = 1 + len(proto.baseline_policies())
     assert len(doc["runs"]["entry"]) == proto.worlds * proto.episodes
-    assert len(doc["runs"]["baselines"]) == (n_policies - 1) * proto.worlds * proto.episodes
+    assert doc["runs"]["baselines"]["n"] == (n_policies - 1) * proto.worlds * proto.episodes
     assert {r["run_id"] for r in doc["runs"]["entry"]} == set(
         outcome.runs.loc[outcome.runs["policy"] == "threshold-true", "run_id"]
     )
@@ -228,3 +228,27 @@ def test_the_protocol_table_of_the_guide_is_the_code_s():
         [sys.executable, str(script), "--check"], capture_output=True, text=True, cwd=ROOT
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.slow  # a smoke benchmark: about 5 s
+def test_the_leaderboard_has_a_row_per_card_and_refuses_other_versions(smoke, tmp_path):
+    from lab.benchmark import leaderboard
+
+    _, paths, _ = smoke
+    doc = json.loads(paths["json"].read_text())
+    cards = tmp_path / "cards"
+    cards.mkdir()
+    (cards / "threshold-true-smoke.json").write_text(json.dumps(doc))
+    page = leaderboard.markdown(cards)
+    assert "### smoke tier (1 card;" in page and "| `threshold-true` |" in page
+    assert "### full tier" not in page  # tiers are never mixed, and none is made up
+    row = next(line for line in page.splitlines() if line.startswith("| `threshold-true`"))
+    assert row.count("|") == 3 + len(protocol("smoke").presets)
+    other = dict(doc, protocol={**doc["protocol"], "version": "dynamic-recourse/2"})
+    (cards / "other.json").write_text(json.dumps(other))
+    with pytest.raises(card.CardError, match="dynamic-recourse/2"):
+        leaderboard.markdown(cards)
+    old = dict(doc, results_schema=doc["results_schema"] - 1)
+    (cards / "other.json").write_text(json.dumps(old))
+    with pytest.raises(card.CardError, match="results schema"):
+        leaderboard.markdown(cards)

@@ -145,11 +145,9 @@ def build(outcome: Outcome) -> dict[str, Any]:
         "allowed_breaks": outcome.allowed,
         "runs": {
             "entry": _table(mine[[*RUN_COLUMNS, *figures]]),
-            "baselines": _table(
-                runs[runs["policy"] != policy][list(RUN_COLUMNS)].sort_values(
-                    ["preset", "policy", "world_seed", "seed"]
-                )
-            ),
+            # the baselines' ids follow from the protocol and the package's version: their
+            # count and digest (the entry's are listed above)
+            "baselines": _id_digest(runs.loc[runs["policy"] != policy, "run_id"]),
         },
         "sample": [
             {**{k: row[k] for k in RUN_COLUMNS}, "ticks": ticks[row["run_id"]]}
@@ -158,6 +156,13 @@ def build(outcome: Outcome) -> dict[str, Any]:
         "card": _table(outcome.card),
         "fronts": _table(outcome.fronts),
     }
+
+
+def _id_digest(ids: Any) -> dict[str, Any]:
+    """The count and SHA-256 (16 hex digits) of a set of run ids, sorted."""
+    ordered = sorted(set(ids))
+    text = "\n".join(ordered).encode()
+    return {"n": len(ordered), "sha256": hashlib.sha256(text).hexdigest()[:16]}
 
 
 def _sample_ticks(outcome: Outcome, sample: pd.DataFrame) -> dict[str, dict[str, list]]:
@@ -289,7 +294,12 @@ def _baseline_figures(
     from lab.study import load_runs_of
 
     frames = []
-    ids = {r["run_id"] for r in doc["runs"]["baselines"]}
+    ids = {r.run_id for s in studies(policy, proto) for r in s.runs() if r.policy != policy}
+    if _id_digest(ids) != doc["runs"]["baselines"]:
+        raise Mismatch(
+            f"the card's baseline runs ({doc['runs']['baselines']}) are not those of "
+            f"{proto.version} {proto.tier} under recourse-abm {__version__} ({_id_digest(ids)})"
+        )
     folder = store_of(DEFAULT_STORE if store is None else store, proto)
     for study in studies(policy, proto):
         _, runs = load_runs_of(study, folder)
