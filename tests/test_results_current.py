@@ -85,7 +85,6 @@ AWAITING_RERUN = {
     "results/improvement-world/": "schema 3: the improvement study in the population world, "
     "docs/improvement.md",
     "results/exploration/": "schema 3: the estimator's exploration, docs/exploration.md",
-    "results/extensions/": "schema 3: the extension presets' figures (docs/mechanisms/)",
 }
 
 
