@@ -92,6 +92,30 @@ def test_the_baselines_run_once_for_every_entry(smoke):
     assert seen[0][0] == seen[0][1] == len(studies("threshold", protocol("smoke"))[0].runs())
 
 
+@pytest.mark.slow  # a smoke benchmark: about 5 s
+def test_runs_of_another_store_are_shared_by_id(smoke, tmp_path):
+    from lab.benchmark.run import share_runs
+
+    _, _, store = smoke
+    proto = protocol("smoke")
+    n = share_runs([store_of(store, proto)], tmp_path, proto)
+    assert n == len(proto.baseline_policies()) * proto.worlds * proto.episodes
+    assert share_runs([store_of(store, proto)], tmp_path, proto) == 0  # once only
+    seen = []
+    outcome = run_benchmark(
+        "threshold-true",
+        tier="smoke",
+        store=tmp_path,
+        workers=1,
+        check=False,
+        log=str,
+        progress=lambda done, total: seen.append((done, total)),
+    )
+    entry_runs = proto.worlds * proto.episodes
+    assert seen[0] == (seen[0][1] - entry_runs, seen[0][1])  # only the entry ran
+    assert outcome.fronts["vs_front"].tolist() == smoke[0].fronts["vs_front"].tolist()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "edit, match",

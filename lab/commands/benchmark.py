@@ -79,6 +79,14 @@ def benchmark(
         list[str] | None,
         typer.Option("--allow", help="RULE=REASON: a check_policy rule the policy breaks, stated"),
     ] = None,
+    share: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--share",
+            help="a study store whose runs of the baselines are reused (e.g. the five-families "
+            "fronts'; repeatable)",
+        ),
+    ] = None,
     verify: Annotated[
         Path | None, typer.Option(help="check this card.json instead: tables and a rerun sample")
     ] = None,
@@ -137,6 +145,7 @@ def benchmark(
                 workers=workers,
                 scheduler=scheduler,
                 allow=_allowances(allow or []),
+                share=share or (),
                 progress=progress,
                 log=log,
             )
