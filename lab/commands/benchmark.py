@@ -119,10 +119,15 @@ def benchmark(
         f"{len(proto.baseline_policies())} baseline policies",
         highlight=False,
     )
-    if tier != "smoke":
-        from abm.registry import REGISTRY
+    from abm.registry import REGISTRY
 
-        REGISTRY.validate(spec)  # one line before any timing
+    REGISTRY.validate(spec)  # one line before anything runs
+    if share:  # before the estimate: shared runs cost nothing
+        from lab.benchmark.run import share_runs
+
+        n = share_runs(share, store, proto)
+        console.print(f"{n} runs of the baselines shared from {len(share)} store(s)")
+    if tier != "smoke":
         seconds = estimate_seconds(spec, proto, store_of(store, proto)) / workers
         note = ""
         if tier == "quick" and seconds > QUICK_BUDGET_S:
@@ -145,7 +150,6 @@ def benchmark(
                 workers=workers,
                 scheduler=scheduler,
                 allow=_allowances(allow or []),
-                share=share or (),
                 progress=progress,
                 log=log,
             )
