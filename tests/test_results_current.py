@@ -83,8 +83,6 @@ AWAITING_RERUN = {
     "schema 9, the others before); DiCE and RBR ran 20-60 ticks beside 100: rerun with "
     "scripts/sensible.py, which runs every policy for the preset's ticks and records it",
     # older schemas, each the substance of its page
-    "results/improvement-world/": "schema 3: the improvement study in the population world, "
-    "docs/improvement.md",
 }
 
 
