@@ -17,7 +17,8 @@ MODE=base
 case "${1:-}" in
   "") ;;
   --dev) MODE=dev ;;
-  *) echo "usage: bash scripts/setup.sh [--dev]" >&2; exit 2 ;;
+  --which-python) MODE=which ;;  # print the interpreter it would use, install nothing
+  *) echo "usage: bash scripts/setup.sh [--dev | --which-python]" >&2; exit 2 ;;
 esac
 # the versions the test command passes on, newest first (README "Python versions")
 SUPPORTED="3.12 3.11"
@@ -34,6 +35,10 @@ fi
 if [ -z "$PY" ]; then
   echo "recourse-abm: no Python $SUPPORTED found (set PYTHON=/path/to/python3.x)" >&2
   exit 2
+fi
+if [ "$MODE" = which ]; then
+  echo "$PY"
+  exit 0
 fi
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv

@@ -217,6 +217,7 @@ def test_bad_input_is_one_line_and_exit_2(args, said, tmp_path):
     assert said in result.output and "Traceback" not in result.output
 
 
+@pytest.mark.slow  # builds the full tier's 12,480 runs
 def test_the_protocol_names_only_registered_policies_and_presets():
     full = protocol("full")
     for spec in full.baseline_policies():
@@ -246,6 +247,7 @@ def test_a_plugin_enters_the_benchmark_with_one_command(tmp_path):
     assert done.returncode == 0 and "verified" in done.stdout, done.stdout + done.stderr
 
 
+@pytest.mark.slow  # a subprocess that reads every card
 def test_the_protocol_table_of_the_guide_is_the_code_s():
     script = ROOT / "scripts" / "benchmark_doc.py"
     done = subprocess.run(

@@ -68,14 +68,14 @@ def test_the_places_in_force_are_k_t_and_the_old_names_warn():
 def test_experiment_is_a_kind_of_run_and_the_old_package_still_imports():
     """``lab.experiments`` (the reproductions) is ``lab.reproduce`` and ``lab.training``:
     the old module names import the same modules, with a warning."""
-    import lab.reproduce.pareto
-    import lab.training
+    import lab.reproduce.checks
 
     with pytest.warns(DeprecationWarning) as caught:
-        old = importlib.import_module("lab.experiments.pareto")
+        old = importlib.import_module("lab.experiments.checks")
     said = [str(w.message) for w in caught]
-    assert "lab.experiments.pareto is deprecated: use lab.reproduce.pareto" in said
-    assert old is lab.reproduce.pareto and old.__name__ == "lab.reproduce.pareto"
-    with pytest.warns(DeprecationWarning, match="lab.training"):
-        assert importlib.import_module("lab.experiments.rl_training") is lab.training
+    assert "lab.experiments.checks is deprecated: use lab.reproduce.checks" in said
+    assert old is lab.reproduce.checks and old.__name__ == "lab.reproduce.checks"
+    moved = importlib.import_module("lab.experiments")
+    assert moved.new_name("lab.experiments.rl_training") == "lab.training"
+    assert moved.new_name("lab.experiments.safear.datasets") == "lab.reproduce.safear.datasets"
     assert "episode" in importlib.import_module("lab.study.experiments").EXPERIMENTS
