@@ -29,13 +29,13 @@ def main() -> None:
     args = parser.parse_args()
 
     from lab.benchmark import card, protocol, run_benchmark
-    from lab.benchmark.run import estimate_seconds, store_of
+    from lab.benchmark.run import estimate_seconds
 
     proto = protocol(args.tier)
     root = Path(tempfile.mkdtemp(prefix="bench-benchmark-"))
     try:
         store = root / "store"
-        estimate = estimate_seconds(args.policy, proto, store_of(store, proto)) / args.workers
+        estimate = estimate_seconds(args.policy, proto, store) / args.workers
         for label, policy in (("first entrant", args.policy), ("next entrant", "threshold")):
             start = time.perf_counter()
             outcome = run_benchmark(

@@ -293,7 +293,7 @@ def _baseline_figures(
 ) -> pd.DataFrame:
     """The baselines' per-run figures, from the store the card was made with (the card
     keeps their ids only)."""
-    from lab.benchmark.run import DEFAULT_STORE, store_of
+    from lab.benchmark.run import DEFAULT_STORE, preset_store, store_of
     from lab.study import load_runs_of
 
     frames = []
@@ -303,9 +303,10 @@ def _baseline_figures(
             f"the card's baseline runs ({doc['runs']['baselines']}) are not those of "
             f"{proto.version} {proto.tier} under recourse-abm {__version__} ({_id_digest(ids)})"
         )
-    folder = store_of(DEFAULT_STORE if store is None else store, proto)
+    root = DEFAULT_STORE if store is None else store
+    folder = store_of(root, proto)
     for study in studies(policy, proto):
-        _, runs = load_runs_of(study, folder)
+        _, runs = load_runs_of(study, preset_store(root, proto, study.base.name))
         part = runs[runs["run_id"].isin(ids)].assign(preset=study.base.name)
         frames.append(part)
     got = pd.concat(frames, ignore_index=True)

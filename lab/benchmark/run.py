@@ -15,6 +15,7 @@ interrupted benchmark resumes. The entry is then judged on the protocol's statis
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shutil
@@ -102,47 +103,59 @@ def check_entry(policy: str, proto: Protocol, allow: dict[str, str] | None = Non
     return str(report)
 
 
-def share_runs(sources: Iterable[str | Path], store: str | Path, proto: Protocol) -> int:
-    """Copy into the benchmark's store the finished runs of other stores that are runs of
-    ``proto``'s baselines (run ids name a run's whole content, results schema included, so
-    an equal id is the same run): the five-families study's fronts, say. ``sources``: study
-    folders (with ``runs/``), or folders of them. Returns how many runs were copied."""
-    from lab.study.runner import check_parts
+def preset_store(root: str | Path, proto: Protocol, preset: str) -> Path:
+    """The store of one preset's study: a folder each, so a study's checks and loads read
+    its own runs only (a shared store of every preset is read whole by each)."""
+    return store_of(root, proto) / preset
 
-    wanted = {r.run_id for s in studies("none", proto) for r in s.runs()}
-    folder = store_of(store, proto)
-    for part in ("runs", "ticks"):
-        (folder / part).mkdir(parents=True, exist_ok=True)
+
+def share_runs(
+    sources: Iterable[str | Path], store: str | Path, proto: Protocol, policy: str = "none"
+) -> int:
+    """Copy into the benchmark's store the finished runs of other stores that are runs of
+    ``proto`` for ``policy`` and the baselines (run ids name a run's whole content, results
+    schema included, so an equal id is the same run): the five-families study's fronts,
+    say. ``sources``: study folders (with ``runs/``), or folders of them. A copied part is
+    checked against its seal when its study next runs (a bad one is run again). Returns
+    how many runs were copied."""
+    roots = []
+    for source in map(Path, sources):
+        candidates = [source] if (source / "runs").is_dir() else sorted(source.glob("*/"))
+        roots += [r for r in candidates if (r / "runs").is_dir()]
     copied = 0
-    for source in sources:
-        source = Path(source)
-        roots = [source] if (source / "runs").is_dir() else sorted(source.glob("*/"))
-        for root in roots:
-            if not (root / "runs").is_dir():
+    for study in studies(policy, proto):
+        folder = preset_store(store, proto, study.base.name)
+        for part in ("runs", "ticks"):
+            (folder / part).mkdir(parents=True, exist_ok=True)
+        for rid in sorted(r.run_id for r in study.runs()):
+            if (folder / "runs" / f"{rid}.json").exists():
                 continue
-            good, _ = check_parts(root)
-            for rid in sorted(wanted & set(good)):
-                if good[rid].get("status") != "ok" or (folder / "runs" / f"{rid}.json").exists():
+            for root in roots:
+                seal = root / "runs" / f"{rid}.json"
+                if not seal.is_file() or json.loads(seal.read_text()).get("status") != "ok":
                     continue
                 # the parts first, the seal last: a copy cut short is an unsealed run
                 for name in (f"ticks/{rid}.parquet", f"runs/{rid}.parquet", f"runs/{rid}.json"):
                     if (root / name).is_file():
                         shutil.copyfile(root / name, folder / name)
                 copied += 1
+                break
     return copied
 
 
 def estimate_seconds(policy: str, proto: Protocol, store: Path, ticks: int = 5) -> float:
     """Seconds the benchmark should take here with one worker: each preset's entry and the
     baseline runs not yet in ``store``, at the cost per tick of ``ticks`` ticks of the
-    entry and of ``threshold`` in world 0 (a rough guide, said before a long run)."""
+    entry and of ``threshold`` in world 0 (a rough guide, said before a long run).
+    ``store``: the root the runs are kept under."""
     from abm.model import RecourseModel
     from lab.study import finished_runs
 
     total = 0.0
-    done = finished_runs(store, include_errors=False) if store.exists() else set()
     for study in studies(policy, proto):
         preset = study.base.name
+        folder = preset_store(store, proto, preset)
+        done = finished_runs(folder, include_errors=False) if folder.exists() else set()
         todo = [r for r in study.runs() if r.run_id not in done]
         n = proto.ticks or PRESETS[preset].ticks
         per_tick = {}
@@ -182,12 +195,16 @@ def run_benchmark(
     report = check_entry(policy, proto, allow) if check else "check_policy not run"
     folder = store_of(store, proto)
     if share:
-        log(f"{share_runs(share, store, proto)} runs shared from other stores")
+        log(f"{share_runs(share, store, proto, policy)} runs shared from other stores")
     frames, tick_frames = [], []
     for study in studies(policy, proto):
         log(f"{study.base.name}: {study.n_runs} runs")
         ticks, runs = collect(
-            study, folder, workers=workers, scheduler=scheduler, progress=progress
+            study,
+            preset_store(store, proto, study.base.name),
+            workers=workers,
+            scheduler=scheduler,
+            progress=progress,
         )
         failed = runs[runs["status"] != "ok"]
         if len(failed):

@@ -110,7 +110,6 @@ def benchmark(
     name = re.sub(r"[^A-Za-z0-9._=-]+", "_", spec)
     folder = output_dir(out or Path("results/benchmark") / name / tier)
     from lab.benchmark.protocol import protocol
-    from lab.benchmark.run import store_of
 
     proto = protocol(tier)
     console.print(
@@ -125,10 +124,10 @@ def benchmark(
     if share:  # before the estimate: shared runs cost nothing
         from lab.benchmark.run import share_runs
 
-        n = share_runs(share, store, proto)
+        n = share_runs(share, store, proto, spec)
         console.print(f"{n} runs of the baselines shared from {len(share)} store(s)")
     if tier != "smoke":
-        seconds = estimate_seconds(spec, proto, store_of(store, proto)) / workers
+        seconds = estimate_seconds(spec, proto, store) / workers
         note = ""
         if tier == "quick" and seconds > QUICK_BUDGET_S:
             note = " (more than the quick tier's 10 minutes: the policy is slow)"
