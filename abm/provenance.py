@@ -114,15 +114,18 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def write_json(path: str | Path, data: Any) -> Path:
-    """Write ``json_safe(data)``, indented, to ``path`` atomically; returns the path.
+def write_json(path: str | Path, data: Any, indent: int | None = 2) -> Path:
+    """Write ``json_safe(data)``, indented (``indent`` None: compact, one line), to ``path``
+    atomically; returns the path.
 
     The text goes to a temporary file of this process first and then replaces ``path``,
     so a reader (or a resumed study) never sees a half-written file.
     """
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    text = json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n"
+    separators = (",", ":") if indent is None else None
+    text = json.dumps(json_safe(data), indent=indent, separators=separators, allow_nan=False)
+    text += "\n"
     try:
         tmp.write_text(text)
         os.replace(tmp, path)

@@ -182,7 +182,8 @@ def write(outcome: Outcome, out: str | Path) -> dict[str, Path]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     doc = build(outcome)
-    paths = {"json": write_json(out / "card.json", doc), "html": out / "card.html"}
+    # compact: a full card holds about 10,000 figures
+    paths = {"json": write_json(out / "card.json", doc, indent=None), "html": out / "card.html"}
     paths["html"].write_text(page(doc, outcome))
     return paths
 

@@ -4,8 +4,8 @@ Cards are read from a folder (``results/benchmark/cards/*.json``), each checked 
 this package's protocol version (:func:`lab.benchmark.card.read`: another version, or a
 digest that is not its version's, is refused). Tiers are never mixed: each tier gets its
 own tables. For each front, a table with one row per card and one column per preset:
-the entry's RF minus the front's at equal RR, its interval and verdict (bold when it
-survives the card's Holm family).
+the entry's RF minus the front's at equal RR, its interval, its verdict (bold when it
+survives the card's Holm family) and the number of worlds where the distance is defined.
 """
 
 from __future__ import annotations
@@ -54,8 +54,9 @@ def _cell(row: dict[str, Any] | None) -> str:
     lo, hi = row.get("vs_front_lo"), row.get("vs_front_hi")
     text = f"{d:+.3f}" + ("" if lo is None or hi is None else f" [{lo:+.3f}, {hi:+.3f}]")
     n = int(row.get("vs_front_worlds") or 0)
+    verdict = verdict.split(" (")[0]  # "inconclusive (4 worlds)": the count follows anyway
     text = f"**{text}** {verdict}" if verdict in _SURVIVES else f"{text} {verdict}"
-    return f"{text} ({n})"
+    return f"{text} ({n} world{'s' * (n != 1)})"
 
 
 def markdown(folder: str | Path) -> str:
