@@ -57,12 +57,12 @@ class Mismatch(CardError):
 def machine() -> dict[str, str]:
     """What decides a float's last bits here: CPU, its vector extensions, the OS, Python,
     NumPy and its BLAS; ``fingerprint`` is their hash."""
-    cpu, flags = platform.processor() or platform.machine(), ""
+    cpu, flags = "", ""
     try:
         text = Path("/proc/cpuinfo").read_text()
         for line in text.splitlines():
             key, _, value = line.partition(":")
-            if key.strip() == "model name" and cpu == (platform.processor() or platform.machine()):
+            if key.strip() == "model name" and not cpu:  # the first core's
                 cpu = value.strip()
             if key.strip() == "flags" and not flags:
                 have = set(value.split())
@@ -76,7 +76,7 @@ def machine() -> dict[str, str]:
     except (AttributeError, KeyError, TypeError):
         blas = "unknown"
     out = {
-        "cpu": cpu,
+        "cpu": cpu or platform.processor() or platform.machine(),
         "cpu_flags": flags,
         "arch": platform.machine(),
         "os": platform.system(),
@@ -167,13 +167,14 @@ def _id_digest(ids: Any) -> dict[str, Any]:
 
 def _sample_ticks(outcome: Outcome, sample: pd.DataFrame) -> dict[str, dict[str, list]]:
     """Run id -> tick column -> values, for the sampled runs (from the store's tables)."""
-    out = {}
+    out, by_id = {}, None
     for _, row in sample.iterrows():
         part = outcome.ticks[outcome.ticks["run_id"] == row["run_id"]].sort_values("tick")
         if all(c in part for c in KEPT):
             out[row["run_id"]] = {c: part[c].tolist() for c in ("tick", *KEPT)}
         else:  # a run shared from a store that kept fewer columns: made again, here
-            out[row["run_id"]] = _rerun(outcome.protocol, outcome.policy, row)[1]
+            by_id = by_id or _plan(outcome.policy, outcome.protocol)[1]
+            out[row["run_id"]] = _rerun(by_id, row)[1]
     return out
 
 
@@ -217,12 +218,19 @@ def check_version(doc: dict[str, Any], version: str = VERSION) -> None:
 
 
 # -- verifying ----------------------------------------------------------------------------
-def _rerun(proto: Protocol, policy: str, row: Any) -> tuple[dict[str, float], dict[str, list]]:
-    """Run ``row``'s run (by its id) again in this process: its figures and kept ticks."""
+def _plan(policy: str, proto: Protocol) -> tuple[list[Any], dict[str, Any]]:
+    """The protocol's studies for ``policy`` and their runs by id (built once: a full tier
+    has 12,480 runs, each hashed for its id)."""
+    plan = studies(policy, proto)
+    return plan, {r.run_id: r for study in plan for r in study.runs()}
+
+
+def _rerun(by_id: dict[str, Any], row: Any) -> tuple[dict[str, float], dict[str, list]]:
+    """Run ``row``'s run (by its id in ``by_id``, :func:`_plan`) again in this process: its
+    figures and kept ticks."""
     from lab.study.experiments import execute_run
 
-    study = next(s for s in studies(policy, proto) if s.base.name == row["preset"])
-    spec = next((r for r in study.runs() if r.run_id == row["run_id"]), None)
+    spec = by_id.get(row["run_id"])
     if spec is None:
         raise CardError(
             f"run {row['run_id']} ({row['preset']}, world {row['world_seed']}, seed "
@@ -256,8 +264,10 @@ def verify(path: str | Path, *, store: str | Path | None = None, log: Any = prin
     policy = doc["policy"]["spec"]
     said: list[str] = []
     entry = pd.DataFrame(doc["runs"]["entry"])
+    plan, by_id = _plan(policy, proto)
     # 1. the tables follow from the runs: an edited figure shows here
-    runs = pd.concat([entry, _baseline_figures(doc, proto, policy, store)], ignore_index=True)
+    baselines = _baseline_figures(doc, proto, plan, by_id, store)
+    runs = pd.concat([entry, baselines], ignore_index=True)
     card, fronts = judge(runs.astype({"world_seed": int, "seed": int}), policy, proto)
     for name, table in (("card", card), ("fronts", fronts)):
         _compare_tables(name, pd.DataFrame(doc[name]), table)
@@ -272,7 +282,7 @@ def verify(path: str | Path, *, store: str | Path | None = None, log: Any = prin
         else f"floats within rtol {FLOAT_RTOL:g} (another machine)"
     )
     for row in doc["sample"]:
-        figures, ticks = _rerun(proto, policy, row)
+        figures, ticks = _rerun(by_id, row)
         _compare_ticks(row, ticks, exact)
         stored = entry[entry["run_id"] == row["run_id"]].iloc[0]
         for f, v in stored.items():
@@ -290,15 +300,20 @@ def verify(path: str | Path, *, store: str | Path | None = None, log: Any = prin
 
 
 def _baseline_figures(
-    doc: dict[str, Any], proto: Protocol, policy: str, store: str | Path | None
+    doc: dict[str, Any],
+    proto: Protocol,
+    plan: list[Any],
+    by_id: dict[str, Any],
+    store: str | Path | None,
 ) -> pd.DataFrame:
     """The baselines' per-run figures, from the store the card was made with (the card
-    keeps their ids only)."""
+    keeps their ids only); ``plan``, ``by_id``: :func:`_plan`."""
     from lab.benchmark.run import DEFAULT_STORE, preset_store, store_of
     from lab.study import load_runs_of
 
     frames = []
-    ids = {r.run_id for s in studies(policy, proto) for r in s.runs() if r.policy != policy}
+    policy = doc["policy"]["spec"]
+    ids = {rid for rid, r in by_id.items() if r.policy != policy}
     if _id_digest(ids) != doc["runs"]["baselines"]:
         raise Mismatch(
             f"the card's baseline runs ({doc['runs']['baselines']}) are not those of "
@@ -306,7 +321,7 @@ def _baseline_figures(
         )
     root = DEFAULT_STORE if store is None else store
     folder = store_of(root, proto)
-    for study in studies(policy, proto):
+    for study in plan:
         _, runs = load_runs_of(study, preset_store(root, proto, study.base.name))
         part = runs[runs["run_id"].isin(ids)].assign(preset=study.base.name)
         frames.append(part)

@@ -32,7 +32,7 @@ from abm.scenarios import PRESETS
 from abm.validation import ConfigError
 from lab.benchmark.protocol import Protocol, protocol
 from lab.study import Study, collect
-from lab.study.analysis import paired_rows, policy_cells
+from lab.study.analysis import figures_on, paired_rows, policy_cells
 from lab.study.front import add_front_verdicts, episode_arrays, front_rows
 from lab.study.stats import add_verdicts
 
@@ -59,7 +59,6 @@ class Outcome:
     fronts: pd.DataFrame  # two rows per (preset, front), with verdicts
     check: str  # check_policy's report
     ticks: pd.DataFrame  # the entry's kept tick columns (KEPT), one row per run and tick
-    store: Path  # where the runs are kept
     allowed: dict[str, str]  # check_policy rules the entry states it breaks -> why
 
 
@@ -193,7 +192,6 @@ def run_benchmark(
     except ValueError as exc:
         raise ConfigError(str(exc).splitlines()[0]) from None
     report = check_entry(policy, proto, allow) if check else "check_policy not run"
-    folder = store_of(store, proto)
     if share:
         log(f"{share_runs(share, store, proto, policy)} runs shared from other stores")
     frames, tick_frames = [], []
@@ -216,15 +214,7 @@ def run_benchmark(
     runs = pd.concat(frames, ignore_index=True)
     card, fronts = judge(runs, policy, proto)
     ticks = pd.concat(tick_frames, ignore_index=True)
-    return Outcome(proto, policy, runs, card, fronts, report, ticks, folder, dict(allow or {}))
-
-
-def _figures(proto: Protocol, preset: str, runs: pd.DataFrame) -> tuple[str, ...]:
-    from abm.mechanisms import FIGURES
-
-    needs = {f.name: f.needs for f in FIGURES}
-    on = PRESETS[preset].mechanisms
-    return tuple(f for f in proto.figures if f in runs and (not needs.get(f) or needs.get(f) in on))
+    return Outcome(proto, policy, runs, card, fronts, report, ticks, dict(allow or {}))
 
 
 def judge(runs: pd.DataFrame, policy: str, proto: Protocol) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -233,16 +223,14 @@ def judge(runs: pd.DataFrame, policy: str, proto: Protocol) -> tuple[pd.DataFram
     card_rows, front = [], []
     fronts = proto.front_policies()
     for preset, part in runs.groupby("preset", sort=False):
-        figures = _figures(proto, preset, part)
+        figures = tuple(f for f in figures_on(proto.figures, preset) if f in part)
         shown = part[part["policy"].isin([policy, *proto.baselines])]
         cells = policy_cells(shown, figures)
-        # only the entry's contrasts form the family: the baselines are not on trial
-        rows = paired_rows(cells, figures, PAIRED, head={"preset": preset})
-        rows = [r for r in rows if r["policy"] == policy]
-        for base in proto.baselines:
-            if base != policy:
-                rows += paired_rows({base: cells[base]}, figures, {}, head={"preset": preset})
-        card_rows += rows
+        # only the entry's contrasts are on the card (and form the family): the baselines'
+        # rows keep their own figures, not their differences to each other
+        for r in paired_rows(cells, figures, PAIRED, head={"preset": preset}):
+            mine = r["policy"] == policy
+            card_rows.append(r if mine else {k: v for k, v in r.items() if k[:3] != "vs_"})
         worlds = sorted(part["world_seed"].unique())
         rr, rf = episode_arrays(part, worlds, [policy])
         for name, grid in fronts.items():

@@ -41,7 +41,7 @@ from abm.mechanisms import FIGURES
 from abm.provenance import RESULTS_SCHEMA, now
 from abm.scenarios import PRESETS
 from lab.study import Study, collect, load_runs_of
-from lab.study.analysis import paired_rows, png_bytes, policy_cells
+from lab.study.analysis import figures_on, paired_rows, png_bytes, policy_cells
 from lab.study.front import add_front_verdicts, episode_arrays, front_rows, margin_grids
 from lab.study.page import STYLE
 from lab.study.stats import BOUNDS, MIN_WORLDS_FOR_VERDICT, add_verdicts
@@ -111,7 +111,6 @@ SHOWN = (
     "paid_per_budget",
 )
 LABELS = {f.name: f.label for f in FIGURES}
-NEEDS = {f.name: f.needs for f in FIGURES}
 
 
 def studies(quick: bool = False) -> list[Study]:
@@ -187,8 +186,7 @@ def leaderboard(runs: pd.DataFrame) -> pd.DataFrame:
     p-values and verdict; the family of every contrast is corrected with BH."""
     rows = []
     for (study, preset), part in runs[~_is_front(runs)].groupby(["study", "scenario"], sort=False):
-        on = PRESETS[preset].mechanisms
-        figures = tuple(f for f in SHOWN if not NEEDS[f] or NEEDS[f] in on)
+        figures = figures_on(SHOWN, preset)
         rows += paired_rows(
             policy_cells(part, figures), figures, BASELINES, head={"study": study, "preset": preset}
         )

@@ -66,6 +66,17 @@ def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.array(front[::-1], dtype=np.int64)
 
 
+def figures_on(figures: tuple[str, ...], preset: str) -> tuple[str, ...]:
+    """The card ``figures`` defined in ``preset``: those of the world, and those of each
+    world extension it switches on (a figure of one that is off is undefined there)."""
+    from abm.mechanisms import FIGURES
+    from abm.scenarios import PRESETS
+
+    needs = {f.name: f.needs for f in FIGURES}
+    on = PRESETS[preset].mechanisms
+    return tuple(f for f in figures if not needs.get(f) or needs[f] in on)
+
+
 def policy_cells(runs: pd.DataFrame, figures: tuple[str, ...]) -> dict[str, dict[str, np.ndarray]]:
     """policy -> figure -> (worlds, episodes) array of ``runs`` (columns ``policy``,
     ``world_seed``, ``seed`` and each figure), worlds and seeds in ascending order."""
