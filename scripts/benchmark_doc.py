@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from lab.benchmark.leaderboard import CARDS, markdown
+from lab.benchmark.leaderboard import CARDS, markdown, not_entered
 from lab.benchmark.protocol import describe
 from lab.docblocks import fill_block
 
@@ -22,6 +22,7 @@ def main() -> int:
     blocks = (
         ("benchmark.md", "benchmark-tiers", describe()),
         ("leaderboard.md", "leaderboard", markdown(ROOT / CARDS)),
+        ("leaderboard.md", "not-entered", not_entered()),
     )
     status = 0
     for page, name, body in blocks:

@@ -1,12 +1,10 @@
-"""Write the tables of docs/five-families.md from the shipped leaderboard and fronts
-(results/five-families/leaderboard.csv, fronts.csv):
+"""Write the tables of docs/five-families.md from the study's shipped figures
+(results/five-families/leaderboard.csv):
 
-    python scripts/five_families_doc.py [--check] [--board PATH] [--fronts PATH]
+    python scripts/five_families_doc.py [--check] [--board PATH]
 
-The headline (``fronts``): every policy's distance to the constant-margin fronts of its
-preset, RF at equal RR (uniform, estimated and true difficulties) and RR at equal RF
-(estimated), with the verdicts of the report (Holm over every front contrast). Then for
-every goal of the outcome card and every preset where its mechanism is on, the policy
+The distances to the constant-margin fronts are on the one leaderboard, docs/leaderboard.md
+(scripts/benchmark_doc.py, from the benchmark's report cards). Here, for every goal of the outcome card and every preset where its mechanism is on, the policy
 with the best mean among those that advise (``none`` is the control, shown beside; for a
 signed gap, the one closest to 0), its mean [95 % interval] over worlds, its RR and RF (a
 best figure bought with the others shows there), and its paired differences to the
@@ -30,7 +28,6 @@ from lab.reproduce.five_families import MARGIN
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "five-families.md"
 BOARD = ROOT / "results" / "five-families" / "leaderboard.csv"
-FRONTS = BOARD.with_name("fronts.csv")
 SHORT = {
     MARGIN: "margin 0.05",
     "last-threshold+rbr:num_samples=50,inner_iter=20": "rbr (50 samples)",
@@ -155,60 +152,15 @@ def generator_tables(board: pd.DataFrame) -> str:
     return "\n".join(out).rstrip()
 
 
-# the fronts of the headline table: (front, figure, heading)
-FRONT_COLUMNS = (
-    ("margin-exact-linear", "rf_at_equal_rr", "RF − front, uniform d"),
-    ("margin-estimated", "rf_at_equal_rr", "RF − front, estimated d"),
-    ("margin-true", "rf_at_equal_rr", "RF − front, true d"),
-    ("margin-estimated", "rr_at_equal_rf", "RR − front, estimated d"),
-)
-
-
-def front_tables(fronts: pd.DataFrame) -> str:
-    """Per preset, each policy against the constant-margin fronts (RF at equal RR, RR at
-    equal RF), with the number of worlds where the distance is defined and the verdict."""
-    out = []
-    for preset, g in fronts.groupby("preset", sort=False):
-        head = [
-            f"**{preset}**",
-            "",
-            "| policy | RR | RF | " + " | ".join(h for _, _, h in FRONT_COLUMNS) + " |",
-            "|---" * (3 + len(FRONT_COLUMNS)) + "|",
-        ]
-        rows = []
-        for policy, mine in g.groupby("policy", sort=False):
-            at = mine.set_index(["front", "figure"])
-            first = mine.iloc[0]
-            cells = [_num(first["rr"]), _num(first["rf"])]
-            for front, figure, _ in FRONT_COLUMNS:
-                if (front, figure) not in at.index:
-                    cells.append("–")
-                    continue
-                r = at.loc[(front, figure)]
-                said = str(r.get("vs_front_verdict", ""))
-                # "inconclusive (n worlds)" names its worlds already
-                n = (
-                    ""
-                    if said.endswith("worlds)") or said.endswith("world)")
-                    else (f" (n = {int(r['vs_front_worlds'])})")
-                )
-                cells.append(f"{_diff(r, 'front')}{n}")
-            rows.append(f"| {_name(policy)} | {' | '.join(cells)} |")
-        out += [*head, *rows, ""]
-    return "\n".join(out).rstrip()
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--board", type=Path, default=BOARD)
-    parser.add_argument("--fronts", type=Path, default=FRONTS)
     args = parser.parse_args()
     board = pd.read_csv(args.board)
     bodies = {
         "goals": tables(board),
         "generators": generator_tables(board),
-        "fronts": front_tables(pd.read_csv(args.fronts)),
     }
     return fill_blocks(DOC, bodies, check=args.check, command="python scripts/five_families_doc.py")
 

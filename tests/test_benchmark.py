@@ -16,7 +16,14 @@ from typer.testing import CliRunner
 from abm.registry import REGISTRY
 from lab.benchmark import card
 from lab.benchmark.protocol import TIERS, VERSION, VERSIONS, Protocol, protocol
-from lab.benchmark.run import BenchmarkRefused, run_benchmark, store_of, studies
+from lab.benchmark.run import (
+    BenchmarkRefused,
+    not_run_presets,
+    run_benchmark,
+    run_benchmarks,
+    store_of,
+    studies,
+)
 from lab.cli import app
 from policies.composite import CompositePolicy
 from policies.goals import LastThreshold
@@ -76,6 +83,28 @@ def test_a_smoke_card_holds_the_runs_and_verifies(smoke):
 
 
 @pytest.mark.slow  # a smoke benchmark: about 5 s
+def test_entries_run_together_get_the_cards_they_get_alone(smoke):
+    """run_benchmarks reads the baselines once for several entries; each card is the one
+    its entry gets alone: the same runs, tables and checks."""
+    import pandas as pd
+
+    alone, _, store = smoke
+    together = run_benchmarks(
+        ["threshold-true", "threshold"], tier="smoke", store=store, workers=1, log=str
+    )
+    assert [o.policy for o in together] == ["threshold-true", "threshold"]
+    first = together[0]
+    for name in ("card", "fronts", "ticks"):
+        pd.testing.assert_frame_equal(getattr(first, name), getattr(alone, name))
+    key = ["preset", "policy", "world_seed", "seed"]
+    pd.testing.assert_frame_equal(
+        first.runs.sort_values(key).reset_index(drop=True),
+        alone.runs.sort_values(key).reset_index(drop=True),
+    )
+    assert set(together[1].runs["policy"]) == set(protocol("smoke").baseline_policies())
+
+
+@pytest.mark.slow  # a smoke benchmark: about 5 s
 def test_the_baselines_run_once_for_every_entry(smoke):
     _, _, store = smoke
     seen = []
@@ -126,6 +155,7 @@ def test_runs_of_another_store_are_shared_by_id(smoke, tmp_path):
             "from its runs",
         ),
         (lambda d: d["sample"][0]["ticks"]["n_accepted"].__setitem__(3, 99), "diverged at tick 3"),
+        (lambda d: d.__setitem__("not_run", {"paper": "edited"}), "not_run = "),
     ],
 )
 def test_verify_catches_an_edited_figure(smoke, tmp_path, edit, match):
@@ -136,6 +166,50 @@ def test_verify_catches_an_edited_figure(smoke, tmp_path, edit, match):
     edited.write_text(json.dumps(doc))
     with pytest.raises(card.Mismatch, match=match):
         card.verify(edited, store=store, log=str)
+
+
+@pytest.mark.slow  # a smoke benchmark: about 5 s
+def test_a_card_verifies_from_the_shipped_baselines_without_the_store(smoke, tmp_path):
+    """A fresh clone has no store: the baselines' per-run figures come from one shipped file,
+    bit for bit the store's, and an edited figure there is caught like one on the card."""
+    import pyarrow.parquet as pq
+
+    _, paths, store = smoke
+    shipped = card.export_baselines(store, tmp_path / "baselines.parquet", tier="smoke")
+    empty = tmp_path / "empty"
+    said = card.verify(paths["json"], store=empty, baselines=shipped, log=str)
+    assert said[0].startswith("tables:")
+    with pytest.raises(card.CardError, match="nor in"):
+        card.verify(paths["json"], store=empty, baselines=tmp_path / "missing.parquet", log=str)
+    table = pq.read_table(shipped)
+    frame = table.to_pandas()
+    row = frame.index[(frame["policy"] == "none")][0]
+    frame.loc[row, "rf"] += 1e-9
+    edited = tmp_path / "edited.parquet"
+    pq.write_table(pa_table(frame).replace_schema_metadata(table.schema.metadata), edited)
+    with pytest.raises(card.Mismatch, match="card row"):
+        card.verify(paths["json"], store=empty, baselines=edited, log=str)
+    with pytest.raises(card.CardError, match="holds 0 of the"):
+        card.export_baselines(empty, tmp_path / "none.parquet", tier="smoke")
+
+
+@pytest.mark.slow  # builds the full tier's 12,480 run ids per card: about 5 s each
+def test_the_shipped_cards_follow_from_their_runs_and_the_shipped_baselines(tmp_path):
+    """What a fresh clone can check: each shipped card's tables, from its own runs and the
+    shipped baselines' (results/benchmark/baselines-full.parquet), with no store."""
+    shipped = ROOT / card.BASELINES
+    table = card.read_baselines(shipped)
+    full = protocol("full")
+    assert len(table) == len(full.baseline_policies()) * len(full.presets) * full.worlds * 2
+    for path in sorted((ROOT / "results" / "benchmark" / "cards").glob("*-full.json")):
+        said = card.verify(path, store=tmp_path, baselines=shipped, reruns=0, log=str)
+        assert len(said) == 1 and said[0].startswith("tables:"), path.name
+
+
+def pa_table(frame):
+    import pyarrow as pa
+
+    return pa.Table.from_pandas(frame, preserve_index=False)
 
 
 @pytest.mark.slow  # a smoke benchmark: about 5 s
@@ -217,6 +291,39 @@ def test_bad_input_is_one_line_and_exit_2(args, said, tmp_path):
     assert said in result.output and "Traceback" not in result.output
 
 
+def test_an_entry_is_not_run_where_its_world_is_missing():
+    """Like check_policy, a preset whose world the entry cannot be prepared in (no outcome
+    delay for an improvement bandit) is left out and named; none at all is a refusal."""
+    two = protocol("smoke").model_copy(update={"presets": ("paper", "improvement")})
+    skip = not_run_presets("improve-linucb", two)
+    assert list(skip) == ["paper"] and "needs outcome_delay" in skip["paper"]
+    assert [s.base.name for s in studies("improve-linucb", two, skip)] == ["improvement"]
+    assert not_run_presets("threshold", two) == {}
+    with pytest.raises(BenchmarkRefused, match="can run in none of the protocol's presets"):
+        not_run_presets("improve-linucb", protocol("smoke"))
+    result = runner.invoke(app, ["benchmark", "improve-linucb", "--tier", "smoke"])
+    assert result.exit_code == 2 and "can run in none" in result.output
+
+
+def test_every_built_in_policy_has_a_card_or_a_reason():
+    """The leaderboard accounts for every registered policy: a card spec, or a line of
+    NOT_ENTERED saying why not (docs/leaderboard.md lists them)."""
+    from fnmatch import fnmatch
+
+    from lab.benchmark.leaderboard import BUILT_IN, NOT_ENTERED, not_entered
+
+    entered = {spec for tier in BUILT_IN.values() for spec in tier.values()}
+    patterns = [n for names in NOT_ENTERED for n in names.split(", ")]
+    plugins = set(REGISTRY.plugins)
+    for name in REGISTRY.entries("policy"):
+        if name in plugins:
+            continue
+        assert name in entered or any(fnmatch(name, p) for p in patterns), name
+    for spec in entered:
+        REGISTRY.validate(spec)
+    assert "- `rl`, `rl-recommender`, `hybrid-*`: need a trained artefact" in not_entered()
+
+
 @pytest.mark.slow  # builds the full tier's 12,480 runs
 def test_the_protocol_names_only_registered_policies_and_presets():
     full = protocol("full")
@@ -270,6 +377,12 @@ def test_the_leaderboard_has_a_row_per_card_and_refuses_other_versions(smoke, tm
     assert "### full tier" not in page  # tiers are never mixed, and none is made up
     row = next(line for line in page.splitlines() if line.startswith("| `threshold-true`"))
     assert row.count("|") == 3 + len(protocol("smoke").presets)
+    skipped = dict(doc, not_run={"paper": "needs outcome_delay (1..10000)"})
+    (cards / "threshold-true-smoke.json").write_text(json.dumps(skipped))
+    row = next(
+        line for line in leaderboard.markdown(cards).splitlines() if "threshold-true" in line
+    )
+    assert row.endswith("| not run |")
     other = dict(doc, protocol={**doc["protocol"], "version": "dynamic-recourse/2"})
     (cards / "other.json").write_text(json.dumps(other))
     with pytest.raises(card.CardError, match="dynamic-recourse/2"):

@@ -19,6 +19,7 @@ from abm.testing import DEFAULT_WORLDS, RULES, WORLDS, PolicyCheckError, check_p
 from abm.validation import ConfigError
 from policies.composite import CompositePolicy
 from policies.goals import LastThreshold
+from policies.known_breaks import KNOWN_BREAKS
 from policies.recommenders import ExactLinear
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,32 +76,10 @@ SETTINGS = {
     "threshold-rbr": {"scenarios": ["paper", "retraining", "budget"], "ticks": 4, "fork_ticks": 1},
 }
 
-# KNOWN VIOLATIONS: rules that registered policies break today, with what was measured
-# (default worlds, seed 0, 8 ticks). They are still checked: the report must show every
-# one broken (a fixed policy fails test_registered_policy until its entry goes), and
-# every rule not listed must pass. To be fixed by another issue.
-KNOWN: dict[str, dict[str, str]] = {
-    # the ARLIM policies draw their arms from the generator of their first recommend and
-    # record every pick (open picks, pick counter, LinUCB/BwO statistics) in recommend,
-    # so a planning fork's calls change the real advice from tick 0 on
-    "improve-proto": {"fork-safe": "arms drawn at the first call; picks recorded in recommend"},
-    "improve-linucb": {"fork-safe": "arms drawn at the first call; picks recorded in recommend"},
-    "improve-bwo": {"fork-safe": "arms drawn at the first call; picks recorded in recommend"},
-    "scarf": {
-        # goal = M(x_cf) of a budget-limited intervention: below the threshold in 87 of
-        # 101 advised rows (budget world), 80 of 94 (fair-scarf)
-        "goal-admissible": "goal = M(x_cf) of a budget-scaled intervention, mostly below the threshold",
-        # (0.8.0 also broke honest-masks here: rows advised for changes below 1e-9, from
-        # shrinking past the allowance; since 0.8.1's rescaling none in these worlds)
-        # each candidate's step counter (the LSTM plan's position) advances in recommend
-        "fork-safe": "the per-candidate plan step advances in recommend",
-    },
-    "scarf-mlp": {
-        # 5 of 35 advised rows (budget), 66 of 83 (fair-scarf)
-        "goal-admissible": "goal = M(x_cf) of a budget-scaled intervention, often below the threshold",
-        "fork-safe": "the per-candidate plan step advances in recommend",
-    },
-}
+# KNOWN VIOLATIONS (policies.known_breaks): rules that registered policies break today.
+# They are still checked: the report must show every one broken and every rule not
+# listed must pass. To be fixed by another issue.
+KNOWN = KNOWN_BREAKS
 
 # optional libraries a policy needs (the test is skipped without them)
 NEEDS = {

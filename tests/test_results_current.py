@@ -42,6 +42,7 @@ FROM_CODE = {
     "candidate-columns",
     "fields",
     "benchmark-tiers",
+    "not-entered",
     "episode-summary",
     "figures",
     "columns:ticks",
@@ -55,7 +56,6 @@ GENERATED = {
     ("docs/endogenous-shift.md", "shift-ablation"): "results/endogenous-shift/ablation.csv",
     ("docs/five-families.md", "goals"): "results/five-families/leaderboard.csv",
     ("docs/five-families.md", "generators"): "results/five-families/leaderboard.csv",
-    ("docs/five-families.md", "fronts"): "results/five-families/fronts.csv",
     ("docs/robust.md", "robust-alpha"): "results/robust-alpha/table.csv",
     # every card there (the leaderboard refuses a card of another schema itself)
     ("docs/leaderboard.md", "leaderboard"): "results/benchmark/cards/",
@@ -122,7 +122,13 @@ def absolute_paths(text: str) -> list[str]:
 def recorded_schema(path: Path) -> set[int | None]:
     """The results schemas ``path`` records: its ``results_schema`` column (CSV; None for a
     row that records none) or key (JSON), or "results schema N" in its text; empty when it
-    records none."""
+    records none; a Parquet file of the benchmark's its ``recourse-abm`` metadata."""
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        meta = pq.read_schema(path).metadata or {}
+        schema = json.loads(meta.get(b"recourse-abm", b"{}")).get("results_schema")
+        return set() if schema is None else {int(schema)}
     if path.suffix not in TEXT:
         return set()
     text = path.read_text(encoding="utf-8")

@@ -36,13 +36,16 @@ from abm.provenance import (
     write_json,
 )
 from lab.benchmark.protocol import VERSION, VERSIONS, Protocol, protocol
-from lab.benchmark.run import KEPT, Outcome, judge, studies
+from lab.benchmark.run import KEPT, Outcome, judge, not_run_presets, studies
 
 KIND = "recourse-abm benchmark card"
 #: runs of the entry each card keeps tick by tick for --verify (one per preset)
 SAMPLE_PER_PRESET = 1
 #: the per-run columns a card keeps for the entry
 RUN_COLUMNS = ("preset", "policy", "world_seed", "seed", "run_id")
+#: the full tier's baseline runs, shipped (:func:`export_baselines`): --verify reads them
+#: where the store is not (the quick tier's runs are among them)
+BASELINES = Path("results/benchmark/baselines-full.parquet")
 
 
 class CardError(ValueError):
@@ -143,6 +146,7 @@ def build(outcome: Outcome) -> dict[str, Any]:
         "created": now(),
         "check_policy": outcome.check,
         "allowed_breaks": outcome.allowed,
+        "not_run": outcome.not_run,
         "runs": {
             "entry": _table(mine[[*RUN_COLUMNS, *figures]]),
             # the baselines' ids follow from the protocol and the package's version: their
@@ -173,7 +177,7 @@ def _sample_ticks(outcome: Outcome, sample: pd.DataFrame) -> dict[str, dict[str,
         if all(c in part for c in KEPT):
             out[row["run_id"]] = {c: part[c].tolist() for c in ("tick", *KEPT)}
         else:  # a run shared from a store that kept fewer columns: made again, here
-            by_id = by_id or _plan(outcome.policy, outcome.protocol)[1]
+            by_id = by_id or _plan(outcome.policy, outcome.protocol, outcome.not_run)[1]
             out[row["run_id"]] = _rerun(by_id, row)[1]
     return out
 
@@ -218,10 +222,10 @@ def check_version(doc: dict[str, Any], version: str = VERSION) -> None:
 
 
 # -- verifying ----------------------------------------------------------------------------
-def _plan(policy: str, proto: Protocol) -> tuple[list[Any], dict[str, Any]]:
-    """The protocol's studies for ``policy`` and their runs by id (built once: a full tier
-    has 12,480 runs, each hashed for its id)."""
-    plan = studies(policy, proto)
+def _plan(policy: str, proto: Protocol, skip: Any = ()) -> tuple[list[Any], dict[str, Any]]:
+    """The protocol's studies for ``policy`` (presets in ``skip`` left out) and their runs by
+    id (built once: a full tier has 12,480 runs, each hashed for its id)."""
+    plan = studies(policy, proto, skip)
     return plan, {r.run_id: r for study in plan for r in study.runs()}
 
 
@@ -255,19 +259,35 @@ def _same(a: Any, b: Any, exact: bool) -> bool:
     return a == b
 
 
-def verify(path: str | Path, *, store: str | Path | None = None, log: Any = print) -> list[str]:
+def verify(
+    path: str | Path,
+    *,
+    store: str | Path | None = None,
+    baselines: str | Path | None = None,
+    reruns: int | None = None,
+    log: Any = print,
+) -> list[str]:
     """Check a card: its tables from its own runs (the baselines' from ``store``, default
-    :data:`lab.benchmark.run.DEFAULT_STORE`), then its sampled runs rerun here. Returns
-    what was checked (one line each); :class:`CardError` names the first problem."""
+    :data:`lab.benchmark.run.DEFAULT_STORE`, else from the shipped ``baselines``, default
+    :data:`BASELINES`), then its sampled runs rerun here (the first ``reruns`` of them;
+    None: all). Returns what was checked (one line each); :class:`CardError` names the
+    first problem."""
     doc = read(path)
     proto = protocol(doc["protocol"]["tier"])
     policy = doc["policy"]["spec"]
     said: list[str] = []
     entry = pd.DataFrame(doc["runs"]["entry"])
-    plan, by_id = _plan(policy, proto)
+    # 0. the presets it was not run in are those whose world it cannot run in, here too
+    not_run = not_run_presets(policy, proto)
+    if not_run != doc.get("not_run", {}):
+        raise Mismatch(
+            f"not_run = {doc.get('not_run', {})!r} on the card; here the entry cannot run in "
+            f"{not_run or 'no preset'}"
+        )
+    plan, by_id = _plan(policy, proto, not_run)
     # 1. the tables follow from the runs: an edited figure shows here
-    baselines = _baseline_figures(doc, proto, plan, by_id, store)
-    runs = pd.concat([entry, baselines], ignore_index=True)
+    others = _baseline_figures(doc, proto, plan, by_id, store, baselines)
+    runs = pd.concat([entry, others], ignore_index=True)
     card, fronts = judge(runs.astype({"world_seed": int, "seed": int}), policy, proto)
     for name, table in (("card", card), ("fronts", fronts)):
         _compare_tables(name, pd.DataFrame(doc[name]), table)
@@ -281,7 +301,7 @@ def verify(path: str | Path, *, store: str | Path | None = None, log: Any = prin
         if exact
         else f"floats within rtol {FLOAT_RTOL:g} (another machine)"
     )
-    for row in doc["sample"]:
+    for row in doc["sample"][:reruns]:
         figures, ticks = _rerun(by_id, row)
         _compare_ticks(row, ticks, exact)
         stored = entry[entry["run_id"] == row["run_id"]].iloc[0]
@@ -305,13 +325,14 @@ def _baseline_figures(
     plan: list[Any],
     by_id: dict[str, Any],
     store: str | Path | None,
+    shipped: str | Path | None = None,
 ) -> pd.DataFrame:
-    """The baselines' per-run figures, from the store the card was made with (the card
-    keeps their ids only); ``plan``, ``by_id``: :func:`_plan`."""
+    """The baselines' per-run figures: from the store the card was made with (the card
+    keeps their ids only), else from the shipped file (:func:`export_baselines`);
+    ``plan``, ``by_id``: :func:`_plan`."""
     from lab.benchmark.run import DEFAULT_STORE, preset_store, store_of
     from lab.study import load_runs_of
 
-    frames = []
     policy = doc["policy"]["spec"]
     ids = {rid for rid, r in by_id.items() if r.policy != policy}
     if _id_digest(ids) != doc["runs"]["baselines"]:
@@ -320,19 +341,86 @@ def _baseline_figures(
             f"{proto.version} {proto.tier} under recourse-abm {__version__} ({_id_digest(ids)})"
         )
     root = DEFAULT_STORE if store is None else store
-    folder = store_of(root, proto)
+    frames = []
     for study in plan:
-        _, runs = load_runs_of(study, preset_store(root, proto, study.base.name))
-        part = runs[runs["run_id"].isin(ids)].assign(preset=study.base.name)
-        frames.append(part)
-    got = pd.concat(frames, ignore_index=True)
-    if len(got) != len(ids):
+        folder = preset_store(root, proto, study.base.name)
+        if folder.is_dir():
+            _, runs = load_runs_of(study, folder)
+            frames.append(runs[runs["run_id"].isin(ids)].assign(preset=study.base.name))
+    got = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if len(got) == len(ids):
+        return got
+    path = Path(BASELINES if shipped is None else shipped)
+    if path.is_file():
+        table = read_baselines(path)
+        got = table[table["run_id"].isin(ids)]
+        if len(got) == len(ids):
+            return got
+    raise CardError(
+        f"the baselines' runs are not all in {store_of(root, proto)} nor in {path} "
+        f"({len(got)} of {len(ids)}): run `recourse-abm benchmark threshold --tier "
+        f"{proto.tier}` to make them"
+    )
+
+
+def export_baselines(store: str | Path, out: str | Path = BASELINES, tier: str = "full") -> Path:
+    """Write the per-run figures of every baseline run of ``tier`` in ``store`` to one
+    Parquet file (``out``), so a card verifies where the store is not (a fresh clone): one
+    row per run, the card's run columns and figures; the protocol version, results schema,
+    package version and the runs' id digest in its metadata. Every run must be there."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lab.benchmark.run import preset_store
+    from lab.study import load_runs_of
+
+    proto = protocol(tier)  # type: ignore[arg-type]
+    frames = []
+    for study in studies("none", proto):
+        folder = preset_store(store, proto, study.base.name)
+        want = {r.run_id for r in study.runs()}
+        _, runs = load_runs_of(study, folder) if folder.is_dir() else (None, pd.DataFrame())
+        have = runs[runs["run_id"].isin(want)] if len(runs) else runs
+        if len(have) != len(want):
+            raise CardError(
+                f"{folder} holds {len(have)} of the {len(want)} baseline runs of "
+                f"{study.base.name}: run `recourse-abm benchmark threshold --tier {tier}` first"
+            )
+        figures = [f for f in proto.figures if f in have]
+        frames.append(have.assign(preset=study.base.name)[[*RUN_COLUMNS, *figures]])
+    table = pd.concat(frames, ignore_index=True).sort_values(["preset", "policy", "run_id"])
+    meta = {
+        "version": proto.version,
+        "tier": proto.tier,
+        "digest": proto.digest(),
+        "results_schema": RESULTS_SCHEMA,
+        "recourse-abm": __version__,
+        "runs": _id_digest(table["run_id"]),
+    }
+    arrow = pa.Table.from_pandas(table, preserve_index=False)
+    meta_bytes = {**(arrow.schema.metadata or {}), b"recourse-abm": json.dumps(meta).encode()}
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(arrow.replace_schema_metadata(meta_bytes), out, compression="zstd")
+    return out
+
+
+def read_baselines(path: str | Path) -> pd.DataFrame:
+    """A file of :func:`export_baselines`, checked: this package's protocol version and
+    results schema, and runs whose ids are the ones it names (:class:`CardError`)."""
+    import pyarrow.parquet as pq
+
+    arrow = pq.read_table(path)
+    meta = json.loads((arrow.schema.metadata or {}).get(b"recourse-abm", b"{}"))
+    if meta.get("version") != VERSION or meta.get("results_schema") != RESULTS_SCHEMA:
         raise CardError(
-            f"the baselines' runs are not all in {folder} "
-            f"({len(got)} of {len(ids)}): run `recourse-abm benchmark threshold "
-            f"--tier {proto.tier}` to make them"
+            f"baselines = {str(path)!r} are of {meta.get('version')} (results schema "
+            f"{meta.get('results_schema')}), not {VERSION} ({RESULTS_SCHEMA})"
         )
-    return got
+    table = arrow.to_pandas()
+    if _id_digest(table["run_id"]) != meta.get("runs"):
+        raise Mismatch(f"baselines = {str(path)!r}: its runs are not the ones it names")
+    return table
 
 
 def _compare_tables(name: str, card: pd.DataFrame, again: pd.DataFrame) -> None:
@@ -395,6 +483,10 @@ def page(doc: dict[str, Any], outcome: Outcome) -> str:
     body = [head]
     for preset in proto.presets:
         body.append(f"<h2>{html.escape(preset)}</h2>")
+        if preset in outcome.not_run:
+            why = html.escape(outcome.not_run[preset])
+            body.append(f"<p>Not run: the entry cannot run in this world ({why}).</p>")
+            continue
         body.append(_front_html(outcome.fronts, preset))
         chart = _chart(outcome, preset)
         if chart:

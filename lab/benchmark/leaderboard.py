@@ -5,7 +5,8 @@ this package's protocol version (:func:`lab.benchmark.card.read`: another versio
 digest that is not its version's, is refused). Tiers are never mixed: each tier gets its
 own tables. For each front, a table with one row per card and one column per preset:
 the entry's RF minus the front's at equal RR, its interval, its verdict (bold when it
-survives the card's Holm family) and the number of worlds where the distance is defined.
+survives the card's Holm family) and the number of worlds where the distance is defined;
+"not run" where the entry cannot run in the preset's world (its card says why).
 """
 
 from __future__ import annotations
@@ -26,6 +27,58 @@ FRONT_TITLES = {
     "margin-true": "true costs (true d, privileged)",
 }
 _SURVIVES = ("beats", "trails", "matches")
+
+#: card name -> registry spec, for each tier: the built-in entries of the shipped
+#: leaderboard (``scripts/leaderboard_cards.py`` makes their cards)
+BUILT_IN: dict[str, dict[str, str]] = {
+    "full": {
+        "threshold": "threshold",
+        "threshold-estimated": "threshold-estimated",
+        "threshold-explore": "threshold-explore",
+        "threshold-true": "threshold-true",
+        "margin-0.05-estimated": "last-threshold:margin=0.05+exact-linear:weights=estimated",
+        "safear": "safear",
+        "robust-l1": "robust-l1",
+        "robust-l2": "robust-l2",
+        "robust-linf": "robust-linf",
+        "roar-l1": "roar-l1",
+        "roar-linf": "roar-linf",
+        "improve-linucb": "improve-linucb",
+        "scarf-mlp": "scarf-mlp",
+        "threshold-claproar": "threshold-claproar",
+        "threshold-gravitational": "threshold-gravitational",
+        "threshold-probe": "threshold-probe",
+        "threshold-face": "threshold-face",
+    },
+    "quick": {},
+}
+
+#: built-in policies without a card, and why (docs/leaderboard.md says so)
+NOT_ENTERED: dict[str, str] = {
+    "none": "a baseline of every card",
+    "rl, rl-recommender, hybrid-*": (
+        "need a trained artefact per world (path=DIR); the shipped ones are trained in "
+        "world 0 of `paper` only (docs/five-families.md)"
+    ),
+    "ei": "is a world of its own (decision_model = 'ei'), in no preset of the protocol",
+    "lookahead": "privileged (simulates the true model): an upper reference, not a method",
+    "scarf, improve-proto, improve-bwo, threshold-ustun, threshold-wachter": (
+        "no card yet: each is a line of `BUILT_IN` and a run of "
+        "`python scripts/leaderboard_cards.py --only NAME`"
+    ),
+    "threshold-rbr, threshold-dice": (
+        "about 5,000 and 4,000 s of one core for the quick tier here (estimate): not run yet"
+    ),
+}
+
+
+def not_entered() -> str:
+    """The built-in policies without a card, and why, as a Markdown list."""
+    lines = []
+    for names, why in NOT_ENTERED.items():
+        ticked = ", ".join(f"`{n}`" for n in names.split(", "))
+        lines.append(f"- {ticked}: {why}")
+    return "\n".join(lines) + "\n"
 
 
 def cards(folder: str | Path) -> list[dict[str, Any]]:
@@ -59,14 +112,40 @@ def _cell(row: dict[str, Any] | None) -> str:
     return f"{text} ({n} world{'s' * (n != 1)})"
 
 
+#: the tables of each tier after RR and RF: (front, figure, what the cell is)
+TABLES = (
+    *(
+        (front, "rf_at_equal_rr", f"RF − the front of {t} at equal RR")
+        for front, t in FRONT_TITLES.items()
+    ),
+    ("margin-estimated", "rr_at_equal_rf", "RR − the front of learned costs at equal RF"),
+)
+
+
+def _means(doc: dict[str, Any], preset: str) -> str:
+    if preset in doc.get("not_run", {}):
+        return "not run"
+    got = {
+        r["figure"]: r["mean"]
+        for r in doc["card"]
+        if r["preset"] == preset and r["policy"] == doc["policy"]["spec"]
+    }
+    if "rr" not in got or "rf" not in got:
+        return "–"
+    return f"{got['rr']:.3f} / {got['rf']:.3f}"
+
+
 def markdown(folder: str | Path) -> str:
-    """The leaderboard of the cards under ``folder`` as Markdown (docs/leaderboard.md)."""
+    """The leaderboard of the cards under ``folder`` as Markdown (docs/leaderboard.md): per
+    tier, the entries' RR / RF, then one table per front distance of :data:`TABLES`."""
     docs = cards(folder)
     if not docs:
         return f"No {VERSION} card is shipped yet."
     out = []
     for tier in TIERS:
-        mine = [d for d in docs if d["protocol"]["tier"] == tier]
+        mine = sorted(
+            (d for d in docs if d["protocol"]["tier"] == tier), key=lambda d: d["policy"]["spec"]
+        )
         if not mine:
             continue
         proto = protocol(tier)
@@ -74,20 +153,30 @@ def markdown(folder: str | Path) -> str:
             f"### {tier} tier ({len(mine)} card{'s' * (len(mine) != 1)}; {proto.worlds} worlds "
             f"x {proto.episodes} episodes, digest `{proto.digest()}`)"
         )
-        for front, _ in proto.fronts:
-            out += ["", f"RF − the front of {FRONT_TITLES.get(front, front)} at equal RR:", ""]
-            out.append(
-                "| entry | recourse-abm | " + " | ".join(f"`{p}`" for p in proto.presets) + " |"
-            )
-            out.append("|---|---|" + "---|" * len(proto.presets))
-            for doc in sorted(mine, key=lambda d: d["policy"]["spec"]):
+        head = "| entry | recourse-abm | " + " | ".join(f"`{p}`" for p in proto.presets) + " |"
+        rule = "|---|---|" + "---|" * len(proto.presets)
+        out += ["", "RR / RF (means over worlds):", "", head, rule]
+        for doc in mine:
+            cells = [_means(doc, p) for p in proto.presets]
+            out.append(_row(doc, cells))
+        fronts = dict(proto.fronts)
+        for front, figure, title in TABLES:
+            if front not in fronts:
+                continue
+            out += ["", f"{title}:", "", head, rule]
+            for doc in mine:
                 rows = {
                     r["preset"]: r
                     for r in doc["fronts"]
-                    if r["front"] == front and r["figure"] == "rf_at_equal_rr"
+                    if r["front"] == front and r["figure"] == figure
                 }
-                cells = [_cell(rows.get(p)) for p in proto.presets]
-                version = doc["package"]["recourse-abm"]
-                out.append(f"| `{doc['policy']['spec']}` | {version} | " + " | ".join(cells) + " |")
+                skipped = doc.get("not_run", {})
+                cells = ["not run" if p in skipped else _cell(rows.get(p)) for p in proto.presets]
+                out.append(_row(doc, cells))
         out.append("")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _row(doc: dict[str, Any], cells: list[str]) -> str:
+    version = doc["package"]["recourse-abm"]
+    return f"| `{doc['policy']['spec']}` | {version} | " + " | ".join(cells) + " |"

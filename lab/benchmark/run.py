@@ -4,7 +4,10 @@ For each preset of the protocol one study runs the entry, ``none``, ``threshold`
 every margin of each front on the same worlds (``world_seed``) and paired episodes
 (``seed``). Runs go to a shared store keyed by protocol version and package version
 (run ids carry the results schema), so the baselines run once for every entry and an
-interrupted benchmark resumes. The entry is then judged on the protocol's statistics:
+interrupted benchmark resumes. An entry that cannot run in a preset's world (its
+``prepare`` raises a ConfigError: "needs outcome_delay", "needs budget") is not run there,
+the rule :func:`abm.testing.check_policy` follows; its card names those presets and why,
+and it is judged in the others. The entry is then judged on the protocol's statistics:
 
 * the card: each figure's mean over worlds with its interval, and the paired difference
   to ``none`` and ``threshold``; the family is every such contrast of the report, BH;
@@ -20,7 +23,7 @@ import math
 import re
 import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,6 +63,7 @@ class Outcome:
     check: str  # check_policy's report
     ticks: pd.DataFrame  # the entry's kept tick columns (KEPT), one row per run and tick
     allowed: dict[str, str]  # check_policy rules the entry states it breaks -> why
+    not_run: dict[str, str]  # presets whose world the entry cannot run in -> why
 
 
 def store_of(root: str | Path, proto: Protocol) -> Path:
@@ -68,14 +72,35 @@ def store_of(root: str | Path, proto: Protocol) -> Path:
     return Path(root) / slug / __version__
 
 
-def studies(policy: str, proto: Protocol) -> list[Study]:
-    """One study per preset: the entry, the baselines and the fronts' margins."""
-    policies = list(dict.fromkeys([policy, *proto.baseline_policies()]))
-    out = []
+def not_run_presets(policy: str, proto: Protocol) -> dict[str, str]:
+    """The protocol's presets whose world ``policy`` cannot run in -> why (building the
+    episode, which prepares the policy, raises a ConfigError there); :class:`BenchmarkRefused`
+    if that is every preset."""
+    from abm.model import RecourseModel
+
+    out = {}
     for preset in proto.presets:
+        try:
+            RecourseModel(preset, policy, seed=0, ticks=1, agents=False, **dict(proto.settings))
+        except ConfigError as exc:
+            out[preset] = str(exc).splitlines()[0]
+    if len(out) == len(proto.presets):
+        why = "; ".join(f"{p}: {w}" for p, w in out.items())
+        raise BenchmarkRefused(f"{policy} can run in none of the protocol's presets ({why})")
+    return out
+
+
+def studies(policy: str | Sequence[str], proto: Protocol, skip: Iterable[str] = ()) -> list[Study]:
+    """One study per preset (those in ``skip`` left out): the entry (or entries), the
+    baselines and the fronts' margins."""
+    entries = [policy] if isinstance(policy, str) else list(policy)
+    policies = list(dict.fromkeys([*entries, *proto.baseline_policies()]))
+    left_out = set(skip)
+    out = []
+    for preset in (p for p in proto.presets if p not in left_out):
         data: dict[str, Any] = {
             "name": f"benchmark-{preset}",
-            "description": f"{proto.version} ({proto.tier}): {policy} in {preset}",
+            "description": f"{proto.version} ({proto.tier}): {', '.join(entries)} in {preset}",
             "scenario": preset,
             "seeds": list(proto.seeds),
             "world_seeds": list(proto.world_seeds),
@@ -109,20 +134,24 @@ def preset_store(root: str | Path, proto: Protocol, preset: str) -> Path:
 
 
 def share_runs(
-    sources: Iterable[str | Path], store: str | Path, proto: Protocol, policy: str = "none"
+    sources: Iterable[str | Path],
+    store: str | Path,
+    proto: Protocol,
+    policy: str = "none",
+    skip: Iterable[str] = (),
 ) -> int:
     """Copy into the benchmark's store the finished runs of other stores that are runs of
     ``proto`` for ``policy`` and the baselines (run ids name a run's whole content, results
     schema included, so an equal id is the same run): the five-families study's fronts,
     say. ``sources``: study folders (with ``runs/``), or folders of them. A copied part is
-    checked against its seal when its study next runs (a bad one is run again). Returns
-    how many runs were copied."""
+    checked against its seal when its study next runs (a bad one is run again). ``skip``:
+    presets left out. Returns how many runs were copied."""
     roots = []
     for source in map(Path, sources):
         candidates = [source] if (source / "runs").is_dir() else sorted(source.glob("*/"))
         roots += [r for r in candidates if (r / "runs").is_dir()]
     copied = 0
-    for study in studies(policy, proto):
+    for study in studies(policy, proto, skip):
         folder = preset_store(store, proto, study.base.name)
         for part in ("runs", "ticks"):
             (folder / part).mkdir(parents=True, exist_ok=True)
@@ -142,16 +171,18 @@ def share_runs(
     return copied
 
 
-def estimate_seconds(policy: str, proto: Protocol, store: Path, ticks: int = 5) -> float:
+def estimate_seconds(
+    policy: str, proto: Protocol, store: Path, ticks: int = 5, skip: Iterable[str] = ()
+) -> float:
     """Seconds the benchmark should take here with one worker: each preset's entry and the
     baseline runs not yet in ``store``, at the cost per tick of ``ticks`` ticks of the
     entry and of ``threshold`` in world 0 (a rough guide, said before a long run).
-    ``store``: the root the runs are kept under."""
+    ``store``: the root the runs are kept under; ``skip``: presets left out."""
     from abm.model import RecourseModel
     from lab.study import finished_runs
 
     total = 0.0
-    for study in studies(policy, proto):
+    for study in studies(policy, proto, skip):
         preset = study.base.name
         folder = preset_store(store, proto, preset)
         done = finished_runs(folder, include_errors=False) if folder.exists() else set()
@@ -178,28 +209,78 @@ def run_benchmark(
     check: bool = True,
     allow: dict[str, str] | None = None,
     share: Iterable[str | Path] = (),
+    not_run: dict[str, str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     log: Callable[[str], None] = print,
 ) -> Outcome:
     """Check ``policy`` (a registry spec), run the protocol's ``tier`` (resumable) and judge
     it; :class:`BenchmarkRefused` if it fails ``check_policy``. ``share``: stores whose
-    runs of the baselines are copied in first (:func:`share_runs`)."""
+    runs of the baselines are copied in first (:func:`share_runs`); ``not_run``:
+    :func:`not_run_presets`, if already known."""
+    (outcome,) = run_benchmarks(
+        [policy],
+        tier=tier,
+        store=store,
+        workers=workers,
+        scheduler=scheduler,
+        check=check,
+        allow={policy: allow or {}},
+        share=share,
+        not_run=None if not_run is None else {policy: not_run},
+        progress=progress,
+        log=log,
+    )
+    return outcome
+
+
+def run_benchmarks(
+    policies: Sequence[str],
+    *,
+    tier: str = "full",
+    store: str | Path = DEFAULT_STORE,
+    workers: int = 2,
+    scheduler: Any | None = None,
+    check: bool = True,
+    allow: dict[str, dict[str, str]] | None = None,
+    share: Iterable[str | Path] = (),
+    not_run: dict[str, dict[str, str]] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    log: Callable[[str], None] = print,
+) -> list[Outcome]:
+    """:func:`run_benchmark` for several entries in one pass: one study per preset runs
+    them all beside the baselines, whose runs are read once (the built-in leaderboard,
+    ``scripts/leaderboard_cards.py``); each entry is judged on its own with the baselines,
+    as if run alone (the same runs, ids and tables). ``allow``, ``not_run``: per entry."""
     from abm.registry import REGISTRY
 
     proto = protocol(tier)  # type: ignore[arg-type]
-    try:
-        REGISTRY.validate(policy)
-    except ValueError as exc:
-        raise ConfigError(str(exc).splitlines()[0]) from None
-    report = check_entry(policy, proto, allow) if check else "check_policy not run"
+    entries = list(dict.fromkeys(policies))
+    for policy in entries:
+        try:
+            REGISTRY.validate(policy)
+        except ValueError as exc:
+            raise ConfigError(str(exc).splitlines()[0]) from None
+    allow, known = allow or {}, not_run or {}
+    reports = {
+        p: check_entry(p, proto, allow.get(p)) if check else "check_policy not run" for p in entries
+    }
+    skips = {p: known[p] if p in known else not_run_presets(p, proto) for p in entries}
+    for policy, skip in skips.items():
+        for preset, why in skip.items():
+            log(f"{policy} in {preset}: not run ({why})")
     if share:
-        log(f"{share_runs(share, store, proto, policy)} runs shared from other stores")
+        n = sum(share_runs(share, store, proto, p, skips[p]) for p in entries)
+        log(f"{n} runs shared from other stores")
     frames, tick_frames = [], []
-    for study in studies(policy, proto):
-        log(f"{study.base.name}: {study.n_runs} runs")
+    for preset in proto.presets:
+        here = [p for p in entries if preset not in skips[p]]
+        if not here:
+            continue
+        (study,) = studies(here, proto, [q for q in proto.presets if q != preset])
+        log(f"{preset}: {study.n_runs} runs")
         ticks, runs = collect(
             study,
-            preset_store(store, proto, study.base.name),
+            preset_store(store, proto, preset),
             workers=workers,
             scheduler=scheduler,
             progress=progress,
@@ -207,14 +288,40 @@ def run_benchmark(
         failed = runs[runs["status"] != "ok"]
         if len(failed):
             first = failed.iloc[0]
-            raise RuntimeError(f"{first['policy']} failed in {study.base.name}: {first['error']}")
-        frames.append(runs.assign(preset=study.base.name))
-        mine = set(runs.loc[runs["policy"] == policy, "run_id"])
+            raise RuntimeError(f"{first['policy']} failed in {preset}: {first['error']}")
+        frames.append(runs.assign(preset=preset))
+        mine = set(runs.loc[runs["policy"].isin(here), "run_id"])
         tick_frames.append(ticks[ticks["run_id"].isin(mine)])
-    runs = pd.concat(frames, ignore_index=True)
-    card, fronts = judge(runs, policy, proto)
-    ticks = pd.concat(tick_frames, ignore_index=True)
-    return Outcome(proto, policy, runs, card, fronts, report, ticks, dict(allow or {}))
+    every = pd.concat(frames, ignore_index=True)
+    ticks_all = pd.concat(tick_frames, ignore_index=True)
+    baselines = proto.baseline_policies()
+    order = {p: i for i, p in enumerate(proto.presets)}
+    outcomes = []
+    for policy in entries:
+        # the rows in the order the entry's own studies give: by preset, then the entry and
+        # the baselines in protocol order (a stable sort keeps each study's order within)
+        rank = {p: i for i, p in enumerate(dict.fromkeys([policy, *baselines]))}
+        runs = every[every["policy"].isin(rank) & ~every["preset"].isin(skips[policy])]
+        runs = runs.assign(_rank=runs["policy"].map(rank), _preset=runs["preset"].map(order))
+        runs = runs.sort_values(["_preset", "_rank"], kind="stable")
+        runs = runs.drop(columns=["_rank", "_preset"]).reset_index(drop=True)
+        card, fronts = judge(runs, policy, proto)
+        ids = set(runs.loc[runs["policy"] == policy, "run_id"])
+        ticks = ticks_all[ticks_all["run_id"].isin(ids)].reset_index(drop=True)
+        outcomes.append(
+            Outcome(
+                proto,
+                policy,
+                runs,
+                card,
+                fronts,
+                reports[policy],
+                ticks,
+                dict(allow.get(policy, {})),
+                skips[policy],
+            )
+        )
+    return outcomes
 
 
 def judge(runs: pd.DataFrame, policy: str, proto: Protocol) -> tuple[pd.DataFrame, pd.DataFrame]:

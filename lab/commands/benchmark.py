@@ -93,7 +93,13 @@ def benchmark(
 ) -> None:
     """Run a policy through the dynamic-recourse protocol and write its report card."""
     from lab.benchmark import card
-    from lab.benchmark.run import BenchmarkRefused, estimate_seconds, minutes, run_benchmark
+    from lab.benchmark.run import (
+        BenchmarkRefused,
+        estimate_seconds,
+        minutes,
+        not_run_presets,
+        run_benchmark,
+    )
 
     if verify is not None:
         try:
@@ -121,13 +127,20 @@ def benchmark(
     from abm.registry import REGISTRY
 
     REGISTRY.validate(spec)  # one line before anything runs
+    try:
+        skip = not_run_presets(spec, proto)
+    except BenchmarkRefused as exc:
+        err_console.print(f"[bold red]refused:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from None
+    for preset, why in skip.items():
+        console.print(f"{preset}: not run, the entry cannot run in its world ({escape(why)})")
     if share:  # before the estimate: shared runs cost nothing
         from lab.benchmark.run import share_runs
 
-        n = share_runs(share, store, proto, spec)
+        n = share_runs(share, store, proto, spec, skip)
         console.print(f"{n} runs of the baselines shared from {len(share)} store(s)")
     if tier != "smoke":
-        seconds = estimate_seconds(spec, proto, store) / workers
+        seconds = estimate_seconds(spec, proto, store, skip=skip) / workers
         note = ""
         if tier == "quick" and seconds > QUICK_BUDGET_S:
             note = " (more than the quick tier's 10 minutes: the policy is slow)"
@@ -149,6 +162,7 @@ def benchmark(
                 workers=workers,
                 scheduler=scheduler,
                 allow=_allowances(allow or []),
+                not_run=skip,
                 progress=progress,
                 log=log,
             )
