@@ -79,9 +79,6 @@ RECORDED_IN = {
 #: it) -> why it is quoted anyway. Schema N is the one in force when the file was written.
 AWAITING_RERUN = {
     # at the current schema: listed so that the bump does not fail before their reruns land
-    "results/sensible/sensible.md": "no schema recorded (its changed rows were run under "
-    "schema 9, the others before); DiCE and RBR ran 20-60 ticks beside 100: rerun with "
-    "scripts/sensible.py, which runs every policy for the preset's ticks and records it",
     # older schemas, each the substance of its page
 }
 
