@@ -49,8 +49,15 @@ BUILT_IN: dict[str, dict[str, str]] = {
         "threshold-gravitational": "threshold-gravitational",
         "threshold-probe": "threshold-probe",
         "threshold-face": "threshold-face",
+        "threshold-ustun": "threshold-ustun",
+        "threshold-wachter": "threshold-wachter",
+        "improve-proto": "improve-proto",
+        "improve-bwo": "improve-bwo",
+        "scarf": "scarf",
     },
-    "quick": {},
+    # RBR as the five-families study runs it (50 samples, 20 inner steps): about 30 s a run,
+    # about 20 minutes of 2 cores for the quick tier; not run yet
+    "quick": {"rbr-50": "last-threshold+rbr:num_samples=50,inner_iter=20"},
 }
 
 #: built-in policies without a card, and why (docs/leaderboard.md says so)
@@ -60,15 +67,18 @@ NOT_ENTERED: dict[str, str] = {
         "need a trained artefact per world (path=DIR); the shipped ones are trained in "
         "world 0 of `paper` only (docs/five-families.md)"
     ),
+    "lookahead": (
+        "privileged (it simulates the true model): an upper reference, not a method; about "
+        "45 s a `lending` run, no card yet"
+    ),
     "ei": "is a world of its own (decision_model = 'ei'), in no preset of the protocol",
-    "lookahead": "privileged (simulates the true model): an upper reference, not a method",
-    "scarf, improve-proto, improve-bwo, threshold-ustun, threshold-wachter": (
-        "no card yet: each is a line of `BUILT_IN` and a run of "
-        "`python scripts/leaderboard_cards.py --only NAME`"
+    "threshold-rbr": (
+        "at its defaults about 13,000 s of one core for the quick tier here (the command's "
+        "estimate); its quick card `rbr-50` (the five-families study's 50 samples and 20 "
+        "inner steps, about 30 s a run) is `python scripts/leaderboard_cards.py --tier "
+        "quick`, not run yet"
     ),
-    "threshold-rbr, threshold-dice": (
-        "about 5,000 and 4,000 s of one core for the quick tier here (estimate): not run yet"
-    ),
+    "threshold-dice": "about 4,000 s of one core for the quick tier here (estimate): no card yet",
 }
 
 
@@ -93,6 +103,9 @@ def cards(folder: str | Path) -> list[dict[str, Any]]:
                 f"card = {path.name!r} is of results schema {doc.get('results_schema')}, "
                 f"not {RESULTS_SCHEMA}: rerun `recourse-abm benchmark {doc['policy']['spec']}`"
             )
+        # the row's name: the file's (NAME-TIER.json), the spec where it is named otherwise
+        stem = path.stem.removesuffix(f"-{doc['protocol']['tier']}")
+        doc["_name"] = stem if stem and stem != path.stem else doc["policy"]["spec"]
         out.append(doc)
     return out
 
@@ -143,9 +156,7 @@ def markdown(folder: str | Path) -> str:
         return f"No {VERSION} card is shipped yet."
     out = []
     for tier in TIERS:
-        mine = sorted(
-            (d for d in docs if d["protocol"]["tier"] == tier), key=lambda d: d["policy"]["spec"]
-        )
+        mine = sorted((d for d in docs if d["protocol"]["tier"] == tier), key=lambda d: d["_name"])
         if not mine:
             continue
         proto = protocol(tier)
@@ -159,6 +170,10 @@ def markdown(folder: str | Path) -> str:
         for doc in mine:
             cells = [_means(doc, p) for p in proto.presets]
             out.append(_row(doc, cells))
+        named = [d for d in mine if d["_name"] != d["policy"]["spec"]]
+        if named:
+            out.append("")
+            out += [f"`{d['_name']}` is `{d['policy']['spec']}`." for d in named]
         fronts = dict(proto.fronts)
         for front, figure, title in TABLES:
             if front not in fronts:
@@ -179,4 +194,4 @@ def markdown(folder: str | Path) -> str:
 
 def _row(doc: dict[str, Any], cells: list[str]) -> str:
     version = doc["package"]["recourse-abm"]
-    return f"| `{doc['policy']['spec']}` | {version} | " + " | ".join(cells) + " |"
+    return f"| `{doc['_name']}` | {version} | " + " | ".join(cells) + " |"
