@@ -17,8 +17,9 @@ when the browser has drawn the previous one (each chart reports the frame it dre
 drawing is fast every tick is drawn, otherwise frames are skipped, never queued.
 
 A new model is built on a worker thread too. Most build in well under a second and appear
-as if built in the handler; a policy that trains when prepared (``scarf``: 15-20 s) shows
-"preparing …" while the sidebar stays usable, and a newer choice supersedes it.
+as if built in the handler; a policy that trains when prepared (``scarf`` on settings whose
+generator is not stored: 10-20 s) shows "preparing …" while the sidebar stays usable, and a
+newer choice supersedes it.
 
 The page address holds the view (:func:`~dashboards.settings.to_query`: the settings or
 demonstration, the ticks run, the tick shown): a reload, a shared link or Back rebuilds the
@@ -31,6 +32,7 @@ on a narrow screen.
 from __future__ import annotations
 
 import functools
+import html
 import io
 import logging
 import os
@@ -50,7 +52,7 @@ import solara  # noqa: E402
 import solara.server.settings  # noqa: E402
 
 from abm.validation import ConfigError, interval, problem  # noqa: E402
-from dashboards import charts, data, forecast  # noqa: E402
+from dashboards import charts, data, forecast, palette  # noqa: E402
 from dashboards.demos import available_demos  # noqa: E402
 from dashboards.settings import (  # noqa: E402
     COMPARE_INPUTS,
@@ -60,6 +62,7 @@ from dashboards.settings import (  # noqa: E402
     TEXT_FIELDS,
     DashboardModel,
     Settings,
+    build_progress,
     dashboard_policies,
     dashboard_presets,
     fit_to_preset,
@@ -68,8 +71,11 @@ from dashboards.settings import (  # noqa: E402
     path_safe,
     policy_description,
     policy_support,
+    preparing_status,
     preparing_text,
     to_query,
+    until_from_query,
+    without_paths,
 )
 from dashboards.widgets import Address, ApplicantTable, CopyBox, PageKeys, VegaView  # noqa: E402
 
@@ -140,6 +146,11 @@ CSS = """
 .rabm-replay { flex-wrap: wrap; }
 .rabm-replay .v-input { flex: 1 1 240px; min-width: 200px; }
 .rabm-forecast-text { font-size: 13px; margin: 4px 0; }
+.rabm-forecast-caption { font-size: 12px; color: #555; margin: 2px 0 6px 0; }
+.rabm-small-table { border-collapse: collapse; font-size: 13px; margin: 4px 0; }
+.rabm-small-table th { font-weight: 500; text-align: left; color: #555; font-size: 12px; }
+.rabm-small-table th, .rabm-small-table td { padding: 2px 8px 2px 0; vertical-align: top; }
+.rabm-forecast-summary { overflow-x: auto; max-width: 100%; }
 .rabm-plot, .rabm-plot.vega-embed { width: 100%; display: block; }
 .rabm-chart-tools { position: absolute; right: 0; top: 0; z-index: 2; }
 .rabm-error { position: sticky; top: 0; z-index: 5; }
@@ -153,6 +164,15 @@ CSS = """
 .rabm-policy-note { font-size: 12px; color: #555; margin: -14px 0 10px 0; }
 .rabm-preparing-card { position: sticky; top: 0; z-index: 4; }
 .rabm-preparing { font-size: 15px; }
+.rabm-main .row { margin-left: -8px; margin-right: -8px; }
+.rabm-card td, .rabm-card th, .rabm-card .text-truncate, .rabm-card .text-no-wrap {
+    white-space: normal !important; overflow: visible !important; }
+.rabm-card .v-data-table__wrapper { overflow-x: auto; }
+.rabm-export-buttons { flex-wrap: wrap !important; }
+.rabm-run-to { display: flex; flex-wrap: wrap; align-items: center; gap: 8px; }
+.rabm-run-to .rabm-number { flex: 0 0 84px; max-width: 84px; }
+.rabm-run-to-note { font-size: 12px; color: #555; }
+.rabm-lesson .v-expansion-panel-header { font-weight: 500; min-height: 40px; padding: 8px 16px; }
 """
 
 TABLE_HEADERS = [
@@ -261,6 +281,15 @@ def csv_bytes(model: DashboardModel, which: str) -> bytes:
     return buf.getvalue().encode()
 
 
+def table_html(headers: dict[str, str], rows: list[dict[str, str]]) -> str:
+    """A small HTML table: ``headers`` {key: column title}, each row {key: text}."""
+    head = "".join(f"<th>{html.escape(t)}</th>" for t in headers.values())
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(r[k])}</td>" for k in headers) + "</tr>" for r in rows
+    )
+    return f'<table class="rabm-small-table"><tr>{head}</tr>{body}</table>'
+
+
 def file_stem(settings: Settings) -> str:
     vs = "".join(f"_vs_{path_safe(p)}" for p in settings.compare)
     return f"recourse-abm_{settings.preset}_{path_safe(settings.policy)}{vs}_seed{settings.seed}"
@@ -290,9 +319,13 @@ class Session:
         self.whose = reactive(0)  # whose applicants the applicant views show (a policy's index)
         self.speed = reactive(DEFAULT_SPEED)
         self.preparing = reactive(None)  # what is being built, while it takes a while
+        self.progress = reactive(None)  # how far that build is (a policy's training)
         self.drawer = reactive(None)  # the settings drawer open (None: as the screen suits)
         self.revision = reactive(0)  # bumped when a refused choice must leave the inputs
         self.restoring = reactive(False)  # the run of the address is being rebuilt
+        self.until = reactive(None)  # the tick in the "run to tick" box (the address keeps it)
+        self.stop_at = reactive(None)  # the tick the current Play stops at (run to tick)
+        self.lesson_open = reactive(True)  # the demonstration's explanation unfolded
         self.gate = FrameGate()
         # the play thread, the handlers and the outcome card share the model; reentrant: a
         # model set under it renders the views, which read the model under it again
@@ -324,27 +357,34 @@ class Session:
     def address(self) -> str:
         """The page address's query for what is on screen."""
         m = self.model.value
-        return to_query(m.settings, m.tick, self.replay.value)
+        return to_query(m.settings, m.tick, self.replay.value, self.until.value)
 
     def publish(self) -> None:
         self.gate.sent(self.frame.value + 1)
         self.frame.set(self.frame.value + 1)
 
-    def guarded(self, handler: Callable[..., None], *args: Any) -> None:
-        """Run an input handler; bad input shows its one-line message, nothing raises."""
+    def guarded(self, handler: Callable[..., None], *args: Any) -> bool:
+        """Run an input handler; bad input shows its one-line message, nothing raises.
+        Returns whether the input was taken (False: refused here)."""
         try:
             handler(*args)
         except ConfigError as exc:
             self.error.set(str(exc))
             self.revision.set(self.revision.value + 1)
+            return False
         except Exception as exc:  # a bug must not take the lesson down
             log.exception("dashboard handler failed")
             self.error.set(f"could not apply that: {type(exc).__name__}: {exc}")
+            return False
+        return True
 
     def restore(self, query: str) -> None:
         """Rebuild the run an address names: its settings, then its ticks, showing its
         tick; what the address gets wrong is named on the page and left out."""
         settings, run, shown, problems = from_query(query, self.demos)
+        until, wrong = until_from_query(query, settings.ticks)
+        problems += wrong
+        self.until.set(until)
         if problems:
             self.error.set("address: " + "; ".join(problems))
         self.restoring.set(True)
@@ -389,7 +429,8 @@ class Session:
             notes: list[str] = []
             try:
                 new, notes = fit_to_preset(new)
-                built, message = DashboardModel(new), None
+                with build_progress(self.progress.set):
+                    built, message = DashboardModel(new), None
                 for _ in range(run):
                     built.step()
             except ConfigError as exc:
@@ -469,7 +510,35 @@ class Session:
         if not self.model.value.running and not self.playing.value:
             return
         self.replay.set(None)
+        self.stop_at.set(None)
         self.playing.set(not self.playing.value)
+
+    def run_to(self, value: Any) -> None:
+        """Play until tick ``value`` is the newest and stop there, whatever the speed (a
+        tick already run is shown instead, as the replay slider would)."""
+        m = self.model.value
+        text = str(value).strip() if value is not None else ""
+        try:
+            tick: Any = int(text)
+        except ValueError:
+            tick = text
+        ok = isinstance(tick, int) and 0 <= tick < m.config.ticks
+        if not ok:
+            raise ConfigError(
+                problem("run to tick", value, interval(0, m.config.ticks - 1, integer=True))
+            )
+        if self.preparing.value is not None:
+            return
+        self.until.set(tick)
+        if tick <= m.tick - 1:
+            self.playing.set(False)
+            self.stop_at.set(None)
+            self.replay.set(None if tick == m.tick - 1 else tick)
+            self.publish()
+            return
+        self.replay.set(None)
+        self.stop_at.set(tick)
+        self.playing.set(True)
 
     def set_speed(self, label: Any) -> None:
         if label not in SPEEDS:
@@ -506,12 +575,14 @@ class Session:
         if not self.playing.value:
             return
         m, rate = self.model.value, SPEEDS[self.speed.value]
+        stop = self.stop_at.value
+        more = (lambda: m.running) if stop is None else (lambda: m.running and m.tick <= stop)
         start, done, shown = time.perf_counter(), 0, 0
         try:
-            while not cancel.is_set() and self.playing.value and m.running:
+            while not cancel.is_set() and self.playing.value and more():
                 due = int((time.perf_counter() - start) * rate) + 1
                 with self.lock:
-                    while done < due and m.running:
+                    while done < due and more():
                         m.step()
                         done += 1
                 if shown < done and self.gate.ready():
@@ -527,8 +598,8 @@ class Session:
             self.playing.set(False)
             self.publish()  # the last tick is always drawn
 
-    def handler(self, method: Callable[..., None]) -> Callable[..., None]:
-        """``method`` as a widget callback, guarded."""
+    def handler(self, method: Callable[..., None]) -> Callable[..., bool]:
+        """``method`` as a widget callback, guarded (returns whether it was taken)."""
         return lambda *args: self.guarded(method, *args)
 
 
@@ -626,10 +697,33 @@ def Drawer(session: Session):
         Inputs(session)
 
 
+def use_value_in_force(value: Any, revision: int) -> Callable[[Any], None]:
+    """After a refusal (``revision`` bumped), put the value in force back into the widgets
+    that sent a value: the settings did not change, so no new render would, and the browser
+    kept what was typed. Returns ``seen(widget)``, to call from the widget's events."""
+    sent = solara.use_ref([])
+
+    def revert() -> None:
+        for widget in sent.current:
+            want = str(value) if isinstance(widget.v_model, str) else value
+            if widget.v_model != want:
+                widget.v_model = want
+        sent.current = []
+
+    solara.use_effect(revert, [revision])
+
+    def seen(widget: Any) -> None:
+        if widget not in sent.current:
+            sent.current.append(widget)
+
+    return seen
+
+
 @solara.component
-def IntSlider(name: str, label: str, value: int, lo: int, hi: int, on_input):
+def IntSlider(name: str, label: str, value: int, lo: int, hi: int, on_input, revision: int = 0):
     """A slider that applies its value when released (one model rebuild, not one per
     pixel dragged), with a box to type the number (N₀ = 1,000 on a 300-pixel slider)."""
+    seen = use_value_in_force(value, revision)
     with solara.Div(classes=["rabm-slider-row"]) as row:
         el = solara.v.Slider(
             v_model=value,
@@ -641,7 +735,12 @@ def IntSlider(name: str, label: str, value: int, lo: int, hi: int, on_input):
             hide_details=True,
             class_=f"rabm-slider rabm-slider-{name}",
         )
-        solara.v.use_event(el, "change", lambda *args: on_input(name, args[2]))
+
+        def released(widget: Any, _: Any, number: Any) -> None:
+            seen(widget)
+            on_input(name, number)
+
+        solara.v.use_event(el, "change", released)
         box = solara.v.TextField(
             v_model=str(value),
             type="number",
@@ -653,6 +752,7 @@ def IntSlider(name: str, label: str, value: int, lo: int, hi: int, on_input):
         )
 
         def typed(widget: Any, *_: Any) -> None:
+            seen(widget)
             text = str(widget.v_model if widget.v_model is not None else "").strip()
             try:
                 number: Any = int(text)
@@ -664,6 +764,29 @@ def IntSlider(name: str, label: str, value: int, lo: int, hi: int, on_input):
         solara.v.use_event(box, "keyup.enter", typed)
         solara.v.use_event(box, "blur", typed)
     return row
+
+
+@solara.component
+def TextBox(name: str, label: str, value: str, on_input, revision: int = 0):
+    """A text input applied on Enter or on leaving it; a refused text leaves the box."""
+    seen = use_value_in_force(value, revision)
+    box = solara.v.TextField(
+        v_model=value,
+        label=label,
+        dense=True,
+        hide_details=True,
+        class_=f"rabm-text rabm-text-{name}",
+    )
+
+    def typed(widget: Any, *_: Any) -> None:
+        seen(widget)
+        text = widget.v_model if widget.v_model is not None else ""
+        if text != value:
+            on_input(name, text)
+
+    solara.v.use_event(box, "keyup.enter", typed)
+    solara.v.use_event(box, "blur", typed)
+    return box
 
 
 def _policy_items(support: dict[str, str] | None, offer: list[str]) -> list[dict[str, Any]]:
@@ -707,7 +830,10 @@ def Inputs(session: Session):
             on_value=session.handler(session.demo),
         )
         if demo is not None:
-            Html(demo.explanation, classes=["rabm-explanation"])
+            solara.Text(
+                "What to do and what to look for: above the charts.",
+                classes=["rabm-demo-where"],
+            )
     support = known_support(d.preset)
     policies = dashboard_policies()
     with solara.Card("Scenario", classes=["rabm-scenario"]):
@@ -719,7 +845,7 @@ def Inputs(session: Session):
             on_value=lambda x: on_input("preset", x),
         )
         if session.notice.value:
-            solara.Info(session.notice.value, dense=True, classes=["rabm-notice"])
+            solara.Info(without_paths(session.notice.value), dense=True, classes=["rabm-notice"])
         PolicySelect(
             "policy",
             d.policy,
@@ -743,15 +869,69 @@ def Inputs(session: Session):
                 PolicyNote(value)
         for name, (label, _, _) in SLIDERS.items():
             lo, hi = d.slider_range(name)
-            IntSlider(name, label, getattr(d, name), lo, hi, on_input).key(f"{name}-{revision}")
+            IntSlider(name, label, getattr(d, name), lo, hi, on_input, revision)
         for name, label in TEXT_FIELDS.items():
-            solara.InputText(
-                label,
-                value=getattr(d, name),
-                continuous_update=False,
-                on_value=lambda text, name=name: on_input(name, text),
-                classes=[f"rabm-text-{name}"],
+            TextBox(name, label, getattr(d, name), on_input, revision)
+
+
+@solara.component
+def Lesson(session: Session):
+    """The demonstration's explanation above the charts, folded or unfolded by the reader:
+    it stays in view while stepping (the drawer closes on a phone when Step is tapped)."""
+    demo = session.demos.get(session.draft.value.demo)
+    if demo is None:
+        return
+    with solara.v.ExpansionPanels(
+        v_model=0 if session.lesson_open.value else None,
+        on_v_model=lambda v: session.lesson_open.set(v == 0),
+        class_="rabm-lesson",
+    ):
+        with solara.v.ExpansionPanel():
+            solara.v.ExpansionPanelHeader(
+                children=[f"Demonstration {demo.title}"], class_="rabm-lesson-head"
             )
+            with solara.v.ExpansionPanelContent():
+                Html(demo.explanation, classes=["rabm-explanation"])
+
+
+@solara.component
+def RunTo(session: Session):
+    """ "Run to tick N": Play that stops exactly when tick N is the newest, at any speed."""
+    m = session.model.value
+    preparing = session.preparing.value is not None
+    until = session.until.value
+    held = "" if until is None else str(until)
+    text, set_text = solara.use_state(held)
+    # the box shows what is in force after a run to, a refusal or a restored address
+    solara.use_effect(lambda: set_text(held), [held, session.revision.value])
+
+    def go(*_: Any) -> None:
+        session.guarded(session.run_to, text)
+
+    with solara.Div(classes=["rabm-run-to"]) as row:
+        solara.Button(
+            "Run to tick",
+            on_click=go,
+            disabled=preparing,
+            outlined=True,
+            classes=["rabm-run-to-go"],
+        )
+        box = solara.v.TextField(
+            v_model=text,
+            on_v_model=set_text,
+            type="number",
+            dense=True,
+            hide_details=True,
+            outlined=True,
+            class_="rabm-number rabm-run-to-tick",
+            attributes={"aria-label": "run to tick", "min": 0, "max": m.config.ticks - 1},
+        )
+        solara.v.use_event(box, "keyup.enter", go)
+        solara.Text(
+            f"plays on and stops with that tick shown (0 to {m.config.ticks - 1})",
+            classes=["rabm-run-to-note"],
+        )
+    return row
 
 
 @solara.component
@@ -765,7 +945,9 @@ def PolicyNote(spec: str):
 @solara.component
 def ErrorBanner(session: Session):
     if session.error.value:
-        solara.Error(f"Not applied: {session.error.value}", classes=["rabm-error"])
+        # an exception's message may hold a path of the server: the class sees its last part
+        text = without_paths(session.error.value)
+        solara.Error(f"Not applied: {text}", classes=["rabm-error"])
 
 
 @solara.component
@@ -802,20 +984,31 @@ def ChartView(
 
 
 def compare_note(policies: list[str]) -> str:
-    """The line above the charts side by side: each policy with its colour and dash."""
+    """The line above the charts side by side: each policy with its colour (and its dash
+    where the dash names the policy), then the page's one rule for dashes."""
     styles = data.policy_styles(policies)
-    names = {(1, 0): "solid", (8, 4): "dashed", (2, 3): "dotted", (10, 3, 2, 3): "dash-dot"}
     parts = [
-        f'<span style="color:{styles[p][0]}">■</span> **{p}** '
-        f"({names.get(tuple(styles[p][1]), 'dashed')})"
+        f'<span style="color:{styles[p][0]}">■</span> **{p}** ({palette.style_words(*styles[p])})'
         for p in policies
     ]
     return (
         "Side by side on the same seed (identical arrivals): "
         + ", ".join(parts)
-        + ". A policy keeps its colour and dash in every chart; in the chart of outcomes "
-        "the colour is the outcome and the dash the policy."
+        + ". "
+        + palette.DASH_RULE
     )
+
+
+@solara.component
+def StatusLine(session: Session, m: DashboardModel, t: int):
+    """The run on screen; while another is prepared, that one and how far it is."""
+    if session.preparing.value is None:
+        Html(status_text(m, t), classes=["rabm-status"])
+        return
+    new = session.draft.value
+    demo = session.demos.get(new.demo)
+    text = preparing_status(new, session.progress.value, demo.title if demo else "")
+    Html(text, classes=["rabm-status", "rabm-status-preparing"])
 
 
 @solara.component
@@ -839,7 +1032,8 @@ def Views(session: Session):
         ],
         [chart_list, t, frame],
     )
-    Html(status_text(m, t), classes=["rabm-status"])
+    StatusLine(session, m, t)
+    RunTo(session)
     if m.settings.compare:
         Html(compare_note(m.settings.policies), classes=["rabm-compare-note"])
     if m.tick > 0:
@@ -876,7 +1070,8 @@ def Views(session: Session):
     if n_core < len(chart_list):
         names = ", ".join(sorted(m.config.mechanisms))
         with solara.Div(classes=["rabm-section", "rabm-extensions"]):
-            solara.HTML(tag="h3", unsafe_innerHTML=f"World extensions on: {names}")
+            heading = f"World extensions on: {names}" if names else "World extensions"
+            solara.HTML(tag="h3", unsafe_innerHTML=heading)
         with solara.ColumnsResponsive(12, large=6):
             for c, p in zip(chart_list[n_core:], payloads[n_core:], strict=True):
                 ChartView(c, p, t, session.gate, stem).key(c.name)
@@ -1044,19 +1239,17 @@ def ForecastCard(session: Session, cid: int, whose: int, colour: str):
         total = state["wanted"]
         if done < total:
             solara.v.ProgressLinear(value=100 * done / total, class_="rabm-forecast-progress")
+        solara.Text(forecast.CAPTION.format(h=forecast.HORIZON), classes=["rabm-forecast-caption"])
         solara.Text(
-            f"{done} of {total} futures each way from tick {m.tick - 1}, the same "
-            "random draws for both: in one, applicant {cid} makes every change "
-            "advised; in the other, none. Ticks count from the next one (1).".replace(
-                "{cid}", str(cid)
-            ),
+            f"{done} of {total} futures each way of applicant {cid}, from tick "
+            f"{m.tick - 1}; tick 1 is the next one.",
             classes=["rabm-forecast-text"],
         )
-        for arm in forecast.ARMS:
-            solara.Text(
-                forecast.describe(arm, forecast.summary(results[arm])),
-                classes=["rabm-forecast-text", "rabm-forecast-summary"],
-            )
+        solara.HTML(
+            tag="div",
+            unsafe_innerHTML=table_html(forecast.SUMMARY_HEADERS, forecast.summary_rows(results)),
+            classes=["rabm-forecast-summary"],
+        )
         payload = charts.to_json(
             {"frame": done, "data": forecast.chart_data(results), "signals": {}}
         )
@@ -1082,7 +1275,7 @@ def ExportCard(session: Session):
             "its own PNG button, showing the tick on screen. The page address keeps "
             "this view: a reload or a shared link runs the same ticks again."
         )
-        with solara.Row():
+        with solara.Row(classes=["rabm-export-buttons"]):
             solara.FileDownload(
                 lambda: csv_bytes(m, "ticks"),
                 filename=f"{stem}_ticks.csv",
@@ -1130,5 +1323,6 @@ def Page():
         with solara.Column(gap="8px", style={"padding": "8px"}, classes=["rabm-main"]):
             ErrorBanner(session)
             PreparingBanner(session)
+            Lesson(session)
             Views(session)
             ExportCard(session)

@@ -3,8 +3,18 @@
     python dashboards/benchmark.py [--n-initial 1000] [--steps 30] [--compare none ...]
     python dashboards/benchmark.py --browser [--n-initial 1000] [--steps 30] [--play 10]
         [--compare threshold-true --compare none --compare threshold-estimated]
+    python dashboards/benchmark.py --demo-start [DEMO ...] [--demo-repeats 3]
+        [--demo-cache shipped|off]
 
 ``--compare`` (up to three times) adds policies side by side on the same seed.
+
+Demo start (``--demo-start``): each demo (none named: all) is chosen in a fresh process on
+a new page's session, as a just-started server does, and timed until its model is ready;
+before a fresh install's first use only the shipped trained states exist, so each process
+gets an empty user cache (``--demo-cache off``: no stored state at all, every preparation
+runs in full). Two figures: with the check of which policies the preset runs done when
+the demo is chosen (a server that has just started), and done before (a server checks
+every preset on a thread at start).
 
 Server (default): renders the page in-process with Solara's test tooling (no browser),
 sets N₀ through the sidebar slider, clicks Step and times each click: the model tick, the
@@ -224,6 +234,71 @@ def browser(n_initial: int, steps: int, play_s: float, play_rate: int, compare: 
         proc.wait(timeout=10)
 
 
+def demo_start_once(name: str, checked: bool = False) -> dict[str, float]:
+    """In this (fresh) process: seconds to import the app, and from choosing demo ``name``
+    on a new page's session to its model being ready (Step enabled), as the server does;
+    ``checked``: after the preset's policies were checked, as a server does at start."""
+    t0 = time.perf_counter()
+    import solara
+
+    from dashboards import app
+
+    imported = time.perf_counter() - t0
+    session = app.Session(solara.reactive)
+    title = session.demos[name].title
+    if checked:
+        app.policy_support(session.demos[name].preset)
+    t1 = time.perf_counter()
+    session.guarded(session.demo, title)
+    while session.building:
+        time.sleep(0.01)
+    ready = time.perf_counter() - t1
+    if session.error.value or session.model.value.settings.demo != name:
+        raise SystemExit(f"demo {name} did not start: {session.error.value}")
+    return {"import_s": imported, "start_s": ready}
+
+
+def demo_start(names: list[str], repeats: int, cache: str) -> None:
+    """Demo start time: each demo chosen in a fresh process, ``repeats`` times.
+
+    ``cache="shipped"`` gives each process an empty user cache (RABM_CACHE_DIR), so only
+    the states shipped in the package serve, as after a fresh install; ``"off"`` turns
+    every stored state off, so slow preparations run in full."""
+    import json
+    import tempfile
+
+    from dashboards.demos import DEMOS
+
+    names = names or [d.name for d in DEMOS]
+    code = "import json, sys; from dashboards.benchmark import demo_start_once; "
+    code += "print(json.dumps(demo_start_once(sys.argv[1], sys.argv[2] == 'at start')))"
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"demo start, {os.cpu_count()} CPUs, load average {load}, stored states: {cache}")
+    for name in names:
+        rows: dict[str, list[dict[str, float]]] = {"on demand": [], "at start": []}
+        for _ in range(repeats):
+            for when, found in rows.items():
+                with tempfile.TemporaryDirectory(prefix="rabm-cache-") as empty:
+                    env = {**os.environ, "RABM_CACHE_DIR": empty if cache == "shipped" else "off"}
+                    out = subprocess.run(
+                        [sys.executable, "-c", code, name, when],
+                        env=env,
+                        capture_output=True,
+                        text=True,
+                        check=True,
+                        cwd=APP.parents[1],
+                    )
+                found.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        for when, found in rows.items():
+            start = [r["start_s"] for r in found]
+            print(
+                f"{name}, policies checked {when}: start median {statistics.median(start):.2f} s,"
+                f" min {min(start):.2f} s, max {max(start):.2f} s over {len(found)} fresh "
+                f"processes (app import before it: median "
+                f"{statistics.median(r['import_s'] for r in found):.2f} s)"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-initial", type=int, default=1000)
@@ -236,13 +311,133 @@ def main() -> None:
     parser.add_argument(
         "--compare", action="append", default=[], help="a policy side by side (up to three times)"
     )
+    parser.add_argument(
+        "--demo-start",
+        nargs="*",
+        metavar="DEMO",
+        help="time choosing these demos (none named: all) in fresh processes",
+    )
+    parser.add_argument("--demo-repeats", type=int, default=3, help="fresh processes per demo")
+    parser.add_argument(
+        "--demo-cache", choices=("shipped", "off"), default="shipped", help="stored states used"
+    )
+    parser.add_argument(
+        "--class-load",
+        nargs=2,
+        type=int,
+        metavar=("PAGES", "PLAYING"),
+        help="PAGES open on the class server, PLAYING of them playing: a page's redraw after Step",
+    )
     args = parser.parse_args()
+    if args.class_load:
+        class_load(*args.class_load, args.steps)
+        return
+    if args.demo_start is not None:
+        demo_start(args.demo_start, args.demo_repeats, args.demo_cache)
+        return
     if len(args.compare) > 3:
         parser.error(f"--compare given {len(args.compare)} times; allowed: at most 3")
     if args.browser:
         browser(args.n_initial, args.steps, args.play, args.speed, args.compare)
     else:
         server(args.n_initial, args.steps, args.compare)
+
+
+def class_load(pages: int, playing: int, steps: int) -> None:
+    """A class on one laptop: ``pages`` pages open on the server that ``recourse-abm
+    dashboard`` runs (dashboards/serve.py), ``playing`` of them playing at the default
+    speed with the default settings (the episode lengthened so that Play lasts), and one
+    more page's redraw after Step, click to last chart drawn, as ``--browser`` times it.
+
+    All pages are drawn by one headless chromium on this computer; in a class each student's
+    device draws its own, so the figure is pessimistic where the browser shares the cores.
+    """
+    from playwright.sync_api import sync_playwright
+
+    chromium = os.environ.get("RABM_CHROMIUM", "/usr/bin/chromium")
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/"
+    env = {**os.environ, "REACTON_FAST": "1"}
+    env.pop("RABM_DASHBOARD_TOKEN", None)
+    cmd = [sys.executable, "-m", "dashboards.serve", "--port", str(port), "--max-pages", str(pages)]
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=APP.parents[1],
+    )
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            urllib.request.urlopen(url + "readyz", timeout=2).read()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise SystemExit("the dashboard did not start") from None
+            time.sleep(0.3)
+    try:
+        with sync_playwright() as p:
+            b = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+            context = b.new_context(viewport={"width": 1200, "height": 1400})
+            context.set_default_timeout(300_000)
+            t0 = time.monotonic()
+            opened = []
+            for _ in range(pages):
+                page = context.new_page()
+                page.goto(url)
+                page.get_by_role("button", name="Step", exact=True).wait_for()
+                opened.append(page)
+            print(f"{pages} pages open in {time.monotonic() - t0:.0f} s")
+            for page in opened[:playing]:
+                page.evaluate(SET_SLIDER_JS, ["ticks", 300])  # Play then lasts 30 s or more
+                page.get_by_text("episode length (ticks) = 300").wait_for()
+                page.get_by_role("button", name="Play", exact=True).click()
+            page = opened[-1]
+            page.bring_to_front()
+            step = page.get_by_role("button", name="Step", exact=True)
+            page.wait_for_function(f"({DRAWN_JS})().length >= 6")
+            page.evaluate(
+                "document.addEventListener('click', () => { "
+                "window.rabmClick = performance.now(); }, true)"
+            )
+            redraw, playing_now = [], []
+            for _ in range(steps):
+                # a page that reached the end of its episode starts again: 5 keep playing
+                for q in opened[:playing]:
+                    if not q.get_by_role("button", name="Pause", exact=True).count():
+                        q.get_by_role("button", name="Reset", exact=True).click()
+                        q.get_by_role("button", name="Play", exact=True).click()
+                playing_now.append(
+                    sum(
+                        q.get_by_role("button", name="Pause", exact=True).count()
+                        for q in opened[:playing]
+                    )
+                )
+                before = max(page.evaluate(DRAWN_JS))
+                step.click()
+                page.wait_for_function(
+                    f"(b) => ({DRAWN_JS})().every(f => f > b)", arg=before, polling="raf"
+                )
+                drawn = page.evaluate(
+                    "(b) => window.rabmDrawn.filter(d => d.frame > b && "
+                    "!['applicant', 'forecast'].includes(d.chart)).map(d => d.t - window.rabmClick)",
+                    before,
+                )
+                redraw.append(max(drawn))
+            load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+            print(
+                f"{pages} open pages, {playing} playing at the default speed (at least "
+                f"{min(playing_now)} playing at each Step), default settings; "
+                f"{os.cpu_count()} CPUs, load average "
+                f"{load}, headless chromium on the same computer"
+            )
+            print(summary("a page's redraw after Step (click to last chart drawn)", redraw))
+            b.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 if __name__ == "__main__":

@@ -7,13 +7,13 @@ VegaView`), so a redraw costs Vega's dataflow, not a compile. Specs are plain di
 an Altair chart costs 20-40 ms, a dict well under 1 ms.
 
 Conventions a student can rely on: every axis says what it measures and in which unit;
-counts have integer axes; ticks count from 0. One colour language: outcomes have their
-colours (:data:`~dashboards.data.OUTCOME_COLOURS`: green accepted, red rejected, grey
-dropped, orange waiting) and no other mark uses them; every policy has its own colour and
-dash, keyed by its name (:func:`~dashboards.data.policy_styles`); black is the threshold.
-In a chart over ticks the colour is the policy and, where a chart has several measures,
-the dash is the measure; in the chart of outcomes over ticks the colour is the outcome and
-the dash the policy. Legends name what colour and dash mean.
+counts have integer axes; ticks count from 0. One colour language, from one palette
+(:mod:`dashboards.palette`, whose names the docs use): outcomes have their colours
+(:data:`~dashboards.data.OUTCOME_COLOURS`) and no other mark uses them; every policy has
+its own colour and dash, keyed by its name (:func:`~dashboards.data.policy_styles`). The
+one rule for dashes (:data:`~dashboards.palette.DASH_RULE`): the colour names the policy
+and the dash what the colour does not, the measure where a chart has several, the policy
+where the colour names the outcome (Who applies). Legends name what colour and dash mean.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dashboards import data
+from dashboards import data, palette
 from dashboards.data import OUTCOME_COLOURS, REFERENCE, Columns, Run, policy_styles
 from dashboards.settings import DashboardModel
 
@@ -35,9 +35,9 @@ WINDOW = 20  # ticks shown by the applicant scatter
 SUBTITLE_CHARS = 68  # a subtitle line fits a half-width chart on a 1280-pixel screen
 SHARE = "share (0 to 1)"
 COUNT = "applicants (count)"
-SERIES_DASH = [[1, 0], [7, 4], [2, 3], [10, 3, 2, 3], [4, 4], [1, 0]]
+SERIES_DASH = palette.MEASURE_DASHES
 SERIES_WIDTH = [4.5, 3, 2, 1.5, 1.5, 1.5]
-MEASURE_STROKE = "#444"  # a measure's legend swatch: its dash, in no policy's colour
+MEASURE_STROKE = palette.hex_of(palette.NEUTRAL)  # a measure's legend swatch: its dash alone
 N_CORE = 6  # the charts every model has, before those of the world extensions
 PER_TICK = 100  # applications drawn per tick in "Every application" (all the accepted)
 # line legends show a stretch of the line itself: its colour, dash and width
@@ -114,12 +114,23 @@ def _tick_axis() -> dict[str, Any]:
     }
 
 
+def _count_axis(scale: str = "y") -> dict[str, Any]:
+    """An axis of whole numbers: 0 to the top of ``scale``'s domain in steps of 1, 2 or 5
+    times a power of ten, at most about six of them (Vega's ``tickMinStep`` still puts ticks at 0.5 on a domain [0, 2])."""
+    top = f"floor(domain('{scale}')[1])"
+    raw = f"max(1, ceil({top} / 6))"
+    power = f"pow(10, floor(log({raw}) / LN10))"
+    f = f"({raw} / {power})"
+    step = f"({power} * ({f} <= 1 ? 1 : {f} <= 2 ? 2 : {f} <= 5 ? 5 : 10))"
+    return {"format": "d", "values": {"expr": f"sequence(0, {top} + 1, {step})"}}
+
+
 def _y(title: str, kind: str) -> dict[str, Any]:
     y: dict[str, Any] = {"field": "value", "type": "quantitative", "title": title}
     if kind == "share":
         y["scale"] = {"domain": [0, 1]}
     elif kind == "count":
-        y["axis"] = {"format": "d", "tickMinStep": 1}
+        y["axis"] = _count_axis()
     return y
 
 
@@ -299,18 +310,34 @@ POOL_COLUMNS = {
 }
 
 
+POOL_MANY = ("n_dropped", "n_waiting")  # what "Who applies" keeps beside 3 or 4 policies
+POOL_MANY_FROM = 3  # from this many policies side by side
+
+
 def pool(policies: list[str]) -> Chart:
-    """Applicants per tick by outcome: the colour is the outcome, the dash the policy."""
+    """Applicants per tick by outcome: the colour is the outcome, the dash the policy.
+    Beside :data:`POOL_MANY_FROM` or more policies only :data:`POOL_MANY` are drawn (five
+    outcomes times four policies made 20 lines; the places k bound "accepted" alike)."""
+    columns = POOL_COLUMNS
+    subtitle = (
+        "Per tick: applicants, accepted, rejected (incl. dropped), dropped, and waiting "
+        "to try again after the tick."
+    )
+    if len(policies) >= POOL_MANY_FROM:
+        columns = {col: POOL_COLUMNS[col] for col in POOL_MANY}
+        subtitle = (
+            "Per tick: those who gave up, and those waiting to try again after the tick "
+            "(with this many policies the other outcomes are left out: see the CSV)."
+        )
     return _series_chart(
         "pool",
         "Who applies, and what happens to them",
-        "Per tick: applicants, accepted, rejected (incl. dropped), dropped, and waiting "
-        "to try again after the tick.",
+        subtitle,
         COUNT,
-        {col: label for col, (label, _) in POOL_COLUMNS.items()},
+        {col: label for col, (label, _) in columns.items()},
         policies,
         kind="count",
-        outcome_colours=[c for _, c in POOL_COLUMNS.values()],
+        outcome_colours=[c for _, c in columns.values()],
     )
 
 
@@ -345,7 +372,7 @@ def score_histogram(policy: str) -> Chart:
                 "field": "y1",
                 "type": "quantitative",
                 "title": COUNT,
-                "axis": {"format": "d", "tickMinStep": 1},
+                "axis": _count_axis(),
             },
             "y2": {"field": "y0"},
             "color": _decision_scale(),
@@ -920,6 +947,7 @@ def forecast_chart(colour: str) -> dict[str, Any]:
         "legend": {
             **LINE_LEGEND,
             "columns": 1,
+            "orient": "bottom",
             "encode": {"symbols": {"update": {"stroke": {"value": colour}}}},
         },
     }
@@ -951,7 +979,9 @@ def forecast_chart(colour: str) -> dict[str, Any]:
         "mark": {"type": "rule", "color": colour, "size": 2},
         "encoding": {
             "x": {**x, "field": "median"},
-            "strokeDash": {**arm, "legend": None},
+            # the same legend as the lines': Vega-Lite merges equal legends into one and
+            # drops both when they differ (the forecast had none)
+            "strokeDash": arm,
             "y": {"value": 0},
             "y2": {"value": HEIGHT - 60},
         },

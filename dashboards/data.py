@@ -18,30 +18,17 @@ from typing import Any
 import numpy as np
 
 from abm.model import RecourseModel
+from dashboards import palette
 from dashboards.settings import DashboardModel
 
 Columns = dict[str, list[Any]]
 
-# The dashboard's colour language: one palette for outcomes (these colours mean nothing
-# else anywhere), another for policies (a policy keeps its colour and dash on every page
-# and in every chart); black is a reference line (the threshold).
-OUTCOME_COLOURS = {
-    "accepted": "#2ca02c",
-    "rejected": "#d62728",
-    "dropped": "#7f7f7f",
-    "waiting": "#ff7f0e",
-}
-POLICY_COLOURS = [
-    "#1f77b4",
-    "#9467bd",
-    "#8c564b",
-    "#17becf",
-    "#e377c2",
-    "#bcbd22",
-    "#393b79",
-    "#a55194",
-]
-POLICY_DASHES = [[1, 0], [8, 4], [2, 3], [10, 3, 2, 3]]
+# The dashboard's colour language, from the one palette (dashboards/palette.py): one set of
+# colours for outcomes (these colours mean nothing else anywhere), another for policies (a
+# policy keeps its colour on every page and in every chart); black is a reference line.
+OUTCOME_COLOURS = {outcome: palette.hex_of(name) for outcome, name in palette.OUTCOMES.items()}
+POLICY_COLOURS = [palette.hex_of(name) for name in palette.POLICY_COLOURS]
+POLICY_DASHES = [palette.dash_of(name) for name in palette.POLICY_DASHES]
 # the policies of the lessons first, so that they keep the same style in every lesson
 STYLE_ORDER = [
     "threshold",
@@ -53,7 +40,7 @@ STYLE_ORDER = [
     "threshold-estimated",
     "lookahead",
 ]
-REFERENCE = "#000000"
+REFERENCE = palette.hex_of(palette.REFERENCE)
 
 
 def policy_styles(policies: list[str]) -> dict[str, tuple[str, list[int]]]:

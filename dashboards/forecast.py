@@ -173,17 +173,67 @@ def chart_data(results: dict[str, list[int | None]]) -> dict[str, dict[str, list
     return {"main": main, "band": band}
 
 
+CAPTION = (
+    "A future is one way the next {h} ticks could go, drawn at random: who arrives, who "
+    "gives up and how the applicant's changes turn out. Each future is run twice on the "
+    "same draws, once with the applicant making every change advised and once with none, "
+    "so the two differ by that choice alone."
+)
+
+
+def plural(n: float, one: str, many: str | None = None) -> str:
+    """``n`` with its noun: "1 tick", "2 ticks", "more than 20 ticks" (inf)."""
+    if math.isinf(n):
+        return f"more than {HORIZON} {many or one + 's'}"
+    return f"{n:.0f} {one if n == 1 else many or one + 's'}"
+
+
+def summary_rows(results: dict[str, list[int | None]]) -> list[dict[str, str]]:
+    """One row per arm for the forecast's table: {arm, median, band, never, futures} as
+    text, the ticks until acceptance counted from the next tick (1)."""
+    rows = []
+    for arm in ARMS:
+        s = summary(results.get(arm, []))
+        if not s["n"]:
+            rows.append({"arm": arm, "median": "—", "band": "—", "never": "—", "futures": "0"})
+            continue
+        lo, hi = s["p10"], s["p90"]
+        band = plural(lo, "tick") if lo == hi else f"{_bound(lo)} to {plural(hi, 'tick')}"
+        rows.append(
+            {
+                "arm": arm,
+                "median": plural(s["median"], "tick"),
+                "band": band,
+                "never": f"{100 * s['never']:.0f} %",
+                "futures": f"{s['n']}",
+            }
+        )
+    return rows
+
+
+def _bound(x: float) -> str:
+    return f"more than {HORIZON}" if math.isinf(x) else f"{x:.0f}"
+
+
+SUMMARY_HEADERS = {
+    "arm": "",
+    "median": "accepted after (median)",
+    "band": "10–90 % of futures",
+    "never": f"not accepted within {HORIZON} ticks",
+    "futures": "futures",
+}
+
+
 def describe(arm: str, s: dict[str, float]) -> str:
     """One sentence on one arm's futures, e.g. "following the advice: accepted after 2
-    ticks (median; 10-90 %: 1-5 ticks); 12 % not accepted within 20 ticks"."""
-
-    def ticks(x: float) -> str:
-        return f"more than {HORIZON}" if math.isinf(x) else f"{x:.0f}"
-
+    ticks (median; 10-90 %: 1 to 5 ticks); 12 % not accepted within 20 ticks (200
+    futures)"."""
     if not s["n"]:
         return f"{arm}: no future yet"
+    lo, hi = s["p10"], s["p90"]
+    band = plural(lo, "tick") if lo == hi else f"{_bound(lo)} to {plural(hi, 'tick')}"
     return (
-        f"{arm}: accepted after {ticks(s['median'])} ticks (median; 10–90 %: "
-        f"{ticks(s['p10'])}–{ticks(s['p90'])}); {100 * s['never']:.0f} % not accepted "
-        f"within {HORIZON} ticks ({s['n']} futures)"
+        f"{arm}: accepted after {plural(s['median'], 'tick')} (median; 10–90 %: {band}); "
+        f"{100 * s['never']:.0f} % not accepted within {HORIZON} ticks "
+        f"({plural(s['n'], 'future')})"
     )

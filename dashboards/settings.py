@@ -14,15 +14,18 @@ shown into the page address and read them back through the same checks.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import math
 import numbers
+import os
 import re
 import shlex
 import threading
+import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,11 +35,25 @@ from abm.registry import REGISTRY, make_policy, parse_spec
 from abm.scenarios import PRESETS, get_scenario
 from abm.validation import ConfigError, interval, problem
 
+
+def server_limit(name: str, most: int) -> int:
+    """A limit that ``recourse-abm dashboard --max-n0/--max-policies`` sets for every page of
+    its server, read from the environment variable ``name``: ``most`` when unset, never more."""
+    text = os.environ.get(name, "")
+    if not text:
+        return most
+    value = int(text) if text.strip().isdigit() else 0
+    if not 1 <= value <= most:
+        raise ConfigError(problem(name, text, interval(1, most, integer=True)))
+    return value
+
+
 # presets bigger than this per tick are left to the CLI: the agent view would be unreadable
 MAX_DASHBOARD_POOL = 5_000
 MAX_TEXT = 400  # characters of a text box the server reads (a difficulty list needs ~60)
 OFF = "off"  # the "compare with" choice that runs no second policy
-MAX_POLICIES = 4  # side by side on one seed: the policy and up to three more
+# side by side on one seed: the policy and up to three more (fewer if the server says so)
+MAX_POLICIES = server_limit("RABM_DASHBOARD_MAX_POLICIES", 4)
 # the inputs naming the second, third and fourth policy (slots of Settings.compare)
 COMPARE_INPUTS = ("compare", "compare_2", "compare_3")
 
@@ -44,7 +61,7 @@ COMPARE_INPUTS = ("compare", "compare_2", "compare_3")
 SLIDERS: dict[str, tuple[str, int, int]] = {
     "k": ("places per tick k", 1, 100),
     "m": ("newcomers per tick m", 0, 200),
-    "n_initial": ("initial applicants N₀", 0, 2_000),
+    "n_initial": ("initial applicants N₀", 0, server_limit("RABM_DASHBOARD_MAX_N0", 2_000)),
     "validity": ("advice stays valid T (ticks)", 1, 20),
     "ticks": ("episode length (ticks)", 1, 300),
     "seed": ("seed", 0, 99),
@@ -184,11 +201,22 @@ def policy_support(preset: str) -> dict[str, str]:
             make_policy(spec).prepare(host.context)
             out[spec] = ""
         except Exception as exc:  # any refusal is a reason to show, not a crash
-            text = " ".join(str(exc).split()) or type(exc).__name__
+            text = without_paths(" ".join(str(exc).split())) or type(exc).__name__
             out[spec] = text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1] + "…"
     with _support_lock:
         _support[preset] = out
     return out
+
+
+# an absolute path of two parts or more, not inside a word ("ticks/s" is not one)
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.~/-])(?:/[^\s/:;,'\"()\[\]<>]+){2,}/?")
+
+
+def without_paths(text: str) -> str:
+    """``text`` with every absolute path replaced by its last part (what is missing or
+    wrong, e.g. ``rl-a10-t1`` or ``manifest.json``): a page shown to a class does not tell
+    where the server keeps its files."""
+    return _ABSOLUTE_PATH.sub(lambda m: m.group(0).rstrip("/").rsplit("/", 1)[-1], text)
 
 
 def known_support(preset: str) -> dict[str, str] | None:
@@ -219,6 +247,46 @@ def preparing_text(settings: Settings) -> str:
     names = settings.policies
     slow = [f"{p} ({PREPARING[base_name(p)]})" for p in names if base_name(p) in PREPARING]
     return "preparing " + (" and ".join(slow) if slow else "the run") + "…"
+
+
+def preparing_status(settings: Settings, progress: str | None = None, title: str = "") -> str:
+    """The status line while the model of ``settings`` (demonstration ``title``, if one)
+    is being built: what is prepared and ``progress``, what the build is doing (see
+    :func:`build_progress`). Worded unlike the run's own line ("scenario …", "… vs …"),
+    which appears once the run is ready."""
+    names = " and ".join(f"**{p}**" for p in settings.policies)
+    what = f"**{settings.preset}** with {names}, seed {settings.seed}"
+    if title:
+        what = f"**{title}** ({what})"
+    doing = f" · {progress}" if progress else ""
+    return f"preparing {what}{doing} · until it is ready the charts show the previous run"
+
+
+PROGRESS_EVERY_S = 0.3  # progress reported at most this often: each report redraws a line
+
+
+@contextlib.contextmanager
+def build_progress(report: Callable[[str | None], None]) -> Iterator[None]:
+    """Within the block (this thread), each policy training reports its progress as one
+    line, e.g. ``"training scarf's generator: epoch 40 of 150 (27 %)"``, to ``report``;
+    leaving it reports None."""
+    from policies.fairness.population import training_progress
+
+    last = -math.inf
+
+    def epoch(name: str, done: int, total: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if done == total or now - last >= PROGRESS_EVERY_S:
+            last = now
+            share = round(100 * done / max(total, 1))
+            report(f"training {name}'s generator: epoch {done} of {total} ({share} %)")
+
+    try:
+        with training_progress(epoch):
+            yield
+    finally:
+        report(None)  # nothing in progress any more
 
 
 def path_safe(spec: str) -> str:
@@ -324,6 +392,9 @@ class Settings:
         if name in COMPARE_INPUTS:
             _one_of(name, value, [OFF, *dashboard_policies()])
             slot = COMPARE_INPUTS.index(name)
+            if value != OFF and slot + 1 >= MAX_POLICIES:
+                limit = f"off (this server shows at most {MAX_POLICIES} policies per page)"
+                raise ConfigError(problem(name, value, limit))
             compare = list(self.compare)
             if value == OFF:
                 del compare[slot : slot + 1]
@@ -336,7 +407,8 @@ class Settings:
                         problem(name, value, f"off (choose {COMPARE_INPUTS[slot - 1]} first)")
                     )
                 compare[slot : slot + 1] = [value]
-            return self.replace(compare=tuple(compare), demo="")
+            # the lesson goes on with one more (or one fewer) policy beside it
+            return self.replace(compare=tuple(compare))
         if name in SLIDERS:
             lo, hi = self.slider_range(name)
             ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
@@ -395,12 +467,15 @@ class Settings:
 
 
 # -- the page address ------------------------------------------------------------------------
-QUERY_KEYS = ("demo", "preset", "policy", "compare", *_SCENARIO_FIELDS, "run", "shown")
+QUERY_KEYS = ("demo", "preset", "policy", "compare", *_SCENARIO_FIELDS, "run", "shown", "until")
 
 
-def to_query(settings: Settings, run: int = 0, shown: int | None = None) -> str:
+def to_query(
+    settings: Settings, run: int = 0, shown: int | None = None, until: int | None = None
+) -> str:
     """The page address's query for ``settings`` after ``run`` ticks, showing tick ``shown``
-    (None: the newest): the demonstration or the preset, then only what differs from it."""
+    (None: the newest), with ``until`` in the "run to tick" box: the demonstration or the
+    preset, then only what differs from it."""
     if settings.demo:
         from dashboards.demos import DEMOS  # demos import this module
 
@@ -424,7 +499,19 @@ def to_query(settings: Settings, run: int = 0, shown: int | None = None) -> str:
         pairs.append(("run", str(run)))
     if shown is not None and shown != run - 1:
         pairs.append(("shown", str(shown)))
+    if until is not None:
+        pairs.append(("until", str(until)))
     return urllib.parse.urlencode(pairs, safe=":+,=")
+
+
+def until_from_query(query: str, ticks: int) -> tuple[int | None, list[str]]:
+    """The "run to tick" box's tick a page address holds (None: none), and its problem
+    (one line) when it is not a tick of a run of ``ticks`` ticks."""
+    texts = [v for k, v in urllib.parse.parse_qsl(query or "") if k == "until"][-1:]
+    try:
+        return (_query_int("until", texts[0], 0, ticks - 1) if texts else None), []
+    except ConfigError as exc:
+        return None, [str(exc)]
 
 
 def _query_int(name: str, text: str, lo: int, hi: int) -> int:
@@ -606,5 +693,9 @@ __all__ = [
     "policy_support",
     "policy_description",
     "preparing_text",
+    "preparing_status",
+    "build_progress",
     "to_query",
+    "without_paths",
+    "until_from_query",
 ]

@@ -773,9 +773,9 @@ def test_csv_export_has_every_tick_of_both_policies():
 
 # -- the command -------------------------------------------------------------------------------
 def test_dashboard_command_serves_on_the_given_host():
-    from lab.commands.dashboard import check_host, solara_command
+    from lab.commands.dashboard import check_host, serve_command
 
-    cmd = solara_command("0.0.0.0", 9000, open_browser=False, production=True)
+    cmd = serve_command("0.0.0.0", 9000, production=True, max_pages=None, idle_minutes=None)
     assert cmd[cmd.index("--host") + 1] == "0.0.0.0" and cmd[cmd.index("--port") + 1] == "9000"
     for bad in ("", "a b", "http://x/"):
         with pytest.raises(ConfigError, match="--host = "):

@@ -26,7 +26,7 @@ build one. torch is imported inside the functions that use it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Protocol
 
@@ -298,10 +298,12 @@ def train(
     settings: TrainSettings,
     seed: int,
     dist_cols: Sequence[int] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Any:
     """Train a ``kind`` generator through ``sur`` on the cohort X0 (n, z), groups s (n,)
     in {0, 1}; horizon T, plan budget B_g = ``budget_total``. ``dist_cols`` are the
-    features of the Sinkhorn term (default all). Returns the trained net (eval mode).
+    features of the Sinkhorn term (default all); ``progress(done, epochs)`` is called
+    after each epoch. Returns the trained net (eval mode).
 
     torch runs on one thread with a generator seeded from ``seed``: same inputs, same
     weights.
@@ -324,7 +326,9 @@ def train(
         g1 = torch.as_tensor(np.flatnonzero(s == 1))
         cols = torch.as_tensor(list(range(X0.shape[1]) if dist_cols is None else dist_cols))
         both = g0.numel() > 0 and g1.numel() > 0
-        for _ in range(settings.epochs):
+        for epoch in range(settings.epochs):
+            if progress is not None and epoch:
+                progress(epoch, settings.epochs)
             opt.zero_grad()
             noise = sur.noise(T, X0.shape[0], gen)
             Xs, logits, _ = rollout(net, kind, sur, Xt0, st, T, budget_total, noise)
@@ -343,6 +347,8 @@ def train(
                     loss = loss + lam3 * sinkhorn_cost(A, B, settings.eps, settings.sinkhorn_iters)
             loss.backward()
             opt.step()
+        if progress is not None:
+            progress(settings.epochs, settings.epochs)
         net.eval()
         return net
     finally:

@@ -15,7 +15,10 @@ the paper assumes known (documented: the policy uses the known causal graph):
 
 Seeding: stream ``fairness-<name>`` of the scenario's seed, torch on one thread. A process
 keeps its trained generators by a digest of the training inputs (:func:`trained_generator`):
-runs that differ only in the world's budget train once.
+runs that differ only in the world's budget train once. Across processes they are kept on
+disk (:mod:`policies.fairness.store`: shipped for the dashboard's demonstrations, else the
+user cache), so a preparation trains once per machine. :func:`training_progress` lets a
+caller watch a training's epochs.
 
 ``recommend`` gives each rejected applicant δ on I: ``scarf`` follows the plan its LSTM
 made at the candidate's first advice (step = how many times the policy advised that
@@ -36,8 +39,14 @@ a study row labelled ``ei`` is that world.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
+import time
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Annotated, Any
 
 import numpy as np
@@ -148,6 +157,28 @@ def generator_key(
     return h.hexdigest()
 
 
+# who watches the trainings of this context (thread): called with (policy name, epochs
+# done, epochs in all); set through training_progress
+_PROGRESS: ContextVar[Callable[[str, int, int], None] | None] = ContextVar(
+    "scarf_training_progress", default=None
+)
+# a training of less CPU time than this (seconds, the training thread's: a busy machine
+# does not change it) is not written to the user cache: the file would save little, and
+# test suites and sweeps of tiny trainings would fill the cache
+DISK_MIN_TRAIN_S = 2.0
+
+
+@contextmanager
+def training_progress(callback: Callable[[str, int, int], None]) -> Iterator[None]:
+    """Within the block (in this thread or context), every generator training calls
+    ``callback(policy name, epochs done, epochs in all)`` after each epoch."""
+    token = _PROGRESS.set(callback)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
+
+
 def trained_generator(
     kind: str,
     sur: GraphSurrogate,
@@ -157,24 +188,62 @@ def trained_generator(
     budget_total: float,
     settings: TrainSettings,
     seed: int,
+    name: str = "scarf",
 ) -> Any:
     """:func:`~policies.fairness.generator.train` with a per-process cache keyed by
-    :func:`generator_key` (training is deterministic in those inputs, so a hit returns the
-    net a fresh training would give, bit for bit). The net is shared: read it only."""
+    :func:`generator_key`, then the stored generators (:mod:`policies.fairness.store`),
+    and a training (by policy ``name``, reported to :func:`training_progress`) kept in
+    both. Training is deterministic in those inputs, so a hit returns the net a fresh
+    training would give, bit for bit. The net is shared: read it only."""
+    from policies.fairness import store
+
     key = generator_key(kind, sur, X0, s, T, budget_total, settings, seed)
     net = _GENERATORS.get(key)
-    if net is None:
-        net = train(kind, sur, X0, s, T, budget_total, settings, seed=seed)
-        _GENERATORS[key] = net
-        while len(_GENERATORS) > GENERATOR_CACHE_SIZE:
-            _GENERATORS.popitem(last=False)
-    else:
+    if net is not None:
         _GENERATORS.move_to_end(key)
+        return net
+    shape = {"n_in": int(X0.shape[1]) + 1, "k": int(sur.k), "T": int(T)}
+    shape["hidden"] = int(settings.hidden)
+    on_disk = store.enabled()
+    dkey = stored_key(key) if on_disk else ""
+    ukey = store.user_key(dkey) if on_disk else ""
+    user = store.user_cache_dir() if on_disk else None
+    for folder, fkey in ((store.SHIPPED_DIR, dkey), (user, ukey)) if on_disk else ():
+        if folder is not None and net is None:
+            net = store.load(folder / store.file_name(kind, fkey), kind, fkey, shape)
+    if net is None:
+        watch = _PROGRESS.get()
+        progress = None if watch is None else lambda done, total: watch(name, done, total)
+        start = time.thread_time()
+        net = train(kind, sur, X0, s, T, budget_total, settings, seed=seed, progress=progress)
+        if user is not None and time.thread_time() - start >= DISK_MIN_TRAIN_S:
+            try:
+                store.save(user, kind, ukey, net, shape)
+            except OSError as exc:  # an unwritable cache costs time, never the run
+                store.log.warning("could not keep the trained generator in %s: %s", user, exc)
+    _GENERATORS[key] = net
+    while len(_GENERATORS) > GENERATOR_CACHE_SIZE:
+        _GENERATORS.popitem(last=False)
     return net
 
 
+@functools.cache
+def _surrogate_code() -> str:
+    return inspect.getsource(GraphSurrogate)
+
+
+def stored_key(input_key: str) -> str:
+    """The key under which :mod:`policies.fairness.store` keeps the generator of training
+    inputs with digest ``input_key`` (:func:`generator_key`): the store's key with the
+    surrogate's code, so that changing how the surrogate computes misses old files."""
+    from policies.fairness import store
+
+    return store.disk_key(input_key, _surrogate_code())
+
+
 def clear_generator_cache() -> None:
-    """Forget this process's trained generators (the next ``prepare`` trains afresh)."""
+    """Forget this process's trained generators: the next ``prepare`` loads a stored one
+    (:mod:`policies.fairness.store`; ``RABM_CACHE_DIR=off``: none) or trains afresh."""
     _GENERATORS.clear()
 
 
@@ -316,6 +385,18 @@ class ScarfPolicy(FollowsModel):
         self._minmax = bool(np.isfinite(bounds).all() and not np.signbit(bounds[bounds == 0]).any())
         graph = ctx.causal_graph
         self._propagate = None if graph is None else LevelPropagation(graph, self.idx)
+        self.net = trained_generator(*self.training_inputs(ctx), name=self.name)
+        # per-candidate state in arrays, one row per candidate id the policy has seen:
+        # times advised (rows,) and, for the LSTM, the plan made at first advice (rows, T, k)
+        self._row: dict[int, int] = {}
+        self._steps = np.zeros(0, dtype=np.int64)
+        self._plans = np.zeros((0, self.horizon, self.idx.size))
+        self.stats = {"advised": 0.0, "spent": 0.0}
+
+    def training_inputs(self, ctx: PolicyContext) -> tuple[Any, ...]:
+        """What :func:`trained_generator` trains on for ``ctx`` (kind, surrogate, cohort,
+        groups, horizon, plan budget, settings, seed); sets :attr:`centre`."""
+        idx = improvable_features(ctx, self.improvable_given, self.name)
         scenario = ctx.extra.get("scenario")
         seed = int(getattr(scenario, "seed", 0))
         rng = stream(seed, f"fairness-{self.name}")
@@ -326,13 +407,13 @@ class ScarfPolicy(FollowsModel):
         share = min(max(1.0 - ctx.k / max(ctx.m, 1), 0.0), 1.0)
         self.centre = float(np.quantile(model.logit(X), share))
         sur = GraphSurrogate(
-            self.idx,
-            total_effects(ctx, self.idx),
+            idx,
+            total_effects(ctx, idx),
             np.asarray(model.weights),
             float(model.intercept),
             self.centre,
         )
-        self.net = trained_generator(
+        return (
             self.kind,
             sur,
             X[rows],
@@ -340,14 +421,8 @@ class ScarfPolicy(FollowsModel):
             self.horizon,
             self.plan_budget * self.cohort,
             self.settings,
-            seed=int(rng.integers(2**31)),
+            int(rng.integers(2**31)),
         )
-        # per-candidate state in arrays, one row per candidate id the policy has seen:
-        # times advised (rows,) and, for the LSTM, the plan made at first advice (rows, T, k)
-        self._row: dict[int, int] = {}
-        self._steps = np.zeros(0, dtype=np.int64)
-        self._plans = np.zeros((0, self.horizon, self.idx.size))
-        self.stats = {"advised": 0.0, "spent": 0.0}
 
     def recommend(self, obs: RecourseObs, rng: np.random.Generator) -> Recommendation:
         self.use_model(obs.decision_model)
