@@ -15,8 +15,13 @@ nothing is ever unpickled). :func:`build_data_world` turns it into the parts of 
   scaled column's mean and standard deviation, clipped to [0, 1] (``"gaussian"``), from the
   model's arrivals stream.
 
+Instead of a classifier to fit, ``[data.model]`` (:class:`abm.model_file.ModelSpec`) names
+a fitted model saved with skops; it scores the table's raw columns, rebuilt from the
+world's rows (:class:`abm.model_file.FileModel`).
+
 The file's SHA-256 is part of the config: results and study manifests carry it, and a
-file that changed after the config was written is an error rather than a silent new world.
+file that changed after the config was written is an error rather than a silent new world
+(the model file's too).
 pandas and scikit-learn are imported when a data scenario is first used, so a config
 without data loads neither.
 """
@@ -37,6 +42,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 
 from abm.fields import Float
+from abm.model_file import FileModel, ModelRefused, ModelSpec, RawColumns, load_model
 from abm.provenance import file_sha256 as provenance_sha256
 from abm.rng import stream
 from abm.validation import ConfigError, not_allowed, problem
@@ -282,6 +288,10 @@ _SHAPES: dict[str, tuple[Any, str]] = {
         lambda v: isinstance(v, dict | ClassifierSpec),
         "a table with estimator and params",
     ),
+    "model": (
+        lambda v: isinstance(v, dict | ModelSpec),
+        "a table with path (a skops file) and optionally trusted",
+    ),
 }
 
 
@@ -294,6 +304,7 @@ class DataSource(BaseModel):
     names the columns of a file without a header row; ``separator`` is one character or
     ``"whitespace"``; ``format`` defaults to the file's suffix (.parquet/.pq: Parquet, else
     CSV). ``sha256`` is filled in from the file, or checked against it when given.
+    ``model`` (a fitted model from a skops file) and ``classifier`` exclude each other.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -307,6 +318,7 @@ class DataSource(BaseModel):
     categories: tuple[tuple[Text, tuple[Scalar, ...]], ...] = ()
     arrivals: Literal["resample", "gaussian"] = "resample"
     classifier: ClassifierSpec | None = None
+    model: ModelSpec | None = None
     format: Literal["csv", "parquet"] | None = None
     separator: Text = ","
     columns: tuple[Text, ...] | None = None
@@ -353,13 +365,45 @@ class DataSource(BaseModel):
                 )
             self.__dict__["sha256"] = digest  # frozen: set once, while validating
             _prepare(self.table_key())
+            if self.model is not None:
+                self._check_model()
         except _Problem as exc:
             raise exc.pydantic() from None
         return self
 
+    def _check_model(self) -> None:
+        """[data.model]: the file exists, its sha256, and the model serves this table."""
+        spec = self.model
+        try:
+            path = resolve_path(spec.path)
+        except _Problem:
+            path = None
+        if path is None or not path.is_file():
+            raise _Problem("model.path", spec.path, "an existing file saved with skops.io.dump")
+        digest = file_sha256(path)
+        if spec.sha256 is not None and spec.sha256 != digest:
+            allowed = (
+                f"the model file's current sha256 {digest} "
+                "(the file changed; leave sha256 out to accept it)"
+            )
+            raise _Problem("model.sha256", spec.sha256, allowed)
+        spec.__dict__["sha256"] = digest  # frozen: set once, while validating
+        _file_model(self.model_key())
+
+    def model_key(self) -> tuple:
+        """What determines the file model's wrapper: the table, the file, label_good."""
+        m = self.model
+        return (self.table_key(), m.path, m.sha256, m.trusted)
+
     def _check_names(self) -> None:
         """Checks that need no file: duplicates, bounds, immutable within features."""
         feats = self.features
+        if self.classifier is not None and self.model is not None:
+            allowed = (
+                "one of [data.classifier] (a class fitted in the run) and [data.model] "
+                "(a fitted model from a file), not both"
+            )
+            raise not_allowed(allowed, field="model", value=self.model.path)
         if len(feats) > MAX_FEATURES or len(set(feats)) != len(feats):
             allowed = f"1 to {MAX_FEATURES} distinct column names"
             raise not_allowed(allowed, field="features", value=feats)
@@ -426,7 +470,7 @@ class DataSource(BaseModel):
                 value = {k: list(v) for k, v in value}
             elif key == "categories":
                 value = {k: list(v) for k, v in value}
-            elif key == "classifier":
+            elif key in ("classifier", "model"):
                 value = value.to_dict()
             elif isinstance(value, tuple):
                 value = list(value)
@@ -438,6 +482,7 @@ class DataSource(BaseModel):
 class _Table(NamedTuple):
     X: np.ndarray  # (N, z) scaled into [0, 1], read-only
     y: np.ndarray | None  # (N,) int8, 1 = label_good; None without a label column
+    raw: RawColumns  # how rows of X become the file's columns again ([data.model])
 
 
 #: the largest magnitude a feature value may have: beyond it min-max scaling loses the
@@ -503,6 +548,7 @@ def _prepare(key: tuple) -> _Table:
     given = dict(bounds)
     cats = dict(categories)
     X = np.empty((len(frame), len(features)))
+    los, spans, decode = [], [], []
     for j, name in enumerate(features):
         col = frame[name]
         if col.isna().any():
@@ -511,6 +557,7 @@ def _prepare(key: tuple) -> _Table:
         if name in cats:
             raw = _codes(col, name, cats[name])
             default = (0.0, float(len(cats[name]) - 1))
+            decode.append(_code_values(col, cats[name]))
         elif pd.api.types.is_numeric_dtype(col):
             raw = col.to_numpy(dtype=float)
             bad = ~(np.abs(raw) <= MAX_ABS_VALUE)  # inf, or so large the scaling overflows
@@ -522,6 +569,7 @@ def _prepare(key: tuple) -> _Table:
                 )
                 raise _Problem(f"features[{j}]", name, allowed)
             default = (float(raw.min()), float(raw.max()))
+            decode.append(None)
         else:
             allowed = f"a numeric column ({name!r} is {col.dtype}), or its codes under categories"
             raise _Problem(f"features[{j}]", name, allowed)
@@ -531,6 +579,8 @@ def _prepare(key: tuple) -> _Table:
             raise _Problem(f"bounds.{name}", [lo, hi], allowed)
         span = hi - lo if hi > lo else 1.0  # a constant column scales to 0 (as App. B.1's)
         X[:, j] = (raw - lo) / span
+        los.append(lo)
+        spans.append(span)
     if len(frame) and (X == X[0]).all():  # no feature tells anyone apart: no model to learn
         allowed = "at least one column that varies (every feature column is constant)"
         raise _Problem("features", list(features), allowed)
@@ -547,7 +597,23 @@ def _prepare(key: tuple) -> _Table:
             raise _Problem("label_good", good, allowed)
         y = hit.astype(np.int8)
         y.setflags(write=False)
-    return _Table(X, y)
+    return _Table(X, y, RawColumns(features, los, spans, decode))
+
+
+def _code_values(col: pd.Series, codes: tuple) -> np.ndarray:
+    """The file's value of each code (the first one matching it as text; a code the
+    file never uses keeps the value written under categories)."""
+    import pandas as pd
+
+    first = {}
+    for value in col.drop_duplicates():
+        first.setdefault(str(value), value.item() if isinstance(value, np.generic) else value)
+    values = [first.get(str(c), c) for c in codes]
+    if pd.api.types.is_numeric_dtype(col) and all(_is_number(v) for v in values):
+        return np.asarray(values, dtype=col.dtype)
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
 
 
 # -- arrivals -----------------------------------------------------------------------------
@@ -645,10 +711,30 @@ def build_data_world(
                 f"{current} (the file changed after the scenario was read)",
             )
         )
+    if source.model is not None:
+        _model_unchanged(source.model)
     key = (source, world_seed, decision_model, tuple(weight_range), label_noise)
     if estimator is None:
         return _cached_data_world(key)
     return _build(key, estimator)
+
+
+def _model_unchanged(spec: ModelSpec) -> None:
+    """A ConfigError when the model file is gone or changed after the scenario was read."""
+    try:
+        path = resolve_path(spec.path)
+        current = file_sha256(path) if path.is_file() else None
+    except _Problem:
+        current = None
+    if current is None:
+        allowed = "an existing file saved with skops.io.dump"
+        raise ConfigError(problem("data.model.path", spec.path, allowed))
+    if current != spec.sha256:
+        allowed = (
+            f"the model file's current sha256 {current} "
+            "(the file changed after the scenario was read)"
+        )
+        raise ConfigError(problem("data.model.sha256", spec.sha256, allowed))
 
 
 @lru_cache(maxsize=8)
@@ -688,7 +774,14 @@ def _build(key: tuple, estimator: Any | None) -> DataWorld:
         for arr in (mean, std):
             arr.setflags(write=False)
         generator = GaussianGenerator(mean, std)
-    fitted = _fit(source, kind, world_seed, X, y, estimator)
+    if estimator is None and source.model is not None:
+        try:
+            # the checked model, with world_seed for the random_state a refit leaves unset
+            fitted = _file_model(source.model_key()).set_params(seed=world_seed)
+        except _Problem as exc:
+            raise exc.config_error() from None
+    else:
+        fitted = _fit(source, kind, world_seed, X, y, estimator)
     for arr in (w, y):
         arr.setflags(write=False)
     return DataWorld(generator, w, X, y, fitted)
@@ -726,3 +819,46 @@ def _fit(source: DataSource, kind: str, seed: int, X, y, estimator: Any | None) 
             "allowed: parameters that keep predict_proba"
         )
     return fitted
+
+
+@lru_cache(maxsize=8)
+def _checked_model(key: tuple) -> FileModel:
+    """The [data.model] file as the world's estimator, checked against the table: its
+    columns, the class ``label_good`` names, and scores on the table's rows."""
+    table_key, shown, digest, trusted = key
+    _path, _sha, _fmt, _sep, _columns, features, _label, good, _bounds, _cats = table_key
+    try:
+        table = _prepare(table_key)
+        model = load_model(resolve_path(shown), shown, trusted, digest)
+    except ModelRefused as exc:
+        raise _Problem(exc.field, exc.value, exc.allowed) from None
+    from abm.model_file import describe_columns, positive_index
+
+    expected = getattr(model, "feature_names_in_", None)
+    if expected is None or [str(e) for e in expected] != list(features):
+        raise _Problem("model.path", shown, describe_columns(expected, features))
+    classes = list(model.classes_)
+    pos = positive_index(classes, good)
+    if pos is None:
+        listed = ", ".join(map(str, classes))
+        allowed = f"a class of the model in data.model.path: {listed}"
+        raise _Problem("label_good", good, allowed)
+    other = classes[1 - pos]
+    plain = [c.item() if isinstance(c, np.generic) else c for c in (classes[pos], other)]
+    wrapped = FileModel(model, table.raw, plain[0], plain[1])
+    try:
+        p = wrapped.predict_proba(table.X)[:, 1]
+    except Exception as exc:  # the user's pipeline may raise anything on the table
+        why = " ".join(str(exc).split())[:120]
+        allowed = f"a model that scores the table's rows ({type(exc).__name__}: {why})"
+        raise _Problem("model.path", shown, allowed) from None
+    if not (np.all(np.isfinite(p)) and p.min() >= 0.0 and p.max() <= 1.0):
+        allowed = "a model whose predict_proba gives probabilities in [0, 1] on the table"
+        raise _Problem("model.path", shown, allowed)
+    return wrapped
+
+
+def _file_model(key: tuple) -> FileModel:
+    """The cached, checked model in a wrapper of its own (setting its seed leaves the
+    cache's alone; the fitted model is shared and never written: refits fit clones)."""
+    return FileModel(**_checked_model(key).get_params())

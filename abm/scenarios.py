@@ -324,7 +324,13 @@ def _file_relative_data(data: dict[str, Any], folder: Path) -> None:
     if isinstance(where, str) and not where.startswith(PACKAGE_PREFIX):
         full = Path(where).expanduser()
         if not full.is_absolute():
-            data["data"] = {**source, "path": str((folder / full).resolve())}
+            source = data["data"] = {**source, "path": str((folder / full).resolve())}
+    model = source.get("model")  # [data.model]: its path is read the same way
+    where = model.get("path") if isinstance(model, dict) else None
+    if isinstance(where, str) and where and not where.startswith(PACKAGE_PREFIX):
+        full = Path(where).expanduser()
+        if not full.is_absolute():
+            data["data"] = {**source, "model": {**model, "path": str((folder / full).resolve())}}
 
 
 def configure(

@@ -95,6 +95,12 @@ class DecisionModel:
             self.weights = sign * np.asarray(estimator.coef_[0], dtype=float)
             self.weights.setflags(write=False)
             self.intercept = float(sign * estimator.intercept_[0])
+        elif hasattr(estimator, "world_linear"):  # a model from a file (abm.model_file)
+            form = estimator.world_linear()
+            if form is not None:
+                self.weights = np.array(form[0], dtype=float)
+                self.weights.setflags(write=False)
+                self.intercept = float(form[1])
 
     @property
     def is_linear(self) -> bool:

@@ -111,7 +111,8 @@ def require_linear(name: str, model: Scorer) -> None:
     """A :class:`ConfigError` unless ``model`` is linear: ``name`` cannot serve it."""
     if not model.is_linear:
         # a scenario this recommender cannot serve: the user's choice, not a bug
-        kind = type(getattr(model, "estimator", model)).__name__
+        est = getattr(model, "estimator", model)
+        kind = getattr(est, "kind_text", None) or type(est).__name__
         raise ConfigError(f"{name} needs a linear decision model (logistic regression), got {kind}")
 
 

@@ -43,6 +43,7 @@ FROM_CODE = {
     "fields",
     "benchmark-tiers",
     "not-entered",
+    "palette",
     "episode-summary",
     "figures",
     "columns:ticks",

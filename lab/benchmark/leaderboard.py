@@ -74,9 +74,8 @@ NOT_ENTERED: dict[str, str] = {
     "ei": "is a world of its own (decision_model = 'ei'), in no preset of the protocol",
     "threshold-rbr": (
         "at its defaults about 13,000 s of one core for the quick tier here (the command's "
-        "estimate); its quick card `rbr-50` (the five-families study's 50 samples and 20 "
-        "inner steps, about 30 s a run) is `python scripts/leaderboard_cards.py --tier "
-        "quick`, not run yet"
+        "estimate); entered as `rbr-50` in the quick tier instead (the five-families "
+        "study's 50 samples and 20 inner steps)"
     ),
     "threshold-dice": "about 4,000 s of one core for the quick tier here (estimate): no card yet",
 }
@@ -162,7 +161,8 @@ def markdown(folder: str | Path) -> str:
         proto = protocol(tier)
         out.append(
             f"### {tier} tier ({len(mine)} card{'s' * (len(mine) != 1)}; {proto.worlds} worlds "
-            f"x {proto.episodes} episodes, digest `{proto.digest()}`)"
+            f"x {proto.episodes} episode{'s' * (proto.episodes != 1)}, digest "
+            f"`{proto.digest()}`)"
         )
         head = "| entry | recourse-abm | " + " | ".join(f"`{p}`" for p in proto.presets) + " |"
         rule = "|---|---|" + "---|" * len(proto.presets)

@@ -22,7 +22,6 @@ import json
 import math
 import re
 import shutil
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,14 +170,33 @@ def share_runs(
     return copied
 
 
+def _run_cost(task: dict[str, Any], ticks: int, n: int) -> float:
+    """Seconds the study runner should take for ``task`` (a run of ``n`` ticks): two short
+    copies of it, of 1 and ``1 + ticks`` ticks, give the cost of a run's setup and first
+    tick (the policy's preparation, the card) and the pace of later ticks. A first copy,
+    untimed, pays what a worker pays once (imports, compiled kernels, cached fits): timing
+    the first ticks of a fresh process had SafeAR's estimate 10 times its measured time."""
+    from lab.study.experiments import execute_run
+
+    def seconds(k: int) -> float:
+        result = execute_run({**task, "config": {**task["config"], "ticks": k}})
+        if result["status"] != "ok":
+            raise BenchmarkRefused(f"{task['policy']}: its run fails: {result['error']}")
+        return result["elapsed_s"]
+
+    seconds(2)
+    first = seconds(1)
+    per_tick = max(seconds(1 + ticks) - first, 0.0) / ticks
+    return first + (n - 1) * per_tick
+
+
 def estimate_seconds(
     policy: str, proto: Protocol, store: Path, ticks: int = 5, skip: Iterable[str] = ()
 ) -> float:
     """Seconds the benchmark should take here with one worker: each preset's entry and the
-    baseline runs not yet in ``store``, at the cost per tick of ``ticks`` ticks of the
-    entry and of ``threshold`` in world 0 (a rough guide, said before a long run).
-    ``store``: the root the runs are kept under; ``skip``: presets left out."""
-    from abm.model import RecourseModel
+    baseline runs not yet in ``store``, each at :func:`_run_cost` of the preset's first run
+    of the entry or of ``threshold`` (a rough guide, said before a long run). ``store``: the
+    root the runs are kept under; ``skip``: presets left out."""
     from lab.study import finished_runs
 
     total = 0.0
@@ -186,16 +204,18 @@ def estimate_seconds(
         preset = study.base.name
         folder = preset_store(store, proto, preset)
         done = finished_runs(folder, include_errors=False) if folder.exists() else set()
-        todo = [r for r in study.runs() if r.run_id not in done]
+        runs = study.runs()
+        todo = [r for r in runs if r.run_id not in done]
+        if not todo:
+            continue
         n = proto.ticks or PRESETS[preset].ticks
-        per_tick = {}
+        cost = {}
         for name in dict.fromkeys((policy, "threshold")):
-            model = RecourseModel(preset, name, seed=0, ticks=ticks, agents=False)
-            start = time.perf_counter()
-            model.run()
-            per_tick[name] = (time.perf_counter() - start) / ticks
+            first = next((r for r in runs if r.policy == name), None)
+            if first is not None:
+                cost[name] = _run_cost(first.task(study.metrics), min(ticks, n), n)
         for r in todo:
-            total += n * per_tick[policy if r.policy == policy else "threshold"]
+            total += cost[policy if r.policy == policy else "threshold"]
     return total
 
 

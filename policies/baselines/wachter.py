@@ -36,6 +36,7 @@ def torch_scorer(model: Any) -> Callable[[Any], Any]:
     if est is not None and hasattr(est, "torch_score"):
         return est.torch_score
     name = type(est).__name__ if est is not None else type(model).__name__
+    name = getattr(est, "kind_text", None) or name  # a model from a file says why
     # a scenario the recommender cannot serve: the user's choice, not a bug
     raise ConfigError(
         f"decision model = {name} does not suit wachter; allowed: a differentiable one (logistic or mlp)"
