@@ -1,6 +1,6 @@
 """The figures the demonstrations quote, from a headless run of each demo's settings:
 
-    python scripts/demo_figures.py [--check] [--scarf]
+    python scripts/demo_figures.py [--check]
 
 Prints, per demonstration, the phrases its explanation (dashboards/demos.py) and its row
 in docs/teaching.md must contain, each written from the run (seed and settings of the
@@ -8,8 +8,8 @@ demo, as the page builds it). ``--check`` (run by tests/test_dashboard_words.py)
 when a text lacks one of its phrases, or quotes a decimal figure or a percentage that no
 phrase covers. A phrase states a figure rounded as the text quotes it; one whose
 condition fails (say RR is not 0 where the text says "falls to 0") is written as
-"NOT: ..." and so is missing from every text. Demo 7 trains scarf first (30 s or more on
-two cores): its figures are checked with ``--scarf`` only.
+"NOT: ..." and so is missing from every text. Demo 7's scarf generator ships trained
+(policies/fairness/states), so its run takes seconds like the others'.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def improvement() -> dict[str, list[str]]:
 
 
 def fairness_aware() -> dict[str, list[str]]:
-    """Demo 7, seed 0, after 60 ticks: budget left and RR (trains scarf first)."""
+    """Demo 7, seed 0, after 60 ticks: budget left and RR."""
     model = run("fairness-aware-advice", 60)
     c = card(model)
     left = {
@@ -139,8 +139,11 @@ def fairness_aware() -> dict[str, list[str]]:
     }
 
 
-FIGURES = {"recession": recession, "improvement-vs-gaming": improvement}
-SLOW = {"fairness-aware-advice": fairness_aware}
+FIGURES = {
+    "recession": recession,
+    "improvement-vs-gaming": improvement,
+    "fairness-aware-advice": fairness_aware,
+}
 
 
 def teaching_row(demo: Demo) -> str:
@@ -172,11 +175,9 @@ def problems(name: str, phrases: dict[str, list[str]]) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true")
-    parser.add_argument("--scarf", action="store_true", help="also Demo 7 (trains scarf)")
     args = parser.parse_args()
-    todo = {**FIGURES, **(SLOW if args.scarf else {})}
     found = []
-    for name, figures in todo.items():
+    for name, figures in FIGURES.items():
         phrases = figures()
         for where, wanted in phrases.items():
             print(f"{name} {where}:", *(f"  {p}" for p in wanted), sep="\n")

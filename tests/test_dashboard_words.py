@@ -414,7 +414,7 @@ def test_policy_colours_differ_from_each_other_and_the_fixed_colours():
 
 @pytest.mark.slow
 def test_quoted_demo_figures_come_from_a_run():
-    """scripts/demo_figures.py runs demos 6 and 8 on their settings (seed 0) and checks
+    """scripts/demo_figures.py runs demos 6, 7 and 8 on their settings (seed 0) and checks
     that their explanations and lesson rows quote the run's figures (rounded as quoted)
     and no decimal figure or percentage besides."""
     result = subprocess.run(

@@ -272,6 +272,39 @@ def test_a_killed_worker_process_loses_only_its_run(tmp_path):
     assert_same_results(tmp_path / "clean", out)
 
 
+@pytest.mark.slow
+def test_a_worker_killed_while_a_result_is_written_breaks_nothing(tmp_path):
+    """The pool breaks while the runner is away writing a result (the generator paused at
+    its yield); the next submit then meets the broken pool: it is rebuilt and every run
+    still finishes, with the results of a serial run."""
+    psutil = pytest.importorskip("psutil")
+    from lab.study.runner import _local
+
+    # more runs than the runner keeps in flight (4 per worker): some are still to submit
+    study = Study.from_toml(tiny_study(tmp_path, TINY.replace("seeds = 2", "seeds = 5")))
+    tasks = [r.task(study.metrics) for r in study.runs()]
+    assert len(tasks) > 4 * 2
+    results = _local(tasks, 2)
+    first = next(results)  # paused at the yield: the pool still holds the other runs
+    for child in psutil.Process().children():
+        try:
+            ours = "spawn_main" in " ".join(child.cmdline())
+        except psutil.Error:  # a process of an earlier test, gone or a zombie
+            continue
+        if ours:
+            child.kill()
+            child.wait(timeout=30)
+    time.sleep(1.0)  # the pool's manager thread sees the death and marks the pool broken
+    rest = list(results)
+    got = {r["run_id"]: r for r in [first, *rest]}
+    assert sorted(got) == sorted(t["run_id"] for t in tasks)
+    assert {r["status"] for r in got.values()} == {"ok"}
+    serial = {r.run_id: r for r in study.runs()}
+    for rid, result in got.items():
+        again = _local([serial[rid].task(study.metrics)], 1)
+        pd.testing.assert_frame_equal(next(again)["ticks"], result["ticks"])
+
+
 # -- other experiments on the same runner ------------------------------------------------
 def test_recommender_bench_study_end_to_end(tmp_path):
     from lab.evaluation import benchmark_recommenders

@@ -400,10 +400,17 @@ def _local(tasks: list[dict[str, Any]], workers: int) -> Iterator[dict[str, Any]
             while pending or inflight:
                 while pending and len(inflight) < window:
                     task = pending.pop()
-                    inflight[pool.submit(execute_run, task)] = task
+                    try:
+                        inflight[pool.submit(execute_run, task)] = task
+                    except BrokenProcessPool:  # a worker died while results were written
+                        pending.append(task)
+                        broken = True
+                        break
                 # runs already executing when a worker dies are the suspects, not the queued ones
                 running = {f for f in inflight if f.running()}
-                done, _ = cf.wait(inflight, return_when=cf.FIRST_COMPLETED)
+                # a broken pool fails every future it holds: take them all, then rebuild
+                until = cf.ALL_COMPLETED if broken else cf.FIRST_COMPLETED
+                done, _ = cf.wait(inflight, return_when=until)
                 for fut in done:
                     task = inflight.pop(fut)
                     try:
