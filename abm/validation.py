@@ -14,6 +14,7 @@ validators raise :func:`not_allowed` with the text.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import numbers
 from typing import Any, Literal, get_args, get_origin
@@ -298,3 +299,14 @@ def optional_import(module: str, extra: str, purpose: str) -> Any:
             f"{purpose} needs {module.split('.')[0]}, which is not installed; "
             f"install the {extra!r} extra: pip install 'recourse-abm[{extra}]'"
         ) from None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` serves this computer only (localhost, 127.0.0.0/8, ::1): the
+    dashboard's command and its server decide the same way whether to guard a page."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

@@ -42,6 +42,7 @@ import time
 import urllib.request
 import warnings
 from pathlib import Path
+from typing import Any
 
 APP = Path(__file__).resolve().parent / "app.py"
 SPEED_CHOICES = (2, 10, 20)  # the ticks/s of dashboards.app.SPEEDS
@@ -67,6 +68,15 @@ EMIT_JS = """(el, [event, value]) => {
 }"""
 DRAWN_JS = """() => Array.from(document.querySelectorAll('.rabm-chart[data-chart]'))
     .filter(e => !e.closest('.rabm-agent')).map(e => Number(e.dataset.drawn ?? -1))"""
+
+
+def step_and_wait(page: Any, step: Any) -> int:
+    """Click ``step`` and wait until every chart has drawn a newer frame; returns the
+    newest frame drawn before the click."""
+    before = max(page.evaluate(DRAWN_JS))
+    step.click()
+    page.wait_for_function(f"(b) => ({DRAWN_JS})().every(f => f > b)", arg=before, polling="raf")
+    return before
 
 
 def summary(name: str, ms: list[float]) -> str:
@@ -185,11 +195,7 @@ def browser(n_initial: int, steps: int, play_s: float, play_rate: int, compare: 
             )
             redraw, first, draw = [], [], {}
             for n in range(1, steps + 1):
-                before = max(page.evaluate(DRAWN_JS))
-                step.click()
-                page.wait_for_function(
-                    f"(b) => ({DRAWN_JS})().every(f => f > b)", arg=before, polling="raf"
-                )
+                before = step_and_wait(page, step)
                 frame = page.evaluate(
                     "(b) => window.rabmDrawn.filter(d => d.frame > b && !['applicant', 'forecast'].includes(d.chart))"
                     ".map(d => ({chart: d.chart, arrived: d.arrived - window.rabmClick, "
@@ -415,11 +421,7 @@ def class_load(pages: int, playing: int, steps: int) -> None:
                         for q in opened[:playing]
                     )
                 )
-                before = max(page.evaluate(DRAWN_JS))
-                step.click()
-                page.wait_for_function(
-                    f"(b) => ({DRAWN_JS})().every(f => f > b)", arg=before, polling="raf"
-                )
+                before = step_and_wait(page, step)
                 drawn = page.evaluate(
                     "(b) => window.rabmDrawn.filter(d => d.frame > b && "
                     "!['applicant', 'forecast'].includes(d.chart)).map(d => d.t - window.rabmClick)",

@@ -188,31 +188,34 @@ def plural(n: float, one: str, many: str | None = None) -> str:
     return f"{n:.0f} {one if n == 1 else many or one + 's'}"
 
 
+def _band(lo: float, hi: float) -> str:
+    """The 10-90 % range of ticks as words: "2 ticks", "1 to 5 ticks"."""
+    if lo == hi:
+        return plural(lo, "tick")
+    first = f"more than {HORIZON}" if math.isinf(lo) else f"{lo:.0f}"
+    return f"{first} to {plural(hi, 'tick')}"
+
+
 def summary_rows(results: dict[str, list[int | None]]) -> list[dict[str, str]]:
-    """One row per arm for the forecast's table: {arm, median, band, never, futures} as
-    text, the ticks until acceptance counted from the next tick (1)."""
+    """One row per arm for the forecast's table (:data:`SUMMARY_HEADERS`): {arm, median,
+    band, never, futures} as text, the ticks until acceptance counted from the next
+    tick (1)."""
     rows = []
     for arm in ARMS:
         s = summary(results.get(arm, []))
         if not s["n"]:
             rows.append({"arm": arm, "median": "—", "band": "—", "never": "—", "futures": "0"})
             continue
-        lo, hi = s["p10"], s["p90"]
-        band = plural(lo, "tick") if lo == hi else f"{_bound(lo)} to {plural(hi, 'tick')}"
         rows.append(
             {
                 "arm": arm,
                 "median": plural(s["median"], "tick"),
-                "band": band,
+                "band": _band(s["p10"], s["p90"]),
                 "never": f"{100 * s['never']:.0f} %",
                 "futures": f"{s['n']}",
             }
         )
     return rows
-
-
-def _bound(x: float) -> str:
-    return f"more than {HORIZON}" if math.isinf(x) else f"{x:.0f}"
 
 
 SUMMARY_HEADERS = {
@@ -222,18 +225,3 @@ SUMMARY_HEADERS = {
     "never": f"not accepted within {HORIZON} ticks",
     "futures": "futures",
 }
-
-
-def describe(arm: str, s: dict[str, float]) -> str:
-    """One sentence on one arm's futures, e.g. "following the advice: accepted after 2
-    ticks (median; 10-90 %: 1 to 5 ticks); 12 % not accepted within 20 ticks (200
-    futures)"."""
-    if not s["n"]:
-        return f"{arm}: no future yet"
-    lo, hi = s["p10"], s["p90"]
-    band = plural(lo, "tick") if lo == hi else f"{_bound(lo)} to {plural(hi, 'tick')}"
-    return (
-        f"{arm}: accepted after {plural(s['median'], 'tick')} (median; 10–90 %: {band}); "
-        f"{100 * s['never']:.0f} % not accepted within {HORIZON} ticks "
-        f"({plural(s['n'], 'future')})"
-    )

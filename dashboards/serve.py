@@ -24,7 +24,6 @@ import argparse
 import hashlib
 import hmac
 import html
-import ipaddress
 import os
 import sys
 import threading
@@ -34,6 +33,8 @@ from collections.abc import Awaitable, Callable
 from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
 from typing import Any
+
+from abm.validation import is_loopback
 
 TOKEN_ENV = "RABM_DASHBOARD_TOKEN"
 OPEN_ENV = "RABM_DASHBOARD_OPEN"  # the address the teacher's browser opens (it has the token)
@@ -54,16 +55,6 @@ Scope = dict[str, Any]
 Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` serves this computer only (localhost, 127.0.0.0/8, ::1)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def cookie_value(token: str) -> str:

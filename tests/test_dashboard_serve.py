@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -22,23 +21,16 @@ from pathlib import Path
 
 import pytest
 
+# chromium, playwright and their settings as the other browser tests have them (this
+# module is skipped the same way where they are missing)
+from test_dashboard_browser import ARGS, CHROMIUM, TIMEOUT_MS, playwright_api
+
 from dashboards.serve import cookie_value
 
 pytestmark = pytest.mark.slow  # a served app in headless chromium
 
-CHROMIUM = os.environ.get("RABM_CHROMIUM", "/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "lesson-token-0123"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"]
-TIMEOUT_MS = int(os.environ.get("RABM_BROWSER_TIMEOUT_MS", "90000"))
-
-if not (os.path.exists(CHROMIUM) or shutil.which("chromium")):
-    pytest.skip(
-        f"chromium not found at {CHROMIUM}: run scripts/setup-browser.sh", allow_module_level=True
-    )
-playwright_api = pytest.importorskip(
-    "playwright.sync_api", reason="playwright is not installed: run scripts/setup-browser.sh"
-)
 
 
 def _free_port() -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import importlib.util
-import ipaddress
 import os
 import re
 import secrets
@@ -19,7 +18,7 @@ from typing import Annotated
 
 import typer
 
-from abm.validation import ConfigError, problem
+from abm.validation import ConfigError, is_loopback, problem
 from lab.processes import die_with_parent
 
 
@@ -47,16 +46,6 @@ def serve_command(
     if idle_minutes is not None:
         cmd += ["--idle-minutes", str(idle_minutes)]
     return cmd
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` serves this computer only (localhost, 127.0.0.0/8, ::1)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 LAN_ENV = "RABM_DASHBOARD_ADDRESS"  # the address to print instead of the probed one
