@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from abm.interfaces import Recommendation
+from abm.interfaces import PolicyContext, Recommendation
 from abm.population import filled
 from abm.tick import Advice
 
@@ -17,12 +17,39 @@ BOUND_TOL = 1e-9
 CHANGE_TOL = 1e-9
 
 
+def keeps_one_way(policy: object) -> bool:
+    """Whether ``policy`` declares that its advice keeps one-way features
+    (``keeps_one_way = True``): never lowers an increase-only feature nor raises a
+    decrease-only one."""
+    return bool(getattr(policy, "keeps_one_way", False))
+
+
+def refuse_one_way(policy: object, ctx: PolicyContext, name: str) -> None:
+    """A one-line :class:`ConfigError` when the world has one-way features and ``policy``
+    does not declare that it keeps them (docs/own-data.md, "Which way a feature moves")."""
+    if ctx.one_way and not keeps_one_way(policy):
+        from abm.validation import ConfigError
+
+        d = ctx.direction
+        up, down = np.flatnonzero(d > 0).tolist(), np.flatnonzero(d < 0).tolist()
+        raise ConfigError(
+            f"policy {name!r} does not keep one-way features (increase {up}, decrease "
+            f"{down}); run it without increase and decrease, or choose a policy that keeps "
+            "them (docs/own-data.md)"
+        )
+
+
 def checked_advice(
-    X: np.ndarray, rec: Recommendation | None, immutable: np.ndarray | None, name: str
+    X: np.ndarray,
+    rec: Recommendation | None,
+    immutable: np.ndarray | None,
+    name: str,
+    direction: np.ndarray | None = None,
 ) -> Advice:
     """Policy ``name``'s advice ``rec`` to the rejected, whose features are X (n, z): shapes
     checked, changes below CHANGE_TOL dropped, a change of nothing no advice (SPEC §2), the
-    [0, 1] box and the ``immutable`` features (z,) bool (None: none) kept."""
+    [0, 1] box, the ``immutable`` features (z,) bool (None: none) and the one-way
+    ``direction`` (z,) int8 (+1 only up, -1 only down; None: none) kept."""
     n, z = X.shape
     if n == 0:
         if rec is not None and np.asarray(rec.goal).size:
@@ -60,6 +87,15 @@ def checked_advice(
         raise RuntimeError(f"policy {name!r} returned counterfactuals outside [0, 1] (or NaN)")
     if immutable is not None and (X_cf[:, immutable] != X[:, immutable]).any():
         raise RuntimeError(f"policy {name!r} changed an immutable feature")
+    if direction is not None:
+        wrong = np.sign(X_cf - X) * direction < 0  # residues already dropped
+        if wrong.any():
+            i, j = np.argwhere(wrong)[0]
+            way = "raised" if X_cf[i, j] > X[i, j] else "lowered"
+            raise RuntimeError(
+                f"policy {name!r} {way} feature {j}, which advice may only "
+                f"{'raise' if direction[j] > 0 else 'lower'}"
+            )
     if lo < 0 or hi > 1:
         X_cf = np.clip(X_cf, 0.0, 1.0)
     info = {key: np.asarray(v) for key, v in rec.info.items()}

@@ -69,6 +69,10 @@ WeightRange = _range(0.0, WEIGHT_MAX, positive_high=True, note="weights are norm
 RiskRange = _range(0.0, 100.0)
 _DIFFICULTY_TEXT = "one number in (0, 1] per feature (n_features of them)"
 _IMMUTABLE_TEXT = "distinct feature indices in [0, n_features - 1], leaving one feature mutable"
+_ONE_WAY_TEXT = (
+    "distinct feature indices in [0, n_features - 1], none immutable or in both increase "
+    "and decrease"
+)
 _DATA_TEXT = "a [data] table with path and features (see docs/own-data.md)"
 
 
@@ -136,6 +140,10 @@ class ScenarioConfig(BaseModel):
     n_train: Int = Field(10_000, ge=10, le=10_000_000)
     decision_model: DecisionModelName = "logistic"
     immutable: tuple[Int, ...] = Field((), json_schema_extra={"allowed": _IMMUTABLE_TEXT})
+    # one-way actionability: features advice may only raise (education, age) or only lower
+    # (debt); the others move either way
+    increase: tuple[Int, ...] = Field((), json_schema_extra={"allowed": _ONE_WAY_TEXT})
+    decrease: tuple[Int, ...] = Field((), json_schema_extra={"allowed": _ONE_WAY_TEXT})
     # population (App. D)
     # bounded so that a typo fails as a field, not as an out-of-memory error
     n_initial: Int = Field(20, ge=0, le=10_000_000)
@@ -177,6 +185,8 @@ class ScenarioConfig(BaseModel):
             # the table decides: frozen fields set once, while validating
             self.__dict__["n_features"] = self.data.n_features
             self.__dict__["immutable"] = self.data.immutable_indices
+            self.__dict__["increase"] = self.data.indices("increase")
+            self.__dict__["decrease"] = self.data.indices("decrease")
         z = self.n_features
         if len(self.difficulty) != z or not all(0.0 < d <= 1.0 for d in self.difficulty):
             raise not_allowed(
@@ -195,6 +205,19 @@ class ScenarioConfig(BaseModel):
                 field="immutable",
                 value=self.immutable,
             )
+        for name in ("increase", "decrease"):
+            one_way = getattr(self, name)
+            other = self.decrease if name == "increase" else self.increase
+            if (
+                any(not 0 <= i < z for i in one_way)
+                or len(set(one_way)) != len(one_way)
+                or set(one_way) & (set(fixed) | set(other))
+            ):
+                allowed = (
+                    f"distinct feature indices in [0, {z - 1}], none immutable "
+                    f"(immutable = {list(fixed)}) or in both increase and decrease"
+                )
+                raise not_allowed(allowed, field=name, value=one_way)
         if self.n_initial + self.m == 0:
             raise not_allowed("at least 1 (somebody must apply)", field="n_initial + m", value=0)
         synthetic_only(self, {"decision_model": self.decision_model in ("dp", "ei")})
@@ -264,10 +287,10 @@ class ScenarioConfig(BaseModel):
     def to_dict(self) -> dict[str, Any]:
         """Plain data (tuples as lists), field by field in declaration order.
 
-        ``data`` and the world extensions' fields appear only when set, so configs without
-        them (and the run ids hashed from them) are as before they existed.
+        ``data``, ``increase``, ``decrease`` and the world extensions' fields appear only
+        when set, so configs without them (and the run ids hashed from them) are as before they existed.
         """
-        off = extension_defaults()
+        off = omitted_defaults()
         out = {k: _plain(v) for k, v in self._values().items() if k not in off or v != off[k]}
         data = out.pop("data")
         if data is not None:
@@ -278,6 +301,17 @@ class ScenarioConfig(BaseModel):
     def from_dict(cls, data: dict[str, Any], base: ScenarioConfig | None = None) -> ScenarioConfig:
         """Build from a mapping; keys must be field names (a misspelling is an error)."""
         return cls(**data) if base is None else base.replace(**data)
+
+
+#: core fields added after run ids were first published: left out of to_dict() at their
+#: default, like the extensions' fields, so earlier configs keep their run ids
+_NEW_CORE_DEFAULTS: dict[str, Any] = {"increase": (), "decrease": ()}
+
+
+def omitted_defaults() -> dict[str, Any]:
+    """Fields that to_dict() leaves out while at these defaults: the extensions' and
+    :data:`_NEW_CORE_DEFAULTS`."""
+    return {**extension_defaults(), **_NEW_CORE_DEFAULTS}
 
 
 def _plain(value: Any) -> Any:

@@ -265,6 +265,8 @@ _SHAPES: dict[str, tuple[Any, str]] = {
     "label": (_is_text, "a column name"),
     "label_good": (_is_scalar, "a number or a string (the label value meaning accept)"),
     "immutable": (_is_names, "a list of feature names"),
+    "increase": (_is_names, "a list of feature names (advice may only raise them)"),
+    "decrease": (_is_names, "a list of feature names (advice may only lower them)"),
     "bounds": (
         lambda v: _is_table(
             v,
@@ -299,7 +301,8 @@ class DataSource(BaseModel):
     """``[data]``: where the population comes from (see the module docstring).
 
     ``features`` are column names (n_features = their number); ``immutable`` names
-    features that never change; ``bounds`` maps a feature to [lo, hi]; ``categories`` maps
+    features that never change, ``increase`` and ``decrease`` those advice may move one way
+    only; ``bounds`` maps a feature to [lo, hi]; ``categories`` maps
     a text column to its codes in order (value i -> code i, matched as text); ``columns``
     names the columns of a file without a header row; ``separator`` is one character or
     ``"whitespace"``; ``format`` defaults to the file's suffix (.parquet/.pq: Parquet, else
@@ -314,6 +317,8 @@ class DataSource(BaseModel):
     label: Text | None = None
     label_good: Scalar = 1
     immutable: tuple[Text, ...] = ()
+    increase: tuple[Text, ...] = ()
+    decrease: tuple[Text, ...] = ()
     bounds: tuple[tuple[Text, tuple[Float, Float]], ...] = ()
     categories: tuple[tuple[Text, tuple[Scalar, ...]], ...] = ()
     arrivals: Literal["resample", "gaussian"] = "resample"
@@ -416,6 +421,15 @@ class DataSource(BaseModel):
         if len(set(self.immutable)) == len(feats):
             allowed = "feature names, leaving one feature mutable"
             raise not_allowed(allowed, field="immutable", value=self.immutable)
+        for key in ("increase", "decrease"):
+            other = self.decrease if key == "increase" else self.increase
+            for name in getattr(self, key):
+                if name not in feats or name in self.immutable or name in other:
+                    allowed = (
+                        "names from data.features, neither immutable nor in both increase "
+                        "and decrease: " + ", ".join(feats)
+                    )
+                    raise not_allowed(allowed, field=key, value=name)
         for name, (lo, hi) in self.bounds:
             if name not in feats:
                 allowed = "a feature: " + ", ".join(feats)
@@ -445,6 +459,11 @@ class DataSource(BaseModel):
         """Positions of the immutable features in ``features`` (ScenarioConfig.immutable)."""
         return tuple(sorted(self.features.index(n) for n in self.immutable))
 
+    def indices(self, key: str) -> tuple[int, ...]:
+        """Positions in ``features`` of the names listed under ``key`` ("increase",
+        "decrease"): ScenarioConfig's field of that name."""
+        return tuple(sorted(self.features.index(n) for n in getattr(self, key)))
+
     def table_key(self) -> tuple:
         """Everything that determines the scaled rows and labels (not the classifier)."""
         return (
@@ -464,8 +483,8 @@ class DataSource(BaseModel):
         """Plain data (lists and tables), None-valued entries left out."""
         out: dict[str, Any] = {}
         for key, value in self.__dict__.items():
-            if value is None:
-                continue
+            if value is None or (key in ("increase", "decrease") and not value):
+                continue  # one-way keys at their default: run ids as before they existed
             if key == "bounds":
                 value = {k: list(v) for k, v in value}
             elif key == "categories":

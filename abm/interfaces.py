@@ -82,6 +82,10 @@ class PolicyContext:
     causal_graph: Any = None  # abm.causal.CausalGraph (frozen) or None
     budget: float | None = None  # None: unlimited
     budget_scope: str = "episode"  # "tick" or "episode"
+    # one-way actionability (z,) bool: features advice may only raise / only lower; None:
+    # none (a context built before they existed)
+    increase: np.ndarray | None = None
+    decrease: np.ndarray | None = None
 
     @property
     def n_features(self) -> int:
@@ -95,6 +99,36 @@ class PolicyContext:
     def mutable(self) -> np.ndarray:
         """(z,) bool: features a recommendation may change."""
         return ~self.immutable
+
+    @cached_property
+    def direction(self) -> np.ndarray:
+        """(z,) int8: +1 a feature advice may only raise, -1 only lower, 0 either way (or
+        immutable)."""
+        z = self.n_features
+        up = np.zeros(z, bool) if self.increase is None else self.increase
+        down = np.zeros(z, bool) if self.decrease is None else self.decrease
+        return up.astype(np.int8) - down.astype(np.int8)
+
+    @property
+    def one_way(self) -> bool:
+        """Whether some feature may move one way only."""
+        return bool(self.direction.any())
+
+    def box(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per-row bounds (lo, hi), each (n, z), on counterfactuals of rows X (n, z): the
+        [lower, upper] box, an immutable feature held at x, an increase-only feature
+        at least x and a decrease-only one at most x."""
+        X = np.asarray(X, dtype=float)
+        d = self.direction
+        hold_lo, hold_hi = self.immutable | (d > 0), self.immutable | (d < 0)
+        lo = np.where(hold_lo, X, np.broadcast_to(self.lower, X.shape))
+        hi = np.where(hold_hi, X, np.broadcast_to(self.upper, X.shape))
+        return lo, hi
+
+    def useful(self, weights: np.ndarray) -> np.ndarray:
+        """(z,) bool: features that may move the way a linear score with ``weights`` (z,)
+        rises: mutable, w != 0, and not one-way against sign(w)."""
+        return self.mutable & (weights != 0) & (self.direction * np.sign(weights) >= 0)
 
 
 class Simulator(Protocol):

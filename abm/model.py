@@ -25,7 +25,7 @@ import numpy as np
 from mesa.agent import AgentSet
 
 from abm import stages
-from abm.advice import BOUND_TOL, CHANGE_TOL, checked_advice
+from abm.advice import BOUND_TOL, CHANGE_TOL, checked_advice, refuse_one_way
 from abm.agents import Candidate, CandidateHandles, DecisionMaker
 from abm.config import ScenarioConfig
 from abm.interfaces import Recommendation, RecourseObs, RecoursePolicy
@@ -102,6 +102,7 @@ class RecourseModel(RecordAccess, mesa.Model):
         # allow_mismatch lets them run anyway (recorded in their provenance)
         extra = {"simulator": self.simulator, "scenario": config, "allow_mismatch": allow_mismatch}
         self.context = self.world.policy_context(config, self.immutable, self.difficulty, extra)
+        refuse_one_way(self.policy, self.context, self.policy_name)
         self.policy.prepare(self.context)
         self.tick, self._next_id = 0, 0
         self.pool = Pool(config.n_features, config.validity)
@@ -117,6 +118,11 @@ class RecourseModel(RecordAccess, mesa.Model):
         self.immutable = np.zeros(config.n_features, dtype=bool)
         self.immutable[list(config.immutable)] = True
         self._any_immutable = bool(self.immutable.any())
+        # (z,) int8, +1 only up, -1 only down; None without one-way features
+        direction = np.zeros(config.n_features, dtype=np.int8)
+        direction[list(config.increase)] = 1
+        direction[list(config.decrease)] = -1
+        self._direction = direction if direction.any() else None
 
     @property
     def scorer(self):
@@ -145,7 +151,7 @@ class RecourseModel(RecordAccess, mesa.Model):
             dropped=tuple(self.pool.dropped),
             pending=self._pending,
             mechanisms=self.mechanisms.fork(),
-            features=(self.difficulty, self.immutable, self._any_immutable),
+            features=(self.difficulty, self.immutable, self._any_immutable, self._direction),
         )
 
     @classmethod
@@ -164,7 +170,7 @@ class RecourseModel(RecordAccess, mesa.Model):
         if snap.features is None:
             fork._set_feature_facts(c)
         else:  # the model's own arrays: nothing writes them
-            fork.difficulty, fork.immutable, fork._any_immutable = snap.features
+            fork.difficulty, fork.immutable, fork._any_immutable, fork._direction = snap.features
         # the real run's extensions, capacity shocks included (drawn once for the episode)
         fork.mechanisms = snap.mechanisms.fork()
         fork.decision_maker = DecisionMaker.unregistered(fork, c.k)
@@ -362,7 +368,7 @@ class RecourseModel(RecordAccess, mesa.Model):
     def _validate(self, d: Decision, rec: Recommendation | None) -> Advice:
         """The policy's advice to the rejected of ``d``, checked: shapes, [0, 1], immutables."""
         immutable = self.immutable if self._any_immutable else None
-        return checked_advice(d.obs.X, rec, immutable, self.policy_name)
+        return checked_advice(d.obs.X, rec, immutable, self.policy_name, self._direction)
 
     # -- the record and the agents --------------------------------------------------------
     def row_of(self, cid: int) -> int:

@@ -80,6 +80,8 @@ RULES: dict[str, str] = {
     "bounds": "advised counterfactuals are finite and inside [0, 1] (tolerance 1e-9)",
     "immutables": "advice never changes an immutable feature (ctx.immutable; changes "
     "below 1e-9 are round-off the model discards)",
+    "one-way": "advice never lowers an increase-only feature nor raises a decrease-only "
+    "one (ctx.direction), and changes at most the policy's max_changes features",
     "obs-unchanged": "recommend leaves every array of the observation (and of its "
     "history window and extra) and the decision model's weights as it found them",
     "determinism": "two fresh instances, prepared alike and called with generators in "
@@ -142,6 +144,12 @@ WORLDS: dict[str, CheckWorld] = {
         for w in (m.check_world for m in registered())
         if w is not None
     },
+    "one-way": CheckWorld(
+        "paper",
+        {"immutable": (9,), "increase": (0, 1, 2), "decrease": (5, 7)},
+        "the paper's world with one-way features: 0-2 may only rise, 5 and 7 (cheap "
+        "to move up) only fall, 9 immutable",
+    ),
     "fair-scarf": CheckWorld(
         "fair-scarf",
         {"immutable": (9,)},
@@ -159,6 +167,7 @@ WORLDS: dict[str, CheckWorld] = {
 DEFAULT_WORLDS: tuple[str, ...] = (
     "paper",
     *(w.name for w in (m.check_world for m in registered()) if w is not None and w.default),
+    "one-way",
     "fair-scarf",
 )
 
@@ -569,6 +578,10 @@ class _WorldRun:
             ) from exc
         if not self.config.immutable:
             self.why_skipped["immutables"] = "no immutable feature in this world"
+        if not (self.config.increase or self.config.decrease) and (
+            getattr(self.runs["A"][1], "max_changes", None) is None
+        ):
+            self.why_skipped["one-way"] = "no one-way feature here and no max_changes"
         if self.config.budget is None:
             self.why_skipped["budget"] = "no budget in this world"
         if not self.config.retrain_every:
@@ -695,6 +708,51 @@ class _WorldRun:
             self.why_skipped["fork-safe"] = f"determinism broke at tick {t}"
 
     # -- the rules on one recommendation ---------------------------------------------------
+    def check_one_way(
+        self,
+        t: int,
+        X: np.ndarray,
+        X_cf: np.ndarray,
+        residue: np.ndarray,
+        rows: np.ndarray,
+        ids: np.ndarray,
+        ctx: Any,
+    ) -> None:
+        """The rule ``one-way`` on the advised ``rows``: directions, then the cap."""
+        if not self.active("one-way"):
+            return
+        d = getattr(ctx, "direction", None)
+        cap = getattr(self.runs["A"][1], "max_changes", None)
+        if (d is None or not d.any()) and cap is None:
+            return
+        self.checked["one-way"] += rows.size
+        moved = ~residue[rows]
+        if d is not None and d.any():
+            wrong = moved & (np.sign(X_cf[rows] - X[rows]) * d < 0)
+            if wrong.any():
+                i, j = np.argwhere(wrong)[0]
+                r = rows[i]
+                way = "only rise" if d[j] > 0 else "only fall"
+                self.fail(
+                    "one-way",
+                    t,
+                    f"moved feature {j}, which may {way}, from {X[r, j]:.6g} to {X_cf[r, j]:.6g}",
+                    int(ids[r]),
+                    count=int(wrong.any(axis=1).sum()),
+                )
+        if cap is not None:
+            changed = moved.sum(axis=1)
+            over = changed > cap
+            if over.any():
+                i = int(np.flatnonzero(over)[0])
+                self.fail(
+                    "one-way",
+                    t,
+                    f"changed {int(changed[i])} features, more than max_changes = {cap}",
+                    int(ids[rows[i]]),
+                    count=int(over.sum()),
+                )
+
     def check_advice(self, t: int, obs: RecourseObs, rec: Any, ctx: Any) -> None:
         """Every rule about one recommendation, in the order of :data:`RULES`."""
         n, z = obs.X.shape
@@ -740,6 +798,8 @@ class _WorldRun:
                     int(ids[r]),
                     count=int(moved.any(axis=1).sum()),
                 )
+
+        self.check_one_way(t, X, X_cf, residue, rows, ids, ctx)
 
         self.checked["honest-masks"] += n
         for mask_name in ("unreached", "withheld"):

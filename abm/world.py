@@ -268,6 +268,8 @@ class World:
             group_train=self.group_train,
             n_groups=c.n_groups,
             causal_graph=self.structure.graph,
+            increase=_mask(z, c.increase),
+            decrease=_mask(z, c.decrease),
             # what the extensions tell policies (a budget); registry order
             **{k: v for m in registered() for k, v in m.context(c).items()},
         )
@@ -427,3 +429,10 @@ def _build_world(key: tuple, estimator: Any | None) -> World:
         structure=structure,
         label_noise=noise,
     )
+
+
+def _mask(z: int, indices: tuple[int, ...]) -> np.ndarray:
+    """(z,) bool, True at ``indices``."""
+    out = np.zeros(z, dtype=bool)
+    out[list(indices)] = True
+    return out

@@ -124,6 +124,10 @@ SPEEDS = {"slow (2 ticks/s)": 2, "normal (10 ticks/s)": 10, "fast (20 ticks/s)":
 DEFAULT_SPEED = "normal (10 ticks/s)"
 FRAME_TIMEOUT_S = 2.0  # Play stops waiting for a browser that has not drawn the last frame
 PLAY_POLL_S = 0.02  # how often Play asks whether the browser has drawn the last frame
+# while Play runs the outcome card (half a frame's server time: a survival fit per policy)
+# is recomputed at most this often; no one reads a table at 10 ticks/s, and a class of
+# playing pages then leaves the server time to answer a click
+CARD_PLAY_S = 1.0
 DRAWER_BESIDE_PX = 960  # from this window width the drawer sits beside the page, open
 QUICK_BUILD_S = 1.0  # a build this fast is waited for; a slower one shows "preparing"
 
@@ -327,6 +331,7 @@ class Session:
         self.stop_at = reactive(None)  # the tick the current Play stops at (run to tick)
         self.lesson_open = reactive(True)  # the demonstration's explanation unfolded
         self.gate = FrameGate()
+        self._card = (0, -CARD_PLAY_S)  # the frame the outcome card shows, and when it was
         # the play thread, the handlers and the outcome card share the model; reentrant: a
         # model set under it renders the views, which read the model under it again
         self.lock = threading.RLock()
@@ -362,6 +367,16 @@ class Session:
     def publish(self) -> None:
         self.gate.sent(self.frame.value + 1)
         self.frame.set(self.frame.value + 1)
+
+    def card_frame(self) -> int:
+        """The frame the outcome card shows: the newest, except while Play runs, when it
+        moves on at most every :data:`CARD_PLAY_S` seconds (the last frame of a Play is
+        drawn after it stops, so a paused page's card is always the newest)."""
+        frame, at = self._card
+        now = time.monotonic()
+        if frame != self.frame.value and (not self.playing.value or now - at >= CARD_PLAY_S):
+            self._card = (self.frame.value, now)
+        return self._card[0]
 
     def guarded(self, handler: Callable[..., None], *args: Any) -> bool:
         """Run an input handler; bad input shows its one-line message, nothing raises.
@@ -1077,7 +1092,7 @@ def Views(session: Session):
                 ChartView(c, p, t, session.gate, stem).key(c.name)
     ApplicantsCard(m, runs[whose], whose, t, frame, on_pick)
     AgentView(session)
-    OutcomeCard(m, frame, session.lock)
+    OutcomeCard(m, session.card_frame(), session.lock)
 
 
 APPLICANT_CHARTS = ("scores", "applicants")  # charts of one policy's applicants

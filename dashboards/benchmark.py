@@ -38,6 +38,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 import warnings
@@ -81,8 +82,9 @@ def step_and_wait(page: Any, step: Any) -> int:
 
 def summary(name: str, ms: list[float]) -> str:
     s = sorted(ms)
+    p90 = statistics.quantiles(s, n=10, method="inclusive")[-1] if len(s) > 1 else s[0]
     return (
-        f"{name}: median {statistics.median(s):.0f} ms, p90 {s[int(0.9 * (len(s) - 1))]:.0f} ms, "
+        f"{name}: median {statistics.median(s):.0f} ms, p90 {p90:.0f} ms, "
         f"min {s[0]:.0f} ms, max {s[-1]:.0f} ms over {len(s)} steps"
     )
 
@@ -334,9 +336,27 @@ def main() -> None:
         metavar=("PAGES", "PLAYING"),
         help="PAGES open on the class server, PLAYING of them playing: a page's redraw after Step",
     )
+    parser.add_argument(
+        "--class-server",
+        type=int,
+        metavar="PLAYING",
+        help="the server alone: PLAYING pages playing in-process, a page's Step timed",
+    )
+    parser.add_argument(
+        "--others-nice",
+        type=int,
+        default=0,
+        metavar="N",
+        help="class load: the other pages' chromium at this lower priority, 0 to 19",
+    )
     args = parser.parse_args()
+    if args.class_server is not None:
+        class_server(args.class_server, args.steps)
+        return
     if args.class_load:
-        class_load(*args.class_load, args.steps)
+        if not 0 <= args.others_nice <= 19:
+            parser.error(f"--others-nice is {args.others_nice}; allowed: 0 to 19")
+        class_load(*args.class_load, args.steps, args.others_nice)
         return
     if args.demo_start is not None:
         demo_start(args.demo_start, args.demo_repeats, args.demo_cache)
@@ -349,14 +369,93 @@ def main() -> None:
         server(args.n_initial, args.steps, args.compare)
 
 
-def class_load(pages: int, playing: int, steps: int) -> None:
+def class_server(playing: int, steps: int) -> None:
+    """The server's side of a class, without browsers: ``playing`` pages play at the
+    default speed in this process, each frame taken as drawn at once (a student's device
+    that never holds Play back, the most a page can ask of the server), and one more
+    page's Step is timed from click to the end of the server's render. The browsers'
+    drawing is left out: add the measured page's own redraw (``--browser``) to it."""
+    warnings.filterwarnings("ignore")
+    import ipyvuetify as v
+    import solara
+
+    from dashboards import app
+
+    app.FrameGate.ready = lambda self: True  # every frame drawn at once
+    published = [0]
+    publish = app.Session.publish
+
+    def counted(self: Any) -> None:
+        published[0] += 1
+        publish(self)
+
+    app.Session.publish = counted
+
+    def button(rc: Any, name: str) -> Any:
+        found = rc.find(v.Btn, children=[name])
+        return found.widget if found.widgets else None
+
+    pages = []
+    for i in range(playing + 1):
+        _, rc = solara.render(solara.AppLayout(children=[app.Page()]), handle_error=False)
+        if i < playing:
+            ticks = [w for w in rc.find(v.Slider).widgets if "episode length" in str(w.label)]
+            ticks[0].fire_event("change", 300)  # Play then lasts 30 s
+        pages.append(rc)
+    players, rc = pages[:playing], pages[-1]
+    for q in players:
+        button(q, "Play").click()
+    times = []
+    cpu0, wall0, frames0 = time.process_time(), time.monotonic(), published[0]
+    for _ in range(steps):
+        for q in players:  # a page at the end of its episode starts again
+            if button(q, "Pause") is None:
+                button(q, "Reset").click()
+                button(q, "Play").click()
+        time.sleep(0.5)  # a student's pace: the players run meanwhile
+        step = button(rc, "Step")
+        t0 = time.perf_counter()
+        step.click()
+        times.append(1000 * (time.perf_counter() - t0))
+    wall = time.monotonic() - wall0
+    cpu = time.process_time() - cpu0
+    rate = (published[0] - frames0 - steps) / wall / max(playing, 1)
+    for q in players:
+        pause = button(q, "Pause")
+        if pause is not None:
+            pause.click()
+    print(
+        f"{playing} pages playing at the default speed and settings, every frame drawn at "
+        f"once ({rate:.1f} frames/s each), in this process; {os.cpu_count()} CPUs; server "
+        f"CPU {cpu / wall:.2f} cores (one Python process)"
+    )
+    print(summary("a page's Step, click to the server's render done", times))
+    for q in pages:
+        q.close()
+
+
+def _cpu_seconds(pid: int) -> tuple[float, float]:
+    """CPU seconds used so far by process ``pid`` (with its threads) and by the computer."""
+    import psutil
+
+    t, all_ = psutil.Process(pid).cpu_times(), psutil.cpu_times()
+    busy = (
+        all_.user + all_.nice + all_.system + getattr(all_, "irq", 0) + getattr(all_, "softirq", 0)
+    )
+    return t.user + t.system, busy
+
+
+def class_load(pages: int, playing: int, steps: int, others_nice: int = 0) -> None:
     """A class on one laptop: ``pages`` pages open on the server that ``recourse-abm
     dashboard`` runs (dashboards/serve.py), ``playing`` of them playing at the default
     speed with the default settings (the episode lengthened so that Play lasts), and one
     more page's redraw after Step, click to last chart drawn, as ``--browser`` times it.
 
-    All pages are drawn by one headless chromium on this computer; in a class each student's
-    device draws its own, so the figure is pessimistic where the browser shares the cores.
+    The measured page has a headless chromium of its own; the other pages share a second
+    one. In a class each student's device draws its own page, so where those browsers share
+    this computer's cores the figure is pessimistic: ``others_nice`` (0 to 19) runs the
+    second chromium at that lower priority, standing in for the students' devices while
+    its pages still load the server (frames/s says how much they asked of it).
     """
     from playwright.sync_api import sync_playwright
 
@@ -383,63 +482,104 @@ def class_load(pages: int, playing: int, steps: int) -> None:
                 proc.kill()
                 raise SystemExit("the dashboard did not start") from None
             time.sleep(0.3)
-    try:
-        with sync_playwright() as p:
-            b = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
-            context = b.new_context(viewport={"width": 1200, "height": 1400})
-            context.set_default_timeout(300_000)
-            t0 = time.monotonic()
-            opened = []
-            for _ in range(pages):
-                page = context.new_page()
-                page.goto(url)
-                page.get_by_role("button", name="Step", exact=True).wait_for()
-                opened.append(page)
-            print(f"{pages} pages open in {time.monotonic() - t0:.0f} s")
-            for page in opened[:playing]:
-                page.evaluate(SET_SLIDER_JS, ["ticks", 300])  # Play then lasts 30 s or more
-                page.get_by_text("episode length (ticks) = 300").wait_for()
-                page.get_by_role("button", name="Play", exact=True).click()
-            page = opened[-1]
-            page.bring_to_front()
-            step = page.get_by_role("button", name="Step", exact=True)
-            page.wait_for_function(f"({DRAWN_JS})().length >= 6")
-            page.evaluate(
-                "document.addEventListener('click', () => { "
-                "window.rabmClick = performance.now(); }, true)"
-            )
-            redraw, playing_now = [], []
-            for _ in range(steps):
-                # a page that reached the end of its episode starts again: 5 keep playing
-                for q in opened[:playing]:
-                    if not q.get_by_role("button", name="Pause", exact=True).count():
-                        q.get_by_role("button", name="Reset", exact=True).click()
-                        q.get_by_role("button", name="Play", exact=True).click()
-                playing_now.append(
-                    sum(
-                        q.get_by_role("button", name="Pause", exact=True).count()
-                        for q in opened[:playing]
-                    )
-                )
-                before = step_and_wait(page, step)
-                drawn = page.evaluate(
-                    "(b) => window.rabmDrawn.filter(d => d.frame > b && "
-                    "!['applicant', 'forecast'].includes(d.chart)).map(d => d.t - window.rabmClick)",
-                    before,
-                )
-                redraw.append(max(drawn))
-            load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-            print(
-                f"{pages} open pages, {playing} playing at the default speed (at least "
-                f"{min(playing_now)} playing at each Step), default settings; "
-                f"{os.cpu_count()} CPUs, load average "
-                f"{load}, headless chromium on the same computer"
-            )
-            print(summary("a page's redraw after Step (click to last chart drawn)", redraw))
-            b.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with tempfile.TemporaryDirectory() as tmp:
+        others_exe = chromium
+        if others_nice:
+            others_exe = os.path.join(tmp, "chromium-niced")
+            with open(others_exe, "w") as f:
+                f.write(f'#!/bin/sh\nexec nice -n {others_nice} {chromium} "$@"\n')
+            os.chmod(others_exe, 0o755)
+        try:
+            with sync_playwright() as p:
+                _class_load(p, url, proc, pages, playing, steps, chromium, others_exe, others_nice)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+def _open(browser: Any, url: str, n: int) -> list[Any]:
+    context = browser.new_context(viewport={"width": 1200, "height": 1400})
+    context.set_default_timeout(300_000)
+    opened = []
+    for _ in range(n):
+        page = context.new_page()
+        page.goto(url)
+        page.get_by_role("button", name="Step", exact=True).wait_for()
+        opened.append(page)
+    return opened
+
+
+def _frames(pages: list[Any]) -> list[int]:
+    """The newest frame each page has drawn."""
+    return [max(q.evaluate(DRAWN_JS), default=-1) for q in pages]
+
+
+def _class_load(
+    p: Any,
+    url: str,
+    proc: subprocess.Popen,
+    pages: int,
+    playing: int,
+    steps: int,
+    chromium: str,
+    others_exe: str,
+    others_nice: int,
+) -> None:
+    mine = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+    others_browser = p.chromium.launch(
+        executable_path=others_exe, headless=True, args=CHROMIUM_ARGS
+    )
+    t0 = time.monotonic()
+    others = _open(others_browser, url, pages - 1)
+    page = _open(mine, url, 1)[0]
+    print(f"{pages} pages open in {time.monotonic() - t0:.0f} s")
+    players = others[:playing]
+    for q in players:
+        q.evaluate(SET_SLIDER_JS, ["ticks", 300])  # Play then lasts 30 s or more
+        q.get_by_text("episode length (ticks) = 300").wait_for()
+        q.get_by_role("button", name="Play", exact=True).click()
+    step = page.get_by_role("button", name="Step", exact=True)
+    page.wait_for_function(f"({DRAWN_JS})().length >= 6")
+    page.evaluate(
+        "document.addEventListener('click', () => { window.rabmClick = performance.now(); }, true)"
+    )
+    redraw, playing_now, frames = [], [], 0
+    cpu0, wall0 = _cpu_seconds(proc.pid), time.monotonic()
+    for _ in range(steps):
+        # a page that reached the end of its episode starts again: they keep playing
+        before_frames = _frames(players)
+        for q in players:
+            if not q.get_by_role("button", name="Pause", exact=True).count():
+                q.get_by_role("button", name="Reset", exact=True).click()
+                q.get_by_role("button", name="Play", exact=True).click()
+        playing_now.append(
+            sum(q.get_by_role("button", name="Pause", exact=True).count() for q in players)
+        )
+        before = step_and_wait(page, step)
+        drawn = page.evaluate(
+            "(b) => window.rabmDrawn.filter(d => d.frame > b && "
+            "!['applicant', 'forecast'].includes(d.chart)).map(d => d.t - window.rabmClick)",
+            before,
+        )
+        redraw.append(max(drawn))
+        frames += sum(max(b - a, 0) for a, b in zip(before_frames, _frames(players), strict=True))
+    wall = time.monotonic() - wall0
+    server_cpu, everything = (b - a for a, b in zip(cpu0, _cpu_seconds(proc.pid), strict=True))
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    where = f"at nice {others_nice}" if others_nice else "at the same priority"
+    print(
+        f"{pages} open pages, {playing} playing at the default speed (at least "
+        f"{min(playing_now)} playing at each Step, {frames / wall / playing:.1f} frames/s "
+        f"each), default settings; {os.cpu_count()} CPUs, load average {load}; the other "
+        f"pages' headless chromium on the same computer, {where}"
+    )
+    print(summary("a page's redraw after Step (click to last chart drawn)", redraw))
+    print(
+        f"CPU while measured ({wall:.0f} s): server {server_cpu / wall:.2f} cores, "
+        f"the whole computer {everything / wall:.2f} of {os.cpu_count()} cores"
+    )
+    mine.close()
+    others_browser.close()
 
 
 if __name__ == "__main__":

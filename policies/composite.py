@@ -52,6 +52,16 @@ class CompositePolicy:
         """Both parts answer an observation the same way every time (no draw, no state)."""
         return all(getattr(part, "deterministic", False) for part in (self.goal, self.recommender))
 
+    @property
+    def keeps_one_way(self) -> bool:
+        """The recommender's word: whether its advice keeps one-way features."""
+        return bool(getattr(self.recommender, "keeps_one_way", False))
+
+    @property
+    def max_changes(self) -> int | None:
+        """The recommender's cap on the features one advice changes (None: none)."""
+        return getattr(self.recommender, "max_changes", None)
+
     def prepare(self, ctx: PolicyContext) -> None:
         self.ctx = ctx
         self.base_model = ctx.decision_model  # what an obs without decision_model means
@@ -87,6 +97,8 @@ class CompositePolicy:
 
 class NoAdvice:
     """Control: rejected candidates get no recommendation and simply try again."""
+
+    keeps_one_way = True  # it moves nothing
 
     def prepare(self, ctx: PolicyContext) -> None:
         pass

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 from typing import Annotated, Literal, get_args
 
 import numpy as np
@@ -107,6 +109,43 @@ def exact_linear_counterfactuals(
     return out
 
 
+def capped_counterfactuals(
+    X: np.ndarray,
+    goals: np.ndarray,
+    weights: np.ndarray,
+    intercept: float,
+    cost: np.ndarray,
+    useful: np.ndarray,
+    max_changes: int,
+) -> np.ndarray:
+    """:func:`exact_linear_counterfactuals` changing at most ``max_changes`` features.
+
+    With a cap the fractional knapsack loses its greedy optimum, but some set of
+    ``max_changes`` useful features (``useful`` (z,) bool) holds the best capped move, and
+    within a set the greedy fill is optimal: so the cheapest of the fills over every such
+    set (rows (n, z); NaN where no set reaches the goal). Ties keep the earliest set.
+    """
+    feats = np.flatnonzero(useful)
+    if feats.size <= max_changes:
+        return exact_linear_counterfactuals(X, goals, weights, intercept, cost, useful)
+    X = np.asarray(X, dtype=float)
+    out = np.full_like(X, np.nan)
+    best = np.full(X.shape[0], np.inf)
+    for chosen in itertools.combinations(feats.tolist(), max_changes):
+        mask = np.zeros_like(useful)
+        mask[list(chosen)] = True
+        X_cf = exact_linear_counterfactuals(X, goals, weights, intercept, cost, mask)
+        spent = np.abs(X_cf - X) @ cost  # NaN where this set falls short
+        better = spent < best
+        out[better], best[better] = X_cf[better], spent[better]
+    return out
+
+
+#: at most this many feature sets are tried per call of a capped exact-linear (z = 10, a
+#: cap of 5: 252; 20 useful features, a cap of 3: 1,140)
+MAX_FEATURE_SETS = 2_000
+
+
 def require_linear(name: str, model: Scorer) -> None:
     """A :class:`ConfigError` unless ``model`` is linear: ``name`` cannot serve it."""
     if not model.is_linear:
@@ -153,7 +192,15 @@ class ExactLinear(FollowsModel):
     probability epsilon (drawn from the policy's ``rng``), advice that fills the least
     tried useful features first (:func:`least_tried_first`). Either way the advice reaches
     the same goal exactly: only which features carry the change differs.
+
+    One-way features (``ctx.direction``) take part only where the score rises the way they
+    may move, which keeps the fill optimal. ``max_changes`` = K caps the features one
+    advice changes: the cheapest move among every set of K useful features
+    (:func:`capped_counterfactuals`; refused where that means over
+    :data:`MAX_FEATURE_SETS` sets).
     """
+
+    keeps_one_way = True
 
     def __init__(
         self,
@@ -162,6 +209,7 @@ class ExactLinear(FollowsModel):
         eta0: Annotated[float, Field(ge=0.0)] = 0.05,
         optimism: Annotated[float, Field(ge=0.0)] = 0.0,
         explore_share: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0,
+        max_changes: Annotated[int, Field(ge=1)] | None = None,
     ) -> None:
         if weights not in COST_WEIGHTS:
             raise ValueError(f"weights must be one of {', '.join(COST_WEIGHTS)}, got {weights!r}")
@@ -184,6 +232,10 @@ class ExactLinear(FollowsModel):
                     "exact-linear: "
                     + problem(name, value, f"0 unless weights='estimated' (got {weights!r})")
                 )
+        if max_changes is not None and explore_share:
+            allowed = "None (no cap) when explore_share > 0: exploring fills least tried first"
+            raise ConfigError("exact-linear: " + problem("max_changes", max_changes, allowed))
+        self.max_changes = max_changes
         self.weights = weights
         self.d0, self.eta0 = d0, eta0
         self.optimism, self.explore_share = float(optimism), float(explore_share)
@@ -197,6 +249,7 @@ class ExactLinear(FollowsModel):
     def prepare(self, ctx: PolicyContext) -> None:
         require_linear("exact-linear", ctx.decision_model)
         self.ctx = ctx
+        self._check_cap()
         self._order = None
         self._uniform = np.ones(ctx.n_features)
         if self.weights == "estimated":
@@ -204,7 +257,19 @@ class ExactLinear(FollowsModel):
 
     def model_changed(self) -> None:
         require_linear("exact-linear", self.ctx.decision_model)
+        self._check_cap()
         self._order = None  # the fill order ranks the old model's weights
+
+    def _check_cap(self) -> None:
+        # (z,) bool: the features that may carry advice under the model in force
+        self._useful = self.ctx.useful(self.ctx.decision_model.weights)
+        k = self.max_changes
+        if k is None:
+            return
+        n = int(self._useful.sum())
+        if math.comb(n, k) > MAX_FEATURE_SETS:
+            allowed = f"a cap whose feature sets C({n}, K) number at most {MAX_FEATURE_SETS}"
+            raise ConfigError("exact-linear: " + problem("max_changes", k, allowed))
 
     def cost_weights(self) -> np.ndarray:
         """The per-feature cost weights in use now, shape (z,)."""
@@ -225,10 +290,15 @@ class ExactLinear(FollowsModel):
     def recommend(self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         m = self.ctx.decision_model
         cost = self.planning_weights()
+        useful = self._useful
+        if self.max_changes is not None:
+            return capped_counterfactuals(
+                X, goals, m.weights, m.intercept, cost, useful, self.max_changes
+            )
         if self._order is None or self.estimator is not None:  # learned costs move
-            self._order = fill_order(m.weights, cost, self.ctx.mutable)
+            self._order = fill_order(m.weights, cost, useful)
         X_cf = exact_linear_counterfactuals(
-            X, goals, m.weights, m.intercept, cost, self.ctx.mutable, self._order
+            X, goals, m.weights, m.intercept, cost, useful, self._order
         )
         if self.explore_share > 0.0:
             # one draw per candidate, every call: the stream's use depends on n alone
@@ -236,7 +306,7 @@ class ExactLinear(FollowsModel):
             if pick.size:
                 order = least_tried_first(self._order, self.estimator.updates)
                 X_cf[pick] = exact_linear_counterfactuals(
-                    X[pick], goals[pick], m.weights, m.intercept, cost, self.ctx.mutable, order
+                    X[pick], goals[pick], m.weights, m.intercept, cost, useful, order
                 )
         return X_cf
 

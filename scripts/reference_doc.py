@@ -1,6 +1,7 @@
 """Write the generated tables of docs/reference/tables.md from the code: the presets, the
 registered policies and their parts, the tick and candidate columns, the episode summary's
-figures with the CLI's labels, and the scenario fields with their defaults and allowed values.
+figures with the CLI's labels, and the scenario fields with their defaults and allowed values;
+and docs/own-data.md's table of the policies that keep one-way features.
 
     python scripts/reference_doc.py            # rewrite the blocks
     python scripts/reference_doc.py --check    # exit 1 if a block is stale (tests/test_docs.py)
@@ -15,6 +16,7 @@ from pathlib import Path
 from lab.docblocks import fill_block
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "reference" / "tables.md"
+OWN_DATA = DOC.parents[1] / "own-data.md"
 COMMAND = "python scripts/reference_doc.py"
 
 
@@ -42,6 +44,28 @@ def parts() -> str:
         for name, entry in registry.entries(kind).items():
             params = ", ".join(f"`{p}`" for p in registry.allowed_params(entry)) or "–"
             rows.append(f"| `{name}` | {label[kind]} | {params} | {_cell(entry.description)} |")
+    return "\n".join(rows)
+
+
+def one_way() -> str:
+    """Each registered policy: whether it keeps one-way features (its declaration) and
+    whether it takes max_changes."""
+    from abm.advice import keeps_one_way
+    from abm.registry import Registry
+    from abm.validation import ConfigError
+
+    registry = Registry()
+    rows = ["| policy | keeps one-way features | `max_changes` |", "|---|---|---|"]
+    for name, entry in registry.entries("policy").items():
+        keeps = "yes" if keeps_one_way(registry.make_policy(name)) else "no: refused"
+        cap = "–"
+        if "max_changes" in registry.allowed_params(entry):
+            try:  # a default may exclude it (threshold-explore: exploring fills freely)
+                registry.make_policy(f"{name}:max_changes=1")
+                cap = "yes"
+            except ConfigError:
+                pass
+        rows.append(f"| `{name}` | {keeps} | {cap} |")
     return "\n".join(rows)
 
 
@@ -113,6 +137,7 @@ def main() -> int:
     status = 0
     for name, body in blocks().items():
         status |= fill_block(DOC, name, body, check=check, command=COMMAND)
+    status |= fill_block(OWN_DATA, "one-way", one_way(), check=check, command=COMMAND)
     return status
 
 

@@ -1131,3 +1131,30 @@ def test_recession_demo_shows_places_halving_and_the_threshold_climbing():
     assert table["threshold"][40:60].min() > table["threshold"][30:39].max()
     assert table["n_waiting"][50:55].mean() > table["n_waiting"][30:40].mean()
     assert table["rr"][60] == 1.0
+
+
+def test_the_outcome_card_moves_on_once_a_second_while_playing(monkeypatch):
+    """Play draws every frame but recomputes the card (half a frame's server time) at most
+    every CARD_PLAY_S; paused, the card is always the newest frame."""
+    import solara
+
+    from dashboards import app
+
+    now = [100.0]
+    monkeypatch.setattr(app.time, "monotonic", lambda: now[0])
+    session = app.Session(solara.reactive)
+    assert session.card_frame() == session.frame.value  # paused: the newest
+    session.playing.set(True)
+    session.frame.set(session.frame.value + 1)
+    shown = session.card_frame()  # the card last moved long ago: it moves on at once
+    assert shown == session.frame.value
+    for _ in range(5):  # five frames within a second: the card stays
+        session.frame.set(session.frame.value + 1)
+        now[0] += 0.15
+        assert session.card_frame() == shown
+    now[0] += app.CARD_PLAY_S
+    assert session.card_frame() == session.frame.value  # a second on: the newest
+    session.frame.set(session.frame.value + 1)
+    assert session.card_frame() == session.frame.value - 1
+    session.playing.set(False)
+    assert session.card_frame() == session.frame.value  # Play stopped: the newest at once

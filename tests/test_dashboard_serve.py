@@ -202,3 +202,68 @@ def test_a_page_over_the_limit_is_refused(server, browser):
     finally:
         for ctx in contexts:
             ctx.close()
+
+
+@pytest.fixture(scope="module")
+def idle_server():
+    """``python -m dashboards.serve`` on loopback: one page at most, closed after 6 idle
+    seconds (the command's --idle-minutes takes whole minutes; the server takes any)."""
+    port = _free_port()
+    cmd = [sys.executable, "-m", "dashboards.serve", "--port", str(port)]
+    cmd += ["--max-pages", "1", "--idle-minutes", "0.1"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, f"the server exited with {proc.returncode}"
+            try:
+                fetch(base + "readyz")
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the server did not answer within 120 s"
+                time.sleep(0.3)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_an_idle_page_is_closed_and_frees_its_place(idle_server, browser):
+    """A page left alone loses its connection after the idle time, and its place in the
+    page limit goes to the next student; a page in use is not closed meanwhile."""
+    base = idle_server
+    first, second = browser.new_context(), browser.new_context()
+    try:
+        page = first.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        closed = []
+        page.on("websocket", lambda ws: ws.on("close", lambda _: closed.append(time.monotonic())))
+        page.goto(base)
+        rendered(page)
+        # in use: a Step every 2 s for 8 s, longer than the idle time, keeps it open
+        step = page.get_by_role("button", name="Step", exact=True)
+        for _ in range(4):
+            step.click()
+            last_use = time.monotonic()
+            page.wait_for_timeout(2000)
+        assert not closed, "a page in use was closed"
+        other = second.new_page()
+        assert other.goto(base).status == 503  # the one place is taken
+        deadline = time.monotonic() + 60
+        while not closed:
+            assert time.monotonic() < deadline, "the idle page stayed connected"
+            page.wait_for_timeout(250)
+        assert closed[0] - last_use >= 5.5  # not before its idle time (6 s)
+        while (response := other.goto(base)).status == 503:
+            assert time.monotonic() < deadline, "the idle page still counts"
+            other.wait_for_timeout(500)
+        assert response.status == 200
+        rendered(other)
+    finally:
+        first.close()
+        second.close()

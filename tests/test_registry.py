@@ -65,7 +65,7 @@ def test_malformed_specs_are_one_line_errors(spec, message):
         ("nope+exact-linear", "goal selector = 'nope' is not registered"),
         (
             "threshold:margn=1",
-            "policy 'threshold' has no parameter 'margn'; allowed: d0, eta0, explore_share, optimism, weights",
+            "policy 'threshold' has no parameter 'margn'; allowed: d0, eta0, explore_share, max_changes, optimism, weights",
         ),
         ("none:x=1", "policy 'none' has no parameter 'x'; allowed: no parameters"),
         (
@@ -102,7 +102,7 @@ def test_malformed_specs_are_one_line_errors(spec, message):
         ),
         (
             "hybrid-ustun:lvls=3",
-            "policy 'hybrid-ustun' has no parameter 'lvls'; allowed: allow_mismatch, batch, gap, levels, path",
+            "policy 'hybrid-ustun' has no parameter 'lvls'; allowed: allow_mismatch, batch, gap, levels, max_changes, path",
         ),
         (
             "threshold-dice:method=grid",

@@ -41,6 +41,7 @@ FROM_CODE = {
     "tick-columns",
     "candidate-columns",
     "fields",
+    "one-way",
     "benchmark-tiers",
     "not-entered",
     "palette",

@@ -27,6 +27,9 @@ from lab.study.stats import ALPHA, BOUNDS, DIRECTIONS, MIN_WORLDS_FOR_VERDICT
 
 #: the protocol this package runs
 VERSION = "dynamic-recourse/1"
+#: check_policy's rules and worlds added after this version was fixed: the rule and the
+#: world "one-way" (one-way features, issue 53)
+CHECKS_SINCE = frozenset({"one-way"})
 Tier = Literal["full", "quick", "smoke"]
 TIERS: tuple[Tier, ...] = ("full", "quick", "smoke")
 
@@ -107,9 +110,10 @@ class Protocol(BaseModel):
     bounds: tuple[tuple[str, float], ...] = tuple(sorted(BOUNDS.items()))
     front_bound: float = FRONT_BOUND
     directions: tuple[tuple[str, bool], ...] = tuple(sorted(DIRECTIONS.items()))
-    # the entry check: abm.testing.check_policy's rules in its default worlds
-    check_rules: tuple[str, ...] = tuple(RULES)
-    check_worlds: tuple[str, ...] = DEFAULT_WORLDS
+    # the entry check: abm.testing.check_policy's rules in its default worlds, as they were
+    # when this version was fixed (what joined them since waits for the next version)
+    check_rules: tuple[str, ...] = tuple(r for r in RULES if r not in CHECKS_SINCE)
+    check_worlds: tuple[str, ...] = tuple(w for w in DEFAULT_WORLDS if w not in CHECKS_SINCE)
 
     @property
     def world_seeds(self) -> tuple[int, ...]:

@@ -53,7 +53,14 @@ class Dice(FollowsModel):
     ``method`` random|genetic, ``cfs`` counterfactuals per query,
     ``samples`` random draws per query (random method), ``n_data`` training rows shown to
     DiCE (it reads feature ranges and, for genetic, a KD-tree from them). The explainer
-    wraps the decision model in force (``use_model``) and is rebuilt when it changes."""
+    wraps the decision model in force (``use_model``) and is rebuilt when it changes.
+
+    With one-way features each query gets its row's own box (``ctx.box``) as DiCE's
+    permitted range, features with no room left out of those it varies; what comes back
+    is clipped to that box and scored again, so advice never moves a feature the wrong
+    way (a row left with no valid counterfactual is unreached)."""
+
+    keeps_one_way = True
 
     def __init__(
         self,
@@ -121,6 +128,15 @@ class Dice(FollowsModel):
         if not goal <= 1.0:
             return np.full_like(x, np.nan)
         query = pd.DataFrame(x[None, :], columns=self.names)
+        vary, permitted = self.vary, self.permitted
+        lower, upper = self.ctx.lower, self.ctx.upper
+        if self.ctx.one_way:
+            lower, upper = (a[0] for a in self.ctx.box(x[None, :]))
+            room = np.flatnonzero(lower < upper)  # immutables and one-way at their end: none
+            if room.size == 0:
+                return np.full_like(x, np.nan)
+            vary = [self.names[j] for j in room]
+            permitted = {self.names[j]: [float(lower[j]), float(upper[j])] for j in room}
         kwargs: dict[str, Any] = {"random_seed": seed}
         if self.method == "random":
             kwargs["sample_size"] = self.samples
@@ -141,8 +157,8 @@ class Dice(FollowsModel):
                     query,
                     total_CFs=self.cfs,
                     desired_range=[goal, min(goal + self.width, 1.0)],
-                    features_to_vary=self.vary,
-                    permitted_range=self.permitted,
+                    features_to_vary=vary,
+                    permitted_range=permitted,
                     posthoc_sparsity_param=None,
                     verbose=False,
                     **kwargs,
@@ -155,8 +171,8 @@ class Dice(FollowsModel):
         if cfs is None or len(cfs) == 0:
             return np.full_like(x, np.nan)
         C = cfs[self.names].to_numpy(dtype=float)
-        # DiCE rounds its output: unvaried features come back rounded, not changed
-        lower, upper = self.ctx.lower, self.ctx.upper
+        # DiCE rounds its output: unvaried features come back rounded, not changed (and a
+        # one-way feature rounded past x is put back on x by its row's box)
         C = np.clip(C, lower, upper)
         C[:, self.ctx.immutable] = x[self.ctx.immutable]
         C = np.where(np.abs(C - x) < 1e-6, x, C)

@@ -85,7 +85,32 @@ def _add_feature(front, G: np.ndarray, C: np.ndarray, col: int, cap: float):
     return g2[kept], c2[kept], pick2
 
 
-def cheapest_mix(G: list[np.ndarray], C: list[np.ndarray], need: float):
+def _merge(*fronts):
+    """The Pareto front of the union of ``fronts`` (each (gain, cost, picks))."""
+    g = np.concatenate([a for a, _, _ in fronts])
+    c = np.concatenate([b for _, b, _ in fronts])
+    pick = np.concatenate([p for _, _, p in fronts])
+    kept = _pareto(g, c)
+    return g[kept], c[kept], pick[kept]
+
+
+def _add_capped(fronts, G: np.ndarray, C: np.ndarray, col: int, need: float):
+    """``fronts`` (one per count c = 0..K: the front of at most c moved features) with one
+    more feature: left at its start, or moved to one of its breakpoints past it (one more
+    moved feature)."""
+    if G.size < 2:  # nowhere to go
+        return fronts
+    out = [fronts[0]]
+    for c in range(1, len(fronts)):
+        moved = _add_feature(fronts[c - 1], G[1:], C[1:], col, need)
+        moved[2][:, col] += 1  # breakpoints past the start: indices from 1
+        out.append(_merge(fronts[c], moved))
+    return out
+
+
+def cheapest_mix(
+    G: list[np.ndarray], C: list[np.ndarray], need: float, max_changes: int | None = None
+):
     """Exact min sum_j c_j(g_j) s.t. sum_j g_j >= need, 0 <= g_j <= G_j[-1].
 
     c_j is piecewise linear and nondecreasing with breakpoints (G[j] (K_j,), C[j] (K_j,)),
@@ -93,8 +118,11 @@ def cheapest_mix(G: list[np.ndarray], C: list[np.ndarray], need: float):
     (cost, breakpoint index (f,) of every feature, the fractional feature j or -1, its
     gain): features other than j sit on breakpoints. Fronts of the features before and
     after each j are built once (prefix and suffix), so the work is O(f) merges.
+    ``max_changes`` = K also bounds how many g_j are nonzero (:func:`_capped_mix`).
     """
     f = len(G)
+    if max_changes is not None and f > max_changes:
+        return _capped_mix(G, C, need, max_changes)
     empty = (np.zeros(1), np.zeros(1), np.zeros((1, f), dtype=np.int64))
     prefix = [empty]
     for j in range(f):
@@ -115,6 +143,50 @@ def cheapest_mix(G: list[np.ndarray], C: list[np.ndarray], need: float):
         if total[k] < best[0]:
             a, b = divmod(k, gb.size)
             best = (float(total[k]), pa[a] + pb[b], j, max(float(rest[k]), 0.0))
+    return best
+
+
+def _capped_mix(G: list[np.ndarray], C: list[np.ndarray], need: float, cap: int):
+    """:func:`cheapest_mix` with at most ``cap`` features moved (cap < f).
+
+    With the moved set fixed the argument stands (one feature off its breakpoints), so
+    the prefix and suffix fronts are kept per count of moved features (K + 1 of each),
+    and feature j fills the rest only where the two sides leave it a move.
+    """
+    f = len(G)
+    empty = [(np.zeros(1), np.zeros(1), np.zeros((1, f), dtype=np.int64))] * (cap + 1)
+    prefix = [empty]
+    for j in range(f):
+        prefix.append(_add_capped(prefix[-1], G[j], C[j], j, need))
+    suffix = [empty]
+    for j in range(f - 1, -1, -1):
+        suffix.append(_add_capped(suffix[-1], G[j], C[j], j, need))
+    suffix.reverse()
+    best = (np.inf, None, -1, 0.0)
+    for j in range(f):
+        top = G[j][-1]
+        # a + b = cap - 1: j may move; a + b = cap: j must stay (fronts count "at most")
+        for a in range(cap + 1):
+            (ga, ca, pa) = prefix[j][a]
+            for b, stay in ((cap - 1 - a, False), (cap - a, True)):
+                if b < 0:
+                    continue
+                gb, cb, pb = suffix[j + 1][b]
+                g = (ga[:, None] + gb[None, :]).ravel()
+                rest = need - g
+                if stay:
+                    fill = np.where(rest <= 0.0, 0.0, np.inf)
+                else:
+                    fill = np.where(
+                        rest <= 0.0,
+                        0.0,
+                        np.where(rest > top, np.inf, np.interp(rest, G[j], C[j])),
+                    )
+                total = (ca[:, None] + cb[None, :]).ravel() + fill
+                k = int(np.argmin(total))
+                if total[k] < best[0]:
+                    a_, b_ = divmod(k, gb.size)
+                    best = (float(total[k]), pa[a_] + pb[b_], j, max(float(rest[k]), 0.0))
     return best
 
 
@@ -150,7 +222,15 @@ class Ustun(FollowsModel):
     Goals out of reach inside the box give a NaN row (no advice).
     The program uses the decision model in force (``use_model``); the percentile grid
     depends on the training data only and is kept.
+
+    Every path runs from x_j the way the score rises, so one-way features take part only
+    where that is their way (``ctx.useful``): the per-row bounds of a one-way world.
+    ``max_changes`` = K caps the features one advice changes, exactly: the MILP gets a
+    binary per feature (every segment's fill at most it, their sum at most K), the
+    exact solver fronts per count of moved features (:func:`_capped_mix`).
     """
+
+    keeps_one_way = True
 
     def __init__(
         self,
@@ -158,6 +238,7 @@ class Ustun(FollowsModel):
         batch: bool = False,
         gap: Annotated[float, Field(ge=0.0, lt=1.0)] = 1e-9,
         solver: Literal["exact", "milp"] = "exact",
+        max_changes: Annotated[int, Field(ge=1)] | None = None,
     ) -> None:
         if not (isinstance(levels, int) and 1 <= levels <= 1000):
             raise ValueError(f"levels must be an integer in [1, 1000], got {levels!r}")
@@ -171,6 +252,9 @@ class Ustun(FollowsModel):
         if self.batch and solver != "milp":
             raise ValueError("batch = 1 needs solver = 'milp' (one program for the tick)")
         self.solver = solver
+        if max_changes is not None and not (isinstance(max_changes, int) and max_changes >= 1):
+            raise ValueError(f"max_changes must be an integer >= 1, got {max_changes!r}")
+        self.max_changes = max_changes
 
     def prepare(self, ctx: PolicyContext) -> None:
         self.ctx = ctx
@@ -178,12 +262,13 @@ class Ustun(FollowsModel):
         self.grid = quantile_grid(ctx.X_train, ctx.lower, ctx.upper, self.levels)
 
     def model_changed(self) -> None:
-        """w (z,), b and the useful features (mutable, w != 0) of the decision model in force."""
+        """w (z,), b and the useful features (mutable, w != 0, not one-way against w) of
+        the decision model in force."""
         model = self.ctx.decision_model
         require_linear("ustun", model)
         self.w = np.asarray(model.weights, dtype=float)
         self.b = float(model.intercept)
-        self.useful = np.flatnonzero(self.ctx.mutable & (self.w != 0))
+        self.useful = np.flatnonzero(self.ctx.useful(self.w))
 
     def percentile_cost(self, X: np.ndarray, X_cf: np.ndarray) -> np.ndarray:
         """Total percentile shift sum_j |F_j(x_cf_j) - F_j(x_j)|, shape (n,)."""
@@ -249,7 +334,7 @@ class Ustun(FollowsModel):
         todo = []
         for i in np.flatnonzero(need > 0):
             paths = self._paths(X[i])
-            reach = sum(G[-1] for _, _, G, _ in paths)
+            reach = self._reach(paths)
             if reach < need[i] * (1 - 1e-12) or not np.isfinite(need[i]):
                 out[i] = np.nan  # out of reach inside the box: no advice
                 continue
@@ -257,7 +342,7 @@ class Ustun(FollowsModel):
         if self.solver == "exact":
             for i, paths in todo:
                 out[i] = self._snap(
-                    self._exact(X[i], paths, need[i]),
+                    self._exact(X[i], paths, need[i], self.max_changes),
                     X[i],
                     need[i] + base[i],
                     np.array([j for j, *_ in paths]),
@@ -276,13 +361,25 @@ class Ustun(FollowsModel):
                 out[i] = self._snap(x_cf, X[i], need[i] + base[i], feat)
         return out
 
+    def _reach(self, paths) -> float:
+        """The most score (logit) ``paths`` can add: every path to its end, or with a cap
+        the ``max_changes`` longest."""
+        ends = [G[-1] for _, _, G, _ in paths]
+        if self.max_changes is None:
+            return sum(ends)
+        return float(np.sort(ends)[::-1][: self.max_changes].sum())
+
     @staticmethod
-    def _exact(x: np.ndarray, paths, need: float) -> np.ndarray:
-        """The counterfactual (z,) of :func:`cheapest_mix` on ``paths`` from x (z,)."""
-        _, pick, frac, rest = cheapest_mix([G for *_, G, _ in paths], [C for *_, C in paths], need)
+    def _exact(x: np.ndarray, paths, need: float, cap: int | None = None) -> np.ndarray:
+        """The counterfactual (z,) of :func:`cheapest_mix` on ``paths`` from x (z,), at
+        most ``cap`` features changed (None: no cap)."""
+        G, C = [G for *_, G, _ in paths], [C for *_, C in paths]
+        _, pick, frac, rest = cheapest_mix(G, C, need, cap)
         x_cf = x.copy()
         if pick is None:  # the need exceeds the reach by rounding only: every path to its end
-            for j, pts, _, _ in paths:
+            ends = np.array([g[-1] for g in G])
+            for q in np.argsort(-ends, kind="stable")[:cap]:  # with a cap, the longest
+                j, pts, _, _ = paths[q]
                 x_cf[j] = pts[-1]
             return x_cf
         for q, (j, pts, G, _) in enumerate(paths):
@@ -298,8 +395,10 @@ class Ustun(FollowsModel):
         c, gains_rows, gains_cols, gains_vals, rhs = [], [], [], [], []
         link_rows, link_cols, link_vals = [], [], []
         integrality, offsets = [], []
+        card_rows, card_cols = [], []
         n_var = 0
         n_link = 0
+        cap = self.max_changes
         for r, (i, _feat, _, cost, gain, first) in enumerate(group):
             s = cost.shape[0]
             # variables: s fills delta in [0, 1], then one binary per inner segment boundary
@@ -332,6 +431,21 @@ class Ustun(FollowsModel):
                     link_cols += [y, n_var + j]
                     link_vals += [1.0, -1.0]
                     n_link += 1
+            if cap is not None and len(first) > cap:
+                # a binary u per feature after the kinks': delta_j <= u on each of its
+                # segments, and at most cap of them 1 (a row of its own below)
+                for q, (a, bnd) in enumerate(zip(starts[:-1], starts[1:], strict=True)):
+                    u = n_var + s + nb + q
+                    for j in range(a, bnd):
+                        link_rows += [n_link, n_link]
+                        link_cols += [n_var + j, u]
+                        link_vals += [1.0, -1.0]
+                        n_link += 1
+                    card_rows.append(r)
+                    card_cols.append(u)
+                c += [0.0] * len(first)
+                integrality += [1] * len(first)
+                nb += len(first)
             n_var += s + nb
         m = len(group)
         A = coo_array((gains_vals, (gains_rows, gains_cols)), shape=(m, n_var))
@@ -339,6 +453,9 @@ class Ustun(FollowsModel):
         if n_link:
             L = coo_array((link_vals, (link_rows, link_cols)), shape=(n_link, n_var))
             cons.append(LinearConstraint(L, lb=-np.inf, ub=0.0))
+        if card_rows:
+            K = coo_array((np.ones(len(card_rows)), (card_rows, card_cols)), shape=(m, n_var))
+            cons.append(LinearConstraint(K, lb=-np.inf, ub=float(cap)))
         with _quiet_stdout():
             res = milp(
                 np.asarray(c),
@@ -360,12 +477,15 @@ class Ustun(FollowsModel):
         The residual (about 1e-9 logit units) goes to the changed feature with the
         largest |w_j| that has room left in the needed direction.
         """
-        x_cf = np.clip(x_cf, self.ctx.lower, self.ctx.upper)
+        lo, hi = self.ctx.lower, self.ctx.upper
+        if self.ctx.one_way:  # the slack must not push a one-way feature back past x0
+            lo, hi = (a[0] for a in self.ctx.box(x0[None, :]))
+        x_cf = np.clip(x_cf, lo, hi)
         resid = target - linear_logit(x_cf[None, :], self.w, self.b)[0]
         changed = np.unique(feat[x_cf[feat] != x0[feat]])
         for j in changed[np.argsort(-np.abs(self.w[changed]), kind="stable")]:
             v = x_cf[j] + resid / self.w[j]
-            if self.ctx.lower[j] <= v <= self.ctx.upper[j]:
+            if lo[j] <= v <= hi[j]:
                 x_cf[j] = v
                 break
         return x_cf

@@ -90,7 +90,13 @@ class Wachter(FollowsModel):
     once every row lies in [g, g' + tol] and either no entry moves by ``xtol`` or
     ``min_iter`` iterations have passed. M is the decision model in force
     (``use_model``), its score and gradient rebuilt when it changes.
+
+    In a world with one-way features the clip is to each row's own box (``ctx.box``):
+    an increase-only feature never falls below x, a decrease-only one never rises above.
+    The generators built on this loop (claproar, gravitational, probe) inherit it.
     """
+
+    keeps_one_way = True
 
     def __init__(
         self,
@@ -156,8 +162,10 @@ class Wachter(FollowsModel):
         lam = np.full(g.shape, self.lam)
         half_lr = self.lr / (2.0 * lam)  # changes with lambda only
         target = self._aim(x0, g)
-        # the move d = x' − x0 (n, z) is what the prox acts on; the box bounds it too
-        d_lo, d_hi = lo - x0, hi - x0
+        # the move d = x' − x0 (n, z) is what the prox acts on; the box bounds it too (the
+        # rows' own boxes where features move one way only)
+        b_lo, b_hi = ctx.box(x0) if ctx.one_way else (lo, hi)
+        d_lo, d_hi = b_lo - x0, b_hi - x0
         x, dx = x0.copy(), np.zeros_like(x0)
         trust = None  # a penalty step's largest move, once one is needed
         for it in range(1, self.max_iter + 1):

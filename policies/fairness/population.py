@@ -336,7 +336,12 @@ SHRINK_ROUNDS, SHRINK_SLACK = 8, 1e-9
 
 
 class ScarfPolicy(FollowsModel):
-    """SCARF (``generator = "lstm"``) or its memoryless ablation (``"mlp"``) in the world."""
+    """SCARF (``generator = "lstm"``) or its memoryless ablation (``"mlp"``) in the world.
+
+    It does not keep one-way features (refused there): δ >= 0 raises every improvable
+    feature, a decrease-only one too, and the causal graph carries it into children along
+    edges of either sign; a generator trained without the directions cannot avoid that.
+    """
 
     name = "scarf"
     kind = "lstm"
@@ -562,6 +567,7 @@ class EIWorld:
     """No advice, in a world whose decision model is trained with the EI objective."""
 
     name = "ei"
+    keeps_one_way = True  # it moves nothing
 
     def prepare(self, ctx: PolicyContext) -> None:
         scenario: Any = ctx.extra.get("scenario")

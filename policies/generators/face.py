@@ -41,7 +41,14 @@ class Face(FollowsModel):
     serves every row of a tick exactly (rows never route through each other). Targets: nodes
     inside [lower, upper] whose score under the model in force is >= the row's goal;
     rows with none reachable get NaN (unreached).
+
+    One-way features (``ctx.direction``) narrow each row's targets to the nodes on their
+    side of the row (an increase-only feature at least x, a decrease-only one at most x),
+    so the advice keeps them; the path between is the graph's as before (only its end is
+    advice), at the price of one Dijkstra per row.
     """
+
+    keeps_one_way = True
 
     def __init__(
         self,
@@ -139,8 +146,11 @@ class Face(FollowsModel):
         # same targets (the graph is undirected): per distinct goal, or per row where
         # immutables make each row's targets its own (nodes carrying the row's values)
         keys = [(gq[a], tuple(X[need[a], self.imm])) for a in range(q)]
+        one_way = self.ctx.direction != 0 if self.ctx.one_way else None
+        if one_way is not None:  # each row's one-way values narrow its targets too
+            keys = [(*key, tuple(X[need[a], one_way])) for a, key in enumerate(keys)]
         for key in dict.fromkeys(keys):
-            g, imm_vals = key
+            g, imm_vals = key[:2]
             H = self.nodes
             if self.imm.any():
                 H = self.nodes.copy()
@@ -149,7 +159,12 @@ class Face(FollowsModel):
                 inside = self._inside(H)
             else:
                 score, inside = self.node_score, self.inside
-            targets = np.flatnonzero(inside & (score >= g))
+            keep = inside & (score >= g)
+            if one_way is not None:
+                # targets on the permitted side of the row's every one-way feature
+                side = (H[:, one_way] - np.asarray(key[2])) * self.ctx.direction[one_way]
+                keep &= (side >= 0).all(axis=1)
+            targets = np.flatnonzero(keep)
             if targets.size == 0:
                 continue
             # G is symmetric: as a directed graph it has every link both ways, so SciPy

@@ -96,7 +96,15 @@ class RBR(FollowsModel):
     ball's edge is reached, or when F has not improved for 10 steps. The advice is the
     last iterate with M(x') >= g under the model in force (x_b at worst); a row with no
     candidate gets NaN.
+
+    One-way features: candidates are only the applicants on the permitted side of x
+    (an increase-only feature at least x_j, a decrease-only one at most x_j), so the
+    segment to x_b keeps them, and the steps are clipped to the row's own box
+    (``ctx.box``) instead of [lower, upper]; the clip pulls towards x, so the iterate
+    stays in the L1 ball.
     """
+
+    keeps_one_way = True
 
     def __init__(
         self,
@@ -149,6 +157,8 @@ class RBR(FollowsModel):
             C = C[self._score(C) >= g]
         else:
             C = self.nodes[self.node_score >= g]
+        if self.ctx.one_way:  # only applicants on x's permitted side of each one-way feature
+            C = C[((C - x) * self.ctx.direction >= 0).all(axis=1)]
         if len(C) == 0:
             return None
         C = C[np.argsort(np.abs(C - x).sum(axis=1), kind="stable")[: self.n_candidates]]
@@ -205,6 +215,8 @@ class RBR(FollowsModel):
         S = Xb[:, None, :] + V
         pos = self._score(S.reshape(-1, z)).reshape(q, m) >= g[:, None]
         lo, hi = np.asarray(self.ctx.lower, dtype=float), np.asarray(self.ctx.upper, dtype=float)
+        if self.ctx.one_way:
+            lo, hi = self.ctx.box(X0)
         mut = np.asarray(self.ctx.mutable, dtype=float)
         radius = np.abs(Xb - X0).sum(axis=1) + self.delta_plus
         self._v = self._u = None

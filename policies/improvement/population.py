@@ -161,9 +161,12 @@ class _Pick:
 
 class ImprovementPolicy(FollowsModel):
     """Shared mechanics of the three policies; subclasses choose the arm (``_choose``)
-    and learn from rewards (``_credit``, ``_learned``)."""
+    and learn from rewards (``_credit``, ``_learned``). In a world with one-way features
+    an arm that would move one of them the wrong way is not offered to that candidate
+    (as the spec's A_t leaves out arms whose immutable features differ)."""
 
     name = "improve"
+    keeps_one_way = True
 
     @checked
     def __init__(
@@ -218,11 +221,18 @@ class ImprovementPolicy(FollowsModel):
             E_all /= z
             np.exp(E_all, out=E_all)  # exp(-cost / z), without temporaries
             changes = cost > 0
+            if self.ctx.one_way:
+                changes &= self._one_way_arms(obs.X)
             # a segment's point lands on its goal up to round-off, whichever way the CPU's
             # kernels round: within REACH_TOL it reaches (the advice is nudged up to it)
             eligible = changes & (score >= target[:, None] - REACH_TOL)
-            for i in np.flatnonzero(~eligible.any(axis=1)).tolist():
-                # nothing reaches the threshold: the best-scoring arm (none if none changes)
+            # nothing reaches the threshold: the best-scoring arm (none if none changes);
+            # not with one-way features, where the arms left are few and that arm's goal
+            # would mostly fall below the threshold (SPEC §2): such a row gets no advice
+            fallback = np.flatnonzero(~eligible.any(axis=1))
+            if self.ctx.one_way:
+                fallback = fallback[:0]
+            for i in fallback.tolist():
                 best = argmax_feasible(score[i], changes[i])
                 if best >= 0:
                     eligible[i, best] = True
@@ -312,6 +322,14 @@ class ImprovementPolicy(FollowsModel):
         np.subtract(self._arms_mt[:, None, :], Xm.T[:, :, None], out=out)
         np.abs(out, out=out)
         return np.add.reduce(out, axis=0)  # feature by feature, in order
+
+    def _one_way_arms(self, X: np.ndarray) -> np.ndarray:
+        """(n, K) bool: the arms that move no one-way feature of candidates X (n, z) the
+        wrong way (a segment towards an arm moves each feature the arm's way, so its
+        points do not either)."""
+        d = self.ctx.direction
+        j = np.flatnonzero((d != 0) & self.ctx.mutable)
+        return ((self.arms[None, :, j] - X[:, None, j]) * d[j] >= 0).all(axis=2)
 
     def _advice_rows(
         self, X: np.ndarray, k: np.ndarray, s: np.ndarray, target: np.ndarray

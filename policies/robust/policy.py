@@ -6,7 +6,8 @@ p = inf and, inside the box [-1, 1], for p = 1, and by ``robust_l2_batch`` for p
 finite box) and ``roar-l1``, ``roar-linf`` (ROAR). Each
 tick the policy takes θ from ``obs.decision_model`` (the model in force; a non-linear one
 is linearised at each row), solves every rejected row within the box [lower, upper] with
-the immutable features held, and advises X_cf with goal = M(X_cf) under that model.
+the immutable features held and a one-way feature kept on its side of the row's value
+(``PolicyContext.box``), and advises X_cf with goal = M(X_cf) under that model.
 
 Parameters: ``alpha`` (>= 0, radius of the model ball), the weight of the L1 cost given
 either as ``lam`` (> 0, absolute, as in the paper) or as ``kappa`` (in (0, 1), ours, the
@@ -100,7 +101,11 @@ class RobustPolicy(FollowsModel):
     ``exact`` False) with :func:`robust_lp` (SLSQP; on failure
     Algorithm 1 for p = 1, the greedy Algorithm 2 otherwise, whose ball contains every
     smaller-p ball); "roar" runs batched ROAR. ``name`` labels errors and warnings.
+    Every solver takes one box per row in a world with one-way features, so the advice
+    keeps them.
     """
+
+    keeps_one_way = True
 
     @checked  # each parameter's type and bounds: the declarations above, the registry's too
     def __init__(
@@ -259,14 +264,12 @@ class RobustPolicy(FollowsModel):
         rows the fallback solved."""
         lam = self._lam_t if lam is None else lam
         n = X.shape[0]
+        box = self._box(X)
         if self.method == "roar":
-            return roar(X, W, B, self.alpha, lam, self.p, self.lower, self.upper, self.immutable)[
-                0
-            ], 0
+            return roar(X, W, B, self.alpha, lam, self.p, *box)[0], 0
         Wr = np.broadcast_to(W, X.shape)
         Br = np.broadcast_to(np.asarray(B, dtype=float), (n,))
         out = np.empty_like(X)
-        box = (self.lower, self.upper, self.immutable)
         if self._greedy_exact():
             # p = inf: Algorithm 2 is exact (spec §4.3). p = 1 in a box inside [-1, 1]:
             # ‖x̃‖∞ = 1 (the intercept's 1), so the worst case is the nominal logit less α
@@ -286,10 +289,11 @@ class RobustPolicy(FollowsModel):
             rows = np.flatnonzero(~ok)
         for i in rows:
             args = (X[i], Wr[i], float(Br[i]), self.alpha, lam)
-            sol = robust_lp(*args, self.p, *box)
+            row_box = box if box[0].ndim == 1 else (box[0][i], box[1][i], box[2])
+            sol = robust_lp(*args, self.p, *row_box)
             if not sol.ok:
                 fallbacks += 1
-                sol = alg1(*args, 1, *box) if self.p == 1 else alg2(*args, *box)
+                sol = alg1(*args, 1, *row_box) if self.p == 1 else alg2(*args, *row_box)
             out[i] = sol.x
         if fallbacks and not self._warned:
             self._warned = True
@@ -302,6 +306,15 @@ class RobustPolicy(FollowsModel):
             )
         return out, fallbacks
 
+    def _box(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(lower, upper, immutable) for rows X (n, z): the bounds (z,), or one box (n, z)
+        per row where the world has one-way features."""
+        ctx = getattr(self, "ctx", None)
+        if ctx is not None and ctx.one_way:
+            lo, hi = ctx.box(X)
+            return lo, hi, self.immutable
+        return self.lower, self.upper, self.immutable
+
     def _price_of_robustness(self, X, X_cf, W, B) -> float:
         """Mean L1 cost of X_cf over that of the exact α = 0 optimum on the same rows, − 1."""
         if X.shape[0] == 0:
@@ -313,7 +326,7 @@ class RobustPolicy(FollowsModel):
             Wr = np.broadcast_to(W, X.shape)
             Br = np.broadcast_to(np.asarray(B, dtype=float), (X.shape[0],))
             # at α = 0 the greedy is exact for every p (all rows at once, alg2's bits)
-            ref_x = alg2_rows(X, Wr, Br, 0.0, self._lam_t, self.lower, self.upper, self.immutable)
+            ref_x = alg2_rows(X, Wr, Br, 0.0, self._lam_t, *self._box(X))
             ref = np.abs(ref_x - X).sum(axis=1).mean()
         return float(cost / ref - 1.0) if ref > 0 else math.nan
 

@@ -17,8 +17,11 @@ max_{‖θ−θ₀‖_p ≤ α} ℓ(θ·x̃) + λ‖x − x₀‖₁, for one li
   model of the current point (batched over rows).
 
 Bounds ``lower``/``upper`` (z,) and ``immutable`` (z,) bool are optional everywhere; a
-start outside the bounds is clipped first. :func:`linearise` turns any Scorer into
-(w, b) at the rows to advise (exact weights, or central differences of the logit).
+start outside the bounds is clipped first. The batched solvers (:func:`alg2_rows`,
+:func:`robust_l2_batch`, :func:`roar`) also take bounds (n, z), one box per row: a
+one-way feature holds its row's value as one end (``PolicyContext.box``).
+:func:`linearise` turns any Scorer into (w, b) at the rows to advise (exact weights, or
+central differences of the logit).
 """
 
 from __future__ import annotations
@@ -80,12 +83,21 @@ def check_weights(w: np.ndarray, b: float, field: str = "decision_model") -> Non
         raise ConfigError(problem(f"{field}.intercept", float(bad), "a finite number"))
 
 
+def _bound(z: int, value, fill: float) -> np.ndarray:
+    """A bound as (z,), or as (n, z) per row (given so, n > 1: the batched solvers)."""
+    if value is None:
+        return np.full(z, fill)
+    arr = np.asarray(value, dtype=float)
+    return arr if arr.ndim == 2 and arr.shape[0] != 1 else arr.reshape(z)
+
+
 def _box(z: int, lower, upper, immutable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    lo = np.full(z, -np.inf) if lower is None else np.asarray(lower, dtype=float).reshape(z)
-    hi = np.full(z, np.inf) if upper is None else np.asarray(upper, dtype=float).reshape(z)
+    lo, hi = _bound(z, lower, -np.inf), _bound(z, upper, np.inf)
     if (lo > hi).any():
-        i = int(np.flatnonzero(lo > hi)[0])
-        raise ConfigError(problem(f"lower[{i}]", float(lo[i]), f"a number <= upper[{i}]"))
+        i = int(np.argwhere(lo > hi)[0][-1])
+        raise ConfigError(
+            problem(f"lower[{i}]", float(np.max(lo[..., i])), f"a number <= upper[{i}]")
+        )
     fixed = np.zeros(z, bool) if immutable is None else np.asarray(immutable, bool).reshape(z)
     return lo, hi, fixed
 
@@ -342,8 +354,8 @@ def _l2_pattern(a, b, nu, x0f, lo, hi, base, alpha):
 def _l2_inner(mu, wf, x0f, lo, hi, base, alpha, guess=None):
     """Exact minimiser of α‖x̃‖₂ − w·x + μ‖x − x₀‖₁ over the box, for every row.
 
-    μ (n,), w and x₀ (n, m), lo and hi (m,), base (n,) = 1 + Σ fixed x². With ν = α/‖x̃‖₂
-    the minimiser is the separable prox of :func:`_l2_prox`; ν solves
+    μ (n,), w and x₀ (n, m), lo and hi (m,) or (n, m), base (n,) = 1 + Σ fixed x². With
+    ν = α/‖x̃‖₂ the minimiser is the separable prox of :func:`_l2_prox`; ν solves
     r(ν) = ν²(base + ‖x(ν)‖²) − α² = 0, r increasing (the inner problem is a partial
     minimum of a jointly convex function of x and ‖x̃‖). Between the breakpoints where a
     coordinate changes state r is ν²K + Q, so the root is sqrt((α² − Q)/K) on the segment
@@ -361,7 +373,8 @@ def _l2_inner(mu, wf, x0f, lo, hi, base, alpha, guess=None):
         same &= nu > 0.0
         redo = np.flatnonzero(~same)
         if redo.size:
-            sub = _l2_inner(mu[redo], wf[redo], x0f[redo], lo, hi, base[redo], alpha)
+            lo_r, hi_r = (lo[redo], hi[redo]) if lo.ndim == 2 else (lo, hi)
+            sub = _l2_inner(mu[redo], wf[redo], x0f[redo], lo_r, hi_r, base[redo], alpha)
             up[redo], down[redo], K[redo], nu[redo] = sub[2], sub[3], sub[4], sub[1]
             const[redo] = sub[0]
         x = np.where(up, a / nu[:, None], np.where(down, b / nu[:, None], const))
@@ -370,7 +383,8 @@ def _l2_inner(mu, wf, x0f, lo, hi, base, alpha, guess=None):
         cand = np.concatenate([a / x0f, a / hi, a / lo, b / x0f, b / hi, b / lo], axis=1)
         cand = np.where(np.isfinite(cand) & (cand > 0.0), cand, np.nan)
         nu = cand[:, :, None]
-        xc = _l2_prox(a[:, None], b[:, None], nu, x0f[:, None], lo, hi)
+        lo_c, hi_c = (lo[:, None], hi[:, None]) if lo.ndim == 2 else (lo, hi)
+        xc = _l2_prox(a[:, None], b[:, None], nu, x0f[:, None], lo_c, hi_c)
         r = nu[:, :, 0] ** 2 * (base[:, None] + np.square(xc).sum(axis=2)) - alpha**2
     below, above = r < 0.0, r >= 0.0
     nu_lo = np.max(np.where(below, cand, 0.0), axis=1, initial=0.0)
@@ -395,8 +409,8 @@ def robust_l2_batch(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The optimum of :func:`robust_lp` for p = 2 at every row of X0 (n, z) at once.
 
-    ``w`` (z,) or (n, z), ``b`` scalar or (n,); finite bounds (z,) and α > 0 (else use
-    :func:`robust_lp`). The optimum is the minimiser of the linearised price
+    ``w`` (z,) or (n, z), ``b`` scalar or (n,); finite bounds (z,) or (n, z) and α > 0
+    (else use :func:`robust_lp`). The optimum is the minimiser of the linearised price
     −s(x) + μ‖x − x₀‖₁ (s the worst-case logit) at μ = λ / σ(−s(x)): with
     u = log(μ/λ − 1), F(u) = u − s(x(u)) is increasing with slope >= 1 (s falls as μ
     grows) and its root is found inside a bracket [s(x₀), an upper bound of s] by Newton's
@@ -427,7 +441,8 @@ def robust_l2_batch(
     X = X0.copy()
     if n == 0 or not free.any():
         return X, np.ones(n, bool)
-    x0f, wf, lof, hif = X0[:, free], W[:, free], lo[free], hi[free]
+    x0f, wf, lof, hif = X0[:, free], W[:, free], lo[..., free], hi[..., free]
+    per_row = lof.ndim == 2  # one box per row: shrunk with the rows still searching
     c = B + np.add.reduce(W[:, fixed] * X0[:, fixed], axis=1)
     base = 1.0 + np.add.reduce(np.square(X0[:, fixed]), axis=1)
 
@@ -446,7 +461,14 @@ def robust_l2_batch(
     order = np.argsort(-np.abs(wf), axis=1, kind="stable")
     w_s = np.take_along_axis(wf, order, axis=1)
     x0_s = np.take_along_axis(x0f, order, axis=1)
-    t_s = np.where(w_s > 0, hif[order], lof[order])
+    if per_row:
+        t_s = np.where(
+            w_s > 0,
+            np.take_along_axis(hif, order, axis=1),
+            np.take_along_axis(lof, order, axis=1),
+        )
+    else:
+        t_s = np.where(w_s > 0, hif[order], lof[order])
     gain = np.cumsum(w_s * (t_s - x0_s), axis=1)
     sq = np.cumsum(t_s * t_s - x0_s * x0_s, axis=1)
     norm0 = base + (x0f * x0f).sum(axis=1)
@@ -539,6 +561,8 @@ def robust_l2_batch(
                 a[keep] for a in (rows, u, u_lo, u_hi, wf, x0f, c, base, nu)
             )
             widths = (widths[0][keep], widths[1][keep])
+            if per_row:
+                lof, hif = lof[keep], hif[keep]
     X[:, free] = X_free
     return _snap(X, X0, lo, hi), ok
 
@@ -719,8 +743,8 @@ def alg2_rows(
 ) -> np.ndarray:
     """:func:`alg2`'s points for every row of X0 (n, z) at once, bit for bit: the rows run
     its passes side by side, each with the same operations on the same numbers (the
-    logarithm through ``math.log``, as there). ``w`` (z,) or (n, z), ``b`` scalar or (n,).
-    Returns X (n, z)."""
+    logarithm through ``math.log``, as there). ``w`` (z,) or (n, z), ``b`` scalar or (n,);
+    bounds (z,) or (n, z). Returns X (n, z)."""
     X0 = np.atleast_2d(np.asarray(X0, dtype=float))
     n, z = X0.shape
     alpha, lam = check_alpha(alpha), check_lam(lam)
@@ -753,14 +777,13 @@ def alg2_rows(
         th, xi = theta[run, i], X[run, i]
         d = np.where(th > 0, 1.0, -1.0)
         step = (target - s[run]) / rate
-        room = np.where(d > 0, hi[i] - xi, xi - lo[i])
+        lo_i, hi_i = (lo[run, i], hi[run, i]) if lo.ndim == 2 else (lo[i], hi[i])
+        room = np.where(d > 0, hi_i - xi, xi - lo_i)
         to_zero = np.where(xi * d < 0, np.abs(xi), np.inf)
         inner = step < np.minimum(room, to_zero)
         zero = ~inner & (to_zero <= room)
         bound = ~inner & ~zero
-        X[run, i] = np.where(
-            inner, xi + d * step, np.where(zero, 0.0, np.where(d > 0, hi[i], lo[i]))
-        )
+        X[run, i] = np.where(inner, xi + d * step, np.where(zero, 0.0, np.where(d > 0, hi_i, lo_i)))
         s[run] = np.where(inner, target, s[run] + rate * np.where(zero, to_zero, room))
         th_new = np.where(zero, W[run, i] - alpha * d, th)
         theta[run, i] = th_new
@@ -792,7 +815,8 @@ def roar(
     L1 adversary subtracts α·sgn(x̃_k) (spec §4.4). A row stops once |ΔJ| <= ``tol``
     between successive steps, or after ``max_steps`` (ours). Bounds are kept by clipping
     after each step (projected Adam); immutable features get no gradient. ``w`` is (z,)
-    or (n, z), ``b`` a scalar or (n,). Returns X (n, z) and the steps taken (n,).
+    or (n, z), ``b`` a scalar or (n,), bounds (z,) or (n, z). Returns X (n, z) and the
+    steps taken (n,).
     The steps run compiled (:mod:`policies.robust.kernels`) for p = 1 and inf; ``compiled``
     False runs them in NumPy, the reference, with the same bits.
     """

@@ -71,10 +71,14 @@ class SafeARPolicy(FollowsModel):
     ``fail_cost`` (>= 0), ``retry`` (0 or 1), ``margin`` (added to the threshold), ``rollouts`` (per
     candidate, for VaR/CVaR), ``risk`` (``std`` or ``lpsd``).
 
+    A one-way feature moves only the way it may (the other way it has no room, so it is
+    never moved there).
     Plans are built afresh each tick from the decision model in force (``use_model``:
     feature choice, grid and goal states all read it), so a new model needs no
     rebuilding; advice is cut to this tick's share of the budget (:func:`policies.budget.fit_paced`).
     """
+
+    keeps_one_way = True
 
     def __init__(
         self,
@@ -250,7 +254,10 @@ class SafeARPolicy(FollowsModel):
         """Each candidate's grid: selected features (m, F), their values (m, F, L), the
         layout's strides (F,) and codes (S1, F), and which grid states reach the goal (m, S1)."""
         direction, useful = self._directions(Xt)  # (m, z)
-        room = np.where(direction > 0, self.ctx.upper - Xt, Xt - self.ctx.lower)
+        # one-way features: the row's own box, so a feature whose helpful way is barred
+        # has no room and is never picked (nor moved)
+        lo, hi = self.ctx.box(Xt) if self.ctx.one_way else (self.ctx.lower, self.ctx.upper)
+        room = np.where(direction > 0, hi - Xt, Xt - lo)
         sel, reach = self._select(Xt, gt, direction, useful, room)  # (m, F), (m, F)
         vals = self._grid_values(Xt, direction, sel, reach)  # (m, F, L)
         strides, codes, _ = self._grid(sel.shape[1])
