@@ -61,6 +61,7 @@ GENERATED = {
     ("docs/robust.md", "robust-alpha"): "results/robust-alpha/table.csv",
     # every card there (the leaderboard refuses a card of another schema itself)
     ("docs/leaderboard.md", "leaderboard"): "results/benchmark/cards/",
+    ("docs/own-data.md", "whatif-german"): "results/whatif/german-credit/whatif.json",
 }
 #: results that record no schema themselves -> the file the same call wrote that does
 RECORDED_IN = {

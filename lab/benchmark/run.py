@@ -344,13 +344,20 @@ def run_benchmarks(
     return outcomes
 
 
-def judge(runs: pd.DataFrame, policy: str, proto: Protocol) -> tuple[pd.DataFrame, pd.DataFrame]:
+def judge(
+    runs: pd.DataFrame, policy: str, proto: Protocol, figures: tuple[str, ...] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The card (the entry and the baselines, each figure with its interval and the
-    entry's paired differences) and the front rows, each one corrected family."""
+    entry's paired differences) and the front rows, each one corrected family.
+    ``figures``: those the worlds define (default: the protocol's, on each preset)."""
     card_rows, front = [], []
     fronts = proto.front_policies()
+    defined = figures
     for preset, part in runs.groupby("preset", sort=False):
-        figures = tuple(f for f in figures_on(proto.figures, preset) if f in part)
+        if defined is None:
+            figures = tuple(f for f in figures_on(proto.figures, preset) if f in part)
+        else:
+            figures = tuple(f for f in defined if f in part)
         shown = part[part["policy"].isin([policy, *proto.baselines])]
         cells = policy_cells(shown, figures)
         # only the entry's contrasts are on the card (and form the family): the baselines'
@@ -361,6 +368,8 @@ def judge(runs: pd.DataFrame, policy: str, proto: Protocol) -> tuple[pd.DataFram
         worlds = sorted(part["world_seed"].unique())
         rr, rf = episode_arrays(part, worlds, [policy])
         for name, grid in fronts.items():
+            if not set(grid) <= set(part["policy"]):
+                continue  # a front that cannot run here (a model exact-linear cannot serve)
             g_rr, g_rf = episode_arrays(part, worlds, grid)
             front += front_rows(
                 {policy: (rr[:, 0], rf[:, 0])}, g_rr, g_rf, front=name, head={"preset": preset}
@@ -369,6 +378,8 @@ def judge(runs: pd.DataFrame, policy: str, proto: Protocol) -> tuple[pd.DataFram
     entry = card["policy"] == policy
     judged = add_verdicts(card[entry], list(PAIRED), method=proto.card_correction)
     card = pd.concat([judged, card[~entry]], ignore_index=True)
+    if not front:
+        return card, pd.DataFrame()
     return card, add_front_verdicts(pd.DataFrame(front), method=proto.front_correction)
 
 
