@@ -9,6 +9,7 @@ The guard's details are tested without a browser in test_dashboard_guard.py.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -17,6 +18,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -75,19 +77,27 @@ def server(tmp_path_factory):
     with log_path.open("wb") as log:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}/"
+    with serving(proc, base, log_path.read_text):
+        yield base, port, log_path.read_text
+
+
+@contextlib.contextmanager
+def serving(proc: subprocess.Popen, base: str, output=lambda: "") -> Iterator[None]:
+    """Wait until the server ``proc`` answers at ``base`` (any answer, a refusal too, means
+    it is up), then hold it; stopped on leaving."""
     try:
         deadline = time.monotonic() + 120
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"the dashboard exited with {proc.returncode}: {log_path.read_text()}")
+                pytest.fail(f"the server exited with {proc.returncode}: {output()}")
             try:
-                fetch(base + "readyz")  # any answer, a refusal too, means it is up
+                fetch(base + "readyz")
                 break
             except OSError:
                 if time.monotonic() > deadline:
-                    pytest.fail("the dashboard did not answer within 120 s")
+                    pytest.fail("the server did not answer within 120 s")
                 time.sleep(0.3)
-        yield base, port, log_path.read_text
+        yield
     finally:
         proc.terminate()
         try:
@@ -213,24 +223,8 @@ def idle_server():
     cmd += ["--max-pages", "1", "--idle-minutes", "0.1"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, f"the server exited with {proc.returncode}"
-            try:
-                fetch(base + "readyz")
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the server did not answer within 120 s"
-                time.sleep(0.3)
+    with serving(proc, base):
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def test_an_idle_page_is_closed_and_frees_its_place(idle_server, browser):

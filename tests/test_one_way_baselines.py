@@ -3,11 +3,14 @@ generators (claproar, gravitational, probe, face, rbr): each keeps the direction
 world "one-way", Ustun's cap is exact, and without one-way features the advice is the
 advice from before they existed."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from scipy.special import expit
+from test_generators_gradient import _ctx as gradient_ctx
 
-from abm.interfaces import LinearScorer, PolicyContext
+from abm.interfaces import LinearScorer
 from abm.model import RecourseModel
 from abm.registry import make_policy
 from abm.testing import check_policy
@@ -70,25 +73,14 @@ Y_TRAIN = np.array([1, 1, 1, 0], dtype=np.int8)
 
 
 def _ctx(w=W, b=B, increase=(), decrease=(), X_train=X_TRAIN, y_train=Y_TRAIN):
+    """test_generators_gradient's context with one-way features."""
     z = len(w)
     inc, dec = np.zeros(z, bool), np.zeros(z, bool)
     inc[list(increase)], dec[list(decrease)] = True, True
-    return PolicyContext(
-        decision_model=LinearScorer(np.asarray(w, float), b),
-        lower=np.zeros(z),
-        upper=np.ones(z),
-        immutable=np.zeros(z, bool),
-        difficulty=np.full(z, 0.5),
-        k=10,
-        m=10,
-        validity=5,
-        beta=1.0,
-        ticks=10,
-        X_train=X_train,
-        y_train=y_train,
-        increase=inc,
-        decrease=dec,
-    )
+    base = gradient_ctx(np.asarray(w, float), b, X_train=X_train, y_train=y_train)
+    if X_train is None:  # no training data: none (the gradient tests' default has some)
+        base = dataclasses.replace(base, X_train=None, y_train=None)
+    return dataclasses.replace(base, increase=inc, decrease=dec)
 
 
 def _advise(rec, ctx, X, goals):

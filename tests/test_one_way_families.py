@@ -9,9 +9,10 @@ import math
 
 import numpy as np
 import pytest
+from test_robust import context, observation
 
 from abm.advice import keeps_one_way
-from abm.interfaces import LinearScorer, PolicyContext, RecourseObs
+from abm.interfaces import LinearScorer
 from abm.registry import make_policy
 from abm.testing import WORLDS, check_policy
 from policies.known_breaks import KNOWN_BREAKS
@@ -53,44 +54,14 @@ def test_learned_and_scarf_policies_stay_refused(spec):
 
 # -- a known case: a feature whose weight is negative may only rise -----------------------
 def _context(scorer, z=3, increase=(), decrease=()):
+    """test_robust's context with one-way features."""
+
     def mask(idx):
         m = np.zeros(z, bool)
         m[list(idx)] = True
         return m
 
-    return PolicyContext(
-        decision_model=scorer,
-        lower=np.zeros(z),
-        upper=np.ones(z),
-        immutable=np.zeros(z, bool),
-        difficulty=np.full(z, 0.5),
-        k=1,
-        m=1,
-        validity=1,
-        beta=0.05,
-        ticks=1,
-        increase=mask(increase),
-        decrease=mask(decrease),
-    )
-
-
-def _observation(X, scorer, threshold):
-    X = np.asarray(X, dtype=float)
-    n = X.shape[0]
-    s = scorer.score(X)
-    return RecourseObs(
-        tick=0,
-        threshold=threshold,
-        applicant_ids=np.arange(n),
-        applicant_X=X,
-        applicant_scores=s,
-        accepted=np.zeros(n, bool),
-        ids=np.arange(n),
-        X=X,
-        scores=s,
-        n_applications=np.ones(n, np.int64),
-        decision_model=scorer,
-    )
+    return dataclasses.replace(context(scorer, z), increase=mask(increase), decrease=mask(decrease))
 
 
 # feature 0 (w = 4) is near its bound, so feature 1 (w = -3) must fall to reach the cut
@@ -100,7 +71,7 @@ ROWS = [[0.95, 0.9, 0.2], [0.9, 0.7, 0.5], [0.98, 0.6, 0.1]]
 
 @pytest.mark.parametrize("spec", ROBUST)
 def test_robust_solvers_no_longer_lower_an_increase_only_feature(spec):
-    obs = _observation(ROWS, SCORER, threshold=0.6)
+    obs = observation(ROWS, SCORER, threshold=0.6)
     free = make_policy(spec)
     free.prepare(_context(SCORER))
     before = free.recommend(obs, np.random.default_rng(0))
@@ -114,7 +85,7 @@ def test_robust_solvers_no_longer_lower_an_increase_only_feature(spec):
 
 
 def test_safear_no_longer_lowers_an_increase_only_feature():
-    obs = _observation(ROWS, SCORER, threshold=0.6)
+    obs = observation(ROWS, SCORER, threshold=0.6)
     before = make_policy("safear:beta_risk=0")
     before.prepare(_context(SCORER))
     rec = before.recommend(obs, np.random.default_rng(0))

@@ -73,11 +73,14 @@ NOT_ENTERED: dict[str, str] = {
     ),
     "ei": "is a world of its own (decision_model = 'ei'), in no preset of the protocol",
     "threshold-rbr": (
-        "at its defaults about 13,000 s of one core for the quick tier here (the command's "
-        "estimate); entered as `rbr-50` in the quick tier instead (the five-families "
-        "study's 50 samples and 20 inner steps)"
+        "at its defaults about 10,000 s of one core for its 70 runs of the quick tier here "
+        "(the command's estimate, 117-182 s a run); entered as `rbr-50` in the quick tier "
+        "instead (the five-families study's 50 samples and 20 inner steps)"
     ),
-    "threshold-dice": "about 4,000 s of one core for the quick tier here (estimate): no card yet",
+    "threshold-dice": (
+        "about 3,700 s of one core for its 70 runs of the quick tier here (the command's "
+        "estimate, 43-64 s a run): no card yet"
+    ),
 }
 
 
