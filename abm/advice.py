@@ -8,6 +8,7 @@ import numpy as np
 from abm.interfaces import PolicyContext, Recommendation
 from abm.population import filled
 from abm.tick import Advice
+from abm.validation import ConfigError
 
 #: tolerance for a policy's counterfactual leaving the [0, 1] box (then clipped)
 BOUND_TOL = 1e-9
@@ -28,8 +29,6 @@ def refuse_one_way(policy: object, ctx: PolicyContext, name: str) -> None:
     """A one-line :class:`ConfigError` when the world has one-way features and ``policy``
     does not declare that it keeps them (docs/own-data.md, "Which way a feature moves")."""
     if ctx.one_way and not keeps_one_way(policy):
-        from abm.validation import ConfigError
-
         d = ctx.direction
         up, down = np.flatnonzero(d > 0).tolist(), np.flatnonzero(d < 0).tolist()
         raise ConfigError(

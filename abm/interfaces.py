@@ -125,6 +125,16 @@ class PolicyContext:
         hi = np.where(hold_hi, X, np.broadcast_to(self.upper, X.shape))
         return lo, hi
 
+    def bounds(
+        self, X: np.ndarray, lower: np.ndarray | None = None, upper: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(lo, hi) on counterfactuals of rows X (n, z), or of one row (z,): :meth:`box`
+        where some feature is one-way, else ``lower`` and ``upper`` (default the
+        context's, (z,)) for every row, as before one-way features existed."""
+        if self.one_way:
+            return self.box(X)
+        return (self.lower if lower is None else lower), (self.upper if upper is None else upper)
+
     def useful(self, weights: np.ndarray) -> np.ndarray:
         """(z,) bool: features that may move the way a linear score with ``weights`` (z,)
         rises: mutable, w != 0, and not one-way against sign(w)."""

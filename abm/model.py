@@ -101,7 +101,9 @@ class RecourseModel(RecordAccess, mesa.Model):
         # the scenario lets trained policies check what they were trained for;
         # allow_mismatch lets them run anyway (recorded in their provenance)
         extra = {"simulator": self.simulator, "scenario": config, "allow_mismatch": allow_mismatch}
-        self.context = self.world.policy_context(config, self.immutable, self.difficulty, extra)
+        self.context = self.world.policy_context(
+            config, self.immutable, self.difficulty, extra, self._direction
+        )
         refuse_one_way(self.policy, self.context, self.policy_name)
         self.policy.prepare(self.context)
         self.tick, self._next_id = 0, 0

@@ -246,10 +246,16 @@ class World:
         return X, group
 
     def policy_context(
-        self, config: Any, immutable: np.ndarray, difficulty: np.ndarray, extra: dict
+        self,
+        config: Any,
+        immutable: np.ndarray,
+        difficulty: np.ndarray,
+        extra: dict,
+        direction: np.ndarray | None = None,
     ) -> PolicyContext:
         """What a policy may know of this world under scenario ``config`` (SPEC §4): the
-        decision model, the box, immutables (z,) and difficulties (z,), the training data."""
+        decision model, the box, immutables (z,), the one-way ``direction`` (z,) int8
+        (None: none), difficulties (z,) and the training data."""
         c, z = config, config.n_features
         return PolicyContext(
             decision_model=self.decision_model,
@@ -268,8 +274,8 @@ class World:
             group_train=self.group_train,
             n_groups=c.n_groups,
             causal_graph=self.structure.graph,
-            increase=_mask(z, c.increase),
-            decrease=_mask(z, c.decrease),
+            increase=None if direction is None else direction > 0,
+            decrease=None if direction is None else direction < 0,
             # what the extensions tell policies (a budget); registry order
             **{k: v for m in registered() for k, v in m.context(c).items()},
         )
@@ -429,10 +435,3 @@ def _build_world(key: tuple, estimator: Any | None) -> World:
         structure=structure,
         label_noise=noise,
     )
-
-
-def _mask(z: int, indices: tuple[int, ...]) -> np.ndarray:
-    """(z,) bool, True at ``indices``."""
-    out = np.zeros(z, dtype=bool)
-    out[list(indices)] = True
-    return out

@@ -39,7 +39,8 @@ from abm.config import ScenarioConfig
 from abm.provenance import RESULTS_SCHEMA
 from abm.validation import ConfigError, problem
 from lab.benchmark.protocol import Protocol, protocol
-from lab.benchmark.run import KEPT, judge
+from lab.benchmark.run import judge, protocol_study
+from lab.study.analysis import figures_on
 
 #: the quick list: the protocol's baselines come on top (none, threshold, the fronts)
 QUICK_POLICIES = (
@@ -108,36 +109,14 @@ def runnable(config: ScenarioConfig, policies: Sequence[str]) -> tuple[list[str]
     return ok, why
 
 
-def figures_of(config: ScenarioConfig, figures: Sequence[str]) -> tuple[str, ...]:
-    """The card ``figures`` the world defines (a figure of an extension that is off is not)."""
-    from abm.mechanisms import FIGURES
-
-    needs = {f.name: f.needs for f in FIGURES}
-    on = config.mechanisms
-    return tuple(f for f in figures if not needs.get(f) or needs[f] in on)
-
-
 def study_of(scenario: str, config: ScenarioConfig, policies: list[str], proto: Protocol):
     """The one study: every policy on the protocol's worlds (world seeds, or episode seeds
     in a [data] world) and episodes."""
-    from lab.study import Study
-
-    n = proto.worlds * proto.episodes
-    worlds = {"seeds": list(range(n)), "world_seeds": [0]}
+    description = f"what if ({proto.version}, {proto.tier}): {scenario}"
     if config.data is None:
-        worlds = {"seeds": list(proto.seeds), "world_seeds": list(proto.world_seeds)}
-    data: dict[str, Any] = {
-        "name": "whatif",
-        "description": f"what if ({proto.version}, {proto.tier}): {scenario}",
-        "scenario": scenario,
-        **worlds,
-        "sweep": {"policy": policies},
-        "metrics": list(KEPT),
-        "set": dict(proto.settings),
-    }
-    if proto.ticks is not None:
-        data["ticks"] = proto.ticks
-    return Study.from_dict(data)
+        return protocol_study(proto, "whatif", description, scenario, policies)
+    seeds = range(proto.worlds * proto.episodes)
+    return protocol_study(proto, "whatif", description, scenario, policies, seeds, [0])
 
 
 def reach(lo: float, mean: float, target: float) -> str:
@@ -210,7 +189,7 @@ def run_whatif(
     if config.data is not None:  # the episodes are the worlds (their arrivals differ)
         runs = runs.assign(world_seed=runs["seed"], seed=0)
     runs = runs.assign(preset=slug)
-    figures = figures_of(config, proto.figures)
+    figures = figures_on(proto.figures, config)
     judged = [p for p in wanted if p in every and p not in proto.baselines]
     rows, fronts = [], []
     for policy in [*(p for p in proto.baselines if p in every), *judged]:

@@ -249,7 +249,7 @@ class ExactLinear(FollowsModel):
     def prepare(self, ctx: PolicyContext) -> None:
         require_linear("exact-linear", ctx.decision_model)
         self.ctx = ctx
-        self._check_cap()
+        self._follow_features()
         self._order = None
         self._uniform = np.ones(ctx.n_features)
         if self.weights == "estimated":
@@ -257,11 +257,12 @@ class ExactLinear(FollowsModel):
 
     def model_changed(self) -> None:
         require_linear("exact-linear", self.ctx.decision_model)
-        self._check_cap()
+        self._follow_features()
         self._order = None  # the fill order ranks the old model's weights
 
-    def _check_cap(self) -> None:
-        # (z,) bool: the features that may carry advice under the model in force
+    def _follow_features(self) -> None:
+        """The features that may carry advice under the model in force (z,) bool, and the
+        cap checked against their number."""
         self._useful = self.ctx.useful(self.ctx.decision_model.weights)
         k = self.max_changes
         if k is None:

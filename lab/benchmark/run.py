@@ -95,22 +95,44 @@ def studies(policy: str | Sequence[str], proto: Protocol, skip: Iterable[str] = 
     entries = [policy] if isinstance(policy, str) else list(policy)
     policies = list(dict.fromkeys([*entries, *proto.baseline_policies()]))
     left_out = set(skip)
-    out = []
-    for preset in (p for p in proto.presets if p not in left_out):
-        data: dict[str, Any] = {
-            "name": f"benchmark-{preset}",
-            "description": f"{proto.version} ({proto.tier}): {', '.join(entries)} in {preset}",
-            "scenario": preset,
-            "seeds": list(proto.seeds),
-            "world_seeds": list(proto.world_seeds),
-            "sweep": {"policy": policies},
-            "metrics": list(KEPT),
-            "set": dict(proto.settings),
-        }
-        if proto.ticks is not None:
-            data["ticks"] = proto.ticks
-        out.append(Study.from_dict(data))
-    return out
+    return [
+        protocol_study(
+            proto,
+            f"benchmark-{preset}",
+            f"{proto.version} ({proto.tier}): {', '.join(entries)} in {preset}",
+            preset,
+            policies,
+        )
+        for preset in proto.presets
+        if preset not in left_out
+    ]
+
+
+def protocol_study(
+    proto: Protocol,
+    name: str,
+    description: str,
+    scenario: str,
+    policies: Sequence[str],
+    seeds: Sequence[int] | None = None,
+    world_seeds: Sequence[int] | None = None,
+) -> Study:
+    """One study of ``policies`` in ``scenario`` (a preset or a scenario file) on the
+    protocol's fixed elements: its seeds and world seeds (unless given), its ticks, its
+    settings and the tick columns every run keeps (:data:`KEPT`)."""
+    data: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "scenario": scenario,
+        "seeds": list(proto.seeds if seeds is None else seeds),
+        "world_seeds": list(proto.world_seeds if world_seeds is None else world_seeds),
+        "sweep": {"policy": list(policies)},
+        "metrics": list(KEPT),
+        "set": dict(proto.settings),
+    }
+    if proto.ticks is not None:
+        data["ticks"] = proto.ticks
+    return Study.from_dict(data)
 
 
 def check_entry(policy: str, proto: Protocol, allow: dict[str, str] | None = None) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,8 @@ POLICY_FIGURE = "policies.png"
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+    from abm.config import ScenarioConfig
 
 __all__ = [
     "StudyReport",
@@ -66,14 +68,15 @@ def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.array(front[::-1], dtype=np.int64)
 
 
-def figures_on(figures: tuple[str, ...], preset: str) -> tuple[str, ...]:
-    """The card ``figures`` defined in ``preset``: those of the world, and those of each
-    world extension it switches on (a figure of one that is off is undefined there)."""
+def figures_on(figures: Sequence[str], preset: str | ScenarioConfig) -> tuple[str, ...]:
+    """The card ``figures`` defined in ``preset`` (a preset's name or a scenario): those
+    of the world, and those of each world extension it switches on (a figure of one that
+    is off is undefined there)."""
     from abm.mechanisms import FIGURES
     from abm.scenarios import PRESETS
 
     needs = {f.name: f.needs for f in FIGURES}
-    on = PRESETS[preset].mechanisms
+    on = (PRESETS[preset] if isinstance(preset, str) else preset).mechanisms
     return tuple(f for f in figures if not needs.get(f) or needs[f] in on)
 
 

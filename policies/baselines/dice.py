@@ -129,9 +129,8 @@ class Dice(FollowsModel):
             return np.full_like(x, np.nan)
         query = pd.DataFrame(x[None, :], columns=self.names)
         vary, permitted = self.vary, self.permitted
-        lower, upper = self.ctx.lower, self.ctx.upper
+        lower, upper = self.ctx.bounds(x)
         if self.ctx.one_way:
-            lower, upper = (a[0] for a in self.ctx.box(x[None, :]))
             room = np.flatnonzero(lower < upper)  # immutables and one-way at their end: none
             if room.size == 0:
                 return np.full_like(x, np.nan)

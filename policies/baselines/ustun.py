@@ -477,9 +477,8 @@ class Ustun(FollowsModel):
         The residual (about 1e-9 logit units) goes to the changed feature with the
         largest |w_j| that has room left in the needed direction.
         """
-        lo, hi = self.ctx.lower, self.ctx.upper
-        if self.ctx.one_way:  # the slack must not push a one-way feature back past x0
-            lo, hi = (a[0] for a in self.ctx.box(x0[None, :]))
+        # with one-way features the slack must not push one back past x0: x0's own box
+        lo, hi = self.ctx.bounds(x0)
         x_cf = np.clip(x_cf, lo, hi)
         resid = target - linear_logit(x_cf[None, :], self.w, self.b)[0]
         changed = np.unique(feat[x_cf[feat] != x0[feat]])

@@ -164,7 +164,7 @@ class Wachter(FollowsModel):
         target = self._aim(x0, g)
         # the move d = x' − x0 (n, z) is what the prox acts on; the box bounds it too (the
         # rows' own boxes where features move one way only)
-        b_lo, b_hi = ctx.box(x0) if ctx.one_way else (lo, hi)
+        b_lo, b_hi = ctx.bounds(x0, lo, hi)
         d_lo, d_hi = b_lo - x0, b_hi - x0
         x, dx = x0.copy(), np.zeros_like(x0)
         trust = None  # a penalty step's largest move, once one is needed

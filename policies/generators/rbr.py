@@ -214,9 +214,9 @@ class RBR(FollowsModel):
         V *= (rng.random((q, m)) ** (1.0 / z))[..., None] * self.perturb_radius
         S = Xb[:, None, :] + V
         pos = self._score(S.reshape(-1, z)).reshape(q, m) >= g[:, None]
-        lo, hi = np.asarray(self.ctx.lower, dtype=float), np.asarray(self.ctx.upper, dtype=float)
-        if self.ctx.one_way:
-            lo, hi = self.ctx.box(X0)
+        lo, hi = self.ctx.bounds(
+            X0, np.asarray(self.ctx.lower, dtype=float), np.asarray(self.ctx.upper, dtype=float)
+        )
         mut = np.asarray(self.ctx.mutable, dtype=float)
         radius = np.abs(Xb - X0).sum(axis=1) + self.delta_plus
         self._v = self._u = None

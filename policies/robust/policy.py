@@ -310,10 +310,9 @@ class RobustPolicy(FollowsModel):
         """(lower, upper, immutable) for rows X (n, z): the bounds (z,), or one box (n, z)
         per row where the world has one-way features."""
         ctx = getattr(self, "ctx", None)
-        if ctx is not None and ctx.one_way:
-            lo, hi = ctx.box(X)
-            return lo, hi, self.immutable
-        return self.lower, self.upper, self.immutable
+        if ctx is None:
+            return self.lower, self.upper, self.immutable
+        return (*ctx.bounds(X, self.lower, self.upper), self.immutable)
 
     def _price_of_robustness(self, X, X_cf, W, B) -> float:
         """Mean L1 cost of X_cf over that of the exact α = 0 optimum on the same rows, − 1."""

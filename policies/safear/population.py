@@ -256,7 +256,7 @@ class SafeARPolicy(FollowsModel):
         direction, useful = self._directions(Xt)  # (m, z)
         # one-way features: the row's own box, so a feature whose helpful way is barred
         # has no room and is never picked (nor moved)
-        lo, hi = self.ctx.box(Xt) if self.ctx.one_way else (self.ctx.lower, self.ctx.upper)
+        lo, hi = self.ctx.bounds(Xt)
         room = np.where(direction > 0, hi - Xt, Xt - lo)
         sel, reach = self._select(Xt, gt, direction, useful, room)  # (m, F), (m, F)
         vals = self._grid_values(Xt, direction, sel, reach)  # (m, F, L)
