@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from abm.interfaces import PolicyContext, Recommendation
+from abm.onehot import OneHot
 from abm.population import filled
 from abm.tick import Advice
 from abm.validation import ConfigError
@@ -38,17 +39,36 @@ def refuse_one_way(policy: object, ctx: PolicyContext, name: str) -> None:
         )
 
 
+def keeps_onehot(policy: object) -> bool:
+    """Whether ``policy`` declares that its advice keeps one-hot groups valid
+    (``keeps_onehot = True``): every group one-hot, only allowed switches."""
+    return bool(getattr(policy, "keeps_onehot", False))
+
+
+def refuse_onehot(policy: object, ctx: PolicyContext, name: str) -> None:
+    """A one-line :class:`ConfigError` when the world has one-hot groups and ``policy``
+    does not declare that it keeps them (docs/own-data.md, "Categories without an order")."""
+    if ctx.onehot is not None and not keeps_onehot(policy):
+        groups = ", ".join(ctx.onehot.describe(g) for g in range(len(ctx.onehot.groups)))
+        raise ConfigError(
+            f"policy {name!r} does not keep one-hot groups valid ({groups}); run it on data "
+            "without [data.onehot], or choose a policy that keeps them (docs/own-data.md)"
+        )
+
+
 def checked_advice(
     X: np.ndarray,
     rec: Recommendation | None,
     immutable: np.ndarray | None,
     name: str,
     direction: np.ndarray | None = None,
+    onehot: OneHot | None = None,
 ) -> Advice:
     """Policy ``name``'s advice ``rec`` to the rejected, whose features are X (n, z): shapes
     checked, changes below CHANGE_TOL dropped, a change of nothing no advice (SPEC §2), the
     [0, 1] box, the ``immutable`` features (z,) bool (None: none) and the one-way
-    ``direction`` (z,) int8 (+1 only up, -1 only down; None: none) kept."""
+    ``direction`` (z,) int8 (+1 only up, -1 only down; None: none) and the ``onehot`` groups
+    (each group one-hot, only allowed switches) kept."""
     n, z = X.shape
     if n == 0:
         if rec is not None and np.asarray(rec.goal).size:
@@ -97,6 +117,10 @@ def checked_advice(
             )
     if lo < 0 or hi > 1:
         X_cf = np.clip(X_cf, 0.0, 1.0)
+    if onehot is not None:
+        problem = onehot.problem(X, X_cf)
+        if problem is not None:
+            raise RuntimeError(f"policy {name!r} {problem[1]} (row {problem[0]})")
     info = {key: np.asarray(v) for key, v in rec.info.items()}
     counts = (n_unreached, n_withheld, n_no_change)
     return Advice(goal, X, X_cf, advised, info, all_advised, counts)

@@ -9,6 +9,7 @@ with one line naming the field, the value and the allowed range.
 from __future__ import annotations
 
 import functools
+import math
 import tomllib
 from typing import Annotated, Any, Literal, get_args
 
@@ -72,6 +73,14 @@ _IMMUTABLE_TEXT = "distinct feature indices in [0, n_features - 1], leaving one 
 _ONE_WAY_TEXT = (
     "distinct feature indices in [0, n_features - 1], none immutable or in both increase "
     "and decrease"
+)
+_ONEHOT_TEXT = (
+    "groups of at least 2 feature indices in [0, n_features - 1], each feature in at most "
+    "one group and in neither increase nor decrease; a group all immutable or none of it"
+)
+_SWITCH_TEXT = (
+    "one m x m table per onehot group (m its size): 0 on the diagonal, elsewhere a cost "
+    "in (0, 1) or inf (the switch is not allowed); empty: 0.5 for every switch"
 )
 _DATA_TEXT = "a [data] table with path and features (see docs/own-data.md)"
 
@@ -144,6 +153,11 @@ class ScenarioConfig(BaseModel):
     # (debt); the others move either way
     increase: tuple[Int, ...] = Field((), json_schema_extra={"allowed": _ONE_WAY_TEXT})
     decrease: tuple[Int, ...] = Field((), json_schema_extra={"allowed": _ONE_WAY_TEXT})
+    # unordered categories: each group of indicator features holds exactly one 1 (abm.onehot)
+    onehot: tuple[tuple[Int, ...], ...] = Field((), json_schema_extra={"allowed": _ONEHOT_TEXT})
+    switch_cost: tuple[tuple[tuple[Float, ...], ...], ...] = Field(
+        (), json_schema_extra={"allowed": _SWITCH_TEXT}
+    )
     # population (App. D)
     # bounded so that a typo fails as a field, not as an out-of-memory error
     n_initial: Int = Field(20, ge=0, le=10_000_000)
@@ -187,6 +201,8 @@ class ScenarioConfig(BaseModel):
             self.__dict__["immutable"] = self.data.immutable_indices
             self.__dict__["increase"] = self.data.indices("increase")
             self.__dict__["decrease"] = self.data.indices("decrease")
+            self.__dict__["onehot"] = self.data.onehot_indices
+            self.__dict__["switch_cost"] = self.data.switch_costs
         z = self.n_features
         if len(self.difficulty) != z or not all(0.0 < d <= 1.0 for d in self.difficulty):
             raise not_allowed(
@@ -218,12 +234,44 @@ class ScenarioConfig(BaseModel):
                     f"(immutable = {list(fixed)}) or in both increase and decrease"
                 )
                 raise not_allowed(allowed, field=name, value=one_way)
+        self._check_onehot()
         if self.n_initial + self.m == 0:
             raise not_allowed("at least 1 (somebody must apply)", field="n_initial + m", value=0)
         synthetic_only(self, {"decision_model": self.decision_model in ("dp", "ei")})
         for ext in extensions.registered():  # its own checks across fields
             ext.check(self)
         return self
+
+    def _check_onehot(self) -> None:
+        """One-hot groups: disjoint, in range, not one-way, wholly immutable or not at all;
+        ``switch_cost`` one m x m table per group."""
+        z, seen = self.n_features, set()
+        one_way = set(self.increase) | set(self.decrease)
+        for g, members in enumerate(self.onehot):
+            fixed = {i in self.immutable for i in members}
+            if (
+                len(members) < 2
+                or any(not 0 <= i < z for i in members)
+                or len(set(members)) != len(members)
+                or set(members) & (seen | one_way)
+                or len(fixed) != 1
+            ):
+                allowed = _ONEHOT_TEXT.replace("n_features - 1", str(z - 1))
+                raise not_allowed(allowed, field=f"onehot[{g}]", value=members)
+            seen |= set(members)
+        if not self.switch_cost:
+            return
+        if len(self.switch_cost) != len(self.onehot):
+            raise not_allowed(_SWITCH_TEXT, field="switch_cost", value=self.switch_cost)
+        for g, (members, table) in enumerate(zip(self.onehot, self.switch_cost, strict=True)):
+            m = len(members)
+            ok = len(table) == m and all(len(row) == m for row in table)
+            for a, row in enumerate(table if ok else ()):
+                for b, c in enumerate(row):
+                    ok &= c == 0 if a == b else (0 < c < 1 or c == math.inf)
+            if not ok:
+                allowed = f"a {m} x {m} table: 0 on the diagonal, elsewhere in (0, 1) or inf"
+                raise not_allowed(allowed, field=f"switch_cost[{g}]", value=table)
 
     @property
     def n_groups(self) -> int:
@@ -305,7 +353,12 @@ class ScenarioConfig(BaseModel):
 
 #: core fields added after run ids were first published: left out of to_dict() at their
 #: default, like the extensions' fields, so earlier configs keep their run ids
-_NEW_CORE_DEFAULTS: dict[str, Any] = {"increase": (), "decrease": ()}
+_NEW_CORE_DEFAULTS: dict[str, Any] = {
+    "increase": (),
+    "decrease": (),
+    "onehot": (),
+    "switch_cost": (),
+}
 
 
 def omitted_defaults() -> dict[str, Any]:

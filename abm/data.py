@@ -8,6 +8,9 @@ nothing is ever unpickled). :func:`build_data_world` turns it into the parts of 
 * each feature column x is scaled by its bounds [lo, hi] to (x - lo) / (hi - lo) in [0, 1]
   (bounds default to the column's min and max; a column mapped to codes under
   ``categories`` defaults to [0, number of codes - 1]);
+* a column under ``[data.onehot]`` (unordered categories) becomes one indicator feature
+  per category, ``name=value``, exactly one of them 1 (:class:`OneHotColumn`; advice
+  switches the category at a cost, :mod:`abm.onehot`);
 * the label, when given, is 1 where it equals ``label_good`` (the "accept" outcome) and 0
   elsewhere; without a label the synthetic world's rule labels the rows: y = 1 when
   w . x + N(0, label_noise) > 0.5, w ~ U(weight_range) normalised to sum 1 (App. B.1);
@@ -43,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 
 from abm.fields import Float
 from abm.model_file import FileModel, ModelRefused, ModelSpec, RawColumns, load_model
+from abm.onehot import DEFAULT_SWITCH_COST
 from abm.provenance import file_sha256 as provenance_sha256
 from abm.rng import stream
 from abm.validation import ConfigError, not_allowed, problem
@@ -278,6 +282,10 @@ _SHAPES: dict[str, tuple[Any, str]] = {
         lambda v: _is_table(v, lambda c: isinstance(c, list | tuple) and all(map(_is_scalar, c))),
         "a table of feature = [value of code 0, value of code 1, ...]",
     ),
+    "onehot": (
+        lambda v: _is_table(v, lambda c: isinstance(c, dict | OneHotColumn)),
+        "a table of column = {values, cost, pairs, switches} (each key optional)",
+    ),
     "arrivals": (lambda v: v in ("resample", "gaussian"), "one of resample, gaussian"),
     "format": (lambda v: v in ("csv", "parquet"), "one of csv, parquet"),
     "separator": (_is_text, 'one character, or "whitespace"'),
@@ -295,6 +303,103 @@ _SHAPES: dict[str, tuple[Any, str]] = {
         "a table with path (a skops file) and optionally trusted",
     ),
 }
+
+
+class OneHotColumn(BaseModel):
+    """``[data.onehot.NAME]``: an unordered column as one indicator feature per category.
+
+    ``values`` the categories in feature order (default: the column's, sorted as text);
+    ``cost`` the switching cost per target category; ``pairs`` per switch, from -> to ->
+    cost, over ``cost``; each in (0, 1), 0.5 where none is given. ``switches`` from ->
+    the categories it may switch to (a category not listed may switch to any); naming the
+    column under ``immutable`` allows none.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    values: tuple[Scalar, ...] | None = None
+    cost: tuple[tuple[Text, Float], ...] = ()
+    pairs: tuple[tuple[Text, tuple[tuple[Text, Float], ...]], ...] = ()
+    switches: tuple[tuple[Text, tuple[Text, ...]], ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain(cls, data: Any) -> Any:
+        """Tables become sorted pairs (hashable); category names are read as text."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if isinstance(data.get("cost"), dict):
+            data["cost"] = tuple(sorted((str(k), v) for k, v in data["cost"].items()))
+        if isinstance(data.get("pairs"), dict):
+            data["pairs"] = tuple(
+                sorted(
+                    (str(a), tuple(sorted((str(b), c) for b, c in to.items())))
+                    for a, to in data["pairs"].items()
+                    if isinstance(to, dict)
+                )
+            )
+        if isinstance(data.get("switches"), dict):
+            data["switches"] = tuple(
+                sorted((str(a), tuple(str(b) for b in to)) for a, to in data["switches"].items())
+            )
+        return data
+
+    @property
+    def default(self) -> bool:
+        """Every switch allowed at the default cost."""
+        return not (self.cost or self.pairs or self.switches)
+
+    def check(self, name: str) -> None:
+        """The categories distinct (at least 2), costs in (0, 1), every name a category."""
+        texts = [str(v) for v in self.values]
+        if len(texts) < 2 or len(set(texts)) != len(texts):
+            raise _Problem(f"onehot.{name}.values", list(self.values), "2 or more distinct values")
+        known = set(texts)
+        listed = ", ".join(texts)
+        entries = [("cost", b, c) for b, c in self.cost] + [
+            (f"pairs.{a}", b, c) for a, to in self.pairs for b, c in to
+        ]
+        for a, _ in self.pairs:
+            if a not in known:
+                raise _Problem(f"onehot.{name}.pairs", a, f"a category of {name}: {listed}")
+        for where, b, c in entries:
+            if b not in known:
+                raise _Problem(f"onehot.{name}.{where}", b, f"a category of {name}: {listed}")
+            if not 0.0 < c < 1.0:
+                allowed = "a switching cost in (0, 1) (eq. 7: a switch costing c has a = 1/c - 1)"
+                raise _Problem(f"onehot.{name}.{where}.{b}", c, allowed)
+        for a, to in self.switches:
+            if a not in known or not set(to) <= known:
+                allowed = f"categories of {name}: {listed}"
+                raise _Problem(f"onehot.{name}.switches.{a}", list(to), allowed)
+
+    def table(self) -> tuple[tuple[float, ...], ...]:
+        """(m, m) switching costs, from row to column: 0 on the diagonal, ``inf`` where a
+        switch is not allowed."""
+        texts = [str(v) for v in self.values]
+        at = {t: i for i, t in enumerate(texts)}
+        c = np.full((len(texts), len(texts)), DEFAULT_SWITCH_COST)
+        for b, cost in self.cost:
+            c[:, at[b]] = cost
+        for a, to in self.pairs:
+            for b, cost in to:
+                c[at[a], at[b]] = cost
+        for a, to in self.switches:
+            allowed = {at[b] for b in to}
+            c[at[a], [j for j in range(len(texts)) if j not in allowed]] = math.inf
+        np.fill_diagonal(c, 0.0)
+        return tuple(tuple(float(v) for v in row) for row in c)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"values": list(self.values or ())}
+        if self.cost:
+            out["cost"] = dict(self.cost)
+        if self.pairs:
+            out["pairs"] = {a: dict(to) for a, to in self.pairs}
+        if self.switches:
+            out["switches"] = {a: list(to) for a, to in self.switches}
+        return out
 
 
 class DataSource(BaseModel):
@@ -321,6 +426,7 @@ class DataSource(BaseModel):
     decrease: tuple[Text, ...] = ()
     bounds: tuple[tuple[Text, tuple[Float, Float]], ...] = ()
     categories: tuple[tuple[Text, tuple[Scalar, ...]], ...] = ()
+    onehot: tuple[tuple[Text, OneHotColumn], ...] = ()
     arrivals: Literal["resample", "gaussian"] = "resample"
     classifier: ClassifierSpec | None = None
     model: ModelSpec | None = None
@@ -343,6 +449,8 @@ class DataSource(BaseModel):
             if key in data and not fits(data[key]):
                 raise not_allowed(allowed, field=key, value=data[key])
         data = dict(data)
+        if isinstance(data.get("onehot"), dict):
+            data["onehot"] = tuple(sorted((str(k), v) for k, v in data["onehot"].items()))
         for key in ("bounds", "categories"):
             if isinstance(data.get(key), dict):
                 data[key] = tuple(
@@ -369,12 +477,21 @@ class DataSource(BaseModel):
                     "(the file changed; leave sha256 out to accept it)",
                 )
             self.__dict__["sha256"] = digest  # frozen: set once, while validating
-            _prepare(self.table_key())
+            table = _prepare(self.table_key())
+            self._fill_onehot(table.levels)
             if self.model is not None:
                 self._check_model()
         except _Problem as exc:
             raise exc.pydantic() from None
         return self
+
+    def _fill_onehot(self, levels: dict[str, tuple]) -> None:
+        """Each [data.onehot] column's categories (the file's, sorted as text, where
+        ``values`` was left out) set once; its costs and switches must name them."""
+        for name, col in self.onehot:
+            if col.values is None:
+                col.__dict__["values"] = levels[name]  # frozen: set once, while validating
+            col.check(name)
 
     def _check_model(self) -> None:
         """[data.model]: the file exists, its sha256, and the model serves this table."""
@@ -430,6 +547,14 @@ class DataSource(BaseModel):
                         "and decrease: " + ", ".join(feats)
                     )
                     raise not_allowed(allowed, field=key, value=name)
+        for name, _col in self.onehot:
+            coded = {n for n, _ in self.bounds} | {n for n, _ in self.categories}
+            if name not in feats or name in coded or name in self.increase + self.decrease:
+                allowed = (
+                    "a feature without bounds or categories, neither increase nor "
+                    "decrease: " + ", ".join(feats)
+                )
+                raise not_allowed(allowed, field=f"onehot.{name}", value=name)
         for name, (lo, hi) in self.bounds:
             if name not in feats:
                 allowed = "a feature: " + ", ".join(feats)
@@ -452,17 +577,61 @@ class DataSource(BaseModel):
     # -- views ----------------------------------------------------------------------------
     @property
     def n_features(self) -> int:
-        return len(self.features)
+        return len(self.world_features)
+
+    @property
+    def world_features(self) -> tuple[str, ...]:
+        """The world's features: each column, a one-hot column as ``name=value`` per category."""
+        return tuple(n for cols in self._columns().values() for n in cols)
+
+    def _columns(self) -> dict[str, tuple[str, ...]]:
+        """Table column -> its world features, in order."""
+        groups = dict(self.onehot)
+        return {
+            n: tuple(f"{n}={v}" for v in groups[n].values) if n in groups else (n,)
+            for n in self.features
+        }
+
+    def positions(self, name: str) -> tuple[int, ...]:
+        """The world feature indices of table column ``name`` (several for a one-hot one)."""
+        start = 0
+        for column, parts in self._columns().items():
+            if column == name:
+                return tuple(range(start, start + len(parts)))
+            start += len(parts)
+        raise KeyError(name)
 
     @property
     def immutable_indices(self) -> tuple[int, ...]:
-        """Positions of the immutable features in ``features`` (ScenarioConfig.immutable)."""
-        return tuple(sorted(self.features.index(n) for n in self.immutable))
+        """World positions of the immutable features (ScenarioConfig.immutable); a one-hot
+        column's are all its indicators."""
+        return tuple(sorted(i for n in self.immutable for i in self.positions(n)))
 
     def indices(self, key: str) -> tuple[int, ...]:
-        """Positions in ``features`` of the names listed under ``key`` ("increase",
-        "decrease"): ScenarioConfig's field of that name."""
-        return tuple(sorted(self.features.index(n) for n in getattr(self, key)))
+        """World positions of the names listed under ``key`` ("increase", "decrease"):
+        ScenarioConfig's field of that name."""
+        return tuple(sorted(i for n in getattr(self, key) for i in self.positions(n)))
+
+    @property
+    def onehot_indices(self) -> tuple[tuple[int, ...], ...]:
+        """ScenarioConfig.onehot: each one-hot column's indicator positions, in feature order."""
+        groups = dict(self.onehot)
+        return tuple(self.positions(n) for n in self.features if n in groups)
+
+    @property
+    def onehot_names(self) -> tuple[str, ...]:
+        groups = dict(self.onehot)
+        return tuple(n for n in self.features if n in groups)
+
+    @property
+    def switch_costs(self) -> tuple[tuple[tuple[float, ...], ...], ...]:
+        """ScenarioConfig.switch_cost: each one-hot column's m x m table (() when every
+        switch is at the default cost)."""
+        groups = dict(self.onehot)
+        cols = [groups[n] for n in self.features if n in groups]
+        if all(c.default for c in cols):
+            return ()
+        return tuple(c.table() for c in cols)
 
     def table_key(self) -> tuple:
         """Everything that determines the scaled rows and labels (not the classifier)."""
@@ -477,18 +646,21 @@ class DataSource(BaseModel):
             self.label_good,
             self.bounds,
             self.categories,
+            tuple((n, c.values) for n, c in self.onehot),
         )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (lists and tables), None-valued entries left out."""
         out: dict[str, Any] = {}
         for key, value in self.__dict__.items():
-            if value is None or (key in ("increase", "decrease") and not value):
+            if value is None or (key in ("increase", "decrease", "onehot") and not value):
                 continue  # one-way keys at their default: run ids as before they existed
             if key == "bounds":
                 value = {k: list(v) for k, v in value}
             elif key == "categories":
                 value = {k: list(v) for k, v in value}
+            elif key == "onehot":
+                value = {k: c.to_dict() for k, c in value}
             elif key in ("classifier", "model"):
                 value = value.to_dict()
             elif isinstance(value, tuple):
@@ -502,6 +674,7 @@ class _Table(NamedTuple):
     X: np.ndarray  # (N, z) scaled into [0, 1], read-only
     y: np.ndarray | None  # (N,) int8, 1 = label_good; None without a label column
     raw: RawColumns  # how rows of X become the file's columns again ([data.model])
+    levels: dict  # one-hot column -> its categories, in feature order
 
 
 #: the largest magnitude a feature value may have: beyond it min-max scaling loses the
@@ -553,7 +726,7 @@ def _prepare(key: tuple) -> _Table:
     """Scaled features (N, z) and labels (N,) of a validated table key."""
     import pandas as pd
 
-    path, digest, fmt, sep, columns, features, label, good, bounds, categories = key
+    path, digest, fmt, sep, columns, features, label, good, bounds, categories, onehot = key
     frame = _read(path, digest, fmt, sep, columns)
     known = list(frame.columns)
     allowed_cols = "columns of the file: " + ", ".join(known)
@@ -566,13 +739,36 @@ def _prepare(key: tuple) -> _Table:
         raise _Problem("path", path, "a table with at least 2 rows")
     given = dict(bounds)
     cats = dict(categories)
-    X = np.empty((len(frame), len(features)))
-    los, spans, decode = [], [], []
+    groups = dict(onehot)
+    levels = {}
+    parts = []  # each column's world features, (N, m)
+    los, spans, decode, where = [], [], [], []
+    z = 0
     for j, name in enumerate(features):
         col = frame[name]
         if col.isna().any():
             allowed = f"a complete column ({int(col.isna().sum())} missing values in {name!r})"
             raise _Problem(f"features[{j}]", name, allowed)
+        if name in groups:
+            values = groups[name]
+            if values is None:  # the file's categories, sorted as text
+                values = tuple(_code_values(col, sorted(set(col.astype(str)))).tolist())
+            levels[name] = values
+            texts = col.astype(str).to_numpy()
+            known = [str(v) for v in values]
+            unknown = sorted(set(texts) - set(known))
+            if unknown:
+                allowed = (
+                    f"every value of column {name!r} listed (missing: {', '.join(unknown[:3])})"
+                )
+                raise _Problem(f"onehot.{name}.values", list(values), allowed)
+            parts.append((texts[:, None] == np.asarray(known)[None, :]).astype(float))
+            los.append(0.0)
+            spans.append(1.0)
+            decode.append(_code_values(col, tuple(known)))
+            where.append(tuple(range(z, z + len(known))))
+            z += len(known)
+            continue
         if name in cats:
             raw = _codes(col, name, cats[name])
             default = (0.0, float(len(cats[name]) - 1))
@@ -597,9 +793,12 @@ def _prepare(key: tuple) -> _Table:
             allowed = f"bounds holding the column's values [{raw.min():g}, {raw.max():g}]"
             raise _Problem(f"bounds.{name}", [lo, hi], allowed)
         span = hi - lo if hi > lo else 1.0  # a constant column scales to 0 (as App. B.1's)
-        X[:, j] = (raw - lo) / span
+        parts.append(((raw - lo) / span)[:, None])
         los.append(lo)
         spans.append(span)
+        where.append(z)
+        z += 1
+    X = np.concatenate(parts, axis=1)
     if len(frame) and (X == X[0]).all():  # no feature tells anyone apart: no model to learn
         allowed = "at least one column that varies (every feature column is constant)"
         raise _Problem("features", list(features), allowed)
@@ -616,7 +815,7 @@ def _prepare(key: tuple) -> _Table:
             raise _Problem("label_good", good, allowed)
         y = hit.astype(np.int8)
         y.setflags(write=False)
-    return _Table(X, y, RawColumns(features, los, spans, decode))
+    return _Table(X, y, RawColumns(features, los, spans, decode, where), levels)
 
 
 def _code_values(col: pd.Series, codes: tuple) -> np.ndarray:
@@ -845,7 +1044,7 @@ def _checked_model(key: tuple) -> FileModel:
     """The [data.model] file as the world's estimator, checked against the table: its
     columns, the class ``label_good`` names, and scores on the table's rows."""
     table_key, shown, digest, trusted = key
-    _path, _sha, _fmt, _sep, _columns, features, _label, good, _bounds, _cats = table_key
+    _path, _sha, _fmt, _sep, _columns, features, _label, good, *_ = table_key
     try:
         table = _prepare(table_key)
         model = load_model(resolve_path(shown), shown, trusted, digest)

@@ -86,6 +86,9 @@ class PolicyContext:
     # none (a context built before they existed)
     increase: np.ndarray | None = None
     decrease: np.ndarray | None = None
+    # unordered categories: abm.onehot.OneHot (groups of indicator features, exactly one 1,
+    # switched at a cost) or None
+    onehot: Any = None
 
     @property
     def n_features(self) -> int:

@@ -69,10 +69,16 @@ def _small_rank_weights(n: int) -> np.ndarray:
     return w
 
 
-def recommendation_cost(X: np.ndarray, X_cf: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """Eq. 18 (with true d) or eq. 5 (with estimated d): sum_i |x_cf_i - x_i| d_i, shape (n,)."""
-    moved = np.subtract(X_cf, X)
-    np.abs(moved, out=moved)  # in place: one (n, z) temporary instead of two
+def recommendation_cost(
+    X: np.ndarray, X_cf: np.ndarray, d: np.ndarray, onehot: Any = None
+) -> np.ndarray:
+    """Eq. 18 (with true d) or eq. 5 (with estimated d): sum_i |x_cf_i - x_i| d_i, shape (n,);
+    a one-hot switch a -> b counts c(a, b) d_b (``onehot``: abm.onehot.OneHot or None)."""
+    if onehot is not None:
+        moved = onehot.moves(X, X_cf)
+    else:
+        moved = np.subtract(X_cf, X)
+        np.abs(moved, out=moved)  # in place: one (n, z) temporary instead of two
     return moved @ d if np.ndim(d) == 1 else (moved * d).sum(axis=1)
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from mesa.agent import AgentSet
 
 from abm import stages
-from abm.advice import BOUND_TOL, CHANGE_TOL, checked_advice, refuse_one_way
+from abm.advice import BOUND_TOL, CHANGE_TOL, checked_advice, refuse_one_way, refuse_onehot
 from abm.agents import Candidate, CandidateHandles, DecisionMaker
 from abm.config import ScenarioConfig
 from abm.interfaces import Recommendation, RecourseObs, RecoursePolicy
@@ -105,6 +105,7 @@ class RecourseModel(RecordAccess, mesa.Model):
             config, self.immutable, self.difficulty, extra, self._direction
         )
         refuse_one_way(self.policy, self.context, self.policy_name)
+        refuse_onehot(self.policy, self.context, self.policy_name)
         self.policy.prepare(self.context)
         self.tick, self._next_id = 0, 0
         self.pool = Pool(config.n_features, config.validity)
@@ -346,7 +347,13 @@ class RecourseModel(RecordAccess, mesa.Model):
             stay = order[: len(stayers)]
             known = (advice.cf_scores(self.scorer)[0].take(stay), d.obs.scores.take(stay))
         outcome = stages.implement(
-            stayers, self.difficulty, self.config.beta, self.streams.implementation, mech, known
+            stayers,
+            self.difficulty,
+            self.config.beta,
+            self.streams.implementation,
+            mech,
+            known,
+            self.world.structure.onehot,
         )
         self.pool.add(t, stayers, leaving)
         if self.recorder.on:
@@ -370,7 +377,9 @@ class RecourseModel(RecordAccess, mesa.Model):
     def _validate(self, d: Decision, rec: Recommendation | None) -> Advice:
         """The policy's advice to the rejected of ``d``, checked: shapes, [0, 1], immutables."""
         immutable = self.immutable if self._any_immutable else None
-        return checked_advice(d.obs.X, rec, immutable, self.policy_name, self._direction)
+        return checked_advice(
+            d.obs.X, rec, immutable, self.policy_name, self._direction, self.world.structure.onehot
+        )
 
     # -- the record and the agents --------------------------------------------------------
     def row_of(self, cid: int) -> int:

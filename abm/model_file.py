@@ -203,18 +203,41 @@ def positive_index(classes: Any, good: Any) -> int | None:
 
 # -- raw columns --------------------------------------------------------------------------
 class RawColumns:
-    """World rows u (n, z) in [0, 1] -> the table's raw columns: x = lo + span * u, and for
-    a column of ordered codes, the file's value of the nearest code.
+    """World rows u (n, z) in [0, 1] -> the table's raw columns: x = lo + span * u, for
+    a column of ordered codes the file's value of the nearest code, and for a one-hot
+    column the category of its largest indicator.
 
-    ``names`` (z,), ``lo`` and ``span`` (z,); ``decode[j]`` is None for a numeric column,
-    else the array of the file's values, one per code.
+    ``names`` (c,) the table's columns, ``lo`` and ``span`` (c,); ``decode[j]`` is None
+    for a numeric column, else the array of the file's values, one per code or category;
+    ``where[j]`` the world feature of column j, or a tuple of them for a one-hot column
+    (default: column j is feature j).
     """
 
-    def __init__(self, names, lo, span, decode) -> None:
+    def __init__(self, names, lo, span, decode, where=None) -> None:
         self.names = tuple(names)
         self.lo = np.asarray(lo, dtype=float)
         self.span = np.asarray(span, dtype=float)
         self.decode = tuple(decode)
+        self.where = tuple(range(len(self.names)) if where is None else where)
+
+    @property
+    def z(self) -> int:
+        """The world's feature count."""
+        return 1 + max(max(a) if isinstance(a, tuple) else a for a in self.where)
+
+    def name_of(self, positions: tuple) -> str:
+        """The table column whose one-hot indicators are ``positions``."""
+        return self.names[self.where.index(tuple(positions))]
+
+    def rows(self, U: np.ndarray) -> np.ndarray:
+        """U (n, z) with each one-hot column's indicators set to one-hot of its largest."""
+        out = np.array(U, dtype=float)
+        for at in self.where:
+            if isinstance(at, tuple):
+                block = np.zeros((out.shape[0], len(at)))
+                block[np.arange(out.shape[0]), out[:, list(at)].argmax(axis=1)] = 1.0
+                out[:, list(at)] = block
+        return out
 
     @property
     def numeric(self) -> bool:
@@ -228,7 +251,11 @@ class RawColumns:
         X = np.asarray(X, dtype=float)
         cols: dict[str, Any] = {}
         for j, name in enumerate(self.names):
-            raw = X[:, j] * self.span[j] + self.lo[j]
+            at = self.where[j]
+            if isinstance(at, tuple):  # one-hot: the active category
+                cols[name] = self.decode[j][X[:, list(at)].argmax(axis=1)]
+                continue
+            raw = X[:, at] * self.span[j] + self.lo[j]
             values = self.decode[j]
             if values is None:
                 cols[name] = raw
@@ -276,31 +303,111 @@ def _affine(step: Any) -> tuple[np.ndarray, np.ndarray] | str:
     return f"its step {name} is not one of {', '.join(_SCALERS)}"
 
 
+def _block(step: Any, forms: list[tuple]) -> list[tuple] | str:
+    """The forms of ``step``'s output columns from its input columns' ``forms``, or why
+    the step is not linear in the world's features. A form is ("lin", p (z,), q): the
+    column is p . u + q on world rows u; or ("cat", positions, values, z): a one-hot
+    column's category. Scalers map lin to lin; a OneHotEncoder maps cat to one lin per
+    category it keeps (the world's indicator of that category)."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import OneHotEncoder
+
+    if step is None or (isinstance(step, str) and step == "passthrough"):
+        return list(forms)
+    if isinstance(step, str) and step == "drop":
+        return []
+    if hasattr(step, "steps"):  # a Pipeline inside a ColumnTransformer
+        for inner in _steps(step):
+            forms = _block(inner, forms)
+            if isinstance(forms, str):
+                return forms
+        return forms
+    if isinstance(step, ColumnTransformer):
+        out: list[tuple] = []
+        names = list(getattr(step, "feature_names_in_", []))
+        for _, trans, cols in step.transformers_:
+            picked = []
+            for c in np.atleast_1d(cols).tolist():
+                if isinstance(c, bool):
+                    return "its ColumnTransformer selects columns by a mask"
+                picked.append(names.index(c) if isinstance(c, str) else int(c))
+            got = _block(trans, [forms[i] for i in picked])
+            if isinstance(got, str):
+                return got
+            out.extend(got)
+        return out
+    if isinstance(step, OneHotEncoder):
+        out = []
+        for i, form in enumerate(forms):
+            if form[0] != "cat":
+                return "its OneHotEncoder encodes a numeric column"
+            _, positions, values, z = form
+            at = {str(v): positions[k] for k, v in enumerate(values)}
+            drop = None if step.drop_idx_ is None else step.drop_idx_[i]
+            for k, category in enumerate(step.categories_[i]):
+                if drop is not None and k == drop:
+                    continue
+                p = np.zeros(z)
+                if str(category) in at:  # a category the world lacks stays 0
+                    p[at[str(category)]] = 1.0
+                out.append(("lin", p, 0.0))
+        return out
+    if any(f[0] == "cat" for f in forms):
+        return f"its step {type(step).__name__} reads a one-hot column as it is"
+    got = _affine(step)
+    if isinstance(got, str):
+        return got
+    a, c = got
+    return [("lin", a[i] * p, a[i] * q + c[i]) for i, (_, p, q) in enumerate(forms)]
+
+
+def _world_map(pre: list[Any], columns: RawColumns) -> tuple[np.ndarray, np.ndarray] | str:
+    """(P (z, k), q (k,)): the classifier's inputs as u @ P + q on world rows u after the
+    steps ``pre``, or why they are not linear in the world's features."""
+    z = columns.z
+    forms: list[tuple] = []
+    for j, at in enumerate(columns.where):
+        if isinstance(at, tuple):
+            forms.append(("cat", at, columns.decode[j], z))
+        elif columns.decode[j] is not None:
+            return f"it reads {columns.names[j]} as category values"
+        else:
+            p = np.zeros(z)
+            p[at] = columns.span[j]
+            forms.append(("lin", p, float(columns.lo[j])))
+    for step in pre:
+        got = _block(step, forms)
+        if isinstance(got, str):
+            return got
+        forms = got
+    cats = [f for f in forms if f[0] == "cat"]
+    if cats:
+        return f"it reads one-hot column(s) {', '.join(columns.name_of(f[1]) for f in cats)} as category values"
+    if not forms:
+        return "its steps drop every column"
+    return np.column_stack([f[1] for f in forms]), np.array([f[2] for f in forms])
+
+
 def linear_form(
     model: Any, columns: RawColumns, pos: int
 ) -> tuple[tuple[np.ndarray, float] | None, str]:
     """((w (z,), b), "") with the model's logit of the positive class = w . u + b on world
-    rows u, or (None, why not): the model must be optional scalers then a classifier with
-    ``coef_`` on exactly the numeric columns, with probabilities sigmoid(decision)."""
-    if not columns.numeric:
-        coded = [n for n, d in zip(columns.names, columns.decode, strict=True) if d is not None]
-        return None, f"it reads {', '.join(coded)} as category values"
+    rows u, or (None, why not): the model must be optional scalers (or a ColumnTransformer
+    of scalers, passthrough and OneHotEncoders of the one-hot columns) then a classifier
+    with ``coef_`` on its inputs, with probabilities sigmoid(decision)."""
     *pre, last = _steps(model)
-    A, C = columns.span.copy(), columns.lo.copy()  # raw x = A * u + C
-    for step in pre:
-        got = _affine(step)
-        if isinstance(got, str):
-            return None, got
-        a, c = got
-        A, C = a * A, a * C + c
+    got = _world_map(pre, columns)
+    if isinstance(got, str):
+        return None, got
+    P, q = got
     coef = getattr(last, "coef_", None)
     intercept = getattr(last, "intercept_", None)
-    z = len(columns.names)
-    if coef is None or intercept is None or np.shape(coef) != (1, z):
-        return None, f"its last step {type(last).__name__} has no coef_ of shape (1, {z})"
+    k = P.shape[1]
+    if coef is None or intercept is None or np.shape(coef) != (1, k):
+        return None, f"its last step {type(last).__name__} has no coef_ of shape (1, {k})"
     coef = np.asarray(coef[0], dtype=float)
-    w = coef * A
-    b = float(np.asarray(intercept, dtype=float).reshape(-1)[0] + coef @ C)
+    w = P @ coef
+    b = float(np.asarray(intercept, dtype=float).reshape(-1)[0] + coef @ q)
     if pos == 0:  # decision_function > 0 means classes_[1]
         w, b = -w, -b
     from sklearn.linear_model import LogisticRegression
@@ -308,7 +415,7 @@ def linear_form(
     if not isinstance(last, LogisticRegression):
         # another linear classifier: its probabilities must be the logistic link, checked
         # on fixed probe rows (a local generator: no global random state)
-        probe = np.random.default_rng(0).random((64, z))
+        probe = columns.rows(np.random.default_rng(0).random((64, columns.z)))
         p = model.predict_proba(columns.frame(probe))[:, pos]
         if not np.allclose(1.0 / (1.0 + np.exp(-(probe @ w + b))), p, rtol=0, atol=1e-9):
             return None, f"{type(last).__name__}'s probabilities are not sigmoid(decision)"

@@ -20,6 +20,7 @@ from abm import metrics
 from abm.card import Card, Waits, outcome_card
 from abm.config import ScenarioConfig
 from abm.mechanisms import Mechanisms, RecordView
+from abm.onehot import OneHot
 from abm.population import Population
 from abm.tick import Advice, Decision, Outcome
 
@@ -81,6 +82,7 @@ class Recorder:
         record_events: bool,
     ) -> None:
         self.config, self.mechanisms, self.difficulty = config, mechanisms, difficulty
+        self.onehot = OneHot.of(config)  # a switch's cost is c(a, b) d_b, not L1
         self.record_events = record_events
         own = mechanisms.tick_columns()
         self.columns = TICK_COLUMNS + tuple(own)
@@ -133,7 +135,7 @@ class Recorder:
             view = RecordView(
                 lambda: pool.waiting, model.streams, per_applicant, mechanisms.true_counterfactual
             )
-        r = _responses(d, advice, dropped, outcome, self.difficulty)
+        r = _responses(d, advice, dropped, outcome, self.difficulty, self.onehot)
         if d.t >= self._thresholds.shape[0]:  # a run on past the scenario's ticks
             grown = np.full(2 * d.t + 1, np.nan)
             grown[: self._thresholds.shape[0]] = self._thresholds
@@ -370,10 +372,12 @@ class _Responses:
         self.cost, self.dropped, self.implemented = cost, dropped, implemented
 
 
-def _responses(d: Decision, advice: Advice, dropped, outcome: Outcome, difficulty) -> _Responses:
+def _responses(
+    d: Decision, advice: Advice, dropped, outcome: Outcome, difficulty, onehot=None
+) -> _Responses:
     cf_scores, cf_adv = advice.scores
     goal_adv = advice.goal if advice.all_advised else advice.goal[advice.advised]
-    cost = metrics.recommendation_cost(advice.X, advice.X_cf, difficulty)
+    cost = metrics.recommendation_cost(advice.X, advice.X_cf, difficulty, onehot)
     implemented = np.zeros(d.rej.shape[0], dtype=bool)
     implemented[~dropped] = outcome.implemented
     return _Responses(cf_scores, cf_adv, goal_adv, cost, dropped, implemented)

@@ -41,6 +41,7 @@ def implement(
     rng: np.random.Generator,
     mechanisms: Any,
     known: tuple | None = None,
+    onehot: Any = None,
 ) -> Outcome:
     """Each recommended change succeeds with eq. 8's probability; updates ``stayers``.
 
@@ -48,7 +49,9 @@ def implement(
     touches one or two of the z features. ``difficulty`` is the true d (z,);
     ``mechanisms`` may carry the changes on (a causal graph, §4) and score the rows (the
     decision model in force). ``known`` = (M(x_cf), M(x)), each (s,), spares scoring the
-    rows that end at x_cf or at x.
+    rows that end at x_cf or at x. ``onehot`` (abm.onehot.OneHot or None): a switch is one
+    change, attempted as eq. 7 sees its cost (:meth:`~abm.onehot.OneHot.attempted`) and
+    made or not as a whole, its effort c(a, b) d_b.
     """
     X, X_cf = stayers.X_obs, stayers.X_cf
     n, z = X.shape
@@ -59,8 +62,16 @@ def implement(
     rows, cols = np.divmod(changed, z)
     x, x_cf = flat.take(changed), flat_cf.take(changed)
     d = difficulty.take(cols)
-    p = behaviour.change_success_probability(x, x_cf, beta, d)
-    ok = rng.random(changed.shape[0]) < p
+    if onehot is None:
+        p = behaviour.change_success_probability(x, x_cf, beta, d)
+        ok = rng.random(changed.shape[0]) < p
+        size = None
+    else:
+        seen = onehot.attempted(X, X_cf).ravel().take(changed)
+        p = behaviour.change_success_probability(seen, x_cf, beta, d)
+        # one uniform per changed entry as without groups; a source indicator's is unused
+        ok = onehot.follow(rows, cols, x_cf, rng.random(changed.shape[0]) < p, z)
+        size = onehot.moves(X, X_cf).ravel().take(changed)
     rows_ok, x_cf_ok = rows[ok], x_cf[ok]
     X_new = X.copy()
     X_new.ravel()[changed[ok]] = x_cf_ok
@@ -74,7 +85,8 @@ def implement(
     carried = mechanisms.propagate(X, X_new, intervened)
     if carried is not None:
         dprop, X_new = carried - X_new, carried
-    effort = np.bincount(rows_ok, weights=np.abs(x_cf_ok - x[ok]) * d[ok], minlength=n)
+    moved = np.abs(x_cf_ok - x[ok]) if size is None else size[ok]
+    effort = np.bincount(rows_ok, weights=moved * d[ok], minlength=n)
     implemented = stayers.advised.copy()
     implemented[rows[~ok]] = False  # a failed change
     # stayers' arrays are fresh (see advised_rows): new columns replace them

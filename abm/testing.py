@@ -82,6 +82,8 @@ RULES: dict[str, str] = {
     "below 1e-9 are round-off the model discards)",
     "one-way": "advice never lowers an increase-only feature nor raises a decrease-only "
     "one (ctx.direction), and changes at most the policy's max_changes features",
+    "onehot": "advice leaves every one-hot group one-hot (each indicator 0 or 1, exactly "
+    "one 1) and makes only allowed switches (ctx.onehot)",
     "obs-unchanged": "recommend leaves every array of the observation (and of its "
     "history window and extra) and the decision model's weights as it found them",
     "determinism": "two fresh instances, prepared alike and called with generators in "
@@ -150,6 +152,20 @@ WORLDS: dict[str, CheckWorld] = {
         "the paper's world with one-way features: 0-2 may only rise, 5 and 7 (cheap "
         "to move up) only fall, 9 immutable",
     ),
+    "onehot": CheckWorld(
+        "paper",
+        {
+            "immutable": (0, 1),
+            "onehot": ((0, 1), (2, 3, 4), (6, 8)),
+            "switch_cost": (
+                ((0.0, 0.5), (0.5, 0.0)),
+                ((0.0, 0.2, 0.6), (0.3, 0.0, math.inf), (0.4, 0.4, 0.0)),
+                ((0.0, 0.3), (0.3, 0.0)),
+            ),
+        },
+        "the paper's world with three one-hot groups: 0-1 immutable, 2-4 (no switch from "
+        "3 to 4) and 6, 8",
+    ),
     "fair-scarf": CheckWorld(
         "fair-scarf",
         {"immutable": (9,)},
@@ -168,6 +184,7 @@ DEFAULT_WORLDS: tuple[str, ...] = (
     "paper",
     *(w.name for w in (m.check_world for m in registered()) if w is not None and w.default),
     "one-way",
+    "onehot",
     "fair-scarf",
 )
 
@@ -518,7 +535,11 @@ class _WorldRun:
         worst: float | None = None,
         count: int = 1,
     ) -> None:
-        """Raise the rule's PolicyCheckError, or note it if the rule is allowed."""
+        """Raise the rule's PolicyCheckError, or note it if the rule is allowed; nothing for
+        a rule the caller skipped (a check shared by two rules, as goal-reached's with
+        model-in-force's, runs for either)."""
+        if rule in self.skip:
+            return
         if candidate is not None:
             detail = f"candidate {candidate} {detail}"
         if rule not in self.allow:
@@ -582,6 +603,8 @@ class _WorldRun:
             getattr(self.runs["A"][1], "max_changes", None) is None
         ):
             self.why_skipped["one-way"] = "no one-way feature here and no max_changes"
+        if not self.config.onehot:
+            self.why_skipped["onehot"] = "no one-hot group in this world"
         if self.config.budget is None:
             self.why_skipped["budget"] = "no budget in this world"
         if not self.config.retrain_every:
@@ -742,6 +765,10 @@ class _WorldRun:
                 )
         if cap is not None:
             changed = moved.sum(axis=1)
+            onehot = getattr(ctx, "onehot", None)
+            for members in () if onehot is None else onehot.groups:
+                # a switch is one change, though two indicators move
+                changed -= np.maximum(moved[:, members].sum(axis=1) - 1, 0)
             over = changed > cap
             if over.any():
                 i = int(np.flatnonzero(over)[0])
@@ -800,6 +827,13 @@ class _WorldRun:
                 )
 
         self.check_one_way(t, X, X_cf, residue, rows, ids, ctx)
+        onehot = getattr(ctx, "onehot", None)
+        if onehot is not None and self.active("onehot") and rows.size:
+            self.checked["onehot"] += rows.size
+            problem = onehot.problem(X[rows], X_seen[rows])
+            if problem is not None:
+                i, why = problem
+                self.fail("onehot", t, why, int(ids[rows[i]]))
 
         self.checked["honest-masks"] += n
         for mask_name in ("unreached", "withheld"):

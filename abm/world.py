@@ -21,6 +21,7 @@ from abm.fair_models import FAIR_MODELS, FairLogisticRegression
 from abm.interfaces import PolicyContext
 from abm.mechanisms import registered
 from abm.metrics_ext import true_outcome_probability
+from abm.onehot import OneHot
 from abm.rng import stream
 from abm.summation import linear_logit
 
@@ -137,9 +138,15 @@ class Structure:
     share: tuple[float, ...] = (1.0,)
     shift: np.ndarray | None = None
     graph: CausalGraph | None = None
+    onehot: OneHot | None = None  # groups of indicators, one-hot of their largest draw
 
     @property
     def plain(self) -> bool:
+        return self.independent and self.onehot is None
+
+    @property
+    def independent(self) -> bool:
+        """No proxies, shift or graph: the generator's rows are the features' values."""
         return not self.proxies and self.shift is None and self.graph is None
 
     @cached_property
@@ -226,8 +233,11 @@ class World:
         extensions and drift this is :meth:`FeatureGenerator.sample`, bit for bit.
         """
         structure, gen = self.structure, self.generator
-        if structure.plain and drift is None:
-            return gen.sample(n, normals), np.zeros(n, dtype=np.int64)
+        if structure.independent and drift is None:
+            X = gen.sample(n, normals)
+            if structure.onehot is not None:
+                structure.onehot.encode(X)
+            return X, np.zeros(n, dtype=np.int64)
         tau, nu = gen._affine
         if drift is not None:
             nu = nu + drift
@@ -238,6 +248,8 @@ class World:
             structure.groups(n, groups) if structure.n_groups > 1 else np.zeros(n, dtype=np.int64)
         )
         X = base_rows(E, nu, group, structure)
+        if structure.onehot is not None:
+            structure.onehot.encode(X)
         if structure.proxies:
             # §1: an entrant's label score s = w*·x + label_noise·η, η before e
             eta = noncausal.standard_normal(n)
@@ -274,6 +286,7 @@ class World:
             group_train=self.group_train,
             n_groups=c.n_groups,
             causal_graph=self.structure.graph,
+            onehot=self.structure.onehot,
             increase=None if direction is None else direction > 0,
             decrease=None if direction is None else direction < 0,
             # what the extensions tell policies (a budget); registry order
@@ -331,7 +344,13 @@ def build_world(config: ScenarioConfig, estimator: Any | None = None) -> World:
         )
         model = DecisionModel(d.estimator)
         return World(
-            d.generator, d.label_weights, d.X_train, d.y_train, model, w_star=d.label_weights
+            d.generator,
+            d.label_weights,
+            d.X_train,
+            d.y_train,
+            model,
+            w_star=d.label_weights,
+            structure=Structure(onehot=OneHot.of(config)),
         )
     if estimator is None:
         return _cached_world(_world_key(config))
@@ -356,6 +375,8 @@ def _world_key(c: ScenarioConfig) -> tuple:
         c.causal_graph,
         # immutables matter to the graph's checks and to the fair models' improvable set
         c.immutable if (c.causal_graph or c.decision_model in FAIR_MODELS) else (),
+        # one-hot groups: drawn rows become categories (abm.onehot)
+        (c.onehot, c.switch_cost),
     )
 
 
@@ -365,14 +386,15 @@ def _cached_world(key: tuple) -> World:
 
 
 def _structure(key: tuple) -> Structure:
-    z, *_, proxies, strength, share, shift, edges, immutable = key
+    z, *_, proxies, strength, share, shift, edges, immutable, (groups, costs) = key
+    onehot = OneHot.build(groups, costs)
     if not (proxies or len(share) > 1 or edges):
-        return Structure()
+        return Structure(onehot=onehot)
     shift_arr = np.asarray(shift, dtype=float) if shift and np.any(shift) else None
     if shift_arr is not None:
         shift_arr.setflags(write=False)
     graph = CausalGraph.from_edges(edges, z, immutable, proxies) if edges else None
-    return Structure(tuple(proxies), float(strength), tuple(share), shift_arr, graph)
+    return Structure(tuple(proxies), float(strength), tuple(share), shift_arr, graph, onehot)
 
 
 def _build_world(key: tuple, estimator: Any | None) -> World:
@@ -386,6 +408,8 @@ def _build_world(key: tuple, estimator: Any | None) -> World:
     hi = np.where(hi > lo, hi, lo + 1.0)  # a constant feature would divide by zero
     gen = FeatureGenerator(mean=mean, std=std, lo=lo, hi=hi)
     X = gen.normalise(raw)
+    if structure.onehot is not None:
+        structure.onehot.encode(X)
     w = rng.uniform(*weight_range, size=z)
     w = w / w.sum()
     w_star = w
@@ -410,7 +434,7 @@ def _build_world(key: tuple, estimator: Any | None) -> World:
     if estimator is None:
         # the fairness-regularised models move the mutable, causal features
         improvable = np.ones(z, dtype=bool)
-        improvable[list(key[-1])] = False
+        improvable[list(key[-2])] = False
         improvable[list(structure.proxies)] = False
         estimator = make_estimator(kind, world_seed, tuple(improvable.tolist()))
     try:

@@ -273,7 +273,7 @@ def to_json(result: WhatIf) -> dict[str, Any]:
         "protocol": proto.version,
         "tier": proto.tier,
         "scenario": result.scenario,
-        "config": result.config.to_dict(),
+        "config": portable(result.config.to_dict()),
         "target_rr": result.target_rr,
         "worlds": sorted(int(w) for w in result.runs["world_seed"].unique()),
         "worlds_are": "episode seeds" if result.config.data is not None else "world seeds",
@@ -290,6 +290,26 @@ def to_json(result: WhatIf) -> dict[str, Any]:
         "summary": summary_lines(result),
         "seconds": round(result.seconds, 1),
     }
+
+
+def portable(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with its data and model file paths relative to the working directory
+    where they lie under it (as the scenario is named), so a report names no machine's
+    folders; run ids are hashed from the config as the run had it."""
+    data = config.get("data")
+    if not data:
+        return config
+
+    def relative(path: str) -> str:
+        try:
+            return str(Path(path).relative_to(Path.cwd()))
+        except ValueError:  # elsewhere, or a package: path
+            return path
+
+    data = {**data, "path": relative(data["path"])}
+    if data.get("model"):
+        data["model"] = {**data["model"], "path": relative(data["model"]["path"])}
+    return {**config, "data": data}
 
 
 def summary_lines(result: WhatIf) -> list[str]:

@@ -12,22 +12,28 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 
 from abm.config import BUDGET_HORIZON
 from abm.interfaces import PolicyContext, Recommendation, RecourseObs
+from abm.onehot import OneHot
 from abm.validation import ConfigError, problem
 
 
-def fit_to_budget(rec: Recommendation, X: np.ndarray, budget_left: float) -> Recommendation:
+def fit_to_budget(
+    rec: Recommendation, X: np.ndarray, budget_left: float, onehot: Any = None
+) -> Recommendation:
     """``rec`` with the advice that does not fit in ``budget_left`` withheld (spec §5).
 
     X (n, z) are the candidates' features. An infinite budget returns ``rec`` itself.
     Otherwise advised rows are kept cheapest first (equal costs: lower row first) while
     the running total of their costs stays <= ``budget_left``; the rest lose their advice
     (``advised`` False, goal NaN, X_cf = X, ``withheld`` True), ``unreached`` and
-    ``info`` untouched. When everything fits, ``rec`` itself comes back as well.
+    ``info`` untouched. When everything fits, ``rec`` itself comes back as well. A cost is
+    the change's L1 size, a one-hot switch counting c(a, b) as the world charges it
+    (``onehot``: abm.onehot.OneHot or None).
     """
     budget_left = float(budget_left)
     if not budget_left >= 0.0:  # NaN fails too
@@ -36,7 +42,7 @@ def fit_to_budget(rec: Recommendation, X: np.ndarray, budget_left: float) -> Rec
         return rec
     advised = rec.advised_mask()
     rows = np.flatnonzero(advised)  # ascending, so ties keep row order
-    cost = np.abs(rec.X_cf[rows] - X[rows]).sum(axis=1)
+    cost = OneHot.sizes(onehot, X[rows], rec.X_cf[rows]).sum(axis=1)
     order = cheapest_first(cost)
     fits = np.cumsum(cost[order]) <= budget_left  # costs >= 0: the kept rows are a prefix
     if fits.all():
@@ -100,4 +106,4 @@ def budget_horizon(ctx: PolicyContext) -> int:
 def fit_paced(rec: Recommendation, obs: RecourseObs, ctx: PolicyContext) -> Recommendation:
     """``rec`` cut to this tick's allowance (:func:`tick_allowance`, :func:`fit_to_budget`)."""
     allowance = tick_allowance(obs.budget_left, obs.tick, budget_horizon(ctx), ctx.budget_scope)
-    return fit_to_budget(rec, obs.X, allowance)
+    return fit_to_budget(rec, obs.X, allowance, ctx.onehot)

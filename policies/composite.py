@@ -58,6 +58,11 @@ class CompositePolicy:
         return bool(getattr(self.recommender, "keeps_one_way", False))
 
     @property
+    def keeps_onehot(self) -> bool:
+        """The recommender's word: whether its advice keeps one-hot groups valid."""
+        return bool(getattr(self.recommender, "keeps_onehot", False))
+
+    @property
     def max_changes(self) -> int | None:
         """The recommender's cap on the features one advice changes (None: none)."""
         return getattr(self.recommender, "max_changes", None)
@@ -98,7 +103,7 @@ class CompositePolicy:
 class NoAdvice:
     """Control: rejected candidates get no recommendation and simply try again."""
 
-    keeps_one_way = True  # it moves nothing
+    keeps_one_way = keeps_onehot = True  # it moves nothing
 
     def prepare(self, ctx: PolicyContext) -> None:
         pass

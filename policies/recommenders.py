@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from typing import Annotated, Literal, get_args
@@ -12,6 +13,7 @@ from scipy.special import logit
 
 from abm.behaviour import attainability
 from abm.interfaces import Feedback, FollowsModel, PolicyContext, Scorer, linear_logit
+from abm.onehot import OneHot
 from abm.validation import ConfigError, problem
 
 CostWeights = Literal["uniform", "true", "estimated"]
@@ -142,8 +144,113 @@ def capped_counterfactuals(
 
 
 #: at most this many feature sets are tried per call of a capped exact-linear (z = 10, a
-#: cap of 5: 252; 20 useful features, a cap of 3: 1,140)
+#: cap of 5: 252; 20 useful features, a cap of 3: 1,140); with one-hot groups, at most this
+#: many fills (switch combinations times the sets each fills over)
 MAX_FEATURE_SETS = 2_000
+
+
+def switch_costs(onehot: OneHot, mutable: np.ndarray) -> list[np.ndarray]:
+    """Per group g of ``onehot``, its (m_g, m_g) switching costs with every switch from or
+    to an immutable indicator (``mutable`` (z,) bool False) barred (inf): an immutable
+    group never switches."""
+    out = []
+    for members, c in zip(onehot.groups, onehot.costs, strict=True):
+        free = mutable[members]
+        out.append(
+            np.where(free[:, None] & free[None, :], c, np.where(np.eye(c.shape[0]), 0, np.inf))
+        )
+    return out
+
+
+def switchable(switch: list[np.ndarray]) -> list[int]:
+    """The groups with some allowed switch, given :func:`switch_costs`."""
+    return [g for g, c in enumerate(switch) if np.isfinite(c).sum() > c.shape[0]]
+
+
+def n_fills(sizes: list[int], n_useful: int, max_changes: int | None) -> int:
+    """How many numeric fills :func:`onehot_counterfactuals` may run per call: one per
+    switch combination (``sizes`` the switchable groups' m_g), times, with a cap K, the
+    feature sets of every numeric cap K - s left by s switches."""
+    combos = math.prod(sizes)
+    if max_changes is None:
+        return combos
+    k = max_changes
+    sets = sum(
+        math.comb(n_useful, k - s) if n_useful > k - s else 1 for s in range(min(k, len(sizes)) + 1)
+    )
+    return combos * sets
+
+
+def onehot_counterfactuals(
+    X: np.ndarray,
+    goals: np.ndarray,
+    weights: np.ndarray,
+    intercept: float,
+    cost: np.ndarray,
+    useful: np.ndarray,
+    onehot: OneHot,
+    switch: list[np.ndarray],
+    max_changes: int | None = None,
+    order: np.ndarray | None = None,
+) -> np.ndarray:
+    """Cheapest move to the goal with one-hot groups (eq. 5's cost): |dx|·cost on numeric
+    features plus c(a, b)·cost_b per switch a -> b of a group (to b's indicator).
+
+    X (n, z) valid one-hot rows, goals (n,), weights and cost (z,), ``useful`` (z,) bool the
+    numeric features the fill may use (no indicator), ``switch`` the groups' costs with
+    barred switches inf (:func:`switch_costs`). Per row, each group stays or makes one
+    switch; every combination of targets (one category per switchable group, the product
+    of their sizes) is made first and the rest of the need filled exactly
+    (:func:`exact_linear_counterfactuals`, or :func:`capped_counterfactuals` with
+    ``max_changes`` - s left after s switches), so the cheapest is the exact optimum. Ties
+    keep fewer switches, then the earliest combination. Rows (n, z); NaN where nothing
+    reaches the goal.
+    """
+    X = np.asarray(X, dtype=float)
+    goals = np.asarray(goals, dtype=float)
+    n = X.shape[0]
+    out = np.full_like(X, np.nan)
+    best = np.full(n, np.inf)
+    fewest = np.zeros(n, dtype=np.intp)
+    live = switchable(switch)
+    cats = [onehot.category(X, g) for g in live]
+    if order is None and max_changes is None:
+        order = fill_order(weights, cost, useful)
+    for targets in itertools.product(*(range(onehot.groups[g].shape[0]) for g in live)):
+        X_mod = X.copy()
+        extra = np.zeros(n)
+        s = np.zeros(n, dtype=np.intp)
+        for g, a, t in zip(live, cats, targets, strict=True):
+            members = onehot.groups[g]
+            moved = a != t
+            extra += switch[g][a, t] * cost[members[t]]  # 0 where it stays
+            X_mod[moved.nonzero()[0], members[a[moved]]] = 0.0
+            X_mod[moved, members[t]] = 1.0
+            s += moved
+        ok = np.isfinite(extra)
+        if max_changes is None:
+            batches = [(0, ok.nonzero()[0])]
+        else:  # each switch is one change: s of them leave a cap of K - s to the fill
+            ok &= s <= max_changes
+            batches = [(k, (ok & (s == k)).nonzero()[0]) for k in np.unique(s[ok]).tolist()]
+        for k, rows in batches:
+            if rows.size == 0:
+                continue
+            Xr, gr = X_mod[rows], goals[rows]
+            if max_changes is None:
+                X_cf = exact_linear_counterfactuals(Xr, gr, weights, intercept, cost, useful, order)
+            elif k == max_changes:  # the switches are every change allowed
+                none = np.zeros_like(useful)
+                X_cf = exact_linear_counterfactuals(Xr, gr, weights, intercept, cost, none)
+            else:
+                X_cf = capped_counterfactuals(
+                    Xr, gr, weights, intercept, cost, useful, max_changes - k
+                )
+            spent = extra[rows] + np.abs(X_cf - Xr) @ cost  # NaN where the fill falls short
+            better = (spent < best[rows]) | ((spent == best[rows]) & (s[rows] < fewest[rows]))
+            take = rows[better]
+            out[take], best[take], fewest[take] = X_cf[better], spent[better], s[take]
+    return out
 
 
 def require_linear(name: str, model: Scorer) -> None:
@@ -198,9 +305,16 @@ class ExactLinear(FollowsModel):
     advice changes: the cheapest move among every set of K useful features
     (:func:`capped_counterfactuals`; refused where that means over
     :data:`MAX_FEATURE_SETS` sets).
+
+    One-hot groups (``ctx.onehot``): the numeric fill never touches an indicator; each
+    group stays or makes one allowed switch a -> b at c(a, b) times the weight of b's
+    indicator, every combination tried (:func:`onehot_counterfactuals`, the exact optimum;
+    refused where that means over :data:`MAX_FEATURE_SETS` fills). A switch counts as one
+    change towards ``max_changes``; eq. 7 learns a switch's difficulty on b's indicator.
     """
 
     keeps_one_way = True
+    keeps_onehot = True
 
     def __init__(
         self,
@@ -265,6 +379,23 @@ class ExactLinear(FollowsModel):
         cap checked against their number."""
         self._useful = self.ctx.useful(self.ctx.decision_model.weights)
         k = self.max_changes
+        onehot = self.ctx.onehot
+        if onehot is not None:
+            # indicators move only by switches, never by the numeric fill
+            self._useful[onehot.columns] = False
+            self._switch = switch_costs(onehot, self.ctx.mutable)
+            live = switchable(self._switch)
+            sizes = [onehot.groups[g].shape[0] for g in live]
+            fills = n_fills(sizes, int(self._useful.sum()), k)
+            if fills > MAX_FEATURE_SETS:
+                named = ", ".join(onehot.describe(g) for g in live)
+                cap = "" if k is None else f" with max_changes={k}"
+                raise ConfigError(
+                    f"exact-linear: one-hot groups {named} need {fills} fills per advice"
+                    f"{cap}, over {MAX_FEATURE_SETS}; merge categories or hold a group "
+                    "immutable"
+                )
+            return
         if k is None:
             return
         n = int(self._useful.sum())
@@ -292,6 +423,8 @@ class ExactLinear(FollowsModel):
         m = self.ctx.decision_model
         cost = self.planning_weights()
         useful = self._useful
+        if self.ctx.onehot is not None:
+            return self._recommend_onehot(X, goals, rng, cost)
         if self.max_changes is not None:
             return capped_counterfactuals(
                 X, goals, m.weights, m.intercept, cost, useful, self.max_changes
@@ -311,7 +444,43 @@ class ExactLinear(FollowsModel):
                 )
         return X_cf
 
+    def _recommend_onehot(
+        self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator, cost: np.ndarray
+    ) -> np.ndarray:
+        """:meth:`recommend` with one-hot groups (:func:`onehot_counterfactuals`); exploring
+        candidates fill the least tried numeric features first, each combination alike."""
+        m, useful = self.ctx.decision_model, self._useful
+        solve = functools.partial(
+            onehot_counterfactuals,
+            weights=m.weights,
+            intercept=m.intercept,
+            cost=cost,
+            useful=useful,
+            onehot=self.ctx.onehot,
+            switch=self._switch,
+            max_changes=self.max_changes,
+        )
+        if self.max_changes is not None:
+            return solve(X, goals)
+        if self._order is None or self.estimator is not None:  # learned costs move
+            self._order = fill_order(m.weights, cost, useful)
+        X_cf = solve(X, goals, order=self._order)
+        if self.explore_share > 0.0:
+            pick = (rng.random(X.shape[0]) < self.explore_share).nonzero()[0]
+            if pick.size:
+                order = least_tried_first(self._order, self.estimator.updates)
+                X_cf[pick] = solve(X[pick], goals[pick], order=order)
+        return X_cf
+
     def observe(self, feedback: Feedback) -> None:
         if self.estimator is not None:
             attempted, succeeded = feedback.outcomes()
-            self.estimator.update(feedback.X_before, feedback.X_cf, attempted, succeeded)
+            X_before, onehot = feedback.X_before, self.ctx.onehot
+            if onehot is not None:
+                # a switch a -> b is one attempt, on b's indicator at |dx|·x_cf = c(a, b);
+                # a's 1 -> 0 is the same attempt, not one of its own
+                X_before = onehot.attempted(X_before, feedback.X_cf)
+                cols = onehot.columns
+                attempted[:, cols] &= feedback.X_cf[:, cols] == 1.0
+                succeeded &= attempted
+            self.estimator.update(X_before, feedback.X_cf, attempted, succeeded)

@@ -1,7 +1,7 @@
 """Write the generated tables of docs/reference/tables.md from the code: the presets, the
 registered policies and their parts, the tick and candidate columns, the episode summary's
 figures with the CLI's labels, and the scenario fields with their defaults and allowed values;
-and docs/own-data.md's table of the policies that keep one-way features.
+and docs/own-data.md's table of the policies that keep one-way features and one-hot groups.
 
     python scripts/reference_doc.py            # rewrite the blocks
     python scripts/reference_doc.py --check    # exit 1 if a block is stale (tests/test_docs.py)
@@ -48,16 +48,21 @@ def parts() -> str:
 
 
 def one_way() -> str:
-    """Each registered policy: whether it keeps one-way features (its declaration) and
-    whether it takes max_changes."""
-    from abm.advice import keeps_one_way
+    """Each registered policy: whether it keeps one-way features and one-hot groups (its
+    declarations) and whether it takes max_changes."""
+    from abm.advice import keeps_one_way, keeps_onehot
     from abm.registry import Registry
     from abm.validation import ConfigError
 
     registry = Registry()
-    rows = ["| policy | keeps one-way features | `max_changes` |", "|---|---|---|"]
+    rows = [
+        "| policy | keeps one-way features | keeps one-hot groups | `max_changes` |",
+        "|---|---|---|---|",
+    ]
     for name, entry in registry.entries("policy").items():
-        keeps = "yes" if keeps_one_way(registry.make_policy(name)) else "no: refused"
+        policy = registry.make_policy(name)
+        keeps = "yes" if keeps_one_way(policy) else "no: refused"
+        groups = "yes" if keeps_onehot(policy) else "no: refused"
         cap = "–"
         if "max_changes" in registry.allowed_params(entry):
             try:  # a default may exclude it (threshold-explore: exploring fills freely)
@@ -65,7 +70,7 @@ def one_way() -> str:
                 cap = "yes"
             except ConfigError:
                 pass
-        rows.append(f"| `{name}` | {keeps} | {cap} |")
+        rows.append(f"| `{name}` | {keeps} | {groups} | {cap} |")
     return "\n".join(rows)
 
 

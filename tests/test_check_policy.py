@@ -53,9 +53,11 @@ RUNS_IN = {
     "scarf-mlp": {"budget", "fair-scarf"},
     # the shipped predictor's artefact: "obs_dim is 60 in the manifest; this scenario
     # needs 64" (the improvement world's observation is longer); the learned policies
-    # were trained without one-way features: "does not keep one-way features"
-    "rl": EVERYWHERE - {"improvement", "one-way"},
-    "rl-recommender": EVERYWHERE - {"one-way"},
+    # were trained without one-way features or one-hot groups: "does not keep ..."
+    "rl": EVERYWHERE - {"improvement", "one-way", "onehot"},
+    "rl-recommender": EVERYWHERE - {"one-way", "onehot"},
+    # its advice may break a one-hot group: "does not keep one-hot groups valid"
+    "safear": EVERYWHERE - {"onehot"},
     "hybrid-exact-linear": EVERYWHERE - {"improvement"},
     "hybrid-ustun": EVERYWHERE - {"improvement"},
     "hybrid-wachter": EVERYWHERE - {"improvement"},
@@ -134,6 +136,8 @@ def test_registered_policy(name):
         assert report.status("immutables") in ("passed", "broken")
         if "one-way" in report.worlds:
             assert report.status("one-way", "one-way") == "passed", report
+        if "onehot" in report.worlds:
+            assert report.status("onehot", "onehot") == "passed", report
         if {"budget", "fair-scarf"} & set(report.worlds):
             assert report.status("budget") in ("passed", "broken")
         if "retraining" in report.worlds:

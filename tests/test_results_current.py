@@ -62,6 +62,7 @@ GENERATED = {
     # every card there (the leaderboard refuses a card of another schema itself)
     ("docs/leaderboard.md", "leaderboard"): "results/benchmark/cards/",
     ("docs/own-data.md", "whatif-german"): "results/whatif/german-credit/whatif.json",
+    ("docs/own-data.md", "whatif-german-onehot"): "results/whatif/german-onehot/whatif.json",
 }
 #: results that record no schema themselves -> the file the same call wrote that does
 RECORDED_IN = {

@@ -267,8 +267,8 @@ def test_reused_scores_are_the_scores_of_the_new_features(policy, scenario, monk
     monkeypatch.setattr(model, "_REUSE_FROM", 0)
     implement, partial, reused = stages.implement, [], []
 
-    def counting(stayers, difficulty, beta, rng, mechanisms, known=None):
-        out = implement(stayers, difficulty, beta, rng, mechanisms, known)
+    def counting(stayers, difficulty, beta, rng, mechanisms, known=None, onehot=None):
+        out = implement(stayers, difficulty, beta, rng, mechanisms, known, onehot)
         reused.append(known is not None)
         some_ok = np.bincount(out.rows[out.ok], minlength=len(stayers)) > 0
         partial.append(int(np.count_nonzero(some_ok & ~out.implemented)))
@@ -292,9 +292,9 @@ def test_scores_are_not_reused_where_an_extension_carries_changes_on(monkeypatch
     monkeypatch.setattr(model, "_REUSE_FROM", 0)
     implement, reused = stages.implement, []
 
-    def counting(stayers, difficulty, beta, rng, mechanisms, known=None):
+    def counting(stayers, difficulty, beta, rng, mechanisms, known=None, onehot=None):
         reused.append(known is not None)
-        return implement(stayers, difficulty, beta, rng, mechanisms, known)
+        return implement(stayers, difficulty, beta, rng, mechanisms, known, onehot)
 
     monkeypatch.setattr(stages, "implement", counting)
     m = RecourseModel("causal", "threshold", seed=0, ticks=10, agents=False).run()

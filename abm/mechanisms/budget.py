@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict
 from abm.card import Figure, Sheet
 from abm.fields import Int
 from abm.mechanisms.base import CheckSpec, EpisodeFigure, Mechanism, RecordView
+from abm.onehot import OneHot
 from abm.tick import Advice, Decision, Outcome
 
 #: overspending the budget by more than this is the policy's error (§5)
@@ -84,6 +85,7 @@ class Budget(Mechanism):
     def __init__(self, config, world, streams=None) -> None:
         super().__init__(config, world)
         self.left = math.inf if config.budget is None else float(config.budget)
+        self.onehot = OneHot.of(config)
 
     def start_tick(self, t, waiting, streams, others) -> BudgetTick:
         if self.config.budget_scope == "tick":
@@ -95,7 +97,8 @@ class Budget(Mechanism):
 
     def on_advice(self, state: BudgetTick, advice: Advice, policy_name: str) -> None:
         """Charge the advised rows' costs; an overspend is the policy's error."""
-        cost = np.add.reduce(np.abs(advice.X_cf - advice.X), axis=1)
+        # L1 of the change; a one-hot switch a -> b costs c(a, b), not 2 (abm.onehot)
+        cost = np.add.reduce(OneHot.sizes(self.onehot, advice.X, advice.X_cf), axis=1)
         spent = float(np.add.reduce(cost[advice.advised]))
         if spent > self.left + BUDGET_TOL:
             raise RuntimeError(

@@ -39,13 +39,19 @@ def _preserve_global_random_state():
 
 
 class _ScoreRegressor:
-    """M(x) as a regressor with ``predict`` on DataFrames, what DiCE's sklearn backend calls."""
+    """M(x) as a regressor with ``predict`` on DataFrames, what DiCE's sklearn backend calls.
+    With ``onehot`` groups and a query row ``x`` (z,) set, M of the rows snapped against x
+    (``OneHot.snap``): DiCE's range then holds for the advice the snapped row is."""
 
-    def __init__(self, model: Any) -> None:
-        self.model = model
+    def __init__(self, model: Any, onehot: Any = None) -> None:
+        self.model, self.onehot = model, onehot
+        self.x: np.ndarray | None = None
 
     def predict(self, X: Any) -> np.ndarray:
-        return self.model.score(np.asarray(X, dtype=float))
+        X = np.asarray(X, dtype=float)
+        if self.onehot is not None and self.x is not None:
+            X = self.onehot.snap(np.broadcast_to(self.x, X.shape), X)
+        return self.model.score(X)
 
 
 class Dice(FollowsModel):
@@ -58,9 +64,17 @@ class Dice(FollowsModel):
     With one-way features each query gets its row's own box (``ctx.box``) as DiCE's
     permitted range, features with no room left out of those it varies; what comes back
     is clipped to that box and scored again, so advice never moves a feature the wrong
-    way (a row left with no valid counterfactual is unreached)."""
+    way (a row left with no valid counterfactual is unreached).
+
+    With one-hot groups (``ctx.onehot``) DiCE varies the indicators as numbers, and the
+    model it is shown scores each row snapped to one-hot against the query
+    (``OneHot.snap``: argmax, a switch not allowed undone); each counterfactual it returns
+    is snapped so, and also tried with every group held at the row's category and with each
+    allowed switch of a mutable group made on that. Of those in the score range, the one of
+    least cost is returned, L1 with a switch a -> b at c(a, b) (``OneHot.moves``)."""
 
     keeps_one_way = True
+    keeps_onehot = True
 
     def __init__(
         self,
@@ -106,9 +120,8 @@ class Dice(FollowsModel):
         # dice-ml re-derives each feature's decimal precision from the data's modes on every
         # query (half of a query's time); the data never change, so fix the values it derives
         data.continuous_features_precision = data.get_decimal_precisions(output_type="dict")
-        model = dice_ml.Model(
-            model=_ScoreRegressor(ctx.decision_model), backend="sklearn", model_type="regressor"
-        )
+        self.regressor = _ScoreRegressor(ctx.decision_model, ctx.onehot)
+        model = dice_ml.Model(model=self.regressor, backend="sklearn", model_type="regressor")
         self.explainer = dice_ml.Dice(data, model, method=self.method)
 
     def recommend(self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -151,6 +164,7 @@ class Dice(FollowsModel):
                 np.random.seed(seed)  # noqa: NPY002
                 random.seed(seed)
                 kwargs = {}
+            self.regressor.x = x  # what it snaps against (one-hot groups)
             try:
                 res = self.explainer.generate_counterfactuals(
                     query,
@@ -170,17 +184,39 @@ class Dice(FollowsModel):
         if cfs is None or len(cfs) == 0:
             return np.full_like(x, np.nan)
         C = cfs[self.names].to_numpy(dtype=float)
+        oh = self.ctx.onehot
+        if oh is not None:  # as its model saw them, before the clip can tie an indicator
+            C = oh.snap(np.broadcast_to(x, C.shape), C)
         # DiCE rounds its output: unvaried features come back rounded, not changed (and a
         # one-way feature rounded past x is put back on x by its row's box)
         C = np.clip(C, lower, upper)
         C[:, self.ctx.immutable] = x[self.ctx.immutable]
         C = np.where(np.abs(C - x) < 1e-6, x, C)
+        if oh is not None:
+            C = self._onehot(x, C)
         sc = self.ctx.decision_model.score(C)
         valid = (sc >= goal) & (sc <= goal + self.width)
         if not valid.any():
             return np.full_like(x, np.nan)
         C = C[valid]
+        if oh is not None:
+            return C[np.argmin(oh.moves(np.broadcast_to(x, C.shape), C).sum(axis=1))]
         return C[np.argmin(np.abs(C - x).sum(axis=1))]
+
+    def _onehot(self, x: np.ndarray, C: np.ndarray) -> np.ndarray:
+        """Valid one-hot candidates (k', z) from DiCE's snapped counterfactuals C (k, z) of
+        row x (z,): C, C with every group at x's category, and that with each allowed switch
+        of a mutable group made."""
+        oh = self.ctx.onehot
+        held = C.copy()
+        held[:, oh.columns] = x[oh.columns]
+        out = [C, held]
+        for switch in oh.switches(x):
+            if not self.ctx.immutable[switch.column]:
+                made = held.copy()
+                made[:, switch.from_column], made[:, switch.column] = 0.0, 1.0
+                out.append(made)
+        return np.concatenate(out)
 
     def observe(self, feedback: Feedback) -> None:
         pass

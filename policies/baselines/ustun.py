@@ -30,7 +30,7 @@ from pydantic import Field
 from scipy.special import logit
 
 from abm.interfaces import Feedback, FollowsModel, PolicyContext, linear_logit
-from policies.recommenders import require_linear
+from policies.recommenders import require_linear, switch_costs, switchable
 
 
 def quantile_grid(
@@ -109,7 +109,11 @@ def _add_capped(fronts, G: np.ndarray, C: np.ndarray, col: int, need: float):
 
 
 def cheapest_mix(
-    G: list[np.ndarray], C: list[np.ndarray], need: float, max_changes: int | None = None
+    G: list[np.ndarray],
+    C: list[np.ndarray],
+    need: float,
+    max_changes: int | None = None,
+    discrete: int = 0,
 ):
     """Exact min sum_j c_j(g_j) s.t. sum_j g_j >= need, 0 <= g_j <= G_j[-1].
 
@@ -119,10 +123,12 @@ def cheapest_mix(
     gain): features other than j sit on breakpoints. Fronts of the features before and
     after each j are built once (prefix and suffix), so the work is O(f) merges.
     ``max_changes`` = K also bounds how many g_j are nonzero (:func:`_capped_mix`).
+    The last ``discrete`` items are choices, not paths (a one-hot group: G[j][0] = C[j][0]
+    = 0 stay, then one point per switch): one of their points, never between two.
     """
     f = len(G)
     if max_changes is not None and f > max_changes:
-        return _capped_mix(G, C, need, max_changes)
+        return _capped_mix(G, C, need, max_changes, discrete)
     empty = (np.zeros(1), np.zeros(1), np.zeros((1, f), dtype=np.int64))
     prefix = [empty]
     for j in range(f):
@@ -131,8 +137,8 @@ def cheapest_mix(
     for j in range(f - 1, -1, -1):
         suffix.append(_add_feature(suffix[-1], G[j], C[j], j, need))
     suffix.reverse()  # suffix[j]: features j, j+1, ..., f-1
-    best = (np.inf, None, -1, 0.0)
-    for j in range(f):
+    best = _on_points(prefix[f], need) if discrete else (np.inf, None, -1, 0.0)
+    for j in range(f - discrete):
         (ga, ca, pa), (gb, cb, pb) = prefix[j], suffix[j + 1]
         g = (ga[:, None] + gb[None, :]).ravel()
         rest = need - g  # what feature j must add, continuously along its path
@@ -146,7 +152,18 @@ def cheapest_mix(
     return best
 
 
-def _capped_mix(G: list[np.ndarray], C: list[np.ndarray], need: float, cap: int):
+def _on_points(front, need: float):
+    """The cheapest point of ``front`` (gain, cost, picks) that meets ``need``, with no
+    fractional feature (:func:`cheapest_mix`'s answer); cost inf where none does."""
+    g, c, pick = front
+    meets = np.flatnonzero(g >= need)
+    if meets.size == 0:
+        return (np.inf, None, -1, 0.0)
+    k = meets[np.argmin(c[meets])]
+    return (float(c[k]), pick[k].copy(), -1, 0.0)
+
+
+def _capped_mix(G: list[np.ndarray], C: list[np.ndarray], need: float, cap: int, discrete: int = 0):
     """:func:`cheapest_mix` with at most ``cap`` features moved (cap < f).
 
     With the moved set fixed the argument stands (one feature off its breakpoints), so
@@ -162,8 +179,8 @@ def _capped_mix(G: list[np.ndarray], C: list[np.ndarray], need: float, cap: int)
     for j in range(f - 1, -1, -1):
         suffix.append(_add_capped(suffix[-1], G[j], C[j], j, need))
     suffix.reverse()
-    best = (np.inf, None, -1, 0.0)
-    for j in range(f):
+    best = _on_points(prefix[f][cap], need) if discrete else (np.inf, None, -1, 0.0)
+    for j in range(f - discrete):
         top = G[j][-1]
         # a + b = cap - 1: j may move; a + b = cap: j must stay (fronts count "at most")
         for a in range(cap + 1):
@@ -228,9 +245,16 @@ class Ustun(FollowsModel):
     ``max_changes`` = K caps the features one advice changes, exactly: the MILP gets a
     binary per feature (every segment's fill at most it, their sum at most K), the
     exact solver fronts per count of moved features (:func:`_capped_mix`).
+
+    One-hot groups (``ctx.onehot``): no path runs along an indicator; each group stays or
+    makes one allowed switch a -> b at c(a, b), added to the percentile shifts as they are
+    (both lie in [0, 1]; :meth:`percentile_cost` counts it so): a choice among points in
+    the exact solver (``discrete`` of :func:`cheapest_mix`), a binary per switch, at most
+    one per group, in the MILP. A switch counts as one change towards ``max_changes``.
     """
 
     keeps_one_way = True
+    keeps_onehot = True
 
     def __init__(
         self,
@@ -268,14 +292,62 @@ class Ustun(FollowsModel):
         require_linear("ustun", model)
         self.w = np.asarray(model.weights, dtype=float)
         self.b = float(model.intercept)
-        self.useful = np.flatnonzero(self.ctx.useful(self.w))
+        useful = self.ctx.useful(self.w)
+        onehot = self.ctx.onehot
+        if onehot is not None:
+            useful[onehot.columns] = False  # indicators move only by switches
+            self.switch = switch_costs(onehot, self.ctx.mutable)
+            self.live = switchable(self.switch)
+        self.useful = np.flatnonzero(useful)
 
     def percentile_cost(self, X: np.ndarray, X_cf: np.ndarray) -> np.ndarray:
-        """Total percentile shift sum_j |F_j(x_cf_j) - F_j(x_j)|, shape (n,)."""
+        """Total percentile shift sum_j |F_j(x_cf_j) - F_j(x_j)|, shape (n,); with one-hot
+        groups a switch a -> b counts c(a, b) instead of its indicators' shifts."""
         total = np.zeros(X.shape[0])
+        onehot = self.ctx.onehot
+        skip = set() if onehot is None else set(onehot.columns.tolist())
         for j, (xp, fp) in enumerate(self.grid):
-            total += np.abs(np.interp(X_cf[:, j], xp, fp) - np.interp(X[:, j], xp, fp))
+            if j not in skip:
+                total += np.abs(np.interp(X_cf[:, j], xp, fp) - np.interp(X[:, j], xp, fp))
+        if onehot is not None:
+            total += onehot.moves(X, X_cf)[:, onehot.columns].sum(axis=1)
         return total
+
+    def _options(self, x: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+        """Every switchable group's choices from valid row x (z,): (g, target categories
+        (k,), cumulative-style gain in logit (k + 1,) and cost (k + 1,)), point 0 the stay;
+        only switches that raise the score (any other costs and loses). Empty without
+        groups."""
+        if self.ctx.onehot is None:
+            return []
+        out = []
+        for g in self.live:
+            members = self.ctx.onehot.groups[g]
+            a = int(x[members].argmax())
+            gain = self.w[members] - self.w[members[a]]
+            to = np.flatnonzero(np.isfinite(self.switch[g][a]) & (gain > 0))
+            if to.size:
+                zero = np.zeros(1)
+                out.append(
+                    (
+                        g,
+                        to,
+                        np.concatenate([zero, gain[to]]),
+                        np.concatenate([zero, self.switch[g][a, to]]),
+                    )
+                )
+        return out
+
+    def _switched(self, x: np.ndarray, opts, pick) -> np.ndarray:
+        """Row x (z,) with the switch of point ``pick[q]`` of every group ``opts[q]``
+        made (point 0: it stays). A copy."""
+        x = x.copy()
+        for (g, to, _, _), k in zip(opts, pick, strict=True):
+            if k:
+                members = self.ctx.onehot.groups[g]
+                x[members] = 0.0
+                x[members[to[k - 1]]] = 1.0
+        return x
 
     # -- one candidate's paths and block of the program ---------------------------------
     def _paths(self, x: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
@@ -333,61 +405,78 @@ class Ustun(FollowsModel):
         need = logit(np.clip(goals, 0.0, 1.0)) - base
         todo = []
         for i in np.flatnonzero(need > 0):
-            paths = self._paths(X[i])
-            reach = self._reach(paths)
+            paths, opts = self._paths(X[i]), self._options(X[i])
+            reach = self._reach(paths, opts)
             if reach < need[i] * (1 - 1e-12) or not np.isfinite(need[i]):
                 out[i] = np.nan  # out of reach inside the box: no advice
                 continue
-            todo.append((i, paths))
+            todo.append((i, paths, opts))
         if self.solver == "exact":
-            for i, paths in todo:
+            for i, paths, opts in todo:
                 out[i] = self._snap(
-                    self._exact(X[i], paths, need[i], self.max_changes),
+                    self._exact(X[i], paths, need[i], self.max_changes, opts),
                     X[i],
                     need[i] + base[i],
-                    np.array([j for j, *_ in paths]),
+                    np.array([j for j, *_ in paths], dtype=np.intp),
                 )
             return out
-        blocks = [(i, *self._segments(paths)) for i, paths in todo]
+        blocks = [(i, *self._segments(paths), opts) for i, paths, opts in todo]
         if not blocks:
             return out
         groups = [blocks] if self.batch else [[b] for b in blocks]
         for group in groups:
-            for (i, feat, length, _, _, _), delta in zip(
+            for (i, feat, length, _, _, _, opts), (delta, on) in zip(
                 group, self._solve(group, need), strict=True
             ):
                 x_cf = X[i].copy()
                 np.add.at(x_cf, feat, length * delta)
+                if opts:
+                    parts = np.cumsum([0] + [to.size for _, to, _, _ in opts])
+                    pick = [
+                        int(np.argmax(on[a:b])) + 1 if on[a:b].any() else 0
+                        for a, b in zip(parts[:-1], parts[1:], strict=True)
+                    ]
+                    x_cf = self._switched(x_cf, opts, pick)
                 out[i] = self._snap(x_cf, X[i], need[i] + base[i], feat)
         return out
 
-    def _reach(self, paths) -> float:
-        """The most score (logit) ``paths`` can add: every path to its end, or with a cap
-        the ``max_changes`` longest."""
-        ends = [G[-1] for _, _, G, _ in paths]
+    def _reach(self, paths, opts=()) -> float:
+        """The most score (logit) ``paths`` and group switches ``opts`` can add: every path
+        to its end and each group's best switch, or with a cap the ``max_changes``
+        longest."""
+        ends = [G[-1] for _, _, G, _ in paths] + [G.max() for _, _, G, _ in opts]
         if self.max_changes is None:
             return sum(ends)
         return float(np.sort(ends)[::-1][: self.max_changes].sum())
 
-    @staticmethod
-    def _exact(x: np.ndarray, paths, need: float, cap: int | None = None) -> np.ndarray:
-        """The counterfactual (z,) of :func:`cheapest_mix` on ``paths`` from x (z,), at
-        most ``cap`` features changed (None: no cap)."""
-        G, C = [G for *_, G, _ in paths], [C for *_, C in paths]
-        _, pick, frac, rest = cheapest_mix(G, C, need, cap)
+    def _exact(
+        self, x: np.ndarray, paths, need: float, cap: int | None = None, opts=()
+    ) -> np.ndarray:
+        """The counterfactual (z,) of :func:`cheapest_mix` on ``paths`` and the groups'
+        choices ``opts`` (:meth:`_options`) from x (z,), at most ``cap`` features changed
+        (None: no cap)."""
+        G = [G for *_, G, _ in paths] + [G for *_, G, _ in opts]
+        C = [C for *_, C in paths] + [C for *_, C in opts]
+        _, pick, frac, rest = cheapest_mix(G, C, need, cap, len(opts))
         x_cf = x.copy()
+        f = len(paths)
         if pick is None:  # the need exceeds the reach by rounding only: every path to its end
-            ends = np.array([g[-1] for g in G])
+            ends = np.array([g.max() if q >= f else g[-1] for q, g in enumerate(G)])
+            pick = np.zeros(len(G), dtype=np.intp)
             for q in np.argsort(-ends, kind="stable")[:cap]:  # with a cap, the longest
+                if q >= f:  # a group: its best switch
+                    pick[q] = int(np.argmax(G[q]))
+                    continue
                 j, pts, _, _ = paths[q]
                 x_cf[j] = pts[-1]
-            return x_cf
+            return self._switched(x_cf, opts, pick[f:])
         for q, (j, pts, G, _) in enumerate(paths):
             x_cf[j] = np.interp(rest, G, pts) if q == frac and rest > 0 else pts[pick[q]]
-        return x_cf
+        return self._switched(x_cf, opts, pick[f:])
 
-    def _solve(self, group, need) -> list[np.ndarray]:
-        """One MILP over the candidates in ``group``; the segment fills of each."""
+    def _solve(self, group, need) -> list[tuple[np.ndarray, np.ndarray]]:
+        """One MILP over the candidates in ``group``; the segment fills (s,) of each and
+        which of its switches (k,) bool are made."""
         # scipy.optimize takes a second to import: load it when a program is solved
         from scipy.optimize import Bounds, LinearConstraint, milp
         from scipy.sparse import coo_array
@@ -399,7 +488,8 @@ class Ustun(FollowsModel):
         n_var = 0
         n_link = 0
         cap = self.max_changes
-        for r, (i, _feat, _, cost, gain, first) in enumerate(group):
+        one_rows, one_cols, n_one, switches = [], [], 0, []
+        for r, (i, _feat, _, cost, gain, first, opts) in enumerate(group):
             s = cost.shape[0]
             # variables: s fills delta in [0, 1], then one binary per inner segment boundary
             starts = list(first) + [s]
@@ -431,7 +521,8 @@ class Ustun(FollowsModel):
                     link_cols += [y, n_var + j]
                     link_vals += [1.0, -1.0]
                     n_link += 1
-            if cap is not None and len(first) > cap:
+            capped = cap is not None and len(first) + len(opts) > cap
+            if capped:
                 # a binary u per feature after the kinks': delta_j <= u on each of its
                 # segments, and at most cap of them 1 (a row of its own below)
                 for q, (a, bnd) in enumerate(zip(starts[:-1], starts[1:], strict=True)):
@@ -447,6 +538,23 @@ class Ustun(FollowsModel):
                 integrality += [1] * len(first)
                 nb += len(first)
             n_var += s + nb
+            # a binary per switch, at most one per group, each one change towards the cap
+            start = n_var
+            for _, to, G, C in opts:
+                cols = list(range(n_var, n_var + to.size))
+                c += list(C[1:])
+                gains_rows += [r] * to.size
+                gains_cols += cols
+                gains_vals += list(G[1:])
+                integrality += [1] * to.size
+                one_rows += [n_one] * to.size
+                one_cols += cols
+                n_one += 1
+                if capped:
+                    card_rows += [r] * to.size
+                    card_cols += cols
+                n_var += to.size
+            switches.append((start, n_var - start))
         m = len(group)
         A = coo_array((gains_vals, (gains_rows, gains_cols)), shape=(m, n_var))
         cons = [LinearConstraint(A, lb=np.asarray(rhs), ub=np.inf)]
@@ -456,6 +564,9 @@ class Ustun(FollowsModel):
         if card_rows:
             K = coo_array((np.ones(len(card_rows)), (card_rows, card_cols)), shape=(m, n_var))
             cons.append(LinearConstraint(K, lb=-np.inf, ub=float(cap)))
+        if n_one:
+            One = coo_array((np.ones(len(one_rows)), (one_rows, one_cols)), shape=(n_one, n_var))
+            cons.append(LinearConstraint(One, lb=-np.inf, ub=1.0))
         with _quiet_stdout():
             res = milp(
                 np.asarray(c),
@@ -467,7 +578,10 @@ class Ustun(FollowsModel):
             )
         if res.x is None:
             raise RuntimeError(f"ustun: HiGHS found no solution ({res.message})")
-        return [np.clip(res.x[o : o + s], 0.0, 1.0) for o, s in offsets]
+        return [
+            (np.clip(res.x[o : o + s], 0.0, 1.0), res.x[a : a + k] > 0.5)
+            for (o, s), (a, k) in zip(offsets, switches, strict=True)
+        ]
 
     def _snap(
         self, x_cf: np.ndarray, x0: np.ndarray, target: float, feat: np.ndarray

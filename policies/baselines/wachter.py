@@ -94,9 +94,22 @@ class Wachter(FollowsModel):
     In a world with one-way features the clip is to each row's own box (``ctx.box``):
     an increase-only feature never falls below x, a decrease-only one never rises above.
     The generators built on this loop (claproar, gravitational, probe) inherit it.
+
+    In a world with one-hot groups (``ctx.onehot``) the advice is the cheapest valid one of
+    several candidates, each descended by this loop (after CARLA's relaxation and
+    reconstruction, then a repair): the relaxation, each mutable group's indicators on the
+    simplex of its allowed categories at the linear cost sum_b c(a, b) x'_b (the switching
+    cost's convex envelope; :meth:`_onto_simplex`), snapped to one-hot (``OneHot.snap``);
+    the snapped categories with the numeric move descended again, the groups held; the
+    numeric move with every group held at the row's category; and each allowed switch of a
+    mutable group made, then held, with its numeric move. Validity is the loop's own
+    (``_short``), the cost :meth:`_choice_cost`: ||x' - x||_1 with a switch a -> b at
+    c(a, b) (``OneHot.moves``). No candidate valid: a NaN row. Several switches at once
+    come from the relaxation only.
     """
 
     keeps_one_way = True
+    keeps_onehot = True
 
     def __init__(
         self,
@@ -147,18 +160,28 @@ class Wachter(FollowsModel):
         )  # goals already met: no change
         if need.size == 0:
             return out
+        if self.ctx.onehot is not None:
+            out[need] = self._onehot_advice(X[need], goals[need])
+            return out
         cf, short = self._descend(X[need], goals[need])
         out[need] = cf
         out[need[short]] = np.nan
         return out
 
-    def _descend(self, x0: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _descend(
+        self,
+        x0: np.ndarray,
+        g: np.ndarray,
+        hold: np.ndarray | None = None,
+        simplex: list[tuple[np.ndarray, np.ndarray]] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Counterfactuals (n, z) from rows x0 (n, z) for goals g (n,), and the rows still
-        short of their goal (n,) bool."""
+        short of their goal (n,) bool. One-hot groups (None: none): ``hold`` (n, z) bool,
+        features held at x0 besides the immutable ones; ``simplex``, (members (m,), costs
+        (n, m)) of groups relaxed to the simplex (see :meth:`_onto_simplex`)."""
         ctx = self.ctx
         lo, hi = np.asarray(ctx.lower, dtype=float), np.asarray(ctx.upper, dtype=float)
         mutable = np.asarray(ctx.mutable, dtype=float)
-        fixed = not mutable.all()
         lam = np.full(g.shape, self.lam)
         half_lr = self.lr / (2.0 * lam)  # changes with lambda only
         target = self._aim(x0, g)
@@ -166,6 +189,10 @@ class Wachter(FollowsModel):
         # rows' own boxes where features move one way only)
         b_lo, b_hi = ctx.bounds(x0, lo, hi)
         d_lo, d_hi = b_lo - x0, b_hi - x0
+        if hold is not None:  # masked from the gradient too, so the step ignores them
+            mutable = mutable * ~hold
+            d_lo, d_hi = np.where(hold, 0.0, d_lo), np.where(hold, 0.0, d_hi)
+        fixed = not mutable.all()
         x, dx = x0.copy(), np.zeros_like(x0)
         trust = None  # a penalty step's largest move, once one is needed
         for it in range(1, self.max_iter + 1):
@@ -196,10 +223,14 @@ class Wachter(FollowsModel):
                 thresh = eta
             else:
                 d = dx - step[:, None] * grad
+            if simplex is not None:
+                v = d
             # the exact prox of ||.||_1 / lambda: a soft threshold
             d = np.copysign(np.maximum(np.abs(d) - thresh[:, None], 0.0), d)
             # np.clip's Python wrapper costs more than the two ufuncs
             dx_prev, dx = dx, np.minimum(np.maximum(d, d_lo), d_hi)
+            if simplex is not None:  # the groups' own prox
+                self._onto_simplex(x0, v, thresh, simplex, dx)
             x = x0 + dx
             if it % self.check == 0:
                 moved = float(np.abs(dx - dx_prev).max())  # how far the last step went
@@ -211,6 +242,73 @@ class Wachter(FollowsModel):
                 lam = np.where(short, lam * 2.0, lam)
                 half_lr = self.lr / (2.0 * lam)
         return x, self._short(x, self.score(x), g)
+
+    @staticmethod
+    def _onto_simplex(x0, v, thresh, simplex, dx) -> None:
+        """The prox step on one-hot groups relaxed to the simplex, into dx (n, z): a group
+        g of row i at x0 (n, z) moved by v (n, z) (the step before the prox) becomes the
+        projection of x0 + v - thresh_i * costs_g[i] onto the simplex, costs_g[i] (m,) the
+        row's switching costs c(a, .) (inf: not allowed, held at 0). On the simplex the
+        linear cost is the convex envelope of the switching cost."""
+        for members, costs in simplex:
+            barred = ~np.isfinite(costs)
+            y = x0[:, members] + v[:, members] - thresh[:, None] * np.where(barred, 0.0, costs)
+            # more than 1 below the row's top: the projection's 0
+            y = np.where(barred, y.max(axis=1, keepdims=True) - 2.0, y)
+            # Duchi et al. (2008): the largest k with u_k > (sum of the top k - 1) / k
+            u = -np.sort(-y, axis=1)
+            css = np.cumsum(u, axis=1) - 1.0
+            k = np.arange(1, members.shape[0] + 1)
+            top = members.shape[0] - 1 - np.argmax((u * k > css)[:, ::-1], axis=1)
+            theta = css[np.arange(y.shape[0]), top] / (top + 1)
+            dx[:, members] = np.maximum(y - theta[:, None], 0.0) - x0[:, members]
+
+    def _onehot_advice(self, X: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """Counterfactuals (n, z) of rows X (n, z) below their goals g (n,) in a world with
+        one-hot groups: each row's cheapest valid candidate (see class), NaN if none."""
+        oh, ctx = self.ctx.onehot, self.ctx
+        n, z = X.shape
+        held = np.zeros(z, bool)
+        held[oh.columns] = True
+        frozen = np.zeros(z, bool)  # immutable groups (any immutable indicator: held whole)
+        simplex = []
+        for members, costs in zip(oh.groups, oh.costs, strict=True):
+            if ctx.immutable[members].any():
+                frozen[members] = True
+            else:
+                simplex.append((members, costs[X[:, members].argmax(axis=1)]))
+        hold = np.broadcast_to(frozen, X.shape) if frozen.any() else None
+        relaxed, _ = self._descend(X, g, hold=hold, simplex=simplex)
+        snapped = oh.snap(X, relaxed)
+        # the repairs, descended together (rows are independent), each with its groups held:
+        # the snapped categories with x's numeric part, x itself, and x with each allowed
+        # switch of a mutable group made
+        switched = np.flatnonzero((snapped[:, oh.columns] != X[:, oh.columns]).any(axis=1))
+        polished = X[switched]
+        polished[:, oh.columns] = snapped[switched][:, oh.columns]
+        starts, rows = [polished, X], [switched, np.arange(n)]
+        for i in range(n):
+            for switch in oh.switches(X[i]):
+                if not frozen[switch.column]:
+                    starts.append(oh.apply(X[i], switch)[None])
+                    rows.append(np.array([i]))
+        S, R = np.concatenate(starts), np.concatenate(rows)
+        repaired, _ = self._descend(S, g[R], hold=np.broadcast_to(held, S.shape))
+        C = np.concatenate([snapped, repaired])
+        R = np.concatenate([np.arange(n), R])
+        cost = self._choice_cost(X[R], C, g[R])
+        cost[self._short(C, self.score(C), g[R])] = np.inf
+        # each row's cheapest (ties: the first candidate); every row has two or more
+        order = np.lexsort((np.arange(R.size), cost, R))
+        first = order[np.r_[True, R[order][1:] != R[order][:-1]]]
+        out = C[first]
+        out[~np.isfinite(cost[first])] = np.nan
+        return out
+
+    def _choice_cost(self, X, X_cf, g):
+        """The cost (n,) by which one-hot advice picks among valid candidates X_cf (n, z)
+        of rows X (n, z) for goals g (n,): ||x' - x||_1, a switch a -> b at c(a, b)."""
+        return self.ctx.onehot.moves(X, X_cf).sum(axis=1)
 
     # Hooks for generators that add a penalty to Wachter's objective (policies.generators):
     # Wachter itself adds none, so its iterations are the plain ones above. All take and

@@ -15,6 +15,9 @@ generators add mu * extcost(x') to it, mu = lambda_2 / lambda_1 of the authors' 
 A row counts as reached at M(x') >= g, as for Wachter; the penalties push the
 counterfactual past the aim, so the loop stops once every row reaches its goal (and has
 settled or run ``min_iter`` iterations), not when it sits in Wachter's band above g.
+
+With one-hot groups both keep them as Wachter does (its candidates), picking the one of
+least cost + mu * extcost, a switch a -> b costing c(a, b).
 """
 
 from __future__ import annotations
@@ -51,6 +54,10 @@ class _Penalised(Wachter):
 
     def _settled(self, x, s, g, target) -> bool:
         return bool((s >= g).all())
+
+    def _choice_cost(self, X, X_cf, g):
+        # one-hot advice picks by the objective less its score term: cost + mu * extcost
+        return super()._choice_cost(X, X_cf, g) + self.mu * self.penalty(X_cf)
 
     def penalty(self, x):
         """extcost(x') (n,) of rows x (n, z) (for checks)."""

@@ -45,10 +45,13 @@ class Face(FollowsModel):
     One-way features (``ctx.direction``) narrow each row's targets to the nodes on their
     side of the row (an increase-only feature at least x, a decrease-only one at most x),
     so the advice keeps them; the path between is the graph's as before (only its end is
-    advice), at the price of one Dijkstra per row.
+    advice), at the price of one Dijkstra per row. One-hot groups (``ctx.onehot``) are kept
+    the same way: every node is a valid row, and a row's targets are narrowed to nodes
+    whose categories it may switch to (an immutable group carries the row's own).
     """
 
     keeps_one_way = True
+    keeps_onehot = True
 
     def __init__(
         self,
@@ -149,6 +152,10 @@ class Face(FollowsModel):
         one_way = self.ctx.direction != 0 if self.ctx.one_way else None
         if one_way is not None:  # each row's one-way values narrow its targets too
             keys = [(*key, tuple(X[need[a], one_way])) for a, key in enumerate(keys)]
+        onehot = self.ctx.onehot
+        if onehot is not None:  # and its categories, to the switches allowed from them
+            cats = np.column_stack([onehot.category(X[need], g) for g in range(len(onehot.groups))])
+            keys = [(*key, tuple(cats[a].tolist())) for a, key in enumerate(keys)]
         for key in dict.fromkeys(keys):
             g, imm_vals = key[:2]
             H = self.nodes
@@ -164,6 +171,9 @@ class Face(FollowsModel):
                 # targets on the permitted side of the row's every one-way feature
                 side = (H[:, one_way] - np.asarray(key[2])) * self.ctx.direction[one_way]
                 keep &= (side >= 0).all(axis=1)
+            if onehot is not None:
+                for grp, a in enumerate(key[-1]):
+                    keep &= np.isfinite(onehot.costs[grp][a, onehot.category(H, grp)])
             targets = np.flatnonzero(keep)
             if targets.size == 0:
                 continue

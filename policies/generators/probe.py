@@ -43,8 +43,10 @@ class Probe(Wachter):
     """Wachter + mu * max(0, IR(x') - r), IR relative to the goal's logit; see module.
 
     The noise acts on the mutable features only (the world never moves the others), so
-    ||∇f|| is taken over them. For a non-linear model the hinge's gradient treats
-    ||∇f(x')|| as locally constant (exact for a linear logit).
+    ||∇f|| is taken over them; with one-hot groups, on the numeric ones (a switch is made
+    whole), and advice is Wachter's cheapest valid candidate by cost + mu * hinge. For a
+    non-linear model the hinge's gradient treats ||∇f(x')|| as locally constant (exact for
+    a linear logit).
     """
 
     def __init__(
@@ -117,7 +119,14 @@ class Probe(Wachter):
         super().model_changed()
         # None when every feature moves: multiplying by ones changes no bit, only time
         mutable = np.asarray(self.ctx.mutable, dtype=float)
+        if self.ctx.onehot is not None:  # a switch is made whole: no noise on indicators
+            mutable[self.ctx.onehot.columns] = 0.0
         self._m = None if mutable.all() else mutable
+
+    def _choice_cost(self, X, X_cf, g):
+        # one-hot advice picks by the objective less its score term: cost + mu * hinge
+        rate = self.invalidation_rate(X_cf, g)
+        return super()._choice_cost(X, X_cf, g) + self.mu * np.maximum(rate - self.target_rate, 0.0)
 
     def _short(self, x, s, g):
         short = (s < g) | (self.invalidation_rate(x, g) > self.target_rate + self.rate_eps)

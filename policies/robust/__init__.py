@@ -5,7 +5,8 @@
 * :mod:`policies.robust.solvers` -- :func:`robust_lp` (the convex program, any p),
   :func:`alg1` (Algorithm 1, p = 1), :func:`alg2` (Algorithm 2, p = inf, terminating),
   :func:`roar` (the ROAR baseline, L1 adversary with the correct sign),
-  :func:`linearise` (a Scorer as (w, b): exact or central differences).
+  :func:`linearise` (a Scorer as (w, b): exact or central differences),
+  :func:`switch_search` (one-hot groups: a switch as one move at its cost).
 * :mod:`policies.robust.policy` -- the population-model policies ``robust-l1``,
   ``robust-l2``, ``robust-linf``, ``roar-l1``, ``roar-linf``.
 
@@ -23,7 +24,16 @@ from policies.robust.price import (
     worst_logit,
     worst_model,
 )
-from policies.robust.solvers import Solution, alg1, alg1_models, alg2, linearise, roar, robust_lp
+from policies.robust.solvers import (
+    Solution,
+    alg1,
+    alg1_models,
+    alg2,
+    linearise,
+    roar,
+    robust_lp,
+    switch_search,
+)
 
 __all__ = [
     "RobustPolicy",
@@ -38,6 +48,7 @@ __all__ = [
     "register",
     "robust_lp",
     "roar",
+    "switch_search",
     "worst_case_valid",
     "worst_logit",
     "worst_model",

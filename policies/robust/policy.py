@@ -9,6 +9,17 @@ is linearised at each row), solves every rejected row within the box [lower, upp
 the immutable features held and a one-way feature kept on its side of the row's value
 (``PolicyContext.box``), and advises X_cf with goal = M(X_cf) under that model.
 
+One-hot groups (``PolicyContext.onehot``, issue 53 item 1): a switch a -> b of a group is
+one move, whose worst-case logit gains w_b − w_a (every norm of x̃ is unchanged: the group
+holds one 1 either way) at the cost λ·c(a, b) (the L1 cost's weight on b is 1); the
+indicators are never moved as numbers. The "lp" policies solve the numeric features with
+the indicators held for staying and for each choice of categories
+(:func:`policies.robust.solvers.switch_search`) and keep the lowest price; ROAR runs on the
+relaxation (indicators free in their box), snaps it (``OneHot.snap``) and solves the
+numeric features again with the indicators held, at the row's own categories, the snapped
+ones and those Algorithm 2's greedy search chose, keeping the lowest price. Without groups
+every path is the one above, bit for bit.
+
 Parameters: ``alpha`` (>= 0, radius of the model ball), the weight of the L1 cost given
 either as ``lam`` (> 0, absolute, as in the paper) or as ``kappa`` (in (0, 1), ours, the
 default): λ_t = κ · max_j |w_j| over the mutable features of the model in force (rows of
@@ -45,7 +56,7 @@ from abm.registry import Registry, checked
 from abm.validation import ConfigError, problem
 from policies.budget import fit_paced
 from policies.goals import GOAL_GAP
-from policies.robust.price import Alpha, Kappa, Lam, price, worst_logit
+from policies.robust.price import Alpha, Kappa, Lam, price, softplus_neg, worst_logit
 from policies.robust.solvers import (
     alg1,
     alg2,
@@ -55,6 +66,7 @@ from policies.robust.solvers import (
     roar,
     robust_l2_batch,
     robust_lp,
+    switch_search,
 )
 
 Method = Literal["lp", "roar"]
@@ -102,10 +114,12 @@ class RobustPolicy(FollowsModel):
     Algorithm 1 for p = 1, the greedy Algorithm 2 otherwise, whose ball contains every
     smaller-p ball); "roar" runs batched ROAR. ``name`` labels errors and warnings.
     Every solver takes one box per row in a world with one-way features, so the advice
-    keeps them.
+    keeps them; one-hot groups are switched whole and only where allowed (module
+    docstring), so it keeps them too.
     """
 
     keeps_one_way = True
+    keeps_onehot = True
 
     @checked  # each parameter's type and bounds: the declarations above, the registry's too
     def __init__(
@@ -187,7 +201,7 @@ class RobustPolicy(FollowsModel):
         X_cf = np.where(advised[:, None], X_cf, obs.X)
         goal = np.where(advised, goal, np.nan)
         wc = expit(worst_logit(X_cf, W, B, self.alpha, self.p))
-        J = price(X_cf, X, W, np.asarray(B) - offset, self.alpha, lam_row, self.p)
+        J = self._price(X_cf, X, W, np.asarray(B) - offset, lam_row)
         info = {
             "wc_score": np.where(advised, wc, np.nan),
             "price_J": np.where(advised, J, np.nan),
@@ -261,10 +275,78 @@ class RobustPolicy(FollowsModel):
     def solve(self, X: np.ndarray, W: np.ndarray, B, lam: float | None = None):
         """Robust counterfactuals (n, z) of rows X (n, z) against θ = (W, B) ((z,) or
         (n, z); scalar or (n,)) at cost weight ``lam`` (default λ_t), and the number of
-        rows the fallback solved."""
+        rows the fallback solved. One-hot groups: :meth:`_solve_onehot`."""
         lam = self._lam_t if lam is None else lam
+        if self._onehot is not None and X.shape[0]:
+            return self._solve_onehot(X, W, B, lam)
+        return self._solve_numeric(X, W, B, lam, self.immutable)
+
+    @property
+    def _onehot(self):
+        """The world's one-hot groups (``abm.onehot.OneHot``), or None."""
+        return getattr(getattr(self, "ctx", None), "onehot", None)
+
+    def _solve_onehot(self, X: np.ndarray, W: np.ndarray, B, lam: float, reference=False):
+        """:meth:`solve` in a world with one-hot groups: every switch one move at its cost
+        (:func:`switch_search`), the numeric features solved with the indicators held;
+        groups with an immutable indicator keep their category. ROAR tries two choices:
+        its relaxation snapped (``OneHot.snap``) and the choice of Algorithm 2's greedy
+        search (its relaxation rarely switches: there a unit of an indicator costs λ, not
+        λ·c). ``reference``: the exact α = 0 optimum (:meth:`_price_of_robustness`)."""
+        oh = self._onehot
         n = X.shape[0]
-        box = self._box(X)
+        Wr = np.broadcast_to(W, X.shape)
+        Br = np.broadcast_to(np.asarray(B, dtype=float), (n,))
+        held = self.immutable.copy()
+        held[oh.columns] = True
+        open_groups = [g for g, cols in enumerate(oh.groups) if not self.immutable[cols].any()]
+        alpha = 0.0 if reference else self.alpha
+
+        def weights(rows):
+            return W if np.ndim(W) == 1 else Wr[rows]
+
+        def numeric(X_start, rows):
+            return self._solve_numeric(X_start, weights(rows), Br[rows], lam, held)
+
+        def greedy(X_start, rows):
+            # Algorithm 2 as in solve: exact for p = inf, for p = 1 in a box inside
+            # [-1, 1] (the intercept lowered by α) and at α = 0
+            robust = reference or self.p == math.inf
+            B_used = Br[rows] if robust else Br[rows] - alpha
+            box = self._box(X_start, held)
+            return alg2_rows(X_start, weights(rows), B_used, alpha if robust else 0.0, lam, *box), 0
+
+        def objective(X_cf, rows):
+            return self._price(X_cf, X[rows], weights(rows), Br[rows], lam, alpha)
+
+        if reference:
+            return switch_search(X, oh, open_groups, greedy, objective)[:2]
+        if self.method != "roar":
+            return switch_search(X, oh, open_groups, numeric, objective)[:2]
+        # the relaxation: indicators free in their box (immutable groups held)
+        relaxed = roar(X, W, Br, self.alpha, lam, self.p, *self._box(X))[0]
+        snapped = oh.snap(X, relaxed)
+        proposals = [
+            np.stack([oh.category(snapped, g) for g in range(len(oh.groups))], axis=1),
+            switch_search(X, oh, open_groups, greedy, objective)[2],
+        ]
+        return switch_search(X, oh, open_groups, numeric, objective, proposals)[:2]
+
+    def _price(self, X_cf, X, W, B, lam, alpha: float | None = None) -> np.ndarray:
+        """(n,) the worst-case price of X_cf (n, z) from rows X (:func:`price`); with
+        one-hot groups a switch a -> b costs c(a, b) in the L1 term (``OneHot.moves``)."""
+        alpha = self.alpha if alpha is None else alpha
+        oh = self._onehot
+        if oh is None:
+            return price(X_cf, X, W, B, alpha, lam, self.p)
+        cost = np.add.reduce(oh.moves(X, X_cf), axis=1)
+        return softplus_neg(worst_logit(X_cf, W, B, alpha, self.p)) + lam * cost
+
+    def _solve_numeric(self, X: np.ndarray, W: np.ndarray, B, lam: float, immutable):
+        """:meth:`solve` with the features ``immutable`` (z,) bool held (the indicators
+        too in a world with one-hot groups)."""
+        n = X.shape[0]
+        box = self._box(X, immutable)
         if self.method == "roar":
             return roar(X, W, B, self.alpha, lam, self.p, *box)[0], 0
         Wr = np.broadcast_to(W, X.shape)
@@ -306,18 +388,28 @@ class RobustPolicy(FollowsModel):
             )
         return out, fallbacks
 
-    def _box(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _box(self, X: np.ndarray, immutable=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(lower, upper, immutable) for rows X (n, z): the bounds (z,), or one box (n, z)
-        per row where the world has one-way features."""
+        per row where the world has one-way features; ``immutable`` (z,) bool defaults to
+        the context's."""
+        immutable = self.immutable if immutable is None else immutable
         ctx = getattr(self, "ctx", None)
         if ctx is None:
-            return self.lower, self.upper, self.immutable
-        return (*ctx.bounds(X, self.lower, self.upper), self.immutable)
+            return self.lower, self.upper, immutable
+        return (*ctx.bounds(X, self.lower, self.upper), immutable)
 
     def _price_of_robustness(self, X, X_cf, W, B) -> float:
         """Mean L1 cost of X_cf over that of the exact α = 0 optimum on the same rows, − 1."""
         if X.shape[0] == 0:
             return math.nan
+        oh = self._onehot
+        if oh is not None:  # a switch at its cost, the reference switching too
+            cost = oh.moves(X, X_cf).sum(axis=1).mean()
+            ref = cost
+            if self.alpha != 0:
+                ref_x = self._solve_onehot(X, W, B, self._lam_t, reference=True)[0]
+                ref = oh.moves(X, ref_x).sum(axis=1).mean()
+            return float(cost / ref - 1.0) if ref > 0 else math.nan
         cost = np.abs(X_cf - X).sum(axis=1).mean()
         if self.alpha == 0:
             ref = cost

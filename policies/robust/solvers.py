@@ -15,6 +15,9 @@ max_{‖θ−θ₀‖_p ≤ α} ℓ(θ·x̃) + λ‖x − x₀‖₁, for one li
   :func:`alg2_rows` runs it on every row at once, bit for bit.
 * :func:`roar` -- the ROAR baseline: Adam on the price against the closed-form worst
   model of the current point (batched over rows).
+* :func:`switch_search` -- one-hot groups (issue 53, item 1): each switch of a group one
+  move at its cost, the numeric features solved by any of the above with the indicators
+  held.
 
 Bounds ``lower``/``upper`` (z,) and ``immutable`` (z,) bool are optional everywhere; a
 start outside the bounds is clipped first. The batched solvers (:func:`alg2_rows`,
@@ -26,6 +29,7 @@ central differences of the logit).
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -1073,6 +1077,89 @@ def _roar_adversary(X: np.ndarray, W: np.ndarray, B: np.ndarray, alpha: float, p
 
     theta = worst_model(X, W, B, alpha, p, zero_sign=1.0)
     return theta[:, :-1], theta[:, -1]
+
+
+# -- one-hot groups (issue 53, item 1) ---------------------------------------------------
+#: :func:`switch_search` tries every combination of categories up to this many (one solve
+#: each); past it, one group at a time
+ONEHOT_PROFILES = 64
+#: rounds of the one-group-at-a-time search (it stops at a round where no row improves)
+ONEHOT_ROUNDS = 3
+
+
+def switch_search(X, onehot, open_groups, solve, objective, proposals=None):
+    """Counterfactuals (n, z) of valid rows X (n, z) where a switch of a one-hot group is one
+    move: the cheapest by ``objective`` of staying and of each choice of categories tried.
+
+    A choice sets each group's indicators to one category (an allowed switch from the
+    row's, or its own) and solves the numeric features from there with every indicator held:
+    ``solve(X_start (r, z), rows (r,))`` -> (X_cf (r, z), fallbacks); ``objective(X_cf,
+    rows)`` -> (r,) the price with each switch at its cost. Groups not in ``open_groups``
+    keep their category. Tried: staying, then every combination of the open groups'
+    categories when there are at most :data:`ONEHOT_PROFILES`, else each category of one
+    group at a time from the best so far (rounds until none improves, at most
+    :data:`ONEHOT_ROUNDS`); ``proposals``, a list of (n, G) int categories, instead tries
+    those choices per row (ROAR's: its snapped relaxation, the greedy's choice). A choice
+    replaces the best only where strictly cheaper, so ties stay. Returns X_cf (n, z), the
+    fallbacks summed over the solves and the categories chosen (n, G).
+    """
+    n = X.shape[0]
+    groups = onehot.groups
+    A = np.stack([onehot.category(X, g) for g in range(len(groups))], axis=1)
+    every = np.arange(n)
+    best, fallbacks = solve(X, every)
+    best = np.array(best, dtype=float)
+    best_J = np.asarray(objective(best, every), dtype=float).copy()
+    current = A.copy()  # the best choice per row so far
+
+    def attempt(C, rows):
+        nonlocal fallbacks
+        if rows.size == 0:
+            return
+        start = np.array(X[rows], dtype=float)
+        for g, members in enumerate(groups):
+            start[:, members] = 0.0
+            start[np.arange(rows.size), members[C[rows, g]]] = 1.0
+        X_cf, more = solve(start, rows)
+        fallbacks += more
+        J = np.asarray(objective(X_cf, rows), dtype=float)
+        better = J < best_J[rows]
+        won = rows[better]
+        best[won], best_J[won], current[won] = X_cf[better], J[better], C[won]
+
+    def allowed(C):  # (n,) bool: every group's switch allowed
+        ok = np.ones(n, dtype=bool)
+        for g in range(len(groups)):
+            ok &= np.isfinite(onehot.costs[g][A[:, g], C[:, g]])
+        return ok
+
+    if proposals is not None:
+        closed = [g for g in range(len(groups)) if g not in open_groups]
+        tried = [A]
+        for C in proposals:
+            C = np.array(C, dtype=np.intp)
+            C[:, closed] = A[:, closed]  # a held group keeps its category
+            new = np.logical_and.reduce([(C != T).any(axis=1) for T in tried])
+            attempt(C, np.flatnonzero(allowed(C) & new))
+            tried.append(C)
+        return best, fallbacks, current
+    sizes = [groups[g].shape[0] for g in open_groups]
+    if math.prod(sizes) <= ONEHOT_PROFILES:
+        for profile in itertools.product(*(range(m) for m in sizes)):
+            C = A.copy()
+            C[:, open_groups] = profile
+            attempt(C, np.flatnonzero(allowed(C) & (C != A).any(axis=1)))
+        return best, fallbacks, current
+    for _ in range(ONEHOT_ROUNDS):
+        before = best_J.copy()
+        for g in open_groups:
+            for b in range(groups[g].shape[0]):
+                C = current.copy()
+                C[:, g] = b
+                attempt(C, np.flatnonzero(allowed(C) & (current[:, g] != b)))
+        if not (best_J < before).any():
+            break
+    return best, fallbacks, current
 
 
 # -- linearisation ---------------------------------------------------------------------
