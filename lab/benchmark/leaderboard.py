@@ -54,6 +54,8 @@ BUILT_IN: dict[str, dict[str, str]] = {
         "improve-proto": "improve-proto",
         "improve-bwo": "improve-bwo",
         "scarf": "scarf",
+        # privileged (it simulates the true model): an upper reference, not a method
+        "lookahead": "lookahead",
     },
     # RBR as the five-families study runs it (50 samples, 20 inner steps): about 30 s a run,
     # about 20 minutes of 2 cores; DiCE at its defaults: 2,360 s of one worker (its 70 runs
@@ -70,10 +72,6 @@ NOT_ENTERED: dict[str, str] = {
     "rl, rl-recommender, hybrid-*": (
         "need a trained artefact per world (path=DIR); the shipped ones are trained in "
         "world 0 of `paper` only (docs/five-families.md)"
-    ),
-    "lookahead": (
-        "privileged (it simulates the true model): an upper reference, not a method; about "
-        "45 s a `lending` run, no card yet"
     ),
     "ei": "is a world of its own (decision_model = 'ei'), in no preset of the protocol",
     "threshold-rbr": (
