@@ -111,7 +111,9 @@ class RecourseModel(RecordAccess, mesa.Model):
         self.pool = Pool(config.n_features, config.validity)
         self._pending: Decision | None = None  # set between decide() and respond()
         self._handles = CandidateHandles(self, agents)
-        self.recorder = Recorder(config, self.mechanisms, self.difficulty, record_events)
+        self.recorder = Recorder(
+            config, self.mechanisms, self.difficulty, record_events, self.world.structure.onehot
+        )
         self.datacollector = self.recorder.collector
         self.running = True
 

@@ -29,6 +29,7 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 
+from abm.onehot import OneHot
 from abm.validation import not_allowed, show
 
 __all__ = ["FileModel", "ModelRefused", "ModelSpec", "RawColumns", "load_model"]
@@ -230,14 +231,11 @@ class RawColumns:
         return self.names[self.where.index(tuple(positions))]
 
     def rows(self, U: np.ndarray) -> np.ndarray:
-        """U (n, z) with each one-hot column's indicators set to one-hot of its largest."""
+        """A copy of U (n, z) with each one-hot column's indicators set to one-hot of its
+        largest (:meth:`abm.onehot.OneHot.encode`)."""
         out = np.array(U, dtype=float)
-        for at in self.where:
-            if isinstance(at, tuple):
-                block = np.zeros((out.shape[0], len(at)))
-                block[np.arange(out.shape[0]), out[:, list(at)].argmax(axis=1)] = 1.0
-                out[:, list(at)] = block
-        return out
+        groups = OneHot.build(tuple(at for at in self.where if isinstance(at, tuple)))
+        return out if groups is None else groups.encode(out)
 
     @property
     def numeric(self) -> bool:

@@ -94,12 +94,15 @@ class OneHot:
         """X (n, z) with each group's indicators set to one-hot of its largest value (ties:
         the first); in place, returned. How a synthetic world makes categories of its
         draws, and how a relaxed counterfactual is read as a category."""
-        for members in self.groups:
-            block = X[:, members]
-            top = block.argmax(axis=1)
-            block[:] = 0.0
-            block[np.arange(X.shape[0]), top] = 1.0
-            X[:, members] = block
+        for g in range(len(self.groups)):
+            self.assign(X, g, self.category(X, g))
+        return X
+
+    def assign(self, X: np.ndarray, g: int, cats: np.ndarray) -> np.ndarray:
+        """X (n, z) with group ``g`` one-hot at categories ``cats`` (n,); in place, returned."""
+        members = self.groups[g]
+        X[:, members] = 0.0
+        X[np.arange(X.shape[0]), members[cats]] = 1.0
         return X
 
     def category(self, X: np.ndarray, g: int) -> np.ndarray:
@@ -145,9 +148,10 @@ class OneHot:
         return out
 
     def apply(self, x: np.ndarray, switch: Switch) -> np.ndarray:
-        """A copy of row x (z,) with ``switch`` made."""
+        """A copy of row x (z,), or of rows (n, z) in that row's category, with ``switch``
+        made."""
         out = np.array(x, dtype=float)
-        out[switch.from_column], out[switch.column] = 0.0, 1.0
+        out[..., switch.from_column], out[..., switch.column] = 0.0, 1.0
         return out
 
     def snap(self, X: np.ndarray, X_cf: np.ndarray) -> np.ndarray:
@@ -155,13 +159,9 @@ class OneHot:
         its largest entry, a switch that is not allowed undone (the row's category kept).
         A relaxed solver's last step (CARLA's reconstruction of one-hot encodings). A copy."""
         out = np.array(X_cf, dtype=float)
-        rows = np.arange(out.shape[0])
-        for g, members in enumerate(self.groups):
-            a, b = self.category(X, g), out[:, members].argmax(axis=1)
-            b = np.where(np.isfinite(self.costs[g][a, b]), b, a)
-            block = np.zeros((out.shape[0], members.shape[0]))
-            block[rows, b] = 1.0
-            out[:, members] = block
+        for g in range(len(self.groups)):
+            a, b = self.category(X, g), self.category(out, g)
+            self.assign(out, g, np.where(np.isfinite(self.costs[g][a, b]), b, a))
         return out
 
     # -- what a switch costs and how it is attempted ----------------------------------------

@@ -80,9 +80,10 @@ class Recorder:
         mechanisms: Mechanisms,
         difficulty: np.ndarray,
         record_events: bool,
+        onehot: OneHot | None = None,
     ) -> None:
         self.config, self.mechanisms, self.difficulty = config, mechanisms, difficulty
-        self.onehot = OneHot.of(config)  # a switch's cost is c(a, b) d_b, not L1
+        self.onehot = onehot  # the world's groups: a switch's cost is c(a, b) d_b, not L1
         self.record_events = record_events
         own = mechanisms.tick_columns()
         self.columns = TICK_COLUMNS + tuple(own)

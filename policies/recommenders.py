@@ -222,11 +222,9 @@ def onehot_counterfactuals(
         s = np.zeros(n, dtype=np.intp)
         for g, a, t in zip(live, cats, targets, strict=True):
             members = onehot.groups[g]
-            moved = a != t
             extra += switch[g][a, t] * cost[members[t]]  # 0 where it stays
-            X_mod[moved.nonzero()[0], members[a[moved]]] = 0.0
-            X_mod[moved, members[t]] = 1.0
-            s += moved
+            onehot.assign(X_mod, g, np.full(n, t))
+            s += a != t
         ok = np.isfinite(extra)
         if max_changes is None:
             batches = [(0, ok.nonzero()[0])]

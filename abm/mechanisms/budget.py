@@ -85,7 +85,6 @@ class Budget(Mechanism):
     def __init__(self, config, world, streams=None) -> None:
         super().__init__(config, world)
         self.left = math.inf if config.budget is None else float(config.budget)
-        self.onehot = OneHot.of(config)
 
     def start_tick(self, t, waiting, streams, others) -> BudgetTick:
         if self.config.budget_scope == "tick":
@@ -98,7 +97,8 @@ class Budget(Mechanism):
     def on_advice(self, state: BudgetTick, advice: Advice, policy_name: str) -> None:
         """Charge the advised rows' costs; an overspend is the policy's error."""
         # L1 of the change; a one-hot switch a -> b costs c(a, b), not 2 (abm.onehot)
-        cost = np.add.reduce(OneHot.sizes(self.onehot, advice.X, advice.X_cf), axis=1)
+        sizes = OneHot.sizes(self.world.structure.onehot, advice.X, advice.X_cf)
+        cost = np.add.reduce(sizes, axis=1)
         spent = float(np.add.reduce(cost[advice.advised]))
         if spent > self.left + BUDGET_TOL:
             raise RuntimeError(

@@ -213,9 +213,7 @@ class Dice(FollowsModel):
         out = [C, held]
         for switch in oh.switches(x):
             if not self.ctx.immutable[switch.column]:
-                made = held.copy()
-                made[:, switch.from_column], made[:, switch.column] = 0.0, 1.0
-                out.append(made)
+                out.append(oh.apply(held, switch))
         return np.concatenate(out)
 
     def observe(self, feedback: Feedback) -> None:

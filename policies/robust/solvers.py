@@ -1117,9 +1117,8 @@ def switch_search(X, onehot, open_groups, solve, objective, proposals=None):
         if rows.size == 0:
             return
         start = np.array(X[rows], dtype=float)
-        for g, members in enumerate(groups):
-            start[:, members] = 0.0
-            start[np.arange(rows.size), members[C[rows, g]]] = 1.0
+        for g in range(len(groups)):
+            onehot.assign(start, g, C[rows, g])
         X_cf, more = solve(start, rows)
         fallbacks += more
         J = np.asarray(objective(X_cf, rows), dtype=float)
