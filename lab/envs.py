@@ -350,6 +350,7 @@ class PopulationEnv(gym.Env):
         model.respond(model.policy.recommend(self._obs, model.streams.policy))
         rows = self._pending + [dict(model.last_row)] + self._advance()
         self._pending = []
+        self._last_rows = rows  # the tick records this step completed
         done = self._obs is None
         reward = sum(
             reward_eq16(r["rr"], r["rf"], self.alpha, self.tau, self.log_floor) for r in rows
@@ -366,3 +367,172 @@ def _make_recommender(spec: str | Recommender) -> Recommender:
     if not isinstance(spec, str):
         return spec
     return REGISTRY.make("recommender", spec)
+
+
+# -- a goal selector for a reliability target (issue 51) ---------------------------------
+
+
+class ReliableGoalEnv(PopulationEnv):
+    """μ trained to maximise RF subject to RR ≥ ``target``: a Lagrangian relaxation.
+
+    The constrained problem max E[RF] s.t. E[RR] ≥ ρ becomes the saddle point of
+    L(π, λ) = E[RF] + λ (E[RR] − ρ), λ ≥ 0 (Altman 1999, ch. 3; its RL form with a
+    multiplier updated on a slower time scale: Tessler, Mankowitz & Mannor 2019, RCPO).
+    Per tick, the reward is the Lagrangian normalised by 1 + λ (Stooke, Achiam & Abbeel
+    2020, §4), so it stays in [-1, 1] whatever λ and whatever RR::
+
+        r_t = (RF_t + λ (RR_t − ρ) 1[RR_t defined]) / (1 + λ)                  (L1)
+
+    A tick whose RF is undefined gives 0. The constraint counts exactly the ticks the
+    outcome card's RR averages (those where RR is defined): Σ_defined (RR_t − ρ) ≥ 0 is
+    RR̄ ≥ ρ. Unlike eq. 16, a tick where nobody carried out their advice (RF defined, RR
+    not) is not counted as RR = 0: with hard advice such ticks are common (in the recession
+    a third of the ticks at margin 0.3), and counting them as 0 made the highest margins
+    look the least reliable, the opposite of what the card measures. After each episode
+    the multiplier takes a projected gradient step on the episode's shortfall, with RR̄
+    the episode's RR as the card reads it (the mean over defined ticks)::
+
+        λ ← min(max(λ + η (ρ − RR̄), 0), λ_max)                               (L2)
+
+    With a ``judge`` (the trainer sets it to the actor's mean action, the policy that will
+    be deployed), RR̄ is that policy's RR in one evaluation episode played after each
+    training episode (a new population, the worlds in turn, its own seed stream), not the
+    exploring policy's: measured on the exploring policy, λ kept rising until the
+    exploring policy met ρ, and the deployed one overshot it (RR 0.98-0.99 for ρ = 0.95).
+
+    Because (L1) depends on λ, a replay buffer's stored rewards go stale as λ moves; SAC
+    is trained on rewards relabelled with the current λ at sampling time from the parts
+    each step returns in ``info["lagrangian"]`` = (Σ RF_t, Σ_defined (RR_t − ρ)) (see
+    :class:`lab.training.RelabelledReplayBuffer`).
+
+    ``worlds``: episode j is played in world ``worlds[j % len(worlds)]`` (its own
+    generator and decision model), so μ is not fitted to one world's pool.
+    """
+
+    def __init__(
+        self,
+        scenario: ScenarioConfig | str | Path = "paper",
+        *,
+        target: float = 0.95,
+        worlds: tuple[int, ...] = (0,),
+        multiplier: float = 1.0,
+        multiplier_lr: float = 5.0,
+        multiplier_max: float = 100.0,
+        recommender: str | Recommender = "exact-linear",
+        max_margin: float = 0.3,
+        capacity_obs: bool = False,
+        **overrides: Any,
+    ) -> None:
+        require_number("target", target, 0.0, 1.0, low_open=True, high_open=True)
+        require_number("multiplier_max", multiplier_max, 0.0, 1e6, low_open=True)
+        require_number("multiplier", multiplier, 0.0, multiplier_max)
+        require_number("multiplier_lr", multiplier_lr, 0.0, 1e6)
+        worlds = tuple(int(w) for w in worlds)
+        if not worlds:
+            raise ValueError("worlds must name at least one world seed")
+        super().__init__(
+            scenario,
+            recommender=recommender,
+            max_margin=max_margin,
+            capacity_obs=capacity_obs,
+            **overrides,
+        )
+        self.target, self.worlds = float(target), worlds
+        self.multiplier = float(multiplier)
+        self.multiplier_lr, self.multiplier_max = float(multiplier_lr), float(multiplier_max)
+        self.episodes = 0
+        self._base = self.config
+        self._episode_rr: list[float] = []
+        self._kw = dict(
+            target=target,
+            worlds=worlds,
+            recommender=recommender,
+            max_margin=max_margin,
+            capacity_obs=capacity_obs,
+            **overrides,
+        )
+        self.judge: Any = None  # obs -> action of the deployed policy; set by the trainer
+        self._judge_env: ReliableGoalEnv | None = None
+        self._judge_seed = 10_007
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            self.episodes = 0
+            self._judge_env = None
+            self._judge_seed = int(seed) + 10_007  # as lab.training.SyncedEval's
+        self.config = self._base.replace(world_seed=self.worlds[self.episodes % len(self.worlds)])
+        self._episode_rr = []
+        obs, info = super().reset(seed=seed, options=options)
+        self.episodes += 1
+        return obs, {**info, "world_seed": self.config.world_seed}
+
+    def step(self, action: np.ndarray):
+        obs, _, done, truncated, info = super().step(action)
+        rf_sum = rr_excess = 0.0
+        for r in self._last_rows:
+            if r["rf"] != r["rf"]:  # RF undefined: nothing was measured
+                continue
+            rf_sum += r["rf"]
+            if r["rr"] == r["rr"]:  # the ticks the card's RR averages
+                rr_excess += r["rr"] - self.target
+                self._episode_rr.append(r["rr"])
+        reward = self.lagrangian(rf_sum, rr_excess)
+        info["lagrangian"] = (rf_sum, rr_excess)
+        info["multiplier"] = self.multiplier
+        if done:
+            rr_bar = float(np.mean(self._episode_rr)) if self._episode_rr else 0.0
+            info["episode_rr"] = rr_bar
+            if self.judge is not None:
+                rr_bar = info["judged_rr"] = self.judged_rr()
+            step = self.multiplier + self.multiplier_lr * (self.target - rr_bar)  # (L2)
+            self.multiplier = float(min(max(step, 0.0), self.multiplier_max))
+        return obs, reward, done, truncated, info
+
+    def judged_rr(self) -> float:
+        """RR̄ of one episode played by ``judge`` in the evaluation env (its own worlds'
+        turn and seed stream, kept across calls and checkpoints)."""
+        env = self._judging_env()
+        obs, _ = env.reset(seed=self._judge_seed if env.episodes == 0 else None)
+        done = False
+        while not done:
+            obs, _, done, _, info = env.step(self.judge(obs))
+        return float(info["episode_rr"])
+
+    def _judging_env(self) -> ReliableGoalEnv:
+        if self._judge_env is None:
+            self._judge_env = ReliableGoalEnv(self._base, **self._kw)
+        return self._judge_env
+
+    def lagrangian(self, rf_sum: float, rr_excess: float, multiplier: float | None = None) -> float:
+        """(L1) summed over a step's ticks from Σ RF_t and Σ_defined (RR_t − ρ), with
+        λ = ``multiplier`` (default: the one in force)."""
+        lam = self.multiplier if multiplier is None else multiplier
+        return float((rf_sum + lam * rr_excess) / (1.0 + lam))
+
+    def get_state(self) -> dict[str, Any]:
+        """What a training checkpoint must keep besides the SB3 model (JSON-safe)."""
+        state = {
+            "episodes": self.episodes,
+            "multiplier": self.multiplier,
+            "rng": self.np_random.bit_generator.state,
+            "judge_seed": self._judge_seed,
+        }
+        if self._judge_env is not None:
+            judge = self._judge_env
+            state["judge"] = {
+                "episodes": judge.episodes,
+                "rng": judge.np_random.bit_generator.state,
+            }
+        return state
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`get_state` (after the reset that starts a resumed training run)."""
+        self.np_random.bit_generator.state = state["rng"]
+        self.episodes = int(state["episodes"])
+        self.multiplier = float(state["multiplier"])
+        self._judge_seed = int(state.get("judge_seed", self._judge_seed))
+        if "judge" in state:
+            judge = self._judging_env()
+            judge.reset(seed=self._judge_seed)  # then the saved stream and turn
+            judge.np_random.bit_generator.state = state["judge"]["rng"]
+            judge.episodes = int(state["judge"]["episodes"])

@@ -50,6 +50,7 @@ for _module in ("torch", "stable_baselines3", "gymnasium", "safetensors"):
 
 import torch  # noqa: E402
 from stable_baselines3 import SAC  # noqa: E402
+from stable_baselines3.common.buffers import ReplayBuffer  # noqa: E402
 from stable_baselines3.common.callbacks import (  # noqa: E402
     BaseCallback,
     CallbackList,
@@ -63,6 +64,7 @@ from abm.validation import ConfigError, one_line  # noqa: E402
 from policies.rl.artefacts import save_actor, write_manifest  # noqa: E402
 from policies.rl.encoding import (  # noqa: E402
     CAPACITY_OBSERVATION,
+    CONSTRAINED_OBJECTIVE,
     RECOMMENDER_ACTIONS,
     RECOMMENDER_OBSERVATION,
 )
@@ -270,7 +272,6 @@ def train_predictor(
     spec; ``rl:path=DIR`` for a learned φ); ``capacity_obs``: μ also observes k_t / k and
     m_t / m. Returns the manifest."""
     from lab.envs import PopulationEnv, _make_recommender
-    from policies.rl.learned import LearnedRecommender
 
     p = PredictorTraining.make(
         alpha=alpha,
@@ -285,7 +286,7 @@ def train_predictor(
     )
     sac = _sac(sac)
     out = Path(out)
-    rec = _make_recommender(recommender)  # unknown names fail before any training
+    _make_recommender(recommender)  # unknown names fail before any training
     env_kw = {
         "alpha": p.alpha,
         "tau": p.tau,
@@ -296,22 +297,9 @@ def train_predictor(
         **overrides,
     }
     env = PopulationEnv(scenario, **env_kw)
-    manifest = {
-        **_base_manifest(env, "predictor", p.seed),
-        "action": "g = min(th + max_margin (a + 1) / 2, 1), a in [-1, 1]",
-        "max_margin": p.max_margin,
-        "alpha": p.alpha,
-        "tau": p.tau,
-        "log_floor": p.log_floor,
-        "recommender": recommender,
-        "recommender_path": None,
-        "sac": sac.model_dump(),
-    }
-    if capacity_obs:
-        manifest["capacity_observation"] = CAPACITY_OBSERVATION
-    if isinstance(rec, LearnedRecommender):
-        # stored relative to this artefact so that the pair can be moved together
-        manifest["recommender_path"] = _relpath(Path(rec.path), out)
+    manifest = _predictor_manifest(
+        env, p, sac, recommender, out, capacity_obs, alpha=p.alpha, tau=p.tau, log_floor=p.log_floor
+    )
     make_eval = (lambda: PopulationEnv(scenario, **env_kw)) if p.eval_every else None
     return _train(
         out,
@@ -325,6 +313,176 @@ def train_predictor(
         progress=progress,
         make_eval=make_eval,
     )
+
+
+class ConstrainedTraining(_Common):
+    """The constrained μ's settings besides SAC's: the RR target ρ, the worlds episodes
+    rotate over, and the multiplier's start, step η and cap ((L1)-(L2), docs/rl.md)."""
+
+    target: float = Field(0.95, gt=0, lt=1)
+    worlds: tuple[Annotated[int, Field(ge=0, le=2**32 - 1)], ...] = Field(
+        (0,), min_length=1, max_length=1000
+    )
+    steps: int = Field(14_000, ge=1, le=10**9)
+    checkpoint_every: int = Field(1000, ge=1, le=10**9)
+    multiplier: float = Field(1.0, ge=0, le=1e6)
+    multiplier_lr: float = Field(5.0, ge=0, le=1e6)
+    multiplier_max: float = Field(100.0, gt=0, le=1e6)
+    max_margin: float = Field(0.3, gt=0, le=1)
+    eval_episodes: int = Field(3, ge=1, le=10_000)
+
+
+class RelabelledReplayBuffer(ReplayBuffer):
+    """SAC's replay buffer for (L1): each transition keeps its Lagrangian parts
+    (Σ RF_t, Σ_defined (RR_t − ρ)) beside the reward, and a sampled batch's rewards are recomputed with
+    the multiplier in force (``multiplier()``), so old transitions are not judged by an
+    old λ. Sampling draws what SB3's own buffer draws (the same bits for the same λ)."""
+
+    def __init__(self, *args: Any, multiplier: Callable[[], float], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.n_envs != 1:
+            raise ValueError("RelabelledReplayBuffer serves one environment")
+        self.multiplier = multiplier
+        self.parts = np.zeros((self.buffer_size, 2), dtype=np.float64)
+
+    def add(self, obs, next_obs, action, reward, done, infos) -> None:
+        self.parts[self.pos] = infos[0]["lagrangian"]
+        super().add(obs, next_obs, action, reward, done, infos)
+
+    def _get_samples(self, batch_inds: np.ndarray, env=None):
+        samples = super()._get_samples(batch_inds, env)
+        lam = float(self.multiplier())
+        rf, excess = self.parts[batch_inds, 0], self.parts[batch_inds, 1]
+        rewards = ((rf + lam * excess) / (1.0 + lam)).astype(np.float32).reshape(-1, 1)
+        return samples._replace(rewards=self.to_torch(rewards))
+
+
+def train_constrained_predictor(
+    out: str | Path,
+    scenario: str = "paper",
+    *,
+    target: float = 0.95,
+    worlds: tuple[int, ...] = (0,),
+    recommender: str = "exact-linear",
+    seed: int = 0,
+    steps: int = 14_000,
+    sac: SACParams = PREDICTOR_SAC,
+    checkpoint_every: int = 1000,
+    multiplier: float = 1.0,
+    multiplier_lr: float = 5.0,
+    multiplier_max: float = 100.0,
+    max_margin: float = 0.3,
+    capacity_obs: bool = False,
+    eval_every: int = 0,
+    eval_episodes: int = 3,
+    resume: bool = False,
+    progress: Progress | None = None,
+    **overrides: Any,
+) -> dict[str, Any]:
+    """Train μ to maximise RF subject to RR ≥ ``target`` (:class:`lab.envs.ReliableGoalEnv`,
+    (L1)-(L2)) for ``steps`` ticks, episodes rotating over ``worlds``; the recommender part
+    fixed to ``recommender`` as in :func:`train_predictor`. Returns the manifest, which
+    records ρ, the worlds and the final λ."""
+    from lab.envs import ReliableGoalEnv, _make_recommender
+
+    p = ConstrainedTraining.make(
+        target=target,
+        worlds=tuple(worlds),
+        seed=seed,
+        steps=steps,
+        checkpoint_every=checkpoint_every,
+        multiplier=multiplier,
+        multiplier_lr=multiplier_lr,
+        multiplier_max=multiplier_max,
+        max_margin=max_margin,
+        eval_every=eval_every,
+        eval_episodes=eval_episodes,
+    )
+    sac = _sac(sac)
+    out = Path(out)
+    _make_recommender(recommender)  # unknown names fail before any training
+    env_kw = {
+        "target": p.target,
+        "worlds": p.worlds,
+        "multiplier": p.multiplier,
+        "multiplier_lr": p.multiplier_lr,
+        "multiplier_max": p.multiplier_max,
+        "recommender": recommender,
+        "max_margin": p.max_margin,
+        "capacity_obs": capacity_obs,
+        **overrides,
+    }
+    env = ReliableGoalEnv(scenario, **env_kw)
+    manifest = _predictor_manifest(
+        env,
+        p,
+        sac,
+        recommender,
+        out,
+        capacity_obs,
+        objective=CONSTRAINED_OBJECTIVE,
+        rr_target=p.target,
+        worlds=list(p.worlds),
+        multiplier_start=p.multiplier,
+        multiplier_lr=p.multiplier_lr,
+        multiplier_max=p.multiplier_max,
+        multiplier_reads="RR of the actor's mean action, one episode after each training episode",
+    )
+    make_eval = (lambda: ReliableGoalEnv(scenario, **env_kw)) if p.eval_every else None
+    extra = {
+        "replay_buffer_class": RelabelledReplayBuffer,
+        "replay_buffer_kwargs": {"multiplier": lambda: env.multiplier},
+    }
+    return _train(
+        out,
+        env,
+        manifest,
+        sac,
+        p,
+        total_steps=p.steps,
+        stop_episodes=None,
+        resume=resume,
+        progress=progress,
+        make_eval=make_eval,
+        sac_extra=extra,
+        on_model=lambda model: setattr(env, "judge", _deployed(model)),
+    )
+
+
+def _predictor_manifest(
+    env, p, sac: SACParams, recommender: str, out: Path, capacity_obs: bool, **own: Any
+) -> dict[str, Any]:
+    """What every μ's manifest says (the world, the goal mapping, the recommender inside,
+    SAC's settings) around the training's ``own`` keys."""
+    from lab.envs import _make_recommender
+    from policies.rl.learned import LearnedRecommender
+
+    manifest = {
+        **_base_manifest(env, "predictor", p.seed),
+        "action": "g = min(th + max_margin (a + 1) / 2, 1), a in [-1, 1]",
+        "max_margin": p.max_margin,
+        **own,
+        "recommender": recommender,
+        "recommender_path": None,
+        "sac": sac.model_dump(),
+    }
+    if capacity_obs:
+        manifest["capacity_observation"] = CAPACITY_OBSERVATION
+    rec = _make_recommender(recommender)
+    if isinstance(rec, LearnedRecommender):
+        # stored relative to this artefact so that the pair can be moved together
+        manifest["recommender_path"] = _relpath(Path(rec.path), out)
+    return manifest
+
+
+def _deployed(model) -> Callable[[np.ndarray], np.ndarray]:
+    """obs -> the actor's mean action (what a trained μ does at inference)."""
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        action, _ = model.predict(obs[None, :], deterministic=True)
+        return action[0]
+
+    return act
 
 
 def _sac(sac: SACParams | dict[str, Any]) -> SACParams:
@@ -357,6 +515,8 @@ def _train(
     resume: bool,
     progress: Progress | None,
     make_eval: Callable[[], Any] | None,
+    sac_extra: dict[str, Any] | None = None,
+    on_model: Callable[[Any], None] | None = None,
 ) -> dict[str, Any]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -365,7 +525,17 @@ def _train(
     vec = DummyVecEnv([lambda: Monitor(env)])
     clock = _Clock()
     manifest_json = json.loads(json.dumps(manifest, default=str))
-    model = SAC("MlpPolicy", vec, seed=p.seed, device="cpu", verbose=0, **sac.sb3_kwargs())
+    model = SAC(
+        "MlpPolicy",
+        vec,
+        seed=p.seed,
+        device="cpu",
+        verbose=0,
+        **sac.sb3_kwargs(),
+        **(sac_extra or {}),
+    )
+    if on_model is not None:
+        on_model(model)
     latest = latest_checkpoint(ckdir) if resume else None
     state = None
     if latest is not None:
@@ -439,6 +609,8 @@ def _train(
     if manifest["kind"] == "recommender":
         full["d_hat"] = env.estimator.d.tolist()
         full["d_error"] = env.difficulty_error()
+    if manifest.get("objective") == CONSTRAINED_OBJECTIVE:
+        full["multiplier_final"] = env.multiplier  # λ after the last episode, (L2)
     write_manifest(out, full)
     env.close()
     if eval_env is not None:
@@ -458,6 +630,12 @@ class _Clock:
 
     def wall(self) -> float:
         return self.before[1] + time.perf_counter() - self.wall0
+
+
+# per-step info keys whose episode mean the learning curve keeps (``multiplier``: λ of
+# the constrained predictor, (L2); ``judged_rr``: the deployed policy's RR after the
+# episode, which (L2) reads)
+CURVE_KEYS = ("error", "cost", "rr", "rf", "goal", "multiplier", "judged_rr")
 
 
 class LearningCurve(BaseCallback):
@@ -498,7 +676,7 @@ class LearningCurve(BaseCallback):
         reward = float(info.get("reward_eq15", self.locals["rewards"][0]))
         ep = self._ep
         ep.setdefault("reward", []).append(reward)
-        for key in ("error", "cost", "rr", "rf", "goal"):
+        for key in CURVE_KEYS:
             if key in info:
                 ep.setdefault(key, []).append(float(info[key]))
         if "episode" in info:  # Monitor's end-of-episode record
@@ -509,7 +687,7 @@ class LearningCurve(BaseCallback):
                 "reward": float(np.sum(ep["reward"])),
                 "length": int(info["episode"]["l"]),
             }
-            for key in ("error", "cost", "rr", "rf", "goal"):
+            for key in CURVE_KEYS:
                 if key in ep:
                     row[f"mean_{key}"] = float(np.mean(ep[key]))
             if self.manifest["kind"] == "recommender":
@@ -562,7 +740,7 @@ class CodeFreeCheckpoint(BaseCallback):
         n = buf.buffer_size if buf.full else buf.pos
         np.savez(
             stem.with_name(stem.name + "_buffer.npz"),
-            **{k: getattr(buf, k)[:n] for k in _BUFFER_ARRAYS if getattr(buf, k) is not None},
+            **{k: getattr(buf, k)[:n] for k in _BUFFER_ARRAYS if getattr(buf, k, None) is not None},
         )
         state = {
             "steps": self.num_timesteps,
@@ -582,7 +760,16 @@ class CodeFreeCheckpoint(BaseCallback):
                 f.unlink(missing_ok=True)
 
 
-_BUFFER_ARRAYS = ("observations", "next_observations", "actions", "rewards", "dones", "timeouts")
+# "parts": the Lagrangian parts of a RelabelledReplayBuffer (absent from SB3's own buffer)
+_BUFFER_ARRAYS = (
+    "observations",
+    "next_observations",
+    "actions",
+    "rewards",
+    "dones",
+    "timeouts",
+    "parts",
+)
 
 
 def _not_a_checkpoint(path: Path, exc: BaseException) -> ConfigError:

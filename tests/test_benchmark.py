@@ -321,7 +321,7 @@ def test_every_built_in_policy_has_a_card_or_a_reason():
         assert name in entered or any(fnmatch(name, p) for p in patterns), name
     for spec in entered:
         REGISTRY.validate(spec)
-    assert "- `rl`, `rl-recommender`, `hybrid-*`: need a trained artefact" in not_entered()
+    assert "- `rl`, `rl-constrained`, `rl-recommender`, `hybrid-*`: need a trained" in not_entered()
 
 
 @pytest.mark.slow  # builds the full tier's 12,480 runs

@@ -54,6 +54,28 @@ FROM_CODE = {
 GENERATED = {
     ("docs/capacity-goal.md", "capacity-tables"): "results/capacity-goal/table.csv",
     ("docs/capacity-goal.md", "capacity-phases"): "results/capacity-goal/phases.csv",
+    ("docs/constrained-goal.md", "constrained-training"): "results/constrained-goal/training.csv",
+    (
+        "docs/constrained-goal.md",
+        "constrained-paper-table",
+    ): "results/constrained-goal/paper/table.csv",
+    (
+        "docs/constrained-goal.md",
+        "constrained-paper-reach",
+    ): "results/constrained-goal/paper/reach.csv",
+    ("docs/constrained-goal.md", "constrained-recession-table"): (
+        "results/constrained-goal/recession/table.csv"
+    ),
+    ("docs/constrained-goal.md", "constrained-recession-reach"): (
+        "results/constrained-goal/recession/reach.csv"
+    ),
+    (
+        "docs/constrained-goal.md",
+        "constrained-paper-tried",
+    ): "results/constrained-goal/paper/tried.csv",
+    ("docs/constrained-goal.md", "constrained-recession-tried"): (
+        "results/constrained-goal/recession/tried.csv"
+    ),
     ("docs/endogenous-shift.md", "shift-tables"): "results/endogenous-shift/table.csv",
     ("docs/endogenous-shift.md", "shift-ablation"): "results/endogenous-shift/ablation.csv",
     ("docs/five-families.md", "goals"): "results/five-families/leaderboard.csv",
@@ -77,6 +99,13 @@ RECORDED_IN = {
     "results/improvement/mer_vs_round.png": "results/improvement/table.csv",
     "results/improvement/noise_sweep.png": "results/improvement/table.csv",
     "results/capacity-goal/ticks.png": "results/capacity-goal/table.csv",
+    "results/constrained-goal/paper/goals.png": "results/constrained-goal/paper/table.csv",
+    "results/constrained-goal/learning.png": "results/constrained-goal/training.csv",
+    "results/constrained-goal/paper/fronts.png": "results/constrained-goal/paper/table.csv",
+    "results/constrained-goal/recession/goals.png": "results/constrained-goal/recession/table.csv",
+    "results/constrained-goal/recession/fronts.png": (
+        "results/constrained-goal/recession/table.csv"
+    ),
     "results/sensible/sensible.md": "results/sensible/sensible.csv",
 }
 #: quoted results awaiting their rerun under issue 48: path (a folder/ covers every file in

@@ -69,9 +69,10 @@ BUILT_IN: dict[str, dict[str, str]] = {
 #: built-in policies without a card, and why (docs/leaderboard.md says so)
 NOT_ENTERED: dict[str, str] = {
     "none": "a baseline of every card",
-    "rl, rl-recommender, hybrid-*": (
+    "rl, rl-constrained, rl-recommender, hybrid-*": (
         "need a trained artefact per world (path=DIR); the shipped ones are trained in "
-        "world 0 of `paper` only (docs/five-families.md)"
+        "world 0 of `paper` only (docs/five-families.md), `rl-constrained`'s in `paper` and "
+        "`recession` (docs/constrained-goal.md)"
     ),
     "ei": "is a world of its own (decision_model = 'ei'), in no preset of the protocol",
     "threshold-rbr": (

@@ -104,6 +104,18 @@ EvalEpisodesOpt = Annotated[int, typer.Option(help="episodes per evaluation")]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="scenario override KEY=VALUE")]
 ScenarioOpt = Annotated[str, typer.Option("--scenario", "-s", help="preset or .toml")]
 ResumeOpt = Annotated[bool, typer.Option(help="continue from the latest checkpoint in --out")]
+RecommenderOpt = Annotated[
+    str,
+    typer.Option(
+        help="recommender inside the env: registry spec, e.g. exact-linear, ustun, rl:path=DIR"
+    ),
+]
+MaxMarginOpt = Annotated[
+    float, typer.Option(help="goal = last threshold + up to this margin, in (0, 1]")
+]
+CapacityOpt = Annotated[
+    bool, typer.Option(help="μ also observes the places and entrants in force, k_t/k and m_t/m")
+]
 
 
 def recommender(
@@ -191,12 +203,7 @@ def recommender(
 def predictor(
     alpha: Annotated[float, typer.Option(help="weight of RR in eq. 16, in [0, 1e6]")],
     tau: Annotated[float, typer.Option(help="weight of RF in eq. 16, in [0, 1e6]")],
-    recommender: Annotated[
-        str,
-        typer.Option(
-            help="recommender inside the env: registry spec, e.g. exact-linear, ustun, rl:path=DIR"
-        ),
-    ] = "exact-linear",
+    recommender: RecommenderOpt = "exact-linear",
     scenario: ScenarioOpt = "paper",
     out: Annotated[Path, typer.Option(help="artefact directory")] = Path(
         "results/artefacts/predictor"
@@ -204,12 +211,8 @@ def predictor(
     seed: Annotated[int, typer.Option(help="training seed")] = 0,
     steps: Annotated[int, typer.Option(help="SAC steps = ticks (paper 7000)")] = 7000,
     checkpoint_every: Annotated[int, typer.Option(help="checkpoint every N steps")] = 1000,
-    max_margin: Annotated[
-        float, typer.Option(help="goal = last threshold + up to this margin, in (0, 1]")
-    ] = 0.3,
-    capacity_obs: Annotated[
-        bool, typer.Option(help="μ also observes the places and entrants in force, k_t/k and m_t/m")
-    ] = False,
+    max_margin: MaxMarginOpt = 0.3,
+    capacity_obs: CapacityOpt = False,
     resume: ResumeOpt = False,
     net: NetOpt = None,
     lr: LrOpt = None,
@@ -258,6 +261,93 @@ def predictor(
     )
 
 
+def parse_worlds(text: str) -> tuple[int, ...]:
+    """``20-24`` or ``0,3,7`` -> world seeds."""
+    try:
+        if "-" in text:
+            lo, hi = (int(x) for x in text.split("-"))
+            worlds = tuple(range(lo, hi + 1))
+        else:
+            worlds = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        worlds = ()
+    if not worlds or min(worlds) < 0:
+        raise ConfigError(
+            f"worlds = {text!r} is not allowed; allowed: world seeds >= 0 as a range LO-HI "
+            "or a list, e.g. 20-24 or 0,3,7"
+        )
+    return worlds
+
+
+def constrained_predictor(
+    recommender: RecommenderOpt = "exact-linear",
+    target: Annotated[
+        float, typer.Option(help="the RR to keep, in (0, 1); μ maximises RF subject to it")
+    ] = 0.95,
+    worlds: Annotated[
+        str, typer.Option(help="world seeds the episodes rotate over, e.g. 20-24")
+    ] = "0",
+    scenario: ScenarioOpt = "paper",
+    out: Annotated[Path, typer.Option(help="artefact directory")] = Path(
+        "results/artefacts/constrained-predictor"
+    ),
+    seed: Annotated[int, typer.Option(help="training seed")] = 0,
+    steps: Annotated[int, typer.Option(help="SAC steps = ticks")] = 14_000,
+    checkpoint_every: Annotated[int, typer.Option(help="checkpoint every N steps")] = 1000,
+    multiplier_lr: Annotated[
+        float, typer.Option(help="η, the multiplier's step per unit of RR shortfall (L2)")
+    ] = 5.0,
+    max_margin: MaxMarginOpt = 0.3,
+    capacity_obs: CapacityOpt = False,
+    resume: ResumeOpt = False,
+    net: NetOpt = None,
+    lr: LrOpt = None,
+    batch_size: BatchOpt = None,
+    gamma: GammaOpt = None,
+    learning_starts: StartsOpt = None,
+    threads: ThreadsOpt = 1,
+    set_: SetOpt = None,
+) -> None:
+    """μ for a reliability target: maximise RF subject to RR >= TARGET (Lagrangian SAC,
+    docs/rl.md), episodes rotating over several worlds."""
+    from lab.training import PREDICTOR_SAC, train_constrained_predictor
+
+    if not 0.0 < target < 1.0:
+        raise ConfigError(f"target = {target!r} is not allowed; allowed: (0, 1), the RR to keep")
+    out = output_dir(out)
+    set_threads(threads)
+    sac = sac_params(PREDICTOR_SAC, net, lr, batch_size, gamma, learning_starts)
+    say_fresh_start(out, resume)
+    with progress_bar(transient=False) as bar:
+        task = bar.add_task(f"training μ for RR >= {target:g}", total=steps)
+        m = train_constrained_predictor(
+            out,
+            scenario,
+            target=target,
+            worlds=parse_worlds(worlds),
+            recommender=recommender,
+            seed=seed,
+            steps=steps,
+            sac=sac,
+            checkpoint_every=checkpoint_every,
+            multiplier_lr=multiplier_lr,
+            max_margin=max_margin,
+            capacity_obs=capacity_obs,
+            resume=resume,
+            progress=bar_progress(bar, task),
+            **parse_overrides(set_),
+        )
+    plot_learning_curve(
+        Path(out) / "learning_curve.csv",
+        Path(out) / "learning_curve.png",
+        f"predictor μ for RR >= {target:g}: Lagrangian reward per episode",
+    )
+    console.print(
+        f"μ: {m['steps']} steps, λ = {m['multiplier_final']:.3g} at the end, CPU "
+        f"{m['cpu_seconds']:.0f} s; written to [bold]{escape(str(out))}[/]"
+    )
+
+
 def register(app: typer.Typer) -> None:
     train_app = typer.Typer(
         help="Train the learned recommender φ or predictor μ with SAC (stable-baselines3, CPU).",
@@ -265,4 +355,5 @@ def register(app: typer.Typer) -> None:
     )
     train_app.command("recommender")(recommender)
     train_app.command("predictor")(predictor)
+    train_app.command("constrained-predictor")(constrained_predictor)
     app.add_typer(train_app, name="train")

@@ -414,7 +414,15 @@ def _units(values: list[np.ndarray], bound: float = math.nan) -> dict[str, Any]:
     return out
 
 
-def summarise(runs: pd.DataFrame, pts: list[dict]) -> pd.DataFrame:
+def summarise(
+    runs: pd.DataFrame,
+    pts: list[dict],
+    *,
+    fronts: dict[str, tuple[str, ...]] | None = None,
+    pairs: tuple[tuple[str, str], ...] = PAIRS,
+    front_methods: tuple[str, ...] = FRONT_METHODS,
+    note: Callable[..., str] = trained,
+) -> pd.DataFrame:
     """The comparison, world by world, each front read off at RR 0.95 (Table 3's rule: on
     the front, or at its point nearest 0.95 when it stops short); rows of
     :data:`TABLE_COLUMNS`, by ``kind``:
@@ -433,7 +441,13 @@ def summarise(runs: pd.DataFrame, pts: list[dict]) -> pd.DataFrame:
     ``world0`` is world 0's (where μ was trained). A μ trained with several training seeds
     gives one value per (training seed, world), and the interval is over those
     (:func:`_units`): the training seed is a random effect too. The verdicts of the
-    ``front`` and ``difference`` rows are corrected together (:func:`add_verdicts`)."""
+    ``front`` and ``difference`` rows are corrected together (:func:`add_verdicts`).
+
+    Another study passes its own ``fronts`` (method -> the fronts it is measured against;
+    default: :data:`OWN_FRONT` and :data:`EVERY_MARGIN`), ``pairs``, ``front_methods`` and
+    ``note`` (where a method's μ was trained: ``note(*methods, seeds=n)``)."""
+    if fronts is None:
+        fronts = {m: (own, EVERY_MARGIN) for m, own in OWN_FRONT.items()}
     worlds = sorted(int(w) for w in runs["world_seed"].unique())
     data = arrays(runs, pts, worlds)
     n_e = data["threshold"][None][0].shape[2]
@@ -442,7 +456,7 @@ def summarise(runs: pd.DataFrame, pts: list[dict]) -> pd.DataFrame:
         None: tuple(np.concatenate(x, axis=1) for x in zip(*constant, strict=True))
     }
     reads = {
-        m: {s: read_worlds(*v) for s, v in data[m].items()} for m in FRONT_METHODS if m in data
+        m: {s: read_worlds(*v) for s, v in data[m].items()} for m in front_methods if m in data
     }
     rows = []
 
@@ -460,7 +474,7 @@ def summarise(runs: pd.DataFrame, pts: list[dict]) -> pd.DataFrame:
             "rf_at_rr095",
             _units(rf),
             rr_at=float(np.nanmean(at)),
-            trained=trained(m, seeds=len(rf)),
+            trained=note(m, seeds=len(rf)),
         )
     rr, rf = data["threshold"][None]
     for fig, v in (("rr", rr), ("rf", rf)):
@@ -481,16 +495,16 @@ def summarise(runs: pd.DataFrame, pts: list[dict]) -> pd.DataFrame:
                 "per_world": json.dumps([round(float(x), 4) for x in per]),
             },
         )
-    for m, own in OWN_FRONT.items():
+    for m, against in fronts.items():
         if m not in reads:
             continue
-        for front in (own, EVERY_MARGIN):
+        for front in against:
             if front not in data:
                 continue
             grid = data[front][None]
             dist = [front_distances(r[:, 1:], r[:, :1], *grid) for r in reads[m].values()]
             for fig in FRONT_FIGURES:
-                note = np.concatenate(
+                note_ = np.concatenate(
                     [getattr(d, "rf_note" if fig == "rf_at_equal_rr" else "rr_note") for d in dist]
                 )
                 row(
@@ -500,12 +514,12 @@ def summarise(runs: pd.DataFrame, pts: list[dict]) -> pd.DataFrame:
                     _units([getattr(d, fig) for d in dist], FRONT_BOUND),
                     against=front,
                     rr_at=float(np.nanmean(np.concatenate([r[:, 1] for r in reads[m].values()]))),
-                    outside_below=int(np.sum(note == "below")),
-                    outside_above=int(np.sum(note == "above")),
-                    undefined=int(np.sum(note == "undefined")),
-                    trained=trained(m, seeds=len(dist)),
+                    outside_below=int(np.sum(note_ == "below")),
+                    outside_above=int(np.sum(note_ == "above")),
+                    undefined=int(np.sum(note_ == "undefined")),
+                    trained=note(m, seeds=len(dist)),
                 )
-    for a, b in PAIRS:
+    for a, b in pairs:
         if a not in reads or b not in data:
             continue
         diffs = []
@@ -522,7 +536,7 @@ def summarise(runs: pd.DataFrame, pts: list[dict]) -> pd.DataFrame:
             _units(diffs, BOUND),
             against=b,
             rr_at=float(np.nanmean(np.concatenate([r[:, 1] for r in reads[a].values()]))),
-            trained=trained(a, b, seeds=seeds),
+            trained=note(a, b, seeds=seeds),
         )
     return add_verdicts(pd.DataFrame(rows, columns=TABLE_COLUMNS))
 
@@ -619,9 +633,22 @@ def _trained(r: Any) -> str:
     return r.trained if isinstance(r.trained, str) else ""
 
 
-def markdown(table: pd.DataFrame) -> str:
+_WORLD0 = "world 0 (where μ was trained) alone"
+_FRONTS_TEXT = (
+    "Each method against the constant-margin front of its own recommender and the front "
+    "of every constant margin (any recommender)"
+)
+
+
+def markdown(
+    table: pd.DataFrame,
+    names: dict[str, str] = NAMES,
+    world0: str = _WORLD0,
+    fronts_text: str = _FRONTS_TEXT,
+) -> str:
     """The tables of the docs page and ``summary.md``: the fronts, their distances to the
-    constant-margin fronts, then the paired differences."""
+    constant-margin fronts, then the paired differences (another study passes its own
+    ``names``, what world 0 is, and which fronts each method meets)."""
     missing = [c for c in TABLE_COLUMNS if c not in table]
     if missing:
         raise ValueError(
@@ -634,7 +661,7 @@ def markdown(table: pd.DataFrame) -> str:
     lines = [
         f"RF at RR 0.95 of each front, mean over {n_w} worlds x {n_e} paired episodes "
         "[95 % interval] with the worlds it rests on (worlds as the unit: Hall-corrected t "
-        "on each world's value, lab/study/stats.py); world 0 (where μ was trained) alone; "
+        f"on each world's value, lab/study/stats.py); {world0}; "
         "each world's value. φ, the recommender of every φ row, was trained in the "
         "paper's world 0 with one training seed.",
         "",
@@ -643,7 +670,7 @@ def markdown(table: pd.DataFrame) -> str:
     ]
     for r in levels.itertuples():
         lines.append(
-            f"| {NAMES.get(r.name, r.name)} | {_interval(r)} | {_num(r.rr_at)} "
+            f"| {names.get(r.name, r.name)} | {_interval(r)} | {_num(r.rr_at)} "
             f"| {_num(r.world0)} | {_trained(r)} | {r.per_world} |"
         )
     for r in table[table["kind"] == "threshold"].itertuples():
@@ -661,8 +688,7 @@ def markdown(table: pd.DataFrame) -> str:
         f'"matches" and "level" where TOST within ±{BOUND:g} survives; no verdict below '
         f"{MIN_WORLDS_FOR_VERDICT} worlds. In bold: the verdicts that survive.",
         "",
-        "Each method against the constant-margin front of its own recommender and the front "
-        "of every constant margin (any recommender), at the point it was read at (RR 0.95, "
+        f"{fronts_text}, at the point it was read at (RR 0.95, "
         "or its point nearest to it): RF at equal RR and RR at equal RF, world by world; "
         "worlds where the point lies outside the range the front spans are counted, not "
         "compared.",
@@ -677,7 +703,7 @@ def markdown(table: pd.DataFrame) -> str:
         rf, rr = by["rf_at_equal_rr"], by["rr_at_equal_rf"]
         outside = _outside(rf, rr)
         lines.append(
-            f"| {name} | {NAMES.get(against, against)} | {_interval(rf, True)} | "
+            f"| {name} | {names.get(against, against)} | {_interval(rf, True)} | "
             f"{_said(rf)} | {_interval(rr, True)} | {_said(rr)} | {outside} | "
             f"{_trained(rf)} |"
         )

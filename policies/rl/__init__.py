@@ -9,7 +9,9 @@ Registered names (artefacts are loaded by path; see ``recourse-abm train``):
   learned μ (``path=DIR`` of a predictor) + a baseline recommender (other parameters go
   to the recommender);
 * ``rl``: learned μ + learned φ, the paper's method (``path=DIR`` of a predictor trained
-  with φ; ``recommender=DIR`` overrides the φ named in its manifest).
+  with φ; ``recommender=DIR`` overrides the φ named in its manifest);
+* ``rl-constrained``: μ trained to maximise RF subject to RR ≥ ``target`` (a Lagrangian
+  SAC, docs/rl.md) + φ; as a goal selector too.
 
 Artefacts are safetensors weights plus a JSON manifest: loading one runs no stored code
 (docs/rl.md).
@@ -22,6 +24,8 @@ from typing import Any
 from abm.registry import Registry
 from policies.composite import CompositePolicy
 from policies.rl.learned import (
+    ConstrainedGoal,
+    ConstrainedPolicy,
     LearnedGoal,
     LearnedPolicy,
     LearnedRecommender,
@@ -66,4 +70,14 @@ def register(registry: Registry) -> None:
         "rl",
         LearnedPolicy,
         "learned predictor mu + learned recommender phi (the paper's method); path=DIR",
+    )
+    registry.goal(
+        "rl-constrained",
+        ConstrainedGoal,
+        "learned predictor mu trained for RR >= target (Lagrangian SAC); path=DIR, target",
+    )
+    registry.policy(
+        "rl-constrained",
+        ConstrainedPolicy,
+        "mu trained for RR >= target (Lagrangian SAC) + learned recommender phi; path=DIR, target",
     )

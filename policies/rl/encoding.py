@@ -121,6 +121,8 @@ N_APPS = 4  # n_applications histogram: 1, 2, 3, 4+
 
 # the capacity the goal selector may also see: (k_t / k, m_t / m) of a capacity schedule
 CAPACITY_OBSERVATION = "k_t / k, m_t / m"
+# the manifest's ``objective`` of a μ trained for an RR target (lab.envs.ReliableGoalEnv)
+CONSTRAINED_OBJECTIVE = "max RF s.t. RR >= rr_target (Lagrangian, normalised; docs/rl.md)"
 
 
 def observation_size(n_features: int, validity: int, capacity: bool = False) -> int:

@@ -16,6 +16,7 @@ from policies.composite import CompositePolicy
 from policies.rl.artefacts import ArtefactError, load_sac, mismatches, provenance
 from policies.rl.encoding import (
     CAPACITY_OBSERVATION,
+    CONSTRAINED_OBJECTIVE,
     RECOMMENDER_ACTIONS,
     RECOMMENDER_OBSERVATION,
     encode_window,
@@ -32,6 +33,11 @@ _SHIPPED = Path(__file__).resolve().parents[2] / "results" / "pareto" / "T1-b005
 DEFAULT_RECOMMENDER = _SHIPPED / "recommender"
 DEFAULT_PREDICTOR_RL = _SHIPPED / "predictors" / "rl-a10-t1"
 DEFAULT_PREDICTOR_HYBRID = _SHIPPED / "predictors" / "hybrid-a10-t1"
+# the shipped μ trained for RR >= 0.95 in the paper's world (issue 51, `reproduce
+# constrained-goal`), training seed 0
+DEFAULT_PREDICTOR_CONSTRAINED = (
+    _SHIPPED.parents[1] / "constrained-goal" / "predictors" / "paper-rr0.95"
+)
 
 
 # per recommender, the shipped alpha:tau = 10:1 predictor (as for rl): Wachter's own
@@ -248,3 +254,57 @@ class LearnedPolicy(CompositePolicy):
         if self.recommender.path is None:
             self.recommender.path = self.goal.recommender_path()
         self.recommender.prepare(ctx)
+
+
+class ConstrainedGoal(LearnedGoal):
+    """μ trained to maximise RF subject to RR ≥ ``target`` (lab.envs.ReliableGoalEnv).
+
+    ``target`` must be the ρ the artefact was trained for: a goal selector trained for one
+    reliability does not deliver another, so any other value is refused in one line.
+    """
+
+    def __init__(
+        self,
+        path: str | Path = DEFAULT_PREDICTOR_CONSTRAINED,
+        target: float = 0.95,
+        allow_mismatch: bool = False,
+    ) -> None:
+        if not (isinstance(target, int | float) and 0.0 < float(target) < 1.0):
+            raise ConfigError(problem("target", target, "(0, 1): the RR to keep"))
+        super().__init__(path, allow_mismatch)
+        self.target = float(target)
+
+    def prepare(self, ctx: PolicyContext) -> None:
+        super().prepare(ctx)
+        if self.manifest.get("objective") != CONSTRAINED_OBJECTIVE:
+            raise ArtefactError(
+                f"predictor {self.path} was trained on eq. 16, not for an RR target; use rl, "
+                "or train one with `recourse-abm train constrained-predictor`"
+            )
+        trained = float(self.manifest["rr_target"])
+        if abs(trained - self.target) > 1e-9:
+            raise ConfigError(
+                problem(
+                    "target",
+                    self.target,
+                    f"{trained:g}, the RR target predictor {self.path} was trained for",
+                )
+            )
+
+
+class ConstrainedPolicy(LearnedPolicy):
+    """μ trained for an RR target (:class:`ConstrainedGoal`) + the learned φ it was trained
+    with (``recommender=DIR`` overrides it)."""
+
+    def __init__(
+        self,
+        path: str | Path = DEFAULT_PREDICTOR_CONSTRAINED,
+        target: float = 0.95,
+        recommender: str | Path | None = None,
+        allow_mismatch: bool = False,
+    ) -> None:
+        CompositePolicy.__init__(
+            self,
+            ConstrainedGoal(path, target, allow_mismatch),
+            LearnedRecommender(recommender, allow_mismatch),
+        )
