@@ -118,6 +118,8 @@ PLAIN_NOTES: dict[str, str] = {
     "roar-l1": "advice that stays enough if the model changes a little (ROAR)",
     "roar-linf": "advice that stays enough if the model changes a little (ROAR)",
     "rl": "learned goal and learned advice (the paper's method, trained in advance)",
+    "rl-constrained": "a learned goal that keeps 95 % of followed advice paying, "
+    "learned advice (trained in advance)",
     "rl-recommender": "this round's threshold as goal, advice from a trained network",
 }
 # what a policy does while the model is built, for those that take seconds to prepare

@@ -55,6 +55,7 @@ RUNS_IN = {
     # needs 64" (the improvement world's observation is longer); the learned policies
     # were trained without one-way features or one-hot groups: "does not keep ..."
     "rl": EVERYWHERE - {"improvement", "one-way", "onehot"},
+    "rl-constrained": EVERYWHERE - {"improvement", "one-way", "onehot"},
     "rl-recommender": EVERYWHERE - {"one-way", "onehot"},
     # its advice may break a one-hot group: "does not keep one-hot groups valid"
     "safear": EVERYWHERE - {"onehot"},
