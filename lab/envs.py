@@ -443,14 +443,6 @@ class ReliableGoalEnv(PopulationEnv):
         self.episodes = 0
         self._base = self.config
         self._episode_rr: list[float] = []
-        self._kw = dict(
-            target=target,
-            worlds=worlds,
-            recommender=recommender,
-            max_margin=max_margin,
-            capacity_obs=capacity_obs,
-            **overrides,
-        )
         self.judge: Any = None  # obs -> action of the deployed policy; set by the trainer
         self._judge_env: ReliableGoalEnv | None = None
         self._judge_seed = 10_007
@@ -476,7 +468,7 @@ class ReliableGoalEnv(PopulationEnv):
             if r["rr"] == r["rr"]:  # the ticks the card's RR averages
                 rr_excess += r["rr"] - self.target
                 self._episode_rr.append(r["rr"])
-        reward = self.lagrangian(rf_sum, rr_excess)
+        reward = float(self.lagrangian(rf_sum, rr_excess))
         info["lagrangian"] = (rf_sum, rr_excess)
         info["multiplier"] = self.multiplier
         if done:
@@ -500,14 +492,22 @@ class ReliableGoalEnv(PopulationEnv):
 
     def _judging_env(self) -> ReliableGoalEnv:
         if self._judge_env is None:
-            self._judge_env = ReliableGoalEnv(self._base, **self._kw)
+            self._judge_env = ReliableGoalEnv(
+                self._base,
+                target=self.target,
+                worlds=self.worlds,
+                recommender=self.recommender_spec,
+                max_margin=self.max_margin,
+                capacity_obs=self.capacity_obs,
+            )
         return self._judge_env
 
-    def lagrangian(self, rf_sum: float, rr_excess: float, multiplier: float | None = None) -> float:
+    def lagrangian(self, rf_sum, rr_excess, multiplier: float | None = None):
         """(L1) summed over a step's ticks from Σ RF_t and Σ_defined (RR_t − ρ), with
-        λ = ``multiplier`` (default: the one in force)."""
+        λ = ``multiplier`` (default: the one in force); scalars or arrays (the replay
+        buffer relabels a batch with it)."""
         lam = self.multiplier if multiplier is None else multiplier
-        return float((rf_sum + lam * rr_excess) / (1.0 + lam))
+        return (rf_sum + lam * rr_excess) / (1.0 + lam)
 
     def get_state(self) -> dict[str, Any]:
         """What a training checkpoint must keep besides the SB3 model (JSON-safe)."""

@@ -286,7 +286,7 @@ def train_predictor(
     )
     sac = _sac(sac)
     out = Path(out)
-    _make_recommender(recommender)  # unknown names fail before any training
+    rec = _make_recommender(recommender)  # unknown names fail before any training
     env_kw = {
         "alpha": p.alpha,
         "tau": p.tau,
@@ -298,7 +298,16 @@ def train_predictor(
     }
     env = PopulationEnv(scenario, **env_kw)
     manifest = _predictor_manifest(
-        env, p, sac, recommender, out, capacity_obs, alpha=p.alpha, tau=p.tau, log_floor=p.log_floor
+        env,
+        p,
+        sac,
+        recommender,
+        rec,
+        out,
+        capacity_obs,
+        alpha=p.alpha,
+        tau=p.tau,
+        log_floor=p.log_floor,
     )
     make_eval = (lambda: PopulationEnv(scenario, **env_kw)) if p.eval_every else None
     return _train(
@@ -334,15 +343,21 @@ class ConstrainedTraining(_Common):
 
 class RelabelledReplayBuffer(ReplayBuffer):
     """SAC's replay buffer for (L1): each transition keeps its Lagrangian parts
-    (Σ RF_t, Σ_defined (RR_t − ρ)) beside the reward, and a sampled batch's rewards are recomputed with
-    the multiplier in force (``multiplier()``), so old transitions are not judged by an
-    old λ. Sampling draws what SB3's own buffer draws (the same bits for the same λ)."""
+    (Σ RF_t, Σ_defined (RR_t − ρ)) beside the reward, and a sampled batch's rewards are
+    recomputed by ``reward(rf, excess)`` (the env's :meth:`lab.envs.ReliableGoalEnv.lagrangian`,
+    with the multiplier in force), so old transitions are not judged by an old λ. Sampling
+    draws what SB3's own buffer draws (the same bits for the same λ)."""
 
-    def __init__(self, *args: Any, multiplier: Callable[[], float], **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        reward: Callable[[np.ndarray, np.ndarray], np.ndarray],
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         if self.n_envs != 1:
             raise ValueError("RelabelledReplayBuffer serves one environment")
-        self.multiplier = multiplier
+        self.reward = reward
         self.parts = np.zeros((self.buffer_size, 2), dtype=np.float64)
 
     def add(self, obs, next_obs, action, reward, done, infos) -> None:
@@ -351,10 +366,9 @@ class RelabelledReplayBuffer(ReplayBuffer):
 
     def _get_samples(self, batch_inds: np.ndarray, env=None):
         samples = super()._get_samples(batch_inds, env)
-        lam = float(self.multiplier())
-        rf, excess = self.parts[batch_inds, 0], self.parts[batch_inds, 1]
-        rewards = ((rf + lam * excess) / (1.0 + lam)).astype(np.float32).reshape(-1, 1)
-        return samples._replace(rewards=self.to_torch(rewards))
+        parts = self.parts[batch_inds]
+        rewards = np.asarray(self.reward(parts[:, 0], parts[:, 1]), dtype=np.float32)
+        return samples._replace(rewards=self.to_torch(rewards.reshape(-1, 1)))
 
 
 def train_constrained_predictor(
@@ -400,7 +414,7 @@ def train_constrained_predictor(
     )
     sac = _sac(sac)
     out = Path(out)
-    _make_recommender(recommender)  # unknown names fail before any training
+    rec = _make_recommender(recommender)  # unknown names fail before any training
     env_kw = {
         "target": p.target,
         "worlds": p.worlds,
@@ -418,6 +432,7 @@ def train_constrained_predictor(
         p,
         sac,
         recommender,
+        rec,
         out,
         capacity_obs,
         objective=CONSTRAINED_OBJECTIVE,
@@ -431,7 +446,7 @@ def train_constrained_predictor(
     make_eval = (lambda: ReliableGoalEnv(scenario, **env_kw)) if p.eval_every else None
     extra = {
         "replay_buffer_class": RelabelledReplayBuffer,
-        "replay_buffer_kwargs": {"multiplier": lambda: env.multiplier},
+        "replay_buffer_kwargs": {"reward": env.lagrangian},
     }
     return _train(
         out,
@@ -450,11 +465,11 @@ def train_constrained_predictor(
 
 
 def _predictor_manifest(
-    env, p, sac: SACParams, recommender: str, out: Path, capacity_obs: bool, **own: Any
+    env, p, sac: SACParams, recommender: str, rec, out: Path, capacity_obs: bool, **own: Any
 ) -> dict[str, Any]:
     """What every μ's manifest says (the world, the goal mapping, the recommender inside,
-    SAC's settings) around the training's ``own`` keys."""
-    from lab.envs import _make_recommender
+    ``rec`` built from its spec ``recommender``, SAC's settings) around the training's
+    ``own`` keys."""
     from policies.rl.learned import LearnedRecommender
 
     manifest = {
@@ -468,7 +483,6 @@ def _predictor_manifest(
     }
     if capacity_obs:
         manifest["capacity_observation"] = CAPACITY_OBSERVATION
-    rec = _make_recommender(recommender)
     if isinstance(rec, LearnedRecommender):
         # stored relative to this artefact so that the pair can be moved together
         manifest["recommender_path"] = _relpath(Path(rec.path), out)

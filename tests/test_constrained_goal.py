@@ -81,9 +81,8 @@ def test_bad_settings_are_refused(kw):
 
 def test_the_replay_buffer_relabels_with_the_multiplier_in_force():
     env = ReliableGoalEnv("paper", **SMALL)
-    lam = {"value": 0.0}
     buf = RelabelledReplayBuffer(
-        16, env.observation_space, env.action_space, device="cpu", multiplier=lambda: lam["value"]
+        16, env.observation_space, env.action_space, device="cpu", reward=env.lagrangian
     )
     obs = np.zeros((1, *env.observation_space.shape), np.float32)
     parts = [(0.5, 0.05), (0.2, -0.95), (0.8, -0.3)]
@@ -92,7 +91,7 @@ def test_the_replay_buffer_relabels_with_the_multiplier_in_force():
             obs, obs, np.zeros((1, 1)), np.array([9.0]), np.array([0.0]), [{"lagrangian": (rf, rr)}]
         )
     for value in (0.0, 3.0):
-        lam["value"] = value
+        env.multiplier = value  # λ in force when the batch is drawn
         got = buf._get_samples(np.arange(3)).rewards.numpy().ravel()
         want = [(rf + value * rr) / (1 + value) for rf, rr in parts]
         np.testing.assert_allclose(got, want, rtol=1e-6)  # the stored 9.0 is never used
