@@ -49,8 +49,12 @@ class DecisionMaker(mesa.Agent):
         """(scores (n,), accepted (n,) bool, threshold) of applicants X (n, z); ``rng``
         breaks ties at the threshold."""
         scores = self.model.scorer.score(X)
-        accepted, threshold = select_top_k(scores, self.k_t, rng)
-        return scores, accepted, threshold
+        return (scores, *self.select(scores, rng))
+
+    def select(self, scores: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, float]:
+        """(accepted (n,) bool, threshold): the top k_t of ``scores`` (n,); ``rng`` breaks
+        ties at the threshold."""
+        return select_top_k(scores, self.k_t, rng)
 
 
 class Candidate(mesa.Agent):

@@ -24,29 +24,24 @@ import mesa
 import numpy as np
 from mesa.agent import AgentSet
 
-from abm import stages
 from abm.advice import BOUND_TOL, CHANGE_TOL, checked_advice, refuse_one_way, refuse_onehot
 from abm.agents import Candidate, CandidateHandles, DecisionMaker
+from abm.batch import Batch
 from abm.config import ScenarioConfig
 from abm.interfaces import Recommendation, RecourseObs, RecoursePolicy
 from abm.mechanisms import Mechanisms
 from abm.planning import Simulator, Snapshot
-from abm.pool import Pool, advised_rows
+from abm.pool import EpisodePool, Pool
 from abm.population import Population, filled
 from abm.record import NullRecorder, RecordAccess, Recorder
 from abm.registry import resolve_policy
 from abm.rng import Streams
 from abm.scenarios import configure
-from abm.tick import Advice, Decision, reapplicant_feedback
+from abm.tick import Advice, Decision
 from abm.validation import ConfigError, problem, require_int
 from abm.world import build_world
 
 __all__ = ["BOUND_TOL", "CHANGE_TOL", "RecourseModel", "resolve_policy"]
-# from this many stayers, scores of rows ending at x_cf or at x are reused, not recomputed
-_REUSE_FROM = 1024
-# the applicants' columns a decision read only for its counts needs (Decision.success_counts;
-# ids keep len() working)
-_COUNTED = ("ids", "X_obs", "X", "advised", "implemented")
 
 
 class RecourseModel(RecordAccess, mesa.Model):
@@ -108,8 +103,9 @@ class RecourseModel(RecordAccess, mesa.Model):
         refuse_onehot(self.policy, self.context, self.policy_name)
         self.policy.prepare(self.context)
         self.tick, self._next_id = 0, 0
-        self.pool = Pool(config.n_features, config.validity)
         self._pending: Decision | None = None  # set between decide() and respond()
+        # a run alone is a batch of one (abm.batch); Batch.of puts fresh models in a larger one
+        Batch([self], Pool(config.n_features, config.validity))
         self._handles = CandidateHandles(self, agents)
         self.recorder = Recorder(
             config, self.mechanisms, self.difficulty, record_events, self.world.structure.onehot
@@ -138,6 +134,11 @@ class RecourseModel(RecordAccess, mesa.Model):
     def model_version(self) -> int:
         """How many times the decision model was refitted (0 without retraining)."""
         return self.mechanisms.version
+
+    @property
+    def pool(self) -> EpisodePool:
+        """This episode's waiting pool and dropped-out window (a view of its batch's pool)."""
+        return self._batch.pool.episode(self._episode)
 
     @property
     def population(self) -> Population:
@@ -180,7 +181,7 @@ class RecourseModel(RecordAccess, mesa.Model):
         fork.mechanisms = snap.mechanisms.fork()
         fork.decision_maker = DecisionMaker.unregistered(fork, c.k)
         fork.tick, fork._next_id = snap.tick, snap.next_id
-        fork.pool = Pool(c.n_features, c.validity, snap.population, snap.dropped)
+        Batch([fork], Pool(c.n_features, c.validity, snap.population, snap.dropped))
         # the fork's respond() writes its own figures into the decided tick: not into ours
         fork._pending = None if snap.pending is None else snap.pending.copy()
         fork.running = snap.tick < c.ticks
@@ -213,10 +214,7 @@ class RecourseModel(RecordAccess, mesa.Model):
                 f"ticks = {self.config.ticks} (ticks 0..{self.config.ticks - 1}); "
                 "start a new model for another episode"
             )
-        obs = self.decide() if self._pending is None else self._pending.obs
-        # nobody rejected: the policy is not asked
-        rec = self.policy.recommend(obs, self.streams.policy) if obs.n_rejected else None
-        self.respond(rec)
+        self._alone().step()  # nobody rejected: the policy is not asked
 
     def run(self, ticks: int | None = None, progress: Any | None = None) -> RecourseModel:
         """Run ``ticks`` more ticks (default: up to the scenario's tick count).
@@ -242,41 +240,16 @@ class RecourseModel(RecordAccess, mesa.Model):
         tick, read only by :meth:`pending_success`); :meth:`respond` then cannot follow,
         and without mechanisms the applicants keep only the columns the counts read.
         """
-        if self._pending is not None:
-            raise RuntimeError(f"tick {self.tick} is already decided: call respond() first")
-        t, c, pool, mech = self.tick, self.config, self.pool, self.mechanisms
-        self.decision_maker.k_t = mech.capacity_at(t)[0]
-        states = mech.start_tick(t, pool.waiting, self.streams)
-        returning = pool.split(stages.reapplications(pool, t, c, self.streams.reapply))
-        n_window = len(returning) + pool.n_waiting + pool.dropped_in_window(t)
-        feedback = None
-        if getattr(self.policy, "observe", None) is not None:  # captured before X changes
-            feedback = reapplicant_feedback(t, returning, mech.feedback(states))
-        # hidden changes become visible now: what is seen (X_obs) is the true X. A fork's
-        # last tick (observe False) is read only for its counts: the selection needs the
-        # features and the counts the reapplicants' flags, so no other column is joined
-        # unless an extension reads the applicants
-        counted = not observe and not mech.on
-        if counted:  # a planner's rollouts with one key draw the same entrants here
-            key = ("arrivals", t, self._next_id)
-            arrivals = self.streams.reuse(key, lambda: self._arrivals(t))
-        else:
-            arrivals = self._arrivals(t)
-        self._next_id += len(arrivals)
-        applicants = Population.concat(
-            [returning, arrivals], c.n_features, {"X_obs": "X"}, _COUNTED if counted else None
-        )
-        scores, accepted, threshold = self.decision_maker.decide(
-            applicants.X_obs, self.streams.ties
-        )
-        d = Decision(t, threshold, applicants, scores, accepted, len(returning), n_window)
-        d.states = states
-        mech.on_selected(d, pool, self.streams, self.recorder.record_events)
-        if feedback is not None:
-            self.policy.observe(feedback(accepted[: len(returning)]))
-        d.obs = self._observation(d) if observe else None
-        self._pending = d
-        return d.obs
+        return self._alone().decide(observe)[0]
+
+    def _alone(self) -> Batch:
+        """The batch of this run alone (a model of a larger batch steps with its batch)."""
+        batch = self._batch
+        if batch.B != 1:
+            raise RuntimeError(
+                f"this model is episode {self._episode} of a batch of {batch.B}: step the batch"
+            )
+        return batch
 
     def _arrivals(self, t: int) -> Population:
         """The entrants of tick ``t`` (N₀ at tick 0, m_t later), with ids from the next."""
@@ -304,7 +277,7 @@ class RecourseModel(RecordAccess, mesa.Model):
             X=applicants.X_obs.take(rej, axis=0),
             scores=scores.take(rej),
             n_applications=applicants.n_apps.take(rej) + 1,
-            history_fn=self.pool.history_fn(),
+            history_fn=self._batch.pool.history_fn(self._episode),
             extra={"risk_aversion": applicants.risk_aversion.take(rej)},
             decision_model=self.scorer,
             model_version=self.model_version,
@@ -321,54 +294,7 @@ class RecourseModel(RecordAccess, mesa.Model):
         :class:`~abm.tick.Advice` from :meth:`advice_for` is this decision's, validated
         already (a planner's forks of one decision share it).
         """
-        d = self._require_pending()
-        advice = (
-            recommendation
-            if isinstance(recommendation, Advice)
-            else self._validate(d, recommendation)
-        )
-        mech = self.mechanisms
-        mech.on_advice(d, advice, self.policy_name)
-        self._pending = None
-        t, applicants, rej = d.t, d.applicants, d.rej
-        dropped = stages.dropout(d, advice, self.config, self.streams.dropout)
-        # under which model, threshold and score the advice was given
-        issued = mech.issued(advice.advised, lambda: advice.cf_scores(self.scorer)[0], d.threshold)
-        stayers, leaving, order = advised_rows(
-            applicants, rej, dropped, advice.goal, advice.X_cf, advice.advised, t, issued
-        )
-        known = None
-        if (
-            len(stayers) >= _REUSE_FROM
-            and self.recorder.on
-            and not mech.propagates
-            and self.scorer.is_linear
-        ):
-            # M(x_cf) is needed for the record anyway; a linear score is a function of the
-            # row alone, so rows that end at x_cf (or where they were) need no new score
-            stay = order[: len(stayers)]
-            known = (advice.cf_scores(self.scorer)[0].take(stay), d.obs.scores.take(stay))
-        outcome = stages.implement(
-            stayers,
-            self.difficulty,
-            self.config.beta,
-            self.streams.implementation,
-            mech,
-            known,
-            self.world.structure.onehot,
-        )
-        self.pool.add(t, stayers, leaving)
-        if self.recorder.on:
-            # the agents first, so that agent reporters read the new rows
-            handles, ids = self._handles, applicants.ids
-            handles.sync(ids[d.accepted], leaving.ids, stayers.ids, self.population.ids)
-            stats = getattr(self.policy, "tick_stats", None)
-            self.recorder.record(
-                self, d, advice, dropped, leaving, outcome, None if stats is None else stats()
-            )
-        self.tick += 1
-        if self.tick >= self.config.ticks:
-            self.running = False
+        self._alone().respond([recommendation])
 
     def advice_for(self, recommendation: Recommendation | None) -> Advice:
         """``recommendation`` to the pending decision's rejected, validated as

@@ -6,6 +6,7 @@ fitted Pipeline that one-hot encodes the raw column."""
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,7 @@ from typer.testing import CliRunner
 
 from abm import ConfigError, RecourseModel, ScenarioConfig
 from abm.advice import checked_advice
+from abm.batch import Episodes
 from abm.interfaces import Recommendation
 from abm.metrics import recommendation_cost
 from abm.onehot import DEFAULT_SWITCH_COST, OneHot
@@ -155,6 +157,16 @@ class _Plain:
             return X.sum(axis=1)
 
 
+def _episode(seed: int) -> Episodes:
+    """One episode drawing from ``seed``, with nothing carried on and the stand-in scorer."""
+    one = SimpleNamespace(
+        streams=SimpleNamespace(implementation=np.random.default_rng(seed)),
+        mechanisms=_Plain(),
+        scorer=_Plain.scorer,
+    )
+    return Episodes([one])
+
+
 def test_a_switch_succeeds_as_one_change_with_eq7_at_its_cost():
     """p = 1 - exp(-beta (1/c - 1) / d_b): a known answer within 4 standard errors; the
     source indicator always follows its target; effort c d_b per made switch."""
@@ -163,7 +175,7 @@ def test_a_switch_succeeds_as_one_change_with_eq7_at_its_cost():
     d = np.full(6, 0.5)
     d[3] = 0.8
     stayers = _stayers(X, X_cf)
-    out = implement(stayers, d, beta, np.random.default_rng(3), _Plain(), None, oh)
+    out = implement(stayers, np.array([n]), d, beta, _episode(3), None, oh)
     p = -math.expm1(-beta * (1 / 0.2 - 1) / 0.8)
     made = out.implemented.mean()
     assert abs(made - p) < 4 * math.sqrt(p * (1 - p) / n)
@@ -172,7 +184,7 @@ def test_a_switch_succeeds_as_one_change_with_eq7_at_its_cost():
     assert np.array_equal(X_new[:, 3] == 1, out.implemented)
     assert np.allclose(out.effort, np.where(out.implemented, 0.2 * 0.8, 0.0))
     # without groups the 0 -> 1 jump has attainability 0: it never succeeds
-    plain = implement(_stayers(X, X_cf), d, beta, np.random.default_rng(3), _Plain())
+    plain = implement(_stayers(X, X_cf), np.array([n]), d, beta, _episode(3))
     assert not plain.implemented.any()
 
 

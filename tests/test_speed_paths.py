@@ -262,13 +262,13 @@ def _running_sum_into_first(P, lo, n):
 )
 def test_reused_scores_are_the_scores_of_the_new_features(policy, scenario, monkeypatch):
     """score_now is M(X) bit for bit on every waiting row, partly implemented ones included."""
-    from abm import RecourseModel, model, stages
+    from abm import RecourseModel, batch, stages
 
-    monkeypatch.setattr(model, "_REUSE_FROM", 0)
+    monkeypatch.setattr(batch, "REUSE_FROM", 0)
     implement, partial, reused = stages.implement, [], []
 
-    def counting(stayers, difficulty, beta, rng, mechanisms, known=None, onehot=None):
-        out = implement(stayers, difficulty, beta, rng, mechanisms, known, onehot)
+    def counting(stayers, counts, difficulty, beta, episodes, known=None, onehot=None):
+        out = implement(stayers, counts, difficulty, beta, episodes, known, onehot)
         reused.append(known is not None)
         some_ok = np.bincount(out.rows[out.ok], minlength=len(stayers)) > 0
         partial.append(int(np.count_nonzero(some_ok & ~out.implemented)))
@@ -287,14 +287,14 @@ def test_reused_scores_are_the_scores_of_the_new_features(policy, scenario, monk
 
 def test_scores_are_not_reused_where_an_extension_carries_changes_on(monkeypatch):
     """A causal graph moves features beyond x_cf: every row is scored anew."""
-    from abm import RecourseModel, model, stages
+    from abm import RecourseModel, batch, stages
 
-    monkeypatch.setattr(model, "_REUSE_FROM", 0)
+    monkeypatch.setattr(batch, "REUSE_FROM", 0)
     implement, reused = stages.implement, []
 
-    def counting(stayers, difficulty, beta, rng, mechanisms, known=None, onehot=None):
+    def counting(stayers, counts, difficulty, beta, episodes, known=None, onehot=None):
         reused.append(known is not None)
-        return implement(stayers, difficulty, beta, rng, mechanisms, known, onehot)
+        return implement(stayers, counts, difficulty, beta, episodes, known, onehot)
 
     monkeypatch.setattr(stages, "implement", counting)
     m = RecourseModel("causal", "threshold", seed=0, ticks=10, agents=False).run()
@@ -331,7 +331,7 @@ def test_large_pool_paths_reproduce_the_golden_runs(case, monkeypatch):
     import sys
     from pathlib import Path
 
-    from abm import model, pool, summation
+    from abm import batch, pool, summation
 
     golden = Path(__file__).parent / "golden"
     sys.path.insert(0, str(golden))
@@ -347,7 +347,7 @@ def test_large_pool_paths_reproduce_the_golden_runs(case, monkeypatch):
 
     plain = fingerprints()
     monkeypatch.setattr(pool, "GATHER_FROM", 0)
-    monkeypatch.setattr(model, "_REUSE_FROM", 0)
+    monkeypatch.setattr(batch, "REUSE_FROM", 0)
     monkeypatch.setattr(summation, "_BLOCK_FROM", 0)
     assert fingerprints() == plain
 
