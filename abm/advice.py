@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from abm import segments
 from abm.interfaces import PolicyContext, Recommendation
 from abm.onehot import OneHot
 from abm.population import filled
@@ -124,3 +125,90 @@ def checked_advice(
     info = {key: np.asarray(v) for key, v in rec.info.items()}
     counts = (n_unreached, n_withheld, n_no_change)
     return Advice(goal, X, X_cf, advised, info, all_advised, counts)
+
+
+def checked_rows(
+    X: np.ndarray,
+    rec: Recommendation,
+    counts: np.ndarray,
+    immutable: np.ndarray | None,
+    name: str,
+    direction: np.ndarray | None = None,
+    onehot: OneHot | None = None,
+) -> list[Advice]:
+    """:func:`checked_advice` of B episodes' rejected at once: rows X (n, z) and one flat
+    Recommendation ``rec`` over them, episode b's ``counts[b]`` rows after episode b - 1's;
+    one Advice per episode (views), each what its own call gives. Advice that breaks a rule
+    is checked again episode by episode, which raises the error the episode raises alone."""
+    n, z = X.shape
+    goal = np.asarray(rec.goal, dtype=float).reshape(-1)
+    X_cf = np.asarray(rec.X_cf, dtype=float)
+    if goal.shape != (n,) or X_cf.shape != (n, z):
+        raise RuntimeError(
+            f"policy {name!r} returned goal {goal.shape} and X_cf "
+            f"{X_cf.shape}; expected ({n},) and ({n}, {z})"
+        )
+    advised = filled(n, True, np.bool_) if rec.advised is None else np.asarray(rec.advised, bool)
+    residue = np.abs(X_cf - X) < CHANGE_TOL
+    if residue.any():
+        X_cf = np.where(residue, X, X_cf)
+    # SPEC §2: a recommendation that changes nothing is no advice, whatever its goal
+    no_change = advised & residue.all(axis=1)
+    advised = advised & ~no_change
+    n_advised = segments.count(advised, counts)
+    if n_advised.sum() != n:  # where all are advised this changes nothing
+        X_cf = np.where(advised[:, None], X_cf, X)
+        goal = np.where(advised, goal, np.nan)
+    flags = [
+        None if f is None else segments.count(np.asarray(f, dtype=bool) & ~advised, counts)
+        for f in (rec.unreached, rec.withheld)
+    ]
+    low, high = X_cf < 0, X_cf > 1
+    broken = not (np.minimum.reduce(X_cf, axis=None) >= -BOUND_TOL) or not (
+        np.maximum.reduce(X_cf, axis=None) <= 1 + BOUND_TOL
+    )
+    if immutable is not None:
+        broken = broken or bool((X_cf[:, immutable] != X[:, immutable]).any())
+    if direction is not None:
+        broken = broken or bool((np.sign(X_cf - X) * direction < 0).any())
+    if not broken:
+        outside = (low | high).any(axis=1)
+        if outside.any():  # an episode with a row outside the box has all its rows clipped
+            rows = np.repeat(segments.count(outside, counts) > 0, counts)
+            X_cf = X_cf.copy()  # the policy's own array may be this one
+            X_cf[rows] = np.clip(X_cf[rows], 0.0, 1.0)
+        if onehot is not None:
+            broken = onehot.problem(X, X_cf) is not None
+    bounds = np.concatenate([[0], np.cumsum(counts)]).tolist()
+    if broken:  # each episode alone raises what it raises
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+            part = Recommendation(
+                rec.goal[lo:hi],
+                rec.X_cf[lo:hi],
+                None if rec.advised is None else rec.advised[lo:hi],
+                {k: v[lo:hi] for k, v in rec.info.items()},
+                None if rec.unreached is None else rec.unreached[lo:hi],
+                None if rec.withheld is None else rec.withheld[lo:hi],
+            )
+            checked_advice(X[lo:hi], part, immutable, name, direction, onehot)
+        raise AssertionError("flat and per-episode checks of advice disagree")
+    info = {key: np.asarray(v) for key, v in rec.info.items()}
+    n_no_change = segments.count(no_change, counts).tolist()
+    out = []
+    for b, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+        if lo == hi:  # nobody rejected in this episode: what checked_advice gives
+            out.append(checked_advice(X[lo:hi], None, immutable, name))
+            continue
+        counted = tuple(0 if f is None else int(f[b]) for f in flags)
+        out.append(
+            Advice(
+                goal[lo:hi],
+                X[lo:hi],
+                X_cf[lo:hi],
+                advised[lo:hi],
+                {k: v[lo:hi] for k, v in info.items()},
+                int(n_advised[b]) == hi - lo,
+                (*counted, n_no_change[b]),
+            )
+        )
+    return out

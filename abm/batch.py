@@ -14,14 +14,19 @@ Shapes: B episodes, a applicants, n rejected, s stayers, z features (all episode
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 from scipy.special import expit
 
-from abm import stages
-from abm.pool import Pool, advised_rows
-from abm.population import Population
+from abm import segments, stages
+from abm.advice import checked_rows
+from abm.interfaces import RejectedRows, rows_ready
+from abm.pool import Pool, advised_rows, interleave
+from abm.population import Population, filled
+from abm.record import TickArrays, tick_rows
+from abm.selection import select_each
 from abm.tick import Advice, Decision, Outcome, reapplicant_feedback
 from abm.validation import ConfigError, problem
 
@@ -153,12 +158,49 @@ class Batch:
         models = self.models
         if not models:
             raise RuntimeError("every episode of this batch is over")
-        obs = self.decide() if models[0]._pending is None else [m._pending.obs for m in models]
-        recs = [
-            m.policy.recommend(o, m.streams.policy) if o.n_rejected else None
-            for m, o in zip(models, obs, strict=True)
-        ]
+        one = self._one_policy()
+        if models[0]._pending is None:
+            # one row-wise policy reads the flat rows: no episode needs an observation
+            obs = self.decide(lazy=one)
+        else:
+            one = one and self._flat is not None  # the flat rows are this batch's decision
+            obs = [m.pending_observation() for m in models]
+        if one:
+            recs = self._advise_rows()
+        else:  # each episode's policy answers its own observation
+            recs = [
+                m.policy.recommend(o, m.streams.policy) if o.n_rejected else None
+                for m, o in zip(models, obs, strict=True)
+            ]
         self.respond(recs)
+
+    def _one_policy(self) -> bool:
+        """Whether every episode runs one row-wise policy (one registry spec), which then
+        answers all their rejected in one call (abm.interfaces.rows_ready)."""
+        first = self.models[0]
+        spec = first.policy_spec
+        if spec is None or not rows_ready(first.policy):
+            return False
+        return all(m.policy_spec == spec for m in self.models)
+
+    def _advise_rows(self) -> list[Advice | None]:
+        """The first episode's policy, asked for the rejected of every episode at once;
+        its flat answer validated (:func:`abm.advice.checked_rows`) into each episode's
+        Advice (None for all when nobody was rejected)."""
+        models = self.models
+        applicants, _, scores, _, _, rej, n_rej = self._flat
+        if rej.shape[0] == 0:
+            return [None] * self.B
+        m0 = models[0]
+        X = applicants.X_obs.take(rej, axis=0)
+        thresholds = np.array([m._pending.threshold for m in models])
+        rows = RejectedRows(
+            X, scores.take(rej), n_rej, thresholds, [m.scorer for m in models], m0.tick
+        )
+        rec = m0.policy.recommend_rows(rows)
+        immutable = m0.immutable if m0._any_immutable else None
+        onehot = m0.world.structure.onehot
+        return checked_rows(X, rec, n_rej, immutable, m0.policy_name, m0._direction, onehot)
 
     def run(self, ticks: int | None = None, progress: Any | None = None) -> Batch:
         """Run ``ticks`` more ticks (default: every episode to its scenario's last tick);
@@ -192,9 +234,10 @@ class Batch:
         for b, m in enumerate(self.models):
             m._batch, m._episode = self, b
 
-    def decide(self, observe: bool = True) -> list[Any]:
+    def decide(self, observe: bool = True, lazy: bool = False) -> list[Any]:
         """First half of the tick of every episode (see :meth:`RecourseModel.decide`):
-        reapplications, arrivals, scores and the top-k selection; one observation each."""
+        reapplications, arrivals, scores and the top-k selection; one observation each
+        (``lazy``: none is built until asked, :meth:`RecourseModel.pending_observation`)."""
         models, pool, ep, B = self.models, self.pool, self.episodes, self.B
         for m in models:
             if m._pending is not None:
@@ -208,10 +251,12 @@ class Batch:
             states.append(mech.start_tick(t, pool.episode(b).waiting, m.streams) if mech.on else ())
         returning, back = pool.split(stages.reapplications(pool, t, c, ep))
         n_window = back + pool.counts + pool.dropped_in_window(t)
-        returned = [returning] if B == 1 else _parts(returning, back)
-        feedback = [None] * B
+        feedback, returned = [None] * B, None
         for b, m in enumerate(models):
-            if getattr(m.policy, "observe", None) is not None:  # captured before X changes
+            # captured before X changes; a row-wise policy keeps nothing to learn into
+            if getattr(m.policy, "observe", None) is not None and not rows_ready(m.policy):
+                if returned is None:
+                    returned = [returning] if B == 1 else _parts(returning, back)
                 fb = m.mechanisms.feedback(states[b])
                 feedback[b] = reapplicant_feedback(t, returned[b], fb)
         # hidden changes become visible now: what is seen (X_obs) is the true X. A fork's
@@ -219,38 +264,96 @@ class Batch:
         # features and the counts the reapplicants' flags, so no other column is joined
         # unless an extension reads the applicants
         counted = not observe and not any(m.mechanisms.on for m in models)
-        parts, sizes = [], np.empty(B, dtype=np.int64)
-        for b, m in enumerate(models):
-            if counted:  # a planner's rollouts with one key draw the same entrants here
-                key = ("arrivals", t, m._next_id)
-                arrivals = m.streams.reuse(key, lambda m=m: m._arrivals(t))
-            else:
-                arrivals = m._arrivals(t)
-            m._next_id += len(arrivals)
-            parts += [returned[b], arrivals]
-            sizes[b] = back[b] + len(arrivals)
-        applicants = Population.concat(
-            parts, c.n_features, {"X_obs": "X"}, _COUNTED if counted else None
-        )
+        arrivals, n_new = self._arrivals(t, counted)
+        sizes = back + n_new
+        only = _COUNTED if counted else None
+        applicants = Population.concat([returning, arrivals], c.n_features, {"X_obs": "X"}, only)
+        if B > 1:  # each episode's reapplicants, then its entrants, episode by episode
+            applicants = applicants.take(interleave(back, n_new))
+            applicants.data["X_obs"] = applicants.data["X"]
         scores = ep.score(applicants.X_obs, sizes)
-        accepted = np.empty(scores.shape[0], dtype=bool)
+        ks = np.array([m.decision_maker.k_t for m in models])
+        accepted, thresholds = select_each(scores, sizes, ks, [m.streams.ties for m in models])
         out, lo = [], 0
         for b, m in enumerate(models):
             hi = lo + int(sizes[b])
             mine = applicants if B == 1 else _slice(applicants, lo, hi)
-            s = scores[lo:hi]
-            accepted[lo:hi], threshold = m.decision_maker.select(s, m.streams.ties)
-            d = Decision(t, threshold, mine, s, accepted[lo:hi], int(back[b]), int(n_window[b]))
+            s, taken, threshold = scores[lo:hi], accepted[lo:hi], float(thresholds[b])
+            d = Decision(t, threshold, mine, s, taken, int(back[b]), int(n_window[b]))
             d.states = states[b]
             m.mechanisms.on_selected(d, pool.episode(b), m.streams, m.recorder.record_events)
             if feedback[b] is not None:
                 m.policy.observe(feedback[b](d.accepted[: d.n_ret]))
-            d.obs = m._observation(d) if observe else None
+            d.obs = m._observation(d) if observe and not lazy else None
             m._pending = d
             out.append(d.obs)
             lo = hi
-        self._flat = (applicants, sizes, scores, accepted)
+        rej = (~accepted).nonzero()[0]
+        n_rej = sizes - segments.count(accepted, sizes)
+        self._flat = (applicants, sizes, scores, accepted, n_window, rej, n_rej)
         return out
+
+    def _arrivals(self, t: int, counted: bool) -> tuple[Population, np.ndarray]:
+        """Every episode's entrants of tick ``t`` (flat) and their number per episode (B,):
+        each episode's draws from its own streams, with ids from its next."""
+        models = self.models
+        n = np.array(
+            [m.config.n_initial if t == 0 else m.mechanisms.capacity_at(t)[1] for m in models],
+            dtype=np.int64,
+        )
+        plain = (
+            self.B > 1
+            and not counted
+            and all(
+                m.world.structure.plain
+                and not m.mechanisms.on
+                and hasattr(m.world.generator, "affine")  # independent normal features
+                for m in models
+            )
+            and len({m.config.risk_aversion for m in models}) == 1
+        )
+        if not plain:  # each episode alone, then joined
+            parts = []
+            for m in models:
+                if counted:  # a planner's rollouts with one key draw the same entrants
+                    key = ("arrivals", t, m._next_id)
+                    got = m.streams.reuse(key, lambda m=m: m._arrivals(t))
+                else:
+                    got = m._arrivals(t)
+                m._next_id += len(got)
+                parts.append(got)
+            z = models[0].config.n_features
+            return Population.concat(parts, z), n
+        # independent features: standard normals from each episode's arrivals stream, put
+        # through each episode's affine map at once (elementwise: the episode's own bits)
+        X = np.concatenate(
+            [
+                m.streams.arrivals.standard_normal((k, m.config.n_features))
+                for m, k in zip(models, n.tolist(), strict=True)
+            ]
+        )
+        maps = [m.world.generator.affine for m in models]
+        episode = np.repeat(np.arange(self.B), n)
+        X *= np.stack([a[0] for a in maps]).take(episode, axis=0)
+        X += np.stack([a[1] for a in maps]).take(episode, axis=0)
+        X.clip(0.0, 1.0, out=X)
+        first = np.array([m._next_id for m in models], dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(n)[:-1]])
+        ids = np.arange(X.shape[0]) - starts.take(episode) + first.take(episode)
+        for m, k in zip(models, n.tolist(), strict=True):
+            m._next_id += k
+        c = models[0].config
+        lo, hi = c.risk_aversion
+        if lo == hi:
+            risk = filled(X.shape[0], lo, np.float64)
+        else:  # a stream of its own: traits never shift the arrivals of other runs
+            risk = np.concatenate(
+                [
+                    m.streams.get("traits").uniform(lo, hi, k)
+                    for m, k in zip(models, n.tolist(), strict=True)
+                ]
+            )
+        return Population.entrants(ids, X, t, risk), n
 
     def respond(self, recommendations: list[Any]) -> None:
         """Second half of the tick of every episode (see :meth:`RecourseModel.respond`):
@@ -271,7 +374,7 @@ class Batch:
         else:
             if self._flat is None:
                 raise RuntimeError("respond() of a batch follows the batch's own decide()")
-            applicants, _, scores, accepted = self._flat
+            applicants, _, scores, accepted, _, _, _ = self._flat
         n_rej = np.array([d.rej.shape[0] for d in ds], dtype=np.int64)
         if B == 1:
             rej, advice = d0.rej, advices[0]
@@ -318,21 +421,56 @@ class Batch:
             m0.world.structure.onehot,
         )
         self.pool.add(t, stayers, leaving, n_stay, n_leave)
+        sizes, n_window = (
+            (np.array([len(d0.applicants)]), np.array([d0.n_window]))
+            if B == 1
+            else (self._flat[1], self._flat[4])
+        )
         self._flat = None
+        # a batch's episodes are all recorded, or none are (a planner's forks)
+        recorded = models[0].recorder.on
+        if recorded:
+            arrays = TickArrays(
+                t=t,
+                sizes=sizes,
+                n_ret=np.array([d.n_ret for d in ds], dtype=np.int64),
+                n_rej=n_rej,
+                n_stay=n_stay,
+                n_leave=n_leave,
+                n_waiting=self.pool.counts,
+                n_window=n_window,
+                applicants=applicants,
+                accepted=accepted,
+                advised=advised,
+                effort=outcome.effort,
+                implemented=outcome.implemented,
+                wasted=leaving.effort,
+            )
+            rows = tick_rows(models, ds, advices, arrays, ep)
         if B == 1:
             per = [(dropped, stayers, leaving, outcome)]
         else:
-            per = _per_episode(dropped, n_rej, stayers, n_stay, leaving, n_leave, outcome)
-        for m, d, advice, (drop, stay_b, leave_b, outcome_b) in zip(
-            models, ds, advices, per, strict=True
+            agents = any(m._handles.on for m in models)
+            per = _per_episode(
+                dropped, n_rej, stayers if agents else None, n_stay, leaving, n_leave, outcome
+            )
+        for b, (m, d, advice, (drop, stay_b, leave_b, outcome_b)) in enumerate(
+            zip(models, ds, advices, per, strict=True)
         ):
-            if m.recorder.on:
+            if recorded:
                 if m._handles.on:  # the agents first, so that agent reporters read the new rows
                     ids = d.applicants.ids
                     m._handles.sync(ids[d.accepted], leave_b.ids, stay_b.ids, m.population.ids)
                 stats = getattr(m.policy, "tick_stats", None)
                 m.recorder.record(
-                    m, d, advice, drop, leave_b, outcome_b, None if stats is None else stats()
+                    m,
+                    d,
+                    advice,
+                    drop,
+                    leave_b,
+                    outcome_b,
+                    None if stats is None else stats(),
+                    rows[b],
                 )
             m.tick += 1
             if m.tick >= m.config.ticks:
@@ -373,7 +511,8 @@ def _count_by(mask: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 def _per_episode(dropped, n_rej, stayers, n_stay, leaving, n_leave, outcome: Outcome) -> list:
     """Each episode's (dropped (n_b,), stayers, leaving, Outcome) of a flat respond, its
-    rows numbered as in the episode's own arrays."""
+    rows numbered as in the episode's own arrays; the Outcome as a function giving it (cut
+    out only when read), stayers None where ``stayers`` is None."""
     rej_at = np.concatenate([[0], np.cumsum(n_rej)]).tolist()
     stay_at = np.concatenate([[0], np.cumsum(n_stay)])
     leave_at = np.concatenate([[0], np.cumsum(n_leave)]).tolist()
@@ -383,24 +522,27 @@ def _per_episode(dropped, n_rej, stayers, n_stay, leaving, n_leave, outcome: Out
     out = []
     for b in range(n_rej.shape[0]):
         s0, s1 = stay_at[b], stay_at[b + 1]
-        e0, e1 = entry_at[b], entry_at[b + 1]
-        dprop = None if outcome.dprop is None else outcome.dprop[s0:s1]
-        mine = Outcome(
-            outcome.rows[e0:e1] - s0,
-            outcome.cols[e0:e1],
-            outcome.ok[e0:e1],
-            outcome.effort[s0:s1],
-            outcome.implemented[s0:s1],
-            outcome.X_before[s0:s1],
-            outcome.X_after[s0:s1],
-            dprop,
-        )
         out.append(
             (
                 dropped[rej_at[b] : rej_at[b + 1]],
-                _slice(stayers, s0, s1),
+                None if stayers is None else _slice(stayers, s0, s1),
                 _slice(leaving, leave_at[b], leave_at[b + 1]),
-                mine,
+                functools.partial(_outcome_of, outcome, s0, s1, entry_at[b], entry_at[b + 1]),
             )
         )
     return out
+
+
+def _outcome_of(outcome: Outcome, s0: int, s1: int, e0: int, e1: int) -> Outcome:
+    """Stayers [s0, s1) and changed entries [e0, e1) of a flat Outcome, rows renumbered."""
+    dprop = None if outcome.dprop is None else outcome.dprop[s0:s1]
+    return Outcome(
+        outcome.rows[e0:e1] - s0,
+        outcome.cols[e0:e1],
+        outcome.ok[e0:e1],
+        outcome.effort[s0:s1],
+        outcome.implemented[s0:s1],
+        outcome.X_before[s0:s1],
+        outcome.X_after[s0:s1],
+        dprop,
+    )

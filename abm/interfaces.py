@@ -266,6 +266,57 @@ class Recommendation:
         return self.advised
 
 
+class RejectedRows:
+    """The rejected of one tick of B episodes, as one flat set of rows (:mod:`abm.batch`):
+    features ``X`` (n, z) and ``scores`` (n,), episode b's ``counts[b]`` rows after episode
+    b - 1's; each episode's acceptance ``threshold`` (B,) and decision model in force
+    (``models``, B). What a row-wise policy (:func:`rows_ready`) answers in one call."""
+
+    __slots__ = ("X", "scores", "counts", "threshold", "models", "tick", "_episode")
+
+    def __init__(self, X, scores, counts, threshold, models, tick: int) -> None:
+        self.X, self.scores, self.counts = X, scores, counts
+        self.threshold, self.models, self.tick = threshold, models, tick
+        self._episode: np.ndarray | None = None
+
+    @property
+    def n(self) -> int:
+        return self.scores.shape[0]
+
+    @property
+    def episode(self) -> np.ndarray:
+        """(n,) the episode of each row."""
+        if self._episode is None:
+            self._episode = np.repeat(np.arange(self.counts.shape[0]), self.counts)
+        return self._episode
+
+    def per_row(self, values: np.ndarray) -> np.ndarray | float:
+        """Per-episode ``values`` (B,) spread over the rows (a scalar for one episode)."""
+        if self.counts.shape[0] == 1:
+            return values[0]
+        return values.take(self.episode)
+
+    def by_model(self):
+        """(model, rows (m,)) for each distinct decision model in force, in first-seen
+        order: rows scored alike can be answered in one call."""
+        groups: dict[int, tuple[Any, list[int]]] = {}
+        for b, m in enumerate(self.models):
+            groups.setdefault(id(m), (m, []))[1].append(b)
+        if len(groups) == 1:
+            yield self.models[0], None  # every row
+            return
+        for m, eps in groups.values():
+            yield m, np.isin(self.episode, eps).nonzero()[0]
+
+
+def rows_ready(policy: object) -> bool:
+    """Whether ``policy`` answers the rejected of many episodes in one call
+    (``recommend_rows(rows) -> Recommendation`` over :class:`RejectedRows`): its advice to a
+    row depends on that row, its episode's threshold and decision model alone, with no
+    draw and no state, so it is bit for bit what each episode's own call gives."""
+    return bool(getattr(policy, "rows_ready", False))
+
+
 @dataclass(frozen=True)
 class Feedback:
     """Outcomes the decision-maker can observe at tick ``tick``.

@@ -84,6 +84,9 @@ class RecourseModel(RecordAccess, mesa.Model):
         super().__init__(rng=self.streams.mesa)
         self.world = build_world(config, estimator)
         self.policy_name = policy if isinstance(policy, str) else type(policy).__name__
+        #: the registry spec the policy was built from (None: an object was given); equal
+        #: specs build equal policies, which a batch may ask as one (abm.batch)
+        self.policy_spec = policy if isinstance(policy, str) else None
         self.policy = resolve_policy(policy)
         self._set_feature_facts(config)
         # the extensions on; capacity shocks are drawn here, once for the episode
@@ -172,6 +175,7 @@ class RecourseModel(RecordAccess, mesa.Model):
         c = fork.config = snap.config
         fork.world, fork.streams, fork.policy = snap.world, streams, policy
         fork.policy_name = f"fork of {type(policy).__name__}"
+        fork.policy_spec = None
         fork.recorder, fork.horizon = NullRecorder(), math.inf
         if snap.features is None:
             fork._set_feature_facts(c)
@@ -189,7 +193,10 @@ class RecourseModel(RecordAccess, mesa.Model):
 
     def pending_observation(self) -> RecourseObs:
         """The observation returned by the pending ``decide()``."""
-        return self._require_pending().obs
+        d = self._require_pending()
+        if d.obs is None:  # a batch's decision made without one (abm.batch)
+            d.obs = self._observation(d)
+        return d.obs
 
     def pending_success(self) -> tuple[int, int, int]:
         """(|I^succ|, |I^succ and accepted|, |I^rej window|) of the pending decision (eqs. 2-3)."""
@@ -306,7 +313,12 @@ class RecourseModel(RecordAccess, mesa.Model):
         """The policy's advice to the rejected of ``d``, checked: shapes, [0, 1], immutables."""
         immutable = self.immutable if self._any_immutable else None
         return checked_advice(
-            d.obs.X, rec, immutable, self.policy_name, self._direction, self.world.structure.onehot
+            d.rejected_X(),
+            rec,
+            immutable,
+            self.policy_name,
+            self._direction,
+            self.world.structure.onehot,
         )
 
     # -- the record and the agents --------------------------------------------------------

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from abm import mechanisms as extensions
-from abm import metrics
+from abm import metrics, segments
 from abm.card import Card, Waits, outcome_card
 from abm.config import ScenarioConfig
 from abm.mechanisms import Mechanisms, RecordView
@@ -101,7 +101,8 @@ class Recorder:
         # the one when it is used
         self._thresholds = np.full(config.ticks, np.nan)
         self.last_row: dict[str, float] = {}
-        self.tick_state: TickState | None = None
+        self._last: tuple | None = None
+        self._tick_state: TickState | None = None
         # the tick table as of the last record(): the summary, the card and write_run all
         # read it, and building it is most of what they cost
         self._tick_table: pd.DataFrame | None = None
@@ -113,15 +114,17 @@ class Recorder:
         advice: Advice,
         dropped: np.ndarray,
         leaving: Population,
-        outcome: Outcome,
+        outcome: Outcome | Any,
         policy_stats: dict[str, float] | None,
+        row: dict[str, Any],
     ) -> None:
-        """The tick's row, the dashboards' arrays and the candidate events of ``d``.
+        """Keep tick ``d``'s ``row`` (from :func:`tick_rows`), the dashboards' arrays and
+        the candidate events. ``outcome`` may be a function giving it (a batch cuts an
+        episode's out of the flat one only when something reads it).
 
         ``model`` is what Mesa's collector reads (``last_row`` and the agents); the record
-        reads its ``scorer``, ``pool``, ``streams`` and ``mechanisms``.
+        reads its ``pool``, ``streams`` and ``mechanisms``.
         """
-        advice.cf_scores(model.scorer)
         pool, mechanisms = model.pool, self.mechanisms
         view = None
         if self.record_events or mechanisms.on:
@@ -136,14 +139,9 @@ class Recorder:
             view = RecordView(
                 lambda: pool.waiting, model.streams, per_applicant, mechanisms.true_counterfactual
             )
-        r = _responses(d, advice, dropped, outcome, self.difficulty, self.onehot)
-        if d.t >= self._thresholds.shape[0]:  # a run on past the scenario's ticks
-            grown = np.full(2 * d.t + 1, np.nan)
-            grown[: self._thresholds.shape[0]] = self._thresholds
-            self._thresholds = grown
-        self._thresholds[d.t] = d.threshold
-        self.last_row = _tick_row(d, advice, r, leaving, outcome, pool.n_waiting)
-        self.last_row.update(self._reapplied_advice(d, model.scorer))
+        if callable(outcome):
+            outcome = outcome() if self.record_events or mechanisms.on else outcome
+        self.last_row = row
         self._exit_effort += [d.applicants.effort[d.accepted], leaving.effort]
         self._accepted_wait.append(d.t - d.applicants.entered[d.accepted])
         self._dropped_wait.append(d.t - leaving.entered)
@@ -151,53 +149,47 @@ class Recorder:
             self.mechanisms.row(d, advice, outcome, self.last_row, view)
         if policy_stats is not None:  # the policy's own figures (abm.interfaces.ReportsStats)
             self.last_row.update({f"policy_{k}": float(v) for k, v in policy_stats.items()})
-        self.tick_state = TickState(
-            tick=d.t,
-            threshold=d.threshold,
-            ids=d.applicants.ids,
-            scores=d.scores,
-            accepted=d.accepted,
-            n_reapplied=d.n_ret,
-            rejected_ids=d.obs.ids,
-            goal=advice.goal,
-            cf_scores=r.cf_scores,
-            dropped=dropped,
-            implemented=r.implemented,
-        )
+        # the dashboards' arrays, built when first read: stored arrays are never written
+        self._last, self._tick_state = (d, advice, dropped, outcome), None
         self.collector.collect(model)
         self._tick_table = None
         if self.record_events:
+            r = _responses(d, advice, dropped, outcome, self.difficulty, self.onehot)
             self.events.append(self._events(d, advice, r, outcome, view))
 
-    def _reapplied_advice(self, d: Decision, scorer: Any) -> dict[str, int]:
-        """Who takes the places, and whether the advice the reapplicants carry works now.
+    @property
+    def tick_state(self) -> TickState | None:
+        """The last tick's arrays, for dashboards (None before the first tick)."""
+        if self._tick_state is None and self._last is not None:
+            d, advice, dropped, outcome = self._last
+            if callable(outcome):
+                outcome = outcome()
+            r = _responses(d, advice, dropped, outcome, self.difficulty, self.onehot)
+            self._tick_state = TickState(
+                tick=d.t,
+                threshold=d.threshold,
+                ids=d.applicants.ids,
+                scores=d.scores,
+                accepted=d.accepted,
+                n_reapplied=d.n_ret,
+                rejected_ids=d.applicants.ids.take(d.rej),
+                goal=advice.goal,
+                cf_scores=r.cf_scores,
+                dropped=dropped,
+                implemented=r.implemented,
+            )
+        return self._tick_state
 
-        ``n_accepted_new`` and ``n_accepted_advised``: acceptances of first-time applicants
-        and of reapplicants carrying advice (the rest went to unadvised reapplicants);
-        ``n_advised_reapplied``: reapplicants carrying advice, of whom ``n_valid_reapply`` have
-        a counterfactual that the model in force scores at or above this tick's threshold
-        and ``n_valid_issued`` at or above the threshold of the tick it was issued (both
-        within :data:`abm.metrics.CLEAR_TOL`). Every policy's advice is judged on this one
-        scale, whatever goal the policy set itself.
-        """
-        n_ret, accepted = d.n_ret, d.accepted
-        adv = d.applicants.advised[:n_ret]
-        n_adv = int(np.count_nonzero(adv))
-        out = {
-            "n_accepted_new": int(np.count_nonzero(accepted[n_ret:])),
-            "n_accepted_advised": int(np.count_nonzero(accepted[:n_ret] & adv)),
-            "n_advised_reapplied": n_adv,
-            "n_valid_reapply": 0,
-            "n_valid_issued": 0,
-        }
-        if n_adv:
-            cf_now = scorer.score(d.applicants.X_cf[:n_ret][adv])
-            issued_at = d.applicants.last_tick[:n_ret][adv]
-            th = self._thresholds[issued_at]  # issued at an earlier tick: in range
-            tol = metrics.CLEAR_TOL
-            out["n_valid_reapply"] = int(np.count_nonzero(cf_now >= d.threshold - tol))
-            out["n_valid_issued"] = int(np.count_nonzero(cf_now >= th - tol))
-        return out
+    def threshold_at(self, t: int, threshold: float) -> np.ndarray:
+        """Note tick ``t``'s threshold; returns the thresholds of every recorded tick so
+        far (NaN before recording began): advice is judged against the threshold in force
+        when it was issued as well as the one when it is used."""
+        if t >= self._thresholds.shape[0]:  # a run on past the scenario's ticks
+            grown = np.full(2 * t + 1, np.nan)
+            grown[: self._thresholds.shape[0]] = self._thresholds
+            self._thresholds = grown
+        self._thresholds[t] = threshold
+        return self._thresholds
 
     def _events(
         self, d: Decision, advice: Advice, r: _Responses, outcome: Outcome, view: RecordView
@@ -282,7 +274,7 @@ class Recorder:
         """The outcome card (:mod:`abm.card`) of the run so far; ``waiting`` is the pool
         (its candidates' effort counts as spent so far)."""
         spent = np.concatenate([*self._exit_effort, waiting.effort])
-        last = self.tick_state.tick if self.tick_state is not None else 0
+        last = self._last[0].t if self._last is not None else 0
         accepted = np.concatenate([np.zeros(0, dtype=np.int64), *self._accepted_wait])
         waits = np.concatenate([accepted, *self._dropped_wait, last - waiting.entered])
         is_accepted = np.arange(waits.shape[0]) < accepted.shape[0]
@@ -378,64 +370,187 @@ def _responses(
 ) -> _Responses:
     cf_scores, cf_adv = advice.scores
     goal_adv = advice.goal if advice.all_advised else advice.goal[advice.advised]
-    cost = metrics.recommendation_cost(advice.X, advice.X_cf, difficulty, onehot)
+    cost = advice.cost
+    if cost is None:
+        cost = metrics.recommendation_cost(advice.X, advice.X_cf, difficulty, onehot)
     implemented = np.zeros(d.rej.shape[0], dtype=bool)
     implemented[~dropped] = outcome.implemented
     return _Responses(cf_scores, cf_adv, goal_adv, cost, dropped, implemented)
 
 
-def _tick_row(
-    d: Decision,
-    advice: Advice,
-    r: _Responses,
-    leaving: Population,
-    outcome: Outcome,
-    n_waiting: int,
-) -> dict:
-    """One row of the tick table (SPEC §2)."""
-    applicants, n_ret, n_rej = d.applicants, d.n_ret, int(d.rej.shape[0])
-    n_app = len(applicants)
-    n_succ, n_succ_acc = d.success_counts()
-    has_goal = np.isfinite(r.goal_adv)
-    if np.count_nonzero(has_goal) == has_goal.shape[0]:
-        cf_goal, goal = r.cf_adv, r.goal_adv
+class TickArrays:
+    """One tick of B episodes, flat (:mod:`abm.batch`): ``sizes`` applicants, ``n_ret``
+    reapplicants (first in each episode), ``n_rej`` rejected, ``n_stay`` stayers,
+    ``n_leave`` dropped out, ``n_waiting`` waiting after the tick and ``n_window`` rejected
+    in the RF window, each (B,); the ``applicants`` (a rows) and their ``accepted`` flags
+    (a,); the rejected's ``advised`` flags (n,); the stayers' ``effort`` and
+    ``implemented`` (s,) and the dropped-out's ``wasted`` effort."""
+
+    __slots__ = (
+        "t",
+        "sizes",
+        "n_ret",
+        "n_rej",
+        "n_stay",
+        "n_leave",
+        "n_waiting",
+        "n_window",
+        "applicants",
+        "accepted",
+        "advised",
+        "effort",
+        "implemented",
+        "wasted",
+    )
+
+    def __init__(self, **values: Any) -> None:
+        for name in self.__slots__:
+            setattr(self, name, values[name])
+
+
+def tick_rows(
+    models: list[Any], ds: list[Decision], advices: list[Advice], f: TickArrays, episodes: Any
+) -> list[dict[str, Any]]:
+    """The tick-table rows (SPEC §2) of B episodes, computed once over their flat rows;
+    each episode's row is what its run alone records (:mod:`abm.segments`).
+
+    ``n_accepted_new`` and ``n_accepted_advised``: acceptances of first-time applicants and
+    of reapplicants carrying advice (the rest went to unadvised reapplicants);
+    ``n_advised_reapplied``: reapplicants carrying advice, of whom ``n_valid_reapply`` have a
+    counterfactual that the model in force scores at or above this tick's threshold and
+    ``n_valid_issued`` at or above the threshold of the tick it was issued (both within
+    :data:`abm.metrics.CLEAR_TOL`). Every policy's advice is judged on this one scale,
+    whatever goal the policy set itself.
+    """
+    B, t = len(ds), f.t
+    sizes, n_ret, n_rej = f.sizes, f.n_ret, f.n_rej
+    thresholds = np.array([d.threshold for d in ds])
+    history = [m.recorder.threshold_at(t, d.threshold) for m, d in zip(models, ds, strict=True)]
+    # M(x_cf) of the advised under each episode's model in force, once a tick
+    _cf_scores(models, advices, episodes)
+    if B == 1:
+        cf_scores, goal = advices[0].scores[0], advices[0].goal
     else:
-        cf_goal, goal = r.cf_adv[has_goal], r.goal_adv[has_goal]
-    n_advised = n_rej if advice.all_advised else np.count_nonzero(advice.advised)
-    cost_adv = r.cost if advice.all_advised else r.cost[advice.advised]
-    n_unreached, n_withheld, n_no_change = advice.counts
-    return {
-        "tick": d.t,
-        "threshold": d.threshold,
-        "n_applicants": n_app,
-        "n_new": n_app - n_ret,
-        "n_reapplied": n_ret,
-        "n_accepted": n_app - n_rej,
-        "n_rejected": n_rej,
-        "n_dropped": len(leaving),
-        "n_waiting": n_waiting,
-        "n_succ": n_succ,
-        "n_succ_accepted": n_succ_acc,
-        "n_rejected_window": d.n_window,
-        "rr": metrics.recourse_reliability(n_succ_acc, n_succ),
-        "rf": metrics.recourse_feasibility(n_succ, d.n_window),
-        "gini": metrics.gini(r.cf_adv),
-        "gini_cost": metrics.gini(cost_adv),
-        "mean_goal": metrics.nanmean(r.goal_adv),
-        "mean_cf_score": metrics.nanmean(r.cf_adv),
-        "mean_error": metrics.nanmean(metrics.recommendation_error(cf_goal, goal)),
-        "n_unadvised": n_rej - n_advised,
-        "n_unreached": n_unreached,
-        "n_withheld": n_withheld,
-        "n_no_change": n_no_change,
-        "n_below_threshold": np.count_nonzero(r.cf_adv < d.threshold - GOAL_TOL),
-        "n_short_of_goal": np.count_nonzero(r.cf_adv < r.goal_adv - GOAL_TOL),
-        "mean_cost": metrics.nanmean(cost_adv),
-        "effort": float(np.add.reduce(outcome.effort)),
-        "wasted_effort": float(np.add.reduce(leaving.effort)),
-        "n_implemented": np.count_nonzero(outcome.implemented),
-        "mean_time_to_accept": _mean_wait(d.t, applicants.entered[d.accepted]),
+        cf_scores = np.concatenate([a.scores[0] for a in advices])
+        goal = np.concatenate([a.goal for a in advices])
+    adv = f.advised
+    n_adv = segments.count(adv, n_rej)
+    for m, a in zip(models, advices, strict=True):
+        # a matrix-vector product: one per episode, its bits are the episode's own
+        a.cost = metrics.recommendation_cost(a.X, a.X_cf, m.recorder.difficulty, m.recorder.onehot)
+    cost = advices[0].cost if B == 1 else np.concatenate([a.cost for a in advices])
+    if n_adv.sum() == adv.shape[0]:  # the usual case: everyone rejected was advised
+        cf_adv, goal_adv, cost_adv = cf_scores, goal, cost
+    else:
+        cf_adv, goal_adv, cost_adv = cf_scores[adv], goal[adv], cost[adv]
+    has_goal = np.isfinite(goal_adv)
+    n_goal = segments.count(has_goal, n_adv)
+    if n_goal.sum() == has_goal.shape[0]:
+        error = metrics.recommendation_error(cf_adv, goal_adv)
+    else:
+        error = metrics.recommendation_error(cf_adv[has_goal], goal_adv[has_goal])
+    below = cf_adv < segments.per_row(thresholds - GOAL_TOL, n_adv)
+    # the reapplicants (first among each episode's applicants) and what their advice does now
+    a, accepted = f.applicants, f.accepted
+    returned = segments.first(n_ret, sizes)
+    carried = returned & a.advised
+    succ = carried & a.implemented
+    n_succ, n_succ_acc = segments.count(succ, sizes), segments.count(succ & accepted, sizes)
+    n_acc = sizes - n_rej
+    entered = segments.sums(a.entered[accepted], n_acc)  # integers: exact in any order
+    n_carried = segments.count(carried, sizes)
+    cf_now = episodes.score(a.X_cf[carried], n_carried)
+    issued_at = a.last_tick[carried]
+    if B == 1:
+        issued_th = history[0].take(issued_at)
+    else:
+        carried_ep = np.repeat(np.arange(B), n_carried)
+        issued_th = np.array(
+            [history[e][i] for e, i in zip(carried_ep.tolist(), issued_at.tolist(), strict=True)]
+        )
+    tol = metrics.CLEAR_TOL
+    columns = {
+        "tick": [t] * B,
+        "threshold": thresholds.tolist(),
+        "n_applicants": sizes.tolist(),
+        "n_new": (sizes - n_ret).tolist(),
+        "n_reapplied": n_ret.tolist(),
+        "n_accepted": n_acc.tolist(),
+        "n_rejected": n_rej.tolist(),
+        "n_dropped": f.n_leave.tolist(),
+        "n_waiting": f.n_waiting.tolist(),
+        "n_succ": n_succ.tolist(),
+        "n_succ_accepted": n_succ_acc.tolist(),
+        "n_rejected_window": f.n_window.tolist(),
+        "rr": _ratios(n_succ_acc, n_succ),
+        "rf": _ratios(n_succ, f.n_window),
+        "gini": segments.ginis(cf_adv, n_adv).tolist(),
+        "gini_cost": segments.ginis(cost_adv, n_adv).tolist(),
+        "mean_goal": segments.nanmeans(goal_adv, n_adv).tolist(),
+        "mean_cf_score": segments.nanmeans(cf_adv, n_adv).tolist(),
+        "mean_error": segments.nanmeans(error, n_goal).tolist(),
+        "n_unadvised": (n_rej - n_adv).tolist(),
+        "n_unreached": [a.counts[0] for a in advices],
+        "n_withheld": [a.counts[1] for a in advices],
+        "n_no_change": [a.counts[2] for a in advices],
+        "n_below_threshold": segments.count(below, n_adv).tolist(),
+        "n_short_of_goal": segments.count(cf_adv < goal_adv - GOAL_TOL, n_adv).tolist(),
+        "mean_cost": segments.nanmeans(cost_adv, n_adv).tolist(),
+        "effort": segments.sums(f.effort, f.n_stay).tolist(),
+        "wasted_effort": segments.sums(f.wasted, f.n_leave).tolist(),
+        "n_implemented": segments.count(f.implemented, f.n_stay).tolist(),
+        "mean_time_to_accept": _mean_waits(t, n_acc, entered),
+        "n_accepted_new": segments.count(accepted & ~returned, sizes).tolist(),
+        "n_accepted_advised": segments.count(accepted & carried, sizes).tolist(),
+        "n_advised_reapplied": n_carried.tolist(),
+        "n_valid_reapply": segments.count(
+            cf_now >= segments.per_row(thresholds - tol, n_carried), n_carried
+        ).tolist(),
+        "n_valid_issued": segments.count(cf_now >= issued_th - tol, n_carried).tolist(),
     }
+    names = list(columns)
+    return [dict(zip(names, row, strict=True)) for row in zip(*columns.values(), strict=True)]
+
+
+def _cf_scores(models: list[Any], advices: list[Advice], episodes: Any) -> None:
+    """Fill each advice's M(x_cf) cache (:meth:`Advice.cf_scores`) under its episode's model
+    in force, scoring the advised rows of every episode not cached yet in one pass."""
+    todo = [b for b, a in enumerate(advices) if a.scores is None]
+    if not todo:
+        return
+    if len(advices) == 1:
+        advices[0].cf_scores(models[0].scorer)
+        return
+    rows = [advices[b].X_cf[advices[b].advised] for b in todo]
+    n = np.array([r.shape[0] for r in rows])
+    got = episodes.score_of(np.concatenate(rows), np.repeat(np.array(todo), n))
+    at = 0
+    for b, m in zip(todo, n.tolist(), strict=True):
+        advice = advices[b]
+        cf_adv = got[at : at + m]
+        at += m
+        if advice.all_advised:
+            advice.scores = (cf_adv, cf_adv)
+        else:
+            cf_scores = np.full(advice.advised.shape[0], np.nan)
+            cf_scores[advice.advised] = cf_adv
+            advice.scores = (cf_scores, cf_adv)
+
+
+def _ratios(numerator: np.ndarray, denominator: np.ndarray) -> list[float]:
+    """:func:`abm.metrics.ratio` of each episode."""
+    return [
+        metrics.ratio(a, b) for a, b in zip(numerator.tolist(), denominator.tolist(), strict=True)
+    ]
+
+
+def _mean_waits(t: int, n_accepted: np.ndarray, entered_sums: np.ndarray) -> list[float]:
+    """:func:`_mean_wait` of each episode, from its count and sum of entry ticks (float
+    sums of integers below 2^53 are exact)."""
+    return [
+        _wait_from_sum(t, n, int(total))
+        for n, total in zip(n_accepted.tolist(), entered_sums.tolist(), strict=True)
+    ]
 
 
 def _mean_wait(t: int, entered: np.ndarray) -> float:
@@ -444,8 +559,12 @@ def _mean_wait(t: int, entered: np.ndarray) -> float:
     Equal to the mean of the float differences: every partial sum of integers below 2^53
     is exact in floating point, so both sums are the same integer.
     """
-    n = entered.shape[0]
-    return (t * n - int(np.add.reduce(entered))) / n if n else float("nan")
+    return _wait_from_sum(t, entered.shape[0], int(np.add.reduce(entered)))
+
+
+def _wait_from_sum(t: int, n: int, total: int) -> float:
+    """(t n - total) / n: :func:`_mean_wait` from the count and the sum of entry ticks."""
+    return (t * n - total) / n if n else float("nan")
 
 
 class TickState:

@@ -36,3 +36,46 @@ def select_top_k(scores: np.ndarray, k: int, rng: np.random.Generator) -> tuple[
     else:
         accepted[rng.permutation(at)[:need]] = True
     return accepted, threshold
+
+
+def select_each(
+    scores: np.ndarray, counts: np.ndarray, ks: np.ndarray, rngs: list[np.random.Generator]
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`select_top_k` of B episodes at once: scores (n,) flat, episode b's
+    ``counts[b]`` of them with ``ks[b]`` places and ties broken by ``rngs[b]``; returns
+    (accepted (n,) bool, thresholds (B,)), each episode's bit for bit its own call's.
+
+    The k-th highest score is found by one sort of all episodes (a value, whichever way it
+    is found); only an episode whose tie must be broken draws, as alone.
+    """
+    B = counts.shape[0]
+    if B == 1:
+        accepted, threshold = select_top_k(scores, int(ks[0]), rngs[0])
+        return accepted, np.array([threshold])
+    episode = np.repeat(np.arange(B), counts)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    order = np.lexsort((scores, episode))  # ascending scores within each episode
+    thresholds = np.full(B, np.nan)
+    accepted = np.zeros(scores.shape[0], dtype=bool)
+    few = (counts > 0) & (counts <= ks)  # everyone is admitted; the threshold is the least
+    if few.any():
+        thresholds[few] = scores.take(order.take(starts[few]))
+        accepted[np.repeat(few, counts)] = True
+    full = counts > ks
+    if not full.any():
+        return accepted, thresholds
+    thresholds[full] = scores.take(order.take((starts + counts - ks)[full]))
+    row_th = thresholds.take(episode)
+    inside = np.repeat(full, counts)
+    above = inside & (scores > row_th + SCORE_TIE)
+    at = inside & (scores >= row_th - SCORE_TIE) & ~above
+    need = ks - np.bincount(episode[above], minlength=B)
+    n_at = np.bincount(episode[at], minlength=B)
+    accepted |= above
+    drawn = full & (need != n_at)
+    accepted[at & ~np.repeat(drawn, counts)] = True
+    for b in drawn.nonzero()[0].tolist():  # a tie at the threshold: this episode's draw
+        lo = int(starts[b])
+        local = at[lo : lo + int(counts[b])].nonzero()[0]
+        accepted[lo + rngs[b].permutation(local)[: int(need[b])]] = True
+    return accepted, thresholds

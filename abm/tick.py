@@ -64,6 +64,13 @@ class Decision:
         other.states = tuple(copy.copy(s) for s in self.states)
         return other
 
+    def rejected_X(self) -> np.ndarray:
+        """Features seen of the rejected (n, z): the observation's, or taken anew where
+        none was built (a batch asked a row-wise policy, abm.batch)."""
+        if self.obs is not None:
+            return self.obs.X
+        return self.applicants.X_obs.take(self.rej, axis=0)
+
     def success_counts(self) -> tuple[int, int]:
         """(|I^succ|, |I^succ and accepted|): reapplicants who did everything asked."""
         returned = slice(0, self.n_ret)
@@ -75,15 +82,26 @@ class Advice:
     """Validated advice to the rejected: goal (n,), features seen X (n, z), X_cf (n, z),
     advised (n,), the policy's info columns, and (n_unreached, n_withheld, n_no_change)
     among the unadvised. ``scores`` caches (M(x_cf) (n,) NaN where unadvised, M(x_cf) of
-    the advised (a,)) under the model in force."""
+    the advised (a,)) under the model in force; ``cost`` the record's eq. 18 (n,)."""
 
-    __slots__ = ("goal", "X", "X_cf", "advised", "info", "all_advised", "counts", "scores")
+    __slots__ = (
+        "goal",
+        "X",
+        "X_cf",
+        "advised",
+        "info",
+        "all_advised",
+        "counts",
+        "scores",
+        "cost",
+    )
 
     def __init__(self, goal, X, X_cf, advised, info, all_advised, counts) -> None:
         self.goal, self.X, self.X_cf, self.advised, self.info = goal, X, X_cf, advised, info
         self.all_advised = all_advised
         self.counts = counts
         self.scores: tuple[np.ndarray, np.ndarray] | None = None
+        self.cost: np.ndarray | None = None  # eq. 18 (n,) under the true d, once recorded
 
     def cf_scores(self, scorer: Any) -> tuple[np.ndarray, np.ndarray]:
         """(M(x_cf) (n,) with NaN where unadvised, M(x_cf) of the advised (a,)) under

@@ -64,6 +64,11 @@ class FeatureGenerator:
         out += offset
         return out.clip(0.0, 1.0, out=out)  # the method: np.clip without its wrapper
 
+    @property
+    def affine(self) -> tuple[np.ndarray, np.ndarray]:
+        """(scale, offset), each (z,): :meth:`sample` is clip(scale * N(0, 1) + offset)."""
+        return self._affine
+
     @cached_property
     def _affine(self) -> tuple[np.ndarray, np.ndarray]:
         """(scale, offset), each (z,): normalised sample = scale * N(0, 1) + offset."""

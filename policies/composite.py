@@ -11,7 +11,9 @@ from abm.interfaces import (
     Recommendation,
     Recommender,
     RecourseObs,
+    RejectedRows,
     Scorer,
+    rows_ready,
 )
 from policies.budget import fit_paced
 from policies.goals import GOAL_GAP, admissible_goals
@@ -81,17 +83,28 @@ class CompositePolicy:
         goals = admissible_goals(goals, obs.scores, obs.threshold, self.gap)
         follow(self.recommender, model)
         X_cf = self.recommender.recommend(obs.X, goals, rng)
-        if not np.isnan(
-            np.add.reduce(X_cf, axis=None)
-        ):  # advice lies in [0, 1]: NaN iff a row failed
-            rec = Recommendation(goal=goals, X_cf=X_cf)
-        else:
-            failed = np.isnan(X_cf).any(axis=1)
-            # never a silent substitute: the model counts these in n_unreached
-            X_cf = np.where(failed[:, None], obs.X, X_cf)
-            goals[failed] = np.nan
-            rec = Recommendation(goal=goals, X_cf=X_cf, advised=~failed, unreached=failed)
-        return fit_paced(rec, obs, self.ctx)
+        return fit_paced(_advice(obs.X, goals, X_cf), obs, self.ctx)
+
+    @property
+    def rows_ready(self) -> bool:
+        """Both parts answer many episodes' rows at once and no budget paces the advice
+        (abm.interfaces.rows_ready); such parts keep no state, so ``observe`` teaches them
+        nothing."""
+        ctx = getattr(self, "ctx", None)
+        return (
+            ctx is not None
+            and ctx.budget is None
+            and rows_ready(self.goal)
+            and rows_ready(self.recommender)
+        )
+
+    def recommend_rows(self, rows: RejectedRows) -> Recommendation:
+        """:meth:`recommend` of many episodes' rejected at once, one flat Recommendation
+        (n rows); each row is what its episode's own call gives."""
+        goals = np.empty(rows.n)
+        goals[:] = self.goal.select_rows(rows)
+        goals = admissible_goals(goals, rows.scores, rows.per_row(rows.threshold), self.gap)
+        return _advice(rows.X, goals, self.recommender.recommend_rows(rows, goals))
 
     def observe(self, feedback: Feedback) -> None:
         for part in (self.goal, self.recommender):
@@ -100,13 +113,32 @@ class CompositePolicy:
                 observe(feedback)
 
 
+def _advice(X: np.ndarray, goals: np.ndarray, X_cf: np.ndarray) -> Recommendation:
+    """The Recommendation of goals (n,) and X_cf (n, z) for rows X (n, z); a NaN row of
+    X_cf is a goal no feasible change reaches: no advice, counted as unreached."""
+    if not np.isnan(np.add.reduce(X_cf, axis=None)):  # advice lies in [0, 1]: NaN iff a row failed
+        return Recommendation(goal=goals, X_cf=X_cf)
+    failed = np.isnan(X_cf).any(axis=1)
+    # never a silent substitute: the model counts these in n_unreached
+    X_cf = np.where(failed[:, None], X, X_cf)
+    goals[failed] = np.nan
+    return Recommendation(goal=goals, X_cf=X_cf, advised=~failed, unreached=failed)
+
+
 class NoAdvice:
     """Control: rejected candidates get no recommendation and simply try again."""
 
     keeps_one_way = keeps_onehot = True  # it moves nothing
+    rows_ready = True
 
     def prepare(self, ctx: PolicyContext) -> None:
         pass
+
+    def recommend_rows(self, rows: RejectedRows) -> Recommendation:
+        n = rows.n
+        return Recommendation(
+            goal=np.full(n, np.nan), X_cf=rows.X.copy(), advised=np.zeros(n, dtype=bool)
+        )
 
     def recommend(self, obs: RecourseObs, rng: np.random.Generator) -> Recommendation:
         n = obs.n_rejected

@@ -7,7 +7,7 @@ from typing import Annotated
 import numpy as np
 from pydantic import Field
 
-from abm.interfaces import PolicyContext, RecourseObs
+from abm.interfaces import PolicyContext, RecourseObs, RejectedRows
 
 #: The least a goal lies above the candidate's own score (score units): SPEC §2 asks for a
 #: goal strictly above it. 1e-6 is far below anything that moves a decision, and above the
@@ -45,8 +45,15 @@ class LastThreshold:
     def prepare(self, ctx: PolicyContext) -> None:
         pass
 
+    #: a goal for many episodes' rows at once (abm.interfaces.RejectedRows)
+    rows_ready = True
+
     def select(self, obs: RecourseObs, rng: np.random.Generator) -> float:
         return float(min(obs.threshold + self.margin, 1.0))
+
+    def select_rows(self, rows: RejectedRows) -> np.ndarray | float:
+        """:meth:`select` of every row's episode, (n,) (a scalar for one episode)."""
+        return rows.per_row(np.minimum(rows.threshold + self.margin, 1.0))
 
 
 class TrendThreshold:

@@ -12,7 +12,14 @@ from pydantic import Field
 from scipy.special import logit
 
 from abm.behaviour import attainability
-from abm.interfaces import Feedback, FollowsModel, PolicyContext, Scorer, linear_logit
+from abm.interfaces import (
+    Feedback,
+    FollowsModel,
+    PolicyContext,
+    RejectedRows,
+    Scorer,
+    linear_logit,
+)
 from abm.onehot import OneHot
 from abm.validation import ConfigError, problem
 
@@ -416,6 +423,33 @@ class ExactLinear(FollowsModel):
             est = self.estimator
             return optimistic_difficulty(est.d, est.updates, self.optimism)
         return self.cost_weights()
+
+    @property
+    def rows_ready(self) -> bool:
+        """Fixed weights (uniform or true), no cap, no one-hot groups: each row's advice is
+        a function of the row and its episode's model alone (abm.interfaces.rows_ready)."""
+        return self.weights != "estimated" and self.max_changes is None and self.ctx.onehot is None
+
+    def recommend_rows(self, rows: RejectedRows, goals: np.ndarray) -> np.ndarray:
+        """X_cf (n, z) of many episodes' rejected (:class:`~abm.interfaces.RejectedRows`),
+        goals (n,): one fill per decision model in force, each row as its episode's
+        :meth:`recommend` answers it."""
+        cost = self.cost_weights()
+        out = None
+        for model, which in rows.by_model():
+            useful = self.ctx.useful(model.weights)
+            order = fill_order(model.weights, cost, useful)
+            X = rows.X if which is None else rows.X.take(which, axis=0)
+            g = goals if which is None else goals.take(which)
+            got = exact_linear_counterfactuals(
+                X, g, model.weights, model.intercept, cost, useful, order
+            )
+            if which is None:
+                return got
+            if out is None:
+                out = np.empty_like(rows.X)
+            out[which] = got
+        return out
 
     def recommend(self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         m = self.ctx.decision_model

@@ -133,3 +133,115 @@ def test_a_batch_of_one_is_the_run_alone():
     m = RecourseModel("improvement", "threshold", seed=9, ticks=8)
     m._batch.run()
     _same_run(alone, m)
+
+
+# -- the flat kernels: each episode's value is its own call's, bit for bit ----------------
+
+
+def _segments(rng, n_max=40):
+    counts = rng.integers(0, n_max, size=int(rng.integers(1, 9)))
+    return counts, np.concatenate([[0], np.cumsum(counts)])
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_segment_reductions_are_each_episodes_own(seed):
+    from abm import metrics, segments
+
+    rng = np.random.default_rng(seed)
+    counts, at = _segments(rng, 300)
+    x = rng.standard_normal(at[-1]) * 10.0 ** rng.integers(-6, 6, at[-1])
+    if seed % 3 == 0:  # undefined values and ties
+        x[rng.random(x.shape[0]) < 0.1] = np.nan
+        x[rng.random(x.shape[0]) < 0.1] = 0.5
+    if seed % 4 == 1:
+        x = np.abs(x)
+        x[rng.random(x.shape[0]) < 0.05] = np.inf
+    sums, means, ginis = (
+        segments.sums(x, counts),
+        segments.nanmeans(x, counts),
+        segments.ginis(x, counts),
+    )
+    for b in range(counts.shape[0]):
+        part = x[at[b] : at[b + 1]].copy()
+        assert np.add.reduce(part).tobytes() == sums[b].tobytes() or np.isnan(sums[b])
+        assert np.array([metrics.nanmean(part)]).tobytes() == means[b : b + 1].tobytes()
+        assert np.array([metrics.gini(part)]).tobytes() == ginis[b : b + 1].tobytes()
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_top_k_of_many_episodes_is_each_ones_own(seed):
+    from abm.selection import select_each, select_top_k
+
+    rng = np.random.default_rng(seed)
+    counts, at = _segments(rng, 16)
+    ks = rng.integers(1, 10, counts.shape[0])
+    n = int(at[-1])
+    # ties at the threshold in half the cases: the draw must be the episode's own
+    scores = rng.choice([0.2, 0.5, 0.5 + 1e-12, 0.7], n) if seed % 2 else rng.random(n)
+    seeds = rng.integers(0, 1000, counts.shape[0])
+    gens = [np.random.default_rng(s) for s in seeds]
+    accepted, thresholds = select_each(scores, counts, ks, gens)
+    for b in range(counts.shape[0]):
+        alone = np.random.default_rng(seeds[b])
+        a, th = select_top_k(scores[at[b] : at[b + 1]], int(ks[b]), alone)
+        assert np.array_equal(a, accepted[at[b] : at[b + 1]])
+        assert th == thresholds[b] or (np.isnan(th) and np.isnan(thresholds[b]))
+        assert alone.random() == gens[b].random()  # the same draws were used
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_advice_checked_flat_is_each_episodes_own(seed):
+    from abm.advice import checked_advice, checked_rows
+    from abm.interfaces import Recommendation
+
+    rng = np.random.default_rng(seed)
+    counts, at = _segments(rng, 12)
+    n, z = int(at[-1]), 3
+    X = rng.random((n, z))
+    X_cf = np.clip(X + rng.normal(0, 0.2, (n, z)) * (rng.random((n, z)) < 0.6), 0, 1)
+    X_cf[rng.random(n) < 0.2] += 1e-12  # round-off only: no advice
+    X_cf[rng.random((n, z)) < 0.05] = 1 + 1e-10  # just outside the box: clipped
+    advised = rng.random(n) < 0.8
+    rec = Recommendation(
+        rng.random(n),
+        X_cf,
+        advised,
+        {"risk": rng.random(n)},
+        unreached=~advised & (rng.random(n) < 0.5),
+    )
+    flat = checked_rows(X, rec, counts, None, "p")
+    for b, got in enumerate(flat):
+        lo, hi = at[b], at[b + 1]
+        part = Recommendation(
+            rec.goal[lo:hi],
+            rec.X_cf[lo:hi],
+            advised[lo:hi],
+            {"risk": rec.info["risk"][lo:hi]},
+            unreached=rec.unreached[lo:hi],
+        )
+        alone = checked_advice(X[lo:hi], part, None, "p")
+        for name in ("goal", "X", "X_cf", "advised"):
+            assert (
+                getattr(alone, name).tobytes() == np.ascontiguousarray(getattr(got, name)).tobytes()
+            )
+        assert alone.counts == got.counts and alone.all_advised == got.all_advised
+        assert alone.info.keys() == got.info.keys()
+        for key in alone.info:
+            assert alone.info[key].tobytes() == got.info[key].tobytes()
+
+
+def test_advice_that_breaks_a_rule_raises_what_its_episode_raises():
+    from abm.advice import checked_advice, checked_rows
+    from abm.interfaces import Recommendation
+
+    X = np.full((5, 2), 0.5)
+    X_cf = X.copy()
+    X_cf[:, 0] = 0.7
+    X_cf[3, 1] = 0.9  # episode 1's second row moves the immutable feature 1
+    immutable = np.array([False, True])
+    rec = Recommendation(np.full(5, 0.6), X_cf)
+    with pytest.raises(RuntimeError) as flat:
+        checked_rows(X, rec, np.array([2, 3]), immutable, "p")
+    with pytest.raises(RuntimeError) as alone:
+        checked_advice(X[2:], Recommendation(rec.goal[2:], X_cf[2:]), immutable, "p")
+    assert str(flat.value) == str(alone.value) == "policy 'p' changed an immutable feature"

@@ -125,9 +125,9 @@ def test_an_unchanged_run_keeps_the_contract():
 
 def test_one_flipped_acceptance_fails(monkeypatch):
     """At tick 5 the last accepted applicant and the best rejected one change places."""
-    from abm import agents
+    from abm import selection
 
-    select = agents.select_top_k
+    select = selection.select_top_k
     calls = []
 
     def swap_one(scores, k, rng):
@@ -141,7 +141,7 @@ def test_one_flipped_acceptance_fails(monkeypatch):
             accepted[outside[np.argmax(scores[outside])]] = True
         return accepted, threshold
 
-    monkeypatch.setattr(agents, "select_top_k", swap_one)
+    monkeypatch.setattr(selection, "select_top_k", swap_one)
     verdict = check_case(PAPER, *run_case(PAPER))
     found = _breaks(verdict)
     assert "candidates.accepted" in found
