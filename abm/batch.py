@@ -275,13 +275,16 @@ class Batch:
         ks = np.array([m.decision_maker.k_t for m in models])
         accepted, thresholds = select_each(scores, sizes, ks, [m.streams.ties for m in models])
         out, lo = [], 0
-        for b, m in enumerate(models):
-            hi = lo + int(sizes[b])
+        each = zip(
+            sizes.tolist(), thresholds.tolist(), back.tolist(), n_window.tolist(), strict=True
+        )
+        for b, (m, (size, threshold, n_ret, window)) in enumerate(zip(models, each, strict=True)):
+            hi = lo + size
             mine = applicants if B == 1 else _slice(applicants, lo, hi)
-            s, taken, threshold = scores[lo:hi], accepted[lo:hi], float(thresholds[b])
-            d = Decision(t, threshold, mine, s, taken, int(back[b]), int(n_window[b]))
+            d = Decision(t, threshold, mine, scores[lo:hi], accepted[lo:hi], n_ret, window)
             d.states = states[b]
-            m.mechanisms.on_selected(d, pool.episode(b), m.streams, m.recorder.record_events)
+            if m.mechanisms.on:
+                m.mechanisms.on_selected(d, pool.episode(b), m.streams, m.recorder.record_events)
             if feedback[b] is not None:
                 m.policy.observe(feedback[b](d.accepted[: d.n_ret]))
             d.obs = m._observation(d) if observe and not lazy else None
@@ -365,7 +368,8 @@ class Batch:
             for m, d, rec in zip(models, ds, recommendations, strict=True)
         ]
         for m, d, advice in zip(models, ds, advices, strict=True):
-            m.mechanisms.on_advice(d, advice, m.policy_name)
+            if m.mechanisms.on:
+                m.mechanisms.on_advice(d, advice, m.policy_name)
             m._pending = None
         m0, d0 = models[0], ds[0]
         t, c = d0.t, m0.config
@@ -389,6 +393,8 @@ class Batch:
         # under which model, threshold and score the advice was given
         issued_parts = [
             m.mechanisms.issued(a.advised, lambda m=m, a=a: a.cf_scores(m.scorer)[0], d.threshold)
+            if m.mechanisms.on
+            else None
             for m, d, a in zip(models, ds, advices, strict=True)
         ]
         issued = issued_parts[0]
@@ -492,7 +498,7 @@ def _check_shared(first: Any, other: Any) -> None:
 
 def _slice(pop: Population, lo: int, hi: int) -> Population:
     """Rows [lo, hi) of ``pop`` as views."""
-    return Population({k: v[lo:hi] for k, v in pop.data.items()}, pop.n_features)
+    return pop.rows(lo, hi)
 
 
 def _parts(pop: Population, counts: np.ndarray) -> list[Population]:

@@ -194,7 +194,7 @@ def _rows_of(pop: Population, counts: np.ndarray, b: int) -> Population:
     """Episode ``b``'s rows of the flat ``pop`` (rows per episode ``counts``), as views."""
     lo = int(counts[:b].sum())
     hi = lo + int(counts[b])
-    return Population({k: v[lo:hi] for k, v in pop.data.items()}, pop.n_features)
+    return pop.rows(lo, hi)
 
 
 def _counts_of(mask: np.ndarray, counts: np.ndarray) -> np.ndarray:

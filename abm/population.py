@@ -126,6 +126,11 @@ class Population:
             data = {k: v.take(index, axis=0) for k, v in self.data.items()}
         return Population(data, self.n_features)
 
+    def rows(self, lo: int, hi: int) -> Population:
+        """Rows [lo, hi) as views, each column cut when first read (a batch's episode of
+        a flat population, abm.batch)."""
+        return Population(_RowsOf(self.data, lo, hi), self.n_features)
+
     def split(self, at: int) -> tuple[Population, Population]:
         """(rows [0, at), rows [at, n)): views, so no copy is made.
 
@@ -191,6 +196,47 @@ class Population:
                 at += m
             data[k] = out
         return Population(data, n_features)
+
+
+class _RowsOf(dict):
+    """The columns of rows [lo, hi) of another population's ``data``: a dict whose
+    values are the slices, each made on first read (most of an episode's columns are never
+    read in a tick). Iteration, length and membership are the source's."""
+
+    __slots__ = ("_src", "_lo", "_hi")
+
+    def __init__(self, src: dict[str, np.ndarray], lo: int, hi: int) -> None:
+        super().__init__()
+        self._src, self._lo, self._hi = src, lo, hi
+
+    def __missing__(self, key: str) -> np.ndarray:
+        value = self._src[key][self._lo : self._hi]
+        self[key] = value
+        return value
+
+    def __iter__(self):
+        return iter(self._src)
+
+    def __len__(self) -> int:
+        return len(self._src)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._src or dict.__contains__(self, key)
+
+    def keys(self):
+        return self._src.keys()
+
+    def values(self):
+        return [self[k] for k in self._src]
+
+    def items(self):
+        return [(k, self[k]) for k in self._src]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def copy(self) -> dict[str, np.ndarray]:
+        return dict(self.items())
 
 
 def join_columns(parts: list[dict[str, np.ndarray]], names) -> dict[str, np.ndarray]:

@@ -125,10 +125,10 @@ class Recorder:
         ``model`` is what Mesa's collector reads (``last_row`` and the agents); the record
         reads its ``pool``, ``streams`` and ``mechanisms``.
         """
-        pool, mechanisms = model.pool, self.mechanisms
+        mechanisms = self.mechanisms
         view = None
         if self.record_events or mechanisms.on:
-            rej, a = d.rej, len(d.applicants)
+            pool, rej, a = model.pool, d.rej, len(d.applicants)
 
             def per_applicant(values, fill):  # accepted applicants got no advice: ``fill``
                 values = np.asarray(values)
@@ -593,17 +593,30 @@ class TickCollector(mesa.DataCollector):
     """Mesa's DataCollector over the tick record (the model's ``last_row``).
 
     The record holds immutable scalars only, so the deep copy Mesa makes of every
-    reported value (a tenth of a paper-scale tick) is skipped.
+    reported value (a tenth of a paper-scale tick) is skipped, and rows are kept as they
+    come and put into ``model_vars`` column by column when it is read (a batch records
+    many episodes a tick: one append per row instead of one per value).
     """
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._rows: list[dict] = []
+        super().__init__(*args, **kwargs)
+
+    @property
+    def model_vars(self) -> dict[str, list]:
+        """Mesa's column lists, every collected row in them."""
+        if self._rows:
+            self._flush()
+        return self._vars
+
+    @model_vars.setter
+    def model_vars(self, value: dict[str, list]) -> None:
+        self._vars = value
+
     def collect(self, model: Any) -> None:
-        row = model.last_row
-        if len(row) != len(self.model_reporters):
-            self._align(row)
-            row = {var: row.get(var, math.nan) for var in self.model_reporters}
-        for var in self.model_reporters:
-            self.model_vars[var].append(row[var])
+        self._rows.append(model.last_row)  # a tick's row is never written after this
         if self.agent_reporters or self.agenttype_reporters:
+            self._flush()
             # Mesa collects agent data; hide the model reporters already handled above
             reporters, self.model_reporters = self.model_reporters, {}
             try:
@@ -611,10 +624,25 @@ class TickCollector(mesa.DataCollector):
             finally:
                 self.model_reporters = reporters
 
+    def _flush(self) -> None:
+        rows, self._rows = self._rows, []
+        columns = self._vars
+        width = len(self.model_reporters)
+        if all(len(row) == width for row in rows):  # the usual case: one extend a column
+            for var in self.model_reporters:
+                columns[var].extend([row[var] for row in rows])
+            return
+        for row in rows:
+            if len(row) != len(self.model_reporters):
+                self._align(row)
+                row = {var: row.get(var, math.nan) for var in self.model_reporters}
+            for var in self.model_reporters:
+                columns[var].append(row[var])
+
     def _align(self, row: dict) -> None:
         """Columns first reported now (a policy's ``policy_*``): NaN on the earlier ticks."""
-        done = len(next(iter(self.model_vars.values()), []))
+        done = len(next(iter(self._vars.values()), []))
         for var in row:
             if var not in self.model_reporters:
                 self.model_reporters[var] = _reporter(var)
-                self.model_vars[var] = [math.nan] * done
+                self._vars[var] = [math.nan] * done
