@@ -100,7 +100,11 @@ RULES: dict[str, str] = {
     "advice falls short under it while reaching every goal under an older model",
     "fork-safe": "planning forks (abm.planning.Simulator) rolled between decide and "
     "recommend leave the policy's advice bit for bit unchanged",
+    "batch": "episodes run together as one batch (abm.batch.Batch) are each bit for bit "
+    "the episode run alone: tick and candidate tables and summary",
 }
+#: the batch rule: this many episodes of this many ticks (at most the world's), seeds on
+BATCH_EPISODES, BATCH_TICKS = 3, 5
 
 # what a rule's ``checked`` counts
 _UNITS = {
@@ -109,6 +113,7 @@ _UNITS = {
     "determinism": "ticks",
     "budget": "ticks",
     "fork-safe": "ticks",
+    "batch": "ticks",
     "advice-shape": "ticks",
     "honest-masks": "rejected rows",
 }
@@ -346,6 +351,7 @@ def check_policy(
     results: list[RuleResult] = []
     for wname, config, about in worlds:
         run = _WorldRun(name, wname, config, make, fresh, skip, allow, fork_ticks)
+        run.spec = policy if isinstance(policy, str) else None
         # one BLAS thread: the worlds are tiny, and a refit's L-BFGS is 5x slower with more
         with threadpool_limits(limits=1):
             why = run.run()
@@ -409,6 +415,26 @@ def _worlds(scenarios: Any, ticks: int, seed: int) -> list[tuple[str, ScenarioCo
     if len(set(names)) != len(names) or not names:
         raise ConfigError(problem("scenarios", names, "one or more worlds, each once"))
     return out
+
+
+def _first_difference(a: Any, b: Any) -> tuple[int | None, str] | None:
+    """(tick, what) of the first cell where two record tables differ (NaN equals NaN),
+    or None."""
+    if list(a.columns) != list(b.columns) or len(a) != len(b):
+        return None, f"columns or rows differ ({a.shape} and {b.shape})"
+    for column in a.columns:
+        x, y = a[column].to_numpy(), b[column].to_numpy()
+        if x.dtype != y.dtype:
+            return None, f"column {column!r} is {x.dtype} and {y.dtype}"
+        if x.dtype.kind == "f":
+            same = (x == y) | (np.isnan(x) & np.isnan(y))
+        else:
+            same = x == y
+        if not np.all(same):
+            row = int(np.flatnonzero(~same)[0])
+            tick = int(a["tick"].iloc[row]) if "tick" in a.columns else None
+            return tick, f"column {column!r}, row {row}: {x[row]!r} and {y[row]!r}"
+    return None
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -612,6 +638,7 @@ class _WorldRun:
         if not self.fresh:
             why = "needs fresh instances: pass a registry spec or a zero-argument factory"
             self.why_skipped["determinism"] = self.why_skipped["fork-safe"] = why
+            self.why_skipped["batch"] = why
         if self.active("determinism"):
             self.runs["B"] = self.build()
             self.instances += ", B"
@@ -626,7 +653,47 @@ class _WorldRun:
         if self.fork_error is not None and not self.found:
             t, detail, exc = self.fork_error
             raise PolicyCheckError(self.policy, "runs", self.world, t, detail) from exc
+        if self.active("batch") and self.stopped is None:
+            self.check_batch()
         return None
+
+    def check_batch(self) -> None:
+        """The batch rule: :data:`BATCH_EPISODES` episodes (seeds seed, seed + 1, ...) of
+        :data:`BATCH_TICKS` ticks, alone and as one batch, compared bit for bit."""
+        from abm.batch import Batch
+        from abm.model import RecourseModel
+
+        ticks = min(self.config.ticks, BATCH_TICKS)
+        configs = [
+            self.config.replace(ticks=ticks, seed=self.config.seed + i)
+            for i in range(BATCH_EPISODES)
+        ]
+
+        def build(config: ScenarioConfig) -> Any:
+            # a registry spec is given as such: a batch may then ask its episodes as one
+            policy = self.make() if self.spec is None else self.spec
+            return RecourseModel(config, policy, agents=False, allow_mismatch=True)
+
+        alone = [self.call("an episode alone", None, lambda c=c: build(c).run()) for c in configs]
+        together = [build(c) for c in configs]
+        try:
+            Batch.of(together).run()
+        except PolicyCheckError:
+            raise
+        except Exception as exc:
+            detail = f"the batch raised {type(exc).__name__}: {exc}"
+            self.fail("batch", None, detail)
+            return
+        for i, (a, b) in enumerate(zip(alone, together, strict=True)):
+            self.checked["batch"] += ticks
+            for table in ("tick_table", "candidate_table"):
+                where = _first_difference(getattr(a, table)(), getattr(b, table)())
+                if where is not None:
+                    self.fail("batch", where[0], f"episode {i}'s {table} differs: {where[1]}")
+                    return
+            if repr(a.summary()) != repr(b.summary()):
+                self.fail("batch", None, f"episode {i}'s summary differs")
+                return
 
     def call(self, what: str, t: int, fn: Callable, *args: Any) -> Any:
         try:

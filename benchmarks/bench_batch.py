@@ -9,8 +9,8 @@ For each policy: ``RecourseModel(...).run()`` one episode after another (the seq
 path, which is itself a batch of one), then ``Batch.of(models).run()`` at each size B, all
 full paper episodes with their record, as a study runs them (no Mesa agents, no candidate
 table). Prints episodes per second and the ratio to the sequential path measured in the
-same run; ``threshold`` goes up to the largest size, the others (each slower) up to
-``--others``. Then the peak Python memory of one episode inside each batch of
+same run (each size over at least as many episodes as the sequential path);
+``threshold`` goes up to the largest size, the others (each slower) up to ``--others``. Then the peak Python memory of one episode inside each batch of
 ``threshold`` (tracemalloc), which is what a batch size chosen from a memory limit reads.
 """
 
@@ -46,13 +46,16 @@ def sequential(scenario: str, policy: str, n: int) -> float:
     return (time.perf_counter() - start) / n
 
 
-def batched(scenario: str, policy: str, size: int) -> float:
-    """Seconds per episode in one batch of ``size`` (building the models included)."""
+def batched(scenario: str, policy: str, size: int, at_least: int) -> float:
+    """Seconds per episode in batches of ``size`` (building the models included), over
+    at least ``at_least`` episodes (seeds 0, 1, ...: the sequential path's)."""
     from abm.batch import Batch
 
+    n = -(-max(at_least, size) // size)
     start = time.perf_counter()
-    Batch.of(_models(scenario, policy, size, 0)).run()
-    return (time.perf_counter() - start) / size
+    for i in range(n):
+        Batch.of(_models(scenario, policy, size, i * size)).run()
+    return (time.perf_counter() - start) / (n * size)
 
 
 def peak_bytes(scenario: str, size: int) -> float:
@@ -89,7 +92,7 @@ def main() -> None:
         base = sequential(args.scenario, policy, n_seq)
         print(f"{policy:16s} {'seq':>6s} {1 / base:11.1f} {1.0:13.2f}")
         for size in grid:
-            per = batched(args.scenario, policy, size)
+            per = batched(args.scenario, policy, size, n_seq)
             print(f"{policy:16s} {size:6d} {1 / per:11.1f} {base / per:13.2f}")
     print()
     for size in sizes[:3]:

@@ -245,3 +245,65 @@ def test_advice_that_breaks_a_rule_raises_what_its_episode_raises():
     with pytest.raises(RuntimeError) as alone:
         checked_advice(X[2:], Recommendation(rec.goal[2:], X_cf[2:]), immutable, "p")
     assert str(flat.value) == str(alone.value) == "policy 'p' changed an immutable feature"
+
+
+# -- studies run their episodes in batches ----------------------------------------------------
+
+
+_TIMINGS = ["elapsed_s", "setup_s", "run_s", "finished_at"]
+
+
+def _stored(out):
+    from lab.study import load_study
+
+    ticks, runs = load_study(out)
+    runs = runs.drop(columns=[c for c in _TIMINGS if c in runs.columns])
+    return ticks, runs
+
+
+def test_a_study_in_batches_stores_each_runs_own_results(tmp_path):
+    """Seeds x policies x worlds, in batches and one episode at a time: the stored ticks
+    and runs are the same bits (timings aside), run ids and order included."""
+    from lab.study import Study, run_study
+    from lab.study.runner import batch_tasks, episode_bytes
+
+    study = Study.build(
+        "paper-T5",
+        sweep={"policy": ["threshold", "none", "robust-l1"], "world_seed": [0, 1]},
+        seeds=3,
+        ticks=12,
+    )
+    tasks = [r.task(study.metrics) for r in study.runs()]
+    units = batch_tasks(tasks, workers=1)
+    assert len(units) == 3 and all(len(u["batch"]) == 6 for u in units)  # per policy
+    assert len(batch_tasks(tasks, workers=2)) == 6  # each group shared out among workers
+    two = 2.5 * episode_bytes(tasks[0]["config"]) / 2**20  # two episodes fit
+    assert len(batch_tasks(tasks, workers=1, memory_mib=two)) == 9
+    batched = run_study(study, tmp_path / "batched", workers=1)
+    alone = run_study(study, tmp_path / "alone", workers=1, batch_memory=0)
+    assert batched.complete and alone.complete and batched.completed == 18
+    for a, b in zip(_stored(tmp_path / "alone"), _stored(tmp_path / "batched"), strict=True):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+def test_a_study_resumes_after_its_batches(tmp_path):
+    """Runs stored by an earlier invocation are not run again; the rest run in batches."""
+    from lab.study import Study, run_study
+
+    small = Study.build("paper", sweep={"policy": ["threshold"]}, seeds=2, ticks=6)
+    full = Study.build("paper", sweep={"policy": ["threshold"]}, seeds=5, ticks=6)
+    run_study(small, tmp_path / "s", workers=1)
+    status = run_study(full, tmp_path / "s", workers=1, force=True)
+    assert status.complete
+    fresh = run_study(full, tmp_path / "f", workers=1, batch_memory=0)
+    assert fresh.complete
+    for a, b in zip(_stored(tmp_path / "f"), _stored(tmp_path / "s"), strict=True):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+def test_a_bad_batch_memory_is_one_line(tmp_path):
+    from lab.study import Study, run_study
+
+    study = Study.build("paper", seeds=1, ticks=2)
+    with pytest.raises(ConfigError, match="batch_memory = -1"):
+        run_study(study, tmp_path / "x", workers=1, batch_memory=-1)

@@ -29,8 +29,8 @@ from lab.study.stats import ALPHA, BOUNDS, DIRECTIONS, MIN_WORLDS_FOR_VERDICT
 VERSION = "dynamic-recourse/1"
 #: check_policy's rules and worlds added after this version was fixed: the rule and the
 #: world "one-way" (one-way features, issue 53), the rule and the world "onehot" (one-hot
-#: groups, issue 53)
-CHECKS_SINCE = frozenset({"one-way", "onehot"})
+#: groups, issue 53), the rule "batch" (a batch of episodes is each episode alone, issue 49)
+CHECKS_SINCE = frozenset({"one-way", "onehot", "batch"})
 Tier = Literal["full", "quick", "smoke"]
 TIERS: tuple[Tier, ...] = ("full", "quick", "smoke")
 

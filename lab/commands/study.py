@@ -59,6 +59,14 @@ def run(
         bool, typer.Option(help="replace the results in --out if they are of a different study")
     ] = False,
     retry_errors: Annotated[bool, typer.Option(help="rerun runs recorded as errors")] = False,
+    batch_memory: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            help="MiB a batch of episodes advanced together may hold (0: each episode alone; "
+            "the results are the same bits either way)",
+        ),
+    ] = 256,
 ) -> None:
     """Run every unfinished run of a study; results append to partitioned Parquet under --out.
 
@@ -92,6 +100,7 @@ def run(
                 force=force,
                 retry_errors=retry_errors,
                 progress=progress,
+                batch_memory=batch_memory,
             )
         except StoreError as exc:  # a full disk: one line, exit 1 (the study resumes)
             bar.stop()

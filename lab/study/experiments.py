@@ -108,12 +108,36 @@ def run_episode(
 
     A kept tick column without an episode figure gets its mean over defined ticks.
     """
+    return run_episodes([config], policy, params, metrics)[0]
+
+
+def run_episodes(
+    configs: list[ScenarioConfig], policy: str, params: BaseModel, metrics: tuple[str, ...]
+) -> list[Output]:
+    """:func:`run_episode` of each of ``configs`` (one scenario, as a batch takes it:
+    ``abm.batch.SHARED``), advanced together as one batch (:class:`abm.batch.Batch`); each
+    output is its episode's alone, bit for bit, but for the timings (the batch's ticks are
+    shared out evenly)."""
+    from abm.batch import Batch
+
+    models, setups = [], []
+    for config in configs:
+        start = time.perf_counter()
+        models.append(RecourseModel(config, policy, agents=False, record_events=False))
+        # set-up (world, cached per process, and policy) and the ticks are timed apart
+        setups.append(time.perf_counter() - start)
     start = time.perf_counter()
-    model = RecourseModel(config, policy, agents=False, record_events=False)
-    # set-up (world, cached per process, and policy) and the ticks are timed apart
-    setup_s = time.perf_counter() - start
-    model.run()
-    run_s = time.perf_counter() - start - setup_s
+    if len(models) == 1:
+        models[0].run()
+    else:
+        Batch.of(models).run()
+    run_s = (time.perf_counter() - start) / len(models)
+    return [_episode_output(m, metrics, s, run_s) for m, s in zip(models, setups, strict=True)]
+
+
+def _episode_output(
+    model: RecourseModel, metrics: tuple[str, ...], setup_s: float, run_s: float
+) -> Output:
     ticks = model.tick_table()
     summary = model.summary()
     # the world extensions' figures reach a study through its kept metrics only, so every
@@ -438,14 +462,23 @@ EXPERIMENTS: dict[str, Experiment] = {
 }
 
 
+#: the episode's own figures a batch can give (the others run one task at a time)
+BATCHED = frozenset({"episode"})
+
+
 def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     """Run one task; never raises (a failure is returned as an error result).
 
     ``task``: run_id, experiment, policy, config (``ScenarioConfig.to_dict()``, its seed the
     run's), params (the experiment's), metrics (tick columns to keep). Returns run_id,
-    status, error, traceback, elapsed_s, and for a finished run rows and ticks.
+    status, error, traceback, elapsed_s, and for a finished run rows and ticks. A task of
+    several runs (``batch``: their tasks, :func:`lab.study.runner.batch_tasks`) returns
+    ``batch``: their results, in order.
     """
     from threadpoolctl import threadpool_limits
+
+    if "batch" in task:
+        return execute_batch(task)
 
     start = time.perf_counter()
     try:
@@ -473,3 +506,36 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
         "rows": rows,
         "ticks": ticks,
     }
+
+
+def execute_batch(task: dict[str, Any]) -> dict[str, Any]:
+    """The runs of ``task["batch"]`` (episodes of one scenario and policy) as one batch;
+    ``{"run_id", "batch": results}``. Should one episode fail, each run goes again alone,
+    so every run gets the result it gets alone (its own error included)."""
+    from threadpoolctl import threadpool_limits
+
+    tasks = task["batch"]
+    first = tasks[0]
+    start = time.perf_counter()
+    try:
+        experiment = EXPERIMENTS[first["experiment"]]
+        params = experiment.params.model_validate(first.get("params", {}))
+        configs = [ScenarioConfig.from_dict(t["config"]) for t in tasks]
+        with threadpool_limits(limits=1):
+            outputs = run_episodes(configs, first["policy"], params, tuple(first["metrics"]))
+    except Exception:
+        return {"run_id": task["run_id"], "batch": [execute_run(t) for t in tasks]}
+    each = (time.perf_counter() - start) / len(tasks)
+    results = [
+        {
+            "run_id": t["run_id"],
+            "status": "ok",
+            "error": "",
+            "traceback": "",
+            "elapsed_s": each,
+            "rows": rows,
+            "ticks": ticks,
+        }
+        for t, (rows, ticks) in zip(tasks, outputs, strict=True)
+    ]
+    return {"run_id": task["run_id"], "batch": results}

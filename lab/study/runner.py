@@ -46,7 +46,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from abm.provenance import RESULTS_SCHEMA, file_sha256, git_info, now, versions, write_json
-from abm.validation import ConfigError
+from abm.validation import ConfigError, problem
 from lab.processes import watch_parent
 from lab.study.experiments import execute_run
 from lab.study.spec import RunSpec, Study
@@ -543,8 +543,72 @@ def _dask_result(fut: Any, task: dict[str, Any]) -> dict[str, Any]:
 
 
 def _lost(task: dict[str, Any], message: str) -> dict[str, Any]:
-    """A run the infrastructure lost: reported, never stored (it stays pending)."""
+    """A run the infrastructure lost: reported, never stored (it stays pending); every run
+    of a batch task."""
+    if "batch" in task:
+        return {"run_id": task["run_id"], "batch": [_lost(t, message) for t in task["batch"]]}
     return {"run_id": task["run_id"], "status": "pending", "error": message}
+
+
+def _each_run(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The results of every run of a task's ``result`` (one, or a batch's)."""
+    return result["batch"] if "batch" in result else [result]
+
+
+#: what a study's batches may hold, by default (``run_study(batch_memory=...)``, MiB)
+BATCH_MEMORY_MIB = 256
+#: the most episodes one batch task holds, whatever the memory allows
+MAX_BATCH = 256
+
+
+def episode_bytes(config: dict[str, Any]) -> int:
+    """A bound on the memory one episode of ``config`` (``ScenarioConfig.to_dict()``)
+    holds inside a batch: its waiting pool and RF window (N₀ + m (T + 1) rows of about
+    3 z + 12 numbers, with the copies a tick makes), its record (64 columns a tick) and a
+    fixed 150 KiB of Python objects. At paper scale 0.3 MiB, against 0.16-0.20 MiB
+    measured (benchmarks/bench_batch.py)."""
+    z = int(config.get("n_features", 10))
+    rows = int(config.get("n_initial", 20)) + int(config.get("m", 10)) * (
+        int(config.get("validity", 1)) + 1
+    )
+    pool = rows * (3 * z + 12) * 8 * 6
+    record = int(config.get("ticks", 100)) * 64 * 8 * 2
+    return pool + record + 150 * 1024
+
+
+def batch_tasks(
+    tasks: list[dict[str, Any]], workers: int, memory_mib: float = BATCH_MEMORY_MIB
+) -> list[dict[str, Any]]:
+    """``tasks`` with the episodes of one scenario and policy (differing only in their seeds
+    and worlds) joined into batch tasks (``batch``: their tasks, run together by
+    :func:`lab.study.experiments.execute_batch`). A batch holds as many episodes as
+    ``memory_mib`` allows (:func:`episode_bytes`), at most :data:`MAX_BATCH`, and no more
+    than shares the group evenly among ``workers``; a lone task stays as it is. Run ids,
+    results and their order of storage are each run's own."""
+    from lab.study.experiments import BATCHED
+
+    groups: dict[str, list[dict[str, Any]]] = {}
+    out: list[dict[str, Any]] = []
+    for task in tasks:
+        if task.get("experiment") not in BATCHED:
+            out.append(task)
+            continue
+        same = {k: v for k, v in task["config"].items() if k not in ("seed", "world_seed")}
+        key = json.dumps(
+            [task["policy"], task.get("params", {}), task["metrics"], same], sort_keys=True
+        )
+        groups.setdefault(key, []).append(task)
+    for group in groups.values():
+        by_memory = int(memory_mib * 2**20 // episode_bytes(group[0]["config"]))
+        share = -(-len(group) // max(workers, 1))
+        size = max(1, min(by_memory, MAX_BATCH, share))
+        for i in range(0, len(group), size):
+            part = group[i : i + size]
+            if len(part) == 1:
+                out.append(part[0])
+            else:
+                out.append({"run_id": f"batch of {part[0]['run_id']}", "batch": part})
+    return out
 
 
 # -- reading back ------------------------------------------------------------------------
@@ -668,6 +732,7 @@ def run_study(
     shared: bool = False,
     rerun: Collection[str] = (),
     progress: Progress | None = None,
+    batch_memory: float = BATCH_MEMORY_MIB,
 ) -> StudyRun:
     """Run every unfinished run of ``study`` and store the results under ``out``.
 
@@ -684,6 +749,8 @@ def run_study(
         rerun: ids of finished runs to run again (their results are replaced), e.g. runs
             stored before the experiment reported a column now needed.
         progress: called as ``progress(done, total)`` after each run (and once at start).
+        batch_memory: MiB one batch of episodes may hold (:func:`batch_tasks`; 0 runs each
+            episode alone). Results are the same bits either way; only the speed changes.
 
     Raises:
         ConfigError: bad arguments, ``out`` holds another study, or another ``study run``
@@ -698,6 +765,12 @@ def run_study(
         workers = os.cpu_count() or 1
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ConfigError(f"workers = {workers!r} is not allowed: an integer >= 1")
+    if isinstance(batch_memory, bool) or not (
+        isinstance(batch_memory, int | float) and 0 <= batch_memory < float("inf")
+    ):
+        raise ConfigError(
+            problem("batch_memory", batch_memory, "a number of MiB >= 0 (0: each episode alone)")
+        )
     if isinstance(scheduler, str):
         probe_scheduler(scheduler)  # before anything is written
     out = Path(out)
@@ -715,6 +788,10 @@ def run_study(
             out=out, total=len(runs), skipped=len(runs) - len(todo), quarantined=problems
         )
         tasks = [r.task(study.metrics) for r in todo]
+        if batch_memory:
+            tasks = batch_tasks(
+                tasks, 1 if scheduler is None and workers == 1 else workers, batch_memory
+            )
         status.backend, results = _start(tasks, workers, scheduler)
         by_id = {r.run_id: r for r in todo}
         invocation = {
@@ -728,7 +805,7 @@ def run_study(
             progress(status.skipped, status.total)
         failing = False
         try:
-            for result in results:
+            for result in (r for unit in results for r in _each_run(unit)):
                 if result["status"] == "pending":
                     status.lost.append(f"{result['run_id']}: {result['error']}")
                     continue
