@@ -453,6 +453,7 @@ class Batch:
                 wasted=leaving.effort,
             )
             rows = tick_rows(models, ds, advices, arrays, ep)
+            exits = _exits(t, applicants, accepted, sizes - n_rej, leaving, n_leave)
         if B == 1:
             per = [(dropped, stayers, leaving, outcome)]
         else:
@@ -477,6 +478,7 @@ class Batch:
                     outcome_b,
                     None if stats is None else stats(),
                     rows[b],
+                    exits[b],
                 )
             m.tick += 1
             if m.tick >= m.config.ticks:
@@ -513,6 +515,21 @@ def _count_by(mask: np.ndarray, counts: np.ndarray) -> np.ndarray:
         return np.array([np.count_nonzero(mask)], dtype=np.int64)
     index = np.repeat(np.arange(counts.shape[0]), counts)
     return np.bincount(index[mask], minlength=counts.shape[0]).astype(np.int64)
+
+
+def _exits(t, applicants, accepted, n_acc, leaving, n_leave) -> list[tuple[np.ndarray, ...]]:
+    """Each episode's (effort of the accepted (a,), of those who dropped out (l,), the
+    accepted's waits, the dropped-out's waits): entry to exit, in ticks."""
+    effort, wait = applicants.effort[accepted], t - applicants.entered[accepted]
+    gone, gone_wait = leaving.effort, t - leaving.entered
+    if n_acc.shape[0] == 1:
+        return [(effort, gone, wait, gone_wait)]
+    acc_at = np.concatenate([[0], np.cumsum(n_acc)]).tolist()
+    leave_at = np.concatenate([[0], np.cumsum(n_leave)]).tolist()
+    return [
+        (effort[a0:a1], gone[l0:l1], wait[a0:a1], gone_wait[l0:l1])
+        for a0, a1, l0, l1 in zip(acc_at[:-1], acc_at[1:], leave_at[:-1], leave_at[1:], strict=True)
+    ]
 
 
 def _per_episode(dropped, n_rej, stayers, n_stay, leaving, n_leave, outcome: Outcome) -> list:

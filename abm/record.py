@@ -117,10 +117,13 @@ class Recorder:
         outcome: Outcome | Any,
         policy_stats: dict[str, float] | None,
         row: dict[str, Any],
+        exits: tuple[np.ndarray, ...],
     ) -> None:
         """Keep tick ``d``'s ``row`` (from :func:`tick_rows`), the dashboards' arrays and
         the candidate events. ``outcome`` may be a function giving it (a batch cuts an
-        episode's out of the flat one only when something reads it).
+        episode's out of the flat one only when something reads it); ``exits`` holds the
+        effort of the accepted and of those who dropped out, and their waits (entry to
+        exit), each (a,) or (l,) (the batch takes them from its flat rows at once).
 
         ``model`` is what Mesa's collector reads (``last_row`` and the agents); the record
         reads its ``pool``, ``streams`` and ``mechanisms``.
@@ -142,9 +145,10 @@ class Recorder:
         if callable(outcome):
             outcome = outcome() if self.record_events or mechanisms.on else outcome
         self.last_row = row
-        self._exit_effort += [d.applicants.effort[d.accepted], leaving.effort]
-        self._accepted_wait.append(d.t - d.applicants.entered[d.accepted])
-        self._dropped_wait.append(d.t - leaving.entered)
+        accepted_effort, dropped_effort, accepted_wait, dropped_wait = exits
+        self._exit_effort += [accepted_effort, dropped_effort]
+        self._accepted_wait.append(accepted_wait)
+        self._dropped_wait.append(dropped_wait)
         if mechanisms.on:
             self.mechanisms.row(d, advice, outcome, self.last_row, view)
         if policy_stats is not None:  # the policy's own figures (abm.interfaces.ReportsStats)
