@@ -77,22 +77,8 @@ def checked_advice(
         return Advice(np.empty(0), X, X.copy(), np.zeros(0, bool), {}, True, (0, 0, 0))
     if not isinstance(rec, Recommendation):
         raise TypeError(f"respond() needs a Recommendation for {n} rejected, got {rec!r}")
-    goal = np.asarray(rec.goal, dtype=float).reshape(-1)
-    X_cf = np.asarray(rec.X_cf, dtype=float)
-    if goal.shape != (n,) or X_cf.shape != (n, z):
-        raise RuntimeError(
-            f"policy {name!r} returned goal {goal.shape} and X_cf "
-            f"{X_cf.shape}; expected ({n},) and ({n}, {z})"
-        )
-    advised = filled(n, True, np.bool_) if rec.advised is None else np.asarray(rec.advised, bool)
-    residue = np.abs(X_cf - X) < CHANGE_TOL
-    if residue.any():
-        X_cf = np.where(residue, X, X_cf)
-    # SPEC §2: a recommendation that changes nothing is no advice, whatever its goal
-    no_change = advised & residue.all(axis=1)
+    goal, X_cf, advised, no_change = _taken(X, rec, name)
     n_no_change = int(np.count_nonzero(no_change))
-    if n_no_change:
-        advised = advised & ~no_change
     all_advised = np.count_nonzero(advised) == n
     if not all_advised:
         X_cf = np.where(advised[:, None], X_cf, X)
@@ -127,6 +113,28 @@ def checked_advice(
     return Advice(goal, X, X_cf, advised, info, all_advised, counts)
 
 
+def _taken(X: np.ndarray, rec: Recommendation, name: str):
+    """(goal (n,), X_cf (n, z), advised (n,), no_change (n,)) of ``rec`` for rows X (n, z):
+    shapes checked, changes below CHANGE_TOL dropped, and a recommendation that changes
+    nothing no advice (SPEC §2), whatever its goal."""
+    n, z = X.shape
+    goal = np.asarray(rec.goal, dtype=float).reshape(-1)
+    X_cf = np.asarray(rec.X_cf, dtype=float)
+    if goal.shape != (n,) or X_cf.shape != (n, z):
+        raise RuntimeError(
+            f"policy {name!r} returned goal {goal.shape} and X_cf "
+            f"{X_cf.shape}; expected ({n},) and ({n}, {z})"
+        )
+    advised = filled(n, True, np.bool_) if rec.advised is None else np.asarray(rec.advised, bool)
+    residue = np.abs(X_cf - X) < CHANGE_TOL
+    if residue.any():
+        X_cf = np.where(residue, X, X_cf)
+    no_change = advised & residue.all(axis=1)
+    if np.count_nonzero(no_change):
+        advised = advised & ~no_change
+    return goal, X_cf, advised, no_change
+
+
 def checked_rows(
     X: np.ndarray,
     rec: Recommendation,
@@ -140,21 +148,10 @@ def checked_rows(
     Recommendation ``rec`` over them, episode b's ``counts[b]`` rows after episode b - 1's;
     one Advice per episode (views), each what its own call gives. Advice that breaks a rule
     is checked again episode by episode, which raises the error the episode raises alone."""
-    n, z = X.shape
-    goal = np.asarray(rec.goal, dtype=float).reshape(-1)
-    X_cf = np.asarray(rec.X_cf, dtype=float)
-    if goal.shape != (n,) or X_cf.shape != (n, z):
-        raise RuntimeError(
-            f"policy {name!r} returned goal {goal.shape} and X_cf "
-            f"{X_cf.shape}; expected ({n},) and ({n}, {z})"
-        )
-    advised = filled(n, True, np.bool_) if rec.advised is None else np.asarray(rec.advised, bool)
-    residue = np.abs(X_cf - X) < CHANGE_TOL
-    if residue.any():
-        X_cf = np.where(residue, X, X_cf)
-    # SPEC §2: a recommendation that changes nothing is no advice, whatever its goal
-    no_change = advised & residue.all(axis=1)
-    advised = advised & ~no_change
+    if counts.shape[0] == 1:  # one episode: its own check is the same, with less bookkeeping
+        return [checked_advice(X, rec, immutable, name, direction, onehot)]
+    n = X.shape[0]
+    goal, X_cf, advised, no_change = _taken(X, rec, name)
     n_advised = segments.count(advised, counts)
     if n_advised.sum() != n:  # where all are advised this changes nothing
         X_cf = np.where(advised[:, None], X_cf, X)

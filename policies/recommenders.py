@@ -430,6 +430,18 @@ class ExactLinear(FollowsModel):
         a function of the row and its episode's model alone (abm.interfaces.rows_ready)."""
         return self.weights != "estimated" and self.max_changes is None and self.ctx.onehot is None
 
+    def _fill_of(self, model: Scorer, cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(useful (z,), fill order) under ``model``: kept per model (the weights and the
+        fixed costs never change), holding the model so its id is never another's."""
+        cache = self.__dict__.setdefault("_fills", {})
+        got = cache.get(id(model))
+        if got is None or got[0] is not model:
+            if len(cache) >= 64:  # refits make new models: keep the recent ones
+                cache.clear()
+            useful = self.ctx.useful(model.weights)
+            got = cache[id(model)] = (model, useful, fill_order(model.weights, cost, useful))
+        return got[1], got[2]
+
     def recommend_rows(self, rows: RejectedRows, goals: np.ndarray) -> np.ndarray:
         """X_cf (n, z) of many episodes' rejected (:class:`~abm.interfaces.RejectedRows`),
         goals (n,): one fill per decision model in force, each row as its episode's
@@ -437,8 +449,7 @@ class ExactLinear(FollowsModel):
         cost = self.cost_weights()
         out = None
         for model, which in rows.by_model():
-            useful = self.ctx.useful(model.weights)
-            order = fill_order(model.weights, cost, useful)
+            useful, order = self._fill_of(model, cost)
             X = rows.X if which is None else rows.X.take(which, axis=0)
             g = goals if which is None else goals.take(which)
             got = exact_linear_counterfactuals(
