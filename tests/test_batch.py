@@ -308,3 +308,22 @@ def test_a_bad_batch_memory_is_one_line(tmp_path):
     study = Study.build("paper", seeds=1, ticks=2)
     with pytest.raises(ConfigError, match="batch_memory = -1"):
         run_study(study, tmp_path / "x", workers=1, batch_memory=-1)
+
+
+def test_a_batch_decides_and_responds_in_halves_as_it_steps():
+    """decide() hands one observation per episode, respond() takes one recommendation per
+    episode (as the RL environment and planners use a model's halves): the same run."""
+    stepped = [RecourseModel("paper-T5", "threshold", seed=s, ticks=6) for s in range(3)]
+    Batch.of(stepped).run()
+    halves = [RecourseModel("paper-T5", "threshold", seed=s, ticks=6) for s in range(3)]
+    batch = Batch.of(halves)
+    for _ in range(6):
+        obs = batch.decide()
+        assert [o.tick for o in obs] == [m.tick for m in halves]
+        recs = [
+            m.policy.recommend(o, m.streams.policy) if o.n_rejected else None
+            for m, o in zip(halves, obs, strict=True)
+        ]
+        batch.respond(recs)
+    for a, b in zip(stepped, halves, strict=True):
+        _same_run(a, b)
