@@ -459,7 +459,13 @@ class Batch:
         else:
             agents = any(m._handles.on for m in models)
             per = _per_episode(
-                dropped, n_rej, stayers if agents else None, n_stay, leaving, n_leave, outcome
+                dropped,
+                n_rej,
+                stayers if agents else None,
+                n_stay,
+                leaving if agents else None,
+                n_leave,
+                outcome,
             )
         for b, (m, d, advice, (drop, stay_b, leave_b, outcome_b)) in enumerate(
             zip(models, ds, advices, per, strict=True)
@@ -474,7 +480,6 @@ class Batch:
                     d,
                     advice,
                     drop,
-                    leave_b,
                     outcome_b,
                     None if stats is None else stats(),
                     rows[b],
@@ -535,7 +540,8 @@ def _exits(t, applicants, accepted, n_acc, leaving, n_leave) -> list[tuple[np.nd
 def _per_episode(dropped, n_rej, stayers, n_stay, leaving, n_leave, outcome: Outcome) -> list:
     """Each episode's (dropped (n_b,), stayers, leaving, Outcome) of a flat respond, its
     rows numbered as in the episode's own arrays; the Outcome as a function giving it (cut
-    out only when read), stayers None where ``stayers`` is None."""
+    out only when read), stayers and leaving None where they are (only the Mesa agents
+    read them)."""
     rej_at = np.concatenate([[0], np.cumsum(n_rej)]).tolist()
     stay_at = np.concatenate([[0], np.cumsum(n_stay)])
     leave_at = np.concatenate([[0], np.cumsum(n_leave)]).tolist()
@@ -549,7 +555,7 @@ def _per_episode(dropped, n_rej, stayers, n_stay, leaving, n_leave, outcome: Out
             (
                 dropped[rej_at[b] : rej_at[b + 1]],
                 None if stayers is None else _slice(stayers, s0, s1),
-                _slice(leaving, leave_at[b], leave_at[b + 1]),
+                None if leaving is None else _slice(leaving, leave_at[b], leave_at[b + 1]),
                 functools.partial(_outcome_of, outcome, s0, s1, entry_at[b], entry_at[b + 1]),
             )
         )

@@ -113,7 +113,6 @@ class Recorder:
         d: Decision,
         advice: Advice,
         dropped: np.ndarray,
-        leaving: Population,
         outcome: Outcome | Any,
         policy_stats: dict[str, float] | None,
         row: dict[str, Any],
