@@ -403,7 +403,7 @@ class Batch:
         stayers, leaving, order = advised_rows(
             applicants, rej, dropped, goal, X_cf, advised, t, issued
         )
-        n_leave = _count_by(dropped, n_rej)
+        n_leave = segments.count(dropped, n_rej)
         n_stay = n_rej - n_leave
         known = None
         if (
@@ -512,14 +512,6 @@ def _parts(pop: Population, counts: np.ndarray) -> list[Population]:
     """``pop`` cut into its episodes' rows (``counts`` (B,)), as views."""
     bounds = np.concatenate([[0], np.cumsum(counts)]).tolist()
     return [_slice(pop, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
-
-
-def _count_by(mask: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """(B,) how many of each episode's rows (``counts``) ``mask`` holds."""
-    if counts.shape[0] == 1:
-        return np.array([np.count_nonzero(mask)], dtype=np.int64)
-    index = np.repeat(np.arange(counts.shape[0]), counts)
-    return np.bincount(index[mask], minlength=counts.shape[0]).astype(np.int64)
 
 
 def _exits(t, applicants, accepted, n_acc, leaving, n_leave) -> list[tuple[np.ndarray, ...]]:

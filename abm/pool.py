@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from abm import segments
 from abm.interfaces import HistoryWindow
 from abm.population import Population, filled, join_columns
 
@@ -89,7 +90,7 @@ class Pool:
             back = np.array([n], dtype=np.int64)
             self.counts = np.array([reapplying.shape[0] - n], dtype=np.int64)
         else:
-            back = _counts_of(reapplying, self.counts)
+            back = segments.count(reapplying, self.counts)
             self.counts = self.counts - back
         if len(parts) == 1:
             pool = parts[0]
@@ -195,12 +196,6 @@ def _rows_of(pop: Population, counts: np.ndarray, b: int) -> Population:
     lo = int(counts[:b].sum())
     hi = lo + int(counts[b])
     return pop.rows(lo, hi)
-
-
-def _counts_of(mask: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """(B,) how many rows of each episode (rows per episode ``counts``) ``mask`` holds."""
-    index = np.repeat(np.arange(counts.shape[0]), counts)
-    return np.bincount(index[mask], minlength=counts.shape[0]).astype(np.int64)
 
 
 def interleave(first: np.ndarray, second: np.ndarray) -> np.ndarray:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from abm import behaviour
+from abm import behaviour, segments
 from abm.population import Population
 from abm.tick import Outcome
 
@@ -25,7 +25,7 @@ def reapplications(pool: Any, t: int, config: Any, episodes: Any) -> np.ndarray:
     gap = behaviour.score_gap(column("goal"), column("score_now"))
     p = behaviour.reapply_probability(gap, elapsed, config.validity, config.nu)
     counts = pool.counts
-    skip = None if counts.shape[0] == 1 else _count_by(~due, counts) == 0
+    skip = None if counts.shape[0] == 1 else segments.count(~due, counts) == 0
     u = episodes.uniform("reapply", counts, skip)
     return u < p if skip is None or not skip.any() else (u < p) | due
 
@@ -44,12 +44,6 @@ def dropout(
     gap = behaviour.score_gap(goal, scores)
     p = behaviour.dropout_probability(gap, n_apps, c.rho, c.chi, c.omega)
     return episodes.uniform("dropout", counts) < p
-
-
-def _count_by(mask: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """(B,) how many of each episode's rows (``counts`` (B,)) ``mask`` holds."""
-    index = np.repeat(np.arange(counts.shape[0]), counts)
-    return np.bincount(index[mask], minlength=counts.shape[0])
 
 
 def implement(
