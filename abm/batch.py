@@ -127,7 +127,8 @@ class Batch:
                 raise ValueError(
                     f"a batch holds episodes at one tick: tick {m.tick} beside {first.tick}"
                 )
-            _check_shared(first.config, m.config)
+            if m.config is not first.config:  # forks of one snapshot share theirs
+                _check_shared(first.config, m.config)
         #: every episode, and those still running (an episode past its last tick leaves)
         self.all, self.models, self.B = list(models), list(models), len(models)
         self.episodes = Episodes(self.models)
@@ -146,6 +147,43 @@ class Batch:
             if m.tick != 0 or m.pool.n_waiting or m._batch.B != 1:
                 raise ValueError("only fresh models (tick 0, alone) can be put in a batch")
         return cls(list(models))
+
+    @classmethod
+    def join(cls, batches: list[Batch]) -> Batch:
+        """The episodes of ``batches`` (one scenario, all at one tick with nothing pending,
+        e.g. forks of one snapshot) as one batch, in order; their rows are moved, not
+        copied twice, and each episode goes on bit for bit as it would have alone."""
+        models = [m for b in batches for m in b.models]
+        if any(m._pending is not None for m in models):
+            raise ValueError("only batches with nothing pending can be joined")
+        pools = [b.pool for b in batches]
+        for p in pools:  # entries past the window leave (as the next decide() has them)
+            p.dropped_in_window(models[0].tick)
+        ticks = [[t for t, _, _ in p.dropped] for p in pools]
+        if any(t != ticks[0] for t in ticks[1:]):
+            raise ValueError("the batches to join have other dropped-out windows")
+        p0 = pools[0]
+        z = p0.n_features
+        waiting = Population.concat([p.waiting for p in pools], z)
+        dropped = [
+            (
+                t,
+                Population.concat([p.dropped[i][1] for p in pools], z),
+                np.concatenate([p.dropped[i][2] for p in pools]),
+            )
+            for i, t in enumerate(ticks[0])
+        ]
+        counts = np.concatenate([p.counts for p in pools])
+        return cls(models, Pool(z, p0.validity, waiting, dropped, counts))
+
+    def accepted_ids(self) -> list[np.ndarray]:
+        """Each episode's accepted ids (a,) of the decided tick."""
+        if self._flat is None:
+            raise RuntimeError("accepted_ids() follows the batch's own decide()")
+        applicants, sizes, _, accepted, _, _, _ = self._flat
+        ids = applicants.ids[accepted]
+        bounds = np.concatenate([[0], np.cumsum(segments.count(accepted, sizes))]).tolist()
+        return [ids[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
     # -- the tick -----------------------------------------------------------------------
     def step(self) -> None:
@@ -184,10 +222,17 @@ class Batch:
         return all(m.policy_spec == spec for m in self.models)
 
     def _advise_rows(self) -> list[Advice | None]:
-        """The first episode's policy, asked for the rejected of every episode at once;
-        its flat answer validated (:func:`abm.advice.checked_rows`) into each episode's
-        Advice (None for all when nobody was rejected)."""
+        """The first episode's policy, asked for the rejected of every episode at once."""
+        return self.advise_rows(self.models[0].policy.recommend_rows)
+
+    def advise_rows(self, answer) -> list[Advice | None]:
+        """``answer(rows)`` (a row-wise policy's ``recommend_rows``) for the rejected of
+        every episode of the decided tick at once (:class:`abm.interfaces.RejectedRows`);
+        its flat Recommendation validated (:func:`abm.advice.checked_rows`) into each
+        episode's Advice, for :meth:`respond` (None for all when nobody was rejected)."""
         models = self.models
+        if self._flat is None:
+            raise RuntimeError("advise_rows() follows the batch's own decide()")
         applicants, _, scores, _, _, rej, n_rej = self._flat
         if rej.shape[0] == 0:
             return [None] * self.B
@@ -197,7 +242,7 @@ class Batch:
         rows = RejectedRows(
             X, scores.take(rej), n_rej, thresholds, [m.scorer for m in models], m0.tick
         )
-        rec = m0.policy.recommend_rows(rows)
+        rec = answer(rows)
         immutable = m0.immutable if m0._any_immutable else None
         onehot = m0.world.structure.onehot
         return checked_rows(X, rec, n_rej, immutable, m0.policy_name, m0._direction, onehot)
@@ -214,25 +259,39 @@ class Batch:
         return self
 
     def _release(self) -> None:
-        """Episodes past their last tick leave: each gets a pool of its own (views of its
-        rows), and the batch keeps the others' rows."""
-        pool, models = self.pool, self.models
-        done = np.array([m.tick >= m.horizon for m in models])
-        for b in np.flatnonzero(done).tolist():
-            view = pool.episode(b)
-            own = Pool(pool.n_features, pool.validity, view.waiting, view.dropped)
-            Batch([models[b]], own)
-        keep = ~done
-        rows = np.repeat(keep, pool.counts)
-        dropped = [(t, part.take(np.repeat(keep, per)), per[keep]) for t, part, per in pool.dropped]
-        self.pool = Pool(
-            pool.n_features, pool.validity, pool.waiting.take(rows), dropped, pool.counts[keep]
+        """Episodes past their last tick leave, each alone with its own pool."""
+        done = np.array([m.tick >= m.horizon for m in self.models])
+        if done.all():  # the last one stays, alone
+            done[-1] = False
+        for b in np.flatnonzero(done)[::-1].tolist():
+            self.part(np.arange(self.B) == b)
+        last = self.models[0]
+        if last.tick >= last.horizon:  # none is left: the last goes with the rows it has
+            Batch([last], self.pool)
+            self.models, self.B = [], 0
+
+    def part(self, leave: np.ndarray) -> Batch:
+        """Episodes where ``leave`` (B,) holds leave this batch for a batch of their own
+        (returned), taking their rows, and their decided tick if one is pending; the rest
+        stay. Each goes on bit for bit as it would have here (an environment that must
+        finish a tick nobody waits on, :class:`lab.envs.PopulationVectorEnv`)."""
+        leave = np.asarray(leave, dtype=bool)
+        if leave.shape != (self.B,) or not leave.any() or leave.all():
+            raise ValueError(f"part() needs a mask (B = {self.B},) with some, not all, set")
+        keep, pool, models = ~leave, self.pool, self.models
+        flat = self._flat
+        out = Batch(
+            [m for m, x in zip(models, leave.tolist(), strict=True) if x], _cut(pool, leave)
         )
+        self.pool = _cut(pool, keep)
         self.models = [m for m, k in zip(models, keep.tolist(), strict=True) if k]
         self.B = len(self.models)
         self.episodes = Episodes(self.models)
         for b, m in enumerate(self.models):
             m._batch, m._episode = self, b
+        if flat is not None:
+            out._flat, self._flat = _cut_flat(flat, leave), _cut_flat(flat, keep)
+        return out
 
     def decide(self, observe: bool = True, lazy: bool = False) -> list[Any]:
         """First half of the tick of every episode (see :meth:`RecourseModel.decide`):
@@ -457,7 +516,7 @@ class Batch:
         if B == 1:
             per = [(dropped, stayers, leaving, outcome)]
         else:
-            agents = any(m._handles.on for m in models)
+            agents = recorded and any(m._handles.on for m in models)
             per = _per_episode(
                 dropped,
                 n_rej,
@@ -501,6 +560,31 @@ def _check_shared(first: Any, other: Any) -> None:
             raise ConfigError(
                 problem(name, b, f"{a!r}, as in the batch's first episode (one scenario)")
             )
+
+
+def _cut(pool: Pool, keep: np.ndarray) -> Pool:
+    """The episodes of ``pool`` where ``keep`` (B,) holds, as a pool of their own."""
+    if keep.all():
+        return pool
+    rows = np.repeat(keep, pool.counts)
+    dropped = [(t, part.take(np.repeat(keep, per)), per[keep]) for t, part, per in pool.dropped]
+    return Pool(pool.n_features, pool.validity, pool.waiting.take(rows), dropped, pool.counts[keep])
+
+
+def _cut_flat(flat: tuple, keep: np.ndarray) -> tuple:
+    """A decided tick's flat arrays (:meth:`Batch.decide`) of the episodes ``keep`` (B,)."""
+    applicants, sizes, scores, accepted, n_window, _, n_rej = flat
+    rows = np.repeat(keep, sizes)
+    accepted = accepted[rows]
+    return (
+        applicants.take(rows),
+        sizes[keep],
+        scores[rows],
+        accepted,
+        n_window[keep],
+        (~accepted).nonzero()[0],
+        n_rej[keep],
+    )
 
 
 def _slice(pop: Population, lo: int, hi: int) -> Population:

@@ -29,7 +29,7 @@ import numpy as np
 
 from abm import metrics
 from abm.config import ScenarioConfig
-from abm.interfaces import Recommendation, RecourseObs, RecoursePolicy
+from abm.interfaces import Recommendation, RecourseObs, RecoursePolicy, rows_ready
 from abm.population import Population
 
 
@@ -148,6 +148,10 @@ class WithoutFeedback:
     def __init__(self, policy: RecoursePolicy) -> None:
         self.recommend = policy.recommend
         self.observe = None
+        # a row-wise policy answers many forks' rows at once (abm.interfaces.rows_ready)
+        self.rows_ready = rows_ready(policy)
+        if self.rows_ready:
+            self.recommend_rows = policy.recommend_rows
 
 
 class Simulator:

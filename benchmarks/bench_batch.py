@@ -12,6 +12,11 @@ table). Prints episodes per second and the ratio to the sequential path measured
 same run (each size over at least as many episodes as the sequential path);
 ``threshold`` goes up to the largest size, the others (each slower) up to ``--others``. Then the peak Python memory of one episode inside each batch of
 ``threshold`` (tracemalloc), which is what a batch size chosen from a memory limit reads.
+Last, RL environment steps per second with random actions: one :class:`lab.envs.PopulationEnv`
+against :class:`lab.envs.PopulationVectorEnv` at each of ``--envs`` (what ``recourse-abm
+train predictor --n-envs`` steps), counting every environment's steps. And the
+acceptance forecast's latency (``dashboards.forecast``, 200 futures each way, 20 ticks) for
+four applicants at tick 10, its futures one at a time and as one batch.
 """
 
 from __future__ import annotations
@@ -71,6 +76,51 @@ def peak_bytes(scenario: str, size: int) -> float:
     return peak / size
 
 
+def env_steps(scenario: str, n_envs: int, steps: int) -> float:
+    """Environment steps per second with uniform random actions (``steps`` per env)."""
+    import numpy as np
+
+    from lab.envs import PopulationEnv, PopulationVectorEnv
+
+    rng = np.random.default_rng(0)
+    if n_envs == 0:  # one PopulationEnv, the sequential path
+        env = PopulationEnv(scenario)
+        env.reset(seed=0)
+        start = time.perf_counter()
+        for _ in range(steps):
+            if env.step(rng.uniform(-1.0, 1.0, 1))[2]:
+                env.reset()
+        return steps / (time.perf_counter() - start)
+    venv = PopulationVectorEnv(scenario, n_envs)
+    venv.reset(seed=0)
+    start = time.perf_counter()
+    for _ in range(steps):
+        venv.step(rng.uniform(-1.0, 1.0, (n_envs, 1)))
+    return steps * n_envs / (time.perf_counter() - start)
+
+
+def forecast_latency(scenario: str, applicants: int = 4) -> list[tuple[int, float, float]]:
+    """(applicant, seconds one future at a time, seconds as one batch) at tick 10."""
+    from abm import RecourseModel
+    from dashboards import forecast
+
+    model = RecourseModel(scenario, "threshold", seed=0, agents=False, record_events=False)
+    model.run(10)
+    pop = model.population
+    out = []
+    for cid in pop.ids[pop.advised][:applicants].tolist():
+        begin = forecast.start(model, cid)
+        keys = range(forecast.DEFAULT_FUTURES)
+        start = time.perf_counter()
+        alone = {a: [forecast.future(begin, a, k) for k in keys] for a in forecast.ARMS}
+        mid = time.perf_counter()
+        together = forecast.futures(begin, keys)
+        end = time.perf_counter()
+        assert alone == together
+        out.append((cid, mid - start, end - mid))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default="paper")
@@ -81,6 +131,8 @@ def main() -> None:
     parser.add_argument(
         "--others", default="1,10,30", help="sizes for the policies after the first"
     )
+    parser.add_argument("--envs", default="1,16,64", help="RL vector env sizes ('' for none)")
+    parser.add_argument("--no-forecast", action="store_true", help="skip the forecast")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     others = [int(s) for s in args.others.split(",")]
@@ -100,6 +152,19 @@ def main() -> None:
     for size in sizes[:3]:
         mib = peak_bytes(args.scenario, size) / 2**20
         print(f"peak memory, threshold, B = {size:4d}: {mib:.2f} MiB per episode")
+    if args.envs:
+        print(f"\n{'RL environments':16s} {'n':>6s} {'steps/s':>11s} {'x one env':>13s}")
+        env_steps(args.scenario, 0, 50)  # warm-up
+        one = env_steps(args.scenario, 0, 400)
+        print(f"{'PopulationEnv':16s} {'one':>6s} {one:11.0f} {1.0:13.2f}")
+        for n in (int(x) for x in args.envs.split(",")):
+            got = env_steps(args.scenario, n, max(400 // n, 100))
+            print(f"{'vector env':16s} {n:6d} {got:11.0f} {got / one:13.2f}")
+    if not args.no_forecast:
+        print(f"\n{'forecast':16s} {'who':>6s} {'alone s':>11s} {'batch s':>13s}")
+        forecast_latency(args.scenario, 1)  # warm-up
+        for cid, alone, together in forecast_latency(args.scenario):
+            print(f"{'200 x 2 futures':16s} {cid:6d} {alone:11.3f} {together:13.3f}")
 
 
 if __name__ == "__main__":

@@ -19,9 +19,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from abm.batch import Batch
 from abm.behaviour import change_success_probability
 from abm.config import K_MAX, M_MAX, ScenarioConfig, require_int, require_number
-from abm.interfaces import PolicyContext, Recommender, RecourseObs
+from abm.interfaces import PolicyContext, Recommender, RecourseObs, RejectedRows, rows_ready
 from abm.metrics import nanmean, reward_eq16
 from abm.model import RecourseModel
 from abm.registry import REGISTRY
@@ -228,14 +229,22 @@ class ChosenGoal:
     :class:`PopulationEnv` sets it from SAC's action before asking the policy for advice.
     """
 
+    # its answer depends on nothing but the goals set: PopulationVectorEnv asks it for the
+    # rows of many episodes at once, each episode's goal in ``goals`` (B,)
+    rows_ready = True
+
     def __init__(self) -> None:
         self.goal = float("nan")
+        self.goals = np.empty(0)
 
     def prepare(self, ctx: PolicyContext) -> None:
         pass
 
     def select(self, obs: RecourseObs, rng: np.random.Generator) -> float:
         return self.goal
+
+    def select_rows(self, rows: RejectedRows) -> np.ndarray | float:
+        return rows.per_row(self.goals)
 
 
 class PopulationEnv(gym.Env):
@@ -307,12 +316,11 @@ class PopulationEnv(gym.Env):
         while model.running:
             obs = model.decide()
             if obs.n_rejected:
-                self._obs = obs
-                self._last_obs = self._encode(obs)
+                self._seen(obs)
                 return rows
             model.respond(None)  # nobody to advise: no decision to take
             rows.append(dict(model.last_row))
-        self._obs = None
+        self._seen(None)
         return rows
 
     def _encode(self, obs: RecourseObs) -> np.ndarray:
@@ -328,27 +336,50 @@ class PopulationEnv(gym.Env):
 
     # gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        info = self._start(seed)
+        return self._started(self._advance()), info
 
+    def step(self, action: np.ndarray):
+        goal, model = self._goal_of(action), self.model
+        model.respond(model.policy.recommend(self._obs, model.streams.policy))
+        rows = self._pending + [dict(self.model.last_row)] + self._advance()
+        return self._finish(goal, rows)
+
+    # the parts of reset() and step() around the model's ticks (PopulationVectorEnv runs
+    # those ticks for many environments at once)
+    def _start(self, seed: int | None) -> dict[str, Any]:
+        """A new episode's model, built and not yet started; the reset's info."""
         super().reset(seed=seed)
         episode_seed = int(self.np_random.integers(0, 2**31 - 1))
         policy = CompositePolicy(self._goal, _make_recommender(self.recommender_spec))
         self.model = RecourseModel(
             self.config, policy, seed=episode_seed, agents=False, record_events=False
         )
-        rows = self._advance()
+        return {"seed": episode_seed}
+
+    def _started(self, rows: list[dict]) -> np.ndarray:
+        """The first observation, once the model reached its first goal decision."""
         if self._obs is None:
             raise RuntimeError("the episode ended before any goal decision (nobody was rejected)")
         self._pending = rows  # ticks before the first decision (none with m > k)
-        return self._last_obs.copy(), {"seed": episode_seed}
+        return self._last_obs.copy()
 
-    def step(self, action: np.ndarray):
+    def _goal_of(self, action: np.ndarray) -> float:
+        """The goal of ``action`` at the pending decision (set for the policy to read)."""
         if self._obs is None:
             raise RuntimeError("call reset() before step()")
-        model = self.model
         goal = float(goal_from_action(action, self._obs.threshold, self.max_margin)[0])
         self._goal.goal = goal
-        model.respond(model.policy.recommend(self._obs, model.streams.policy))
-        rows = self._pending + [dict(model.last_row)] + self._advance()
+        return goal
+
+    def _seen(self, obs: RecourseObs | None) -> None:
+        """The pending decision's observation (None: the episode is over)."""
+        self._obs = obs
+        if obs is not None:
+            self._last_obs = self._encode(obs)
+
+    def _finish(self, goal: float, rows: list[dict]):
+        """step()'s return from the tick rows it completed."""
         self._pending = []
         self._last_rows = rows  # the tick records this step completed
         done = self._obs is None
@@ -361,6 +392,149 @@ class PopulationEnv(gym.Env):
             if v == v:
                 info[key] = v
         return self._last_obs.copy(), float(reward), done, False, info
+
+
+class PopulationVectorEnv(gym.vector.VectorEnv):
+    """``n_envs`` :class:`PopulationEnv` episodes whose ticks run as one batch
+    (:class:`abm.batch.Batch`): one env step of all of them is one batched tick.
+
+    Sub-environment i is a :class:`PopulationEnv` with the same arguments, reset with
+    ``seed + i``; observations, rewards, terminations and infos are bit for bit those of
+    gymnasium's ``SyncVectorEnv`` over such environments with same-step autoreset: a
+    finished episode's last observation and info are in ``infos["final_obs"]`` and
+    ``infos["final_info"]``, and the observation returned is the next episode's first.
+    An episode that must finish a tick nobody was rejected at (no goal to choose) leaves
+    for a batch of its own (:meth:`abm.batch.Batch.part`) and goes on there; episodes
+    started at one step share a batch. :meth:`step_lists` gives one step as per-env lists
+    (what SB3's ``VecEnv`` adapter, :class:`lab.training.BatchedVecEnv`, reads).
+    """
+
+    metadata = {"render_modes": [], "autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}
+
+    def __init__(
+        self, scenario: ScenarioConfig | str | Path = "paper", n_envs: int = 1, **kwargs: Any
+    ) -> None:
+        require_int("n_envs", n_envs, 1, 4096)
+        self.envs = [PopulationEnv(scenario, **kwargs) for _ in range(n_envs)]
+        self.num_envs = n_envs
+        first = self.envs[0]
+        self.config = first.config
+        self.single_observation_space = first.observation_space
+        self.single_action_space = first.action_space
+        self.observation_space = gym.vector.utils.batch_space(first.observation_space, n_envs)
+        self.action_space = gym.vector.utils.batch_space(first.action_space, n_envs)
+
+    def reset(self, *, seed: int | list[int | None] | None = None, options: dict | None = None):
+        if seed is None:
+            seeds = [None] * self.num_envs
+        elif isinstance(seed, int | np.integer):
+            seeds = [int(seed) + i for i in range(self.num_envs)]
+        else:
+            seeds = list(seed)
+            if len(seeds) != self.num_envs:
+                raise ValueError(f"seed: {len(seeds)} seeds for {self.num_envs} environments")
+        obs, infos = self.reset_lists(seeds)
+        out: dict[str, Any] = {}
+        for i, info in enumerate(infos):
+            out = self._add_info(out, info, i)
+        return self._stack(obs), out
+
+    def reset_lists(self, seeds: list[int | None]) -> tuple[list[np.ndarray], list[dict]]:
+        """Every environment reset (its own seed, None: its stream goes on): per-env lists
+        of first observations and reset infos."""
+        infos = [env._start(s) for env, s in zip(self.envs, seeds, strict=True)]
+        rows = self._advance(range(self.num_envs), fresh=True)
+        return [env._started(rows[i]) for i, env in enumerate(self.envs)], infos
+
+    def step(self, actions: np.ndarray):
+        obs, rewards, terminated, truncated, infos, finals = self.step_lists(actions)
+        out: dict[str, Any] = {}
+        for i, info in enumerate(infos):
+            if i in finals:
+                final_obs, final_info = finals[i]
+                out = self._add_info(out, {"final_obs": final_obs, "final_info": final_info}, i)
+            out = self._add_info(out, info, i)
+        return (
+            self._stack(obs),
+            np.array(rewards, dtype=np.float64),
+            np.array(terminated, dtype=np.bool_),
+            np.array(truncated, dtype=np.bool_),
+            out,
+        )
+
+    def step_lists(self, actions: np.ndarray):
+        """One step of every environment as per-env lists: (observations, rewards,
+        terminated, truncated, infos, finals), ``finals[i]`` = (last observation, last
+        info) of each environment whose episode ended (its observation and info are then
+        the next episode's first)."""
+        actions = np.asarray(actions, dtype=np.float32).reshape(self.num_envs, -1)
+        envs = self.envs
+        goals = [env._goal_of(a) for env, a in zip(envs, actions, strict=True)]
+        at = {id(env.model): i for i, env in enumerate(envs)}
+        for batch in {id(env.model._batch): env.model._batch for env in envs}.values():
+            mine = [at[id(m)] for m in batch.models]
+            policy = batch.models[0].policy
+            if rows_ready(policy):  # the recommender answers every episode's rows at once
+                policy.goal.goals = np.array([goals[i] for i in mine])
+                batch.respond(batch.advise_rows(policy.recommend_rows))
+            else:  # each episode's policy answers its own observation
+                obs = [envs[i]._obs for i in mine]
+                batch.respond(
+                    [
+                        m.policy.recommend(o, m.streams.policy)
+                        for m, o in zip(batch.models, obs, strict=True)
+                    ]
+                )
+        rows = [env._pending + [dict(env.model.last_row)] for env in envs]
+        for i, more in self._advance(range(self.num_envs)).items():
+            rows[i] += more
+        results = [env._finish(g, r) for env, g, r in zip(envs, goals, rows, strict=True)]
+        obs, rewards, terminated, truncated, infos = (list(x) for x in zip(*results, strict=True))
+        ended = [i for i in range(self.num_envs) if terminated[i] or truncated[i]]
+        finals = {i: (obs[i], infos[i]) for i in ended}
+        if ended:  # the next episodes, started together
+            starts = {i: envs[i]._start(None) for i in ended}
+            more = self._advance(ended, fresh=True)
+            for i in ended:
+                obs[i], infos[i] = envs[i]._started(more[i]), starts[i]
+        return obs, rewards, terminated, truncated, infos, finals
+
+    def _advance(self, idx, fresh: bool = False) -> dict[int, list[dict]]:
+        """Run environments ``idx`` (nothing pending; ``fresh``: new models, put in one
+        batch) to their next goal decision or their episode's end; the tick rows each
+        completed on the way."""
+        envs = self.envs
+        idx = list(idx)
+        if fresh:
+            Batch.of([envs[i].model for i in idx])
+        at = {id(envs[i].model): i for i in idx}
+        rows: dict[int, list[dict]] = {i: [] for i in idx}
+        todo = list({id(envs[i].model._batch): envs[i].model._batch for i in idx}.values())
+        while todo:
+            batch = todo.pop()
+            over = np.array([not m.running for m in batch.models])
+            if over.any():
+                gone = batch if over.all() else batch.part(over)
+                for m in gone.models:
+                    envs[at[id(m)]]._seen(None)
+                if gone is batch:
+                    continue
+            models = list(batch.models)
+            observed = batch.decide()
+            idle = np.array([o.n_rejected == 0 for o in observed])
+            for m, o in zip(models, observed, strict=True):
+                if o.n_rejected:
+                    envs[at[id(m)]]._seen(o)
+            if idle.any():  # nobody to advise: those finish the tick now, in a batch of their own
+                sub = batch if idle.all() else batch.part(idle)
+                sub.respond([None] * sub.B)
+                for m in sub.models:
+                    rows[at[id(m)]].append(dict(m.last_row))
+                todo.append(sub)
+        return rows
+
+    def _stack(self, obs: list[np.ndarray]) -> np.ndarray:
+        return np.stack(obs).astype(self.single_observation_space.dtype, copy=False)
 
 
 def _make_recommender(spec: str | Recommender) -> Recommender:

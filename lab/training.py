@@ -58,7 +58,7 @@ from stable_baselines3.common.callbacks import (  # noqa: E402
     StopTrainingOnMaxEpisodes,
 )
 from stable_baselines3.common.monitor import Monitor  # noqa: E402
-from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecMonitor  # noqa: E402
 
 from abm.validation import ConfigError, one_line  # noqa: E402
 from policies.rl.artefacts import save_actor, write_manifest  # noqa: E402
@@ -138,6 +138,9 @@ class PredictorTraining(_Common):
     log_floor: float = Field(1e-3, gt=0, le=1)
     max_margin: float = Field(0.3, gt=0, le=1)
     eval_episodes: int = Field(3, ge=1, le=10_000)  # 100-tick episodes
+    # episodes stepped together as one batch (lab.envs.PopulationVectorEnv); a step of
+    # SAC's collects one transition from each
+    n_envs: int = Field(1, ge=1, le=4096)
 
 
 # φ: a step's reward is the outcome of that one attempt (the next step is a new attempt
@@ -265,13 +268,16 @@ def train_predictor(
     log_floor: float = 1e-3,
     max_margin: float = 0.3,
     capacity_obs: bool = False,
+    n_envs: int = 1,
     **overrides: Any,
 ) -> dict[str, Any]:
     """Train μ in :class:`lab.envs.PopulationEnv` with reward weights (alpha, tau) for
     ``steps`` ticks, the paper's recommender part fixed to ``recommender`` (a registry
     spec; ``rl:path=DIR`` for a learned φ); ``capacity_obs``: μ also observes k_t / k and
-    m_t / m. Returns the manifest."""
-    from lab.envs import PopulationEnv, _make_recommender
+    m_t / m. ``n_envs`` > 1: that many episodes at once, their ticks one batch
+    (:class:`lab.envs.PopulationVectorEnv`); ``steps`` counts every environment's.
+    Returns the manifest."""
+    from lab.envs import PopulationEnv, PopulationVectorEnv, _make_recommender
 
     p = PredictorTraining.make(
         alpha=alpha,
@@ -283,6 +289,7 @@ def train_predictor(
         eval_episodes=eval_episodes,
         log_floor=log_floor,
         max_margin=max_margin,
+        n_envs=n_envs,
     )
     sac = _sac(sac)
     out = Path(out)
@@ -296,7 +303,14 @@ def train_predictor(
         "capacity_obs": capacity_obs,
         **overrides,
     }
-    env = PopulationEnv(scenario, **env_kw)
+    vec = None
+    if p.n_envs == 1:
+        env = PopulationEnv(scenario, **env_kw)
+    else:
+        venv = PopulationVectorEnv(scenario, p.n_envs, **env_kw)
+        env, vec = venv.envs[0], VecMonitor(BatchedVecEnv(venv))
+    # n_envs = 1 is left out: manifests of one environment stay as they were
+    many = {"n_envs": p.n_envs} if p.n_envs > 1 else {}
     manifest = _predictor_manifest(
         env,
         p,
@@ -308,6 +322,7 @@ def train_predictor(
         alpha=p.alpha,
         tau=p.tau,
         log_floor=p.log_floor,
+        **many,
     )
     make_eval = (lambda: PopulationEnv(scenario, **env_kw)) if p.eval_every else None
     return _train(
@@ -321,6 +336,7 @@ def train_predictor(
         resume=resume,
         progress=progress,
         make_eval=make_eval,
+        vec=vec,
     )
 
 
@@ -531,12 +547,16 @@ def _train(
     make_eval: Callable[[], Any] | None,
     sac_extra: dict[str, Any] | None = None,
     on_model: Callable[[Any], None] | None = None,
+    vec: VecEnv | None = None,
 ) -> dict[str, Any]:
+    """SAC on ``vec`` (default: ``env`` alone); ``env`` is the (first) environment whose
+    learning state checkpoints keep."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ckdir = out / "checkpoints"
     curve_path = out / "learning_curve.csv"
-    vec = DummyVecEnv([lambda: Monitor(env)])
+    if vec is None:
+        vec = DummyVecEnv([lambda: Monitor(env)])
     clock = _Clock()
     manifest_json = json.loads(json.dumps(manifest, default=str))
     model = SAC(
@@ -626,10 +646,71 @@ def _train(
     if manifest.get("objective") == CONSTRAINED_OBJECTIVE:
         full["multiplier_final"] = env.multiplier  # λ after the last episode, (L2)
     write_manifest(out, full)
-    env.close()
+    vec.close()
     if eval_env is not None:
         eval_env.close()
     return json.loads((out / "manifest.json").read_text())
+
+
+class BatchedVecEnv(VecEnv):
+    """SB3's ``VecEnv`` over :class:`lab.envs.PopulationVectorEnv` (all its episodes'
+    ticks in one batch): what ``DummyVecEnv`` over as many :class:`lab.envs.PopulationEnv`
+    gives, bit for bit (``terminal_observation``, ``TimeLimit.truncated``, same-step
+    resets, environment i seeded with seed + i)."""
+
+    def __init__(self, venv) -> None:
+        self.venv = venv
+        super().__init__(venv.num_envs, venv.single_observation_space, venv.single_action_space)
+        self.metadata = venv.envs[0].metadata
+        self._actions: np.ndarray | None = None
+
+    def reset(self) -> np.ndarray:
+        opts = [o for o in self._options if o]
+        if opts:
+            raise ValueError("PopulationEnv.reset takes no options")
+        obs, self.reset_infos = self.venv.reset_lists(list(self._seeds))
+        self._reset_seeds()
+        self._reset_options()
+        return np.stack(obs).astype(self.observation_space.dtype, copy=False)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = actions
+
+    def step_wait(self):
+        obs, rewards, terminated, truncated, infos, finals = self.venv.step_lists(self._actions)
+        dones = np.zeros(self.num_envs, dtype=bool)
+        out = []
+        for i in range(self.num_envs):
+            dones[i] = terminated[i] or truncated[i]
+            info = finals[i][1] if i in finals else infos[i]
+            info["TimeLimit.truncated"] = truncated[i] and not terminated[i]
+            if i in finals:
+                info["terminal_observation"] = finals[i][0]
+                self.reset_infos[i] = infos[i]
+            out.append(info)
+        stacked = np.stack(obs).astype(self.observation_space.dtype, copy=False)
+        return stacked, np.array(rewards, dtype=np.float32), dones, out
+
+    def close(self) -> None:
+        self.venv.close()
+
+    def get_attr(self, attr_name: str, indices=None) -> list[Any]:
+        return [getattr(env, attr_name) for env in self._get_target_envs(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
+        for env in self._get_target_envs(indices):
+            setattr(env, attr_name, value)
+
+    def env_method(self, method_name: str, *args, indices=None, **kwargs) -> list[Any]:
+        return [
+            getattr(env, method_name)(*args, **kwargs) for env in self._get_target_envs(indices)
+        ]
+
+    def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
+        return [isinstance(env, wrapper_class) for env in self._get_target_envs(indices)]
+
+    def _get_target_envs(self, indices) -> list[Any]:
+        return [self.venv.envs[i] for i in self._get_indices(indices)]
 
 
 class _Clock:
@@ -674,9 +755,11 @@ class LearningCurve(BaseCallback):
         self.env_, self.path, self.manifest = env, path, manifest
         self.episodes, self.by_episode = episodes, by_episode
         self.progress, self.total = progress, total
-        self._ep: dict[str, list[float]] = {}
+        self._ep: dict[int, dict[str, list[float]]] = {}  # per environment
+        self._reported = 0
 
     def _on_training_start(self) -> None:
+        self._reported = self.num_timesteps
         self._report()
 
     def _report(self) -> None:
@@ -685,10 +768,19 @@ class LearningCurve(BaseCallback):
             self.progress(min(done, self.total), self.total)
 
     def _on_step(self) -> bool:
-        info = self.locals["infos"][0]
+        rewards = self.locals["rewards"]
+        for i, info in enumerate(self.locals["infos"]):
+            self._record(i, info, rewards[i])
+        if not self.by_episode and self.num_timesteps // 100 > self._reported // 100:
+            self._reported = self.num_timesteps
+            self._report()
+        return True
+
+    def _record(self, i: int, info: dict[str, Any], reward: float) -> None:
+        """Environment ``i``'s step; a row when its episode ended."""
         # φ's env trains on eq. 15 / reward_scale; the curve reports eq. 15 itself
-        reward = float(info.get("reward_eq15", self.locals["rewards"][0]))
-        ep = self._ep
+        reward = float(info.get("reward_eq15", reward))
+        ep = self._ep.setdefault(i, {})
         ep.setdefault("reward", []).append(reward)
         for key in CURVE_KEYS:
             if key in info:
@@ -708,12 +800,9 @@ class LearningCurve(BaseCallback):
                 row["warmup"] = int(self.episodes <= self.manifest["env"]["warmup_episodes"])
                 row["d_error"] = self.env_.difficulty_error()
             _append_row(self.path, row)
-            self._ep = {}
+            del self._ep[i]
             if self.by_episode:
                 self._report()
-        if not self.by_episode and self.num_timesteps % 100 == 0:
-            self._report()
-        return True
 
 
 class CodeFreeCheckpoint(BaseCallback):
@@ -734,12 +823,15 @@ class CodeFreeCheckpoint(BaseCallback):
         self.curve, self.clock, self.state = curve, clock, state
 
     def _on_training_start(self) -> None:
+        self._saved = self.num_timesteps
         if self.state is not None and "env" in self.state:
             # after SB3's first reset, so the restored learning state survives it
             self.env_.set_state(self.state["env"])
 
     def _on_step(self) -> bool:
-        if self.num_timesteps % self.every == 0:
+        # several environments add several steps at once: a multiple of ``every`` passed
+        if self.num_timesteps // self.every > self._saved // self.every:
+            self._saved = self.num_timesteps
             self.save()
         return True
 

@@ -327,3 +327,38 @@ def test_a_batch_decides_and_responds_in_halves_as_it_steps():
         batch.respond(recs)
     for a, b in zip(stepped, halves, strict=True):
         _same_run(a, b)
+
+
+@pytest.mark.parametrize("scenario", ["paper-T5", "lending"])
+def test_episodes_leave_mid_tick_and_join_again_with_their_bits(scenario):
+    """Batch.part() at a decided tick (the leavers take it with them), each part answered
+    row-wise and finished apart for two ticks, then Batch.join() of both: every episode is
+    still its run alone; accepted_ids() is each episode's own."""
+    alone = [RecourseModel(scenario, "threshold", seed=s, ticks=9) for s in range(4)]
+    for m in alone:
+        m.run()
+    models = [RecourseModel(scenario, "threshold", seed=s, ticks=9) for s in range(4)]
+    batch = Batch.of(models)
+    batch.run(3)
+    batch.decide()
+    for m, ids in zip(models, batch.accepted_ids(), strict=True):
+        d = m._pending
+        assert np.array_equal(ids, d.applicants.ids[d.accepted])
+    other = batch.part(np.array([False, True, False, True]))
+    assert [m._episode for m in models] == [0, 0, 1, 1] and (batch.B, other.B) == (2, 2)
+    with pytest.raises(ValueError, match="some, not all"):
+        batch.part(np.array([True, True]))
+    for part in (batch, other):
+        part.respond(part.advise_rows(part.models[0].policy.recommend_rows))
+    with pytest.raises(ValueError, match="nothing pending"):
+        other.decide()
+        Batch.join([batch, other])
+    other.respond(
+        [m.policy.recommend(m.pending_observation(), m.streams.policy) for m in other.models]
+    )
+    batch.step()
+    joined = Batch.join([other, batch])
+    assert [m._episode for m in models] == [2, 0, 3, 1]
+    joined.run()
+    for a, b in zip(alone, models, strict=True):
+        _same_run(a, b)

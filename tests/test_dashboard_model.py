@@ -1082,6 +1082,21 @@ def test_forecast_equals_a_direct_simulation_of_the_same_futures():
     assert forecast.start(stepped(Settings.from_preset("paper"), 0), 0) == "no tick run yet"
 
 
+@pytest.mark.parametrize(("preset", "policy"), [("lending", "threshold"), ("paper", "robust-l1")])
+def test_forecast_futures_in_one_batch_are_each_future_alone(preset, policy):
+    """futures() advances every fork as one batch (extensions on; a policy that answers
+    each fork alone): each future is what future() gives it alone."""
+    from dashboards import forecast
+
+    model = stepped(Settings.from_preset(preset, seed=1, policy=policy), 6)
+    pop = model.population
+    cid = int(pop.ids[pop.advised][0])
+    begin = forecast.start(model, cid)
+    alone = {arm: [forecast.future(begin, arm, k) for k in range(12)] for arm in forecast.ARMS}
+    assert forecast.futures(begin, range(12)) == alone
+    assert any(t is not None for t in alone[forecast.ARMS[0]])  # futures end apart
+
+
 def test_forecast_at_paper_scale_takes_at_most_5_s():
     from dashboards import forecast
 

@@ -218,3 +218,103 @@ def test_predictor_action_is_a_margin_above_the_last_threshold():
         ValueError, match=r"max_margin = 0.0 is not allowed; allowed: a number in \(0, 1\]"
     ):
         PopulationEnv("paper", max_margin=0.0)
+
+
+# -- many environments, one batch (issue 49, item 5) --------------------------------------
+
+# k = 10 of 12 at start and 9 entrants a tick: some ticks reject nobody, so episodes fall
+# out of step and the batch is split (Batch.part)
+_IDLE = dict(ticks=12, k=10, m=9, n_initial=12)
+
+
+def _same(a, b):
+    """Equal structure and bits (NaN equal to NaN), through dicts, lists and object arrays."""
+    if isinstance(a, dict):
+        assert set(a) == set(b), set(a) ^ set(b)
+        for key in a:
+            _same(a[key], b[key])
+    elif isinstance(a, list | tuple):
+        assert len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            _same(x, y)
+    elif a is None or isinstance(a, str | bool):
+        assert a == b
+    else:
+        x, y = np.asarray(a), np.asarray(b)
+        assert x.shape == y.shape and x.dtype == y.dtype, (x, y)
+        if x.dtype == object:
+            for u, v in zip(x.ravel(), y.ravel(), strict=True):
+                _same(u, v)
+        else:
+            assert np.array_equal(x, y, equal_nan=True), (x, y)
+
+
+@pytest.mark.parametrize(("scenario", "over"), [("paper", {"ticks": 6}), ("paper", _IDLE)])
+def test_vector_env_is_gymnasiums_sync_vector_env_bit_for_bit(scenario, over, monkeypatch):
+    """Sub-environment i of the batched vector env is PopulationEnv reset with seed + i:
+    observations, rewards, flags and infos (final_obs/final_info of same-step resets)."""
+    import gymnasium as gym
+
+    import abm.batch
+    from lab.envs import PopulationVectorEnv
+
+    parts = []
+    part = abm.batch.Batch.part
+    monkeypatch.setattr(abm.batch.Batch, "part", lambda b, m: parts.append(m) or part(b, m))
+    n = 4
+    batched = PopulationVectorEnv(scenario, n, **over)
+    sync = gym.vector.SyncVectorEnv(
+        [lambda: PopulationEnv(scenario, **over) for _ in range(n)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
+    assert batched.observation_space == sync.observation_space
+    assert batched.action_space == sync.action_space
+    _same(batched.reset(seed=7), sync.reset(seed=7))
+    rng = np.random.default_rng(0)
+    ended = 0
+    for _ in range(40):
+        action = rng.uniform(-1.0, 1.0, (n, 1)).astype(np.float32)
+        got, want = batched.step(action), sync.step(action)
+        _same(got, want)
+        assert got[0] in batched.observation_space
+        ended += int(got[2].sum())
+    assert ended >= n  # every environment was reset at least once on the way
+    groups = {id(env.model._batch) for env in batched.envs}
+    if over is _IDLE:
+        assert parts  # episodes fell out of step and went on in batches of their own
+    else:
+        assert not parts and len(groups) == 1  # in step all along: one batch
+
+
+def test_sb3_vec_env_is_dummy_vec_env_bit_for_bit():
+    """The SB3 adapter gives what DummyVecEnv over as many PopulationEnvs gives."""
+    pytest.importorskip("stable_baselines3")
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from lab.envs import PopulationVectorEnv
+    from lab.training import BatchedVecEnv
+
+    n = 3
+    ours = BatchedVecEnv(PopulationVectorEnv("paper", n, **_IDLE))
+    theirs = DummyVecEnv([lambda: PopulationEnv("paper", **_IDLE) for _ in range(n)])
+    ours.seed(5)
+    theirs.seed(5)
+    _same(ours.reset(), theirs.reset())
+    _same(ours.reset_infos, theirs.reset_infos)
+    rng = np.random.default_rng(1)
+    for _ in range(30):
+        action = rng.uniform(-1.0, 1.0, (n, 1)).astype(np.float32)
+        _same(list(ours.step(action)), list(theirs.step(action)))
+        _same(ours.reset_infos, theirs.reset_infos)
+    assert ours.get_attr("max_margin") == [0.3] * n
+    assert ours.env_is_wrapped(PopulationEnv) == [True] * n
+
+
+def test_vector_env_refuses_bad_sizes():
+    from lab.envs import PopulationVectorEnv
+
+    with pytest.raises(ValueError, match="^n_envs = 0 is not allowed"):
+        PopulationVectorEnv("paper", 0)
+    env = PopulationVectorEnv("paper", 2, ticks=4)
+    with pytest.raises(ValueError, match="3 seeds for 2 environments"):
+        env.reset(seed=[1, 2, 3])

@@ -596,3 +596,46 @@ def test_train_command_writes_a_learning_curve_plot(tmp_path):
     assert res.exit_code == 0, res.output
     png = out / "learning_curve.png"
     assert png.is_file() and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_sac_on_the_batched_vec_env_of_one_is_sac_on_the_env_alone():
+    """One environment through the batch (PopulationVectorEnv + BatchedVecEnv) trains the
+    same weights as DummyVecEnv(Monitor(PopulationEnv)), the path n_envs = 1 takes."""
+    import torch
+    from stable_baselines3 import SAC
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
+
+    from lab.envs import PopulationVectorEnv
+    from lab.training import BatchedVecEnv
+
+    def weights(vec):
+        model = SAC("MlpPolicy", vec, seed=2, device="cpu", **SAC_TINY.sb3_kwargs())
+        model.learn(total_timesteps=50)
+        return torch.cat([p.detach().flatten() for p in model.policy.parameters()])
+
+    alone = weights(DummyVecEnv([lambda: Monitor(PopulationEnv("paper", **TINY))]))
+    batched = weights(VecMonitor(BatchedVecEnv(PopulationVectorEnv("paper", 1, **TINY))))
+    assert torch.equal(alone, batched)
+
+
+@pytest.mark.slow
+def test_training_with_several_environments(tmp_path):
+    """--n-envs 3: every environment's episodes on the curve, checkpoints where a multiple
+    of checkpoint_every is passed, the same weights from the same seed, n_envs in the
+    manifest, and a resume with another n_envs refused."""
+    kw = dict(alpha=1.0, tau=1.0, seed=1, sac=SAC_TINY, checkpoint_every=25, n_envs=3, **TINY)
+    a = train_predictor(tmp_path / "a", steps=60, **kw)
+    b = train_predictor(tmp_path / "b", steps=60, **kw)
+    assert a["steps"] == 60 and a["n_envs"] == 3
+    assert a["weights_sha256"] == b["weights_sha256"]
+    rows = (tmp_path / "a" / "learning_curve.csv").read_text().splitlines()
+    assert len(rows) == 1 + 3 * (60 // 3) // TINY["ticks"]  # 20 ticks each: 2 episodes
+    names = sorted(f.name for f in (tmp_path / "a" / "checkpoints").glob("*.json"))
+    assert names == ["step_000000027.json", "step_000000051.json"]  # 3 steps a call: 25, 50
+    with pytest.raises(ValueError, match="other settings"):
+        train_predictor(tmp_path / "a", steps=90, resume=True, **{**kw, "n_envs": 2})
+    m = train_predictor(tmp_path / "a", steps=90, resume=True, **kw)
+    assert m["steps"] == 90
+    with pytest.raises(ConfigError, match="^n_envs = 0 is not allowed"):
+        train_predictor("unused", alpha=1.0, tau=1.0, n_envs=0)

@@ -222,6 +222,13 @@ def predictor(
     eval_every: EvalEveryOpt = 0,
     eval_episodes: EvalEpisodesOpt = 3,
     threads: ThreadsOpt = 1,
+    n_envs: Annotated[
+        int,
+        typer.Option(
+            help="episodes stepped together as one batch (1-4096); SAC takes a transition "
+            "from each per step"
+        ),
+    ] = 1,
     set_: SetOpt = None,
 ) -> None:
     """Learned predictor μ (goal scores) in the population environment (§4.2)."""
@@ -249,6 +256,7 @@ def predictor(
             eval_episodes=eval_episodes,
             resume=resume,
             progress=bar_progress(bar, task),
+            n_envs=n_envs,
             **parse_overrides(set_),
         )
     plot_learning_curve(
