@@ -150,12 +150,16 @@ class Batch:
 
     @classmethod
     def join(cls, batches: list[Batch]) -> Batch:
-        """The episodes of ``batches`` (one scenario, all at one tick with nothing pending,
-        e.g. forks of one snapshot) as one batch, in order; their rows are moved, not
-        copied twice, and each episode goes on bit for bit as it would have alone."""
+        """The episodes of ``batches`` (one scenario, all at one tick, e.g. forks of one
+        snapshot) as one batch, in order; each episode goes on bit for bit as it would
+        have alone. Either none has a decided tick pending, or every one has and each is
+        a batch of one (forks at a pending decision, :meth:`abm.planning.Simulator.many`)."""
         models = [m for b in batches for m in b.models]
-        if any(m._pending is not None for m in models):
-            raise ValueError("only batches with nothing pending can be joined")
+        pending = [m._pending is not None for m in models]
+        if any(pending) and not (all(pending) and all(b.B == 1 for b in batches)):
+            raise ValueError(
+                "only batches with nothing pending, or single episodes all decided, can be joined"
+            )
         pools = [b.pool for b in batches]
         for p in pools:  # entries past the window leave (as the next decide() has them)
             p.dropped_in_window(models[0].tick)
@@ -174,7 +178,21 @@ class Batch:
             for i, t in enumerate(ticks[0])
         ]
         counts = np.concatenate([p.counts for p in pools])
-        return cls(models, Pool(z, p0.validity, waiting, dropped, counts))
+        joined = cls(models, Pool(z, p0.validity, waiting, dropped, counts))
+        if any(pending):  # the decided ticks' flat arrays, as decide() would have made them
+            ds = [m._pending for m in models]
+            sizes = np.array([len(d.applicants) for d in ds], dtype=np.int64)
+            accepted = np.concatenate([d.accepted for d in ds])
+            joined._flat = (
+                Population.concat([d.applicants for d in ds], z),
+                sizes,
+                np.concatenate([d.scores for d in ds]),
+                accepted,
+                np.array([d.n_window for d in ds], dtype=np.int64),
+                (~accepted).nonzero()[0],
+                np.array([d.rej.shape[0] for d in ds], dtype=np.int64),
+            )
+        return joined
 
     def accepted_ids(self) -> list[np.ndarray]:
         """Each episode's accepted ids (a,) of the decided tick."""

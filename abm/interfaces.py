@@ -160,6 +160,16 @@ class Simulator(Protocol):
 
     def __call__(self, ticks: int, key: int = 0, plan: Any = None) -> list[dict[str, float]]: ...
 
+    def many(
+        self, ticks: int, runs: list[tuple[int, Any]], on_plan: Any = None
+    ) -> list[list[dict[str, float]]]:
+        """``[self(ticks, key, plan) for key, plan in runs]``, the forks advanced as one
+        batch; ``on_plan(plans)`` is called right before the policy is asked, with the
+        plans of the forks it answers (a planner that answers its own rollouts by plan
+        sets them there, :meth:`abm.planning.Simulator.many`). Optional: the lookahead
+        calls a simulator without it once per rollout."""
+        ...
+
 
 @dataclass(frozen=True)
 class HistoryWindow:

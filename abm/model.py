@@ -95,7 +95,7 @@ class RecourseModel(RecordAccess, mesa.Model):
         # an episode ends after the scenario's ticks; planning forks may roll on
         self.horizon: float = config.ticks
         # privileged: rollouts of this model (planning references only, see abm.planning)
-        self.simulator = Simulator(self, type(self).from_snapshot)
+        self.simulator = Simulator(self, type(self).from_snapshot, Batch.join)
         # the scenario lets trained policies check what they were trained for;
         # allow_mismatch lets them run anyway (recorded in their provenance)
         extra = {"simulator": self.simulator, "scenario": config, "allow_mismatch": allow_mismatch}

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
+from numpy.random.bit_generator import ISeedSequence
 
 from abm import metrics
 from abm.config import ScenarioConfig
@@ -98,10 +99,22 @@ class RolloutStreams:
         self.seed = seed
         self._key = (zlib.crc32(b"simulator"), t, key)
         self._gens: dict[str, np.random.Generator] = {}
-        self._start: dict[str, dict] = {}
+        self._start: dict[str, dict] | None = {}  # None: never rewound (a twin)
+        # each stream's seed sequence, shared with this key's twins (it is pure: every
+        # generator made from it starts at the same state)
+        self._seqs: dict[str, _Seed] = {}
         # what the rollouts with this key draw alike whatever their plan (kept over rewinds:
         # the same draws come again), e.g. a fork's last entrants (:meth:`reuse`)
         self.memo: dict[Any, Any] = {}
+
+    def twin(self) -> RolloutStreams:
+        """Streams of another rollout with this key, advanced beside this one's (a batch
+        of rollouts, :meth:`Simulator.many`): each stream starts at its first draw, and
+        what :meth:`reuse` keeps is shared."""
+        other = object.__new__(RolloutStreams)
+        other.seed, other._key, other._gens, other._start = self.seed, self._key, {}, None
+        other._seqs, other.memo = self._seqs, self.memo
+        return other
 
     def reuse(self, key: Any, draw: Callable[[], Any]) -> Any:
         """What ``draw()`` gave the first rollout that asked for ``key``.
@@ -118,10 +131,13 @@ class RolloutStreams:
     def get(self, name: str) -> np.random.Generator:
         gen = self._gens.get(name)
         if gen is None:
-            key = self._key + (zlib.crc32(name.encode()),)
-            seq = np.random.SeedSequence(self.seed, spawn_key=key)
+            seq = self._seqs.get(name)
+            if seq is None:
+                key = self._key + (zlib.crc32(name.encode()),)
+                seq = self._seqs[name] = _Seed(np.random.SeedSequence(self.seed, spawn_key=key))
             gen = self._gens[name] = np.random.Generator(np.random.PCG64(seq))
-            self._start[name] = gen.bit_generator.state
+            if self._start is not None:
+                self._start[name] = gen.bit_generator.state
             if name.isidentifier() and not hasattr(type(self), name) and name not in vars(self):
                 # later attribute reads find it without __getattr__ (a fork reads its
                 # streams as attributes a few times a tick, every rollout)
@@ -130,6 +146,8 @@ class RolloutStreams:
 
     def rewind(self) -> None:
         """Every stream back to its first draw (the next rollout with this key)."""
+        if self._start is None:
+            raise RuntimeError("a twin's streams are not rewound: make another twin")
         for name, gen in self._gens.items():
             gen.bit_generator.state = self._start[name]
 
@@ -137,6 +155,23 @@ class RolloutStreams:
         if name.startswith("_"):
             raise AttributeError(name)
         return self.get(name)
+
+
+class _Seed(ISeedSequence):
+    """A SeedSequence whose generated words are kept: a generator seeded from it again
+    (another rollout of the key) starts at the same state without hashing anew."""
+
+    __slots__ = ("_seq", "_words")
+
+    def __init__(self, seq: np.random.SeedSequence) -> None:
+        self._seq, self._words = seq, {}
+
+    def generate_state(self, n_words: int, dtype=np.uint32) -> np.ndarray:
+        key = (n_words, np.dtype(dtype))
+        words = self._words.get(key)
+        if words is None:
+            words = self._words[key] = self._seq.generate_state(n_words, dtype)
+        return words.copy()
 
 
 class WithoutFeedback:
@@ -177,9 +212,17 @@ class Simulator:
     ``n_rejected_window``, ``rr`` and ``rf`` (eqs. 2-3, NaN when undefined).
     """
 
-    def __init__(self, model: Forkable, fork: Callable[..., Forkable]) -> None:
+    def __init__(
+        self,
+        model: Forkable,
+        fork: Callable[..., Forkable],
+        join: Callable[[list[Any]], Any] | None = None,
+    ) -> None:
         self._model = model
         self._fork = fork
+        # forks' batches -> one batch of them all (abm.batch.Batch.join); None: many()
+        # runs its rollouts one after another
+        self._join = join
         self._streams: dict[tuple[int, int], RolloutStreams] = {}  # this tick's only
         self._running = False
         self._snap: tuple[RecourseObs, Snapshot] | None = None  # (pending obs, its snapshot)
@@ -258,6 +301,73 @@ class Simulator:
                 # the last tick is read only for its counts: no observation is built
                 fork.decide(observe=i < ticks - 1)
                 rows.append(_rates(fork.tick, *fork.pending_success()))
+            return rows
+        finally:
+            self._running = False
+
+    def many(
+        self,
+        ticks: int,
+        runs: list[tuple[int, Any]],
+        on_plan: Callable[[list[Any]], None] | None = None,
+    ) -> list[list[dict[str, float]]]:
+        """``[self(ticks, key, plan) for key, plan in runs]`` with the same rows, bit for
+        bit, every fork advanced in one batch (:meth:`abm.batch.Batch.join`). Each fork
+        has streams of its own, which start where rollout ``key``'s do; forks of one key
+        share what :meth:`RolloutStreams.reuse` keeps.
+
+        ``on_plan(plans)`` is called right before the policy is asked: with ``[plan]``
+        before it answers one fork, or with every fork's plan (in ``runs`` order) before
+        one row-wise call for all (made when the policy is then
+        :func:`~abm.interfaces.rows_ready`, as a planner answering its own rollouts by
+        plan can be)."""
+        runs = [(int(key), plan) for key, plan in runs]
+        if self._join is None or len(runs) < 2:
+            rows = []
+            for key, plan in runs:
+                if on_plan is not None:
+                    on_plan([plan])
+                rows.append(self(ticks, key, plan))
+            return rows
+        if self._running:
+            raise RuntimeError("simulations cannot be nested")
+        if not (isinstance(ticks, int | np.integer) and ticks >= 1):
+            raise ValueError(f"ticks must be an integer >= 1, got {ticks!r}")
+        snap = self._snapshot()
+        if snap.pending is None:
+            raise RuntimeError("the simulator can only be called between decide() and respond()")
+        share = bool(getattr(self._model.policy, "deterministic", False))
+        self._running = True
+        try:
+            forks = []
+            for key, _ in runs:
+                # this key's streams start again, and keep what they keep
+                streams = self.streams(snap.config.seed, snap.tick, key).twin()
+                forks.append(self._fork(snap, streams, WithoutFeedback(self._model.policy)))
+            batch = self._join([f._batch for f in forks])
+            plans = [plan for _, plan in runs]
+            policy = self._model.policy
+            rows: list[list[dict[str, float]]] = [[] for _ in runs]
+            for i in range(ticks):
+                first = i == 0 and share
+                if not first and on_plan is not None:
+                    on_plan(plans)
+                if not first and rows_ready(policy):  # every fork's rows in one call
+                    batch.respond(batch.advise_rows(policy.recommend_rows))
+                else:
+                    recs = []
+                    for fork, plan in zip(forks, plans, strict=True):
+                        if on_plan is not None:
+                            on_plan([plan])
+                        if first and plan is not None:
+                            recs.append(self._first_advice(fork, plan))
+                        else:
+                            recs.append(_recommend(fork, fork.pending_observation()))
+                    batch.respond(recs)
+                # the last tick is read only for its counts: no observation is built
+                batch.decide(observe=i < ticks - 1, lazy=True)
+                for out, fork in zip(rows, forks, strict=True):
+                    out.append(_rates(fork.tick, *fork.pending_success()))
             return rows
         finally:
             self._running = False

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from abm.interfaces import PolicyContext, RecourseObs
+from abm.interfaces import PolicyContext, RecourseObs, RejectedRows
 from abm.metrics import reward_eq16
 from abm.registry import Registry
 from abm.validation import ConfigError, one_line, problem
@@ -123,6 +123,8 @@ class Lookahead:
         self._simulate = None
         self._ticks = 0
         self._rollout_margin: float | None = None
+        # inside a batch of rollouts: each fork's margin (forks, in batch order)
+        self._rollout_margins: np.ndarray | None = None
         self.last_plan: tuple[np.ndarray, np.ndarray, int] | None = None
 
     def prepare(self, ctx: PolicyContext) -> None:
@@ -151,21 +153,44 @@ class Lookahead:
 
     def evaluate(self, obs: RecourseObs, horizon: int) -> tuple[np.ndarray, np.ndarray]:
         """Candidate goals (K,) at this tick and their mean simulated eq.-16 reward (K,)."""
+        # every rollout of every margin in one batch; the plan is the margin (its first
+        # tick's advice is asked for once), and rollout r of each uses key r
+        runs = [(r, j) for j in range(self.n_goals) for r in range(self.rollouts)]
+        simulate = self._simulate
+        try:
+            if hasattr(simulate, "many"):
+                done = simulate.many(horizon, runs, on_plan=self._plan)
+            else:  # a simulator of single calls only
+                done = []
+                for r, j in runs:
+                    self._plan([j])
+                    done.append(simulate(horizon, key=r, plan=j))
+        finally:
+            self._rollout_margin = self._rollout_margins = None
         values = np.empty(self.n_goals)
-        for j, margin in enumerate(self.margins):
-            rr, rf = [], []
-            self._rollout_margin = float(margin)
-            try:
-                for r in range(self.rollouts):
-                    # the plan is the margin: its first tick's advice is asked for once
-                    for row in self._simulate(horizon, key=r, plan=j):
-                        rr.append(row["rr"])
-                        rf.append(row["rf"])
-            finally:
-                self._rollout_margin = None
+        for j in range(self.n_goals):
+            mine = done[j * self.rollouts : (j + 1) * self.rollouts]
+            rr = [row["rr"] for rows in mine for row in rows]
+            rf = [row["rf"] for rows in mine for row in rows]
             values[j] = reward_eq16(rr, rf, self.alpha, self.tau, self.floor).mean()
         goals = np.array([self._goal(obs.threshold, m) for m in self.margins])
         return goals, values
+
+    def _plan(self, plans: list[int]) -> None:
+        """The forks about to be asked follow margins ``plans`` (indices, in batch order):
+        :meth:`select` answers one of them with its margin, :meth:`select_rows` all."""
+        self._rollout_margins = self.margins[np.asarray(plans, dtype=np.int64)]
+        self._rollout_margin = float(self._rollout_margins[0])
+
+    @property
+    def rows_ready(self) -> bool:
+        """Inside its own rollouts its answer is min(th + δ, 1) of each fork's margin δ: a
+        function of the fork's threshold alone (abm.interfaces.rows_ready)."""
+        return self._rollout_margins is not None
+
+    def select_rows(self, rows: RejectedRows) -> np.ndarray | float:
+        """:meth:`select` of each row's fork inside a batch of rollouts, (n,)."""
+        return rows.per_row(np.minimum(rows.threshold + self._rollout_margins, 1.0))
 
     @staticmethod
     def _goal(threshold: float, margin: float) -> float:

@@ -266,3 +266,88 @@ def test_deterministic_flags_of_the_built_in_parts():
     assert not make_policy("threshold-explore").deterministic
     assert not make_policy("trend-threshold+exact-linear").deterministic
     assert not getattr(make_policy("robust-l1"), "deterministic", False)  # says nothing
+
+
+def _fresh_simulator(policy, scenario, ticks=16, at=4, seed=4):
+    model = _model(policy=policy, scenario=scenario, ticks=ticks, seed=seed)
+    model.run(at)
+    model.decide()
+    return model, model.context.extra["simulator"]
+
+
+@pytest.mark.parametrize(
+    ("policy", "scenario", "ticks", "plans"),
+    [
+        ("threshold", "paper", 1, [0, 1, None]),
+        ("threshold", "paper-T5", 3, ["a", "b"]),
+        ("robust-l1", "paper-T5", 2, [0]),  # a policy answered fork by fork
+        ("threshold", "lending", 2, [0, 1]),  # extensions on: no counted last tick
+    ],
+)
+def test_many_rollouts_in_one_batch_are_the_rollouts_one_at_a_time(policy, scenario, ticks, plans):
+    """Simulator.many: every (key, plan) rollout's rows, bit for bit, whatever the order of
+    the runs and with keys repeated across plans (each fork has streams of its own)."""
+    runs = [(r, p) for p in plans for r in (2, 0, 1)]
+    _, simulate = _fresh_simulator(policy, scenario)
+    alone = [simulate(ticks, key=k, plan=p) for k, p in runs]
+    _, again = _fresh_simulator(policy, scenario)
+    seen = []
+    batched = again.many(ticks, runs, on_plan=seen.append)
+    assert batched == alone
+    assert seen and all(set(s) <= set(plans) for s in seen)
+    assert not again.running
+
+
+def test_twin_streams_start_where_their_key_starts_and_share_the_memo():
+    streams = RolloutStreams(seed=7, t=3, key=2)
+    first = streams.dropout.random(4)
+    twin = streams.twin()
+    assert np.array_equal(twin.dropout.random(4), first)  # its own generator, from the start
+    assert twin.memo is streams.memo
+    assert twin.reuse("x", lambda: 5) == 5 and streams.reuse("x", lambda: 6) == 5
+    with pytest.raises(RuntimeError, match="twin"):
+        twin.rewind()
+    streams.rewind()
+    assert np.array_equal(streams.dropout.random(4), first)
+
+
+def test_a_planner_answers_its_own_rollouts_row_wise():
+    """The lookahead inside a batch of its rollouts is row-wise (each fork's goal from its
+    own margin) and its choices are those of the rollouts asked one at a time."""
+    from abm.metrics import reward_eq16
+    from policies.lookahead import Lookahead
+
+    look = Lookahead(goals=3, rollouts=2)
+    assert not look.rows_ready
+    look._plan([0, 2, 1])
+    assert look.rows_ready
+    np.testing.assert_array_equal(look._rollout_margins, look.margins[[0, 2, 1]])
+    batched = RecourseModel("paper-T5", "lookahead:goals=3,rollouts=2", seed=1, ticks=10)
+    batched.run()
+
+    class OneAtATime(Lookahead):
+        """Every rollout asked for alone, margin after margin (the planner before batches)."""
+
+        def evaluate(self, obs, horizon):
+            values = np.empty(self.n_goals)
+            for j in range(self.n_goals):
+                self._plan([j])
+                rows = [row for r in range(self.rollouts) for row in self._simulate(horizon, r, j)]
+                self._rollout_margin = self._rollout_margins = None
+                rr, rf = [row["rr"] for row in rows], [row["rf"] for row in rows]
+                values[j] = reward_eq16(rr, rf, self.alpha, self.tau, self.floor).mean()
+            return np.minimum(obs.threshold + self.margins, 1.0), values
+
+    from policies.composite import CompositePolicy
+    from policies.recommenders import ExactLinear
+
+    alone = RecourseModel(
+        "paper-T5",
+        CompositePolicy(OneAtATime(goals=3, rollouts=2), ExactLinear()),
+        seed=1,
+        ticks=10,
+    )
+    alone.run()
+    pd.testing.assert_frame_equal(
+        batched.tick_table(), alone.tick_table(), check_exact=True, check_like=True
+    )
