@@ -15,7 +15,7 @@ Shapes: B episodes, a applicants, n rejected, s stayers, z features (all episode
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy.special import expit
@@ -41,10 +41,22 @@ class Episodes:
     """What a stage needs of each episode of a batch: its streams, its decision model in
     force and its extensions (``models``, one per episode, in batch order)."""
 
-    __slots__ = ("models", "B")
+    __slots__ = ("models", "B", "_scorers")
 
     def __init__(self, models: list[Any]) -> None:
         self.models, self.B = models, len(models)
+        self._scorers: list[Any] | None = None
+
+    @property
+    def scorers(self) -> list[Any]:
+        """Each episode's decision model in force, read once per stage (:meth:`fresh`)."""
+        if self._scorers is None:
+            self._scorers = [m.scorer for m in self.models]
+        return self._scorers
+
+    def fresh(self) -> None:
+        """Read the models in force again (an extension may have replaced one)."""
+        self._scorers = None
 
     def uniform(self, stream: str, counts: np.ndarray, skip: np.ndarray | None = None):
         """(counts.sum(),) uniforms: episode b's ``counts[b]`` from its stream ``stream``,
@@ -65,28 +77,11 @@ class Episodes:
         in force."""
         if self.B == 1:
             return self.models[0].scorer.score(X)
-        return self.score_of(X, np.repeat(np.arange(self.B), counts))
+        return self.score_of(X, segments.episode_of(counts))
 
     def score_of(self, X: np.ndarray, episode: np.ndarray) -> np.ndarray:
         """M(x) (n,) of rows X (n, z) of any episodes, ``episode`` (n,) naming each one's."""
-        scorers = [m.scorer for m in self.models]
-        first = scorers[0]
-        if self.B == 1 or all(s is first for s in scorers):
-            return first.score(X)
-        if all(s.is_linear for s in scorers):
-            # w . x + b row by row, as abm.summation.linear_logit adds each row alone: the
-            # products and each row's sum are those of the episode's own call
-            W = np.stack([s.weights for s in scorers])
-            b = np.array([s.intercept for s in scorers])
-            logit = np.add.reduce(X * W.take(episode, axis=0), axis=1)
-            logit += b.take(episode)
-            return expit(logit)
-        # any other model (an MLP, a model from a file) scores one episode's rows at a time
-        out = np.empty(X.shape[0])
-        for e in np.unique(episode).tolist():
-            rows = (episode == e).nonzero()[0]
-            out[rows] = scorers[e].score(X.take(rows, axis=0))
-        return out
+        return score_rows(self.scorers, X, episode)
 
     @property
     def propagates(self) -> bool:
@@ -194,6 +189,14 @@ class Batch:
             )
         return joined
 
+    def decided(self) -> Decided:
+        """The decided tick of every episode, flat (:class:`Decided`)."""
+        if self._flat is None:
+            raise RuntimeError("decided() follows the batch's own decide()")
+        applicants, sizes, scores, _, _, _, n_rej = self._flat
+        thresholds = np.array([m._pending.threshold for m in self.models])
+        return Decided(applicants, sizes, scores, thresholds, n_rej)
+
     def accepted_ids(self) -> list[np.ndarray]:
         """Each episode's accepted ids (a,) of the decided tick."""
         if self._flat is None:
@@ -258,7 +261,7 @@ class Batch:
         X = applicants.X_obs.take(rej, axis=0)
         thresholds = np.array([m._pending.threshold for m in models])
         rows = RejectedRows(
-            X, scores.take(rej), n_rej, thresholds, [m.scorer for m in models], m0.tick
+            X, scores.take(rej), n_rej, thresholds, list(self.episodes.scorers), m0.tick
         )
         rec = answer(rows)
         immutable = m0.immutable if m0._any_immutable else None
@@ -326,10 +329,12 @@ class Batch:
             mech = m.mechanisms
             m.decision_maker.k_t = mech.capacity_at(t)[0]
             states.append(mech.start_tick(t, pool.episode(b).waiting, m.streams) if mech.on else ())
+        ep.fresh()  # the models in force of this tick
         returning, back = pool.split(stages.reapplications(pool, t, c, ep))
         n_window = back + pool.counts + pool.dropped_in_window(t)
         feedback, returned = [None] * B, None
-        for b, m in enumerate(models):
+        # one row-wise policy for all: no episode keeps anything to learn into
+        for b, m in enumerate([] if self._one_policy() else models):
             # captured before X changes; a row-wise policy keeps nothing to learn into
             if getattr(m.policy, "observe", None) is not None and not rows_ready(m.policy):
                 if returned is None:
@@ -448,6 +453,7 @@ class Batch:
             if m.mechanisms.on:
                 m.mechanisms.on_advice(d, advice, m.policy_name)
             m._pending = None
+        ep.fresh()
         m0, d0 = models[0], ds[0]
         t, c = d0.t, m0.config
         if B == 1:
@@ -567,6 +573,17 @@ class Batch:
                 m.running = False
 
 
+class Decided(NamedTuple):
+    """A batch's decided tick: the applicants (flat, episode after episode), their number
+    (B,), their scores M(x) (a,), each episode's threshold (B,) and rejected (B,)."""
+
+    applicants: Population
+    sizes: np.ndarray
+    scores: np.ndarray
+    thresholds: np.ndarray
+    n_rejected: np.ndarray
+
+
 #: the scenario fields a batch applies to all its rows at once: equal in every episode
 SHARED = ("n_features", "validity", "nu", "rho", "chi", "omega", "beta", "difficulty")
 
@@ -578,6 +595,28 @@ def _check_shared(first: Any, other: Any) -> None:
             raise ConfigError(
                 problem(name, b, f"{a!r}, as in the batch's first episode (one scenario)")
             )
+
+
+def score_rows(scorers: list[Any], X: np.ndarray, episode: np.ndarray) -> np.ndarray:
+    """M(x) (n,) of rows X (n, z) of many episodes, row i under ``scorers[episode[i]]``,
+    each row's score the bits of its episode's own call."""
+    first = scorers[0]
+    if len(scorers) == 1 or all(s is first for s in scorers):
+        return first.score(X)
+    if all(s.is_linear for s in scorers):
+        # w . x + b row by row, as abm.summation.linear_logit adds each row alone: the
+        # products and each row's sum are those of the episode's own call
+        W = np.stack([s.weights for s in scorers])
+        b = np.array([s.intercept for s in scorers])
+        logit = np.add.reduce(X * W.take(episode, axis=0), axis=1)
+        logit += b.take(episode)
+        return expit(logit)
+    # any other model (an MLP, a model from a file) scores one episode's rows at a time
+    out = np.empty(X.shape[0])
+    for e in np.unique(episode).tolist():
+        rows = (episode == e).nonzero()[0]
+        out[rows] = scorers[e].score(X.take(rows, axis=0))
+    return out
 
 
 def _cut(pool: Pool, keep: np.ndarray) -> Pool:

@@ -138,6 +138,20 @@ class Pool:
         else:  # joined by the next tick's split (or a first look)
             self._parts = [p for p in parts if len(p)]
 
+    def windows(self, columns: tuple[str, ...]) -> tuple[Population, np.ndarray]:
+        """Every episode's :class:`HistoryWindow` rows at once: ``columns`` of the waiting
+        and the dropped-out window, episode b's rows together in the order its window has
+        them (waiting, then each tick's dropped), and their number per episode (B,)."""
+        parts = [self.waiting] + [rows for _, rows, _ in self.dropped]
+        counts = [self.counts] + [per for _, _, per in self.dropped]
+        rows = Population.concat(parts, self.n_features, only=columns)
+        total = np.add.reduce(counts)  # elementwise over the parts: (B,)
+        if self.B == 1 or len(parts) == 1:
+            return rows, total
+        B = self.B
+        index = np.concatenate([np.repeat(np.arange(B), c) for c in counts])
+        return rows.take(np.argsort(index, kind="stable")), total
+
     def history_fn(self, b: int = 0):
         """A function giving episode ``b``'s HistoryWindow as the pool stands now (a
         snapshot: stored populations are never modified in place, so holding them is

@@ -14,41 +14,89 @@ import numpy as np
 
 from abm import metrics
 
+# the layouts of the last few ``counts`` seen (a tick reduces over the same few several
+# times): their arrays are read only, and a lost race only computes one twice
+_LAYOUTS: dict[tuple, _Layout] = {}
+_KEEP = 16
+
+
+class _Layout:
+    """What reductions over one ``counts`` (B,) need: each row's episode (n,), each
+    episode's first row (B,) and the rows grouped by length (:func:`by_length`)."""
+
+    __slots__ = ("episode", "starts", "_lengths", "_counts")
+
+    def __init__(self, counts: np.ndarray) -> None:
+        self._counts = counts
+        self.episode = np.repeat(np.arange(counts.shape[0]), counts)
+        self.starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        self._lengths: list | None = None
+        for a in (self.episode, self.starts):
+            a.flags.writeable = False
+
+    @property
+    def lengths(self) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        if self._lengths is None:
+            counts, out = self._counts, []
+            for n in np.unique(counts).tolist():
+                if n == 0:
+                    continue
+                eps = (counts == n).nonzero()[0]
+                rows = self.starts.take(eps)[:, None] + np.arange(n)
+                eps.flags.writeable = rows.flags.writeable = False
+                out.append((n, eps, rows))
+            self._lengths = out
+        return self._lengths
+
+
+def _layout(counts: np.ndarray) -> _Layout:
+    key = (counts.dtype.str, counts.tobytes())
+    got = _LAYOUTS.get(key)
+    if got is None:
+        if len(_LAYOUTS) >= _KEEP:
+            _LAYOUTS.pop(next(iter(_LAYOUTS)), None)
+        got = _LAYOUTS[key] = _Layout(counts.copy())
+    return got
+
 
 def by_length(counts: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """(n, episodes (m,), rows (m, n)) for each length n > 0 among ``counts`` (B,): the
-    episodes with n values and the flat positions of their values, row by row."""
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    out = []
-    for n in np.unique(counts).tolist():
-        if n == 0:
-            continue
-        eps = (counts == n).nonzero()[0]
-        out.append((n, eps, starts.take(eps)[:, None] + np.arange(n)))
-    return out
+    episodes with n values and the flat positions of their values, row by row (read
+    only)."""
+    return _layout(counts).lengths
+
+
+def episode_of(counts: np.ndarray) -> np.ndarray:
+    """(counts.sum(),) each row's episode (read only)."""
+    return _layout(counts).episode
+
+
+def starts_of(counts: np.ndarray) -> np.ndarray:
+    """(B,) each episode's first row (read only)."""
+    return _layout(counts).starts
 
 
 def per_row(values: np.ndarray, counts: np.ndarray) -> np.ndarray | float:
     """Each episode's value (B,) repeated over its ``counts`` rows (a scalar for one)."""
     if counts.shape[0] == 1:
         return values[0]
-    return values.take(np.repeat(np.arange(counts.shape[0]), counts))
+    return values.take(episode_of(counts))
 
 
 def first(n_first: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """(counts.sum(),) bool: the first ``n_first[b]`` of each episode's ``counts[b]`` rows."""
     if counts.shape[0] == 1:
         return np.arange(counts[0]) < n_first[0]
-    episode = np.repeat(np.arange(counts.shape[0]), counts)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    return np.arange(episode.shape[0]) - starts.take(episode) < n_first.take(episode)
+    layout = _layout(counts)
+    episode = layout.episode
+    return np.arange(episode.shape[0]) - layout.starts.take(episode) < n_first.take(episode)
 
 
 def count(mask: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """(B,) int64: the True values of ``mask`` in each episode."""
     if counts.shape[0] == 1:
         return np.array([np.count_nonzero(mask)], dtype=np.int64)
-    index = np.repeat(np.arange(counts.shape[0]), counts)
+    index = episode_of(counts)
     return np.bincount(index[mask], minlength=counts.shape[0]).astype(np.int64)
 
 

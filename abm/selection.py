@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from abm import segments
+
 #: Scores within this distance of the k-th highest count as tied with it (score units).
 #: Scores that are equal in exact arithmetic (many candidates implement advice to the same
 #: goal) differ in their last digits, and which way they differ depends on the CPU's
@@ -52,8 +54,8 @@ def select_each(
     if B == 1:
         accepted, threshold = select_top_k(scores, int(ks[0]), rngs[0])
         return accepted, np.array([threshold])
-    episode = np.repeat(np.arange(B), counts)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    episode = segments.episode_of(counts)
+    starts = segments.starts_of(counts)
     order = np.lexsort((scores, episode))  # ascending scores within each episode
     thresholds = np.full(B, np.nan)
     accepted = np.zeros(scores.shape[0], dtype=bool)

@@ -116,7 +116,7 @@ def implement(
         partial = np.bincount(rows_ok, minlength=n).astype(bool) & ~implemented
         if partial.any():
             rows_p = partial.nonzero()[0]
-            which = np.repeat(np.arange(counts.shape[0]), counts).take(rows_p)
+            which = segments.episode_of(counts).take(rows_p)
             score_now[rows_p] = episodes.score_of(X_new.take(rows_p, axis=0), which)
         data["score_now"] = score_now
     return Outcome(rows, cols, ok, effort, implemented, X, X_new, dprop)

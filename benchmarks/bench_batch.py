@@ -2,7 +2,7 @@
 (issue 49), in one process on one thread.
 
     python benchmarks/bench_batch.py [--scenario paper] [--sizes 1,10,100,1000]
-        [--policies threshold,none,threshold-true,robust-l1,roar-l1,safear,lookahead]
+        [--policies threshold,none,threshold-true,robust-l1,roar-l1,safear,lookahead,rl]
         [--others 1,10,30]
 
 For each policy: ``RecourseModel(...).run()`` one episode after another (the sequential
@@ -31,7 +31,7 @@ import time  # noqa: E402
 import tracemalloc  # noqa: E402
 
 #: policies whose episodes cost many times threshold's: measured on fewer episodes
-SLOW = {"safear", "lookahead", "robust-l1", "roar-l1"}
+SLOW = {"safear", "lookahead", "robust-l1", "roar-l1", "rl"}
 
 
 def _models(scenario: str, policy: str, n: int, start: int) -> list:
@@ -126,7 +126,8 @@ def main() -> None:
     parser.add_argument("--scenario", default="paper")
     parser.add_argument("--sizes", default="1,10,100,1000")
     parser.add_argument(
-        "--policies", default="threshold,none,threshold-true,robust-l1,roar-l1,safear,lookahead"
+        "--policies",
+        default="threshold,none,threshold-true,robust-l1,roar-l1,safear,lookahead,rl",
     )
     parser.add_argument(
         "--others", default="1,10,30", help="sizes for the policies after the first"

@@ -19,7 +19,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from abm.batch import Batch
+from abm import segments
+from abm.batch import Batch, score_rows
 from abm.behaviour import change_success_probability
 from abm.config import K_MAX, M_MAX, ScenarioConfig, require_int, require_number
 from abm.interfaces import PolicyContext, Recommender, RecourseObs, RejectedRows, rows_ready
@@ -31,6 +32,7 @@ from policies.composite import CompositePolicy
 from policies.recommenders import DifficultyEstimator
 from policies.rl.encoding import (
     RECOMMENDER_ACTIONS,
+    encode_batch,
     encode_window,
     goal_from_action,
     observation_size,
@@ -39,6 +41,9 @@ from policies.rl.encoding import (
     recommender_observation_bounds,
     recommender_observation_size,
 )
+
+# the window columns the goal selector's encoding reads (policies.rl.encoding)
+_WINDOW = ("X_obs", "last_tick", "n_apps", "goal")
 
 # -- the single-candidate recommender environment (§4.1) -------------------------------
 
@@ -308,6 +313,9 @@ class PopulationEnv(gym.Env):
         self.model: RecourseModel | None = None
         self._goal = ChosenGoal()
         self._obs: RecourseObs | None = None  # the pending decision's observation
+        # its threshold (None: no decision pending, the episode is over); a vector env sets
+        # it without an observation (policies.rl.encoding.encode_batch encodes all at once)
+        self._threshold: float | None = None
         self._last_obs = np.zeros(self.observation_space.shape, np.float32)
 
     def _advance(self) -> list[dict]:
@@ -359,30 +367,36 @@ class PopulationEnv(gym.Env):
 
     def _started(self, rows: list[dict]) -> np.ndarray:
         """The first observation, once the model reached its first goal decision."""
-        if self._obs is None:
+        if self._threshold is None:
             raise RuntimeError("the episode ended before any goal decision (nobody was rejected)")
         self._pending = rows  # ticks before the first decision (none with m > k)
         return self._last_obs.copy()
 
     def _goal_of(self, action: np.ndarray) -> float:
         """The goal of ``action`` at the pending decision (set for the policy to read)."""
-        if self._obs is None:
+        if self._threshold is None:
             raise RuntimeError("call reset() before step()")
-        goal = float(goal_from_action(action, self._obs.threshold, self.max_margin)[0])
+        goal = float(goal_from_action(action, self._threshold, self.max_margin)[0])
         self._goal.goal = goal
         return goal
 
     def _seen(self, obs: RecourseObs | None) -> None:
         """The pending decision's observation (None: the episode is over)."""
         self._obs = obs
+        self._threshold = None if obs is None else obs.threshold
         if obs is not None:
             self._last_obs = self._encode(obs)
+
+    def _waits(self, threshold: float, encoded: np.ndarray) -> None:
+        """A decision is pending at ``threshold``, already encoded (its observation is
+        built only if the policy asks for it: ``model.pending_observation()``)."""
+        self._obs, self._threshold, self._last_obs = None, threshold, encoded
 
     def _finish(self, goal: float, rows: list[dict]):
         """step()'s return from the tick rows it completed."""
         self._pending = []
         self._last_rows = rows  # the tick records this step completed
-        done = self._obs is None
+        done = self._threshold is None
         reward = sum(
             reward_eq16(r["rr"], r["rf"], self.alpha, self.tau, self.log_floor) for r in rows
         )
@@ -478,7 +492,7 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
                 policy.goal.goals = np.array([goals[i] for i in mine])
                 batch.respond(batch.advise_rows(policy.recommend_rows))
             else:  # each episode's policy answers its own observation
-                obs = [envs[i]._obs for i in mine]
+                obs = [envs[i].model.pending_observation() for i in mine]
                 batch.respond(
                     [
                         m.policy.recommend(o, m.streams.policy)
@@ -520,11 +534,15 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
                 if gone is batch:
                     continue
             models = list(batch.models)
-            observed = batch.decide()
-            idle = np.array([o.n_rejected == 0 for o in observed])
-            for m, o in zip(models, observed, strict=True):
-                if o.n_rejected:
-                    envs[at[id(m)]]._seen(o)
+            batch.decide(lazy=True)  # what the goal selector sees is encoded below, at once
+            decided = batch.decided()
+            encoded = self._encode(batch, decided)
+            idle = decided.n_rejected == 0
+            for m, th, code, i in zip(
+                models, decided.thresholds.tolist(), encoded, idle, strict=True
+            ):
+                if not i:
+                    envs[at[id(m)]]._waits(th, code)
             if idle.any():  # nobody to advise: those finish the tick now, in a batch of their own
                 sub = batch if idle.all() else batch.part(idle)
                 sub.respond([None] * sub.B)
@@ -532,6 +550,40 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
                     rows[at[id(m)]].append(dict(m.last_row))
                 todo.append(sub)
         return rows
+
+    def _encode(self, batch: Batch, decided) -> np.ndarray:
+        """Every episode's encoded observation (B, size), from the batch's flat rows at
+        once: row b is what its PopulationEnv encodes."""
+        env = self.envs[0]
+        c = env.config
+        window, counts = batch.pool.windows(_WINDOW)
+        X = window.X_obs
+        scored = np.zeros(0)
+        if X.shape[0]:  # the window under each episode's world model, as encode_window does
+            scorers = [m.world.decision_model for m in batch.models]
+            scored = score_rows(scorers, X, segments.episode_of(counts))
+        capacity = {}
+        if env.capacity_obs:  # the places and entrants in force, as an observation has them
+            t = batch.models[0].tick
+            capacity = {
+                "m": c.m,
+                "k_t": np.array([m.decision_maker.k_t for m in batch.models]),
+                "m_t": np.array([m.mechanisms.capacity_at(t)[1] for m in batch.models]),
+            }
+        return encode_batch(
+            batch.models[0].tick,
+            decided.thresholds,
+            decided.applicants.X_obs,
+            decided.scores,
+            decided.sizes,
+            window.data,
+            scored,
+            counts,
+            c.k,
+            c.ticks,
+            c.validity,
+            **capacity,
+        )
 
     def _stack(self, obs: list[np.ndarray]) -> np.ndarray:
         return np.stack(obs).astype(self.single_observation_space.dtype, copy=False)

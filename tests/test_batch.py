@@ -362,3 +362,26 @@ def test_episodes_leave_mid_tick_and_join_again_with_their_bits(scenario):
     joined.run()
     for a, b in zip(alone, models, strict=True):
         _same_run(a, b)
+
+
+def test_the_pools_windows_are_each_episodes_history():
+    """Pool.windows(): every episode's HistoryWindow rows, flat and in the episode's order;
+    Batch.decided(): each episode's threshold and rejected."""
+    models = [RecourseModel("paper-T5", "threshold", seed=s, ticks=12) for s in range(3)]
+    batch = Batch.of(models)
+    batch.run(6)
+    batch.decide()
+    rows, counts = batch.pool.windows(("X_obs", "last_tick", "n_apps", "goal"))
+    decided = batch.decided()
+    lo = 0
+    for b, m in enumerate(models):
+        h = m.pending_observation().history
+        hi = lo + int(counts[b])
+        np.testing.assert_array_equal(rows.X_obs[lo:hi], h.X)
+        np.testing.assert_array_equal(rows.last_tick[lo:hi], h.last_tick)
+        np.testing.assert_array_equal(rows.n_apps[lo:hi], h.n_applications)
+        np.testing.assert_array_equal(rows.goal[lo:hi], h.goal)
+        assert decided.thresholds[b] == m.pending_observation().threshold
+        assert decided.n_rejected[b] == m.pending_observation().n_rejected
+        lo = hi
+    assert lo == rows.X_obs.shape[0] and len(batch.pool.dropped) > 1  # dropped of several ticks

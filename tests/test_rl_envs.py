@@ -249,7 +249,15 @@ def _same(a, b):
             assert np.array_equal(x, y, equal_nan=True), (x, y)
 
 
-@pytest.mark.parametrize(("scenario", "over"), [("paper", {"ticks": 6}), ("paper", _IDLE)])
+@pytest.mark.parametrize(
+    ("scenario", "over"),
+    [
+        ("paper", {"ticks": 6}),
+        ("paper", _IDLE),
+        ("paper-T5", {"ticks": 9}),  # windows of several ticks
+        ("recession", {"ticks": 9, "capacity_obs": True}),  # a capacity schedule observed
+    ],
+)
 def test_vector_env_is_gymnasiums_sync_vector_env_bit_for_bit(scenario, over, monkeypatch):
     """Sub-environment i of the batched vector env is PopulationEnv reset with seed + i:
     observations, rewards, flags and infos (final_obs/final_info of same-step resets)."""
@@ -279,6 +287,7 @@ def test_vector_env_is_gymnasiums_sync_vector_env_bit_for_bit(scenario, over, mo
         assert got[0] in batched.observation_space
         ended += int(got[2].sum())
     assert ended >= n  # every environment was reset at least once on the way
+    assert not np.array_equal(got[0][0], got[0][1])  # the envs do differ
     groups = {id(env.model._batch) for env in batched.envs}
     if over is _IDLE:
         assert parts  # episodes fell out of step and went on in batches of their own

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from abm import segments
 from abm.interfaces import PolicyContext, RecourseObs
 
 RECOMMENDER_ACTIONS = ("direct", "direction")
@@ -220,6 +221,93 @@ def _nan_to_num(x: float) -> float:
     """np.nan_to_num of one number, without its overhead for the usual finite case."""
     x = float(x)
     return x if math.isfinite(x) else float(np.nan_to_num(x))
+
+
+def encode_batch(
+    tick: int,
+    thresholds: np.ndarray,
+    app_X: np.ndarray,
+    app_scores: np.ndarray,
+    app_counts: np.ndarray,
+    window: dict[str, np.ndarray],
+    window_scores: np.ndarray,
+    window_counts: np.ndarray,
+    k: int,
+    ticks: int,
+    validity: int,
+    m: int | None = None,
+    k_t: np.ndarray | None = None,
+    m_t: np.ndarray | None = None,
+) -> np.ndarray:
+    """:func:`encode_observation` of the B decisions of one tick at once, (B, size)
+    float32, row b bit for bit what episode b's observation alone gives. The decisions'
+    ``thresholds`` (B,); the applicants' features ``app_X`` (a, z) and scores
+    ``app_scores`` (a,), and the windows' rows (``window``: columns ``X_obs``,
+    ``last_tick``, ``n_apps``, ``goal``; ``window_scores`` (w,)), flat, episode after
+    episode, ``app_counts`` and ``window_counts`` (B,) rows each. With ``m``, the places
+    and entrants in force ``k_t`` and ``m_t`` (B,)."""
+    B, scale = thresholds.shape[0], float(k)
+    head = np.array(
+        [
+            [tick / ticks, _nan_to_num(th), n / scale, w / scale]
+            for th, n, w in zip(
+                thresholds.tolist(), app_counts.tolist(), window_counts.tolist(), strict=True
+            )
+        ]
+    )
+    goal = window["goal"]
+    has_goal = np.isfinite(goal)
+    ages = np.minimum(np.maximum(np.subtract(tick, window["last_tick"]), 1), validity)
+    apps = np.minimum(np.maximum(window["n_apps"], 1), N_APPS)
+    ep = segments.episode_of(window_counts)
+    parts = [
+        head,
+        _histograms(app_scores, segments.episode_of(app_counts), B) / scale,
+        _histograms(window_scores, ep, B) / scale,
+        _histograms(goal[has_goal], ep[has_goal], B) / scale,
+        (segments.count(~has_goal, window_counts) / scale)[:, None],
+        _bincounts(ages - 1, ep, B, validity) / scale,
+        _bincounts(apps - 1, ep, B, N_APPS) / scale,
+        _column_means_of(app_X, app_counts),
+        _column_means_of(window["X_obs"], window_counts),
+    ]
+    if m is not None:
+        k_t = np.full(B, k) if k_t is None else k_t
+        m_t = np.full(B, m) if m_t is None else m_t
+        parts.append(
+            np.array(
+                [
+                    [a / scale, b / max(m, 1)]
+                    for a, b in zip(k_t.tolist(), m_t.tolist(), strict=True)
+                ]
+            )
+        )
+    return np.concatenate(parts, axis=1).astype(np.float32)
+
+
+def _bincounts(values: np.ndarray, episode: np.ndarray, B: int, n: int) -> np.ndarray:
+    """(B, n) counts of each episode's integer ``values`` in [0, n)."""
+    return np.bincount(episode * n + values, minlength=B * n).reshape(B, n)
+
+
+def _histograms(v: np.ndarray, episode: np.ndarray, B: int) -> np.ndarray:
+    """(B, N_BINS) :func:`histogram01` of each episode's values (``episode`` (n,))."""
+    v = np.asarray(v, dtype=float).clip(0.0, 1.0)
+    if np.count_nonzero(v == v) != v.shape[0]:
+        keep = v == v
+        v, episode = v[keep], episode[keep]
+    bins = _EDGES.searchsorted(v, side="right") - 1
+    bins[bins == N_BINS] = N_BINS - 1
+    return _bincounts(bins, episode, B, N_BINS)
+
+
+def _column_means_of(X: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """(B, z) :func:`_column_means` of each episode's rows of X (n, z): episodes of one
+    length are reduced as one (m, n, z) stack, which gives each its own bits."""
+    out = np.zeros((counts.shape[0], X.shape[1]))
+    for n, eps, rows in segments.by_length(counts):
+        out[eps] = np.add.reduce(X.take(rows, axis=0), axis=1) / n
+    return out
 
 
 def encode_window(
