@@ -25,7 +25,7 @@ from abm.advice import checked_rows
 from abm.interfaces import RejectedRows, rows_ready
 from abm.pool import Pool, advised_rows, interleave
 from abm.population import Population, filled
-from abm.record import TickArrays, tick_rows
+from abm.record import TickArrays, fill_cf_scores, tick_rows
 from abm.selection import select_each
 from abm.tick import Advice, Decision, Outcome, reapplicant_feedback
 from abm.validation import ConfigError, problem
@@ -498,7 +498,8 @@ class Batch:
             # M(x_cf) is needed for the record anyway; a linear score is a function of the
             # row alone, so rows that end at x_cf (or where they were) need no new score
             stay = order[: len(stayers)]
-            cf = [a.cf_scores(m.scorer)[0] for m, a in zip(models, advices, strict=True)]
+            fill_cf_scores(models, advices, ep)  # every episode's in one pass
+            cf = [a.scores[0] for a in advices]
             known = (np.concatenate(cf).take(stay), rej_scores.take(stay))
         outcome = stages.implement(
             stayers,

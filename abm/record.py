@@ -430,7 +430,7 @@ def tick_rows(
     thresholds = np.array([d.threshold for d in ds])
     history = [m.recorder.threshold_at(t, d.threshold) for m, d in zip(models, ds, strict=True)]
     # M(x_cf) of the advised under each episode's model in force, once a tick
-    _cf_scores(models, advices, episodes)
+    fill_cf_scores(models, advices, episodes)
     if B == 1:
         cf_scores, goal = advices[0].scores[0], advices[0].goal
     else:
@@ -515,7 +515,7 @@ def tick_rows(
     return [dict(zip(names, row, strict=True)) for row in zip(*columns.values(), strict=True)]
 
 
-def _cf_scores(models: list[Any], advices: list[Advice], episodes: Any) -> None:
+def fill_cf_scores(models: list[Any], advices: list[Advice], episodes: Any) -> None:
     """Fill each advice's M(x_cf) cache (:meth:`Advice.cf_scores`) under its episode's model
     in force, scoring the advised rows of every episode not cached yet in one pass."""
     todo = [b for b, a in enumerate(advices) if a.scores is None]
