@@ -481,7 +481,8 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
         terminated, truncated, infos, finals), ``finals[i]`` = (last observation, last
         info) of each environment whose episode ended (its observation and info are then
         the next episode's first)."""
-        actions = np.asarray(actions, dtype=np.float32).reshape(self.num_envs, -1)
+        # as given: each environment reads its action as PopulationEnv.step does
+        actions = np.asarray(actions).reshape(self.num_envs, -1)
         envs = self.envs
         goals = [env._goal_of(a) for env, a in zip(envs, actions, strict=True)]
         at = {id(env.model): i for i, env in enumerate(envs)}
