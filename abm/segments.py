@@ -15,7 +15,8 @@ import numpy as np
 from abm import metrics
 
 # the layouts of the last few ``counts`` seen (a tick reduces over the same few several
-# times): their arrays are read only, and a lost race only computes one twice
+# times): their arrays are read only; threads (a dashboard's forecast beside its runs)
+# share the dict through single operations only, so a lost race computes one twice
 _LAYOUTS: dict[tuple, _Layout] = {}
 _KEEP = 16
 
@@ -53,9 +54,10 @@ def _layout(counts: np.ndarray) -> _Layout:
     key = (counts.dtype.str, counts.tobytes())
     got = _LAYOUTS.get(key)
     if got is None:
+        got = _Layout(counts.copy())
         if len(_LAYOUTS) >= _KEEP:
-            _LAYOUTS.pop(next(iter(_LAYOUTS)), None)
-        got = _LAYOUTS[key] = _Layout(counts.copy())
+            _LAYOUTS.clear()  # no iteration: another thread may be changing the dict
+        _LAYOUTS[key] = got
     return got
 
 
