@@ -280,15 +280,15 @@ class Batch:
         return self
 
     def _release(self) -> None:
-        """Episodes past their last tick leave, each alone with its own pool."""
+        """Episodes past their last tick leave, each alone with its own pool (views of its
+        rows); the batch is cut once, however many leave."""
         done = np.array([m.tick >= m.horizon for m in self.models])
-        if done.all():  # the last one stays, alone
-            done[-1] = False
-        for b in np.flatnonzero(done)[::-1].tolist():
-            self.part(np.arange(self.B) == b)
-        last = self.models[0]
-        if last.tick >= last.horizon:  # none is left: the last goes with the rows it has
-            Batch([last], self.pool)
+        gone = self if done.all() else self.part(done)
+        pool = gone.pool
+        for b, m in enumerate(gone.models):
+            view = pool.episode(b)
+            Batch([m], Pool(pool.n_features, pool.validity, view.waiting, view.dropped))
+        if gone is self:
             self.models, self.B = [], 0
 
     def part(self, leave: np.ndarray) -> Batch:
@@ -333,9 +333,9 @@ class Batch:
         returning, back = pool.split(stages.reapplications(pool, t, c, ep))
         n_window = back + pool.counts + pool.dropped_in_window(t)
         feedback, returned = [None] * B, None
-        # one row-wise policy for all: no episode keeps anything to learn into
+        # captured before X changes; a row-wise policy keeps nothing to learn into (one for
+        # all episodes: none is asked)
         for b, m in enumerate([] if self._one_policy() else models):
-            # captured before X changes; a row-wise policy keeps nothing to learn into
             if getattr(m.policy, "observe", None) is not None and not rows_ready(m.policy):
                 if returned is None:
                     returned = [returning] if B == 1 else _parts(returning, back)

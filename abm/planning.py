@@ -281,11 +281,14 @@ class Simulator:
             self._advice[plan] = fork.advice_for(_recommend(fork, fork.pending_observation()))
         return self._advice[plan]
 
-    def __call__(self, ticks: int, key: int = 0, plan: Any = None) -> list[dict[str, float]]:
+    def _check(self, ticks: int) -> None:
         if self._running:
             raise RuntimeError("simulations cannot be nested")
         if not (isinstance(ticks, int | np.integer) and ticks >= 1):
             raise ValueError(f"ticks must be an integer >= 1, got {ticks!r}")
+
+    def __call__(self, ticks: int, key: int = 0, plan: Any = None) -> list[dict[str, float]]:
+        self._check(ticks)
         # a deterministic policy answers the decision the same way under one plan, whatever
         # the rollout's streams: its first answer is asked for once a plan
         share = plan is not None and bool(getattr(self._model.policy, "deterministic", False))
@@ -329,10 +332,7 @@ class Simulator:
                     on_plan([plan])
                 rows.append(self(ticks, key, plan))
             return rows
-        if self._running:
-            raise RuntimeError("simulations cannot be nested")
-        if not (isinstance(ticks, int | np.integer) and ticks >= 1):
-            raise ValueError(f"ticks must be an integer >= 1, got {ticks!r}")
+        self._check(ticks)
         snap = self._snapshot()
         if snap.pending is None:
             raise RuntimeError("the simulator can only be called between decide() and respond()")

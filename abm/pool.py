@@ -148,9 +148,7 @@ class Pool:
         total = np.add.reduce(counts)  # elementwise over the parts: (B,)
         if self.B == 1 or len(parts) == 1:
             return rows, total
-        B = self.B
-        index = np.concatenate([np.repeat(np.arange(B), c) for c in counts])
-        return rows.take(np.argsort(index, kind="stable")), total
+        return rows.take(interleave(*counts)), total
 
     def history_fn(self, b: int = 0):
         """A function giving episode ``b``'s HistoryWindow as the pool stands now (a
@@ -212,12 +210,12 @@ def _rows_of(pop: Population, counts: np.ndarray, b: int) -> Population:
     return pop.rows(lo, hi)
 
 
-def interleave(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """The order that turns ``concat(a, b)`` of two flat arrays, with ``first`` and
-    ``second`` (B,) rows per episode, into each episode's a-rows then b-rows, episode by
-    episode: an index array of length first.sum() + second.sum()."""
-    B = first.shape[0]
-    index = np.concatenate([np.repeat(np.arange(B), first), np.repeat(np.arange(B), second)])
+def interleave(*counts: np.ndarray) -> np.ndarray:
+    """The order that turns ``concat(a, b, ...)`` of flat arrays, with ``counts`` (B,) rows
+    per episode each, into each episode's a-rows, then b-rows, ..., episode by episode: an
+    index array of length sum(c.sum() for c in counts)."""
+    B = counts[0].shape[0]
+    index = np.concatenate([np.repeat(np.arange(B), c) for c in counts])
     return np.argsort(index, kind="stable")
 
 
