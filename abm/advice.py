@@ -190,22 +190,29 @@ def checked_rows(
             checked_advice(X[lo:hi], part, immutable, name, direction, onehot)
         raise AssertionError("flat and per-episode checks of advice disagree")
     info = {key: np.asarray(v) for key, v in rec.info.items()}
-    n_no_change = segments.count(no_change, counts).tolist()
+    none = [0] * counts.shape[0]
+    each = zip(
+        *(none if f is None else f.tolist() for f in flags),
+        segments.count(no_change, counts).tolist(),
+        n_advised.tolist(),
+        bounds[:-1],
+        bounds[1:],
+        strict=True,
+    )
     out = []
-    for b, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+    for n_unreached, n_withheld, n_no_change, n_adv, lo, hi in each:
         if lo == hi:  # nobody rejected in this episode: what checked_advice gives
             out.append(checked_advice(X[lo:hi], None, immutable, name))
             continue
-        counted = tuple(0 if f is None else int(f[b]) for f in flags)
         out.append(
             Advice(
                 goal[lo:hi],
                 X[lo:hi],
                 X_cf[lo:hi],
                 advised[lo:hi],
-                {k: v[lo:hi] for k, v in info.items()},
-                int(n_advised[b]) == hi - lo,
-                (*counted, n_no_change[b]),
+                {k: v[lo:hi] for k, v in info.items()} if info else {},
+                n_adv == hi - lo,
+                (n_unreached, n_withheld, n_no_change),
             )
         )
     return out

@@ -131,7 +131,9 @@ class Batch:
         if pool is None:
             pool = Pool(c.n_features, c.validity, counts=np.zeros(self.B, dtype=np.int64))
         self.pool = pool
-        self._flat: tuple | None = None  # the decided tick's flat arrays, for respond()
+        self._flat: Flat | None = None  # the decided tick's flat arrays, for respond()
+        self._maps: tuple | None = None  # (its episodes' ids, _affine_maps' answer)
+        self._stats: list[dict[str, float]] | None = None  # advise_rows' tick figures
         for b, m in enumerate(models):
             m._batch, m._episode = self, b
 
@@ -178,7 +180,7 @@ class Batch:
             ds = [m._pending for m in models]
             sizes = np.array([len(d.applicants) for d in ds], dtype=np.int64)
             accepted = np.concatenate([d.accepted for d in ds])
-            joined._flat = (
+            joined._flat = Flat(
                 Population.concat([d.applicants for d in ds], z),
                 sizes,
                 np.concatenate([d.scores for d in ds]),
@@ -193,17 +195,17 @@ class Batch:
         """The decided tick of every episode, flat (:class:`Decided`)."""
         if self._flat is None:
             raise RuntimeError("decided() follows the batch's own decide()")
-        applicants, sizes, scores, _, _, _, n_rej = self._flat
+        f = self._flat
         thresholds = np.array([m._pending.threshold for m in self.models])
-        return Decided(applicants, sizes, scores, thresholds, n_rej)
+        return Decided(f.applicants, f.sizes, f.scores, thresholds, f.n_rej)
 
     def accepted_ids(self) -> list[np.ndarray]:
         """Each episode's accepted ids (a,) of the decided tick."""
         if self._flat is None:
             raise RuntimeError("accepted_ids() follows the batch's own decide()")
-        applicants, sizes, _, accepted, _, _, _ = self._flat
-        ids = applicants.ids[accepted]
-        bounds = np.concatenate([[0], np.cumsum(segments.count(accepted, sizes))]).tolist()
+        f = self._flat
+        ids = f.applicants.ids[f.accepted]
+        bounds = np.concatenate([[0], np.cumsum(segments.count(f.accepted, f.sizes))]).tolist()
         return [ids[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
     # -- the tick -----------------------------------------------------------------------
@@ -254,19 +256,22 @@ class Batch:
         models = self.models
         if self._flat is None:
             raise RuntimeError("advise_rows() follows the batch's own decide()")
-        applicants, _, scores, _, _, rej, n_rej = self._flat
-        if rej.shape[0] == 0:
+        f = self._flat
+        if f.rej.shape[0] == 0:
             return [None] * self.B
         m0 = models[0]
-        X = applicants.X_obs.take(rej, axis=0)
+        X = f.applicants.X_obs.take(f.rej, axis=0)
         thresholds = np.array([m._pending.threshold for m in models])
         rows = RejectedRows(
-            X, scores.take(rej), n_rej, thresholds, list(self.episodes.scorers), m0.tick
+            X, f.scores.take(f.rej), f.n_rej, thresholds, list(self.episodes.scorers), m0.tick
         )
         rec = answer(rows)
+        # a row-wise policy's tick figures, one per episode (abm.interfaces.rows_ready)
+        figures = getattr(getattr(answer, "__self__", None), "tick_stats_rows", None)
+        self._stats = None if figures is None else figures()
         immutable = m0.immutable if m0._any_immutable else None
         onehot = m0.world.structure.onehot
-        return checked_rows(X, rec, n_rej, immutable, m0.policy_name, m0._direction, onehot)
+        return checked_rows(X, rec, f.n_rej, immutable, m0.policy_name, m0._direction, onehot)
 
     def run(self, ticks: int | None = None, progress: Any | None = None) -> Batch:
         """Run ``ticks`` more ticks (default: every episode to its scenario's last tick);
@@ -312,6 +317,12 @@ class Batch:
             m._batch, m._episode = self, b
         if flat is not None:
             out._flat, self._flat = _cut_flat(flat, leave), _cut_flat(flat, keep)
+        if self._stats is not None:  # advised already: each part keeps its episodes' figures
+            stats, self._stats = (
+                self._stats,
+                [s for s, k in zip(self._stats, keep, strict=True) if k],
+            )
+            out._stats = [s for s, x in zip(stats, leave, strict=True) if x]
         return out
 
     def decide(self, observe: bool = True, lazy: bool = False) -> list[Any]:
@@ -362,7 +373,7 @@ class Batch:
         )
         for b, (m, (size, threshold, n_ret, window)) in enumerate(zip(models, each, strict=True)):
             hi = lo + size
-            mine = applicants if B == 1 else _slice(applicants, lo, hi)
+            mine = applicants if B == 1 else (applicants, lo, hi)  # views once read
             d = Decision(t, threshold, mine, scores[lo:hi], accepted[lo:hi], n_ret, window)
             d.states = states[b]
             if m.mechanisms.on:
@@ -375,7 +386,7 @@ class Batch:
             lo = hi
         rej = (~accepted).nonzero()[0]
         n_rej = sizes - segments.count(accepted, sizes)
-        self._flat = (applicants, sizes, scores, accepted, n_window, rej, n_rej)
+        self._flat = Flat(applicants, sizes, scores, accepted, n_window, rej, n_rej)
         return out
 
     def _arrivals(self, t: int, counted: bool) -> tuple[Population, np.ndarray]:
@@ -386,18 +397,8 @@ class Batch:
             [m.config.n_initial if t == 0 else m.mechanisms.capacity_at(t)[1] for m in models],
             dtype=np.int64,
         )
-        plain = (
-            self.B > 1
-            and not counted
-            and all(
-                m.world.structure.plain
-                and not m.mechanisms.on
-                and hasattr(m.world.generator, "affine")  # independent normal features
-                for m in models
-            )
-            and len({m.config.risk_aversion for m in models}) == 1
-        )
-        if not plain:  # each episode alone, then joined
+        maps = None if self.B == 1 or counted else self._affine_maps()
+        if maps is None:  # each episode alone, then joined
             parts = []
             for m in models:
                 if counted:  # a planner's rollouts with one key draw the same entrants
@@ -417,10 +418,9 @@ class Batch:
                 for m, k in zip(models, n.tolist(), strict=True)
             ]
         )
-        maps = [m.world.generator.affine for m in models]
         episode = np.repeat(np.arange(self.B), n)
-        X *= np.stack([a[0] for a in maps]).take(episode, axis=0)
-        X += np.stack([a[1] for a in maps]).take(episode, axis=0)
+        X *= maps[0].take(episode, axis=0)
+        X += maps[1].take(episode, axis=0)
         X.clip(0.0, 1.0, out=X)
         first = np.array([m._next_id for m in models], dtype=np.int64)
         starts = np.concatenate([[0], np.cumsum(n)[:-1]])
@@ -440,6 +440,31 @@ class Batch:
             )
         return Population.entrants(ids, X, t, risk), n
 
+    def _affine_maps(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Each episode's affine map of standard normals to entrants, stacked ((B, z) scale
+        and offset), where every episode draws its entrants so (independent normal
+        features, no extension, one range of risk aversion); else None. Kept while the
+        batch holds the same episodes."""
+        models = self.models
+        key = tuple(map(id, models))
+        if self._maps is not None and self._maps[0] == key:
+            return self._maps[1]
+        plain = (
+            all(
+                m.world.structure.plain
+                and not m.mechanisms.on
+                and hasattr(m.world.generator, "affine")  # independent normal features
+                for m in models
+            )
+            and len({m.config.risk_aversion for m in models}) == 1
+        )
+        maps = None
+        if plain:
+            affine = [m.world.generator.affine for m in models]
+            maps = (np.stack([a[0] for a in affine]), np.stack([a[1] for a in affine]))
+        self._maps = (key, maps)
+        return maps
+
     def respond(self, recommendations: list[Any]) -> None:
         """Second half of the tick of every episode (see :meth:`RecourseModel.respond`):
         advice, dropout, implementation, the record; ``recommendations`` one per episode."""
@@ -458,16 +483,20 @@ class Batch:
         t, c = d0.t, m0.config
         if B == 1:
             applicants, scores, accepted = d0.applicants, d0.scores, d0.accepted
-        else:
-            if self._flat is None:
-                raise RuntimeError("respond() of a batch follows the batch's own decide()")
-            applicants, _, scores, accepted, _, _, _ = self._flat
-        n_rej = np.array([d.rej.shape[0] for d in ds], dtype=np.int64)
-        if B == 1:
             rej, advice = d0.rej, advices[0]
+            n_rej = np.array([rej.shape[0]], dtype=np.int64)
             goal, X_cf, advised = advice.goal, advice.X_cf, advice.advised
         else:
-            rej = (~accepted).nonzero()[0]
+            f = self._flat
+            if f is None:
+                raise RuntimeError("respond() of a batch follows the batch's own decide()")
+            applicants, scores, accepted, rej, n_rej = (
+                f.applicants,
+                f.scores,
+                f.accepted,
+                f.rej,
+                f.n_rej,
+            )
             goal = np.concatenate([a.goal for a in advices])
             X_cf = np.concatenate([a.X_cf for a in advices])
             advised = np.concatenate([a.advised for a in advices])
@@ -498,7 +527,7 @@ class Batch:
             # M(x_cf) is needed for the record anyway; a linear score is a function of the
             # row alone, so rows that end at x_cf (or where they were) need no new score
             stay = order[: len(stayers)]
-            fill_cf_scores(models, advices, ep)  # every episode's in one pass
+            fill_cf_scores(models, advices, ep, (X_cf, advised, n_rej))  # in one pass
             cf = [a.scores[0] for a in advices]
             known = (np.concatenate(cf).take(stay), rej_scores.take(stay))
         outcome = stages.implement(
@@ -514,9 +543,9 @@ class Batch:
         sizes, n_window = (
             (np.array([len(d0.applicants)]), np.array([d0.n_window]))
             if B == 1
-            else (self._flat[1], self._flat[4])
+            else (self._flat.sizes, self._flat.n_window)
         )
-        self._flat = None
+        self._flat, figures, self._stats = None, self._stats, None
         # a batch's episodes are all recorded, or none are (a planner's forks)
         recorded = models[0].recorder.on
         if recorded:
@@ -532,6 +561,7 @@ class Batch:
                 applicants=applicants,
                 accepted=accepted,
                 advised=advised,
+                X_cf=X_cf,
                 effort=outcome.effort,
                 implemented=outcome.implemented,
                 wasted=leaving.effort,
@@ -558,20 +588,30 @@ class Batch:
                 if m._handles.on:  # the agents first, so that agent reporters read the new rows
                     ids = d.applicants.ids
                     m._handles.sync(ids[d.accepted], leave_b.ids, stay_b.ids, m.population.ids)
-                stats = getattr(m.policy, "tick_stats", None)
-                m.recorder.record(
-                    m,
-                    d,
-                    advice,
-                    drop,
-                    outcome_b,
-                    None if stats is None else stats(),
-                    rows[b],
-                    exits[b],
-                )
+                if figures is not None:  # a row-wise policy answered for every episode
+                    stats = figures[b]
+                else:
+                    stats = getattr(m.policy, "tick_stats", None)
+                    stats = None if stats is None else stats()
+                m.recorder.record(m, d, advice, drop, outcome_b, stats, rows[b], exits[b])
             m.tick += 1
             if m.tick >= m.config.ticks:
                 m.running = False
+
+
+class Flat(NamedTuple):
+    """A batch's decided tick as :meth:`Batch.decide` leaves it for :meth:`Batch.respond`:
+    the applicants (flat, episode after episode), their number (B,), scores M(x) (a,) and
+    accepted flags (a,), each episode's RF window (B,), the rejected's rows (r,) and their
+    number per episode (B,)."""
+
+    applicants: Population
+    sizes: np.ndarray
+    scores: np.ndarray
+    accepted: np.ndarray
+    n_window: np.ndarray
+    rej: np.ndarray
+    n_rej: np.ndarray
 
 
 class Decided(NamedTuple):
@@ -629,19 +669,18 @@ def _cut(pool: Pool, keep: np.ndarray) -> Pool:
     return Pool(pool.n_features, pool.validity, pool.waiting.take(rows), dropped, pool.counts[keep])
 
 
-def _cut_flat(flat: tuple, keep: np.ndarray) -> tuple:
+def _cut_flat(flat: Flat, keep: np.ndarray) -> Flat:
     """A decided tick's flat arrays (:meth:`Batch.decide`) of the episodes ``keep`` (B,)."""
-    applicants, sizes, scores, accepted, n_window, _, n_rej = flat
-    rows = np.repeat(keep, sizes)
-    accepted = accepted[rows]
-    return (
-        applicants.take(rows),
-        sizes[keep],
-        scores[rows],
+    rows = np.repeat(keep, flat.sizes)
+    accepted = flat.accepted[rows]
+    return Flat(
+        flat.applicants.take(rows),
+        flat.sizes[keep],
+        flat.scores[rows],
         accepted,
-        n_window[keep],
+        flat.n_window[keep],
         (~accepted).nonzero()[0],
-        n_rej[keep],
+        flat.n_rej[keep],
     )
 
 

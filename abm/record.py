@@ -386,8 +386,8 @@ class TickArrays:
     reapplicants (first in each episode), ``n_rej`` rejected, ``n_stay`` stayers,
     ``n_leave`` dropped out, ``n_waiting`` waiting after the tick and ``n_window`` rejected
     in the RF window, each (B,); the ``applicants`` (a rows) and their ``accepted`` flags
-    (a,); the rejected's ``advised`` flags (n,); the stayers' ``effort`` and
-    ``implemented`` (s,) and the dropped-out's ``wasted`` effort."""
+    (a,); the rejected's ``advised`` flags (n,) and counterfactuals ``X_cf`` (n, z); the
+    stayers' ``effort`` and ``implemented`` (s,) and the dropped-out's ``wasted`` effort."""
 
     __slots__ = (
         "t",
@@ -401,6 +401,7 @@ class TickArrays:
         "applicants",
         "accepted",
         "advised",
+        "X_cf",
         "effort",
         "implemented",
         "wasted",
@@ -430,7 +431,7 @@ def tick_rows(
     thresholds = np.array([d.threshold for d in ds])
     history = [m.recorder.threshold_at(t, d.threshold) for m, d in zip(models, ds, strict=True)]
     # M(x_cf) of the advised under each episode's model in force, once a tick
-    fill_cf_scores(models, advices, episodes)
+    fill_cf_scores(models, advices, episodes, (f.X_cf, f.advised, n_rej))
     if B == 1:
         cf_scores, goal = advices[0].scores[0], advices[0].goal
     else:
@@ -466,10 +467,10 @@ def tick_rows(
     issued_at = a.last_tick[carried]
     if B == 1:
         issued_th = history[0].take(issued_at)
-    else:
-        carried_ep = np.repeat(np.arange(B), n_carried)
-        issued_th = np.array(
-            [history[e][i] for e, i in zip(carried_ep.tolist(), issued_at.tolist(), strict=True)]
+    else:  # each episode's history, one after another: entry (e, i) at offset[e] + i
+        offset = np.cumsum([0] + [h.shape[0] for h in history[:-1]])
+        issued_th = np.concatenate(history).take(
+            offset.take(segments.episode_of(n_carried)) + issued_at
         )
     tol = metrics.CLEAR_TOL
     columns = {
@@ -515,18 +516,27 @@ def tick_rows(
     return [dict(zip(names, row, strict=True)) for row in zip(*columns.values(), strict=True)]
 
 
-def fill_cf_scores(models: list[Any], advices: list[Advice], episodes: Any) -> None:
+def fill_cf_scores(
+    models: list[Any], advices: list[Advice], episodes: Any, flat: tuple | None = None
+) -> None:
     """Fill each advice's M(x_cf) cache (:meth:`Advice.cf_scores`) under its episode's model
-    in force, scoring the advised rows of every episode not cached yet in one pass."""
+    in force, scoring the advised rows of every episode not cached yet in one pass.
+    ``flat``: the advice of all episodes as the batch holds it, (X_cf (n, z), advised (n,),
+    rejected per episode (B,)), read instead of each advice's own arrays."""
     todo = [b for b, a in enumerate(advices) if a.scores is None]
     if not todo:
         return
     if len(advices) == 1:
         advices[0].cf_scores(models[0].scorer)
         return
-    rows = [advices[b].X_cf[advices[b].advised] for b in todo]
-    n = np.array([r.shape[0] for r in rows])
-    got = episodes.score_of(np.concatenate(rows), np.repeat(np.array(todo), n))
+    if flat is not None and len(todo) == len(advices):
+        X_cf, advised, n_rej = flat
+        n = segments.count(advised, n_rej)
+        got = episodes.score_of(X_cf[advised], segments.episode_of(n))
+    else:
+        rows = [advices[b].X_cf[advices[b].advised] for b in todo]
+        n = np.array([r.shape[0] for r in rows])
+        got = episodes.score_of(np.concatenate(rows), np.repeat(np.array(todo), n))
     at = 0
     for b, m in zip(todo, n.tolist(), strict=True):
         advice = advices[b]

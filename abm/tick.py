@@ -27,10 +27,10 @@ class Decision:
     __slots__ = (
         "t",
         "threshold",
-        "applicants",
+        "_applicants",
         "scores",
         "accepted",
-        "rej",
+        "_rej",
         "n_ret",
         "n_window",
         "obs",
@@ -42,18 +42,35 @@ class Decision:
         self,
         t: int,
         threshold: float,
-        applicants: Population,
+        applicants: Population | tuple[Population, int, int],
         scores: np.ndarray,
         accepted: np.ndarray,
         n_ret: int,
         n_window: int,
     ) -> None:
-        self.t, self.threshold, self.applicants = t, threshold, applicants
+        self.t, self.threshold, self._applicants = t, threshold, applicants
         self.scores, self.accepted, self.n_ret, self.n_window = scores, accepted, n_ret, n_window
-        self.rej = (~accepted).nonzero()[0]
+        self._rej: np.ndarray | None = None
         self.obs: RecourseObs | None = None
         self.states: tuple[Any, ...] = ()
         self.p_true: np.ndarray | None = None
+
+    @property
+    def applicants(self) -> Population:
+        """The applicants (a rows): a batch hands out (its flat rows, lo, hi), made into
+        views of this episode's rows only when read (most ticks of a study never do)."""
+        got = self._applicants
+        if type(got) is tuple:
+            flat, lo, hi = got
+            got = self._applicants = flat.rows(lo, hi)
+        return got
+
+    @property
+    def rej(self) -> np.ndarray:
+        """Rows (n,) of the rejected among the applicants, found when first read."""
+        if self._rej is None:
+            self._rej = (~self.accepted).nonzero()[0]
+        return self._rej
 
     def copy(self) -> Decision:
         """A copy whose mechanism states are its own (a fork responds into it); arrays are

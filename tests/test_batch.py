@@ -78,6 +78,35 @@ def test_policies_with_and_without_state_keep_their_bits(scenario, policy):
         _same_run(a, b)
 
 
+@pytest.mark.parametrize(
+    ("scenario", "policy", "ready"),
+    [
+        ("paper", "robust-l1", True),
+        ("paper", "robust-linf:alpha=0.1", True),
+        ("paper", "robust-l1:alpha=0,target=half", True),
+        ("retraining", "robust-l1", True),  # the episodes' models in force part ways
+        ("paper", "robust-l2", False),  # its batch search stops for all rows at once
+        ("paper", "roar-l1", False),
+        ("budget", "robust-l1", False),  # the budget paces each episode's advice
+    ],
+)
+def test_the_robust_greedy_answers_every_episode_at_once(scenario, policy, ready):
+    """Algorithm 2's exact greedy is row-wise (one call for the batch, each episode's tick
+    figures its own); the other solvers answer each episode alone. Either way each episode
+    is its run alone, policy_* columns included."""
+    from abm.interfaces import rows_ready
+
+    ticks = [14, 9, 14]  # ragged: one episode leaves early
+    alone, batched = _batch_and_alone(scenario, policy, [5, 6, 7], ticks=ticks)
+    assert rows_ready(batched[0].policy) is ready
+    for a, b in zip(alone, batched, strict=True):
+        _same_run(a, b)
+    table = batched[0].tick_table()
+    assert table["policy_lam"].notna().any() and table["policy_n_clipped"].notna().any()
+    if scenario == "retraining":  # a refit happened, so episodes' models in force differ
+        assert table["model_version"].max() > 0
+
+
 def test_ragged_episodes_end_apart_and_keep_their_own_capacity():
     """Episodes of 4, 9 and 6 ticks with k 2, 9 and 5: each leaves when it is over and
     keeps its rows; the others go on."""

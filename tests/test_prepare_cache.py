@@ -179,13 +179,37 @@ def test_training_reports_its_epochs(cache):
     assert len(seen) == 3
 
 
+def _rounds_as_the_reference() -> bool:
+    """Whether the first golden case (tests/golden) is bitwise its reference here."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent / "golden"))
+    from cases import CASES, case_id, fingerprint, load_golden, run_case
+
+    case = CASES[0]
+    summary, tables = run_case(case)
+    expected = load_golden()[case_id(case)]
+    return summary == expected["summary"] and all(
+        fingerprint(df) == expected[name] for name, df in tables.items()
+    )
+
+
 def test_the_shipped_states_are_current_and_serve_demonstration_7():
     """scripts/scarf_states.py --check (keys, checksums, no stray file); and the dashboard's
     demonstrations that use scarf find theirs among them."""
     script = load_script("scarf_states")
     if script.foreign():  # another torch or CPU architecture: they miss, as they should
         pytest.skip(script.foreign())
-    assert script.problems() == []
+    found = script.problems()
+    if found and not _rounds_as_the_reference():
+        # the training inputs' digest (the file names) is of their bits, which such a CPU
+        # rounds otherwise (within the golden tolerance): the shipped states miss there
+        pytest.skip(
+            "this CPU rounds otherwise than the machine that wrote the golden reference "
+            f"and the shipped states (a golden case is not bitwise here): {found[0]}"
+        )
+    assert found == []
     from abm.registry import make_policy
     from dashboards.demos import DEMOS
     from dashboards.settings import Settings

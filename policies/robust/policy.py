@@ -51,7 +51,14 @@ import numpy as np
 from pydantic import BeforeValidator, Field
 from scipy.special import expit, logit
 
-from abm.interfaces import Feedback, FollowsModel, PolicyContext, Recommendation, RecourseObs
+from abm.interfaces import (
+    Feedback,
+    FollowsModel,
+    PolicyContext,
+    Recommendation,
+    RecourseObs,
+    RejectedRows,
+)
 from abm.registry import Registry, checked
 from abm.validation import ConfigError, problem
 from policies.budget import fit_paced
@@ -173,13 +180,7 @@ class RobustPolicy(FollowsModel):
         return out
 
     def _reset_stats(self) -> None:
-        self._stats = {
-            "lam": math.nan,
-            "backed_off": math.nan,
-            "price_of_robustness": math.nan,
-            "solver_fallbacks": math.nan,
-            "n_clipped": math.nan,
-        }
+        self._stats = _no_stats()
 
     def recommend(self, obs: RecourseObs, rng: np.random.Generator) -> Recommendation:
         self.use_model(self.base_model if obs.decision_model is None else obs.decision_model)
@@ -216,6 +217,88 @@ class RobustPolicy(FollowsModel):
         }
         rec = Recommendation(goal=goal, X_cf=X_cf, advised=advised, info=info, unreached=~advised)
         return fit_paced(rec, obs, self.ctx)
+
+    # -- many episodes at once (abm.interfaces.rows_ready) ------------------------------
+    @property
+    def rows_ready(self) -> bool:
+        """Algorithm 2's greedy solves each row alone (p = inf, or p = 1 in the box
+        [-1, 1]) under a linear model, with no one-hot groups and no budget: a row's
+        advice is a function of the row, its episode's threshold and model alone."""
+        ctx = getattr(self, "ctx", None)
+        return (
+            ctx is not None
+            and ctx.budget is None
+            and ctx.onehot is None
+            and self._greedy_exact()
+            and bool(getattr(ctx.decision_model, "is_linear", False))
+        )
+
+    def recommend_rows(self, rows: RejectedRows) -> Recommendation:
+        """:meth:`recommend` of many episodes' rejected at once (one solve per decision
+        model in force), each row what its episode's own call gives; each episode's tick
+        figures are kept for :meth:`tick_stats_rows`."""
+        n, B = rows.n, rows.counts.shape[0]
+        X, clipped = _clip_rows(rows.X, self.lower, self.upper)
+        threshold = rows.threshold.take(rows.episode) if B > 1 else np.full(n, rows.threshold[0])
+        offset = np.zeros(n)
+        if self.target == "threshold":
+            offset = logit(np.clip(threshold, _TH_CLIP, 1.0 - _TH_CLIP))
+        X_cf, goal = np.empty_like(X), np.empty(n)
+        lam_row, lam_t, wc, J = np.empty(n), np.empty(B), np.empty(n), np.empty(n)
+        ref_cost = np.empty(n)
+        for model, which in rows.by_model():
+            at = slice(None) if which is None else which
+            self.use_model(model)
+            Xg, th, shift = X[at], threshold[at], offset[at]
+            W, intercept = linearise(model, Xg)
+            Bg = np.asarray(intercept) - shift
+            self._lam_t = self.lam if self.kappa is None else self.kappa * self._weight_scale(W)
+            lam_t[np.unique(rows.episode[at]) if B > 1 else 0] = self._lam_t
+            cf, lam_g, _ = self.solve_reaching(Xg, W, Bg, th)  # the greedy never falls back
+            g = model.score(cf)
+            advised = (cf != Xg).any(axis=1) & (g > rows.scores[at] + GOAL_GAP) & (g >= th)
+            cf = np.where(advised[:, None], cf, rows.X[at])
+            X_cf[at], goal[at], lam_row[at] = cf, np.where(advised, g, np.nan), lam_g
+            wc[at] = expit(worst_logit(cf, W, intercept, self.alpha, self.p))
+            J[at] = self._price(cf, Xg, W, Bg, lam_g)
+            if self.alpha != 0:  # the exact α = 0 optimum, for the price of robustness
+                ref = alg2_rows(
+                    Xg, np.broadcast_to(W, Xg.shape), Bg, 0.0, self._lam_t, *self._box(Xg)
+                )
+                ref_cost[at] = np.abs(ref - Xg).sum(axis=1)
+        advised = np.isfinite(goal)
+        cost = np.abs(X_cf - X).sum(axis=1)
+        if self.alpha == 0:
+            ref_cost = cost
+        bounds = np.concatenate([[0], np.cumsum(rows.counts)]).tolist()
+        stats = []
+        for b, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+            if lo == hi:  # an episode with nobody rejected is not asked alone
+                stats.append(_no_stats())
+                continue
+            mean, ref = cost[lo:hi].mean(), ref_cost[lo:hi].mean()
+            stats.append(
+                {
+                    "lam": float(lam_t[b]),
+                    "backed_off": float(np.mean(lam_row[lo:hi] < lam_t[b])),
+                    "price_of_robustness": float(mean / ref - 1.0) if ref > 0 else math.nan,
+                    "solver_fallbacks": 0.0,
+                    "n_clipped": float(np.count_nonzero(clipped[lo:hi])),
+                }
+            )
+        self._rows_stats = stats
+        info = {
+            "wc_score": np.where(advised, wc, np.nan),
+            "price_J": np.where(advised, J, np.nan),
+            "lam": np.where(advised, lam_row, np.nan),
+        }
+        return Recommendation(goal=goal, X_cf=X_cf, advised=advised, info=info, unreached=~advised)
+
+    def tick_stats_rows(self) -> list[dict[str, float]]:
+        """Each episode's tick figures (:meth:`tick_stats`) of the last
+        :meth:`recommend_rows`; reset once read."""
+        out, self._rows_stats = self._rows_stats, None
+        return out
 
     def _greedy_exact(self) -> bool:
         """Whether the greedy of Algorithm 2 solves this program exactly (see :meth:`solve`)."""
@@ -420,6 +503,19 @@ class RobustPolicy(FollowsModel):
             ref_x = alg2_rows(X, Wr, Br, 0.0, self._lam_t, *self._box(X))
             ref = np.abs(ref_x - X).sum(axis=1).mean()
         return float(cost / ref - 1.0) if ref > 0 else math.nan
+
+
+def _no_stats() -> dict[str, float]:
+    """The tick figures of a tick without advice (NaN)."""
+    keys = ("lam", "backed_off", "price_of_robustness", "solver_fallbacks", "n_clipped")
+    return dict.fromkeys(keys, math.nan)
+
+
+def _clip_rows(X: np.ndarray, lower: np.ndarray, upper: np.ndarray):
+    """(X (n, z) clipped into [lower, upper], which rows moved (n,)): clip_to_box's."""
+    X = np.asarray(X, dtype=float)
+    Xc = np.clip(X, lower, upper)
+    return Xc, (Xc != X).any(axis=1)
 
 
 # -- registry factories (the name fixes the solver and p) -----------------------------
