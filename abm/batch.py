@@ -219,21 +219,35 @@ class Batch:
         models = self.models
         if not models:
             raise RuntimeError("every episode of this batch is over")
-        one = self._one_policy()
+        obs = None
         if models[0]._pending is None:
             # one row-wise policy reads the flat rows: no episode needs an observation
-            obs = self.decide(lazy=one)
-        else:
-            one = one and self._flat is not None  # the flat rows are this batch's decision
-            obs = [m.pending_observation() for m in models]
-        if one:
-            recs = self._advise_rows()
-        else:  # each episode's policy answers its own observation
-            recs = [
-                m.policy.recommend(o, m.streams.policy) if o.n_rejected else None
-                for m, o in zip(models, obs, strict=True)
-            ]
-        self.respond(recs)
+            obs = self.decide(lazy=self._one_policy())
+        self.respond(self.advise(observations=obs))
+
+    def advise(self, policy: Any = None, observations: list | None = None) -> list:
+        """Every episode's recommendation for the decided tick, for :meth:`respond`: one
+        row-wise call for all (:meth:`advise_rows`) where the policy answers rows
+        (abm.interfaces.rows_ready), else each episode's observation answered in turn
+        with the episode's own policy stream (None where nobody was rejected).
+
+        ``policy``: one policy for every episode (a planner's, the forecast's); None: each
+        episode's own, asked once for all when they share one row-wise registry spec.
+        ``observations``: what :meth:`decide` returned (default: built now, if needed)."""
+        if policy is None:
+            if self._one_policy() and self._flat is not None:
+                return self._advise_rows()
+        elif rows_ready(policy):
+            return self.advise_rows(policy.recommend_rows)
+        models = self.models
+        if observations is None:
+            observations = [m.pending_observation() for m in models]
+        return [
+            (m.policy if policy is None else policy).recommend(o, m.streams.policy)
+            if o.n_rejected
+            else None
+            for m, o in zip(models, observations, strict=True)
+        ]
 
     def _one_policy(self) -> bool:
         """Whether every episode runs one row-wise policy (one registry spec), which then

@@ -7,6 +7,7 @@ Shapes: a applicants (reapplicants first), n rejected, s stayers, z features.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from typing import Any
@@ -594,6 +595,7 @@ class TickState:
         return np.arange(self.ids.shape[0]) < self.n_reapplied
 
 
+@functools.cache  # one function a column, shared by every model's collector
 def _reporter(column: str):
     def report(model: Any):
         return model.last_row[column]

@@ -140,15 +140,7 @@ def futures(begin: Start, keys: Sequence[int]) -> dict[str, list[int | None]]:
         if done.any():
             observed = [o for o, d in zip(observed, done.tolist(), strict=True) if not d]
             batch.part(done)
-        if policy.rows_ready:
-            batch.respond(batch.advise_rows(policy.recommend_rows))
-        else:
-            batch.respond(
-                [
-                    policy.recommend(o, m.streams.policy) if o.n_rejected else None
-                    for m, o in zip(batch.models, observed, strict=True)
-                ]
-            )
+        batch.respond(batch.advise(policy, observed))
         waiting = batch.pool.waiting.ids == cid
         gone = segments.count(waiting, batch.pool.counts) == 0  # gave up
         if gone.all():

@@ -491,15 +491,9 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
             policy = batch.models[0].policy
             if rows_ready(policy):  # the recommender answers every episode's rows at once
                 policy.goal.goals = np.array([goals[i] for i in mine])
-                batch.respond(batch.advise_rows(policy.recommend_rows))
+                batch.respond(batch.advise(policy))
             else:  # each episode's policy answers its own observation
-                obs = [envs[i].model.pending_observation() for i in mine]
-                batch.respond(
-                    [
-                        m.policy.recommend(o, m.streams.policy)
-                        for m, o in zip(batch.models, obs, strict=True)
-                    ]
-                )
+                batch.respond(batch.advise())
         rows = [env._pending + [dict(env.model.last_row)] for env in envs]
         for i, more in self._advance(range(self.num_envs)).items():
             rows[i] += more

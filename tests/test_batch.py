@@ -85,14 +85,15 @@ def test_policies_with_and_without_state_keep_their_bits(scenario, policy):
         ("paper", "robust-linf:alpha=0.1", True),
         ("paper", "robust-l1:alpha=0,target=half", True),
         ("retraining", "robust-l1", True),  # the episodes' models in force part ways
-        ("paper", "robust-l2", False),  # its batch search stops for all rows at once
-        ("paper", "roar-l1", False),
+        ("paper", "roar-l1", True),  # each row's Adam stops on its own test
+        ("retraining", "roar-linf", True),
+        ("paper", "robust-l2", False),  # its search's last bits depend on the other rows
         ("budget", "robust-l1", False),  # the budget paces each episode's advice
     ],
 )
 def test_the_robust_greedy_answers_every_episode_at_once(scenario, policy, ready):
-    """Algorithm 2's exact greedy is row-wise (one call for the batch, each episode's tick
-    figures its own); the other solvers answer each episode alone. Either way each episode
+    """Algorithm 2's exact greedy and ROAR are row-wise (one call for the batch, each
+    episode's tick figures its own); the other solvers answer each episode alone. Either way each episode
     is its run alone, policy_* columns included."""
     from abm.interfaces import rows_ready
 

@@ -181,3 +181,21 @@ def test_motivating_example_is_common_across_seeds():
         m.run(2)
         hits += m.last_row["n_succ"] == 2 and m.last_row["n_succ_accepted"] < 2
     assert hits >= 8  # the trap is no fluke of one seed
+
+
+@pytest.mark.parametrize("scenario", ["paper", "lending", "fair-scarf"])
+def test_a_new_seed_alone_is_the_config_built_anew(scenario):
+    """replace(seed=...) validates the seed alone and copies the rest: the same config
+    (values, run-id dictionary, fields set) and the same one-line errors as a full build."""
+    base = resolve_scenario(scenario)
+    for value in (0, 7, 2**63 - 1):
+        fast = base.replace(seed=value)
+        full = ScenarioConfig(**{**base._values(), "seed": value})
+        assert fast == full and fast.to_dict() == full.to_dict() and fast.seed == value
+        assert fast.model_fields_set == full.model_fields_set
+    for bad in (-1, True, 2.0, "3", 2**63):
+        with pytest.raises(ConfigError) as fast_error:
+            base.replace(seed=bad)
+        with pytest.raises(ConfigError) as full_error:
+            ScenarioConfig(**{**base._values(), "seed": bad})
+        assert str(fast_error.value) == str(full_error.value)

@@ -221,15 +221,19 @@ class RobustPolicy(FollowsModel):
     # -- many episodes at once (abm.interfaces.rows_ready) ------------------------------
     @property
     def rows_ready(self) -> bool:
-        """Algorithm 2's greedy solves each row alone (p = inf, or p = 1 in the box
-        [-1, 1]) under a linear model, with no one-hot groups and no budget: a row's
-        advice is a function of the row, its episode's threshold and model alone."""
+        """Each row is solved with bits that do not depend on the other rows: by
+        Algorithm 2's greedy where it is exact (p = inf, or p = 1 in the box [-1, 1]) or
+        by ROAR (each row's Adam stops on its own test), under a linear model, with no
+        one-hot groups and no budget. A row's advice is then a function of the row, its
+        episode's threshold and model alone. Not ``robust-l2``: asked for several
+        episodes' rows at once, its search gave a row other last bits than alone
+        (check_policy's batch rule, world one-way), so it answers each episode alone."""
         ctx = getattr(self, "ctx", None)
         return (
             ctx is not None
             and ctx.budget is None
             and ctx.onehot is None
-            and self._greedy_exact()
+            and (self._greedy_exact() or self.method == "roar")
             and bool(getattr(ctx.decision_model, "is_linear", False))
         )
 
@@ -254,7 +258,7 @@ class RobustPolicy(FollowsModel):
             Bg = np.asarray(intercept) - shift
             self._lam_t = self.lam if self.kappa is None else self.kappa * self._weight_scale(W)
             lam_t[np.unique(rows.episode[at]) if B > 1 else 0] = self._lam_t
-            cf, lam_g, _ = self.solve_reaching(Xg, W, Bg, th)  # the greedy never falls back
+            cf, lam_g, _ = self.solve_reaching(Xg, W, Bg, th)  # neither solver falls back
             g = model.score(cf)
             advised = (cf != Xg).any(axis=1) & (g > rows.scores[at] + GOAL_GAP) & (g >= th)
             cf = np.where(advised[:, None], cf, rows.X[at])
