@@ -225,9 +225,10 @@ class RobustPolicy(FollowsModel):
         Algorithm 2's greedy where it is exact (p = inf, or p = 1 in the box [-1, 1]) or
         by ROAR (each row's Adam stops on its own test), under a linear model, with no
         one-hot groups and no budget. A row's advice is then a function of the row, its
-        episode's threshold and model alone. Not ``robust-l2``: asked for several
-        episodes' rows at once, its search gave a row other last bits than alone
-        (check_policy's batch rule, world one-way), so it answers each episode alone."""
+        episode's threshold and model alone. Not ``robust-l2``: given the same 11 rows
+        with 22 others, ``robust_l2_batch`` returned one of them 1 ulp away from its
+        answer to the 11 alone (check_policy's batch rule, world one-way; cause not
+        found), so it answers each episode alone."""
         ctx = getattr(self, "ctx", None)
         return (
             ctx is not None
