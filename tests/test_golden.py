@@ -26,6 +26,7 @@ import generate  # noqa: E402
 from cases import (  # noqa: E402
     CASES,
     ENV_CASES,
+    bitwise,
     case_id,
     env_key,
     fingerprint,
@@ -49,9 +50,7 @@ def check_case(case: dict, summary: dict, tables: dict[str, pd.DataFrame]) -> Ve
     compare_summary(expected["summary"], summary, verdict, tol)
     for name, df in tables.items():
         compare_frames(name, reference[name], df, verdict, tol)
-    verdict.bitwise = summary == expected["summary"] and all(
-        fingerprint(df) == expected[name] for name, df in tables.items()
-    )
+    verdict.bitwise = bitwise(expected, summary, tables)
     return verdict
 
 

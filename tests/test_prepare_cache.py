@@ -185,14 +185,10 @@ def _rounds_as_the_reference() -> bool:
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).parent / "golden"))
-    from cases import CASES, case_id, fingerprint, load_golden, run_case
+    from cases import CASES, bitwise, case_id, load_golden, run_case
 
     case = CASES[0]
-    summary, tables = run_case(case)
-    expected = load_golden()[case_id(case)]
-    return summary == expected["summary"] and all(
-        fingerprint(df) == expected[name] for name, df in tables.items()
-    )
+    return bitwise(load_golden()[case_id(case)], *run_case(case))
 
 
 def test_the_shipped_states_are_current_and_serve_demonstration_7():

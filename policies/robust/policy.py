@@ -68,6 +68,7 @@ from policies.robust.solvers import (
     alg1,
     alg2,
     alg2_rows,
+    clip_rows,
     clip_to_box,
     linearise,
     roar,
@@ -184,39 +185,50 @@ class RobustPolicy(FollowsModel):
 
     def recommend(self, obs: RecourseObs, rng: np.random.Generator) -> Recommendation:
         self.use_model(self.base_model if obs.decision_model is None else obs.decision_model)
-        scorer = self.ctx.decision_model
         n = obs.n_rejected
         X, n_clipped = clip_to_box(obs.X, self.lower, self.upper)
-        W, B = linearise(scorer, X)
-        offset = 0.0
+        shift = 0.0
         if self.target == "threshold":
-            offset = float(logit(np.clip(obs.threshold, _TH_CLIP, 1.0 - _TH_CLIP)))
-        self._lam_t = self.lam if self.kappa is None else self.kappa * self._weight_scale(W)
-        X_cf, lam_row, fallbacks = self.solve_reaching(X, W, np.asarray(B) - offset, obs.threshold)
-        own = np.asarray(obs.scores, dtype=float)
-        goal = scorer.score(X_cf) if n else np.empty(0)
-        # a change that does not raise the model's score is no advice, and a goal below this
-        # tick's threshold is not admissible (SPEC §2): where the worst case stops short of the
-        # cut (kappa near 1/2 with a small ball), the row is unreached
-        advised = (X_cf != X).any(axis=1) & (goal > own + GOAL_GAP) & (goal >= obs.threshold)
-        X_cf = np.where(advised[:, None], X_cf, obs.X)
-        goal = np.where(advised, goal, np.nan)
-        wc = expit(worst_logit(X_cf, W, B, self.alpha, self.p))
-        J = self._price(X_cf, X, W, np.asarray(B) - offset, lam_row)
-        info = {
-            "wc_score": np.where(advised, wc, np.nan),
-            "price_J": np.where(advised, J, np.nan),
-            "lam": np.where(advised, lam_row, np.nan),
-        }
+            shift = float(logit(np.clip(obs.threshold, _TH_CLIP, 1.0 - _TH_CLIP)))
+        X_cf, goal, lam_row, fallbacks, info, W, B = self._advise(
+            self.ctx.decision_model, X, obs.X, obs.scores, obs.threshold, shift
+        )
+        advised = np.isfinite(goal)
         self._stats = {
             "lam": float(self._lam_t),
             "backed_off": float(np.mean(lam_row < self._lam_t)) if n else math.nan,
-            "price_of_robustness": self._price_of_robustness(X, X_cf, W, np.asarray(B) - offset),
+            "price_of_robustness": self._price_of_robustness(X, X_cf, W, B),
             "solver_fallbacks": float(fallbacks),
             "n_clipped": float(n_clipped),
         }
         rec = Recommendation(goal=goal, X_cf=X_cf, advised=advised, info=info, unreached=~advised)
         return fit_paced(rec, obs, self.ctx)
+
+    def _advise(self, model, X, X_seen, own, threshold, shift):
+        """One decision model's advice to rows X (n, z) (clipped into the box; ``X_seen``
+        as observed) scoring ``own`` (n,), against ``threshold`` and logit shift ``shift``
+        (scalars or (n,)): (X_cf (n, z), goal (n,) NaN where unadvised, each row's λ (n,),
+        the fallback count, the candidate table's info columns, θ's W and the shifted B).
+        Sets λ_t for ``model``."""
+        W, intercept = linearise(model, X)
+        B = np.asarray(intercept) - shift
+        self._lam_t = self.lam if self.kappa is None else self.kappa * self._weight_scale(W)
+        X_cf, lam_row, fallbacks = self.solve_reaching(X, W, B, threshold)
+        goal = model.score(X_cf) if X.shape[0] else np.empty(0)
+        # a change that does not raise the model's score is no advice, and a goal below this
+        # tick's threshold is not admissible (SPEC §2): where the worst case stops short of the
+        # cut (kappa near 1/2 with a small ball), the row is unreached
+        own = np.asarray(own, dtype=float)
+        advised = (X_cf != X).any(axis=1) & (goal > own + GOAL_GAP) & (goal >= threshold)
+        X_cf = np.where(advised[:, None], X_cf, X_seen)
+        wc = expit(worst_logit(X_cf, W, intercept, self.alpha, self.p))
+        J = self._price(X_cf, X, W, B, lam_row)
+        info = {
+            "wc_score": np.where(advised, wc, np.nan),
+            "price_J": np.where(advised, J, np.nan),
+            "lam": np.where(advised, lam_row, np.nan),
+        }
+        return X_cf, np.where(advised, goal, np.nan), lam_row, fallbacks, info, W, B
 
     # -- many episodes at once (abm.interfaces.rows_ready) ------------------------------
     @property
@@ -239,33 +251,29 @@ class RobustPolicy(FollowsModel):
         )
 
     def recommend_rows(self, rows: RejectedRows) -> Recommendation:
-        """:meth:`recommend` of many episodes' rejected at once (one solve per decision
-        model in force), each row what its episode's own call gives; each episode's tick
-        figures are kept for :meth:`tick_stats_rows`."""
+        """:meth:`recommend` of many episodes' rejected at once (:meth:`_advise` once per
+        decision model in force), each row what its episode's own call gives; each
+        episode's tick figures are kept for :meth:`tick_stats_rows`."""
         n, B = rows.n, rows.counts.shape[0]
-        X, clipped = _clip_rows(rows.X, self.lower, self.upper)
+        X, clipped = clip_rows(rows.X, self.lower, self.upper)
         threshold = rows.threshold.take(rows.episode) if B > 1 else np.full(n, rows.threshold[0])
-        offset = np.zeros(n)
+        shift = np.zeros(n)
         if self.target == "threshold":
-            offset = logit(np.clip(threshold, _TH_CLIP, 1.0 - _TH_CLIP))
-        X_cf, goal = np.empty_like(X), np.empty(n)
-        lam_row, lam_t, wc, J = np.empty(n), np.empty(B), np.empty(n), np.empty(n)
+            shift = logit(np.clip(threshold, _TH_CLIP, 1.0 - _TH_CLIP))
+        X_cf, goal, lam_row, lam_t = np.empty_like(X), np.empty(n), np.empty(n), np.empty(B)
+        info = {k: np.empty(n) for k in ("wc_score", "price_J", "lam")}
         ref_cost = np.empty(n)
         for model, which in rows.by_model():
             at = slice(None) if which is None else which
             self.use_model(model)
-            Xg, th, shift = X[at], threshold[at], offset[at]
-            W, intercept = linearise(model, Xg)
-            Bg = np.asarray(intercept) - shift
-            self._lam_t = self.lam if self.kappa is None else self.kappa * self._weight_scale(W)
+            Xg = X[at]
+            # neither solver of a row-wise policy falls back
+            X_cf[at], goal[at], lam_row[at], _, got, W, Bg = self._advise(
+                model, Xg, rows.X[at], rows.scores[at], threshold[at], shift[at]
+            )
+            for k, v in got.items():
+                info[k][at] = v
             lam_t[np.unique(rows.episode[at]) if B > 1 else 0] = self._lam_t
-            cf, lam_g, _ = self.solve_reaching(Xg, W, Bg, th)  # neither solver falls back
-            g = model.score(cf)
-            advised = (cf != Xg).any(axis=1) & (g > rows.scores[at] + GOAL_GAP) & (g >= th)
-            cf = np.where(advised[:, None], cf, rows.X[at])
-            X_cf[at], goal[at], lam_row[at] = cf, np.where(advised, g, np.nan), lam_g
-            wc[at] = expit(worst_logit(cf, W, intercept, self.alpha, self.p))
-            J[at] = self._price(cf, Xg, W, Bg, lam_g)
             if self.alpha != 0:  # the exact α = 0 optimum, for the price of robustness
                 ref = alg2_rows(
                     Xg, np.broadcast_to(W, Xg.shape), Bg, 0.0, self._lam_t, *self._box(Xg)
@@ -292,11 +300,6 @@ class RobustPolicy(FollowsModel):
                 }
             )
         self._rows_stats = stats
-        info = {
-            "wc_score": np.where(advised, wc, np.nan),
-            "price_J": np.where(advised, J, np.nan),
-            "lam": np.where(advised, lam_row, np.nan),
-        }
         return Recommendation(goal=goal, X_cf=X_cf, advised=advised, info=info, unreached=~advised)
 
     def tick_stats_rows(self) -> list[dict[str, float]]:
@@ -514,13 +517,6 @@ def _no_stats() -> dict[str, float]:
     """The tick figures of a tick without advice (NaN)."""
     keys = ("lam", "backed_off", "price_of_robustness", "solver_fallbacks", "n_clipped")
     return dict.fromkeys(keys, math.nan)
-
-
-def _clip_rows(X: np.ndarray, lower: np.ndarray, upper: np.ndarray):
-    """(X (n, z) clipped into [lower, upper], which rows moved (n,)): clip_to_box's."""
-    X = np.asarray(X, dtype=float)
-    Xc = np.clip(X, lower, upper)
-    return Xc, (Xc != X).any(axis=1)
 
 
 # -- registry factories (the name fixes the solver and p) -----------------------------

@@ -108,12 +108,18 @@ def _box(z: int, lower, upper, immutable) -> tuple[np.ndarray, np.ndarray, np.nd
 
 def clip_to_box(X: np.ndarray, lower=None, upper=None) -> tuple[np.ndarray, int]:
     """X (n, z) clipped into [lower, upper] and the number of rows that moved (spec §6)."""
+    Xc, moved = clip_rows(X, lower, upper)
+    return Xc, int(np.count_nonzero(moved))
+
+
+def clip_rows(X: np.ndarray, lower=None, upper=None) -> tuple[np.ndarray, np.ndarray]:
+    """X (n, z) clipped into [lower, upper] and which rows moved (n,) bool; a single row
+    (z,) gives (1,)."""
     X = np.asarray(X, dtype=float)
     lo = -np.inf if lower is None else np.asarray(lower, dtype=float)
     hi = np.inf if upper is None else np.asarray(upper, dtype=float)
     Xc = np.clip(X, lo, hi)
-    moved = (Xc != X).any(axis=1) if X.ndim == 2 else np.array([(Xc != X).any()])
-    return Xc, int(np.count_nonzero(moved))
+    return Xc, (Xc != X).any(axis=1) if X.ndim == 2 else np.array([(Xc != X).any()])
 
 
 def _snap(x: np.ndarray, x0: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

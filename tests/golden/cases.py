@@ -183,6 +183,14 @@ def fingerprint(df: pd.DataFrame) -> str:
     return hashlib.sha256(buf.getvalue().encode()).hexdigest()
 
 
+def bitwise(expected: dict[str, Any], summary: dict, tables: dict[str, pd.DataFrame]) -> bool:
+    """Whether a run's summary and tables are its reference's bit for bit (``expected``:
+    its entry of golden.json)."""
+    return summary == expected["summary"] and all(
+        fingerprint(df) == expected[name] for name, df in tables.items()
+    )
+
+
 def json_safe(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)
