@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+import weakref
 
 import mesa
 import numpy as np
@@ -28,9 +29,11 @@ class DecisionMaker(mesa.Agent):
 
     @classmethod
     def unregistered(cls, model: object, k_t: int) -> DecisionMaker:
-        """A decision-maker of a model that Mesa does not know (a planning fork)."""
+        """A decision-maker of a model that Mesa does not know (a planning fork). It holds
+        its model weakly: a fork that nothing else holds is freed at once, not left in a
+        cycle for the garbage collector (:mod:`abm.collector`)."""
         agent = object.__new__(cls)
-        agent.model, agent.k_t = model, k_t
+        agent.model, agent.k_t = weakref.proxy(model), k_t
         return agent
 
     @property

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy.special import expit
 
-from abm import segments, stages
+from abm import collector, segments, stages
 from abm.advice import checked_rows
 from abm.interfaces import RejectedRows, rows_ready
 from abm.pool import Pool, advised_rows, interleave
@@ -219,11 +219,12 @@ class Batch:
         models = self.models
         if not models:
             raise RuntimeError("every episode of this batch is over")
-        obs = None
-        if models[0]._pending is None:
-            # one row-wise policy reads the flat rows: no episode needs an observation
-            obs = self.decide(lazy=self._one_policy())
-        self.respond(self.advise(observations=obs))
+        with collector.paused():  # a tick's objects die young (abm.collector)
+            obs = None
+            if models[0]._pending is None:
+                # one row-wise policy reads the flat rows: no episode needs an observation
+                obs = self.decide(lazy=self._one_policy())
+            self.respond(self.advise(observations=obs))
 
     def advise(self, policy: Any = None, observations: list | None = None) -> list:
         """Every episode's recommendation for the decided tick, for :meth:`respond`: one

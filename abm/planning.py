@@ -368,6 +368,8 @@ class Simulator:
                 batch.decide(observe=i < ticks - 1, lazy=True)
                 for out, fork in zip(rows, forks, strict=True):
                     out.append(_rates(fork.tick, *fork.pending_success()))
+            for fork in forks:  # done with: no fork is left in a cycle with the batch
+                fork._batch = None
             return rows
         finally:
             self._running = False

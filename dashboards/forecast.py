@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from abm import segments
+from abm import collector, segments
 from abm.batch import Batch
 from abm.model import RecourseModel
 from abm.planning import RolloutStreams, Snapshot, WithoutFeedback
@@ -116,14 +116,21 @@ def futures(begin: Start, keys: Sequence[int]) -> dict[str, list[int | None]]:
     """:func:`future` of each key in ``keys`` in both arms ({arm: [ticks or None, ...]}),
     every fork advanced in one batch (:class:`abm.batch.Batch`): each is bit for bit its
     future alone, so only the cost differs. A future leaves the batch when the applicant
-    is accepted or gives up."""
-    forks = [
-        RecourseModel.from_snapshot(
-            begin.snapshots[arm], RolloutStreams(begin.seed, begin.tick, key), begin.policy
-        )
-        for key in keys
-        for arm in ARMS
-    ]
+    is accepted or gives up. The arms of one key share their streams' seeds (hashed once),
+    and the cyclic collector is paused over the request (:mod:`abm.collector`)."""
+    with collector.paused():
+        return _futures(begin, keys)
+
+
+def _futures(begin: Start, keys: Sequence[int]) -> dict[str, list[int | None]]:
+    forks = []
+    for key in keys:
+        # twins: each arm's streams start where future(begin, arm, key)'s do
+        streams = RolloutStreams(begin.seed, begin.tick, key)
+        for arm in ARMS:
+            forks.append(
+                RecourseModel.from_snapshot(begin.snapshots[arm], streams.twin(), begin.policy)
+            )
     out: list[int | None] = [None] * len(forks)
     at = {id(f): i for i, f in enumerate(forks)}
     policy, cid = begin.policy, begin.cid
@@ -147,6 +154,8 @@ def futures(begin: Start, keys: Sequence[int]) -> dict[str, list[int | None]]:
             break
         if gone.any():
             batch.part(gone)
+    for fork in forks:  # done with: no fork is left in a cycle with its batch
+        fork._batch = None
     n = len(ARMS)
     return {arm: out[j::n] for j, arm in enumerate(ARMS)}
 

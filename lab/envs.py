@@ -19,7 +19,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from abm import segments
+from abm import collector, segments
 from abm.batch import Batch, score_rows
 from abm.behaviour import change_success_probability
 from abm.config import K_MAX, M_MAX, ScenarioConfig, require_int, require_number
@@ -481,6 +481,10 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
         terminated, truncated, infos, finals), ``finals[i]`` = (last observation, last
         info) of each environment whose episode ended (its observation and info are then
         the next episode's first)."""
+        with collector.paused():  # a step's objects die young (abm.collector)
+            return self._step_lists(actions)
+
+    def _step_lists(self, actions: np.ndarray):
         # as given: each environment reads its action as PopulationEnv.step does
         actions = np.asarray(actions).reshape(self.num_envs, -1)
         envs = self.envs
