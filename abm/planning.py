@@ -20,6 +20,7 @@ unchanged.
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -138,7 +139,7 @@ class RolloutStreams:
             gen = self._gens[name] = np.random.Generator(np.random.PCG64(seq))
             if self._start is not None:
                 self._start[name] = gen.bit_generator.state
-            if name.isidentifier() and not hasattr(type(self), name) and name not in vars(self):
+            if _as_attribute(name) and name not in self.__dict__:
                 # later attribute reads find it without __getattr__ (a fork reads its
                 # streams as attributes a few times a tick, every rollout)
                 self.__dict__[name] = gen
@@ -157,6 +158,12 @@ class RolloutStreams:
         return self.get(name)
 
 
+@functools.cache
+def _as_attribute(name: str) -> bool:
+    """Whether stream ``name`` can be kept as an attribute of :class:`RolloutStreams`."""
+    return name.isidentifier() and not hasattr(RolloutStreams, name)
+
+
 class _Seed(ISeedSequence):
     """A SeedSequence whose generated words are kept: a generator seeded from it again
     (another rollout of the key) starts at the same state without hashing anew."""
@@ -167,7 +174,7 @@ class _Seed(ISeedSequence):
         self._seq, self._words = seq, {}
 
     def generate_state(self, n_words: int, dtype=np.uint32) -> np.ndarray:
-        key = (n_words, np.dtype(dtype))
+        key = (n_words, dtype)  # as the bit generator passes them (np.uint64 for PCG64)
         words = self._words.get(key)
         if words is None:
             words = self._words[key] = self._seq.generate_state(n_words, dtype)
