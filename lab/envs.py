@@ -402,7 +402,8 @@ class PopulationEnv(gym.Env):
         )
         info: dict[str, Any] = {"goal": goal, "ticks": len(rows)}
         for key in ("rr", "rf"):  # undefined (NaN) ratios are left out
-            v = nanmean([r[key] for r in rows])
+            # the usual step completes one tick: the mean of one value is that value
+            v = float(rows[0][key]) if len(rows) == 1 else nanmean([r[key] for r in rows])
             if v == v:
                 info[key] = v
         return self._last_obs.copy(), float(reward), done, False, info
@@ -488,7 +489,7 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
         # as given: each environment reads its action as PopulationEnv.step does
         actions = np.asarray(actions).reshape(self.num_envs, -1)
         envs = self.envs
-        goals = [env._goal_of(a) for env, a in zip(envs, actions, strict=True)]
+        goals = self._goals_of(actions)
         at = {id(env.model): i for i, env in enumerate(envs)}
         for batch in {id(env.model._batch): env.model._batch for env in envs}.values():
             mine = [at[id(m)] for m in batch.models]
@@ -511,6 +512,18 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
             for i in ended:
                 obs[i], infos[i] = envs[i]._started(more[i]), starts[i]
         return obs, rewards, terminated, truncated, infos, finals
+
+    def _goals_of(self, actions: np.ndarray) -> list[float]:
+        """Each environment's :meth:`PopulationEnv._goal_of` its action row, at once
+        (elementwise, so each goal has its own bits)."""
+        envs = self.envs
+        if any(env._threshold is None for env in envs):
+            raise RuntimeError("call reset() before step()")
+        thresholds = np.array([env._threshold for env in envs], dtype=float)
+        goals = goal_from_action(actions[:, 0], thresholds, envs[0].max_margin).tolist()
+        for env, goal in zip(envs, goals, strict=True):
+            env._goal.goal = goal
+        return goals
 
     def _advance(self, idx, fresh: bool = False) -> dict[int, list[dict]]:
         """Run environments ``idx`` (nothing pending; ``fresh``: new models, put in one

@@ -322,8 +322,12 @@ def encode_window(
 def goal_from_action(action: np.ndarray, threshold: float, max_margin: float) -> np.ndarray:
     """g = min(th + max_margin (a + 1) / 2, 1) for actions (n, 1) in [-1, 1]; shape (n,).
 
+    ``threshold``: one for all actions, or one per action (n,) (a vector env's episodes).
     An undefined threshold (fewer applicants than places) counts as 0.
     """
     a = np.asarray(action, dtype=float).reshape(-1).clip(-1.0, 1.0)
-    th = float(threshold) if np.isfinite(threshold) else 0.0
+    if np.ndim(threshold):
+        th = np.where(np.isfinite(threshold), threshold, 0.0)
+    else:
+        th = float(threshold) if np.isfinite(threshold) else 0.0
     return np.minimum(th + max_margin * (a + 1.0) / 2.0, 1.0)
