@@ -199,6 +199,13 @@ class Batch:
         thresholds = np.array([m._pending.threshold for m in self.models])
         return Decided(f.applicants, f.sizes, f.scores, thresholds, f.n_rej)
 
+    def accepts(self, cid: int) -> np.ndarray:
+        """(B,) bool: whether each episode accepted candidate ``cid`` in the decided tick."""
+        if self._flat is None:
+            raise RuntimeError("accepts() follows the batch's own decide()")
+        f = self._flat
+        return segments.count(f.accepted & (f.applicants.ids == cid), f.sizes) > 0
+
     def accepted_ids(self) -> list[np.ndarray]:
         """Each episode's accepted ids (a,) of the decided tick."""
         if self._flat is None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -33,6 +33,7 @@ from abm import metrics
 from abm.config import ScenarioConfig
 from abm.interfaces import Recommendation, RecourseObs, RecoursePolicy, rows_ready
 from abm.population import Population
+from abm.rng import STREAMS, seed_states
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,11 @@ class Forkable(Protocol):
         ...
 
 
+#: the streams a fork draws from as a tick runs (a fork has no Mesa scheduler), seeded
+#: together by :meth:`RolloutStreams.many`
+ROLLOUT_STREAMS = tuple(name for name in STREAMS if name != "mesa")
+
+
 class RolloutStreams:
     """Random streams of one rollout, created on first use.
 
@@ -107,6 +113,25 @@ class RolloutStreams:
         # what the rollouts with this key draw alike whatever their plan (kept over rewinds:
         # the same draws come again), e.g. a fork's last entrants (:meth:`reuse`)
         self.memo: dict[Any, Any] = {}
+
+    @classmethod
+    def many(
+        cls, seed: int, t: int, keys: Sequence[int], names: Sequence[str] = ROLLOUT_STREAMS
+    ) -> list[RolloutStreams]:
+        """``[RolloutStreams(seed, t, key) for key in keys]``, the seeds of their streams
+        ``names`` hashed in one pass (:func:`abm.rng.seed_states`) instead of one
+        SeedSequence each; the generators are the same. Other names are seeded on first
+        use, as always."""
+        out = [cls(seed, t, key) for key in keys]
+        crcs = [zlib.crc32(name.encode()) for name in names]
+        spawn = [s._key + (crc,) for s in out for crc in crcs]
+        states = seed_states(seed, spawn)
+        at = 0
+        for s in out:
+            for name in names:
+                s._seqs[name] = _Seed(seed, spawn[at], states[at])
+                at += 1
+        return out
 
     def twin(self) -> RolloutStreams:
         """Streams of another rollout with this key, advanced beside this one's (a batch
@@ -135,7 +160,7 @@ class RolloutStreams:
             seq = self._seqs.get(name)
             if seq is None:
                 key = self._key + (zlib.crc32(name.encode()),)
-                seq = self._seqs[name] = _Seed(np.random.SeedSequence(self.seed, spawn_key=key))
+                seq = self._seqs[name] = _Seed(self.seed, key)
             gen = self._gens[name] = np.random.Generator(np.random.PCG64(seq))
             if self._start is not None:
                 self._start[name] = gen.bit_generator.state
@@ -165,19 +190,25 @@ def _as_attribute(name: str) -> bool:
 
 
 class _Seed(ISeedSequence):
-    """A SeedSequence whose generated words are kept: a generator seeded from it again
-    (another rollout of the key) starts at the same state without hashing anew."""
+    """``SeedSequence(seed, spawn_key=key)`` whose generated words are kept: a generator
+    seeded from it again (another rollout of the key) starts at the same state without
+    hashing anew. ``pcg64``: PCG64's words, hashed already (:meth:`RolloutStreams.many`);
+    the SeedSequence itself is made only if other words are asked for."""
 
-    __slots__ = ("_seq", "_words")
+    __slots__ = ("_entropy", "_words")
 
-    def __init__(self, seq: np.random.SeedSequence) -> None:
-        self._seq, self._words = seq, {}
+    def __init__(self, seed: int, key: tuple[int, ...], pcg64: np.ndarray | None = None) -> None:
+        self._entropy = (seed, key)
+        # keyed as the bit generator passes them (PCG64 asks for 4 words of np.uint64)
+        self._words = {} if pcg64 is None else {(4, np.uint64): pcg64}
 
     def generate_state(self, n_words: int, dtype=np.uint32) -> np.ndarray:
-        key = (n_words, dtype)  # as the bit generator passes them (np.uint64 for PCG64)
+        key = (n_words, dtype)
         words = self._words.get(key)
         if words is None:
-            words = self._words[key] = self._seq.generate_state(n_words, dtype)
+            seed, spawn_key = self._entropy
+            seq = np.random.SeedSequence(seed, spawn_key=spawn_key)
+            words = self._words[key] = seq.generate_state(n_words, dtype)
         return words.copy()
 
 
@@ -249,12 +280,21 @@ class Simulator:
         """
         streams = self._streams.get((t, key))
         if streams is None:
-            if any(tk[0] != t for tk in self._streams):
-                self._streams.clear()  # a new tick: earlier rollouts' streams are done with
-            streams = self._streams[t, key] = RolloutStreams(seed, t, key)
-        else:
-            streams.rewind()
+            self._prepare(seed, t, [key])
+            return self._streams[t, key]
+        streams.rewind()
         return streams
+
+    def _prepare(self, seed: int, t: int, keys: list[int]) -> None:
+        """Streams for the rollouts ``keys`` at tick ``t`` not kept yet, seeded together."""
+        if any(tk[0] != t for tk in self._streams):
+            self._streams.clear()  # a new tick: earlier rollouts' streams are done with
+        new = [key for key in dict.fromkeys(keys) if (t, key) not in self._streams]
+        if len(new) == 1:  # one rollout: its streams are seeded as they are first drawn
+            self._streams[t, new[0]] = RolloutStreams(seed, t, new[0])
+        elif new:
+            for key, streams in zip(new, RolloutStreams.many(seed, t, new), strict=True):
+                self._streams[t, key] = streams
 
     def fork(self, key: int = 0) -> Forkable:
         """A fork of the model at its pending decision, with rollout ``key``'s streams."""
@@ -344,6 +384,7 @@ class Simulator:
         if snap.pending is None:
             raise RuntimeError("the simulator can only be called between decide() and respond()")
         share = bool(getattr(self._model.policy, "deterministic", False))
+        self._prepare(snap.config.seed, snap.tick, [key for key, _ in runs])
         self._running = True
         try:
             forks = []
@@ -357,9 +398,9 @@ class Simulator:
             rows: list[list[dict[str, float]]] = [[] for _ in runs]
             for i in range(ticks):
                 first = i == 0 and share
-                if not first and on_plan is not None:
+                if on_plan is not None:
                     on_plan(plans)
-                if not first and rows_ready(policy):  # every fork's rows in one call
+                if rows_ready(policy):  # every fork's rows in one call, the first tick's too
                     batch.respond(batch.advise_rows(policy.recommend_rows))
                 else:
                     recs = []

@@ -246,7 +246,30 @@ def join_columns(parts: list[dict[str, np.ndarray]], names) -> dict[str, np.ndar
     """
     if len(parts) == 1:
         return {k: parts[0][k] for k in names}
-    return {k: np.concatenate([p[k] for p in parts]) for k in names}
+    period = _period(parts)
+    if period is None:
+        return {k: np.concatenate([p[k] for p in parts]) for k in names}
+    # the same parts over and over (forks of one snapshot, abm.planning): one block,
+    # copied into place by one broadcast assignment a column (a sixth of the cost)
+    out, repeats = {}, len(parts) // period
+    for k in names:
+        block = parts[0][k] if period == 1 else np.concatenate([p[k] for p in parts[:period]])
+        column = np.empty((repeats,) + block.shape, dtype=block.dtype)
+        column[...] = block
+        out[k] = column.reshape((-1,) + block.shape[1:])
+    return out
+
+
+def _period(parts: list) -> int | None:
+    """P where ``parts`` is its first P objects repeated (``parts[i] is parts[i % P]``)
+    at least twice, else None."""
+    first, n = parts[0], len(parts)
+    period = next((i for i in range(1, n // 2 + 1) if parts[i] is first), None)
+    if period is None or n % period:
+        return None
+    if all(parts[i] is parts[i - period] for i in range(period, n)):
+        return period
+    return None
 
 
 def filled(n: int, value: Any, dtype: Any) -> np.ndarray:

@@ -7,18 +7,142 @@ draws untouched, so runs of different policies on one seed are paired.
 
 from __future__ import annotations
 
+import functools
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 STREAMS = ("arrivals", "ties", "policy", "dropout", "implementation", "reapply", "mesa")
 
+# SeedSequence's hash constants (O'Neill's seed_seq, as numpy.random.bit_generator has
+# them), for seeding many streams in one pass (:func:`seed_states`)
+_INIT_A, _MULT_A = 0x43B0D7E5, 0x931E8875
+_INIT_B, _MULT_B = 0x8B51F9DD, 0x58F38DED
+_MIX_L, _MIX_R = 0xCA01F9DD, 0x4973F715
+_POOL = 4  # SeedSequence's default pool size, in 32-bit words
+_MASK = 0xFFFFFFFF
+
 
 def stream_seed(seed: int, name: str) -> np.random.SeedSequence:
     """The SeedSequence of stream ``name`` under ``seed``."""
     return np.random.SeedSequence(seed, spawn_key=(zlib.crc32(name.encode()),))
+
+
+def _words(value: int) -> list[int]:
+    """A non-negative integer as SeedSequence reads it: 32-bit words, lowest first."""
+    words = [value & 0xFFFFFFFF]
+    value >>= 32
+    while value:
+        words.append(value & 0xFFFFFFFF)
+        value >>= 32
+    return words
+
+
+def seed_states(seed: int, spawn_keys: Sequence[tuple[int, ...]]) -> np.ndarray:
+    """(K, 4) uint64: the words ``SeedSequence(seed, spawn_key=k).generate_state(4,
+    np.uint64)`` gives for each of ``spawn_keys`` (what ``PCG64`` seeds itself from),
+    bit for bit, for all K keys at once.
+
+    One SeedSequence costs 15-30 us of Python-level hashing; a forecast seeds about a
+    thousand streams a request. Here the part of the hash that reads the seed alone is
+    done once, and each later word of entropy is mixed into every key's pool as one
+    uint32 array operation (:func:`_mix_words`).
+    """
+    if int(seed) < 0 or any(min(key, default=0) < 0 for key in spawn_keys):
+        raise ValueError("seed_states: seeds and spawn keys are non-negative integers")
+    run = _words(int(seed))
+    # with a spawn key, the seed's words are padded to the pool's size (numpy >= 1.19)
+    head = run + [0] * (_POOL - len(run))
+    pool, const = _seed_pool(tuple(head[:_POOL]))
+    lengths = {len(key) for key in spawn_keys}
+    if len(lengths) == 1 and 0 not in lengths and not head[_POOL:]:
+        keys = np.array(spawn_keys, dtype=np.int64)  # one word each (the usual keys)?
+        if keys.min() >= 0 and keys.max() <= _MASK:
+            return _generate(_mix_words(pool, const, keys.astype(np.uint32)))
+    out = np.empty((len(spawn_keys), _POOL), dtype=np.uint64)
+    groups: dict[int, list[int]] = {}
+    tails = []
+    for i, key in enumerate(spawn_keys):
+        tail = head[_POOL:] + [w for part in key for w in _words(int(part))]
+        tails.append(tail)
+        groups.setdefault(len(tail) if key else -1, []).append(i)
+    for length, members in groups.items():
+        if length < 0:  # no spawn key: the seed unpadded, as numpy takes it
+            for i in members:
+                seq = np.random.SeedSequence(int(seed))
+                out[i] = seq.generate_state(_POOL, np.uint64)
+            continue
+        words = np.array([tails[i] for i in members], dtype=np.uint32).reshape(-1, length)
+        out[members] = _generate(_mix_words(pool, const, words))
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _hash_consts(const: int, mult: int, n: int) -> np.ndarray:
+    """(n + 1,) uint32: the hash constant before each of n steps and after the last."""
+    out = [const]
+    for _ in range(n):
+        const = (const * mult) & _MASK
+        out.append(const)
+    consts = np.array(out, dtype=np.uint32)
+    consts.flags.writeable = False
+    return consts
+
+
+def _hashmix(value: int, const: int) -> tuple[int, int]:
+    """SeedSequence's hashmix on Python ints: (hashed value, the next constant)."""
+    value ^= const
+    const = (const * _MULT_A) & _MASK
+    value = (value * const) & _MASK
+    return value ^ (value >> 16), const
+
+
+def _mix(x, y):
+    out = (_MIX_L * x - _MIX_R * y) & _MASK
+    return out ^ (out >> 16)
+
+
+@functools.lru_cache(maxsize=64)
+def _seed_pool(head: tuple[int, ...]) -> tuple[tuple[int, ...], int]:
+    """The pool after SeedSequence.mix_entropy has read the first 4 words of entropy
+    ``head`` (the seed's, padded), and the hash constant then."""
+    const, pool = _INIT_A, []
+    for word in head:
+        value, const = _hashmix(word, const)
+        pool.append(value)
+    for src in range(_POOL):
+        for dst in range(_POOL):
+            if src != dst:
+                value, const = _hashmix(pool[src], const)
+                pool[dst] = _mix(pool[dst], value)
+    return tuple(pool), const
+
+
+def _mix_words(pool: tuple[int, ...], const: int, words: np.ndarray) -> np.ndarray:
+    """The rest of mix_entropy for K keys: each later word (K, n) mixed into every word
+    of the pool (4, K), in numpy's order. The constants do not depend on the data, so a
+    word's four hashes are one (4, K) operation."""
+    k, n = words.shape
+    pools = np.repeat(np.array(pool, dtype=np.uint32)[:, None], k, axis=1)
+    consts = _hash_consts(const, _MULT_A, _POOL * n)
+    for j in range(n):
+        xor, mult = consts[_POOL * j : _POOL * j + _POOL], consts[_POOL * j + 1 : _POOL * j + 5]
+        hashed = (words[:, j] ^ xor[:, None]) * mult[:, None]  # uint32: wraps, never warns
+        hashed ^= hashed >> np.uint32(16)
+        pools = np.uint32(_MIX_L) * pools - np.uint32(_MIX_R) * hashed
+        pools ^= pools >> np.uint32(16)
+    return pools
+
+
+def _generate(pools: np.ndarray) -> np.ndarray:
+    """SeedSequence.generate_state(4, np.uint64) of pools (4, K): (K, 4) uint64."""
+    consts = _hash_consts(_INIT_B, _MULT_B, 2 * _POOL)
+    words = (pools[[0, 1, 2, 3, 0, 1, 2, 3]] ^ consts[:-1, None]) * consts[1:, None]
+    words ^= words >> np.uint32(16)
+    # little-endian word pairs, as SeedSequence assembles them
+    return np.ascontiguousarray(words.T).astype("<u4").view("<u8").astype(np.uint64)
 
 
 def stream(seed: int, name: str) -> np.random.Generator:

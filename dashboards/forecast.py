@@ -116,17 +116,18 @@ def futures(begin: Start, keys: Sequence[int]) -> dict[str, list[int | None]]:
     """:func:`future` of each key in ``keys`` in both arms ({arm: [ticks or None, ...]}),
     every fork advanced in one batch (:class:`abm.batch.Batch`): each is bit for bit its
     future alone, so only the cost differs. A future leaves the batch when the applicant
-    is accepted or gives up. The arms of one key share their streams' seeds (hashed once),
-    and the cyclic collector is paused over the request (:mod:`abm.collector`)."""
+    is accepted or gives up. The arms of one key share their streams' seeds (all keys'
+    hashed in one pass, :meth:`RolloutStreams.many`), and the cyclic collector is paused
+    over the request (:mod:`abm.collector`)."""
     with collector.paused():
         return _futures(begin, keys)
 
 
 def _futures(begin: Start, keys: Sequence[int]) -> dict[str, list[int | None]]:
     forks = []
-    for key in keys:
-        # twins: each arm's streams start where future(begin, arm, key)'s do
-        streams = RolloutStreams(begin.seed, begin.tick, key)
+    # twins: each arm's streams start where future(begin, arm, key)'s do; every key's
+    # seeds hashed in one pass
+    for streams in RolloutStreams.many(begin.seed, begin.tick, list(keys)):
         for arm in ARMS:
             forks.append(
                 RecourseModel.from_snapshot(begin.snapshots[arm], streams.twin(), begin.policy)
@@ -138,10 +139,9 @@ def _futures(begin: Start, keys: Sequence[int]) -> dict[str, list[int | None]]:
     for ahead in range(1, HORIZON + 1):
         # a row-wise policy needs no fork's observation
         observed = batch.decide(lazy=policy.rows_ready)
-        done = np.array([np.any(ids == cid) for ids in batch.accepted_ids()])
-        for m, d in zip(batch.models, done.tolist(), strict=True):
-            if d:
-                out[at[id(m)]] = ahead
+        done = batch.accepts(cid)
+        for b in done.nonzero()[0].tolist():
+            out[at[id(batch.models[b])]] = ahead
         if done.all():
             break
         if done.any():

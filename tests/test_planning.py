@@ -10,6 +10,7 @@ from abm import RecourseModel
 from abm.interfaces import Recommendation
 from abm.planning import RolloutStreams, Simulator, Snapshot, WithoutFeedback
 from abm.registry import make_policy
+from abm.rng import seed_states
 
 
 def _model(policy="threshold", scenario="paper-T5", seed=4, ticks=12, **kw):
@@ -123,6 +124,35 @@ def test_rollout_streams_are_those_of_seed_tick_and_key():
     np.testing.assert_array_equal(x, a.dropout.random(4))
     assert not np.array_equal(x, RolloutStreams(5, 3, 2).dropout.random(4))
     assert not np.array_equal(x, RolloutStreams(5, 4, 1).dropout.random(4))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2**31 + 7, 2**32, 2**64 + 5, 2**130 + 3])
+def test_seed_states_are_numpys_seed_sequence_words(seed):
+    """The vectorised hash equals SeedSequence(seed, spawn_key=k).generate_state(4,
+    np.uint64) for keys of every length (none, one word, many, words above 2^32)."""
+    rng = np.random.default_rng(seed % 2**32)
+    words = rng.integers(0, 2**62, (300, 6)) >> rng.integers(0, 62, (300, 6))
+    lengths = rng.integers(1, 7, 300).tolist()
+    keys = [()] + [tuple(row[:n]) for row, n in zip(words.tolist(), lengths, strict=True)]
+    keys += [(0,), (2**32,), (2**70 + 1, 3), (1, 2, 3, 4, 5, 6, 7, 8, 9)]
+    plain = [tuple(row[:4]) for row in (words >> 30).tolist()]  # one word a part, as streams'
+    for ks in (keys, plain):
+        want = [np.random.SeedSequence(seed, spawn_key=k).generate_state(4, np.uint64) for k in ks]
+        np.testing.assert_array_equal(seed_states(seed, ks), np.array(want))
+    with pytest.raises(ValueError, match="non-negative"):
+        seed_states(seed, [(1, -2)])
+
+
+def test_rollout_streams_seeded_together_are_those_made_one_at_a_time():
+    many = RolloutStreams.many(11, 4, [0, 3, 9])
+    for key, streams in zip([0, 3, 9], many, strict=True):
+        alone = RolloutStreams(11, 4, key)
+        for name in ["dropout", "ties", "arrivals", "traits", "mesa"]:  # seeded together or not
+            np.testing.assert_array_equal(streams.get(name).random(5), alone.get(name).random(5))
+        start = RolloutStreams(11, 4, key).dropout.random(5)
+        np.testing.assert_array_equal(streams.twin().dropout.random(5), start)
+        streams.rewind()
+        np.testing.assert_array_equal(streams.dropout.random(5), start)
 
 
 def test_rollout_streams_read_as_attributes_are_the_streams_and_rewind():

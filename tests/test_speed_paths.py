@@ -203,6 +203,19 @@ def test_concat_of_some_columns_is_those_of_the_whole_concat():
                 np.testing.assert_array_equal(some.data[k], whole.data[k])
 
 
+def test_concat_of_repeated_parts_is_the_plain_concatenation():
+    """Forks of one snapshot join the same populations over and over: the broadcast copy
+    of a repeated block equals np.concatenate, column by column (values, dtype, shape),
+    and owns its arrays; parts that do not repeat whole take the plain path."""
+    a, b, c = (random_population(n, 3, s) for n, s in ((4, 1), (6, 2), (3, 5)))
+    for parts in ([a] * 5, [a, b] * 4, [a, b, c] * 3, [a, b, a], [a, b, a, c], [a, a, b, b]):
+        got = Population.concat(parts, 3)
+        for k in SCHEMA:
+            want = np.concatenate([p.data[k] for p in parts])
+            assert got.data[k].dtype == want.dtype and np.array_equal(got.data[k], want)
+            assert not np.shares_memory(got.data[k], a.data[k])
+
+
 def test_gather_equals_concatenating_then_taking():
     parts = [random_population(9, 3, 3), Population.empty(3), random_population(5, 3, 4)]
     masks = [np.random.default_rng(5).random(len(p)) < 0.5 for p in parts]
