@@ -199,6 +199,17 @@ class Batch:
         thresholds = np.array([m._pending.threshold for m in self.models])
         return Decided(f.applicants, f.sizes, f.scores, thresholds, f.n_rej)
 
+    def success_counts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(|I^succ|, |I^succ and accepted|, |I^rej window|), each (B,), of the decided
+        tick (eqs. 2-3): every episode's :meth:`RecourseModel.pending_success` at once."""
+        if self._flat is None:
+            raise RuntimeError("success_counts() follows the batch's own decide()")
+        f = self._flat
+        n_ret = np.array([m._pending.n_ret for m in self.models], dtype=np.int64)
+        a = f.applicants
+        succ = segments.first(n_ret, f.sizes) & a.advised & a.implemented
+        return segments.count(succ, f.sizes), segments.count(succ & f.accepted, f.sizes), f.n_window
+
     def accepts(self, cid: int) -> np.ndarray:
         """(B,) bool: whether each episode accepted candidate ``cid`` in the decided tick."""
         if self._flat is None:

@@ -414,8 +414,10 @@ class Simulator:
                     batch.respond(recs)
                 # the last tick is read only for its counts: no observation is built
                 batch.decide(observe=i < ticks - 1, lazy=True)
-                for out, fork in zip(rows, forks, strict=True):
-                    out.append(_rates(fork.tick, *fork.pending_success()))
+                counts = zip(rows, *(c.tolist() for c in batch.success_counts()), strict=True)
+                tick = forks[0].tick  # forks of one snapshot advance together
+                for out, n_succ, n_accepted, n_window in counts:
+                    out.append(_rates(tick, n_succ, n_accepted, n_window))
             for fork in forks:  # done with: no fork is left in a cycle with the batch
                 fork._batch = None
             return rows

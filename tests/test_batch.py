@@ -363,7 +363,8 @@ def test_a_batch_decides_and_responds_in_halves_as_it_steps():
 def test_episodes_leave_mid_tick_and_join_again_with_their_bits(scenario):
     """Batch.part() at a decided tick (the leavers take it with them), each part answered
     row-wise and finished apart for two ticks, then Batch.join() of both: every episode is
-    still its run alone; accepted_ids() and accepts() are each episode's own."""
+    still its run alone; accepted_ids(), accepts() and success_counts() are each episode's
+    own."""
     alone = [RecourseModel(scenario, "threshold", seed=s, ticks=9) for s in range(4)]
     for m in alone:
         m.run()
@@ -374,6 +375,8 @@ def test_episodes_leave_mid_tick_and_join_again_with_their_bits(scenario):
     for m, ids in zip(models, batch.accepted_ids(), strict=True):
         d = m._pending
         assert np.array_equal(ids, d.applicants.ids[d.accepted])
+    counts = np.stack(batch.success_counts(), axis=1).tolist()
+    assert counts == [list(m.pending_success()) for m in models]
     # accepts(cid): the same ids, episode by episode (ids repeat across episodes)
     each = batch.accepted_ids()
     for cid in np.unique(np.concatenate(each)).tolist()[:6] + [-1]:
