@@ -76,9 +76,12 @@ class Decision:
         """A copy whose mechanism states are its own (a fork responds into it); arrays are
         shared."""
         other = object.__new__(Decision)
-        for name in self.__slots__:
-            setattr(other, name, getattr(self, name))
-        other.states = tuple(copy.copy(s) for s in self.states)
+        # every slot by name: a fork copies one decision a rollout, 44 a lookahead tick
+        other.t, other.threshold, other._applicants = self.t, self.threshold, self._applicants
+        other.scores, other.accepted, other._rej = self.scores, self.accepted, self._rej
+        other.n_ret, other.n_window, other.obs = self.n_ret, self.n_window, self.obs
+        other.p_true = self.p_true
+        other.states = tuple(copy.copy(s) for s in self.states) if self.states else ()
         return other
 
     def rejected_X(self) -> np.ndarray:

@@ -9,6 +9,7 @@ import pytest
 from abm import RecourseModel
 from abm.interfaces import Recommendation
 from abm.planning import RolloutStreams, Simulator, Snapshot, WithoutFeedback
+from abm.population import Population
 from abm.registry import make_policy
 from abm.rng import seed_states
 
@@ -153,6 +154,23 @@ def test_rollout_streams_seeded_together_are_those_made_one_at_a_time():
         np.testing.assert_array_equal(streams.twin().dropout.random(5), start)
         streams.rewind()
         np.testing.assert_array_equal(streams.dropout.random(5), start)
+
+
+def test_a_decisions_copy_has_every_slot_and_its_own_states():
+    """Decision.copy names its slots one by one (a fork makes one per rollout): every
+    slot, present or added later, must come across; the mechanism states are copies."""
+    from abm.tick import Decision
+
+    d = Decision(3, 0.5, Population.empty(2), np.ones(2), np.ones(2, bool), 1, 4)
+    for i, name in enumerate(Decision.__slots__):
+        setattr(d, name, [i])  # a distinct object per slot
+    d.states = ([7], [8])  # each mechanism's state
+    other = d.copy()
+    for name in Decision.__slots__:
+        if name == "states":
+            assert other.states == tuple(d.states) and other.states[0] is not d.states[0]
+        else:
+            assert getattr(other, name) is getattr(d, name), name
 
 
 def test_rollout_streams_read_as_attributes_are_the_streams_and_rewind():
