@@ -62,14 +62,14 @@ class Episodes:
         """(counts.sum(),) uniforms: episode b's ``counts[b]`` from its stream ``stream``,
         episode after episode (none where ``skip[b]``; those rows are left at 1)."""
         if self.B == 1:
-            return getattr(self.models[0].streams, stream).random(int(counts[0]))
+            return _uniform(self.models[0].streams, stream, int(counts[0]))
         parts = []
         for b, m in enumerate(self.models):
             n = int(counts[b])
             if skip is not None and skip[b]:
                 parts.append(np.ones(n))
             else:
-                parts.append(getattr(m.streams, stream).random(n))
+                parts.append(_uniform(m.streams, stream, n))
         return np.concatenate(parts)
 
     def score(self, X: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -103,6 +103,14 @@ class Episodes:
                 out[lo:hi] = got
             lo = hi
         return out
+
+
+def _uniform(streams: Any, name: str, n: int) -> np.ndarray:
+    """``n`` uniforms of stream ``name``: the streams' own ``uniform`` where they have one
+    (a planner's rollouts share theirs, abm.planning.RolloutStreams.uniform), else the
+    generator's."""
+    draw = getattr(streams, "uniform", None)
+    return getattr(streams, name).random(n) if draw is None else draw(name, n)
 
 
 class Batch:
@@ -176,20 +184,48 @@ class Batch:
         ]
         counts = np.concatenate([p.counts for p in pools])
         joined = cls(models, Pool(z, p0.validity, waiting, dropped, counts))
-        if any(pending):  # the decided ticks' flat arrays, as decide() would have made them
-            ds = [m._pending for m in models]
-            sizes = np.array([len(d.applicants) for d in ds], dtype=np.int64)
-            accepted = np.concatenate([d.accepted for d in ds])
-            joined._flat = Flat(
-                Population.concat([d.applicants for d in ds], z),
-                sizes,
-                np.concatenate([d.scores for d in ds]),
-                accepted,
-                np.array([d.n_window for d in ds], dtype=np.int64),
-                (~accepted).nonzero()[0],
-                np.array([d.rej.shape[0] for d in ds], dtype=np.int64),
-            )
+        if any(pending):
+            joined._flat = _flat_of([m._pending for m in models], z)
         return joined
+
+    @classmethod
+    def of_snapshots(cls, forks: list[Any], snaps: list[Any]) -> Batch:
+        """Forks of snapshots (``forks[b]`` of ``snaps[b]``, not in a batch yet: what
+        :meth:`abm.model.RecourseModel.forks` makes) as one batch: what :meth:`join` of
+        each alone gives, built from the snapshots at once (a snapshot repeated is copied
+        by one broadcast, :func:`abm.population.join_columns`). All are at one tick, with
+        a decided tick pending in all or none."""
+        s0 = snaps[0]
+        c, t = s0.config, s0.tick
+        z, validity = c.n_features, c.validity
+        if any(s.tick != t for s in snaps):
+            raise ValueError("the snapshots to fork in one batch are at different ticks")
+        pending = [f._pending is not None for f in forks]
+        if any(pending) and not all(pending):
+            raise ValueError("forks in one batch have a decided tick pending in all or none")
+        # each snapshot's dropped-out window as its next decide() has it (older rows left)
+        windows: dict[int, list[tuple[int, Population]]] = {}
+        for s in snaps:
+            if id(s) not in windows:
+                windows[id(s)] = [(u, rows) for u, rows in s.dropped if u >= t - validity]
+        per = [windows[id(s)] for s in snaps]
+        ticks = [u for u, _ in per[0]]
+        if any([u for u, _ in w] != ticks for w in per[1:]):
+            raise ValueError("the snapshots to fork in one batch have other dropped-out windows")
+        dropped = [
+            (
+                u,
+                Population.concat([w[i][1] for w in per], z),
+                np.array([len(w[i][1]) for w in per], dtype=np.int64),
+            )
+            for i, u in enumerate(ticks)
+        ]
+        waiting = Population.concat([s.population for s in snaps], z)
+        counts = np.array([len(s.population) for s in snaps], dtype=np.int64)
+        batch = cls(forks, Pool(z, validity, waiting, dropped, counts))
+        if pending[0]:
+            batch._flat = _flat_of([f._pending for f in forks], z)
+        return batch
 
     def decided(self) -> Decided:
         """The decided tick of every episode, flat (:class:`Decided`)."""
@@ -399,7 +435,7 @@ class Batch:
             applicants.data["X_obs"] = applicants.data["X"]
         scores = ep.score(applicants.X_obs, sizes)
         ks = np.array([m.decision_maker.k_t for m in models])
-        accepted, thresholds = select_each(scores, sizes, ks, [m.streams.ties for m in models])
+        accepted, thresholds = select_each(scores, sizes, ks, _Ties(models))
         out, lo = [], 0
         each = zip(
             sizes.tolist(), thresholds.tolist(), back.tolist(), n_window.tolist(), strict=True
@@ -714,6 +750,36 @@ def _cut_flat(flat: Flat, keep: np.ndarray) -> Flat:
         flat.n_window[keep],
         (~accepted).nonzero()[0],
         flat.n_rej[keep],
+    )
+
+
+class _Ties:
+    """Each episode's ``ties`` stream, looked up when :func:`abm.selection.select_each`
+    draws from it: a planner's forks make their streams on first use, and most ticks break
+    no tie."""
+
+    __slots__ = ("_models",)
+
+    def __init__(self, models: list[Any]) -> None:
+        self._models = models
+
+    def __getitem__(self, b: int) -> np.random.Generator:
+        return self._models[b].streams.ties
+
+
+def _flat_of(ds: list[Decision], n_features: int) -> Flat:
+    """The flat arrays of decided ticks ``ds`` (one an episode), as :meth:`Batch.decide`
+    would have made them."""
+    sizes = np.array([len(d.applicants) for d in ds], dtype=np.int64)
+    accepted = np.concatenate([d.accepted for d in ds])
+    return Flat(
+        Population.concat([d.applicants for d in ds], n_features),
+        sizes,
+        np.concatenate([d.scores for d in ds]),
+        accepted,
+        np.array([d.n_window for d in ds], dtype=np.int64),
+        (~accepted).nonzero()[0],
+        np.array([d.rej.shape[0] for d in ds], dtype=np.int64),
     )
 
 

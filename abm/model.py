@@ -95,7 +95,7 @@ class RecourseModel(RecordAccess, mesa.Model):
         # an episode ends after the scenario's ticks; planning forks may roll on
         self.horizon: float = config.ticks
         # privileged: rollouts of this model (planning references only, see abm.planning)
-        self.simulator = Simulator(self, type(self).from_snapshot, Batch.join)
+        self.simulator = Simulator(self, type(self).from_snapshot, type(self).forks)
         # the scenario lets trained policies check what they were trained for;
         # allow_mismatch lets them run anyway (recorded in their provenance)
         extra = {"simulator": self.simulator, "scenario": config, "allow_mismatch": allow_mismatch}
@@ -171,6 +171,22 @@ class RecourseModel(RecordAccess, mesa.Model):
         registration (its decision-maker is unregistered); ``decide``/``respond``/``step``
         work as in the model. ``policy`` is used as given (``prepare`` is not called).
         """
+        fork = cls._bare_fork(snap, streams, policy)
+        c = snap.config
+        Batch([fork], Pool(c.n_features, c.validity, snap.population, snap.dropped))
+        return fork
+
+    @classmethod
+    def forks(cls, snaps: list[Snapshot], streams: list[Any], policy: Any) -> Batch:
+        """``Batch.join([from_snapshot(s, st, policy)._batch ...])`` built in one pass
+        (:meth:`abm.batch.Batch.of_snapshots`): fork b of ``snaps[b]`` with ``streams[b]``,
+        all at one tick. The forks are the batch's ``models``."""
+        forks = [cls._bare_fork(s, st, policy) for s, st in zip(snaps, streams, strict=True)]
+        return Batch.of_snapshots(forks, snaps)
+
+    @classmethod
+    def _bare_fork(cls, snap: Snapshot, streams: Any, policy: Any) -> RecourseModel:
+        """A fork of :meth:`from_snapshot` before it is put in a batch."""
         fork = object.__new__(cls)
         c = fork.config = snap.config
         fork.world, fork.streams, fork.policy = snap.world, streams, policy
@@ -185,7 +201,6 @@ class RecourseModel(RecordAccess, mesa.Model):
         fork.mechanisms = snap.mechanisms.fork()
         fork.decision_maker = DecisionMaker.unregistered(fork, c.k)
         fork.tick, fork._next_id = snap.tick, snap.next_id
-        Batch([fork], Pool(c.n_features, c.validity, snap.population, snap.dropped))
         # the fork's respond() writes its own figures into the decided tick: not into ours
         fork._pending = None if snap.pending is None else snap.pending.copy()
         fork.running = snap.tick < c.ticks

@@ -113,6 +113,10 @@ class RolloutStreams:
         # what the rollouts with this key draw alike whatever their plan (kept over rewinds:
         # the same draws come again), e.g. a fork's last entrants (:meth:`reuse`)
         self.memo: dict[Any, Any] = {}
+        # each stream's uniforms drawn so far by any rollout of this key (shared with its
+        # twins), and how far this rollout has read each (:meth:`uniform`)
+        self._tapes: dict[str, _Tape] = {}
+        self._pos: dict[str, int] = {}
 
     @classmethod
     def many(
@@ -140,7 +144,23 @@ class RolloutStreams:
         other = object.__new__(RolloutStreams)
         other.seed, other._key, other._gens, other._start = self.seed, self._key, {}, None
         other._seqs, other.memo = self._seqs, self.memo
+        other._tapes, other._pos = self._tapes, {}
         return other
+
+    def uniform(self, name: str, n: int) -> np.ndarray:
+        """``self.get(name).random(n)``, bit for bit: read from the uniforms that rollouts
+        with this key have drawn from the stream (each draws them alike from one start),
+        so that twins share one draw and make no generator until another kind of draw
+        asks for one (:meth:`get`, which then starts where this rollout's reading ends)."""
+        gen = self._gens.get(name)
+        if gen is not None:
+            return gen.random(n)
+        tape = self._tapes.get(name)
+        if tape is None:
+            tape = self._tapes[name] = _Tape(self._seed(name))
+        at = self._pos.get(name, 0)
+        self._pos[name] = at + n
+        return tape.read(at, n)
 
     def reuse(self, key: Any, draw: Callable[[], Any]) -> Any:
         """What ``draw()`` gave the first rollout that asked for ``key``.
@@ -154,16 +174,22 @@ class RolloutStreams:
             got = self.memo[key] = draw()
         return got
 
+    def _seed(self, name: str) -> _Seed:
+        seq = self._seqs.get(name)
+        if seq is None:
+            key = self._key + (zlib.crc32(name.encode()),)
+            seq = self._seqs[name] = _Seed(self.seed, key)
+        return seq
+
     def get(self, name: str) -> np.random.Generator:
         gen = self._gens.get(name)
         if gen is None:
-            seq = self._seqs.get(name)
-            if seq is None:
-                key = self._key + (zlib.crc32(name.encode()),)
-                seq = self._seqs[name] = _Seed(self.seed, key)
-            gen = self._gens[name] = np.random.Generator(np.random.PCG64(seq))
+            gen = self._gens[name] = np.random.Generator(np.random.PCG64(self._seed(name)))
             if self._start is not None:
                 self._start[name] = gen.bit_generator.state
+            read = self._pos.pop(name, 0)
+            if read:  # uniforms read from the tape already: one 64-bit step each
+                gen.bit_generator.advance(read)
             if _as_attribute(name) and name not in self.__dict__:
                 # later attribute reads find it without __getattr__ (a fork reads its
                 # streams as attributes a few times a tick, every rollout)
@@ -176,6 +202,7 @@ class RolloutStreams:
             raise RuntimeError("a twin's streams are not rewound: make another twin")
         for name, gen in self._gens.items():
             gen.bit_generator.state = self._start[name]
+        self._pos.clear()
 
     def __getattr__(self, name: str) -> np.random.Generator:
         if name.startswith("_"):
@@ -187,6 +214,29 @@ class RolloutStreams:
 def _as_attribute(name: str) -> bool:
     """Whether stream ``name`` can be kept as an attribute of :class:`RolloutStreams`."""
     return name.isidentifier() and not hasattr(RolloutStreams, name)
+
+
+class _Tape:
+    """The uniforms of one stream in the order it gives them: ``read(at, n)`` is what
+    ``random(n)`` gives after ``at`` uniforms were drawn (PCG64 makes a double of each
+    64-bit step, so draws of any sizes are slices of one sequence). Drawn as asked, the
+    array at least doubling, so a tick's twins share one draw."""
+
+    __slots__ = ("_gen", "_values", "_n")
+
+    def __init__(self, seed: _Seed) -> None:
+        self._gen = np.random.Generator(np.random.PCG64(seed))
+        self._values = np.empty(0)
+        self._n = 0
+
+    def read(self, at: int, n: int) -> np.ndarray:
+        end = at + n
+        if end > self._n:
+            more = self._gen.random(max(end - self._n, self._n, 16))
+            self._values = np.concatenate([self._values[: self._n], more])
+            self._values.flags.writeable = False  # twins read one array: nobody writes it
+            self._n = self._values.shape[0]
+        return self._values[at:end]
 
 
 class _Seed(ISeedSequence):
@@ -254,13 +304,14 @@ class Simulator:
         self,
         model: Forkable,
         fork: Callable[..., Forkable],
-        join: Callable[[list[Any]], Any] | None = None,
+        forks: Callable[[list[Snapshot], list[Any], Any], Any] | None = None,
     ) -> None:
         self._model = model
         self._fork = fork
-        # forks' batches -> one batch of them all (abm.batch.Batch.join); None: many()
-        # runs its rollouts one after another
-        self._join = join
+        # (snapshots, streams, policy) -> one batch of a fork of each (its ``models``, the
+        # forks: abm.model.RecourseModel.forks); None: many() runs its rollouts one after
+        # another
+        self._forks = forks
         self._streams: dict[tuple[int, int], RolloutStreams] = {}  # this tick's only
         self._running = False
         self._snap: tuple[RecourseObs, Snapshot] | None = None  # (pending obs, its snapshot)
@@ -362,7 +413,7 @@ class Simulator:
         on_plan: Callable[[list[Any]], None] | None = None,
     ) -> list[list[dict[str, float]]]:
         """``[self(ticks, key, plan) for key, plan in runs]`` with the same rows, bit for
-        bit, every fork advanced in one batch (:meth:`abm.batch.Batch.join`). Each fork
+        bit, every fork advanced in one batch (:meth:`abm.batch.Batch.of_snapshots`). Each fork
         has streams of its own, which start where rollout ``key``'s do; forks of one key
         share what :meth:`RolloutStreams.reuse` keeps.
 
@@ -372,7 +423,7 @@ class Simulator:
         :func:`~abm.interfaces.rows_ready`, as a planner answering its own rollouts by
         plan can be)."""
         runs = [(int(key), plan) for key, plan in runs]
-        if self._join is None or len(runs) < 2:
+        if self._forks is None or len(runs) < 2:
             rows = []
             for key, plan in runs:
                 if on_plan is not None:
@@ -387,12 +438,11 @@ class Simulator:
         self._prepare(snap.config.seed, snap.tick, [key for key, _ in runs])
         self._running = True
         try:
-            forks = []
-            for key, _ in runs:
-                # this key's streams start again, and keep what they keep
-                streams = self.streams(snap.config.seed, snap.tick, key).twin()
-                forks.append(self._fork(snap, streams, WithoutFeedback(self._model.policy)))
-            batch = self._join([f._batch for f in forks])
+            # each key's streams start again, and keep what they keep
+            seed, t = snap.config.seed, snap.tick
+            streams = [self.streams(seed, t, key).twin() for key, _ in runs]
+            batch = self._forks([snap] * len(runs), streams, WithoutFeedback(self._model.policy))
+            forks = list(batch.models)
             plans = [plan for _, plan in runs]
             policy = self._model.policy
             rows: list[list[dict[str, float]]] = [[] for _ in runs]

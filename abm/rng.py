@@ -164,6 +164,10 @@ class Streams:
         what rollouts with one key draw alike, :meth:`abm.planning.RolloutStreams.reuse`)."""
         return draw()
 
+    def uniform(self, name: str, n: int) -> np.ndarray:
+        """``n`` uniforms from stream ``name`` (the engine's draws of one count a row)."""
+        return self._gens[name].random(n)
+
     def __getattr__(self, name: str) -> np.random.Generator:
         if name.startswith("_"):  # not a stream (e.g. copy's probes before __init__ ran)
             raise AttributeError(name)

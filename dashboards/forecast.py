@@ -23,7 +23,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from abm import collector, segments
-from abm.batch import Batch
 from abm.model import RecourseModel
 from abm.planning import RolloutStreams, Snapshot, WithoutFeedback
 from abm.population import Population
@@ -124,18 +123,19 @@ def futures(begin: Start, keys: Sequence[int]) -> dict[str, list[int | None]]:
 
 
 def _futures(begin: Start, keys: Sequence[int]) -> dict[str, list[int | None]]:
-    forks = []
+    snaps, twins = [], []
     # twins: each arm's streams start where future(begin, arm, key)'s do; every key's
     # seeds hashed in one pass
     for streams in RolloutStreams.many(begin.seed, begin.tick, list(keys)):
         for arm in ARMS:
-            forks.append(
-                RecourseModel.from_snapshot(begin.snapshots[arm], streams.twin(), begin.policy)
-            )
+            snaps.append(begin.snapshots[arm])
+            twins.append(streams.twin())
+    # one batch of every fork, built from the two snapshots at once
+    batch = RecourseModel.forks(snaps, twins, begin.policy)
+    forks = list(batch.models)
     out: list[int | None] = [None] * len(forks)
     at = {id(f): i for i, f in enumerate(forks)}
     policy, cid = begin.policy, begin.cid
-    batch = Batch.join([f._batch for f in forks])
     # futures that are over ride along (their draws are their own, so the others' bits
     # are untouched) until a quarter of the batch is over: then they leave together,
     # one cut of every array instead of one a tick

@@ -359,6 +359,72 @@ def test_twin_streams_start_where_their_key_starts_and_share_the_memo():
     assert np.array_equal(streams.dropout.random(4), first)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_uniforms_read_from_a_keys_tape_are_its_generators_draws(seed):
+    """RolloutStreams.uniform: any rollout's reads, in any sizes and interleaved with its
+    twins', are the generator's own draws; a generator asked for after some reads starts
+    where they end; a rewind reads from the start again."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(0, 40, 6).tolist()
+    want = RolloutStreams(3, 5, seed).dropout.random(sum(sizes) + 9)
+    streams = RolloutStreams(3, 5, seed)
+    twins = [streams.twin() for _ in range(3)]
+    at = [0] * 4
+    for n in sizes:
+        for i, s in enumerate([streams, *twins]):
+            got = s.uniform("dropout", n)
+            np.testing.assert_array_equal(got, want[at[i] : at[i] + n])
+            assert not got.flags.writeable  # shared by the twins: nobody writes it
+            at[i] += n
+        twins.append(streams.twin())  # a late twin reads from the start
+        at.append(0)
+    # another kind of draw makes the generator where this rollout's reading ends
+    np.testing.assert_array_equal(twins[0].dropout.random(7), want[at[1] : at[1] + 7])
+    np.testing.assert_array_equal(twins[0].uniform("dropout", 2), want[at[1] + 7 : at[1] + 9])
+    streams.rewind()
+    np.testing.assert_array_equal(streams.uniform("dropout", 5), want[:5])
+
+
+@pytest.mark.parametrize("scenario", ["paper", "paper-T5", "lending"])
+def test_forks_built_in_one_pass_are_the_forks_joined(scenario):
+    """RecourseModel.forks (Batch.of_snapshots): the pool, window, counts and decided
+    tick of Batch.join over forks made one by one, and the same ticks after."""
+    from abm.batch import Batch
+
+    model = RecourseModel(scenario, "threshold", seed=2, ticks=12, agents=False)
+    model.run(6)
+    model.decide()
+    snaps = [model.snapshot(), model.snapshot()]
+    order = [0, 1, 1, 0, 0]
+
+    def streams():
+        return [RolloutStreams(2, 6, key) for key in range(len(order))]
+
+    policy = WithoutFeedback(model.policy)
+    one = [
+        RecourseModel.from_snapshot(snaps[i], st, policy)
+        for i, st in zip(order, streams(), strict=True)
+    ]
+    joined = Batch.join([f._batch for f in one])
+    built = RecourseModel.forks([snaps[i] for i in order], streams(), policy)
+    assert built.B == joined.B == len(order)
+    np.testing.assert_array_equal(built.pool.counts, joined.pool.counts)
+    for name, column in joined.pool.waiting.data.items():
+        np.testing.assert_array_equal(built.pool.waiting.data[name], column)
+    assert [t for t, _, _ in built.pool.dropped] == [t for t, _, _ in joined.pool.dropped]
+    for (_, a, na), (_, b, nb) in zip(built.pool.dropped, joined.pool.dropped, strict=True):
+        np.testing.assert_array_equal(na, nb)
+        np.testing.assert_array_equal(a.ids, b.ids)
+    for x, y in zip(built._flat, joined._flat, strict=True):
+        if isinstance(x, np.ndarray):
+            np.testing.assert_array_equal(x, y)
+    for batch in (built, joined):
+        batch.respond(batch.advise(model.policy))
+        batch.decide()
+    np.testing.assert_array_equal(built.success_counts(), joined.success_counts())
+    np.testing.assert_array_equal(built.pool.waiting.X, joined.pool.waiting.X)
+
+
 def test_a_planner_answers_its_own_rollouts_row_wise():
     """The lookahead inside a batch of its rollouts is row-wise (each fork's goal from its
     own margin) and its choices are those of the rollouts asked one at a time."""
