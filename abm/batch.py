@@ -168,20 +168,10 @@ class Batch:
         pools = [b.pool for b in batches]
         for p in pools:  # entries past the window leave (as the next decide() has them)
             p.dropped_in_window(models[0].tick)
-        ticks = [[t for t, _, _ in p.dropped] for p in pools]
-        if any(t != ticks[0] for t in ticks[1:]):
-            raise ValueError("the batches to join have other dropped-out windows")
         p0 = pools[0]
         z = p0.n_features
+        dropped = _joined_windows([p.dropped for p in pools], z, "batches to join")
         waiting = Population.concat([p.waiting for p in pools], z)
-        dropped = [
-            (
-                t,
-                Population.concat([p.dropped[i][1] for p in pools], z),
-                np.concatenate([p.dropped[i][2] for p in pools]),
-            )
-            for i, t in enumerate(ticks[0])
-        ]
         counts = np.concatenate([p.counts for p in pools])
         joined = cls(models, Pool(z, p0.validity, waiting, dropped, counts))
         if any(pending):
@@ -204,22 +194,16 @@ class Batch:
         if any(pending) and not all(pending):
             raise ValueError("forks in one batch have a decided tick pending in all or none")
         # each snapshot's dropped-out window as its next decide() has it (older rows left)
-        windows: dict[int, list[tuple[int, Population]]] = {}
+        windows: dict[int, list[tuple[int, Population, np.ndarray]]] = {}
         for s in snaps:
             if id(s) not in windows:
-                windows[id(s)] = [(u, rows) for u, rows in s.dropped if u >= t - validity]
+                windows[id(s)] = [
+                    (u, rows, np.array([len(rows)], dtype=np.int64))
+                    for u, rows in s.dropped
+                    if u >= t - validity
+                ]
         per = [windows[id(s)] for s in snaps]
-        ticks = [u for u, _ in per[0]]
-        if any([u for u, _ in w] != ticks for w in per[1:]):
-            raise ValueError("the snapshots to fork in one batch have other dropped-out windows")
-        dropped = [
-            (
-                u,
-                Population.concat([w[i][1] for w in per], z),
-                np.array([len(w[i][1]) for w in per], dtype=np.int64),
-            )
-            for i, u in enumerate(ticks)
-        ]
+        dropped = _joined_windows(per, z, "snapshots to fork in one batch")
         waiting = Population.concat([s.population for s in snaps], z)
         counts = np.array([len(s.population) for s in snaps], dtype=np.int64)
         batch = cls(forks, Pool(z, validity, waiting, dropped, counts))
@@ -765,6 +749,23 @@ class _Ties:
 
     def __getitem__(self, b: int) -> np.random.Generator:
         return self._models[b].streams.ties
+
+
+def _joined_windows(windows: list, n_features: int, what: str) -> list[tuple]:
+    """The dropped-out windows of batches or forks (each a list of (tick, rows, rows per
+    episode)) as one window of all their episodes, in order; they must cover one set of
+    ticks (``what`` names them in the error)."""
+    ticks = [t for t, _, _ in windows[0]]
+    if any([t for t, _, _ in w] != ticks for w in windows[1:]):
+        raise ValueError(f"the {what} have other dropped-out windows")
+    return [
+        (
+            t,
+            Population.concat([w[i][1] for w in windows], n_features),
+            np.concatenate([w[i][2] for w in windows]),
+        )
+        for i, t in enumerate(ticks)
+    ]
 
 
 def _flat_of(ds: list[Decision], n_features: int) -> Flat:

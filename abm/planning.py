@@ -222,20 +222,18 @@ class _Tape:
     64-bit step, so draws of any sizes are slices of one sequence). Drawn as asked, the
     array at least doubling, so a tick's twins share one draw."""
 
-    __slots__ = ("_gen", "_values", "_n")
+    __slots__ = ("_gen", "_values")
 
     def __init__(self, seed: _Seed) -> None:
         self._gen = np.random.Generator(np.random.PCG64(seed))
         self._values = np.empty(0)
-        self._n = 0
 
     def read(self, at: int, n: int) -> np.ndarray:
-        end = at + n
-        if end > self._n:
-            more = self._gen.random(max(end - self._n, self._n, 16))
-            self._values = np.concatenate([self._values[: self._n], more])
+        end, drawn = at + n, self._values.shape[0]
+        if end > drawn:
+            more = self._gen.random(max(end - drawn, drawn, 16))
+            self._values = np.concatenate([self._values, more])
             self._values.flags.writeable = False  # twins read one array: nobody writes it
-            self._n = self._values.shape[0]
         return self._values[at:end]
 
 
