@@ -1,6 +1,7 @@
 """Make the report cards of the built-in entries, the rows of docs/leaderboard.md.
 
     python scripts/leaderboard_cards.py [--tier full] [--workers 2] [--only NAME ...]
+    python scripts/leaderboard_cards.py --rejudge [--tier full] [--reports DIR]
     python scripts/benchmark_doc.py     # then the page, from results/benchmark/cards/
 
 All entries of a tier run in one pass (:func:`lab.benchmark.run.run_benchmarks`: the
@@ -9,6 +10,12 @@ of ``recourse-abm benchmark``, so it resumes and reuses what is there. Each card
 ``results/benchmark/cards/NAME-TIER.json`` (its page to ``results/benchmark/NAME/TIER/``).
 The entries are :data:`lab.benchmark.leaderboard.BUILT_IN`; the built-in policies not
 entered, and why, are its ``NOT_ENTERED`` (the leaderboard page lists them).
+
+``--rejudge``: the shipped cards of an earlier protocol version that runs the same runs
+(:func:`lab.benchmark.card.rejudge`), and the shipped baselines, carried over to this one
+without running anything again: each card's tables judged again from its runs (they must
+come out the same), and ``check_policy`` run under this version's rules. ``--reports DIR``
+keeps each entry's check report as ``NAME.txt`` and reuses it, so a pass cut short resumes.
 """
 
 from __future__ import annotations
@@ -33,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--store", type=Path, default=DEFAULT_STORE)
     parser.add_argument("--only", nargs="*", default=None, help="card names to make")
+    parser.add_argument(
+        "--rejudge", action="store_true", help="carry earlier-version cards over, no runs"
+    )
+    parser.add_argument("--reports", type=Path, default=None, help="check reports kept here")
     args = parser.parse_args(argv)
     entries = BUILT_IN[args.tier]
     names = args.only or list(entries)
@@ -40,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"--only = {unknown[0]!r} is not allowed: one of {', '.join(entries)}")
         return 2
+    if args.rejudge:
+        return rejudge(names, args.tier, args.reports)
     start = time.perf_counter()
     shown = {"step": -1}
 
@@ -66,6 +79,36 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copyfile(paths["json"], target)
         print(f"{name}: {target.relative_to(ROOT)}", flush=True)
     print(f"{len(names)} cards in {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+def rejudge(names: list[str], tier: str, reports: Path | None) -> int:
+    """Carry the shipped baselines and cards ``names`` of ``tier`` over to this version."""
+    import json
+
+    from lab.benchmark.protocol import VERSION
+
+    start = time.perf_counter()
+    shipped = ROOT / card.BASELINES
+    card.carry_baselines(shipped)
+    if reports is not None:
+        reports.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        target = ROOT / CARDS / f"{name}-{tier}.json"
+        doc = json.loads(target.read_text())
+        if doc["protocol"]["version"] == VERSION:
+            print(f"{name}: already {VERSION}", flush=True)
+            continue
+        kept = None if reports is None else reports / f"{name}.txt"
+        check = kept.read_text() if kept is not None and kept.is_file() else None
+        outcome, made = card.rejudge(doc, check=check, baselines=shipped)
+        if kept is not None and check is None:
+            kept.write_text(outcome.check)
+        paths = card.write(outcome, ROOT / "results" / "benchmark" / name / tier, made)
+        shutil.copyfile(paths["json"], target)
+        print(
+            f"{name}: {target.relative_to(ROOT)}, {time.perf_counter() - start:.0f} s", flush=True
+        )
     return 0
 
 

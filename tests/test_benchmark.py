@@ -15,7 +15,17 @@ from typer.testing import CliRunner
 
 from abm.registry import REGISTRY
 from lab.benchmark import card
-from lab.benchmark.protocol import TIERS, VERSION, VERSIONS, Protocol, protocol
+from lab.benchmark.protocol import (
+    PAST,
+    RUN_FIELDS,
+    TIERS,
+    VERSION,
+    VERSIONS,
+    Protocol,
+    past,
+    protocol,
+    same_runs,
+)
 from lab.benchmark.run import (
     BenchmarkRefused,
     not_run_presets,
@@ -42,6 +52,30 @@ def test_each_tier_is_the_one_its_version_pins():
     full = protocol("full")
     for change in ({"worlds": 19}, {"margins": full.margins[:-1]}, {"check_rules": ()}):
         assert full.model_copy(update=change).digest() != full.digest()
+
+
+def test_each_earlier_version_is_the_one_its_digest_pins_and_runs_the_same_runs():
+    """PAST says what each earlier version fixed otherwise; rebuilt from it, every tier has
+    the digest its version pinned, and only the entry check differs from today's, so its
+    runs (and run ids) are today's: its cards can be judged again without a run."""
+    assert set(VERSIONS) == {VERSION, *PAST}
+    for version in PAST:
+        for tier in TIERS:
+            old, now = past(version, tier), protocol(tier)
+            assert old.digest() == VERSIONS[version][tier], (version, tier)
+            assert same_runs(old, now) and old.digest() != now.digest()
+            assert [r.run_id for r in studies("threshold", old)[0].runs()] == [
+                r.run_id for r in studies("threshold", now)[0].runs()
+            ]
+    full = protocol("full")
+    for field in RUN_FIELDS:  # any run field set otherwise: other runs
+        quick = getattr(protocol("quick"), field)
+        if quick != getattr(full, field):
+            assert not same_runs(full, full.model_copy(update={field: quick}))
+    assert not same_runs(full, full.model_copy(update={"worlds": 19}))
+    assert same_runs(full, full.model_copy(update={"check_rules": ()}))
+    with pytest.raises(ValueError, match="version = 'dynamic-recourse/0'"):
+        past("dynamic-recourse/0")
 
 
 def test_the_tiers_hold_what_the_protocol_says():
@@ -210,6 +244,78 @@ def pa_table(frame):
     import pyarrow as pa
 
     return pa.Table.from_pandas(frame, preserve_index=False)
+
+
+def _as_version(doc: dict, version: str) -> dict:
+    """``doc`` stamped as a card of ``version`` (what that version made of the same runs)."""
+    tier = doc["protocol"]["tier"]
+    stamped = json.loads(json.dumps(doc))
+    stamped["protocol"] = {"version": version, "tier": tier, "digest": VERSIONS[version][tier]}
+    return stamped
+
+
+@pytest.mark.slow  # a smoke benchmark: about 5 s, then its check again
+def test_a_card_of_an_earlier_version_is_judged_again_from_its_runs(smoke, tmp_path):
+    """A card of dynamic-recourse/1 (same runs) carried over: runs, sample, tables and the
+    machine that made the runs kept, check_policy's report under today's rules, and the
+    result verifies; an edited figure or a version with other runs is refused."""
+    _, paths, store = smoke
+    doc = json.loads(paths["json"].read_text())
+    old = _as_version(doc, "dynamic-recourse/1")
+    with pytest.raises(card.CardError, match="dynamic-recourse/1"):
+        card.check_version(old)
+    outcome, made = card.rejudge(old, store=store)
+    assert made["protocol"]["version"] == "dynamic-recourse/1"
+    assert "batch" in outcome.check and outcome.protocol == protocol("smoke")
+    out = card.write(outcome, tmp_path / "again", made)
+    again = json.loads(out["json"].read_text())
+    for key in ("runs", "sample", "card", "fronts", "machine", "created", "not_run"):
+        assert again[key] == doc[key], key
+    assert again["protocol"] == doc["protocol"]
+    assert again["judged_again"]["runs_of"] == old["protocol"]
+    said = card.verify(out["json"], store=store, log=str)
+    assert said[0].startswith("tables:") and "bit for bit" in said[-1]
+    path = tmp_path / "v1" / "card.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(old))
+    result = runner.invoke(app, ["benchmark", "--rejudge", str(path), "--store", str(store)])
+    assert result.exit_code == 0, result.output
+    carried = card.read(tmp_path / "v1" / VERSION.replace("/", "-") / "card.json")
+    assert carried["card"] == doc["card"] and "dynamic-recourse/1 ->" in result.output
+    edited = json.loads(json.dumps(old))
+    edited["runs"]["entry"][0]["rf"] += 0.25
+    with pytest.raises(card.Mismatch, match="card row"):
+        card.rejudge(edited, check="(not run)", store=store)
+    with pytest.raises(card.CardError, match="not a version"):
+        card.rejudge(_as_version(doc, VERSION) | {"protocol": {"version": "x/0"}}, store=store)
+
+
+@pytest.mark.slow  # a smoke benchmark: about 5 s
+def test_baselines_of_an_earlier_version_are_carried_over_row_for_row(smoke, tmp_path):
+    import pyarrow.parquet as pq
+
+    _, _, store = smoke
+    path = card.export_baselines(store, tmp_path / "b.parquet", tier="smoke")
+    arrow = pq.read_table(path)
+    meta = json.loads(arrow.schema.metadata[b"recourse-abm"])
+    earlier = {
+        **meta,
+        "version": "dynamic-recourse/1",
+        "digest": VERSIONS["dynamic-recourse/1"]["smoke"],
+    }
+    stamp = {b"recourse-abm": json.dumps(earlier).encode()}
+    pq.write_table(arrow.replace_schema_metadata(stamp), tmp_path / "old.parquet")
+    with pytest.raises(card.CardError, match="dynamic-recourse/1"):
+        card.read_baselines(tmp_path / "old.parquet")
+    carried = card.carry_baselines(tmp_path / "old.parquet", tmp_path / "new.parquet")
+    assert card.read_baselines(carried).equals(card.read_baselines(path))
+    bad = {**earlier, "digest": "0" * 16}
+    pq.write_table(
+        arrow.replace_schema_metadata({b"recourse-abm": json.dumps(bad).encode()}),
+        tmp_path / "bad.parquet",
+    )
+    with pytest.raises(card.CardError, match="digest"):
+        card.carry_baselines(tmp_path / "bad.parquet", tmp_path / "x.parquet")
 
 
 @pytest.mark.slow  # a smoke benchmark: about 5 s
@@ -383,9 +489,9 @@ def test_the_leaderboard_has_a_row_per_card_and_refuses_other_versions(smoke, tm
         line for line in leaderboard.markdown(cards).splitlines() if "threshold-true" in line
     )
     assert row.endswith("| not run |")
-    other = dict(doc, protocol={**doc["protocol"], "version": "dynamic-recourse/2"})
+    other = dict(doc, protocol={**doc["protocol"], "version": "dynamic-recourse/0"})
     (cards / "other.json").write_text(json.dumps(other))
-    with pytest.raises(card.CardError, match="dynamic-recourse/2"):
+    with pytest.raises(card.CardError, match="dynamic-recourse/0"):
         leaderboard.markdown(cards)
     old = dict(doc, results_schema=doc["results_schema"] - 1)
     (cards / "other.json").write_text(json.dumps(old))

@@ -35,8 +35,8 @@ from abm.provenance import (
     versions,
     write_json,
 )
-from lab.benchmark.protocol import VERSION, VERSIONS, Protocol, protocol
-from lab.benchmark.run import KEPT, Outcome, judge, not_run_presets, studies
+from lab.benchmark.protocol import VERSION, VERSIONS, Protocol, past, protocol, same_runs
+from lab.benchmark.run import KEPT, Outcome, check_entry, judge, not_run_presets, studies
 
 KIND = "recourse-abm benchmark card"
 #: runs of the entry each card keeps tick by tick for --verify (one per preset)
@@ -128,22 +128,29 @@ def _table(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return json_safe(frame.to_dict(orient="records"))
 
 
-def build(outcome: Outcome) -> dict[str, Any]:
-    """The card's JSON document (plain data)."""
+def build(outcome: Outcome, made: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The card's JSON document (plain data). ``made``: for a card judged again
+    (:func:`rejudge`), where and when its runs were made (``versions``, ``machine``,
+    ``created`` and ``protocol`` of the card they come from); the card keeps those, since
+    --verify reruns the runs against them, and says when and where it was judged again."""
     proto, policy, runs = outcome.protocol, outcome.policy, outcome.runs
     figures = [f for f in proto.figures if f in runs]
     mine = runs[runs["policy"] == policy].sort_values(["preset", "world_seed", "seed"])
     sample = mine.groupby("preset", sort=False).head(SAMPLE_PER_PRESET)
     ticks = _sample_ticks(outcome, sample)
+    here = {"versions": versions(), "machine": machine(), "created": now()}
+    origin = {k: made[k] for k in here} if made is not None else here
+    judged = {} if made is None else {"judged_again": {**here, "runs_of": made["protocol"]}}
     return {
         "kind": KIND,
         "protocol": {"version": proto.version, "tier": proto.tier, "digest": proto.digest()},
         "policy": {"spec": policy, "versions": policy_versions(policy)},
         "package": {"recourse-abm": __version__},
-        "versions": versions(),
+        "versions": origin["versions"],
         "results_schema": RESULTS_SCHEMA,
-        "machine": machine(),
-        "created": now(),
+        "machine": origin["machine"],
+        "created": origin["created"],
+        **judged,
         "check_policy": outcome.check,
         "allowed_breaks": outcome.allowed,
         "not_run": outcome.not_run,
@@ -182,26 +189,33 @@ def _sample_ticks(outcome: Outcome, sample: pd.DataFrame) -> dict[str, dict[str,
     return out
 
 
-def write(outcome: Outcome, out: str | Path) -> dict[str, Path]:
-    """``card.json`` and ``card.html`` under ``out``; returns their paths."""
+def write(outcome: Outcome, out: str | Path, made: dict[str, Any] | None = None) -> dict[str, Path]:
+    """``card.json`` and ``card.html`` under ``out``; returns their paths (``made``: see
+    :func:`build`)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    doc = build(outcome)
+    doc = build(outcome, made)
     # compact: a full card holds about 10,000 figures
     paths = {"json": write_json(out / "card.json", doc, indent=None), "html": out / "card.html"}
     paths["html"].write_text(page(doc, outcome))
     return paths
 
 
-def read(path: str | Path) -> dict[str, Any]:
-    """A card's JSON document, checked to be a card of a protocol version this package
-    knows (:class:`CardError` otherwise)."""
+def load(path: str | Path) -> dict[str, Any]:
+    """A card's JSON document, of any protocol version (:class:`CardError` if it is none)."""
     try:
         doc = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise CardError(f"card = {str(path)!r} cannot be read: {exc}") from None
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
         raise CardError(f"card = {str(path)!r} is not a {KIND}")
+    return doc
+
+
+def read(path: str | Path) -> dict[str, Any]:
+    """A card's JSON document, checked to be a card of the package's protocol version
+    (:class:`CardError` otherwise)."""
+    doc = load(path)
     check_version(doc)
     return doc
 
@@ -219,6 +233,98 @@ def check_version(doc: dict[str, Any], version: str = VERSION) -> None:
             f"protocol digest = {got.get('digest')!r} is not {version} {got.get('tier')}'s "
             f"({known})"
         )
+
+
+# -- judging again ------------------------------------------------------------------------
+def _earlier(got: dict[str, Any], what: str) -> Protocol:
+    """The protocol of an earlier version named by ``got`` (version, tier, digest) whose
+    runs are the current version's (:func:`lab.benchmark.protocol.same_runs`), checked
+    against its pinned digest; :class:`CardError` otherwise."""
+    version, tier = got.get("version"), got.get("tier")
+    try:
+        old = past(version, tier)
+    except (ValueError, TypeError):
+        raise CardError(
+            f"{what}: protocol = {version!r} is not a version this package knows"
+        ) from None
+    if old.digest() != got.get("digest") or old.digest() != VERSIONS[version][tier]:
+        raise CardError(f"{what}: protocol digest = {got.get('digest')!r} is not {version}'s")
+    if not same_runs(old, protocol(tier)):
+        raise CardError(f"{what}: {version} {tier} runs other runs than {VERSION}'s")
+    return old
+
+
+def carry_baselines(path: str | Path = BASELINES, out: str | Path | None = None) -> Path:
+    """Shipped baselines (:func:`export_baselines`) of an earlier version that runs the same
+    runs, stamped with the current version (``out``, default: in place): every row as it
+    was, its run ids checked against the digest the file names."""
+    import pyarrow.parquet as pq
+
+    arrow = pq.read_table(path)
+    meta = json.loads((arrow.schema.metadata or {}).get(b"recourse-abm", b"{}"))
+    if meta.get("results_schema") != RESULTS_SCHEMA:
+        raise CardError(
+            f"baselines = {str(path)!r} are of results schema {meta.get('results_schema')}"
+        )
+    if meta.get("version") != VERSION:
+        _earlier(meta, f"baselines = {str(path)!r}")
+    if _id_digest(arrow.column("run_id").to_pylist()) != meta.get("runs"):
+        raise Mismatch(f"baselines = {str(path)!r}: its runs are not the ones it names")
+    proto = protocol(meta["tier"])
+    meta = {**meta, "version": proto.version, "digest": proto.digest()}
+    stamped = {**(arrow.schema.metadata or {}), b"recourse-abm": json.dumps(meta).encode()}
+    out = Path(path if out is None else out)
+    pq.write_table(arrow.replace_schema_metadata(stamped), out, compression="zstd")
+    return out
+
+
+def rejudge(
+    doc: dict[str, Any],
+    *,
+    check: str | None = None,
+    store: str | Path | None = None,
+    baselines: str | Path | None = None,
+) -> tuple[Outcome, dict[str, Any]]:
+    """A card of an earlier version whose runs are the current version's, judged under the
+    current one from the runs it holds (no run is made again): the entry's runs and sampled
+    ticks as they were, the baselines' from ``store`` or else the shipped file
+    (``baselines``, of the current version: :func:`carry_baselines`; as :func:`verify`
+    reads them), the tables judged
+    again, and ``check_policy`` under the current version's rules (``check``: its report,
+    if already made). Returns the outcome and where its runs were made, for :func:`write`.
+    The tables must come out as the card's (:class:`Mismatch` otherwise): only how an
+    entry is checked may differ between such versions."""
+    old = _earlier(doc.get("protocol", {}), "card")
+    proto = protocol(old.tier)
+    policy = doc["policy"]["spec"]
+    not_run = dict(doc.get("not_run", {}))
+    plan, by_id = _plan(policy, proto, not_run)
+    entry = pd.DataFrame(doc["runs"]["entry"])
+    unknown = set(entry["run_id"]) - set(by_id)
+    if unknown:
+        raise CardError(f"card: run {sorted(unknown)[0]} is not a run of {proto.version}")
+    others = _baseline_figures(doc, proto, plan, by_id, store, baselines)
+    runs = pd.concat([entry, others], ignore_index=True).astype({"world_seed": int, "seed": int})
+    # the order run_benchmarks gives: by preset, the entry first, then the baselines
+    rank = {p: i for i, p in enumerate(dict.fromkeys([policy, *proto.baseline_policies()]))}
+    order = {p: i for i, p in enumerate(proto.presets)}
+    runs = runs.assign(_p=runs["preset"].map(order), _r=runs["policy"].map(rank))
+    runs = runs.sort_values(["_p", "_r", "world_seed", "seed"], kind="stable")
+    runs = runs.drop(columns=["_p", "_r"]).reset_index(drop=True)
+    card, fronts = judge(runs, policy, proto)
+    for name, table in (("card", card), ("fronts", fronts)):
+        _compare_tables(name, pd.DataFrame(doc[name]), table)
+    allowed = dict(doc.get("allowed_breaks", {}))
+    report = check_entry(policy, proto, allowed) if check is None else check
+    ticks = pd.DataFrame(
+        [
+            {"run_id": s["run_id"], **dict(zip(s["ticks"], values, strict=True))}
+            for s in doc["sample"]
+            for values in zip(*s["ticks"].values(), strict=True)
+        ]
+    )
+    made = {k: doc[k] for k in ("versions", "machine", "created", "protocol")}
+    return Outcome(proto, policy, runs, card, fronts, report, ticks, allowed, not_run), made
 
 
 # -- verifying ----------------------------------------------------------------------------

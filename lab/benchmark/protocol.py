@@ -26,11 +26,10 @@ from lab.study.front import FRONT_BOUND, MARGIN_RECOMMENDERS, MARGINS, margin_po
 from lab.study.stats import ALPHA, BOUNDS, DIRECTIONS, MIN_WORLDS_FOR_VERDICT
 
 #: the protocol this package runs
-VERSION = "dynamic-recourse/1"
-#: check_policy's rules and worlds added after this version was fixed: the rule and the
-#: world "one-way" (one-way features, issue 53), the rule and the world "onehot" (one-hot
-#: groups, issue 53), the rule "batch" (a batch of episodes is each episode alone, issue 49)
-CHECKS_SINCE = frozenset({"one-way", "onehot", "batch"})
+VERSION = "dynamic-recourse/2"
+#: check_policy's rules and worlds added after this version was fixed (none: version 2
+#: took in those that joined after version 1, see :data:`PAST`)
+CHECKS_SINCE: frozenset[str] = frozenset()
 Tier = Literal["full", "quick", "smoke"]
 TIERS: tuple[Tier, ...] = ("full", "quick", "smoke")
 
@@ -171,7 +170,68 @@ VERSIONS: dict[str, dict[str, str]] = {
         "quick": "d6e252438558b06d",
         "smoke": "fe42565f0c4460de",
     },
+    "dynamic-recourse/2": {
+        "full": "4b4c08fa44e0ba62",
+        "quick": "d124ae2fb2c7b954",
+        "smoke": "f1f4583980cfb9c4",
+    },
 }
+
+#: the fields that make a protocol's runs: two versions equal in all of them run the same
+#: runs (run ids name a run's whole content), and differ only in how an entry is judged
+RUN_FIELDS = (
+    "presets",
+    "worlds",
+    "episodes",
+    "ticks",
+    "settings",
+    "baselines",
+    "fronts",
+    "margins",
+)
+
+#: earlier versions: what each fixed differently from the current one (:func:`past`)
+PAST: dict[str, dict[str, tuple[str, ...]]] = {
+    # version 2 added check_policy's rules "one-way" and "onehot" (issue 53) and "batch"
+    # (issue 49), and the worlds "one-way" and "onehot" (the smoke tier checks in paper only)
+    "dynamic-recourse/1": {
+        "check_rules": (
+            "runs",
+            "advice-shape",
+            "bounds",
+            "immutables",
+            "obs-unchanged",
+            "determinism",
+            "honest-masks",
+            "goal-admissible",
+            "goal-reached",
+            "budget",
+            "model-in-force",
+            "fork-safe",
+        ),
+        "check_worlds": ("paper", "improvement", "retraining", "budget", "fair-scarf"),
+    },
+}
+
+
+def past(version: str, tier: Tier = "full") -> Protocol:
+    """``tier`` of an earlier ``version`` (:data:`PAST`), as it was fixed: its digest is
+    the one :data:`VERSIONS` pins (tests/test_benchmark.py)."""
+    if version == VERSION:
+        return protocol(tier)
+    if version not in PAST:
+        raise ValueError(f"version = {version!r} is not allowed: one of {', '.join(VERSIONS)}")
+    changed = dict(PAST[version])
+    if tier == "smoke":  # the smoke tier checks in the paper's world only, in every version
+        changed.pop("check_worlds", None)
+    return protocol(tier).model_copy(update={"version": version, **changed})
+
+
+def same_runs(a: Protocol, b: Protocol) -> bool:
+    """Whether protocols ``a`` and ``b`` run the same runs (:data:`RUN_FIELDS`): a card of
+    one can be judged again under the other from the runs it holds
+    (:func:`lab.benchmark.card.rejudge`)."""
+    return a.tier == b.tier and all(getattr(a, f) == getattr(b, f) for f in RUN_FIELDS)
 
 
 def describe() -> str:

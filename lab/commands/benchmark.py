@@ -2,7 +2,9 @@
 
 Checks the policy (:func:`abm.testing.check_policy`), runs the protocol's tier
 (:mod:`lab.benchmark`) beside the baselines and the constant-margin fronts, resumable,
-and writes its report card (``card.json``, ``card.html``); ``--verify CARD`` checks a card.
+and writes its report card (``card.json``, ``card.html``); ``--verify CARD`` checks a card,
+``--rejudge CARD`` carries a card of an earlier protocol version over
+(:func:`lab.benchmark.card.rejudge`).
 """
 
 from __future__ import annotations
@@ -90,6 +92,14 @@ def benchmark(
     verify: Annotated[
         Path | None, typer.Option(help="check this card.json instead: tables and a rerun sample")
     ] = None,
+    rejudge: Annotated[
+        Path | None,
+        typer.Option(
+            help="carry this card.json of an earlier protocol version with the same runs over "
+            "to this one, running nothing again: its tables judged again, the check under "
+            "this version's rules"
+        ),
+    ] = None,
 ) -> None:
     """Run a policy through the dynamic-recourse protocol and write its report card."""
     from lab.benchmark import card
@@ -109,8 +119,29 @@ def benchmark(
             raise typer.Exit(1) from None
         console.print("[bold green]verified[/]")
         return
+    if rejudge is not None:
+        doc = card.load(rejudge)
+        try:
+            outcome, made = card.rejudge(doc, store=store)
+        except card.Mismatch as exc:
+            err_console.print(f"[bold red]rejudge failed:[/] {escape(str(exc))}", highlight=False)
+            raise typer.Exit(1) from None
+        except BenchmarkRefused as exc:
+            err_console.print(f"[bold red]refused:[/] {escape(str(exc))}", highlight=False)
+            raise typer.Exit(2) from None
+        folder = output_dir(out or rejudge.parent / outcome.protocol.version.replace("/", "-"))
+        paths = card.write(outcome, folder, made)
+        console.print(
+            f"{escape(outcome.policy)}: {made['protocol']['version']} -> "
+            f"{outcome.protocol.version}, the same tables; card written to "
+            f"[bold]{escape(str(paths['json']))}[/] and card.html",
+            highlight=False,
+        )
+        return
     if policy is None:
-        raise ConfigError("policy is missing: recourse-abm benchmark POLICY (or --verify CARD)")
+        raise ConfigError(
+            "policy is missing: recourse-abm benchmark POLICY (or --verify CARD, --rejudge CARD)"
+        )
     tier = "quick" if quick else tier
     spec = _with_params(policy, param or [])
     name = re.sub(r"[^A-Za-z0-9._=-]+", "_", spec)
