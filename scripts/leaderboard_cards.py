@@ -84,8 +84,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def rejudge(names: list[str], tier: str, reports: Path | None) -> int:
     """Carry the shipped baselines and cards ``names`` of ``tier`` over to this version."""
-    import json
-
     from lab.benchmark.protocol import VERSION
 
     start = time.perf_counter()
@@ -95,7 +93,7 @@ def rejudge(names: list[str], tier: str, reports: Path | None) -> int:
         reports.mkdir(parents=True, exist_ok=True)
     for name in names:
         target = ROOT / CARDS / f"{name}-{tier}.json"
-        doc = json.loads(target.read_text())
+        doc = card.load(target)
         if doc["protocol"]["version"] == VERSION:
             print(f"{name}: already {VERSION}", flush=True)
             continue

@@ -36,7 +36,15 @@ from abm.provenance import (
     write_json,
 )
 from lab.benchmark.protocol import VERSION, VERSIONS, Protocol, past, protocol, same_runs
-from lab.benchmark.run import KEPT, Outcome, check_entry, judge, not_run_presets, studies
+from lab.benchmark.run import (
+    KEPT,
+    Outcome,
+    check_entry,
+    entry_order,
+    judge,
+    not_run_presets,
+    studies,
+)
 
 KIND = "recourse-abm benchmark card"
 #: runs of the entry each card keeps tick by tick for --verify (one per preset)
@@ -247,7 +255,7 @@ def _earlier(got: dict[str, Any], what: str) -> Protocol:
         raise CardError(
             f"{what}: protocol = {version!r} is not a version this package knows"
         ) from None
-    if old.digest() != got.get("digest") or old.digest() != VERSIONS[version][tier]:
+    if got.get("digest") != VERSIONS[version][tier]:  # past() gives it (tests/test_benchmark.py)
         raise CardError(f"{what}: protocol digest = {got.get('digest')!r} is not {version}'s")
     if not same_runs(old, protocol(tier)):
         raise CardError(f"{what}: {version} {tier} runs other runs than {VERSION}'s")
@@ -289,9 +297,8 @@ def rejudge(
     current one from the runs it holds (no run is made again): the entry's runs and sampled
     ticks as they were, the baselines' from ``store`` or else the shipped file
     (``baselines``, of the current version: :func:`carry_baselines`; as :func:`verify`
-    reads them), the tables judged
-    again, and ``check_policy`` under the current version's rules (``check``: its report,
-    if already made). Returns the outcome and where its runs were made, for :func:`write`.
+    reads them), the tables judged again, and ``check_policy`` under the current version's
+    rules (``check``: its report, if already made). Returns the outcome and where its runs were made, for :func:`write`.
     The tables must come out as the card's (:class:`Mismatch` otherwise): only how an
     entry is checked may differ between such versions."""
     old = _earlier(doc.get("protocol", {}), "card")
@@ -305,12 +312,8 @@ def rejudge(
         raise CardError(f"card: run {sorted(unknown)[0]} is not a run of {proto.version}")
     others = _baseline_figures(doc, proto, plan, by_id, store, baselines)
     runs = pd.concat([entry, others], ignore_index=True).astype({"world_seed": int, "seed": int})
-    # the order run_benchmarks gives: by preset, the entry first, then the baselines
-    rank = {p: i for i, p in enumerate(dict.fromkeys([policy, *proto.baseline_policies()]))}
-    order = {p: i for i, p in enumerate(proto.presets)}
-    runs = runs.assign(_p=runs["preset"].map(order), _r=runs["policy"].map(rank))
-    runs = runs.sort_values(["_p", "_r", "world_seed", "seed"], kind="stable")
-    runs = runs.drop(columns=["_p", "_r"]).reset_index(drop=True)
+    # the order run_benchmarks gives, each policy's runs by world and episode as a study's
+    runs = entry_order(runs.sort_values(["world_seed", "seed"], kind="stable"), policy, proto)
     card, fronts = judge(runs, policy, proto)
     for name, table in (("card", card), ("fronts", fronts)):
         _compare_tables(name, pd.DataFrame(doc[name]), table)

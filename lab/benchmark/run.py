@@ -339,16 +339,10 @@ def run_benchmarks(
     every = pd.concat(frames, ignore_index=True)
     ticks_all = pd.concat(tick_frames, ignore_index=True)
     baselines = proto.baseline_policies()
-    order = {p: i for i, p in enumerate(proto.presets)}
     outcomes = []
     for policy in entries:
-        # the rows in the order the entry's own studies give: by preset, then the entry and
-        # the baselines in protocol order (a stable sort keeps each study's order within)
-        rank = {p: i for i, p in enumerate(dict.fromkeys([policy, *baselines]))}
-        runs = every[every["policy"].isin(rank) & ~every["preset"].isin(skips[policy])]
-        runs = runs.assign(_rank=runs["policy"].map(rank), _preset=runs["preset"].map(order))
-        runs = runs.sort_values(["_preset", "_rank"], kind="stable")
-        runs = runs.drop(columns=["_rank", "_preset"]).reset_index(drop=True)
+        mine = every["policy"].isin([policy, *baselines]) & ~every["preset"].isin(skips[policy])
+        runs = entry_order(every[mine], policy, proto)
         card, fronts = judge(runs, policy, proto)
         ids = set(runs.loc[runs["policy"] == policy, "run_id"])
         ticks = ticks_all[ticks_all["run_id"].isin(ids)].reset_index(drop=True)
@@ -366,6 +360,17 @@ def run_benchmarks(
             )
         )
     return outcomes
+
+
+def entry_order(runs: pd.DataFrame, policy: str, proto: Protocol) -> pd.DataFrame:
+    """``runs`` (of ``policy`` and the baselines) in the order the entry's own studies give:
+    by preset, then the entry and the baselines in protocol order (a stable sort keeps the
+    order within each), indexed from 0."""
+    rank = {p: i for i, p in enumerate(dict.fromkeys([policy, *proto.baseline_policies()]))}
+    order = {p: i for i, p in enumerate(proto.presets)}
+    runs = runs.assign(_rank=runs["policy"].map(rank), _preset=runs["preset"].map(order))
+    runs = runs.sort_values(["_preset", "_rank"], kind="stable")
+    return runs.drop(columns=["_rank", "_preset"]).reset_index(drop=True)
 
 
 def judge(
