@@ -13,6 +13,7 @@ integer seed from it, so a run is reproducible from the first reset seed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -272,7 +273,9 @@ class PopulationEnv(gym.Env):
     ``recommender`` is a registry spec (``exact-linear``, ``ustun:levels=10``,
     ``rl:path=...``) or a Recommender object. ``capacity_obs`` appends the places and
     entrants in force, k_t / k and m_t / m, to the observation (a world with a capacity
-    schedule, issue 39).
+    schedule, issue 39). ``worlds``: episode j after a seeded reset is played in world
+    ``worlds[j % len(worlds)]`` (its own generator and decision model), so μ is not fitted
+    to one world's pool (the benchmark's training recipe); None: the scenario's world.
     """
 
     metadata = {"render_modes": []}
@@ -287,6 +290,7 @@ class PopulationEnv(gym.Env):
         log_floor: float = 1e-3,
         max_margin: float = 0.3,
         capacity_obs: bool = False,
+        worlds: Sequence[int] | None = None,
         **overrides: Any,
     ) -> None:
 
@@ -297,6 +301,10 @@ class PopulationEnv(gym.Env):
         self.max_margin = float(max_margin)
         config = resolve_scenario(scenario)
         self.config = config.replace(**overrides) if overrides else config
+        self.worlds = None if worlds is None else tuple(int(w) for w in worlds)
+        if self.worlds == ():
+            raise ValueError("worlds must name at least one world seed, or be None")
+        self._home, self._played = self.config, 0
         self.alpha, self.tau, self.log_floor = float(alpha), float(tau), float(log_floor)
         self.recommender_spec = recommender
         z, T = self.config.n_features, self.config.validity
@@ -358,6 +366,11 @@ class PopulationEnv(gym.Env):
     def _start(self, seed: int | None) -> dict[str, Any]:
         """A new episode's model, built and not yet started; the reset's info."""
         super().reset(seed=seed)
+        if self.worlds is not None:
+            self._played = 0 if seed is not None else self._played
+            world = self.worlds[self._played % len(self.worlds)]
+            self.config = self._home.replace(world_seed=world)
+            self._played += 1
         episode_seed = int(self.np_random.integers(0, 2**31 - 1))
         policy = CompositePolicy(self._goal, _make_recommender(self.recommender_spec))
         self.model = RecourseModel(

@@ -35,7 +35,7 @@ import json
 import pickle
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -141,6 +141,8 @@ class PredictorTraining(_Common):
     # episodes stepped together as one batch (lab.envs.PopulationVectorEnv); a step of
     # SAC's collects one transition from each
     n_envs: int = Field(1, ge=1, le=4096)
+    # the worlds episodes rotate over (lab.envs.PopulationEnv); empty: the scenario's own
+    worlds: tuple[Annotated[int, Field(ge=0, le=2**32 - 1)], ...] = ()
 
 
 # φ: a step's reward is the outcome of that one attempt (the next step is a new attempt
@@ -269,6 +271,7 @@ def train_predictor(
     max_margin: float = 0.3,
     capacity_obs: bool = False,
     n_envs: int = 1,
+    worlds: Sequence[int] = (),
     **overrides: Any,
 ) -> dict[str, Any]:
     """Train μ in :class:`lab.envs.PopulationEnv` with reward weights (alpha, tau) for
@@ -276,6 +279,8 @@ def train_predictor(
     spec; ``rl:path=DIR`` for a learned φ); ``capacity_obs``: μ also observes k_t / k and
     m_t / m. ``n_envs`` > 1: that many episodes at once, their ticks one batch
     (:class:`lab.envs.PopulationVectorEnv`); ``steps`` counts every environment's.
+    ``worlds``: episodes rotate over these world seeds (the manifest lists them, so the
+    artefact serves any world of the scenario); empty: the scenario's world alone.
     Returns the manifest."""
     from lab.envs import PopulationEnv, PopulationVectorEnv, _make_recommender
 
@@ -290,7 +295,13 @@ def train_predictor(
         log_floor=log_floor,
         max_margin=max_margin,
         n_envs=n_envs,
+        worlds=tuple(worlds),
     )
+    if p.worlds and p.n_envs > 1:  # a batch's episodes share one world (abm.batch.Batch)
+        raise ConfigError(
+            f"worlds = {list(p.worlds)!r} is not allowed with n_envs = {p.n_envs}; "
+            "allowed: worlds with n_envs = 1"
+        )
     sac = _sac(sac)
     out = Path(out)
     rec = _make_recommender(recommender)  # unknown names fail before any training
@@ -301,6 +312,7 @@ def train_predictor(
         "log_floor": p.log_floor,
         "max_margin": p.max_margin,
         "capacity_obs": capacity_obs,
+        "worlds": p.worlds or None,
         **overrides,
     }
     vec = None
@@ -311,6 +323,8 @@ def train_predictor(
         env, vec = venv.envs[0], VecMonitor(BatchedVecEnv(venv))
     # n_envs = 1 is left out: manifests of one environment stay as they were
     many = {"n_envs": p.n_envs} if p.n_envs > 1 else {}
+    if p.worlds:  # likewise left out when not given
+        many["worlds"] = list(p.worlds)
     manifest = _predictor_manifest(
         env,
         p,

@@ -1,6 +1,7 @@
 """Make the report cards of the built-in entries, the rows of docs/leaderboard.md.
 
     python scripts/leaderboard_cards.py [--tier full] [--workers 2] [--only NAME ...]
+        [--baselines results/benchmark/baselines-full.parquet]
     python scripts/leaderboard_cards.py --rejudge [--tier full] [--reports DIR]
     python scripts/benchmark_doc.py     # then the page, from results/benchmark/cards/
 
@@ -44,6 +45,12 @@ def main(argv: list[str] | None = None) -> int:
         "--rejudge", action="store_true", help="carry earlier-version cards over, no runs"
     )
     parser.add_argument("--reports", type=Path, default=None, help="check reports kept here")
+    parser.add_argument(
+        "--baselines",
+        type=Path,
+        default=None,
+        help="the baselines' runs from this file (card.export_baselines), none run again",
+    )
     args = parser.parse_args(argv)
     entries = BUILT_IN[args.tier]
     names = args.only or list(entries)
@@ -72,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         workers=args.workers,
         progress=progress,
         log=lambda line: print(line, flush=True),
+        baselines=None if args.baselines is None else card.read_baselines(args.baselines),
     )
     for name, outcome in zip(names, outcomes, strict=True):
         paths = card.write(outcome, ROOT / "results" / "benchmark" / name / args.tier)
@@ -93,6 +101,9 @@ def rejudge(names: list[str], tier: str, reports: Path | None) -> int:
         reports.mkdir(parents=True, exist_ok=True)
     for name in names:
         target = ROOT / CARDS / f"{name}-{tier}.json"
+        if not target.is_file():  # an entry new in this version: made, not carried
+            print(f"{name}: no card to carry over", flush=True)
+            continue
         doc = card.load(target)
         if doc["protocol"]["version"] == VERSION:
             print(f"{name}: already {VERSION}", flush=True)

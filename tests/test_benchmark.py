@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from abm.registry import REGISTRY
+from abm.validation import ConfigError
 from lab.benchmark import card
 from lab.benchmark.protocol import (
     PAST,
@@ -64,6 +65,8 @@ def test_each_earlier_version_is_the_one_its_digest_pins_and_runs_the_same_runs(
             old, now = past(version, tier), protocol(tier)
             assert old.digest() == VERSIONS[version][tier], (version, tier)
             assert same_runs(old, now) and old.digest() != now.digest()
+            # no learned entry had a recipe before version 3: none of their cards carries over
+            assert not same_runs(old, now, learned=True) and old.training is None
             assert [r.run_id for r in studies("threshold", old)[0].runs()] == [
                 r.run_id for r in studies("threshold", now)[0].runs()
             ]
@@ -237,7 +240,10 @@ def test_the_shipped_cards_follow_from_their_runs_and_the_shipped_baselines(tmp_
     assert len(table) == len(full.baseline_policies()) * len(full.presets) * full.worlds * 2
     for path in sorted((ROOT / "results" / "benchmark" / "cards").glob("*-full.json")):
         said = card.verify(path, store=tmp_path, baselines=shipped, reruns=0, log=str)
-        assert len(said) == 1 and said[0].startswith("tables:"), path.name
+        assert said[-1].startswith("tables:"), path.name
+        # a learned entry's predictors ship beside the cards: checked byte for byte first
+        learned = "learned" in card.read(path)
+        assert len(said) == 1 + learned and said[0].startswith("predictors:") == learned
 
 
 def pa_table(frame):
@@ -389,6 +395,8 @@ def test_a_policy_that_fails_check_policy_is_refused_with_its_report(bad_policy,
         (["threshold", "--param", "margin"], "--param = 'margin'"),
         (["threshold", "--tier", "fast"], "fast"),
         ([], "policy is missing"),
+        (["threshold", "--baselines", "nowhere.parquet"], "baselines = 'nowhere.parquet' is not"),
+        (["threshold", "--baselines", "README.md"], "README.md"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, said, tmp_path):
@@ -427,7 +435,7 @@ def test_every_built_in_policy_has_a_card_or_a_reason():
         assert name in entered or any(fnmatch(name, p) for p in patterns), name
     for spec in entered:
         REGISTRY.validate(spec)
-    assert "- `rl`, `rl-constrained`, `rl-recommender`, `hybrid-*`: need a trained" in not_entered()
+    assert "- `rl`, `rl-constrained`, `rl-recommender`: need a learned recommender" in not_entered()
 
 
 @pytest.mark.slow  # builds the full tier's 12,480 runs
@@ -497,3 +505,26 @@ def test_the_leaderboard_has_a_row_per_card_and_refuses_other_versions(smoke, tm
     (cards / "other.json").write_text(json.dumps(old))
     with pytest.raises(card.CardError, match="results schema"):
         leaderboard.markdown(cards)
+
+
+@pytest.mark.slow  # a smoke benchmark's entry again: about 5 s
+def test_an_entry_judged_on_the_shipped_baselines_gets_the_card_of_the_store(smoke, tmp_path):
+    """``baselines``: only the entry runs, the baselines' figures come from the shipped
+    file (matched by run id, every one required), and the tables are those the store gives."""
+    outcome, paths, store = smoke
+    shipped = card.export_baselines(store, tmp_path / "b.parquet", tier="smoke")
+    table = card.read_baselines(shipped)
+    alone = run_benchmark(
+        "threshold-true", tier="smoke", store=tmp_path / "s", workers=1, log=str, baselines=table
+    )
+    mine = store_of(tmp_path / "s", alone.protocol) / "paper" / "runs"
+    assert len(list(mine.glob("*.json"))) == len(alone.runs[alone.runs.policy == "threshold-true"])
+    for name in ("card", "fronts"):
+        a, b = getattr(alone, name), getattr(outcome, name)
+        assert a.equals(b), name
+    said = card.verify(paths["json"], store=tmp_path / "s", baselines=shipped, log=str)
+    assert "bit for bit" in said[-1]
+    with pytest.raises(ConfigError, match="baselines hold 11 of the 12 baseline runs of paper"):
+        run_benchmark(
+            "threshold-true", tier="smoke", store=tmp_path / "s", log=str, baselines=table[1:]
+        )

@@ -35,14 +35,17 @@ from abm.provenance import (
     versions,
     write_json,
 )
+from lab.benchmark.learned import DEFAULT_ARTEFACTS, trained_with
 from lab.benchmark.protocol import VERSION, VERSIONS, Protocol, past, protocol, same_runs
 from lab.benchmark.run import (
     KEPT,
     Outcome,
     check_entry,
     entry_order,
+    entry_specs,
     judge,
     not_run_presets,
+    seed_fronts,
     studies,
 )
 
@@ -143,12 +146,27 @@ def build(outcome: Outcome, made: dict[str, Any] | None = None) -> dict[str, Any
     --verify reruns the runs against them, and says when and where it was judged again."""
     proto, policy, runs = outcome.protocol, outcome.policy, outcome.runs
     figures = [f for f in proto.figures if f in runs]
-    mine = runs[runs["policy"] == policy].sort_values(["preset", "world_seed", "seed"])
+    mine = runs[runs["policy"] == policy]
+    # a learned entry's runs are one per training seed (lab.benchmark.learned)
+    columns = [*RUN_COLUMNS, *(["training_seed"] if outcome.trained else [])]
+    mine = mine.sort_values(["preset", "world_seed", "seed", *columns[len(RUN_COLUMNS) :]])
     sample = mine.groupby("preset", sort=False).head(SAMPLE_PER_PRESET)
     ticks = _sample_ticks(outcome, sample)
     here = {"versions": versions(), "machine": machine(), "created": now()}
     origin = {k: made[k] for k in here} if made is not None else here
     judged = {} if made is None else {"judged_again": {**here, "runs_of": made["protocol"]}}
+    trained = (
+        {
+            "learned": {
+                "artefacts": outcome.artefacts,
+                "training": proto.training.model_dump(mode="json") if proto.training else None,
+                "trained": outcome.trained,
+                "seed_fronts": _table(outcome.seed_fronts),
+            }
+        }
+        if outcome.trained
+        else {}
+    )
     return {
         "kind": KIND,
         "protocol": {"version": proto.version, "tier": proto.tier, "digest": proto.digest()},
@@ -162,8 +180,9 @@ def build(outcome: Outcome, made: dict[str, Any] | None = None) -> dict[str, Any
         "check_policy": outcome.check,
         "allowed_breaks": outcome.allowed,
         "not_run": outcome.not_run,
+        **trained,
         "runs": {
-            "entry": _table(mine[[*RUN_COLUMNS, *figures]]),
+            "entry": _table(mine[[*columns, *figures]]),
             # the baselines' ids follow from the protocol and the package's version: their
             # count and digest (the entry's are listed above)
             "baselines": _id_digest(runs.loc[runs["policy"] != policy, "run_id"]),
@@ -192,7 +211,10 @@ def _sample_ticks(outcome: Outcome, sample: pd.DataFrame) -> dict[str, dict[str,
         if all(c in part for c in KEPT):
             out[row["run_id"]] = {c: part[c].tolist() for c in ("tick", *KEPT)}
         else:  # a run shared from a store that kept fewer columns: made again, here
-            by_id = by_id or _plan(outcome.policy, outcome.protocol, outcome.not_run)[1]
+            by_id = (
+                by_id
+                or _plan(outcome.policy, outcome.protocol, outcome.not_run, outcome.artefacts)[1]
+            )
             out[row["run_id"]] = _rerun(by_id, row)[1]
     return out
 
@@ -244,7 +266,7 @@ def check_version(doc: dict[str, Any], version: str = VERSION) -> None:
 
 
 # -- judging again ------------------------------------------------------------------------
-def _earlier(got: dict[str, Any], what: str) -> Protocol:
+def _earlier(got: dict[str, Any], what: str, learned: bool = False) -> Protocol:
     """The protocol of an earlier version named by ``got`` (version, tier, digest) whose
     runs are the current version's (:func:`lab.benchmark.protocol.same_runs`), checked
     against its pinned digest; :class:`CardError` otherwise."""
@@ -257,7 +279,7 @@ def _earlier(got: dict[str, Any], what: str) -> Protocol:
         ) from None
     if got.get("digest") != VERSIONS[version][tier]:  # past() gives it (tests/test_benchmark.py)
         raise CardError(f"{what}: protocol digest = {got.get('digest')!r} is not {version}'s")
-    if not same_runs(old, protocol(tier)):
+    if not same_runs(old, protocol(tier), learned):
         raise CardError(f"{what}: {version} {tier} runs other runs than {VERSION}'s")
     return old
 
@@ -301,11 +323,12 @@ def rejudge(
     rules (``check``: its report, if already made). Returns the outcome and where its runs were made, for :func:`write`.
     The tables must come out as the card's (:class:`Mismatch` otherwise): only how an
     entry is checked may differ between such versions."""
-    old = _earlier(doc.get("protocol", {}), "card")
-    proto = protocol(old.tier)
     policy = doc["policy"]["spec"]
+    old = _earlier(doc.get("protocol", {}), "card", trained_with(policy) is not None)
+    proto = protocol(old.tier)
     not_run = dict(doc.get("not_run", {}))
-    plan, by_id = _plan(policy, proto, not_run)
+    root = _artefacts(doc)
+    plan, by_id = _plan(policy, proto, not_run, root)
     entry = pd.DataFrame(doc["runs"]["entry"])
     unknown = set(entry["run_id"]) - set(by_id)
     if unknown:
@@ -327,15 +350,53 @@ def rejudge(
         ]
     )
     made = {k: doc[k] for k in ("versions", "machine", "created", "protocol")}
-    return Outcome(proto, policy, runs, card, fronts, report, ticks, allowed, not_run), made
+    # a card judged again before: its runs are still those of the version that made them
+    made["protocol"] = doc.get("judged_again", {}).get("runs_of", made["protocol"])
+    learned = (
+        (root, doc["learned"]["trained"], seed_fronts(runs, policy, proto))
+        if "learned" in doc
+        else ()
+    )
+    outcome = Outcome(proto, policy, runs, card, fronts, report, ticks, allowed, not_run, *learned)
+    return outcome, made
 
 
 # -- verifying ----------------------------------------------------------------------------
-def _plan(policy: str, proto: Protocol, skip: Any = ()) -> tuple[list[Any], dict[str, Any]]:
-    """The protocol's studies for ``policy`` (presets in ``skip`` left out) and their runs by
-    id (built once: a full tier has 12,480 runs, each hashed for its id)."""
-    plan = studies(policy, proto, skip)
+def _plan(
+    policy: str, proto: Protocol, skip: Any = (), artefacts: str | Path | None = None
+) -> tuple[list[Any], dict[str, Any]]:
+    """The protocol's studies for ``policy`` (presets in ``skip`` left out; a learned entry's
+    predictors under ``artefacts``) and their runs by id (built once: a full tier has
+    12,480 runs, each hashed for its id)."""
+    plan = studies(policy, proto, skip, DEFAULT_ARTEFACTS if artefacts is None else artefacts)
     return plan, {r.run_id: r for study in plan for r in study.runs()}
+
+
+def _artefacts(doc: dict[str, Any]) -> str | None:
+    """Where a learned entry's card says its predictors are (None: no learned entry)."""
+    return doc.get("learned", {}).get("artefacts")
+
+
+def _check_artefacts(doc: dict[str, Any]) -> str | None:
+    """A learned entry's predictors, each the bytes its card's runs used (:class:`Mismatch`
+    otherwise); a line saying so, or None for an entry not learned."""
+    if "learned" not in doc:
+        return None
+    trained = doc["learned"]["trained"]
+    for row in trained:
+        path = Path(row["path"]) / "manifest.json"
+        if not path.is_file():
+            raise CardError(
+                f"artefact = {row['path']!r} ({row['preset']}, training seed "
+                f"{row['training_seed']}) is not here: the card's runs load it"
+            )
+        got = json.loads(path.read_text()).get("weights_sha256")
+        if got != row["weights_sha256"]:
+            raise Mismatch(
+                f"artefact = {row['path']!r}: weights {str(got)[:16]}, not the "
+                f"{row['weights_sha256'][:16]} the card's runs used"
+            )
+    return f"predictors: the {len(trained)} the card's runs used, byte for byte"
 
 
 def _rerun(by_id: dict[str, Any], row: Any) -> tuple[dict[str, float], dict[str, list]]:
@@ -393,7 +454,10 @@ def verify(
             f"not_run = {doc.get('not_run', {})!r} on the card; here the entry cannot run in "
             f"{not_run or 'no preset'}"
         )
-    plan, by_id = _plan(policy, proto, not_run)
+    plan, by_id = _plan(policy, proto, not_run, _artefacts(doc))
+    checked = _check_artefacts(doc)
+    if checked:
+        said.append(checked)
     # 1. the tables follow from the runs: an edited figure shows here
     others = _baseline_figures(doc, proto, plan, by_id, store, baselines)
     runs = pd.concat([entry, others], ignore_index=True)
@@ -443,7 +507,8 @@ def _baseline_figures(
     from lab.study import load_runs_of
 
     policy = doc["policy"]["spec"]
-    ids = {rid for rid, r in by_id.items() if r.policy != policy}
+    mine = entry_specs(policy, proto, doc.get("not_run", {}), _artefacts(doc) or DEFAULT_ARTEFACTS)
+    ids = {rid for rid, r in by_id.items() if r.policy not in mine}
     if _id_digest(ids) != doc["runs"]["baselines"]:
         raise Mismatch(
             f"the card's baseline runs ({doc['runs']['baselines']}) are not those of "
@@ -590,6 +655,15 @@ def page(doc: dict[str, Any], outcome: Outcome) -> str:
         f"{RESULTS_SCHEMA}, machine {doc['machine']['fingerprint']}, {doc['created']}.</p>"
     )
     body = [head]
+    if outcome.trained and proto.training is not None:
+        t = proto.training
+        body.append(
+            f"<p>A learned entry, trained by the protocol: in each preset, one predictor μ per "
+            f"training seed ({', '.join(map(str, t.seeds))}), {t.steps} ticks at α:τ = "
+            f"{t.alpha:g}:{t.tau:g}, its episodes in worlds {', '.join(map(str, t.worlds))} "
+            f"(none an evaluation world). A run's figures are the mean over the training "
+            f"seeds' runs; under each front table, each seed's own verdicts.</p>"
+        )
     for preset in proto.presets:
         body.append(f"<h2>{html.escape(preset)}</h2>")
         if preset in outcome.not_run:
@@ -597,6 +671,8 @@ def page(doc: dict[str, Any], outcome: Outcome) -> str:
             body.append(f"<p>Not run: the entry cannot run in this world ({why}).</p>")
             continue
         body.append(_front_html(outcome.fronts, preset))
+        if len(outcome.seed_fronts):
+            body.append(_front_html(outcome.seed_fronts, preset, by_seed=True))
         chart = _chart(outcome, preset)
         if chart:
             b64 = base64.b64encode(chart).decode()
@@ -635,17 +711,24 @@ def _diff(row: pd.Series, key: str) -> str:
     return f"<b>{text}</b> {verdict}" if strong else f"{text} <span class='muted'>{verdict}</span>"
 
 
-def _front_html(fronts: pd.DataFrame, preset: str) -> str:
+def _front_html(fronts: pd.DataFrame, preset: str, by_seed: bool = False) -> str:
+    """The front rows of ``preset``; ``by_seed``: a learned entry's, one row per front and
+    training seed (:func:`lab.benchmark.run.seed_fronts`)."""
     part = fronts[fronts["preset"] == preset]
+    keys = ["front", "training_seed"] if by_seed else ["front"]
     rows = []
-    for front, g in part.groupby("front", sort=False):
+    for key, g in part.groupby(keys, sort=False):
         cells = g.set_index("figure")
         tds = "".join(
             f"<td>{_diff(cells.loc[f], 'front')}</td>" for f in ("rf_at_equal_rr", "rr_at_equal_rf")
         )
-        rows.append(f"<tr><td class='l'>{html.escape(front)}</td>{tds}</tr>")
+        name, *seed = key
+        heads = f"<td class='l'>{html.escape(name)}</td>" + "".join(f"<td>{k}</td>" for k in seed)
+        rows.append(f"<tr>{heads}{tds}</tr>")
+    title = "" if by_seed else "<h3>against the constant-margin fronts</h3>"
+    seed = "<th>training seed</th>" if by_seed else ""
     return (
-        "<h3>against the constant-margin fronts</h3><table><tr><th class='l'>front</th>"
+        f"{title}<table><tr><th class='l'>front</th>{seed}"
         "<th>RF − front at equal RR</th><th>RR − front at equal RF</th></tr>"
         + "".join(rows)
         + "</table>"

@@ -56,6 +56,8 @@ BUILT_IN: dict[str, dict[str, str]] = {
         "scarf": "scarf",
         # privileged (it simulates the true model): an upper reference, not a method
         "lookahead": "lookahead",
+        # learned: μ trained by the protocol's recipe in each preset (lab.benchmark.learned)
+        "hybrid-exact-linear": "hybrid-exact-linear",
     },
     # RBR as the five-families study runs it (50 samples, 20 inner steps): about 30 s a run,
     # about 20 minutes of 2 cores; DiCE at its defaults: 2,360 s of one worker (its 70 runs
@@ -69,10 +71,14 @@ BUILT_IN: dict[str, dict[str, str]] = {
 #: built-in policies without a card, and why (docs/leaderboard.md says so)
 NOT_ENTERED: dict[str, str] = {
     "none": "a baseline of every card",
-    "rl, rl-constrained, rl-recommender, hybrid-*": (
-        "need a trained artefact per world (path=DIR); the shipped ones are trained in "
-        "world 0 of `paper` only (docs/five-families.md), `rl-constrained`'s in `paper` and "
-        "`recession` (docs/constrained-goal.md)"
+    "rl, rl-constrained, rl-recommender": (
+        "need a learned recommender φ, which the protocol's training recipe does not train "
+        "yet (docs/benchmark.md, learned entries)"
+    ),
+    "hybrid-ustun, hybrid-wachter, hybrid-dice": (
+        "enter as `hybrid-exact-linear` does (`recourse-abm benchmark hybrid-ustun`), "
+        "trained by the protocol; not run here yet: 24 predictors with the recommender "
+        "inside every training tick, beside runs at its own cost"
     ),
     "ei": "is a world of its own (decision_model = 'ei'), in no preset of the protocol",
     "threshold-rbr": (
@@ -111,7 +117,7 @@ def cards(folder: str | Path) -> list[dict[str, Any]]:
     return out
 
 
-def _cell(row: dict[str, Any] | None) -> str:
+def _cell(row: dict[str, Any] | None, seeds: list[str] | None = None) -> str:
     if row is None:
         return "–"
     d = row.get("vs_front")
@@ -123,7 +129,11 @@ def _cell(row: dict[str, Any] | None) -> str:
     n = int(row.get("vs_front_worlds") or 0)
     verdict = verdict.split(" (")[0]  # "inconclusive (4 worlds)": the count follows anyway
     text = f"**{text}** {verdict}" if verdict in _SURVIVES else f"{text} {verdict}"
-    return f"{text} ({n} world{'s' * (n != 1)})"
+    alike = ""
+    if seeds:  # a learned entry: in how many training seeds the mean's verdict holds
+        same = sum(s.split(" (")[0] == verdict for s in seeds)
+        alike = f"; {same} of {len(seeds)} seeds alike"
+    return f"{text} ({n} world{'s' * (n != 1)}{alike})"
 
 
 #: the tables of each tier after RR and RF: (front, figure, what the cell is)
@@ -176,6 +186,15 @@ def markdown(folder: str | Path) -> str:
         if named:
             out.append("")
             out += [f"`{d['_name']}` is `{d['policy']['spec']}`." for d in named]
+        for d in (d for d in mine if "learned" in d):
+            t = d["learned"]["training"]
+            out += [
+                "",
+                f"`{d['_name']}` is learned: trained by the protocol in each preset, "
+                f"{len(t['seeds'])} training seeds x {t['steps']:,} ticks at α:τ = "
+                f"{t['alpha']:g}:{t['tau']:g} in worlds {t['worlds'][0]}–{t['worlds'][-1]}; "
+                "each figure is the mean over its seeds (docs/benchmark.md).",
+            ]
         fronts = dict(proto.fronts)
         for front, figure, title in TABLES:
             if front not in fronts:
@@ -187,8 +206,15 @@ def markdown(folder: str | Path) -> str:
                     for r in doc["fronts"]
                     if r["front"] == front and r["figure"] == figure
                 }
+                seeds: dict[str, list[str]] = {}
+                for r in doc.get("learned", {}).get("seed_fronts", []):
+                    if r["front"] == front and r["figure"] == figure:
+                        seeds.setdefault(r["preset"], []).append(r.get("vs_front_verdict") or "")
                 skipped = doc.get("not_run", {})
-                cells = ["not run" if p in skipped else _cell(rows.get(p)) for p in proto.presets]
+                cells = [
+                    "not run" if p in skipped else _cell(rows.get(p), seeds.get(p))
+                    for p in proto.presets
+                ]
                 out.append(_row(doc, cells))
         out.append("")
     return "\n".join(out).rstrip() + "\n"

@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from abm.testing import DEFAULT_WORLDS, RULES
 from lab.study.front import FRONT_BOUND, MARGIN_RECOMMENDERS, MARGINS, margin_policies
 from lab.study.stats import ALPHA, BOUNDS, DIRECTIONS, MIN_WORLDS_FOR_VERDICT
 
 #: the protocol this package runs
-VERSION = "dynamic-recourse/2"
+VERSION = "dynamic-recourse/3"
 #: check_policy's rules and worlds added after this version was fixed (none: version 2
 #: took in those that joined after version 1, see :data:`PAST`)
 CHECKS_SINCE: frozenset[str] = frozenset()
@@ -78,6 +78,27 @@ FIGURES = (
 )
 
 
+class Training(BaseModel):
+    """The recipe a learned entry is trained by before its runs (:mod:`lab.benchmark.learned`):
+    in each preset, one predictor μ per training seed, with the entry's own recommender
+    inside, by :func:`lab.training.train_predictor` (SAC, eq. 16)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: training episodes rotate over these worlds, the five after the evaluation worlds: a
+    #: card speaks of worlds μ never saw (world 1003 of `retraining` cannot be refitted
+    #: at tick 80 in some episodes: its drifted data are all labelled 0)
+    worlds: tuple[int, ...] = (20, 21, 22, 23, 24)
+    #: three or more for verdicts (docs/benchmark.md: the seeds' mean is the entry's run)
+    seeds: tuple[int, ...] = (0, 1, 2)
+    #: durable-recourse-rl §5's budget for μ: 7,000 ticks
+    steps: int = Field(7000, ge=1)
+    #: eq. 16's weights, the paper's headline 10:1 (one point per entry; the fronts are the
+    #: protocol's baselines, not μ's other weights)
+    alpha: float = 10.0
+    tau: float = 1.0
+
+
 class Protocol(BaseModel):
     """One tier of one protocol version: everything an entry is run and judged by."""
 
@@ -114,6 +135,15 @@ class Protocol(BaseModel):
     # when this version was fixed (what joined them since waits for the next version)
     check_rules: tuple[str, ...] = tuple(r for r in RULES if r not in CHECKS_SINCE)
     check_worlds: tuple[str, ...] = tuple(w for w in DEFAULT_WORLDS if w not in CHECKS_SINCE)
+    #: how learned entries are trained (None: a version that entered none)
+    training: Training | None = Training()
+
+    @model_validator(mode="after")
+    def _held_out(self) -> Protocol:
+        seen = self.training and set(self.training.worlds) & set(self.world_seeds)
+        if seen:
+            raise ValueError(f"training worlds {sorted(seen)} are evaluation worlds too")
+        return self
 
     @property
     def world_seeds(self) -> tuple[int, ...]:
@@ -139,7 +169,10 @@ class Protocol(BaseModel):
 
     def digest(self) -> str:
         """16 hex digits of SHA-256 over every fixed element (the version's identity)."""
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        fixed = self.model_dump(mode="json")
+        if fixed["training"] is None:  # versions before the recipe hashed without it
+            del fixed["training"]
+        text = json.dumps(fixed, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -156,6 +189,8 @@ def protocol(tier: Tier = "full") -> Protocol:
             worlds=2,
             episodes=1,
             ticks=12,
+            # one short training: the pipes, not a method (no verdicts in this tier)
+            training=Training(worlds=(20,), seeds=(0,), steps=300),
             fronts=(("margin-estimated", MARGIN_RECOMMENDERS["margin-estimated"]),),
             margins=(0.0, 0.05, 0.15, 0.3),
             check_worlds=("paper",),
@@ -175,6 +210,11 @@ VERSIONS: dict[str, dict[str, str]] = {
         "quick": "d124ae2fb2c7b954",
         "smoke": "f1f4583980cfb9c4",
     },
+    "dynamic-recourse/3": {
+        "full": "30c6df56aa681f4b",
+        "quick": "5f2ebe8090dd6157",
+        "smoke": "fdefdbc3078c3cf8",
+    },
 }
 
 #: the fields that make a protocol's runs: two versions equal in all of them run the same
@@ -189,9 +229,13 @@ RUN_FIELDS = (
     "fronts",
     "margins",
 )
+#: what makes a learned entry's runs besides (:mod:`lab.benchmark.learned`)
+LEARNED_RUN_FIELDS = ("training",)
 
 #: earlier versions: what each fixed differently from the current one (:func:`past`)
-PAST: dict[str, dict[str, tuple[str, ...]]] = {
+PAST: dict[str, dict[str, Any]] = {
+    # version 3 added the training recipe (learned entries: hybrid-*)
+    "dynamic-recourse/2": {"training": None},
     # version 2 added check_policy's rules "one-way" and "onehot" (issue 53) and "batch"
     # (issue 49), and the worlds "one-way" and "onehot" (the smoke tier checks in paper only)
     "dynamic-recourse/1": {
@@ -210,6 +254,7 @@ PAST: dict[str, dict[str, tuple[str, ...]]] = {
             "fork-safe",
         ),
         "check_worlds": ("paper", "improvement", "retraining", "budget", "fair-scarf"),
+        "training": None,
     },
 }
 
@@ -227,11 +272,12 @@ def past(version: str, tier: Tier = "full") -> Protocol:
     return protocol(tier).model_copy(update={"version": version, **changed})
 
 
-def same_runs(a: Protocol, b: Protocol) -> bool:
-    """Whether protocols ``a`` and ``b`` run the same runs (:data:`RUN_FIELDS`): a card of
-    one can be judged again under the other from the runs it holds
-    (:func:`lab.benchmark.card.rejudge`)."""
-    return a.tier == b.tier and all(getattr(a, f) == getattr(b, f) for f in RUN_FIELDS)
+def same_runs(a: Protocol, b: Protocol, learned: bool = False) -> bool:
+    """Whether protocols ``a`` and ``b`` run the same runs (:data:`RUN_FIELDS`, and
+    :data:`LEARNED_RUN_FIELDS` for a ``learned`` entry): a card of one can be judged again
+    under the other from the runs it holds (:func:`lab.benchmark.card.rejudge`)."""
+    fields = RUN_FIELDS + (LEARNED_RUN_FIELDS if learned else ())
+    return a.tier == b.tier and all(getattr(a, f) == getattr(b, f) for f in fields)
 
 
 def describe() -> str:

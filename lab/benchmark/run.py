@@ -23,7 +23,7 @@ import math
 import re
 import shutil
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,8 @@ import pandas as pd
 from abm import __version__
 from abm.scenarios import PRESETS
 from abm.validation import ConfigError
+from lab.benchmark import learned
+from lab.benchmark.learned import DEFAULT_ARTEFACTS, as_entry, probe, seed_means, variants
 from lab.benchmark.protocol import Protocol, protocol
 from lab.study import Study, collect
 from lab.study.analysis import figures_on, paired_rows, policy_cells
@@ -63,6 +65,11 @@ class Outcome:
     ticks: pd.DataFrame  # the entry's kept tick columns (KEPT), one row per run and tick
     allowed: dict[str, str]  # check_policy rules the entry states it breaks -> why
     not_run: dict[str, str]  # presets whose world the entry cannot run in -> why
+    # a learned entry's (lab.benchmark.learned): where its predictors are kept, each one
+    # trained (preset, training seed, path, weights hash) and each seed's front rows
+    artefacts: str | None = None
+    trained: list[dict[str, Any]] = field(default_factory=list)
+    seed_fronts: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def store_of(root: str | Path, proto: Protocol) -> Path:
@@ -77,10 +84,10 @@ def not_run_presets(policy: str, proto: Protocol) -> dict[str, str]:
     if that is every preset."""
     from abm.model import RecourseModel
 
-    out = {}
+    out, runs_as = {}, probe(policy)  # a learned entry: before anything is trained
     for preset in proto.presets:
         try:
-            RecourseModel(preset, policy, seed=0, ticks=1, agents=False, **dict(proto.settings))
+            RecourseModel(preset, runs_as, seed=0, ticks=1, agents=False, **dict(proto.settings))
         except ConfigError as exc:
             out[preset] = str(exc).splitlines()[0]
     if len(out) == len(proto.presets):
@@ -89,11 +96,16 @@ def not_run_presets(policy: str, proto: Protocol) -> dict[str, str]:
     return out
 
 
-def studies(policy: str | Sequence[str], proto: Protocol, skip: Iterable[str] = ()) -> list[Study]:
-    """One study per preset (those in ``skip`` left out): the entry (or entries), the
-    baselines and the fronts' margins."""
+def studies(
+    policy: str | Sequence[str],
+    proto: Protocol,
+    skip: Iterable[str] = (),
+    artefacts: str | Path = DEFAULT_ARTEFACTS,
+) -> list[Study]:
+    """One study per preset (those in ``skip`` left out): the entry (or entries; a learned
+    one as its training seeds' predictors under ``artefacts``), the baselines and the
+    fronts' margins."""
     entries = [policy] if isinstance(policy, str) else list(policy)
-    policies = list(dict.fromkeys([*entries, *proto.baseline_policies()]))
     left_out = set(skip)
     return [
         protocol_study(
@@ -101,11 +113,35 @@ def studies(policy: str | Sequence[str], proto: Protocol, skip: Iterable[str] = 
             f"benchmark-{preset}",
             f"{proto.version} ({proto.tier}): {', '.join(entries)} in {preset}",
             preset,
-            policies,
+            list(
+                dict.fromkeys(
+                    [
+                        *(v for e in entries for v in variants(e, proto, preset, artefacts)),
+                        *proto.baseline_policies(),
+                    ]
+                )
+            ),
         )
         for preset in proto.presets
         if preset not in left_out
     ]
+
+
+def entry_specs(
+    policy: str,
+    proto: Protocol,
+    skip: Iterable[str] = (),
+    artefacts: str | Path = DEFAULT_ARTEFACTS,
+) -> dict[str, int]:
+    """Every spec ``policy``'s runs are made with, in the presets not in ``skip`` -> its
+    training seed (-1: not a learned entry)."""
+    left_out = set(skip)
+    return {
+        spec: seed
+        for preset in proto.presets
+        if preset not in left_out
+        for spec, seed in variants(policy, proto, preset, artefacts).items()
+    }
 
 
 def protocol_study(
@@ -215,31 +251,49 @@ def _run_cost(task: dict[str, Any], ticks: int, n: int) -> float:
 
 
 def estimate_seconds(
-    policy: str, proto: Protocol, store: Path, ticks: int = 5, skip: Iterable[str] = ()
+    policy: str,
+    proto: Protocol,
+    store: Path,
+    ticks: int = 5,
+    skip: Iterable[str] = (),
+    artefacts: str | Path = DEFAULT_ARTEFACTS,
+    entry_only: bool = False,
 ) -> float:
     """Seconds the benchmark should take here with one worker: each preset's entry and the
     baseline runs not yet in ``store``, each at :func:`_run_cost` of the preset's first run
-    of the entry or of ``threshold`` (a rough guide, said before a long run). ``store``: the
-    root the runs are kept under; ``skip``: presets left out."""
+    of the entry (a learned one's stand-in before training, :func:`learned.probe`) or of
+    ``threshold``, and a learned entry's predictors not yet trained
+    (:func:`learned.training_seconds`): a rough guide, said before a long run. ``store``:
+    the root the runs are kept under; ``skip``: presets left out; ``entry_only``: the
+    baselines' runs come from a file (``run_benchmarks(baselines=...)``), none is run."""
     from lab.study import finished_runs
 
     total = 0.0
-    for study in studies(policy, proto, skip):
+    for study in studies(policy, proto, skip, artefacts):
         preset = study.base.name
         folder = preset_store(store, proto, preset)
         done = finished_runs(folder, include_errors=False) if folder.exists() else set()
         runs = study.runs()
-        todo = [r for r in runs if r.run_id not in done]
+        mine = variants(policy, proto, preset, artefacts)
+        todo = [r for r in runs if r.run_id not in done and (r.policy in mine or not entry_only)]
+        total += learned.training_seconds(policy, proto, preset, artefacts)
         if not todo:
             continue
         n = proto.ticks or PRESETS[preset].ticks
-        cost = {}
-        for name in dict.fromkeys((policy, "threshold")):
-            first = next((r for r in runs if r.policy == name), None)
-            if first is not None:
-                cost[name] = _run_cost(first.task(study.metrics), min(ticks, n), n)
+        stand_in = protocol_study(proto, "estimate", "", preset, [probe(policy)]).runs()[0]
+        first = {
+            "entry": next((r for r in runs if r.policy in mine), stand_in),
+            "threshold": next(r for r in runs if r.policy == "threshold"),
+        }
+        if learned.trained_with(policy) is not None:
+            first["entry"] = stand_in
+        timed = {
+            r.run_id: _run_cost(r.task(study.metrics), min(ticks, n), n)
+            for r in {r.run_id: r for r in first.values()}.values()
+        }
+        cost = {k: timed[r.run_id] for k, r in first.items()}
         for r in todo:
-            total += cost[policy if r.policy == policy else "threshold"]
+            total += cost["entry" if r.policy in mine else "threshold"]
     return total
 
 
@@ -256,11 +310,15 @@ def run_benchmark(
     not_run: dict[str, str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     log: Callable[[str], None] = print,
+    artefacts: str | Path = DEFAULT_ARTEFACTS,
+    baselines: pd.DataFrame | None = None,
 ) -> Outcome:
     """Check ``policy`` (a registry spec), run the protocol's ``tier`` (resumable) and judge
     it; :class:`BenchmarkRefused` if it fails ``check_policy``. ``share``: stores whose
     runs of the baselines are copied in first (:func:`share_runs`); ``not_run``:
-    :func:`not_run_presets`, if already known."""
+    :func:`not_run_presets`, if already known; ``artefacts``: where a learned entry's
+    predictors are trained and kept (:mod:`lab.benchmark.learned`); ``baselines``: see
+    :func:`run_benchmarks`."""
     (outcome,) = run_benchmarks(
         [policy],
         tier=tier,
@@ -273,6 +331,8 @@ def run_benchmark(
         not_run=None if not_run is None else {policy: not_run},
         progress=progress,
         log=log,
+        artefacts=artefacts,
+        baselines=baselines,
     )
     return outcome
 
@@ -290,11 +350,18 @@ def run_benchmarks(
     not_run: dict[str, dict[str, str]] | None = None,
     progress: Callable[[int, int], None] | None = None,
     log: Callable[[str], None] = print,
+    artefacts: str | Path = DEFAULT_ARTEFACTS,
+    baselines: pd.DataFrame | None = None,
 ) -> list[Outcome]:
     """:func:`run_benchmark` for several entries in one pass: one study per preset runs
     them all beside the baselines, whose runs are read once (the built-in leaderboard,
     ``scripts/leaderboard_cards.py``); each entry is judged on its own with the baselines,
-    as if run alone (the same runs, ids and tables). ``allow``, ``not_run``: per entry."""
+    as if run alone (the same runs, ids and tables). ``allow``, ``not_run``: per entry.
+    A learned entry (:mod:`lab.benchmark.learned`) is first trained by the protocol's
+    recipe in each preset it runs in, its predictors kept under ``artefacts``.
+    ``baselines``: the baselines' per-run figures, as the shipped file holds them
+    (:func:`lab.benchmark.card.read_baselines`; every baseline run of the tier must be
+    there, matched by run id): only the entries run, none of the baselines."""
     from abm.registry import REGISTRY
 
     proto = protocol(tier)  # type: ignore[arg-type]
@@ -315,12 +382,32 @@ def run_benchmarks(
     if share:
         n = sum(share_runs(share, store, proto, p, skips[p]) for p in entries)
         log(f"{n} runs shared from other stores")
+    trained: dict[str, list[dict[str, Any]]] = {}
+    for policy in entries:
+        if learned.trained_with(policy) is not None and proto.training is not None:
+            here = [q for q in proto.presets if q not in skips[policy]]
+            learned.train(policy, proto, here, artefacts, workers=workers, log=log)
+            trained[policy] = learned.provenance(policy, proto, here, artefacts)
+    named = {p: entry_specs(p, proto, skips[p], artefacts) for p in entries}
+    shipped = baselines
     frames, tick_frames = [], []
     for preset in proto.presets:
         here = [p for p in entries if preset not in skips[p]]
         if not here:
             continue
-        (study,) = studies(here, proto, [q for q in proto.presets if q != preset])
+        (study,) = studies(here, proto, [q for q in proto.presets if q != preset], artefacts)
+        from_file = None
+        if shipped is not None:  # the entries' runs only; the baselines' from the file
+            mine = [v for p in here for v in variants(p, proto, preset, artefacts)]
+            wanted = set(proto.baseline_policies()) - set(mine)
+            ids = [r.run_id for r in study.runs() if r.policy in wanted]
+            from_file = shipped[shipped["run_id"].isin(ids)]
+            if len(from_file) != len(ids):
+                raise ConfigError(
+                    f"baselines hold {len(from_file)} of the {len(ids)} baseline runs of "
+                    f"{preset} in {proto.version} {proto.tier}"
+                )
+            study = protocol_study(proto, study.base.name, study.description, preset, mine)
         log(f"{preset}: {study.n_runs} runs")
         ticks, runs = collect(
             study,
@@ -333,6 +420,12 @@ def run_benchmarks(
         if len(failed):
             first = failed.iloc[0]
             raise RuntimeError(f"{first['policy']} failed in {preset}: {first['error']}")
+        if from_file is not None:  # each policy's runs by world and episode, as a study's
+            order = from_file.sort_values(["world_seed", "seed"], kind="stable")
+            runs = pd.concat([runs, order.drop(columns="preset")], ignore_index=True)
+        for p in here:  # a learned entry's seeds' runs, under its name
+            if p in trained:
+                runs = as_entry(runs, p, named[p])
         frames.append(runs.assign(preset=preset))
         mine = set(runs.loc[runs["policy"].isin(here), "run_id"])
         tick_frames.append(ticks[ticks["run_id"].isin(mine)])
@@ -357,9 +450,26 @@ def run_benchmarks(
                 ticks,
                 dict(allow.get(policy, {})),
                 skips[policy],
+                *(
+                    (Path(artefacts).as_posix(), trained[policy], seed_fronts(runs, policy, proto))
+                    if policy in trained
+                    else ()
+                ),
             )
         )
     return outcomes
+
+
+def seed_fronts(runs: pd.DataFrame, policy: str, proto: Protocol) -> pd.DataFrame:
+    """A learned entry's front rows judged for each training seed alone (each its own
+    family), with a ``training_seed`` column: whether the verdict of the seeds' mean holds
+    seed by seed (docs/benchmark.md)."""
+    frames = []
+    for seed in sorted(s for s in runs["training_seed"].unique() if s >= 0):
+        own = runs[(runs["policy"] != policy) | (runs["training_seed"] == seed)]
+        _, fronts = judge(own.assign(training_seed=-1), policy, proto)
+        frames.append(fronts.assign(training_seed=seed))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def entry_order(runs: pd.DataFrame, policy: str, proto: Protocol) -> pd.DataFrame:
@@ -379,6 +489,7 @@ def judge(
     """The card (the entry and the baselines, each figure with its interval and the
     entry's paired differences) and the front rows, each one corrected family.
     ``figures``: those the worlds define (default: the protocol's, on each preset)."""
+    runs = seed_means(runs, policy)  # a learned entry's value in a run: its seeds' mean
     card_rows, front = [], []
     fronts = proto.front_policies()
     defined = figures

@@ -73,6 +73,19 @@ def benchmark(
     store: Annotated[
         Path, typer.Option(help="runs kept between benchmarks (the baselines run once)")
     ] = Path("results/benchmark/store"),
+    artefacts: Annotated[
+        Path,
+        typer.Option(
+            help="where a learned entry's predictors are trained and kept (its runs name them)"
+        ),
+    ] = Path("results/benchmark/artefacts"),
+    baselines: Annotated[
+        Path | None,
+        typer.Option(
+            help="the baselines' per-run figures from this file instead of running them "
+            "(results/benchmark/baselines-full.parquet holds the full and quick tiers')"
+        ),
+    ] = None,
     workers: Annotated[int, typer.Option(min=1, help="local worker processes")] = 2,
     scheduler: Annotated[
         str | None, typer.Option(help="Dask scheduler address, e.g. tcp://host:8786")
@@ -158,6 +171,17 @@ def benchmark(
     from abm.registry import REGISTRY
 
     REGISTRY.validate(spec)  # one line before anything runs
+    table = None
+    if baselines is not None:
+        if not baselines.is_file():
+            raise ConfigError(
+                f"baselines = {str(baselines)!r} is not a file; allowed: a file of "
+                "card.export_baselines, e.g. results/benchmark/baselines-full.parquet"
+            )
+        try:
+            table = card.read_baselines(baselines)
+        except card.CardError as exc:
+            raise ConfigError(str(exc)) from None
     try:
         skip = not_run_presets(spec, proto)
     except BenchmarkRefused as exc:
@@ -171,7 +195,10 @@ def benchmark(
         n = share_runs(share, store, proto, spec, skip)
         console.print(f"{n} runs of the baselines shared from {len(share)} store(s)")
     if tier != "smoke":
-        seconds = estimate_seconds(spec, proto, store, skip=skip) / workers
+        seconds = estimate_seconds(
+            spec, proto, store, skip=skip, artefacts=artefacts, entry_only=baselines is not None
+        )
+        seconds /= workers
         note = ""
         if tier == "quick" and seconds > QUICK_BUDGET_S:
             note = " (more than the quick tier's 10 minutes: the policy is slow)"
@@ -196,6 +223,8 @@ def benchmark(
                 not_run=skip,
                 progress=progress,
                 log=log,
+                artefacts=artefacts,
+                baselines=table,
             )
         except BenchmarkRefused as exc:
             bar.stop()

@@ -229,6 +229,13 @@ def predictor(
             "from each per step"
         ),
     ] = 1,
+    worlds: Annotated[
+        str | None,
+        typer.Option(
+            help="episodes rotate over these world seeds (LO-HI or a,b,c), so μ serves any "
+            "world of the scenario; default: the scenario's world alone"
+        ),
+    ] = None,
     set_: SetOpt = None,
 ) -> None:
     """Learned predictor μ (goal scores) in the population environment (§4.2)."""
@@ -257,6 +264,7 @@ def predictor(
             resume=resume,
             progress=bar_progress(bar, task),
             n_envs=n_envs,
+            worlds=() if worlds is None else parse_worlds(worlds),
             **parse_overrides(set_),
         )
     plot_learning_curve(
