@@ -304,7 +304,9 @@ class PopulationEnv(gym.Env):
         self.worlds = None if worlds is None else tuple(int(w) for w in worlds)
         if self.worlds == ():
             raise ValueError("worlds must name at least one world seed, or be None")
-        self._home, self._played = self.config, 0
+        # the scenario every world is drawn from, and the episodes since the seeded reset
+        # (the turn of the worlds; kept in a training checkpoint, get_state)
+        self._base, self.episodes = self.config, 0
         self.alpha, self.tau, self.log_floor = float(alpha), float(tau), float(log_floor)
         self.recommender_spec = recommender
         z, T = self.config.n_features, self.config.validity
@@ -361,16 +363,26 @@ class PopulationEnv(gym.Env):
         rows = self._pending + [dict(self.model.last_row)] + self._advance()
         return self._finish(goal, rows)
 
+    def get_state(self) -> dict[str, Any]:
+        """What a training checkpoint keeps of the environment (JSON-safe): the worlds'
+        turn, so a resumed run goes on to the next world (lab.training's checkpoints)."""
+        return {"episodes": self.episodes}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`get_state` (after the reset that starts a resumed training run)."""
+        self.episodes = int(state["episodes"])
+
     # the parts of reset() and step() around the model's ticks (PopulationVectorEnv runs
     # those ticks for many environments at once)
     def _start(self, seed: int | None) -> dict[str, Any]:
         """A new episode's model, built and not yet started; the reset's info."""
         super().reset(seed=seed)
+        if seed is not None:
+            self.episodes = 0
         if self.worlds is not None:
-            self._played = 0 if seed is not None else self._played
-            world = self.worlds[self._played % len(self.worlds)]
-            self.config = self._home.replace(world_seed=world)
-            self._played += 1
+            world = self.worlds[self.episodes % len(self.worlds)]
+            self.config = self._base.replace(world_seed=world)
+        self.episodes += 1
         episode_seed = int(self.np_random.integers(0, 2**31 - 1))
         policy = CompositePolicy(self._goal, _make_recommender(self.recommender_spec))
         self.model = RecourseModel(
@@ -678,21 +690,17 @@ class ReliableGoalEnv(PopulationEnv):
         require_number("multiplier_max", multiplier_max, 0.0, 1e6, low_open=True)
         require_number("multiplier", multiplier, 0.0, multiplier_max)
         require_number("multiplier_lr", multiplier_lr, 0.0, 1e6)
-        worlds = tuple(int(w) for w in worlds)
-        if not worlds:
-            raise ValueError("worlds must name at least one world seed")
         super().__init__(
             scenario,
             recommender=recommender,
             max_margin=max_margin,
             capacity_obs=capacity_obs,
+            worlds=worlds,
             **overrides,
         )
-        self.target, self.worlds = float(target), worlds
+        self.target = float(target)
         self.multiplier = float(multiplier)
         self.multiplier_lr, self.multiplier_max = float(multiplier_lr), float(multiplier_max)
-        self.episodes = 0
-        self._base = self.config
         self._episode_rr: list[float] = []
         self.judge: Any = None  # obs -> action of the deployed policy; set by the trainer
         self._judge_env: ReliableGoalEnv | None = None
@@ -700,13 +708,10 @@ class ReliableGoalEnv(PopulationEnv):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         if seed is not None:
-            self.episodes = 0
             self._judge_env = None
             self._judge_seed = int(seed) + 10_007  # as lab.training.SyncedEval's
-        self.config = self._base.replace(world_seed=self.worlds[self.episodes % len(self.worlds)])
         self._episode_rr = []
-        obs, info = super().reset(seed=seed, options=options)
-        self.episodes += 1
+        obs, info = super().reset(seed=seed, options=options)  # the worlds' turn, too
         return obs, {**info, "world_seed": self.config.world_seed}
 
     def step(self, action: np.ndarray):
@@ -763,7 +768,7 @@ class ReliableGoalEnv(PopulationEnv):
     def get_state(self) -> dict[str, Any]:
         """What a training checkpoint must keep besides the SB3 model (JSON-safe)."""
         state = {
-            "episodes": self.episodes,
+            **super().get_state(),
             "multiplier": self.multiplier,
             "rng": self.np_random.bit_generator.state,
             "judge_seed": self._judge_seed,
@@ -779,7 +784,7 @@ class ReliableGoalEnv(PopulationEnv):
     def set_state(self, state: dict[str, Any]) -> None:
         """Restore :meth:`get_state` (after the reset that starts a resumed training run)."""
         self.np_random.bit_generator.state = state["rng"]
-        self.episodes = int(state["episodes"])
+        super().set_state(state)
         self.multiplier = float(state["multiplier"])
         self._judge_seed = int(state.get("judge_seed", self._judge_seed))
         if "judge" in state:

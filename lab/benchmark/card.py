@@ -211,10 +211,8 @@ def _sample_ticks(outcome: Outcome, sample: pd.DataFrame) -> dict[str, dict[str,
         if all(c in part for c in KEPT):
             out[row["run_id"]] = {c: part[c].tolist() for c in ("tick", *KEPT)}
         else:  # a run shared from a store that kept fewer columns: made again, here
-            by_id = (
-                by_id
-                or _plan(outcome.policy, outcome.protocol, outcome.not_run, outcome.artefacts)[1]
-            )
+            entry = (outcome.policy, outcome.protocol, outcome.not_run, outcome.artefacts)
+            by_id = by_id or _plan(*entry)[1]
             out[row["run_id"]] = _rerun(by_id, row)[1]
     return out
 
@@ -363,18 +361,18 @@ def rejudge(
 
 # -- verifying ----------------------------------------------------------------------------
 def _plan(
-    policy: str, proto: Protocol, skip: Any = (), artefacts: str | Path | None = None
+    policy: str, proto: Protocol, skip: Any = (), artefacts: str | Path = DEFAULT_ARTEFACTS
 ) -> tuple[list[Any], dict[str, Any]]:
     """The protocol's studies for ``policy`` (presets in ``skip`` left out; a learned entry's
     predictors under ``artefacts``) and their runs by id (built once: a full tier has
     12,480 runs, each hashed for its id)."""
-    plan = studies(policy, proto, skip, DEFAULT_ARTEFACTS if artefacts is None else artefacts)
+    plan = studies(policy, proto, skip, artefacts)
     return plan, {r.run_id: r for study in plan for r in study.runs()}
 
 
-def _artefacts(doc: dict[str, Any]) -> str | None:
-    """Where a learned entry's card says its predictors are (None: no learned entry)."""
-    return doc.get("learned", {}).get("artefacts")
+def _artefacts(doc: dict[str, Any]) -> str | Path:
+    """Where a learned entry's card says its predictors are (the default for any other)."""
+    return doc.get("learned", {}).get("artefacts", DEFAULT_ARTEFACTS)
 
 
 def _check_artefacts(doc: dict[str, Any]) -> str | None:
@@ -507,7 +505,7 @@ def _baseline_figures(
     from lab.study import load_runs_of
 
     policy = doc["policy"]["spec"]
-    mine = entry_specs(policy, proto, doc.get("not_run", {}), _artefacts(doc) or DEFAULT_ARTEFACTS)
+    mine = entry_specs(policy, proto, doc.get("not_run", {}), _artefacts(doc))
     ids = {rid for rid, r in by_id.items() if r.policy not in mine}
     if _id_digest(ids) != doc["runs"]["baselines"]:
         raise Mismatch(

@@ -83,6 +83,22 @@ def variants(spec: str, proto: Protocol, preset: str, root: str | Path) -> dict[
     }
 
 
+def _recipe(spec: str, proto: Protocol) -> dict[str, Any]:
+    """:func:`lab.training.train_predictor`'s keywords of the protocol's recipe for the
+    learned entry ``spec`` (its seed, steps and preset apart); ValueError for another."""
+    recommender = trained_with(spec)
+    if recommender is None or proto.training is None:
+        raise ValueError(f"{spec} is not an entry the protocol trains")
+    recipe = proto.training
+    return {
+        "alpha": recipe.alpha,
+        "tau": recipe.tau,
+        "recommender": recommender,
+        "worlds": recipe.worlds,
+        **dict(proto.settings),
+    }
+
+
 def _train_one(task: dict[str, Any]) -> dict[str, Any]:
     """One μ of the recipe (a worker's task); resumes from its checkpoint."""
     from lab.training import train_predictor
@@ -121,32 +137,20 @@ def train(
     """Train ``spec``'s μ in each of ``presets`` with each training seed of the protocol's
     recipe (those already trained are kept; a cut one resumes), ``workers`` processes at
     once. Returns (preset, seed) -> the artefact's directory."""
-    recommender = trained_with(spec)
-    if recommender is None or proto.training is None:
-        raise ValueError(f"{spec} is not an entry the protocol trains")
+    kwargs = _recipe(spec, proto)
     recipe = proto.training
     out, todo = {}, {}
     for preset in presets:
         for seed in recipe.seeds:
             where = artefact_dir(root, proto, spec, preset, seed)
-            task = {
-                "out": where,
-                "preset": preset,
-                "alpha": recipe.alpha,
-                "tau": recipe.tau,
-                "recommender": recommender,
-                "seed": seed,
-                "steps": recipe.steps,
-                "worlds": recipe.worlds,
-                **dict(proto.settings),
-            }
+            task = {"out": where, "preset": preset, **kwargs, "seed": seed, "steps": recipe.steps}
             out[(preset, seed)] = where
             if not finished(where, task):
                 todo[(preset, seed)] = task
     if todo:
         log(
             f"training {len(todo)} predictors of {recipe.steps} ticks ({spec}: "
-            f"{recommender} inside, worlds {list(recipe.worlds)})"
+            f"{kwargs['recommender']} inside, worlds {list(recipe.worlds)})"
         )
     with cf.ProcessPoolExecutor(max_workers=max(1, min(workers, len(todo) or 1))) as pool:
         jobs = {pool.submit(_train_one, dict(task)): key for key, task in todo.items()}
@@ -166,8 +170,7 @@ def training_seconds(spec: str, proto: Protocol, preset: str, root: str | Path) 
 
     from lab.training import PREDICTOR_SAC, train_predictor
 
-    recommender = trained_with(spec)
-    if recommender is None or proto.training is None:
+    if trained_with(spec) is None or proto.training is None:
         return 0.0
     recipe = proto.training
     left = [
@@ -184,14 +187,10 @@ def training_seconds(spec: str, proto: Protocol, preset: str, root: str | Path) 
         train_predictor(
             tmp,
             preset,
-            alpha=recipe.alpha,
-            tau=recipe.tau,
-            recommender=recommender,
+            **{**_recipe(spec, proto), "worlds": recipe.worlds[:1]},
             steps=TRIAL_STEPS,
             sac=PREDICTOR_SAC.replace(learning_starts=0),
             checkpoint_every=10**6,
-            worlds=recipe.worlds[:1],
-            **dict(proto.settings),
         )
         per_step = (time.process_time() - start) / TRIAL_STEPS
     return per_step * recipe.steps * len(left)

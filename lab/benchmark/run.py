@@ -67,7 +67,7 @@ class Outcome:
     not_run: dict[str, str]  # presets whose world the entry cannot run in -> why
     # a learned entry's (lab.benchmark.learned): where its predictors are kept, each one
     # trained (preset, training seed, path, weights hash) and each seed's front rows
-    artefacts: str | None = None
+    artefacts: str = DEFAULT_ARTEFACTS.as_posix()
     trained: list[dict[str, Any]] = field(default_factory=list)
     seed_fronts: pd.DataFrame = field(default_factory=pd.DataFrame)
 
@@ -281,13 +281,11 @@ def estimate_seconds(
         if not todo:
             continue
         n = proto.ticks or PRESETS[preset].ticks
-        stand_in = protocol_study(proto, "estimate", "", preset, [probe(policy)]).runs()[0]
-        first = {
-            "entry": next((r for r in runs if r.policy in mine), stand_in),
-            "threshold": next(r for r in runs if r.policy == "threshold"),
-        }
-        if learned.trained_with(policy) is not None:
-            first["entry"] = stand_in
+        if learned.trained_with(policy) is None:
+            entry = next(r for r in runs if r.policy in mine)
+        else:  # its predictors may not be trained yet: its recommender stands in
+            entry = protocol_study(proto, "estimate", "", preset, [probe(policy)]).runs()[0]
+        first = {"entry": entry, "threshold": next(r for r in runs if r.policy == "threshold")}
         timed = {
             r.run_id: _run_cost(r.task(study.metrics), min(ticks, n), n)
             for r in {r.run_id: r for r in first.values()}.values()
