@@ -71,6 +71,10 @@ class RecommenderEnv(gym.Env):
       M's score (:func:`direction_to_counterfactual`, uses only ``M.score``), so the
       error is ~0 by construction and RL learns only the cost-aware direction.
 
+    ``worlds``: episode j after a seeded reset draws its candidate in world
+    ``worlds[j % len(worlds)]`` (its generator and decision model M), as
+    :class:`PopulationEnv` does; None: the scenario's world.
+
     Each step the candidate tries the advice with eq. 8's probability per changed feature
     (true d, the scenario's β) and reapplies next step (validity T = 1). The episode ends
     when M(x) >= g, or is truncated after ``max_steps``. Reward eq. 15:
@@ -99,6 +103,7 @@ class RecommenderEnv(gym.Env):
         max_step: float = 0.5,
         action: str = "direct",
         reward_scale: float = 30.0,
+        worlds: Sequence[int] | None = None,
         **overrides: Any,
     ) -> None:
 
@@ -113,11 +118,15 @@ class RecommenderEnv(gym.Env):
             )
         for name, v in (("epsilon", epsilon), ("phi", phi), ("psi", psi)):
             require_number(name, v, 0.0, 1e9)
-        # the world (generator, M, bounds, true d) of the scenario, without running it
-        model = RecourseModel(scenario, "none", agents=False, record_events=False, **overrides)
-        self.config = model.config
-        self.ctx: PolicyContext = model.context
-        self.generator = model.world.generator
+        self.worlds = None if worlds is None else tuple(int(w) for w in worlds)
+        if self.worlds == ():
+            raise ValueError("worlds must name at least one world seed, or be None")
+        # the world (generator, M, bounds, true d) of the scenario, without running it; with
+        # ``worlds``, each of them, episode j playing in worlds[j % len(worlds)]
+        self._worlds = [
+            self._world(scenario, {**overrides, "world_seed": w}) for w in self.worlds or ()
+        ] or [self._world(scenario, overrides)]
+        self.config, self.ctx, self.generator = self._worlds[0]
         self.max_steps, self.goal_max = max_steps, goal_max
         self.epsilon, self.phi, self.psi = epsilon, phi, psi
         self.max_step, self.action_mode, self.reward_scale = (
@@ -139,6 +148,11 @@ class RecommenderEnv(gym.Env):
         self._g = 0.0
         self._t = 0
 
+    @staticmethod
+    def _world(scenario: ScenarioConfig | str, overrides: dict[str, Any]) -> tuple:
+        model = RecourseModel(scenario, "none", agents=False, record_events=False, **overrides)
+        return model.config, model.context, model.world.generator
+
     @property
     def warming_up(self) -> bool:
         return self.episodes <= self.warmup_episodes
@@ -150,6 +164,8 @@ class RecommenderEnv(gym.Env):
         if seed is not None:
             self.estimator = DifficultyEstimator(*self._estimator_args)
             self.episodes = 0
+        # the worlds' turn (d̂ is one estimate across them: d is the scenario's, not a world's)
+        self.config, self.ctx, self.generator = self._worlds[self.episodes % len(self._worlds)]
         score = self.ctx.decision_model.score
         while True:  # a candidate who can still improve, and a goal above its score
             x = self.generator.sample(1, self.np_random)

@@ -126,6 +126,8 @@ class RecommenderTraining(_Common):
     max_step: float = Field(0.5, gt=0, le=1)
     action: Literal[RECOMMENDER_ACTIONS] = "direction"  # type: ignore[valid-type]
     reward_scale: float | None = Field(None, gt=0, le=1e9)
+    # the worlds episodes rotate over (lab.envs.RecommenderEnv); empty: the scenario's own
+    worlds: tuple[Annotated[int, Field(ge=0, le=2**32 - 1)], ...] = ()
 
 
 class PredictorTraining(_Common):
@@ -183,6 +185,7 @@ def train_recommender(
     resume: bool = False,
     progress: Progress | None = None,
     env_params: dict[str, Any] | None = None,
+    worlds: Sequence[int] = (),
     **overrides: Any,
 ) -> dict[str, Any]:
     """Train φ in :class:`lab.envs.RecommenderEnv`: ``warmup_episodes`` on error only, then
@@ -190,6 +193,8 @@ def train_recommender(
     reports finished episodes. ``max_step``, ``action`` (``direct``, the paper's, or
     ``direction``) and ``reward_scale`` are :class:`lab.envs.RecommenderEnv`'s; the
     manifest records them (and the observation layout) for :class:`LearnedRecommender`.
+    ``worlds``: episodes rotate over these world seeds (the manifest lists them, so φ
+    serves any world of the scenario); empty: the scenario's world alone.
     The learning curve's ``reward`` is eq. 15 itself, not the scaled reward SAC sees.
     Bad settings raise :class:`abm.validation.ConfigError` before anything is built."""
     from lab.envs import RecommenderEnv
@@ -204,6 +209,7 @@ def train_recommender(
         reward_scale=reward_scale,
         eval_every=eval_every,
         eval_episodes=eval_episodes,
+        worlds=tuple(worlds),
     )
     sac = _sac(sac)
     scale = p.reward_scale or RECOMMENDER_REWARD_SCALES[p.action]
@@ -211,6 +217,7 @@ def train_recommender(
         "max_step": p.max_step,
         "action": p.action,
         "reward_scale": scale,
+        **({"worlds": p.worlds} if p.worlds else {}),
         **(env_params or {}),
         **overrides,
     }
@@ -233,6 +240,8 @@ def train_recommender(
             "reward_scale": env.reward_scale,
         },
         "sac": sac.model_dump(),
+        # left out when not given: a manifest of one world reads as before
+        **({"worlds": list(p.worlds)} if p.worlds else {}),
     }
     # evaluation with cost from the first episode; d̂ is copied in before each evaluation
     make_eval = (

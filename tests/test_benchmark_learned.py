@@ -1,6 +1,6 @@
-"""Learned entries of the benchmark (issue 50): a hybrid's predictor μ trained by the
-protocol's recipe in each preset, on worlds it is not judged in, with several training
-seeds whose mean is the entry's run."""
+"""Learned entries of the benchmark (issue 50): a hybrid's predictor μ, and φ with the μ
+that advises with it, trained by the protocol's recipe in each preset, on worlds they are
+not judged in, with several training seeds whose mean is the entry's run."""
 
 from __future__ import annotations
 
@@ -14,42 +14,73 @@ from typer.testing import CliRunner
 from abm.registry import REGISTRY
 from abm.validation import ConfigError
 from lab.benchmark import card, learned
-from lab.benchmark.learned import probe, seed_means, trained_with, variants
-from lab.benchmark.protocol import VERSION, Protocol, Training, protocol, same_runs
+from lab.benchmark.learned import Plan, plan, probe, seed_means, trained_with, variants
+from lab.benchmark.protocol import RECIPE_FIELDS, Protocol, Training, past, protocol, same_runs
 from lab.cli import app
-from lab.envs import PopulationEnv
+from lab.envs import PopulationEnv, RecommenderEnv
 
 runner = CliRunner()
 
 
-def test_the_protocol_trains_the_hybrids_that_name_no_predictor():
-    assert trained_with("hybrid-exact-linear") == "exact-linear"
-    assert trained_with("hybrid-ustun:levels=10,allow_mismatch=true") == "ustun:levels=10"
-    assert trained_with("hybrid-exact-linear:path=some/where") is None
-    for spec in ("threshold", "last-threshold+exact-linear", "rl", "hybrid-other"):
-        assert trained_with(spec) is None, spec
+def test_the_protocol_trains_the_learned_entries_that_name_no_artefact():
+    assert plan("hybrid-exact-linear") == Plan("hybrid", "exact-linear")
+    assert plan("hybrid-ustun:levels=10,allow_mismatch=true").recommender == "ustun:levels=10"
+    assert plan("rl") == Plan("rl") and plan("rl-recommender") == Plan("rl-recommender")
+    assert plan("rl-constrained").target == 0.95
+    assert plan("rl-constrained:target=0.9") == Plan("rl-constrained", None, 0.9)
+    for spec in ("hybrid-exact-linear:path=a", "rl:path=a", "rl:recommender=a", "threshold"):
+        assert plan(spec) is None, spec
+    assert plan("last-threshold+exact-linear") is None and plan("hybrid-other") is None
+    assert trained_with("hybrid-wachter") == "wachter" and trained_with("rl") == "rl"
+    assert trained_with("rl-recommender") is None  # φ alone: no μ
     assert probe("hybrid-wachter") == "last-threshold+wachter"
+    assert probe("rl-recommender") == probe("rl") == "last-threshold+exact-linear"
     assert probe("threshold-true") == "threshold-true"
     proto = protocol("full")
     named = variants("hybrid-ustun:levels=10", proto, "paper", "A")
     assert list(named.values()) == list(proto.training.seeds) == [0, 1, 2]
-    slug = VERSION.replace("/", "-")
+    # a hybrid's predictors stay where version 3 put them: version 4 changed only φ's part
+    # of the recipe, so its runs keep their ids
     for spec, seed in named.items():
-        assert spec.endswith(f",path=A/{slug}/hybrid-ustun-levels-10/paper/seed-{seed}")
+        assert spec.endswith(f",path=A/dynamic-recourse-3/hybrid-ustun-levels-10/paper/seed-{seed}")
+        REGISTRY.validate(spec)
+    phi = "A/dynamic-recourse-4/phi/paper/seed-{}"
+    for spec, seed in variants("rl", proto, "paper", "A").items():
+        mu = f"A/dynamic-recourse-4/rl/paper/seed-{seed}"
+        assert spec == f"rl:path={mu},recommender={phi.format(seed)}"
+        REGISTRY.validate(spec)
+    for spec, seed in variants("rl-recommender", proto, "paper", "A").items():
+        assert spec == f"rl-recommender:path={phi.format(seed)}"  # the same φ as rl's
+        REGISTRY.validate(spec)
+    for spec in variants("rl-constrained:target=0.9", proto, "paper", "A"):
+        assert spec.startswith("rl-constrained:target=0.9,path=A/dynamic-recourse-4/")
         REGISTRY.validate(spec)
     assert variants("threshold", proto, "paper", "A") == {"threshold": -1}
+    # φ first, then the μ that advises with it
+    chain = learned.tasks("rl-constrained:target=0.9", proto, "paper", 1, "A")
+    assert [t["kind"] for t in chain] == ["recommender", "constrained"]
+    assert chain[0]["episodes"] == 20_000 and chain[1]["target"] == 0.9
+    assert chain[1]["recommender"] == f"rl:path={phi.format(1)}"
 
 
 def test_training_worlds_are_never_evaluation_worlds_and_the_recipe_is_fixed():
     full = protocol("full")
     assert not set(full.training.worlds) & set(full.world_seeds)
     assert len(full.training.seeds) >= 3 and full.training.steps == 7000
+    assert full.training.phi_episodes == 20_000
     with pytest.raises(ValueError, match=r"training worlds \[3\] are evaluation worlds"):
         Protocol(training=Training(worlds=(3, 20)))
     other = full.model_copy(update={"training": Training(steps=100)})
     assert other.digest() != full.digest()
     # the recipe makes a learned entry's runs, not any other entry's
-    assert same_runs(full, other) and not same_runs(full, other, learned=True)
+    assert same_runs(full, other) and not same_runs(full, other, RECIPE_FIELDS["hybrid"])
+    # φ's budget makes the runs of the entries with φ, not a hybrid's
+    phi = full.model_copy(update={"training": Training(phi_episodes=100)})
+    assert same_runs(full, phi, RECIPE_FIELDS["hybrid"])
+    for kind in ("rl", "rl-recommender", "rl-constrained"):
+        assert not same_runs(full, phi, RECIPE_FIELDS[kind]), kind
+    assert same_runs(full, past("dynamic-recourse/3"), RECIPE_FIELDS["hybrid"])
+    assert not same_runs(full, past("dynamic-recourse/3"), RECIPE_FIELDS["rl"])
 
 
 def test_a_learned_entry_s_run_is_the_mean_of_its_training_seeds():
@@ -80,6 +111,21 @@ def test_population_env_rotates_its_episodes_over_its_worlds():
         PopulationEnv("paper", worlds=())
 
 
+def test_recommender_env_rotates_its_episodes_over_its_worlds():
+    env = RecommenderEnv("paper", worlds=(1000, 1001))
+    models = []
+    for seed in (0, None, None, 0):
+        env.reset(seed=seed)
+        models.append(env.ctx.decision_model)
+        assert env.config.world_seed == (1000, 1001)[(env.episodes - 1) % 2]
+    assert models[0] is models[2] is models[3] and models[1] is not models[0]
+    # one world: the scenario's, episode after episode (as before worlds existed)
+    alone = RecommenderEnv("paper")
+    assert alone.worlds is None and alone.config.world_seed == 0
+    with pytest.raises(ValueError, match="worlds"):
+        RecommenderEnv("paper", worlds=())
+
+
 @pytest.mark.slow  # trains one μ (300 ticks) and runs the smoke tier: about 40 s
 def test_a_learned_entry_is_trained_run_on_its_seeds_and_verifies(tmp_path):
     store, art = tmp_path / "store", tmp_path / "artefacts"
@@ -103,7 +149,7 @@ def test_a_learned_entry_is_trained_run_on_its_seeds_and_verifies(tmp_path):
     assert manifest["steps"] == proto.training.steps and manifest["alpha"] == proto.training.alpha
     assert doc["learned"]["seed_fronts"] and "training seed" in (out / "card.html").read_text()
     said = card.verify(out / "card.json", store=store, log=str)
-    assert said[0].startswith("predictors:") and "bit for bit" in said[-1]
+    assert said[0].startswith("artefacts:") and "bit for bit" in said[-1]
     # a predictor other than the one the runs used is caught
     edited = json.loads((out / "card.json").read_text())
     edited["learned"]["trained"][0]["weights_sha256"] = "0" * 64
@@ -117,5 +163,39 @@ def test_a_learned_entry_is_trained_run_on_its_seeds_and_verifies(tmp_path):
     changed = proto.model_copy(
         update={"training": proto.training.model_copy(update={"alpha": 4.0})}
     )
+    # a recipe no version fixed trains elsewhere; one trained otherwise in its place is
+    # refused, not overwritten
+    assert learned.artefact_dir(art, changed, "hybrid-exact-linear", "paper", 0) != first.parent
+    first.write_text(json.dumps({**manifest, "steps": proto.training.steps - 1}))
     with pytest.raises(ConfigError, match="artefact = .* was trained with"):
-        learned.train("hybrid-exact-linear", changed, ["paper"], art, workers=1, log=str)
+        learned.train("hybrid-exact-linear", proto, ["paper"], art, workers=1, log=str)
+
+
+@pytest.mark.slow  # trains φ (30 episodes) and μ (300 ticks) and runs the smoke tier twice: ~90 s
+def test_the_phi_entries_train_phi_once_and_verify(tmp_path):
+    store, art = tmp_path / "store", tmp_path / "artefacts"
+    proto = protocol("smoke")
+    base = ["--tier", "smoke", "--workers", "1", "--store", str(store), "--artefacts", str(art)]
+    result = runner.invoke(app, ["benchmark", "rl", *base, "--out", str(tmp_path / "rl")])
+    assert result.exit_code == 0, result.output
+    doc = card.read(tmp_path / "rl" / "card.json")
+    kinds = [(t["kind"], t["training_seed"]) for t in doc["learned"]["trained"]]
+    assert kinds == [("recommender", 0), ("predictor", 0)]
+    phi, mu = (Path(t["path"]) for t in doc["learned"]["trained"])
+    phi_manifest = json.loads((phi / "manifest.json").read_text())
+    assert phi_manifest["env"]["episodes"] == proto.training.phi_episodes
+    assert phi_manifest["worlds"] == list(proto.training.worlds)
+    # μ advised with that φ in its training, and its runs load both
+    assert json.loads((mu / "manifest.json").read_text())["recommender"] == f"rl:path={phi}"
+    (spec,) = variants("rl", proto, "paper", art)
+    assert spec == f"rl:path={mu.as_posix()},recommender={phi.as_posix()}"
+    said = card.verify(tmp_path / "rl" / "card.json", store=store, log=str)
+    assert said[0] == "artefacts: the 2 the card's runs used, byte for byte"
+    # rl-recommender runs the same φ: nothing is trained again
+    before = (phi / "manifest.json").stat().st_mtime_ns
+    out = tmp_path / "rl-recommender"
+    result = runner.invoke(app, ["benchmark", "rl-recommender", *base, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert (phi / "manifest.json").stat().st_mtime_ns == before
+    trained = card.read(out / "card.json")["learned"]["trained"]
+    assert [(t["kind"], t["path"]) for t in trained] == [("recommender", phi.as_posix())]

@@ -35,7 +35,8 @@ from abm.provenance import (
     versions,
     write_json,
 )
-from lab.benchmark.learned import DEFAULT_ARTEFACTS, trained_with
+from lab.benchmark.learned import DEFAULT_ARTEFACTS
+from lab.benchmark.learned import plan as learned_plan
 from lab.benchmark.protocol import VERSION, VERSIONS, Protocol, past, protocol, same_runs
 from lab.benchmark.run import (
     KEPT,
@@ -159,7 +160,8 @@ def build(outcome: Outcome, made: dict[str, Any] | None = None) -> dict[str, Any
         {
             "learned": {
                 "artefacts": outcome.artefacts,
-                "training": proto.training.model_dump(mode="json") if proto.training else None,
+                # the recipe's fields this entry's runs depend on (RECIPE_FIELDS)
+                "training": _recipe_of(policy, proto),
                 "trained": outcome.trained,
                 "seed_fronts": _table(outcome.seed_fronts),
             }
@@ -263,11 +265,21 @@ def check_version(doc: dict[str, Any], version: str = VERSION) -> None:
         )
 
 
+def _recipe_of(policy: str, proto: Protocol) -> dict[str, Any] | None:
+    """The protocol's recipe as far as the learned entry ``policy`` depends on it."""
+    made = learned_plan(policy)
+    if proto.training is None or made is None:
+        return None
+    recipe = proto.training.model_dump(mode="json")
+    return {k: v for k, v in recipe.items() if k in made.fields}
+
+
 # -- judging again ------------------------------------------------------------------------
-def _earlier(got: dict[str, Any], what: str, learned: bool = False) -> Protocol:
+def _earlier(got: dict[str, Any], what: str, learned: tuple[str, ...] = ()) -> Protocol:
     """The protocol of an earlier version named by ``got`` (version, tier, digest) whose
-    runs are the current version's (:func:`lab.benchmark.protocol.same_runs`), checked
-    against its pinned digest; :class:`CardError` otherwise."""
+    runs are the current version's (:func:`lab.benchmark.protocol.same_runs`; ``learned``:
+    the recipe's fields a learned entry's runs depend on), checked against its pinned
+    digest; :class:`CardError` otherwise."""
     version, tier = got.get("version"), got.get("tier")
     try:
         old = past(version, tier)
@@ -322,7 +334,8 @@ def rejudge(
     The tables must come out as the card's (:class:`Mismatch` otherwise): only how an
     entry is checked may differ between such versions."""
     policy = doc["policy"]["spec"]
-    old = _earlier(doc.get("protocol", {}), "card", trained_with(policy) is not None)
+    made = learned_plan(policy)
+    old = _earlier(doc.get("protocol", {}), "card", made.fields if made else ())
     proto = protocol(old.tier)
     not_run = dict(doc.get("not_run", {}))
     root = _artefacts(doc)
@@ -394,7 +407,7 @@ def _check_artefacts(doc: dict[str, Any]) -> str | None:
                 f"artefact = {row['path']!r}: weights {str(got)[:16]}, not the "
                 f"{row['weights_sha256'][:16]} the card's runs used"
             )
-    return f"predictors: the {len(trained)} the card's runs used, byte for byte"
+    return f"artefacts: the {len(trained)} the card's runs used, byte for byte"
 
 
 def _rerun(by_id: dict[str, Any], row: Any) -> tuple[dict[str, float], dict[str, list]]:
@@ -653,14 +666,29 @@ def page(doc: dict[str, Any], outcome: Outcome) -> str:
         f"{RESULTS_SCHEMA}, machine {doc['machine']['fingerprint']}, {doc['created']}.</p>"
     )
     body = [head]
-    if outcome.trained and proto.training is not None:
+    made = learned_plan(outcome.policy)
+    if outcome.trained and proto.training is not None and made is not None:
         t = proto.training
+        seeds, worlds = ", ".join(map(str, t.seeds)), ", ".join(map(str, t.worlds))
+        what = []
+        if made.phi:
+            what.append(f"one recommender φ per training seed ({seeds}), {t.phi_episodes} episodes")
+        if made.mu:
+            goal = (
+                f"for RR ≥ {made.target:g}"
+                if made.kind == "rl-constrained"
+                else f"at α:τ = {t.alpha:g}:{t.tau:g}"
+            )
+            what.append(
+                f"{'then' if made.phi else 'one'} predictor μ per training seed"
+                f"{'' if made.phi else f' ({seeds})'}, {t.steps} ticks {goal}"
+                + (" with that φ inside" if made.phi else "")
+            )
         body.append(
-            f"<p>A learned entry, trained by the protocol: in each preset, one predictor μ per "
-            f"training seed ({', '.join(map(str, t.seeds))}), {t.steps} ticks at α:τ = "
-            f"{t.alpha:g}:{t.tau:g}, its episodes in worlds {', '.join(map(str, t.worlds))} "
-            f"(none an evaluation world). A run's figures are the mean over the training "
-            f"seeds' runs; under each front table, each seed's own verdicts.</p>"
+            f"<p>A learned entry, trained by the protocol: in each preset, {', '.join(what)}, "
+            f"its episodes in worlds {worlds} (none an evaluation world). A run's figures "
+            f"are the mean over the training seeds' runs; under each front table, each "
+            f"seed's own verdicts.</p>"
         )
     for preset in proto.presets:
         body.append(f"<h2>{html.escape(preset)}</h2>")

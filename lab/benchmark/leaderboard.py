@@ -72,8 +72,10 @@ BUILT_IN: dict[str, dict[str, str]] = {
 NOT_ENTERED: dict[str, str] = {
     "none": "a baseline of every card",
     "rl, rl-constrained, rl-recommender": (
-        "need a learned recommender φ, which the protocol's training recipe does not train "
-        "yet (docs/benchmark.md, learned entries)"
+        "enter as learned entries since version 4 (`recourse-abm benchmark rl`): φ, shared "
+        "by the three, then μ, trained by the protocol; not run here yet: 24 φ of 20,000 "
+        "episodes (about 200-420 CPU-seconds each) and 48 μ, about 4 CPU-hours before "
+        "their runs (docs/benchmark.md, learned entries)"
     ),
     "hybrid-ustun, hybrid-wachter, hybrid-dice": (
         "enter as `hybrid-exact-linear` does (`recourse-abm benchmark hybrid-ustun`), "

@@ -21,6 +21,7 @@ import concurrent.futures as cf
 import json
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +29,40 @@ import pandas as pd
 
 from abm.registry import Part, parse_spec
 from abm.validation import ConfigError
-from lab.benchmark.protocol import Protocol
+from lab.benchmark.protocol import RECIPE_FIELDS, Protocol
 
 #: where trained predictors are kept (relative: the runs name it, and so their ids)
 DEFAULT_ARTEFACTS = Path("results/benchmark/artefacts")
-#: the recipe's fields a finished artefact's manifest must show (changed inputs are refused)
-_RECIPE = ("alpha", "tau", "seed", "steps", "worlds", "recommender")
-#: ticks of the short training :func:`training_seconds` times
+#: the learned entries with φ (durable-recourse-rl §4): each trains φ, then μ with φ inside
+#: (none for rl-recommender, which keeps the last threshold)
+PHI_ENTRIES = ("rl", "rl-recommender", "rl-constrained")
+#: ticks of the short μ training :func:`training_seconds` times, and φ's episodes
 TRIAL_STEPS = 100
+TRIAL_EPISODES = 200
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the recipe trains for one learned entry: ``kind`` (a key of
+    :data:`lab.benchmark.protocol.RECIPE_FIELDS`), μ's recommender spec for a hybrid (None:
+    φ's, trained first), and the RR target of ``rl-constrained``."""
+
+    kind: str
+    recommender: str | None = None
+    target: float | None = None
+
+    @property
+    def phi(self) -> bool:
+        return self.kind != "hybrid"
+
+    @property
+    def mu(self) -> bool:
+        return self.kind != "rl-recommender"
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The recipe's fields this entry's runs depend on."""
+        return RECIPE_FIELDS[self.kind]
 
 
 def slug(text: str) -> str:
@@ -43,86 +70,170 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")
 
 
-def trained_with(spec: str) -> str | None:
-    """The recommender spec a learned entry's μ is trained with (the hybrid's own, with
-    its parameters), or None: ``spec`` is no entry the protocol trains (not a
-    ``hybrid-*``, or it names its own ``path``)."""
+def plan(spec: str) -> Plan | None:
+    """What the protocol trains for ``spec``, or None: no entry it trains (not a
+    ``hybrid-*`` nor a φ entry, or it names its own ``path`` or ``recommender``)."""
     from policies.rl import HYBRID_RECOMMENDERS
 
     parts = parse_spec(spec)
-    if len(parts) != 1 or "path" in parts[0].params:
+    if len(parts) != 1 or {"path", "recommender"} & set(parts[0].params):
         return None
-    name, params = parts[0].name, parts[0].params
+    name, params = parts[0].name, dict(parts[0].params)
+    params.pop("allow_mismatch", None)
+    if name in PHI_ENTRIES:
+        target = params.get("target", 0.95) if name == "rl-constrained" else None
+        return Plan(name, None, None if target is None else float(target))
     recommender = name.removeprefix("hybrid-")
     if recommender == name or recommender not in HYBRID_RECOMMENDERS:
         return None
-    return str(Part(recommender, {k: v for k, v in params.items() if k != "allow_mismatch"}))
+    return Plan("hybrid", str(Part(recommender, params)))
+
+
+def trained_with(spec: str) -> str | None:
+    """The recommender spec a learned entry's μ is trained with (a hybrid's own, with its
+    parameters; ``rl`` for φ), or None: ``spec`` is no entry the protocol trains μ for."""
+    made = plan(spec)
+    if made is None or not made.mu:
+        return None
+    return made.recommender or "rl"
 
 
 def probe(spec: str) -> str:
     """A policy that can run wherever ``spec`` can, before anything is trained: a learned
-    entry's recommender after the last threshold; any other entry itself."""
-    recommender = trained_with(spec)
-    return spec if recommender is None else f"last-threshold+{recommender}"
+    entry's recommender after the last threshold (exact-linear for φ, which serves any
+    world with a decision score); any other entry itself."""
+    made = plan(spec)
+    if made is None:
+        return spec
+    return f"last-threshold+{made.recommender or 'exact-linear'}"
+
+
+def _home(proto: Protocol, fields: Iterable[str]) -> str:
+    """The first version whose recipe fixed ``fields`` as ``proto`` does: artefacts are kept
+    under it, so a later version that changes other fields names the same ones (and its
+    runs keep their ids). ``proto``'s own version for a recipe no version fixed."""
+    from lab.benchmark.protocol import VERSIONS, past
+
+    mine = proto.training
+    for version in VERSIONS:
+        try:
+            old = past(version, proto.tier).training
+        except ValueError:
+            continue
+        if old is not None and all(getattr(old, f) == getattr(mine, f) for f in fields):
+            return version
+    return proto.version
 
 
 def artefact_dir(root: str | Path, proto: Protocol, spec: str, preset: str, seed: int) -> Path:
-    """Where ``spec``'s μ of ``preset`` and training ``seed`` is kept under ``root``."""
-    return Path(root) / slug(proto.version) / slug(spec) / preset / f"seed-{seed}"
+    """Where ``spec``'s μ of ``preset`` and training ``seed`` is kept under ``root`` (φ's,
+    for ``rl-recommender``: :func:`phi_dir`)."""
+    made = plan(spec)
+    if made is not None and not made.mu:
+        return phi_dir(root, proto, preset, seed)
+    fields = made.fields if made is not None else ()
+    return Path(root) / slug(_home(proto, fields)) / slug(spec) / preset / f"seed-{seed}"
+
+
+def phi_dir(root: str | Path, proto: Protocol, preset: str, seed: int) -> Path:
+    """Where φ of ``preset`` and training ``seed`` is kept: one for every φ entry (the
+    same recipe trains the same bytes)."""
+    home = _home(proto, ("worlds", "phi_episodes"))
+    return Path(root) / slug(home) / "phi" / preset / f"seed-{seed}"
 
 
 def variants(spec: str, proto: Protocol, preset: str, root: str | Path) -> dict[str, int]:
     """The specs ``spec``'s runs in ``preset`` are made with -> their training seed: one
-    per seed of the recipe, each loading its μ; ``{spec: -1}`` for an entry not learned."""
-    if trained_with(spec) is None or proto.training is None:
+    per seed of the recipe, each loading its artefacts; ``{spec: -1}`` for an entry not
+    learned."""
+    made = plan(spec)
+    if made is None or proto.training is None:
         return {spec: -1}
     sep = "," if ":" in spec else ":"
-    return {
-        f"{spec}{sep}path={artefact_dir(root, proto, spec, preset, s).as_posix()}": s
-        for s in proto.training.seeds
-    }
+    out = {}
+    for s in proto.training.seeds:
+        where = artefact_dir(root, proto, spec, preset, s).as_posix()
+        named = f"path={where}"
+        if made.phi and made.mu:
+            named += f",recommender={phi_dir(root, proto, preset, s).as_posix()}"
+        out[f"{spec}{sep}{named}"] = s
+    return out
 
 
-def _recipe(spec: str, proto: Protocol) -> dict[str, Any]:
-    """:func:`lab.training.train_predictor`'s keywords of the protocol's recipe for the
-    learned entry ``spec`` (its seed, steps and preset apart); ValueError for another."""
-    recommender = trained_with(spec)
-    if recommender is None or proto.training is None:
-        raise ValueError(f"{spec} is not an entry the protocol trains")
+def tasks(spec: str, proto: Protocol, preset: str, seed: int, root: str | Path) -> list[dict]:
+    """The trainings of ``spec``'s artefacts of ``preset`` and ``seed``, in order (φ first):
+    each a dict of ``kind`` (recommender, predictor, constrained), ``out``, ``preset`` and
+    the training function's keywords."""
+    made = plan(spec)
     recipe = proto.training
-    return {
-        "alpha": recipe.alpha,
-        "tau": recipe.tau,
-        "recommender": recommender,
-        "worlds": recipe.worlds,
-        **dict(proto.settings),
-    }
+    if made is None or recipe is None:
+        raise ValueError(f"{spec} is not an entry the protocol trains")
+    common = {"preset": preset, "seed": seed, "worlds": recipe.worlds, **dict(proto.settings)}
+    out = []
+    if made.phi:
+        phi = phi_dir(root, proto, preset, seed)
+        out.append({"kind": "recommender", "out": phi, **common, "episodes": recipe.phi_episodes})
+    if made.mu:
+        where = artefact_dir(root, proto, spec, preset, seed)
+        rec = made.recommender or f"rl:path={phi.as_posix()}"
+        mu = {**common, "out": where, "recommender": rec, "steps": recipe.steps}
+        if made.kind == "rl-constrained":
+            out.append({"kind": "constrained", **mu, "target": made.target})
+        else:
+            out.append({"kind": "predictor", **mu, "alpha": recipe.alpha, "tau": recipe.tau})
+    return out
 
 
-def _train_one(task: dict[str, Any]) -> dict[str, Any]:
-    """One μ of the recipe (a worker's task); resumes from its checkpoint."""
-    from lab.training import train_predictor
-    from policies.rl.learned import torch_threads
+#: what a finished artefact's manifest must show of its task, by kind (changed inputs are
+#: refused, not overwritten)
+_CHECKED = {
+    "recommender": ("seed", "worlds", "episodes"),
+    "predictor": ("alpha", "tau", "seed", "steps", "worlds", "recommender"),
+    "constrained": ("rr_target", "seed", "steps", "worlds", "recommender"),
+}
 
-    with torch_threads(1):  # a worker per core: one thread each
-        return train_predictor(task.pop("out"), task.pop("preset"), resume=True, **task)
+
+def _seen(kind: str, manifest: dict[str, Any]) -> dict[str, Any]:
+    """The fields :data:`_CHECKED` of ``kind`` as a finished ``manifest`` records them."""
+    flat = {**manifest, "episodes": manifest.get("env", {}).get("episodes")}
+    return {k: flat.get(k) for k in _CHECKED[kind]}
 
 
-def finished(out: Path, task: dict[str, Any]) -> bool:
-    """Whether ``out`` holds the μ ``task`` asks for (a finished one of other settings is a
-    ConfigError: its inputs changed)."""
+def _asked(task: dict[str, Any]) -> dict[str, Any]:
+    flat = {**task, "worlds": list(task["worlds"]), "rr_target": task.get("target")}
+    return {k: flat[k] for k in _CHECKED[task["kind"]]}
+
+
+def finished(task: dict[str, Any]) -> bool:
+    """Whether ``task["out"]`` holds the artefact ``task`` asks for (a finished one of
+    other settings is a ConfigError: its inputs changed)."""
+    out = Path(task["out"])
     path = out / "manifest.json"
     if not path.is_file():
         return False
-    manifest = json.loads(path.read_text())
-    want = {**{k: task[k] for k in _RECIPE}, "worlds": list(task["worlds"])}
-    got = {k: manifest.get(k) for k in _RECIPE}
+    got, want = _seen(task["kind"], json.loads(path.read_text())), _asked(task)
     if got != want:
         raise ConfigError(
             f"artefact = {str(out)!r} was trained with {got}, not the protocol's {want}: "
             "move it away to train it again"
         )
     return True
+
+
+def _train_one(task: dict[str, Any]) -> dict[str, Any]:
+    """One artefact of the recipe (a worker's task); resumes from its checkpoint."""
+    from lab import training
+    from policies.rl.learned import torch_threads
+
+    task = dict(task)
+    kind, out, preset = task.pop("kind"), task.pop("out"), task.pop("preset")
+    train = {
+        "recommender": training.train_recommender,
+        "predictor": training.train_predictor,
+        "constrained": training.train_constrained_predictor,
+    }[kind]
+    with torch_threads(1):  # a worker per core: one thread each
+        return train(out, preset, resume=True, **task)
 
 
 def train(
@@ -134,83 +245,102 @@ def train(
     workers: int = 2,
     log: Callable[[str], None] = print,
 ) -> dict[tuple[str, int], Path]:
-    """Train ``spec``'s μ in each of ``presets`` with each training seed of the protocol's
-    recipe (those already trained are kept; a cut one resumes), ``workers`` processes at
-    once. Returns (preset, seed) -> the artefact's directory."""
-    kwargs = _recipe(spec, proto)
+    """Train ``spec``'s artefacts in each of ``presets`` with each training seed of the
+    protocol's recipe (those already trained are kept; a cut one resumes), ``workers``
+    processes at once; a μ with φ inside starts once its φ is done. Returns (preset, seed)
+    -> the directory the entry's runs name as ``path``."""
     recipe = proto.training
-    out, todo = {}, {}
+    out, chains = {}, []
     for preset in presets:
         for seed in recipe.seeds:
-            where = artefact_dir(root, proto, spec, preset, seed)
-            task = {"out": where, "preset": preset, **kwargs, "seed": seed, "steps": recipe.steps}
-            out[(preset, seed)] = where
-            if not finished(where, task):
-                todo[(preset, seed)] = task
-    if todo:
+            out[(preset, seed)] = artefact_dir(root, proto, spec, preset, seed)
+            chain = [t for t in tasks(spec, proto, preset, seed, root) if not finished(t)]
+            if chain:
+                chains.append(chain)
+    if chains:
+        count = sum(len(c) for c in chains)
         log(
-            f"training {len(todo)} predictors of {recipe.steps} ticks ({spec}: "
-            f"{kwargs['recommender']} inside, worlds {list(recipe.worlds)})"
+            f"training {count} artefacts for {spec} (phi: {recipe.phi_episodes} episodes, "
+            f"mu: {recipe.steps} ticks; worlds {list(recipe.worlds)})"
         )
-    with cf.ProcessPoolExecutor(max_workers=max(1, min(workers, len(todo) or 1))) as pool:
-        jobs = {pool.submit(_train_one, dict(task)): key for key, task in todo.items()}
-        for job in cf.as_completed(jobs):
-            job.result()
-            preset, seed = jobs[job]
-            log(f"trained {spec} in {preset}, seed {seed}")
+    with cf.ProcessPoolExecutor(max_workers=max(1, min(workers, len(chains) or 1))) as pool:
+        jobs = {pool.submit(_train_one, chain[0]): (chain, 0) for chain in chains}
+        while jobs:
+            done, _ = cf.wait(jobs, return_when=cf.FIRST_COMPLETED)
+            for job in done:
+                chain, i = jobs.pop(job)
+                job.result()
+                task = chain[i]
+                log(f"trained {task['kind']} of {spec} in {task['preset']}, seed {task['seed']}")
+                if i + 1 < len(chain):  # the μ that needs this φ
+                    jobs[pool.submit(_train_one, chain[i + 1])] = (chain, i + 1)
     return out
 
 
 def training_seconds(spec: str, proto: Protocol, preset: str, root: str | Path) -> float:
-    """About how long ``spec``'s predictors of ``preset`` not yet trained under ``root``
-    take here with one worker: a short training (:data:`TRIAL_STEPS` ticks, SAC updating
-    from the first) times the recipe's steps. 0 for an entry not learned."""
+    """About how long ``spec``'s artefacts of ``preset`` not yet trained under ``root``
+    take here with one worker: each kind's marginal cost, the difference between short
+    trainings of n and 2n (φ :data:`TRIAL_EPISODES` episodes, μ :data:`TRIAL_STEPS` ticks;
+    SAC updating from the first, a trial φ inside μ) over n, times the recipe's budget, so
+    what a training pays once (imports, worlds) is not multiplied. 0 for an entry not
+    learned."""
     import tempfile
     import time
 
-    from lab.training import PREDICTOR_SAC, train_predictor
+    from lab.training import PREDICTOR_SAC, RECOMMENDER_SAC
+    from policies.rl.learned import torch_threads
 
-    if trained_with(spec) is None or proto.training is None:
+    if plan(spec) is None or proto.training is None:
         return 0.0
     recipe = proto.training
     left = [
-        s
+        t
         for s in recipe.seeds
-        if not (artefact_dir(root, proto, spec, preset, s) / "manifest.json").is_file()
+        for t in tasks(spec, proto, preset, s, root)
+        if not (Path(t["out"]) / "manifest.json").is_file()
     ]
-    if not left:
-        return 0.0
-    from policies.rl.learned import torch_threads
-
+    total = 0.0
     with tempfile.TemporaryDirectory() as tmp, torch_threads(1):
-        start = time.process_time()
-        train_predictor(
-            tmp,
-            preset,
-            **{**_recipe(spec, proto), "worlds": recipe.worlds[:1]},
-            steps=TRIAL_STEPS,
-            sac=PREDICTOR_SAC.replace(learning_starts=0),
-            checkpoint_every=10**6,
-        )
-        per_step = (time.process_time() - start) / TRIAL_STEPS
-    return per_step * recipe.steps * len(left)
+        # μ's trials advise with the longer φ trial (with the trained φ once there is one)
+        trial_phi = Path(tmp) / "recommender-2"
+        for kind in dict.fromkeys(t["kind"] for t in left):
+            task = {**next(t for t in left if t["kind"] == kind), "worlds": recipe.worlds[:1]}
+            task["checkpoint_every"] = 10**6
+            if kind == "recommender":
+                unit, n, budget = "episodes", TRIAL_EPISODES, recipe.phi_episodes
+                task["sac"] = RECOMMENDER_SAC.replace(learning_starts=0)
+            else:
+                unit, n, budget = "steps", TRIAL_STEPS, recipe.steps
+                task["sac"] = PREDICTOR_SAC.replace(learning_starts=0)
+                if task["recommender"].startswith("rl:") and trial_phi.is_dir():
+                    task["recommender"] = f"rl:path={trial_phi.as_posix()}"
+            took = []
+            for times in (0, 1, 2):  # the first, of one unit, pays the imports untimed
+                start = time.process_time()
+                _train_one({**task, "out": Path(tmp) / f"{kind}-{times}", unit: times * n or 1})
+                took.append(time.process_time() - start)
+            per = max(took[2] - took[1], 0.0) / n
+            total += per * budget * sum(t["kind"] == kind for t in left)
+    return total
 
 
 def provenance(spec: str, proto: Protocol, presets: Iterable[str], root: str | Path) -> list[dict]:
-    """Each trained μ of ``spec``: preset, seed, directory and weights hash (for the card)."""
+    """Each trained artefact of ``spec`` (φ and μ): preset, seed, kind, directory and
+    weights hash (for the card)."""
     rows = []
     for preset in presets:
         for seed in proto.training.seeds if proto.training else ():
-            where = artefact_dir(root, proto, spec, preset, seed)
-            manifest = json.loads((where / "manifest.json").read_text())
-            rows.append(
-                {
-                    "preset": preset,
-                    "training_seed": seed,
-                    "path": where.as_posix(),
-                    "weights_sha256": manifest["weights_sha256"],
-                }
-            )
+            for task in tasks(spec, proto, preset, seed, root):
+                manifest = json.loads((Path(task["out"]) / "manifest.json").read_text())
+                rows.append(
+                    {
+                        "preset": preset,
+                        "training_seed": seed,
+                        "kind": manifest["kind"],
+                        "path": Path(task["out"]).as_posix(),
+                        "weights_sha256": manifest["weights_sha256"],
+                    }
+                )
     return rows
 
 
@@ -229,7 +359,9 @@ def seed_means(runs: pd.DataFrame, policy: str) -> pd.DataFrame:
     if "training_seed" not in runs or not (runs["training_seed"] >= 0).any():
         return runs
     learned = (runs["policy"] == policy) & (runs["training_seed"] >= 0)
-    part = runs[learned]
+    # the seeds in their order, whatever the rows' (a mean's bits depend on the order it
+    # adds in: a card judged again from its stored runs must give the same bits)
+    part = runs[learned].sort_values("training_seed", kind="stable")
     keys = ["preset", "policy", "world_seed", "seed"]
     numeric = [c for c in part.select_dtypes("number").columns if c not in keys]
     means = part.groupby(keys, sort=False)[numeric].mean().reset_index()

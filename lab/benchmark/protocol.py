@@ -26,7 +26,7 @@ from lab.study.front import FRONT_BOUND, MARGIN_RECOMMENDERS, MARGINS, margin_po
 from lab.study.stats import ALPHA, BOUNDS, DIRECTIONS, MIN_WORLDS_FOR_VERDICT
 
 #: the protocol this package runs
-VERSION = "dynamic-recourse/3"
+VERSION = "dynamic-recourse/4"
 #: check_policy's rules and worlds added after this version was fixed (none: version 2
 #: took in those that joined after version 1, see :data:`PAST`)
 CHECKS_SINCE: frozenset[str] = frozenset()
@@ -80,8 +80,9 @@ FIGURES = (
 
 class Training(BaseModel):
     """The recipe a learned entry is trained by before its runs (:mod:`lab.benchmark.learned`):
-    in each preset, one predictor μ per training seed, with the entry's own recommender
-    inside, by :func:`lab.training.train_predictor` (SAC, eq. 16)."""
+    in each preset, per training seed, a recommender φ (:func:`lab.training.train_recommender`,
+    eq. 15) where the entry has one, then a predictor μ with the entry's recommender inside
+    (:func:`lab.training.train_predictor`, eq. 16, or the constrained one for an RR target)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -97,6 +98,18 @@ class Training(BaseModel):
     #: protocol's baselines, not μ's other weights)
     alpha: float = 10.0
     tau: float = 1.0
+    #: φ's budget, App. D's 20,000 episodes (of at most 10 attempts), without warm-up; its
+    #: episodes rotate over :attr:`worlds` too. None: a version without φ entries (3)
+    phi_episodes: int | None = Field(20_000, ge=1)
+
+
+#: the recipe's fields each kind of learned entry's runs depend on (lab.benchmark.learned)
+RECIPE_FIELDS: dict[str, tuple[str, ...]] = {
+    "hybrid": ("worlds", "seeds", "steps", "alpha", "tau"),
+    "rl": ("worlds", "seeds", "steps", "alpha", "tau", "phi_episodes"),
+    "rl-recommender": ("worlds", "seeds", "phi_episodes"),
+    "rl-constrained": ("worlds", "seeds", "steps", "phi_episodes"),
+}
 
 
 class Protocol(BaseModel):
@@ -172,6 +185,8 @@ class Protocol(BaseModel):
         fixed = self.model_dump(mode="json")
         if fixed["training"] is None:  # versions before the recipe hashed without it
             del fixed["training"]
+        else:  # and each version before a recipe field without that field
+            fixed["training"] = {k: v for k, v in fixed["training"].items() if v is not None}
         text = json.dumps(fixed, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -190,7 +205,7 @@ def protocol(tier: Tier = "full") -> Protocol:
             episodes=1,
             ticks=12,
             # one short training: the pipes, not a method (no verdicts in this tier)
-            training=Training(worlds=(20,), seeds=(0,), steps=300),
+            training=Training(worlds=(20,), seeds=(0,), steps=300, phi_episodes=30),
             fronts=(("margin-estimated", MARGIN_RECOMMENDERS["margin-estimated"]),),
             margins=(0.0, 0.05, 0.15, 0.3),
             check_worlds=("paper",),
@@ -215,6 +230,11 @@ VERSIONS: dict[str, dict[str, str]] = {
         "quick": "5f2ebe8090dd6157",
         "smoke": "fdefdbc3078c3cf8",
     },
+    "dynamic-recourse/4": {
+        "full": "179250c9d7685d60",
+        "quick": "4033360939f362cf",
+        "smoke": "15584d5cabc10d3c",
+    },
 }
 
 #: the fields that make a protocol's runs: two versions equal in all of them run the same
@@ -229,11 +249,11 @@ RUN_FIELDS = (
     "fronts",
     "margins",
 )
-#: what makes a learned entry's runs besides (:mod:`lab.benchmark.learned`)
-LEARNED_RUN_FIELDS = ("training",)
-
-#: earlier versions: what each fixed differently from the current one (:func:`past`)
+#: earlier versions: what each fixed differently from the current one (:func:`past`); a
+#: key that is a field of :class:`Training` changes the recipe of that version's tiers
 PAST: dict[str, dict[str, Any]] = {
+    # version 4 added φ to the recipe (learned entries: rl, rl-recommender, rl-constrained)
+    "dynamic-recourse/3": {"phi_episodes": None},
     # version 3 added the training recipe (learned entries: hybrid-*)
     "dynamic-recourse/2": {"training": None},
     # version 2 added check_policy's rules "one-way" and "onehot" (issue 53) and "batch"
@@ -269,15 +289,25 @@ def past(version: str, tier: Tier = "full") -> Protocol:
     changed = dict(PAST[version])
     if tier == "smoke":  # the smoke tier checks in the paper's world only, in every version
         changed.pop("check_worlds", None)
-    return protocol(tier).model_copy(update={"version": version, **changed})
+    now = protocol(tier)
+    recipe = {k: changed.pop(k) for k in list(changed) if k in Training.model_fields}
+    if recipe and changed.get("training", now.training) is not None:
+        changed["training"] = now.training.model_copy(update=recipe)
+    return now.model_copy(update={"version": version, **changed})
 
 
-def same_runs(a: Protocol, b: Protocol, learned: bool = False) -> bool:
-    """Whether protocols ``a`` and ``b`` run the same runs (:data:`RUN_FIELDS`, and
-    :data:`LEARNED_RUN_FIELDS` for a ``learned`` entry): a card of one can be judged again
-    under the other from the runs it holds (:func:`lab.benchmark.card.rejudge`)."""
-    fields = RUN_FIELDS + (LEARNED_RUN_FIELDS if learned else ())
-    return a.tier == b.tier and all(getattr(a, f) == getattr(b, f) for f in fields)
+def same_runs(a: Protocol, b: Protocol, learned: tuple[str, ...] = ()) -> bool:
+    """Whether protocols ``a`` and ``b`` run the same runs (:data:`RUN_FIELDS`): a card of
+    one can be judged again under the other from the runs it holds
+    (:func:`lab.benchmark.card.rejudge`). ``learned``: the recipe's fields a learned
+    entry's runs also depend on (:data:`RECIPE_FIELDS`); both must have a recipe."""
+    if a.tier != b.tier or any(getattr(a, f) != getattr(b, f) for f in RUN_FIELDS):
+        return False
+    if not learned:
+        return True
+    if a.training is None or b.training is None:
+        return False
+    return all(getattr(a.training, f) == getattr(b.training, f) for f in learned)
 
 
 def describe() -> str:

@@ -281,9 +281,9 @@ def estimate_seconds(
         if not todo:
             continue
         n = proto.ticks or PRESETS[preset].ticks
-        if learned.trained_with(policy) is None:
+        if learned.plan(policy) is None:
             entry = next(r for r in runs if r.policy in mine)
-        else:  # its predictors may not be trained yet: its recommender stands in
+        else:  # its artefacts may not be trained yet: its recommender stands in
             entry = protocol_study(proto, "estimate", "", preset, [probe(policy)]).runs()[0]
         first = {"entry": entry, "threshold": next(r for r in runs if r.policy == "threshold")}
         timed = {
@@ -383,7 +383,7 @@ def run_benchmarks(
         log(f"{n} runs shared from other stores")
     trained: dict[str, list[dict[str, Any]]] = {}
     for policy in entries:
-        if learned.trained_with(policy) is not None and proto.training is not None:
+        if learned.plan(policy) is not None and proto.training is not None:
             here = [q for q in proto.presets if q not in skips[policy]]
             learned.train(policy, proto, here, artefacts, workers=workers, log=log)
             trained[policy] = learned.provenance(policy, proto, here, artefacts)

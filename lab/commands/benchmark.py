@@ -76,7 +76,7 @@ def benchmark(
     artefacts: Annotated[
         Path,
         typer.Option(
-            help="where a learned entry's predictors are trained and kept (its runs name them)"
+            help="where a learned entry's artefacts (μ, φ) are trained and kept (its runs name them)"
         ),
     ] = Path("results/benchmark/artefacts"),
     baselines: Annotated[

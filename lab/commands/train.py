@@ -161,6 +161,13 @@ def recommender(
     eval_every: EvalEveryOpt = 0,
     eval_episodes: EvalEpisodesOpt = 20,
     threads: ThreadsOpt = 1,
+    worlds: Annotated[
+        str | None,
+        typer.Option(
+            help="episodes rotate over these world seeds (LO-HI or a,b,c), so φ serves any "
+            "world of the scenario; default: the scenario's world alone"
+        ),
+    ] = None,
     set_: SetOpt = None,
 ) -> None:
     """Learned recommender φ in the single-candidate environment (§4.1, App. C)."""
@@ -187,6 +194,7 @@ def recommender(
             eval_episodes=eval_episodes,
             resume=resume,
             progress=bar_progress(bar, task),
+            worlds=() if worlds is None else parse_worlds(worlds),
             **parse_overrides(set_),
         )
     plot_learning_curve(
