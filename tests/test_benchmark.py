@@ -251,7 +251,7 @@ def test_the_shipped_cards_follow_from_their_runs_and_the_shipped_baselines(tmp_
         assert said[-1].startswith("tables:"), path.name
         # a learned entry's predictors ship beside the cards: checked byte for byte first
         learned = "learned" in card.read(path)
-        assert len(said) == 1 + learned and said[0].startswith("predictors:") == learned
+        assert len(said) == 1 + learned and said[0].startswith("artefacts:") == learned
 
 
 def pa_table(frame):

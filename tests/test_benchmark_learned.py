@@ -171,7 +171,7 @@ def test_a_learned_entry_is_trained_run_on_its_seeds_and_verifies(tmp_path):
         learned.train("hybrid-exact-linear", proto, ["paper"], art, workers=1, log=str)
 
 
-@pytest.mark.slow  # trains φ (30 episodes) and μ (300 ticks) and runs the smoke tier twice: ~90 s
+@pytest.mark.slow  # trains φ (30 episodes) and μ (300 ticks), runs the smoke tier twice: 15-90 s
 def test_the_phi_entries_train_phi_once_and_verify(tmp_path):
     store, art = tmp_path / "store", tmp_path / "artefacts"
     proto = protocol("smoke")
