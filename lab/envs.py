@@ -49,6 +49,15 @@ _WINDOW = ("X_obs", "last_tick", "n_apps", "goal")
 # -- the single-candidate recommender environment (§4.1) -------------------------------
 
 
+def world_seeds(worlds: Sequence[int] | None) -> tuple[int, ...] | None:
+    """The world seeds an environment's episodes rotate over (None: the scenario's world
+    alone); ValueError for an empty sequence."""
+    seeds = None if worlds is None else tuple(int(w) for w in worlds)
+    if seeds == ():
+        raise ValueError("worlds must name at least one world seed, or be None")
+    return seeds
+
+
 class RecommenderEnv(gym.Env):
     """One candidate reaching a goal score; SAC learns φ: (x, g) -> x^CF.
 
@@ -118,9 +127,7 @@ class RecommenderEnv(gym.Env):
             )
         for name, v in (("epsilon", epsilon), ("phi", phi), ("psi", psi)):
             require_number(name, v, 0.0, 1e9)
-        self.worlds = None if worlds is None else tuple(int(w) for w in worlds)
-        if self.worlds == ():
-            raise ValueError("worlds must name at least one world seed, or be None")
+        self.worlds = world_seeds(worlds)
         # the world (generator, M, bounds, true d) of the scenario, without running it; with
         # ``worlds``, each of them, episode j playing in worlds[j % len(worlds)]
         self._worlds = [
@@ -317,9 +324,7 @@ class PopulationEnv(gym.Env):
         self.max_margin = float(max_margin)
         config = resolve_scenario(scenario)
         self.config = config.replace(**overrides) if overrides else config
-        self.worlds = None if worlds is None else tuple(int(w) for w in worlds)
-        if self.worlds == ():
-            raise ValueError("worlds must name at least one world seed, or be None")
+        self.worlds = world_seeds(worlds)
         # the scenario every world is drawn from, and the episodes since the seeded reset
         # (the turn of the worlds; kept in a training checkpoint, get_state)
         self._base, self.episodes = self.config, 0

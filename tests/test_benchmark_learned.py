@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from abm.registry import REGISTRY
 from abm.validation import ConfigError
 from lab.benchmark import card, learned
-from lab.benchmark.learned import Plan, plan, probe, seed_means, trained_with, variants
+from lab.benchmark.learned import Plan, plan, probe, seed_means, variants
 from lab.benchmark.protocol import RECIPE_FIELDS, Protocol, Training, past, protocol, same_runs
 from lab.cli import app
 from lab.envs import PopulationEnv, RecommenderEnv
@@ -31,8 +31,8 @@ def test_the_protocol_trains_the_learned_entries_that_name_no_artefact():
     for spec in ("hybrid-exact-linear:path=a", "rl:path=a", "rl:recommender=a", "threshold"):
         assert plan(spec) is None, spec
     assert plan("last-threshold+exact-linear") is None and plan("hybrid-other") is None
-    assert trained_with("hybrid-wachter") == "wachter" and trained_with("rl") == "rl"
-    assert trained_with("rl-recommender") is None  # φ alone: no μ
+    assert plan("hybrid-wachter").recommender == "wachter" and plan("rl").recommender is None
+    assert plan("rl").mu and not plan("rl-recommender").mu  # φ alone: no μ
     assert probe("hybrid-wachter") == "last-threshold+wachter"
     assert probe("rl-recommender") == probe("rl") == "last-threshold+exact-linear"
     assert probe("threshold-true") == "threshold-true"

@@ -18,6 +18,7 @@ are the same wherever the command runs from the project's root.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import inspect
 import json
 import re
 from collections.abc import Callable, Iterable
@@ -74,28 +75,22 @@ def plan(spec: str) -> Plan | None:
     """What the protocol trains for ``spec``, or None: no entry it trains (not a
     ``hybrid-*`` nor a φ entry, or it names its own ``path`` or ``recommender``)."""
     from policies.rl import HYBRID_RECOMMENDERS
+    from policies.rl.learned import ConstrainedPolicy
 
     parts = parse_spec(spec)
     if len(parts) != 1 or {"path", "recommender"} & set(parts[0].params):
         return None
     name, params = parts[0].name, dict(parts[0].params)
     params.pop("allow_mismatch", None)
+    if name == "rl-constrained":  # its μ is trained for the entry's RR target
+        default = inspect.signature(ConstrainedPolicy).parameters["target"].default
+        return Plan(name, None, float(params.get("target", default)))
     if name in PHI_ENTRIES:
-        target = params.get("target", 0.95) if name == "rl-constrained" else None
-        return Plan(name, None, None if target is None else float(target))
+        return Plan(name)
     recommender = name.removeprefix("hybrid-")
     if recommender == name or recommender not in HYBRID_RECOMMENDERS:
         return None
     return Plan("hybrid", str(Part(recommender, params)))
-
-
-def trained_with(spec: str) -> str | None:
-    """The recommender spec a learned entry's μ is trained with (a hybrid's own, with its
-    parameters; ``rl`` for φ), or None: ``spec`` is no entry the protocol trains μ for."""
-    made = plan(spec)
-    if made is None or not made.mu:
-        return None
-    return made.recommender or "rl"
 
 
 def probe(spec: str) -> str:
