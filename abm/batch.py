@@ -26,6 +26,7 @@ from abm.interfaces import RejectedRows, rows_ready
 from abm.pool import Pool, advised_rows, interleave
 from abm.population import Population, filled
 from abm.record import TickArrays, fill_cf_scores, tick_rows
+from abm.rng import BatchTape, Streams
 from abm.selection import select_each
 from abm.tick import Advice, Decision, Outcome, reapplicant_feedback
 from abm.validation import ConfigError, problem
@@ -41,11 +42,16 @@ class Episodes:
     """What a stage needs of each episode of a batch: its streams, its decision model in
     force and its extensions (``models``, one per episode, in batch order)."""
 
-    __slots__ = ("models", "B", "_scorers")
+    __slots__ = ("models", "B", "_scorers", "_tapes")
 
     def __init__(self, models: list[Any]) -> None:
         self.models, self.B = models, len(models)
         self._scorers: list[Any] | None = None
+        # each engine stream's uniforms read ahead for all episodes (abm.rng.BatchTape),
+        # where every episode draws from its own plain Streams (a planner's rollouts share
+        # their draws another way)
+        plain = self.B > 1 and all(type(m.streams) is Streams for m in models)
+        self._tapes: dict[str, BatchTape] | None = {} if plain else None
 
     @property
     def scorers(self) -> list[Any]:
@@ -63,6 +69,15 @@ class Episodes:
         episode after episode (none where ``skip[b]``; those rows are left at 1)."""
         if self.B == 1:
             return _uniform(self.models[0].streams, stream, int(counts[0]))
+        if self._tapes is not None:
+            tape = self._tapes.get(stream)
+            if tape is None:
+                tape = self._tapes[stream] = BatchTape([m.streams for m in self.models], stream)
+            if skip is None or not skip.any():
+                return tape.draw(counts)
+            out = np.ones(int(counts.sum()))
+            out[np.repeat(~skip, counts)] = tape.draw(np.where(skip, 0, counts))
+            return out
         parts = []
         for b, m in enumerate(self.models):
             n = int(counts[b])
@@ -71,6 +86,23 @@ class Episodes:
             else:
                 parts.append(_uniform(m.streams, stream, n))
         return np.concatenate(parts)
+
+    def normals(self, stream: str, rows: np.ndarray, z: int) -> np.ndarray:
+        """(rows.sum(), z) standard normals: episode b's ``rows[b]`` rows of z from its
+        stream ``stream`` (each ``standard_normal((rows[b], z))``), episode after episode."""
+        if self._tapes is None:
+            return np.concatenate(
+                [
+                    m.streams.get(stream).standard_normal((k, z))
+                    for m, k in zip(self.models, rows.tolist(), strict=True)
+                ]
+            )
+        key = f"{stream} normals"
+        tape = self._tapes.get(key)
+        if tape is None:
+            streams = [m.streams for m in self.models]
+            tape = self._tapes[key] = BatchTape(streams, stream, 2048, "standard_normal")
+        return tape.draw(rows * z).reshape(-1, z)
 
     def score(self, X: np.ndarray, counts: np.ndarray) -> np.ndarray:
         """M(x) (n,) of flat rows X (n, z), episode b's ``counts[b]`` rows under its model
@@ -465,12 +497,7 @@ class Batch:
             return Population.concat(parts, z), n
         # independent features: standard normals from each episode's arrivals stream, put
         # through each episode's affine map at once (elementwise: the episode's own bits)
-        X = np.concatenate(
-            [
-                m.streams.arrivals.standard_normal((k, m.config.n_features))
-                for m, k in zip(models, n.tolist(), strict=True)
-            ]
-        )
+        X = self.episodes.normals("arrivals", n, models[0].config.n_features)
         episode = np.repeat(np.arange(self.B), n)
         X *= maps[0].take(episode, axis=0)
         X += maps[1].take(episode, axis=0)

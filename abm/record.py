@@ -552,19 +552,21 @@ def fill_cf_scores(
 
 
 def _ratios(numerator: np.ndarray, denominator: np.ndarray) -> list[float]:
-    """:func:`abm.metrics.ratio` of each episode."""
-    return [
-        metrics.ratio(a, b) for a, b in zip(numerator.tolist(), denominator.tolist(), strict=True)
-    ]
+    """:func:`abm.metrics.ratio` of each episode (integer counts, exact as doubles: one
+    correctly rounded division each, as Python's)."""
+    out = np.full(numerator.shape[0], np.nan)
+    np.divide(numerator, denominator, out=out, where=denominator > 0)
+    return out.tolist()
 
 
 def _mean_waits(t: int, n_accepted: np.ndarray, entered_sums: np.ndarray) -> list[float]:
     """:func:`_mean_wait` of each episode, from its count and sum of entry ticks (float
     sums of integers below 2^53 are exact)."""
-    return [
-        _wait_from_sum(t, n, int(total))
-        for n, total in zip(n_accepted.tolist(), entered_sums.tolist(), strict=True)
-    ]
+    # t n - total and n are integers below 2^53: exact as doubles, so one division each
+    # gives Python's correctly rounded int / int
+    out = np.full(n_accepted.shape[0], np.nan)
+    np.divide(t * n_accepted - entered_sums, n_accepted, out=out, where=n_accepted > 0)
+    return out.tolist()
 
 
 def _mean_wait(t: int, entered: np.ndarray) -> float:

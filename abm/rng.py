@@ -151,11 +151,16 @@ def stream(seed: int, name: str) -> np.random.Generator:
 
 
 class Streams:
-    """The generators of one episode, one attribute per name in :data:`STREAMS`."""
+    """The generators of one episode, one attribute per name in :data:`STREAMS`.
+
+    A batch may read a stream's uniforms ahead (:class:`BatchTape`): the stream is then
+    lent, and any other read of it (``uniform``, ``get``, the attribute) first gives it
+    back, the generator put where the draws taken so far leave it."""
 
     def __init__(self, seed: int, names: tuple[str, ...] = STREAMS) -> None:
         self.seed = seed
         self._gens = {name: stream(seed, name) for name in names}
+        self._lent: dict[str, tuple[BatchTape, int]] = {}
         for name in names:
             self._expose(name)
 
@@ -166,11 +171,15 @@ class Streams:
 
     def uniform(self, name: str, n: int) -> np.ndarray:
         """``n`` uniforms from stream ``name`` (the engine's draws of one count a row)."""
+        if name in self._lent:
+            self.give_back(name)
         return self._gens[name].random(n)
 
     def __getattr__(self, name: str) -> np.random.Generator:
         if name.startswith("_"):  # not a stream (e.g. copy's probes before __init__ ran)
             raise AttributeError(name)
+        if name in self._lent:
+            return self.give_back(name)
         try:
             return self._gens[name]
         except KeyError:
@@ -178,10 +187,37 @@ class Streams:
 
     def get(self, name: str) -> np.random.Generator:
         """The named stream, created on first use (for policies' own extra streams)."""
+        if name in self._lent:
+            return self.give_back(name)
         if name not in self._gens:
             self._gens[name] = stream(self.seed, name)
             self._expose(name)
         return self._gens[name]
+
+    def lend(self, name: str, tape: BatchTape, b: int) -> np.random.Generator:
+        """Stream ``name`` read ahead by ``tape`` as its episode ``b`` (given back by any
+        other read); returns the generator. A stream lent elsewhere is given back first."""
+        if name in self._lent:
+            self.give_back(name)
+        self._lent[name] = (tape, b)
+        self.__dict__.pop(name, None)  # attribute reads now go through __getattr__
+        return self._gens[name]
+
+    def give_back(self, name: str) -> np.random.Generator:
+        """Stream ``name`` where the draws taken from its tape leave it (not lent after)."""
+        tape, b = self._lent.pop(name)
+        tape.release(b)
+        self._expose(name)
+        return self._gens[name]
+
+    def settle(self) -> None:
+        """Every lent stream given back (before the generators are read or copied)."""
+        for name in list(self._lent):
+            self.give_back(name)
+
+    def __getstate__(self) -> dict[str, Any]:
+        self.settle()  # a copy holds generators in place, never a tape
+        return self.__dict__
 
     def _expose(self, name: str) -> None:
         """Make stream ``name`` a plain attribute (read several times a tick) where it is
@@ -189,3 +225,77 @@ class Streams:
         if name.isidentifier() and not name.startswith("_") and name not in self.__dict__:
             if not hasattr(type(self), name):
                 self.__dict__[name] = self._gens[name]
+
+
+class BatchTape:
+    """The draws of one stream of B episodes read ahead: ``block`` (B, L) holds each
+    episode's next draws, of which ``used[b]`` are taken, so a batch's draws of a tick are
+    one gather instead of B generator calls. ``draw`` names the generator's method:
+    ``random`` (uniforms) or ``standard_normal``.
+
+    Bit for bit the generators' own draws: both fill their output one value after another
+    from the bit stream, so ``f(n)`` then ``f(m)`` is ``f(n + m)``. A lent generator
+    stands after its block; given back (:meth:`release`), it is put after the draws
+    taken: a uniform is one 64-bit step of PCG64, so it steps back by those not taken; a
+    normal may take more than one, so it starts again where it was lent and draws as
+    many as were taken."""
+
+    def __init__(
+        self, streams: Sequence[Streams], name: str, length: int = 512, draw: str = "random"
+    ) -> None:
+        if draw not in ("random", "standard_normal"):
+            raise ValueError(f"draw = {draw!r}: allowed: 'random', 'standard_normal'")
+        self.streams, self.name, self.length, self.kind = list(streams), name, length, draw
+        B = len(self.streams)
+        self.block = np.empty((B, length))
+        self.used = np.zeros(B, dtype=np.int64)
+        self.lent = np.zeros(B, dtype=bool)
+        # normals only: each generator's state when lent and the draws taken since
+        self._origin: list[Any] = [None] * B
+        self._taken = np.zeros(B, dtype=np.int64)
+
+    def draw(self, counts: np.ndarray) -> np.ndarray:
+        """(counts.sum(),) draws: episode b's next ``counts[b]``, episode after episode."""
+        top = int(counts.max()) if counts.shape[0] else 0
+        if top > self.length:  # a larger draw than a block: blocks of twice its size
+            for b in np.flatnonzero(self.lent).tolist():
+                self.streams[b].give_back(self.name)
+            self.length = 2 * top
+            self.block = np.empty((len(self.streams), self.length))
+        for b in np.flatnonzero(~self.lent | (self.used + counts > self.length)).tolist():
+            self._refill(b)
+        ep = np.repeat(np.arange(counts.shape[0]), counts)
+        start = np.cumsum(counts) - counts
+        pos = np.arange(ep.shape[0]) - start.take(ep)
+        pos += self.used.take(ep)
+        self.used += counts
+        self._taken += counts
+        return self.block[ep, pos]
+
+    def _refill(self, b: int) -> None:
+        """Episode b's block topped up: the draws not taken move to its front, the
+        generator's next ones fill the rest (lending the stream first if need be)."""
+        row, used = self.block[b], int(self.used[b])
+        if self.lent[b]:
+            gen = self.streams[b]._gens[self.name]
+            row[: self.length - used] = row[used:].copy()
+            row[self.length - used :] = getattr(gen, self.kind)(used)
+        else:
+            gen = self.streams[b].lend(self.name, self, b)
+            if self.kind != "random":
+                self._origin[b], self._taken[b] = gen.bit_generator.state, 0
+            row[:] = getattr(gen, self.kind)(self.length)
+        self.used[b], self.lent[b] = 0, True
+
+    def release(self, b: int) -> None:
+        """Episode ``b``'s generator put after the draws taken (called by its Streams)."""
+        gen = self.streams[b]._gens[self.name]
+        if self.kind == "random":
+            ahead = self.length - int(self.used[b])
+            if ahead:  # PCG64 advances modulo 2**128: a step of 2**128 - n goes back n
+                gen.bit_generator.advance(2**128 - ahead)
+        else:
+            gen.bit_generator.state = self._origin[b]
+            gen.standard_normal(int(self._taken[b]))
+            self._origin[b] = None
+        self.lent[b] = False

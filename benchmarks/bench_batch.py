@@ -3,13 +3,14 @@
 
     python benchmarks/bench_batch.py [--scenario paper] [--sizes 1,10,100,1000]
         [--policies threshold,none,threshold-true,robust-l1,roar-l1,safear,lookahead,rl]
-        [--others 1,10,30] [--repeats 3]
+        [--others 1,10,30] [--repeats 3] [--no-freeze]
 
 For each policy: ``RecourseModel(...).run()`` one episode after another (the sequential
 path, which is itself a batch of one), then ``Batch.of(models).run()`` at each size B, all
 full paper episodes with their record, as a study runs them (no Mesa agents, no candidate
 table). Times are this process's CPU time, medians of ``--repeats`` rounds that run the
-sequential path and every size in turn. Prints episodes per second, the ratio to the
+sequential path and every size in turn. After a warm-up the objects the imports made are
+frozen (``gc.freeze``), as a study worker has them (``--no-freeze``: not). Prints episodes per second, the ratio to the
 sequential path measured in the same run (each size over at least as many episodes as
 the sequential path) and, for each policy's sequential path, its episode's cost in
 ``threshold`` episodes (the lookahead's target is at most 5); ``threshold`` goes up to
@@ -32,6 +33,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # one thread: the ratios are the engine's, not BLAS's
 
 import argparse  # noqa: E402
+import gc  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
@@ -151,12 +153,17 @@ def main() -> None:
     parser.add_argument("--envs", default="1,16,64", help="RL vector env sizes ('' for none)")
     parser.add_argument("--no-forecast", action="store_true", help="skip the forecast")
     parser.add_argument(
+        "--no-freeze", action="store_true", help="leave the imports' objects unfrozen"
+    )
+    parser.add_argument(
         "--repeats", type=int, default=3, help="alternating repeats of each timing (medians)"
     )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     others = [int(s) for s in args.others.split(",")]
     sequential(args.scenario, "threshold", 3)  # warm-up: imports, caches, the first world
+    if not args.no_freeze:  # what the imports made, frozen as a study worker has it
+        gc.freeze()  # (lab.study.runner._start_worker): full collections walk the rest
     print(
         f"{'policy':16s} {'B':>6s} {'episodes/s':>11s} {'x sequential':>13s} "
         f"{'x threshold':>12s}   (medians of {args.repeats} alternating repeats)"

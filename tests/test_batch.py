@@ -199,6 +199,31 @@ def test_segment_reductions_are_each_episodes_own(seed):
         assert np.array([metrics.gini(part)]).tobytes() == ginis[b : b + 1].tobytes()
 
 
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("kind", ["random", "standard_normal"])
+def test_a_tape_reads_each_episodes_stream_as_its_generator_would(seed, kind):
+    """abm.rng.BatchTape: ragged draws (some larger than a block), direct reads of a lent
+    stream in between, and the generators where plain draws would leave them."""
+    from abm.rng import BatchTape, Streams
+
+    rng = np.random.default_rng(seed)
+    B = int(rng.integers(2, 7))
+    lent, plain = [Streams(s) for s in range(B)], [Streams(s) for s in range(B)]
+    tape = BatchTape(lent, "arrivals", length=int(rng.integers(2, 30)), draw=kind)
+    for _ in range(25):
+        counts = rng.integers(0, 40, B)
+        want = [getattr(p.arrivals, kind)(int(c)) for p, c in zip(plain, counts, strict=True)]
+        assert tape.draw(counts).tobytes() == np.concatenate(want).tobytes()
+        if rng.random() < 0.3:  # another reader of one stream: it is given back first
+            b = int(rng.integers(B))
+            got = lent[b].arrivals.random(2) if b % 2 else lent[b].uniform("arrivals", 2)
+            assert got.tobytes() == plain[b].arrivals.random(2).tobytes()
+    for a, p in zip(lent, plain, strict=True):
+        a.settle()
+        assert a._gens["arrivals"].bit_generator.state == p._gens["arrivals"].bit_generator.state
+        assert a.arrivals is a._gens["arrivals"]  # an attribute again once given back
+
+
 @pytest.mark.parametrize("seed", range(30))
 def test_the_top_k_of_many_episodes_is_each_ones_own(seed):
     from abm.selection import select_each, select_top_k

@@ -114,6 +114,18 @@ def test_run_ids_hash_the_results_schema_and_data_content(monkeypatch):
         != study_spec.run_id({**cfg, "data": {"path": "x.csv", "sha256": "a"}}, "threshold")
         != study_spec.run_id({**cfg, "data": {"path": "x.csv", "sha256": "b"}}, "threshold")
     )
+    # the content names a run, not the folder it was read from (a scenario's relative
+    # paths are made absolute: another checkout, the same id)
+    model = {"trusted": [], "sha256": "m"}
+    here = {"path": "/a/x.csv", "sha256": "a", "model": {**model, "path": "/a/m.skops"}}
+    there = {"path": "/b/x.csv", "sha256": "a", "model": {**model, "path": "/b/m.skops"}}
+    assert study_spec.run_id({**cfg, "data": here}, "threshold") == study_spec.run_id(
+        {**cfg, "data": there}, "threshold"
+    )
+    other_model = {**there, "model": {**there["model"], "sha256": "n"}}
+    assert study_spec.run_id({**cfg, "data": here}, "threshold") != study_spec.run_id(
+        {**cfg, "data": other_model}, "threshold"
+    )
 
 
 def test_corrupt_zero_byte_and_unsealed_parts_are_quarantined_and_rerun(tmp_path, clean):

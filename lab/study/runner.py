@@ -374,6 +374,19 @@ def _write_manifest(
 
 
 # -- backends --------------------------------------------------------------------------
+def _start_worker(parent: int) -> None:
+    """A study worker's start (the pool's initializer): exit with the driver
+    (:func:`lab.processes.watch_parent`), then freeze what the imports made
+    (``gc.freeze``). The runs' objects live across many young collections (a batch's
+    models for all its ticks), so full collections come every few batches, and each
+    walks every object in the process: about 0.1-0.2 s with the libraries loaded,
+    about 0.04 s with them frozen (they are never freed anyway)."""
+    import gc
+
+    watch_parent(parent)
+    gc.freeze()
+
+
 def _serial(tasks: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     for task in tasks:
         yield execute_run(task)
@@ -392,7 +405,7 @@ def _local(tasks: list[dict[str, Any]], workers: int) -> Iterator[dict[str, Any]
     while pending:
         # workers exit when the driver dies, however it dies (no orphans after a SIGKILL)
         pool = cf.ProcessPoolExecutor(
-            max_workers=workers, mp_context=ctx, initializer=watch_parent, initargs=(os.getpid(),)
+            max_workers=workers, mp_context=ctx, initializer=_start_worker, initargs=(os.getpid(),)
         )
         inflight: dict[cf.Future, dict[str, Any]] = {}
         broken = False

@@ -520,10 +520,11 @@ def run_id(
     Labels (name, description) are left out: they do not change results; so is the git
     commit (most commits change no result).
     """
+    config = {k: v for k, v in config.items() if k not in ("name", "description")}
+    if isinstance(config.get("data"), dict):
+        config["data"] = _data_content(config["data"])
     key: dict[str, Any] = {
-        "config": {
-            k: _as_field_type(k, v) for k, v in config.items() if k not in ("name", "description")
-        },
+        "config": {k: _as_field_type(k, v) for k, v in config.items()},
         "policy": policy,
         "experiment": experiment,
         "params": params or {},
@@ -531,6 +532,19 @@ def run_id(
     }
     text = json.dumps(key, sort_keys=True, allow_nan=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _data_content(data: dict[str, Any]) -> dict[str, Any]:
+    """``[data]`` without the paths its sha256 stands for (the table's and the model's): a
+    path relative to the scenario file is read as an absolute one, so it names the checkout,
+    not the content, and the same run would get another id in another folder."""
+    out = dict(data)
+    if out.get("sha256") is not None:
+        out.pop("path", None)
+    model = out.get("model")
+    if isinstance(model, dict) and model.get("sha256") is not None:
+        out["model"] = {k: v for k, v in model.items() if k != "path"}
+    return out
 
 
 # -- validation helpers ------------------------------------------------------------
