@@ -172,6 +172,20 @@ def test_a_learned_entry_is_trained_run_on_its_seeds_and_verifies(tmp_path):
 
 
 @pytest.mark.slow  # trains φ (30 episodes) and μ (300 ticks), runs the smoke tier twice: 15-90 s
+def test_a_curve_ships_as_its_block_means(tmp_path):
+    rows = [
+        {"episode": e, "timesteps": 2 * e, "reward": float(e), "warmup": int(e < 3)}
+        for e in range(1, 251)
+    ]
+    pd.DataFrame(rows).to_csv(tmp_path / "learning_curve.csv", index=False)
+    got = pd.read_csv(learned.curve_blocks(tmp_path, block=100))
+    assert got["episode"].tolist() == [100, 200, 250]
+    assert got["timesteps"].tolist() == [200, 400, 500]
+    assert got["episodes"].tolist() == [100, 100, 50]
+    assert got["reward"].tolist() == [50.5, 150.5, 225.5]
+    assert got["warmup"].tolist() == pytest.approx([0.02, 0.0, 0.0])
+
+
 def test_the_phi_entries_train_phi_once_and_verify(tmp_path):
     store, art = tmp_path / "store", tmp_path / "artefacts"
     proto = protocol("smoke")
@@ -184,6 +198,11 @@ def test_the_phi_entries_train_phi_once_and_verify(tmp_path):
     phi, mu = (Path(t["path"]) for t in doc["learned"]["trained"])
     phi_manifest = json.loads((phi / "manifest.json").read_text())
     assert phi_manifest["env"]["episodes"] == proto.training.phi_episodes
+    # what ships of φ's curve: its block means (30 episodes: one block of all)
+    curve = pd.read_csv(phi / "learning_curve.csv")
+    blocks = pd.read_csv(phi / learned.BLOCKS_FILE)
+    assert blocks[["episode", "episodes"]].values.tolist() == [[30, 30]]
+    assert blocks["reward"].iloc[0] == pytest.approx(curve["reward"].mean(), rel=1e-12)
     assert phi_manifest["worlds"] == list(proto.training.worlds)
     # μ advised with that φ in its training, and its runs load both
     assert json.loads((mu / "manifest.json").read_text())["recommender"] == f"rl:path={phi}"

@@ -58,6 +58,8 @@ BUILT_IN: dict[str, dict[str, str]] = {
         "lookahead": "lookahead",
         # learned: μ trained by the protocol's recipe in each preset (lab.benchmark.learned)
         "hybrid-exact-linear": "hybrid-exact-linear",
+        # learned: φ trained by the recipe in each preset, the last threshold as its goal
+        "rl-recommender": "rl-recommender",
     },
     # RBR as the five-families study runs it (50 samples, 20 inner steps): about 30 s a run,
     # about 20 minutes of 2 cores; DiCE at its defaults: 2,360 s of one worker (its 70 runs
@@ -71,11 +73,11 @@ BUILT_IN: dict[str, dict[str, str]] = {
 #: built-in policies without a card, and why (docs/leaderboard.md says so)
 NOT_ENTERED: dict[str, str] = {
     "none": "a baseline of every card",
-    "rl, rl-constrained, rl-recommender": (
-        "enter as learned entries since version 4 (`recourse-abm benchmark rl`): φ, shared "
-        "by the three, then μ, trained by the protocol; not run here yet: 24 φ of 20,000 "
-        "episodes (about 200-420 CPU-seconds each) and 48 μ, about 4 CPU-hours before "
-        "their runs (docs/benchmark.md, learned entries)"
+    "rl, rl-constrained": (
+        "enter as learned entries since version 4 (`recourse-abm benchmark rl`): φ, the 24 "
+        "`rl-recommender`'s card lists, then μ with that φ inside, trained by the protocol; "
+        "their 48 μ (7,000 ticks each) are not trained here yet (docs/benchmark.md, "
+        "learned entries)"
     ),
     "hybrid-ustun, hybrid-wachter, hybrid-dice": (
         "enter as `hybrid-exact-linear` does (`recourse-abm benchmark hybrid-ustun`), "
@@ -193,9 +195,9 @@ def markdown(folder: str | Path) -> str:
             out += [
                 "",
                 f"`{d['_name']}` is learned: trained by the protocol in each preset, "
-                f"{len(t['seeds'])} training seeds x {t['steps']:,} ticks at α:τ = "
-                f"{t['alpha']:g}:{t['tau']:g} in worlds {t['worlds'][0]}–{t['worlds'][-1]}; "
-                "each figure is the mean over its seeds (docs/benchmark.md).",
+                f"{len(t['seeds'])} training seeds x {_recipe(t)} in worlds "
+                f"{t['worlds'][0]}–{t['worlds'][-1]}; each figure is the mean over its seeds "
+                "(docs/benchmark.md).",
             ]
         fronts = dict(proto.fronts)
         for front, figure, title in TABLES:
@@ -220,6 +222,18 @@ def markdown(folder: str | Path) -> str:
                 out.append(_row(doc, cells))
         out.append("")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _recipe(t: dict[str, Any]) -> str:
+    """What a learned card's recipe trains (the fields its runs depend on): φ's episodes,
+    then μ's ticks at α:τ (or at its own RR target, ``rl-constrained``)."""
+    parts = []
+    if "phi_episodes" in t:
+        parts.append(f"φ of {t['phi_episodes']:,} episodes")
+    if "steps" in t:
+        judged = f" at α:τ = {t['alpha']:g}:{t['tau']:g}" if "alpha" in t else ""
+        parts.append(f"μ of {t['steps']:,} ticks{judged}")
+    return ", then ".join(parts)
 
 
 def _row(doc: dict[str, Any], cells: list[str]) -> str:

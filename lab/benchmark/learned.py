@@ -40,6 +40,11 @@ PHI_ENTRIES = ("rl", "rl-recommender", "rl-constrained")
 #: ticks of the short μ training :func:`training_seconds` times, and φ's episodes
 TRIAL_STEPS = 100
 TRIAL_EPISODES = 200
+#: a φ's learning curve has a row an episode (20,000, about 2 MB): what ships beside it is
+#: its means over blocks of this many episodes (:func:`curve_blocks`); the full curve
+#: stays where it was trained (it is not an input of any run)
+CURVE_BLOCK = 100
+BLOCKS_FILE = "learning_curve_blocks.csv"
 
 
 @dataclass(frozen=True)
@@ -244,7 +249,7 @@ def train(
     protocol's recipe (those already trained are kept; a cut one resumes), ``workers``
     processes at once; a μ with φ inside starts once its φ is done. Returns (preset, seed)
     -> the directory the entry's runs name as ``path``."""
-    recipe = proto.training
+    recipe, presets = proto.training, list(presets)
     out, chains = {}, []
     for preset in presets:
         for seed in recipe.seeds:
@@ -269,7 +274,29 @@ def train(
                 log(f"trained {task['kind']} of {spec} in {task['preset']}, seed {task['seed']}")
                 if i + 1 < len(chain):  # the μ that needs this φ
                     jobs[pool.submit(_train_one, chain[i + 1])] = (chain, i + 1)
+    for preset in presets:
+        for seed in recipe.seeds:
+            for task in tasks(spec, proto, preset, seed, root):
+                if task["kind"] == "recommender":
+                    curve_blocks(task["out"])
     return out
+
+
+def curve_blocks(out: str | Path, block: int = CURVE_BLOCK) -> Path:
+    """``out``'s learning curve as means over blocks of ``block`` episodes, written to
+    ``out/BLOCKS_FILE`` (once): a row a block, ``episode`` and ``timesteps`` at its last
+    episode, every other column its mean."""
+    out = Path(out)
+    path = out / BLOCKS_FILE
+    if not path.is_file():
+        curve = pd.read_csv(out / "learning_curve.csv")
+        group = (curve["episode"] - 1) // block
+        means = curve.groupby(group).mean()
+        last = curve.groupby(group)[["episode", "timesteps"]].max()
+        means[["episode", "timesteps"]] = last
+        means.insert(2, "episodes", curve.groupby(group).size())
+        means.to_csv(path, index=False)
+    return path
 
 
 def training_seconds(spec: str, proto: Protocol, preset: str, root: str | Path) -> float:
