@@ -60,6 +60,8 @@ BUILT_IN: dict[str, dict[str, str]] = {
         "hybrid-exact-linear": "hybrid-exact-linear",
         # learned: φ trained by the recipe in each preset, the last threshold as its goal
         "rl-recommender": "rl-recommender",
+        # learned: φ, then μ (eq. 16 at 10:1) with that φ inside
+        "rl": "rl",
     },
     # RBR as the five-families study runs it (50 samples, 20 inner steps): about 30 s a run,
     # about 20 minutes of 2 cores; DiCE at its defaults: 2,360 s of one worker (its 70 runs
@@ -73,11 +75,11 @@ BUILT_IN: dict[str, dict[str, str]] = {
 #: built-in policies without a card, and why (docs/leaderboard.md says so)
 NOT_ENTERED: dict[str, str] = {
     "none": "a baseline of every card",
-    "rl, rl-constrained": (
-        "enter as learned entries since version 4 (`recourse-abm benchmark rl`): φ, the 24 "
-        "`rl-recommender`'s card lists, then μ with that φ inside, trained by the protocol; "
-        "their 48 μ (7,000 ticks each) are not trained here yet (docs/benchmark.md, "
-        "learned entries)"
+    "rl-constrained": (
+        "enters as a learned entry since version 4 (`recourse-abm benchmark rl-constrained`): "
+        "the φ of the `rl` and `rl-recommender` cards, then a μ with its RR target, trained "
+        "by the protocol; its 24 μ (7,000 ticks each) are not all trained here yet "
+        "(docs/benchmark.md, learned entries)"
     ),
     "hybrid-ustun, hybrid-wachter, hybrid-dice": (
         "enter as `hybrid-exact-linear` does (`recourse-abm benchmark hybrid-ustun`), "
