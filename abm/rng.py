@@ -230,7 +230,7 @@ class Streams:
 class BatchTape:
     """The draws of one stream of B episodes read ahead: ``block`` (B, L) holds each
     episode's next draws, of which ``used[b]`` are taken, so a batch's draws of a tick are
-    one gather instead of B generator calls. ``draw`` names the generator's method:
+    one gather instead of B generator calls. ``kind`` names the generator's method:
     ``random`` (uniforms) or ``standard_normal``.
 
     Bit for bit the generators' own draws: both fill their output one value after another
@@ -241,11 +241,11 @@ class BatchTape:
     many as were taken."""
 
     def __init__(
-        self, streams: Sequence[Streams], name: str, length: int = 512, draw: str = "random"
+        self, streams: Sequence[Streams], name: str, length: int = 512, kind: str = "random"
     ) -> None:
-        if draw not in ("random", "standard_normal"):
-            raise ValueError(f"draw = {draw!r}: allowed: 'random', 'standard_normal'")
-        self.streams, self.name, self.length, self.kind = list(streams), name, length, draw
+        if kind not in ("random", "standard_normal"):
+            raise ValueError(f"kind = {kind!r}: allowed: 'random', 'standard_normal'")
+        self.streams, self.name, self.length, self.kind = list(streams), name, length, kind
         B = len(self.streams)
         self.block = np.empty((B, length))
         self.used = np.zeros(B, dtype=np.int64)

@@ -10,9 +10,9 @@ path, which is itself a batch of one), then ``Batch.of(models).run()`` at each s
 full paper episodes with their record, as a study runs them (no Mesa agents, no candidate
 table). Times are this process's CPU time, medians of ``--repeats`` rounds that run the
 sequential path and every size in turn. After a warm-up the objects the imports made are
-frozen (``gc.freeze``), as a study worker has them (``--no-freeze``: not). Prints episodes per second, the ratio to the
-sequential path measured in the same run (each size over at least as many episodes as
-the sequential path) and, for each policy's sequential path, its episode's cost in
+frozen (``gc.freeze``), as a study worker has them (``--no-freeze``: not). Prints
+episodes per second, the ratio to the sequential path measured in the same run (each
+size over at least as many episodes as the sequential path) and, for each policy's sequential path, its episode's cost in
 ``threshold`` episodes (the lookahead's target is at most 5); ``threshold`` goes up to
 the largest size, the others (each slower) up to ``--others``. Then the peak Python
 memory of one episode inside each batch of

@@ -209,7 +209,7 @@ def test_a_tape_reads_each_episodes_stream_as_its_generator_would(seed, kind):
     rng = np.random.default_rng(seed)
     B = int(rng.integers(2, 7))
     lent, plain = [Streams(s) for s in range(B)], [Streams(s) for s in range(B)]
-    tape = BatchTape(lent, "arrivals", length=int(rng.integers(2, 30)), draw=kind)
+    tape = BatchTape(lent, "arrivals", length=int(rng.integers(2, 30)), kind=kind)
     for _ in range(25):
         counts = rng.integers(0, 40, B)
         want = [getattr(p.arrivals, kind)(int(c)) for p, c in zip(plain, counts, strict=True)]

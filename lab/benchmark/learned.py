@@ -249,12 +249,14 @@ def train(
     protocol's recipe (those already trained are kept; a cut one resumes), ``workers``
     processes at once; a μ with φ inside starts once its φ is done. Returns (preset, seed)
     -> the directory the entry's runs name as ``path``."""
-    recipe, presets = proto.training, list(presets)
-    out, chains = {}, []
+    recipe = proto.training
+    out, chains, phis = {}, [], []
     for preset in presets:
         for seed in recipe.seeds:
             out[(preset, seed)] = artefact_dir(root, proto, spec, preset, seed)
-            chain = [t for t in tasks(spec, proto, preset, seed, root) if not finished(t)]
+            todo = tasks(spec, proto, preset, seed, root)
+            phis += [t["out"] for t in todo if t["kind"] == "recommender"]
+            chain = [t for t in todo if not finished(t)]
             if chain:
                 chains.append(chain)
     if chains:
@@ -274,11 +276,8 @@ def train(
                 log(f"trained {task['kind']} of {spec} in {task['preset']}, seed {task['seed']}")
                 if i + 1 < len(chain):  # the μ that needs this φ
                     jobs[pool.submit(_train_one, chain[i + 1])] = (chain, i + 1)
-    for preset in presets:
-        for seed in recipe.seeds:
-            for task in tasks(spec, proto, preset, seed, root):
-                if task["kind"] == "recommender":
-                    curve_blocks(task["out"])
+    for phi in phis:  # what ships of each φ's curve (trained now or before)
+        curve_blocks(phi)
     return out
 
 
