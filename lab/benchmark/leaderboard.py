@@ -62,6 +62,8 @@ BUILT_IN: dict[str, dict[str, str]] = {
         "rl-recommender": "rl-recommender",
         # learned: φ, then μ (eq. 16 at 10:1) with that φ inside
         "rl": "rl",
+        # learned: φ, then μ with φ inside and its RR target (eq. 17)
+        "rl-constrained": "rl-constrained",
     },
     # RBR as the five-families study runs it (50 samples, 20 inner steps): about 30 s a run,
     # about 20 minutes of 2 cores; DiCE at its defaults: 2,360 s of one worker (its 70 runs
@@ -75,12 +77,6 @@ BUILT_IN: dict[str, dict[str, str]] = {
 #: built-in policies without a card, and why (docs/leaderboard.md says so)
 NOT_ENTERED: dict[str, str] = {
     "none": "a baseline of every card",
-    "rl-constrained": (
-        "enters as a learned entry since version 4 (`recourse-abm benchmark rl-constrained`): "
-        "the φ of the `rl` and `rl-recommender` cards, then a μ with its RR target, trained "
-        "by the protocol; its 24 μ (7,000 ticks each) are not all trained here yet "
-        "(docs/benchmark.md, learned entries)"
-    ),
     "hybrid-ustun, hybrid-wachter, hybrid-dice": (
         "enter as `hybrid-exact-linear` does (`recourse-abm benchmark hybrid-ustun`), "
         "trained by the protocol; not run here yet: 24 predictors with the recommender "
