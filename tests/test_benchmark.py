@@ -443,7 +443,7 @@ def test_every_built_in_policy_has_a_card_or_a_reason():
         assert name in entered or any(fnmatch(name, p) for p in patterns), name
     for spec in entered:
         REGISTRY.validate(spec)
-    assert "- `hybrid-ustun`, `hybrid-wachter`, `hybrid-dice`: enter as" in not_entered()
+    assert "- `hybrid-dice`: enters as `hybrid-exact-linear` does" in not_entered()
 
 
 @pytest.mark.slow  # builds the full tier's 12,480 runs

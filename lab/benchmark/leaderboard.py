@@ -56,8 +56,10 @@ BUILT_IN: dict[str, dict[str, str]] = {
         "scarf": "scarf",
         # privileged (it simulates the true model): an upper reference, not a method
         "lookahead": "lookahead",
-        # learned: μ trained by the protocol's recipe in each preset (lab.benchmark.learned)
+        # learned: μ trained by the protocol's recipe in each preset (lab.benchmark.learned),
+        # beside its baseline recommender
         "hybrid-exact-linear": "hybrid-exact-linear",
+        "hybrid-ustun": "hybrid-ustun",
         # learned: φ trained by the recipe in each preset, the last threshold as its goal
         "rl-recommender": "rl-recommender",
         # learned: φ, then μ (eq. 16 at 10:1) with that φ inside
@@ -77,10 +79,15 @@ BUILT_IN: dict[str, dict[str, str]] = {
 #: built-in policies without a card, and why (docs/leaderboard.md says so)
 NOT_ENTERED: dict[str, str] = {
     "none": "a baseline of every card",
-    "hybrid-ustun, hybrid-wachter, hybrid-dice": (
-        "enter as `hybrid-exact-linear` does (`recourse-abm benchmark hybrid-ustun`), "
-        "trained by the protocol; not run here yet: 24 predictors with the recommender "
-        "inside every training tick, beside runs at its own cost"
+    "hybrid-wachter": (
+        "enters as `hybrid-exact-linear` does (`recourse-abm benchmark hybrid-wachter`), "
+        "trained by the protocol; its 24 predictors are not all trained here yet"
+    ),
+    "hybrid-dice": (
+        "enters as `hybrid-exact-linear` does (`recourse-abm benchmark hybrid-dice`); not "
+        "run here: with DiCE inside every training tick a predictor takes about 1,100 CPU-s "
+        "in `paper` (the command's estimate, 3,227 s for the preset's three), so the quick "
+        "tier's 21 alone would be about 6 CPU-hours, half the leaderboard's 12"
     ),
     "ei": "is a world of its own (decision_model = 'ei'), in no preset of the protocol",
     "threshold-rbr": (
