@@ -218,3 +218,26 @@ def test_the_phi_entries_train_phi_once_and_verify(tmp_path):
     assert (phi / "manifest.json").stat().st_mtime_ns == before
     trained = card.read(out / "card.json")["learned"]["trained"]
     assert [(t["kind"], t["path"]) for t in trained] == [("recommender", phi.as_posix())]
+
+
+def test_the_cost_table_s_training_seconds_are_the_shipped_manifests():
+    """docs/benchmarks.md's table of what the learned cards cost quotes each card's
+    training as the sum of its artefacts' ``cpu_seconds``: every such figure is the
+    manifests' sum (μ of the card named in the row; φ once for the three φ entries)."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (?:φ of )?`([^`]+)`[^|]*\| 24 (μ|φ)[^(]*\(([\d,]+) s\)", text, re.M)
+    assert {(name, kind) for name, kind, _ in rows} >= {("hybrid-ustun", "μ"), ("rl", "φ")}
+    for name, kind, quoted in rows:
+        doc = json.loads((root / "results/benchmark/cards" / f"{name}-full.json").read_text())
+        wanted = "recommender" if kind == "φ" else "predictor"
+        paths = [
+            t["path"] for t in doc["learned"]["trained"] if t.get("kind", "predictor") == wanted
+        ]
+        assert len(paths) == 24, name
+        seconds = sum(
+            json.loads((root / p / "manifest.json").read_text())["cpu_seconds"] for p in paths
+        )
+        assert int(quoted.replace(",", "")) == round(seconds), (name, kind)

@@ -60,6 +60,7 @@ BUILT_IN: dict[str, dict[str, str]] = {
         # beside its baseline recommender
         "hybrid-exact-linear": "hybrid-exact-linear",
         "hybrid-ustun": "hybrid-ustun",
+        "hybrid-wachter": "hybrid-wachter",
         # learned: φ trained by the recipe in each preset, the last threshold as its goal
         "rl-recommender": "rl-recommender",
         # learned: φ, then μ (eq. 16 at 10:1) with that φ inside
@@ -79,10 +80,6 @@ BUILT_IN: dict[str, dict[str, str]] = {
 #: built-in policies without a card, and why (docs/leaderboard.md says so)
 NOT_ENTERED: dict[str, str] = {
     "none": "a baseline of every card",
-    "hybrid-wachter": (
-        "enters as `hybrid-exact-linear` does (`recourse-abm benchmark hybrid-wachter`), "
-        "trained by the protocol; its 24 predictors are not all trained here yet"
-    ),
     "hybrid-dice": (
         "enters as `hybrid-exact-linear` does (`recourse-abm benchmark hybrid-dice`); not "
         "run here: with DiCE inside every training tick a predictor takes about 1,100 CPU-s "
