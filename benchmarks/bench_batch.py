@@ -12,17 +12,17 @@ table). Times are this process's CPU time, medians of ``--repeats`` rounds that 
 sequential path and every size in turn. After a warm-up the objects the imports made are
 frozen (``gc.freeze``), as a study worker has them (``--no-freeze``: not). Prints
 episodes per second, the ratio to the sequential path measured in the same run (each
-size over at least as many episodes as the sequential path) and, for each policy's sequential path, its episode's cost in
-``threshold`` episodes (the lookahead's target is at most 5); ``threshold`` goes up to
-the largest size, the others (each slower) up to ``--others``. Then the peak Python
-memory of one episode inside each batch of
+size over at least as many episodes as the sequential path) and, for each policy's
+sequential path, its episode's cost in ``threshold`` episodes (the lookahead's target is
+at most 5); ``threshold`` goes up to the largest size, the others (each slower) up to
+``--others``. Then the peak Python memory of one episode inside each batch of
 ``threshold`` (tracemalloc), which is what a batch size chosen from a memory limit reads.
-Last, RL environment steps per second with random actions: one :class:`lab.envs.PopulationEnv`
-against :class:`lab.envs.PopulationVectorEnv` at each of ``--envs`` (what ``recourse-abm
-train predictor --n-envs`` steps), counting every environment's steps. And the
-acceptance forecast's latency (``dashboards.forecast``, 200 futures each way, 20 ticks) for
-four applicants at tick 10, its futures one at a time and as one batch (the median of
-``--repeats`` requests).
+Last, RL environment steps per second with random actions: one
+:class:`lab.envs.PopulationEnv` against :class:`lab.envs.PopulationVectorEnv` at each of
+``--envs`` (what ``recourse-abm train predictor --n-envs`` steps), counting every
+environment's steps. And the acceptance forecast's latency (``dashboards.forecast``, 200
+futures each way, 20 ticks) for four applicants at tick 10, its futures one at a time and
+as one batch (the median of ``--repeats`` requests).
 """
 
 from __future__ import annotations

@@ -231,7 +231,7 @@ def test_the_cost_table_s_training_seconds_are_the_shipped_manifests():
     rows = re.findall(r"^\| (?:φ of )?`([^`]+)`[^|]*\| 24 (μ|φ)[^(]*\(([\d,]+) s\)", text, re.M)
     assert {(name, kind) for name, kind, _ in rows} >= {("hybrid-ustun", "μ"), ("rl", "φ")}
     for name, kind, quoted in rows:
-        doc = json.loads((root / "results/benchmark/cards" / f"{name}-full.json").read_text())
+        doc = card.read(root / "results/benchmark/cards" / f"{name}-full.json")
         wanted = "recommender" if kind == "φ" else "predictor"
         paths = [
             t["path"] for t in doc["learned"]["trained"] if t.get("kind", "predictor") == wanted
