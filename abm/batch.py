@@ -42,11 +42,26 @@ class Episodes:
     """What a stage needs of each episode of a batch: its streams, its decision model in
     force and its extensions (``models``, one per episode, in batch order)."""
 
-    __slots__ = ("models", "B", "_scorers", "_tapes")
+    __slots__ = (
+        "models",
+        "B",
+        "_scorers",
+        "_tapes",
+        "_linear",
+        "_propagates",
+        "_kind",
+        "_history",
+    )
 
     def __init__(self, models: list[Any]) -> None:
         self.models, self.B = models, len(models)
         self._scorers: list[Any] | None = None
+        # the scorers' weights (B, z) and intercepts (B,) stacked, with the scorers read
+        self._linear: tuple[list, np.ndarray, np.ndarray] | None = None
+        self._kind: str | None = None  # the scorers': score_rows' "one", "linear" or "other"
+        # an episode's carriers are fixed when its model is made
+        self._propagates = any(m.mechanisms.propagates for m in models)
+        self._history: np.ndarray | None = None  # (B, ticks): :meth:`history`
         # each engine stream's uniforms read ahead for all episodes (abm.rng.BatchTape),
         # where every episode draws from its own plain Streams (a planner's rollouts share
         # their draws another way)
@@ -58,6 +73,7 @@ class Episodes:
         """Each episode's decision model in force, read once per stage (:meth:`fresh`)."""
         if self._scorers is None:
             self._scorers = [m.scorer for m in self.models]
+            self._kind = None
         return self._scorers
 
     def fresh(self) -> None:
@@ -113,12 +129,39 @@ class Episodes:
 
     def score_of(self, X: np.ndarray, episode: np.ndarray) -> np.ndarray:
         """M(x) (n,) of rows X (n, z) of any episodes, ``episode`` (n,) naming each one's."""
-        return score_rows(self.scorers, X, episode)
+        scorers = self.scorers
+        if self._kind is None:
+            self._kind = kind_of(scorers)
+        return score_rows(scorers, X, episode, self._stacked, self._kind)
+
+    def _stacked(self, scorers: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+        """(W (B, z), b (B,)) of linear ``scorers``, stacked again only when one changed
+        (a refit): a tick scores several times under the same models."""
+        got = self._linear
+        if got is None or not all(a is b for a, b in zip(got[0], scorers, strict=True)):
+            W = np.stack([s.weights for s in scorers])
+            got = self._linear = (scorers, W, np.array([s.intercept for s in scorers]))
+        return got[1], got[2]
+
+    def history(self, t: int) -> np.ndarray | None:
+        """(B, ticks) every episode's thresholds of its recorded ticks (NaN before), its
+        recorder's own array a row of it, so that a tick notes all of them at once; None
+        where some episode's record ends before tick ``t`` (each grows its own)."""
+        H = self._history
+        if H is None or H.shape[1] <= t:
+            recorders = [m.recorder for m in self.models]
+            width = recorders[0]._thresholds.shape[0]
+            if width <= t or any(r._thresholds.shape[0] != width for r in recorders):
+                return None
+            H = self._history = np.stack([r._thresholds for r in recorders])
+            for b, r in enumerate(recorders):
+                r._thresholds = H[b]  # a view: what it notes, the batch reads
+        return H
 
     @property
     def propagates(self) -> bool:
         """Whether an extension of some episode carries implemented changes on."""
-        return any(m.mechanisms.propagates for m in self.models)
+        return self._propagates
 
     def propagate(self, X_old, X_new, intervened, counts) -> np.ndarray | None:
         """X_new (s, z) as each episode's world carries its changes on, or None."""
@@ -174,6 +217,8 @@ class Batch:
         self._flat: Flat | None = None  # the decided tick's flat arrays, for respond()
         self._maps: tuple | None = None  # (its episodes' ids, _affine_maps' answer)
         self._stats: list[dict[str, float]] | None = None  # advise_rows' tick figures
+        self._one: tuple[list, bool] | None = None  # (its episodes, _one_policy's answer)
+        self._plain_of: tuple[list, bool] | None = None  # (its episodes, _plain's answer)
         for b, m in enumerate(models):
             m._batch, m._episode = self, b
 
@@ -322,12 +367,20 @@ class Batch:
 
     def _one_policy(self) -> bool:
         """Whether every episode runs one row-wise policy (one registry spec), which then
-        answers all their rejected in one call (abm.interfaces.rows_ready)."""
-        first = self.models[0]
+        answers all their rejected in one call (abm.interfaces.rows_ready); kept while the
+        batch holds the same episodes (a model's policy is fixed when it is made)."""
+        models = self.models
+        if self._one is not None and self._one[0] is models:
+            return self._one[1]
+        first = models[0]
         spec = first.policy_spec
-        if spec is None or not rows_ready(first.policy):
-            return False
-        return all(m.policy_spec == spec for m in self.models)
+        one = (
+            spec is not None
+            and rows_ready(first.policy)
+            and all(m.policy_spec == spec for m in models)
+        )
+        self._one = (models, one)
+        return one
 
     def _advise_rows(self) -> list[Advice | None]:
         """The first episode's policy, asked for the rejected of every episode at once."""
@@ -420,10 +473,12 @@ class Batch:
                 raise RuntimeError(f"tick {m.tick} is already decided: call respond() first")
         m0 = models[0]
         t, c = m0.tick, m0.config
-        states = []
+        states, capacity = [], []
         for b, m in enumerate(models):
             mech = m.mechanisms
-            m.decision_maker.k_t = mech.capacity_at(t)[0]
+            k_m = mech.capacity_at(t)
+            m.decision_maker.k_t = k_m[0]
+            capacity.append(k_m[1])
             states.append(mech.start_tick(t, pool.episode(b).waiting, m.streams) if mech.on else ())
         ep.fresh()  # the models in force of this tick
         returning, back = pool.split(stages.reapplications(pool, t, c, ep))
@@ -442,7 +497,7 @@ class Batch:
         # features and the counts the reapplicants' flags, so no other column is joined
         # unless an extension reads the applicants
         counted = not observe and not any(m.mechanisms.on for m in models)
-        arrivals, n_new = self._arrivals(t, counted)
+        arrivals, n_new = self._arrivals(t, counted, capacity)
         sizes = back + n_new
         only = _COUNTED if counted else None
         applicants = Population.concat([returning, arrivals], c.n_features, {"X_obs": "X"}, only)
@@ -474,14 +529,12 @@ class Batch:
         self._flat = Flat(applicants, sizes, scores, accepted, n_window, rej, n_rej)
         return out
 
-    def _arrivals(self, t: int, counted: bool) -> tuple[Population, np.ndarray]:
+    def _arrivals(self, t: int, counted: bool, m_t: list[int]) -> tuple[Population, np.ndarray]:
         """Every episode's entrants of tick ``t`` (flat) and their number per episode (B,):
-        each episode's draws from its own streams, with ids from its next."""
+        each episode's draws from its own streams, with ids from its next; ``m_t`` each
+        episode's arrivals in force (the first tick brings ``n_initial`` instead)."""
         models = self.models
-        n = np.array(
-            [m.config.n_initial if t == 0 else m.mechanisms.capacity_at(t)[1] for m in models],
-            dtype=np.int64,
-        )
+        n = np.array([m.config.n_initial for m in models] if t == 0 else m_t, dtype=np.int64)
         maps = None if self.B == 1 or counted else self._affine_maps()
         if maps is None:  # each episode alone, then joined
             parts = []
@@ -554,11 +607,14 @@ class Batch:
             rec if isinstance(rec, Advice) else m._validate(d, rec)
             for m, d, rec in zip(models, ds, recommendations, strict=True)
         ]
+        extended = False
         for m, d, advice in zip(models, ds, advices, strict=True):
             if m.mechanisms.on:
                 m.mechanisms.on_advice(d, advice, m.policy_name)
+                extended = True
             m._pending = None
-        ep.fresh()
+        if extended:  # an extension may have replaced a model in force
+            ep.fresh()
         m0, d0 = models[0], ds[0]
         t, c = d0.t, m0.config
         if B == 1:
@@ -646,7 +702,24 @@ class Batch:
                 implemented=outcome.implemented,
                 wasted=leaving.effort,
             )
-            rows = tick_rows(models, ds, advices, arrays, ep)
+            columns = tick_rows(models, ds, advices, arrays, ep)
+            if B > 1 and figures is None and self._plain():
+                # nothing reads the tick as it is recorded: each episode keeps its part of
+                # one block, cut out when read (abm.record.Recorder.note)
+                flat_exits = _exit_arrays(t, applicants, accepted, leaving)
+                block = TickBlock(t, columns, flat_exits, (sizes - n_rej, n_leave))
+                # the dashboards' view of this tick only: dropped by the next
+                responses = Responses(dropped, n_rej, n_stay, outcome)
+                for b, (m, d, advice) in enumerate(zip(models, ds, advices, strict=True)):
+                    m.recorder.note(block, b, d, advice, responses)
+                    m.tick += 1
+                    if m.tick >= m.config.ticks:
+                        m.running = False
+                return
+            names = list(columns)
+            rows = [
+                dict(zip(names, row, strict=True)) for row in zip(*columns.values(), strict=True)
+            ]
             exits = _exits(t, applicants, accepted, sizes - n_rej, leaving, n_leave)
         if B == 1:
             per = [(dropped, stayers, leaving, outcome)]
@@ -677,6 +750,86 @@ class Batch:
             m.tick += 1
             if m.tick >= m.config.ticks:
                 m.running = False
+
+    def _plain(self) -> bool:
+        """Whether every episode's record reads nothing of a tick but its row and exits
+        (abm.record.Recorder.plain, no agents, no policy figures): kept while the batch
+        holds the same episodes."""
+        models = self.models
+        if self._plain_of is not None and self._plain_of[0] is models:
+            return self._plain_of[1]
+        plain = all(
+            m.recorder.plain and not m._handles.on and getattr(m.policy, "tick_stats", None) is None
+            for m in models
+        )
+        self._plain_of = (models, plain)
+        return plain
+
+
+class TickBlock:
+    """One recorded tick of a batch, kept once for all its episodes by each one's record
+    (abm.record.Recorder.note): the tick-table columns (each a list of B values,
+    :func:`abm.record.tick_rows`) and the flat exits (:func:`_exit_arrays`) with the
+    accepted and dropped-out per episode ((B,) each), cut out when read."""
+
+    __slots__ = ("t", "names", "names_set", "values", "_exits", "_counts", "_at")
+
+    def __init__(self, t: int, columns: dict[str, list], exits: tuple, counts: tuple) -> None:
+        self.t, self.names, self.values = t, tuple(columns), list(columns.values())
+        self.names_set = frozenset(self.names)
+        self._exits, self._counts = exits, counts
+        self._at: tuple[list, list] | None = None
+
+    def values_at(self, b: int) -> list:
+        """Episode ``b``'s row values, in :attr:`names` order."""
+        return [column[b] for column in self.values]
+
+    def row(self, b: int) -> dict[str, Any]:
+        """Episode ``b``'s tick-table row."""
+        return dict(zip(self.names, self.values_at(b), strict=True))
+
+    def exits(self, b: int) -> tuple[np.ndarray, ...]:
+        """Episode ``b``'s (effort of the accepted, of those who dropped out, the
+        accepted's waits, the dropped-out's waits), as :func:`_exits` cuts them."""
+        if self._at is None:
+            n_acc, n_leave = self._counts
+            self._at = (
+                np.concatenate([[0], np.cumsum(n_acc)]).tolist(),
+                np.concatenate([[0], np.cumsum(n_leave)]).tolist(),
+            )
+        acc_at, leave_at = self._at
+        effort, gone, wait, gone_wait = self._exits
+        a0, a1, l0, l1 = acc_at[b], acc_at[b + 1], leave_at[b], leave_at[b + 1]
+        return effort[a0:a1], gone[l0:l1], wait[a0:a1], gone_wait[l0:l1]
+
+
+class Responses:
+    """A batch's responses of one tick, flat: dropout flags (n,) of the rejected (B,) per
+    episode, stayers (B,) per episode, the Outcome; each episode's part cut out when read
+    (a dashboard's :attr:`abm.record.Recorder.tick_state`)."""
+
+    __slots__ = ("_dropped", "_n_rej", "_n_stay", "_outcome", "_at")
+
+    def __init__(self, dropped, n_rej, n_stay, outcome: Outcome) -> None:
+        self._dropped, self._n_rej, self._n_stay, self._outcome = dropped, n_rej, n_stay, outcome
+        self._at: tuple[list, list, list] | None = None
+
+    def of(self, b: int) -> tuple[np.ndarray, Outcome]:
+        """Episode ``b``'s (dropout flags (n_b,), Outcome with its rows numbered as in its
+        own arrays)."""
+        if self._at is None:
+            stay_at = np.concatenate([[0], np.cumsum(self._n_stay)])
+            self._at = (
+                np.concatenate([[0], np.cumsum(self._n_rej)]).tolist(),
+                stay_at.tolist(),
+                np.searchsorted(self._outcome.rows, stay_at).tolist(),
+            )
+        rej_at, stay_at, entry_at = self._at
+        s0, s1 = stay_at[b], stay_at[b + 1]
+        return (
+            self._dropped[rej_at[b] : rej_at[b + 1]],
+            _outcome_of(self._outcome, s0, s1, entry_at[b], entry_at[b + 1]),
+        )
 
 
 class Flat(NamedTuple):
@@ -718,17 +871,37 @@ def _check_shared(first: Any, other: Any) -> None:
             )
 
 
-def score_rows(scorers: list[Any], X: np.ndarray, episode: np.ndarray) -> np.ndarray:
-    """M(x) (n,) of rows X (n, z) of many episodes, row i under ``scorers[episode[i]]``,
-    each row's score the bits of its episode's own call."""
+def kind_of(scorers: list[Any]) -> str:
+    """How :func:`score_rows` scores under ``scorers``: "one" (one model for all),
+    "linear" (each w . x + b) or "other" (each episode's rows by its own call)."""
     first = scorers[0]
     if len(scorers) == 1 or all(s is first for s in scorers):
-        return first.score(X)
-    if all(s.is_linear for s in scorers):
+        return "one"
+    return "linear" if all(s.is_linear for s in scorers) else "other"
+
+
+def score_rows(
+    scorers: list[Any],
+    X: np.ndarray,
+    episode: np.ndarray,
+    stacked: Any = None,
+    kind: str | None = None,
+) -> np.ndarray:
+    """M(x) (n,) of rows X (n, z) of many episodes, row i under ``scorers[episode[i]]``,
+    each row's score the bits of its episode's own call. ``stacked(scorers)``: their
+    weights and intercepts, if kept (:meth:`Episodes._stacked`); ``kind``:
+    :func:`kind_of` the scorers, if known."""
+    kind = kind_of(scorers) if kind is None else kind
+    if kind == "one":
+        return scorers[0].score(X)
+    if kind == "linear":
         # w . x + b row by row, as abm.summation.linear_logit adds each row alone: the
         # products and each row's sum are those of the episode's own call
-        W = np.stack([s.weights for s in scorers])
-        b = np.array([s.intercept for s in scorers])
+        if stacked is None:
+            W = np.stack([s.weights for s in scorers])
+            b = np.array([s.intercept for s in scorers])
+        else:
+            W, b = stacked(scorers)
         logit = np.add.reduce(X * W.take(episode, axis=0), axis=1)
         logit += b.take(episode)
         return expit(logit)
@@ -822,11 +995,16 @@ def _parts(pop: Population, counts: np.ndarray) -> list[Population]:
     return [_slice(pop, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
-def _exits(t, applicants, accepted, n_acc, leaving, n_leave) -> list[tuple[np.ndarray, ...]]:
-    """Each episode's (effort of the accepted (a,), of those who dropped out (l,), the
-    accepted's waits, the dropped-out's waits): entry to exit, in ticks."""
+def _exit_arrays(t, applicants, accepted, leaving) -> tuple[np.ndarray, ...]:
+    """(effort of the accepted (a,), of those who dropped out (l,), the accepted's waits,
+    the dropped-out's waits), flat: entry to exit, in ticks."""
     effort, wait = applicants.effort[accepted], t - applicants.entered[accepted]
-    gone, gone_wait = leaving.effort, t - leaving.entered
+    return effort, leaving.effort, wait, t - leaving.entered
+
+
+def _exits(t, applicants, accepted, n_acc, leaving, n_leave) -> list[tuple[np.ndarray, ...]]:
+    """Each episode's :func:`_exit_arrays`."""
+    effort, gone, wait, gone_wait = _exit_arrays(t, applicants, accepted, leaving)
     if n_acc.shape[0] == 1:
         return [(effort, gone, wait, gone_wait)]
     acc_at = np.concatenate([[0], np.cumsum(n_acc)]).tolist()

@@ -91,17 +91,16 @@ class Recorder:
         self._counts = _COUNT_COLUMNS + tuple(c for c, kind in own.items() if kind is np.int64)
         self.collector = TickCollector(model_reporters={c: _reporter(c) for c in self.columns})
         self.events: list[dict[str, np.ndarray]] = []
-        # each candidate's total effort, as they leave (accepted or dropped out)
-        self._exit_effort: list[np.ndarray] = []
-        # ticks from entry to exit of the accepted and of those who dropped out (the card's
-        # time to acceptance: dropout is censoring, not failure)
-        self._accepted_wait: list[np.ndarray] = []
-        self._dropped_wait: list[np.ndarray] = []
+        # each tick's exits: (effort of the accepted, of those who dropped out, their ticks
+        # from entry to exit), or a batch's (block, episode) that cuts them out when read
+        # (the card's time to acceptance: dropout is censoring, not failure)
+        self._exits: list[tuple] = []
         # the acceptance threshold of every recorded tick (NaN before recording began):
         # advice is judged against the threshold in force when it was issued as well as
         # the one when it is used
         self._thresholds = np.full(config.ticks, np.nan)
-        self.last_row: dict[str, float] = {}
+        # the last tick's row: a dict, or a batch's (block, episode) made one when read
+        self._row: dict[str, float] | tuple = {}
         self._last: tuple | None = None
         self._tick_state: TickState | None = None
         # the tick table as of the last record(): the summary, the card and write_run all
@@ -144,11 +143,8 @@ class Recorder:
             )
         if callable(outcome):
             outcome = outcome() if self.record_events or mechanisms.on else outcome
-        self.last_row = row
-        accepted_effort, dropped_effort, accepted_wait, dropped_wait = exits
-        self._exit_effort += [accepted_effort, dropped_effort]
-        self._accepted_wait.append(accepted_wait)
-        self._dropped_wait.append(dropped_wait)
+        self._row = row
+        self._exits.append(exits)
         if mechanisms.on:
             self.mechanisms.row(d, advice, outcome, self.last_row, view)
         if policy_stats is not None:  # the policy's own figures (abm.interfaces.ReportsStats)
@@ -161,11 +157,44 @@ class Recorder:
             r = _responses(d, advice, dropped, outcome, self.difficulty, self.onehot)
             self.events.append(self._events(d, advice, r, outcome, view))
 
+    def note(self, block: Any, b: int, d: Decision, advice: Advice, responses: Any) -> None:
+        """:meth:`record` of episode ``b`` of a batch's tick ``block`` (abm.batch.TickBlock)
+        where nothing reads the tick as it is recorded (no candidate events, extensions,
+        policy figures or agents, :attr:`plain`): the row and the exits are cut out of the
+        block, the dashboards' arrays out of ``responses`` (abm.batch.Responses), when
+        first read."""
+        ref = (block, b)
+        self._row = ref
+        self._exits.append(ref)
+        self._last, self._tick_state = (d, advice, None, (responses, b)), None
+        self.collector.keep(ref)
+        self._tick_table = None
+
+    @property
+    def plain(self) -> bool:
+        """Whether a tick's record reads nothing but its row and exits (:meth:`note`)."""
+        return not (self.record_events or self.mechanisms.on or self.collector.reads_agents)
+
+    @property
+    def last_row(self) -> dict[str, float]:
+        """The last tick's row of the tick table (a batch's made a dict when first read)."""
+        row = self._row
+        if type(row) is tuple:
+            row = self._row = row[0].row(row[1])
+        return row
+
+    @last_row.setter
+    def last_row(self, row: dict[str, float]) -> None:
+        self._row = row
+
     @property
     def tick_state(self) -> TickState | None:
         """The last tick's arrays, for dashboards (None before the first tick)."""
         if self._tick_state is None and self._last is not None:
             d, advice, dropped, outcome = self._last
+            if dropped is None:  # a batch's tick (note): this episode's part of it
+                responses, b = outcome
+                dropped, outcome = responses.of(b)
             if callable(outcome):
                 outcome = outcome()
             r = _responses(d, advice, dropped, outcome, self.difficulty, self.onehot)
@@ -277,10 +306,11 @@ class Recorder:
     def card(self, waiting: Population) -> Card:
         """The outcome card (:mod:`abm.card`) of the run so far; ``waiting`` is the pool
         (its candidates' effort counts as spent so far)."""
-        spent = np.concatenate([*self._exit_effort, waiting.effort])
+        exits = self._each_exit()
+        spent = _spent(exits, waiting)
         last = self._last[0].t if self._last is not None else 0
-        accepted = np.concatenate([np.zeros(0, dtype=np.int64), *self._accepted_wait])
-        waits = np.concatenate([accepted, *self._dropped_wait, last - waiting.entered])
+        accepted = np.concatenate([np.zeros(0, dtype=np.int64)] + [e[2] for e in exits])
+        waits = np.concatenate([accepted] + [e[3] for e in exits] + [last - waiting.entered])
         is_accepted = np.arange(waits.shape[0]) < accepted.shape[0]
         return outcome_card(
             self.tick_table(),
@@ -290,6 +320,15 @@ class Recorder:
             extensions.registered(),
         )
 
+    def spent(self, waiting: Population) -> np.ndarray:
+        """Every candidate's total effort (c,): those who left (each tick's accepted, then
+        its dropped out), then those still ``waiting``, as the card counts it."""
+        return _spent(self._each_exit(), waiting)
+
+    def _each_exit(self) -> list[tuple[np.ndarray, ...]]:
+        """Each recorded tick's exits (:meth:`record`), a batch's cut out of its block."""
+        return [e if type(e[0]) is np.ndarray else e[0].exits(e[1]) for e in self._exits]
+
     def summary(self, head: dict[str, Any]) -> dict[str, Any]:
         """``head`` followed by the episode means over defined ticks and the totals."""
         ticks = self.tick_table()
@@ -297,6 +336,12 @@ class Recorder:
         out.update(metrics.episode_summary(ticks))
         out.update(extensions.episode_summary(ticks))
         return out
+
+
+def _spent(exits: list[tuple[np.ndarray, ...]], waiting: Population) -> np.ndarray:
+    """Each candidate's total effort: ``exits``' accepted and dropped out, tick by tick,
+    then the ``waiting``."""
+    return np.concatenate([x for e in exits for x in e[:2]] + [waiting.effort])
 
 
 class RecordAccess:
@@ -415,9 +460,10 @@ class TickArrays:
 
 def tick_rows(
     models: list[Any], ds: list[Decision], advices: list[Advice], f: TickArrays, episodes: Any
-) -> list[dict[str, Any]]:
-    """The tick-table rows (SPEC §2) of B episodes, computed once over their flat rows;
-    each episode's row is what its run alone records (:mod:`abm.segments`).
+) -> dict[str, list]:
+    """The tick-table columns (SPEC §2) of B episodes, each a list of B values, computed
+    once over their flat rows; each episode's row is what its run alone records
+    (:mod:`abm.segments`).
 
     ``n_accepted_new`` and ``n_accepted_advised``: acceptances of first-time applicants and
     of reapplicants carrying advice (the rest went to unadvised reapplicants);
@@ -430,7 +476,12 @@ def tick_rows(
     B, t = len(ds), f.t
     sizes, n_ret, n_rej = f.sizes, f.n_ret, f.n_rej
     thresholds = np.array([d.threshold for d in ds])
-    history = [m.recorder.threshold_at(t, d.threshold) for m, d in zip(models, ds, strict=True)]
+    # every episode's thresholds so far, (B, ticks) where the batch holds them as one
+    noted = None if B == 1 else episodes.history(t)
+    if noted is None:
+        history = [m.recorder.threshold_at(t, d.threshold) for m, d in zip(models, ds, strict=True)]
+    else:
+        noted[:, t] = thresholds
     # M(x_cf) of the advised under each episode's model in force, once a tick
     fill_cf_scores(models, advices, episodes, (f.X_cf, f.advised, n_rej))
     if B == 1:
@@ -450,7 +501,8 @@ def tick_rows(
         cf_adv, goal_adv, cost_adv = cf_scores[adv], goal[adv], cost[adv]
     has_goal = np.isfinite(goal_adv)
     n_goal = segments.count(has_goal, n_adv)
-    if n_goal.sum() == has_goal.shape[0]:
+    all_goals = n_goal.sum() == has_goal.shape[0]
+    if all_goals:
         error = metrics.recommendation_error(cf_adv, goal_adv)
     else:
         error = metrics.recommendation_error(cf_adv[has_goal], goal_adv[has_goal])
@@ -468,12 +520,23 @@ def tick_rows(
     issued_at = a.last_tick[carried]
     if B == 1:
         issued_th = history[0].take(issued_at)
+    elif noted is not None:
+        issued_th = noted[segments.episode_of(n_carried), issued_at]
     else:  # each episode's history, one after another: entry (e, i) at offset[e] + i
         offset = np.cumsum([0] + [h.shape[0] for h in history[:-1]])
         issued_th = np.concatenate(history).take(
             offset.take(segments.episode_of(n_carried)) + issued_at
         )
     tol = metrics.CLEAR_TOL
+    if B == 1:
+        gini, gini_cost = segments.ginis(cf_adv, n_adv), segments.ginis(cost_adv, n_adv)
+        mean_goal, mean_cf = segments.nanmeans(goal_adv, n_adv), segments.nanmeans(cf_adv, n_adv)
+        mean_cost, mean_error = segments.nanmeans(cost_adv, n_adv), segments.nanmeans(error, n_goal)
+    else:  # reductions over the advised's rows, several arrays in one pass (abm.segments)
+        gini, gini_cost = segments.ginis(np.stack([cf_adv, cost_adv]), n_adv)
+        means = [goal_adv, cf_adv, cost_adv] + ([error] if all_goals else [])
+        mean_goal, mean_cf, mean_cost, *rest = segments.nanmeans(np.stack(means), n_adv)
+        mean_error = rest[0] if all_goals else segments.nanmeans(error, n_goal)
     columns = {
         "tick": [t] * B,
         "threshold": thresholds.tolist(),
@@ -489,18 +552,18 @@ def tick_rows(
         "n_rejected_window": f.n_window.tolist(),
         "rr": _ratios(n_succ_acc, n_succ),
         "rf": _ratios(n_succ, f.n_window),
-        "gini": segments.ginis(cf_adv, n_adv).tolist(),
-        "gini_cost": segments.ginis(cost_adv, n_adv).tolist(),
-        "mean_goal": segments.nanmeans(goal_adv, n_adv).tolist(),
-        "mean_cf_score": segments.nanmeans(cf_adv, n_adv).tolist(),
-        "mean_error": segments.nanmeans(error, n_goal).tolist(),
+        "gini": gini.tolist(),
+        "gini_cost": gini_cost.tolist(),
+        "mean_goal": mean_goal.tolist(),
+        "mean_cf_score": mean_cf.tolist(),
+        "mean_error": mean_error.tolist(),
         "n_unadvised": (n_rej - n_adv).tolist(),
         "n_unreached": [a.counts[0] for a in advices],
         "n_withheld": [a.counts[1] for a in advices],
         "n_no_change": [a.counts[2] for a in advices],
         "n_below_threshold": segments.count(below, n_adv).tolist(),
         "n_short_of_goal": segments.count(cf_adv < goal_adv - GOAL_TOL, n_adv).tolist(),
-        "mean_cost": segments.nanmeans(cost_adv, n_adv).tolist(),
+        "mean_cost": mean_cost.tolist(),
         "effort": segments.sums(f.effort, f.n_stay).tolist(),
         "wasted_effort": segments.sums(f.wasted, f.n_leave).tolist(),
         "n_implemented": segments.count(f.implemented, f.n_stay).tolist(),
@@ -513,8 +576,7 @@ def tick_rows(
         ).tolist(),
         "n_valid_issued": segments.count(cf_now >= issued_th - tol, n_carried).tolist(),
     }
-    names = list(columns)
-    return [dict(zip(names, row, strict=True)) for row in zip(*columns.values(), strict=True)]
+    return columns
 
 
 def fill_cf_scores(
@@ -641,9 +703,31 @@ class TickCollector(mesa.DataCollector):
             finally:
                 self.model_reporters = reporters
 
+    @property
+    def reads_agents(self) -> bool:
+        """Whether a tick's collection reads the agents (agent reporters)."""
+        return bool(self.agent_reporters or self.agenttype_reporters)
+
+    def keep(self, ref: tuple) -> None:
+        """Collect the row ``ref`` = (block, episode) of a batch's tick (abm.batch.TickBlock),
+        read out of the block when the columns are (no agent reporters)."""
+        self._rows.append(ref)
+
     def _flush(self) -> None:
         rows, self._rows = self._rows, []
         columns = self._vars
+        names = list(self.model_reporters)
+        if all(type(row) is tuple for row in rows):
+            # a batch's ticks: each tick's values in one C loop, then a transpose
+            blocks = {id(block): block for block, _ in rows}
+            if all(block.names_set == frozenset(names) for block in blocks.values()):
+                first = next(iter(blocks.values()))
+                if all(block.names == first.names for block in blocks.values()):
+                    values = zip(*[block.values_at(b) for block, b in rows], strict=True)
+                    for var, column in zip(first.names, values, strict=True):
+                        columns[var].extend(column)
+                    return
+        rows = [row if type(row) is dict else row[0].row(row[1]) for row in rows]
         width = len(self.model_reporters)
         if all(len(row) == width for row in rows):  # the usual case: one extend a column
             for var in self.model_reporters:

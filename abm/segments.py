@@ -39,11 +39,22 @@ class _Layout:
     def lengths(self) -> list[tuple[int, np.ndarray, np.ndarray]]:
         if self._lengths is None:
             counts, out = self._counts, []
-            for n in np.unique(counts).tolist():
+            if counts.shape[0] == 0:
+                self._lengths = out
+                return out
+            # the episodes by length in one stable sort (each length's in episode order),
+            # and every episode's positions in one grid, cut a length at a time
+            order = counts.argsort(kind="stable")
+            ranked = counts.take(order)
+            cuts = ((ranked[1:] != ranked[:-1]).nonzero()[0] + 1).tolist()
+            width = int(ranked[-1])
+            grid = self.starts[:, None] + np.arange(width)
+            for lo, hi in zip([0, *cuts], [*cuts, ranked.shape[0]], strict=True):
+                n = int(ranked[lo])
                 if n == 0:
                     continue
-                eps = (counts == n).nonzero()[0]
-                rows = self.starts.take(eps)[:, None] + np.arange(n)
+                eps = order[lo:hi]
+                rows = grid[eps, :n]
                 eps.flags.writeable = rows.flags.writeable = False
                 out.append((n, eps, rows))
             self._lengths = out
@@ -103,18 +114,27 @@ def count(mask: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 def sums(x: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """(B,) each episode's ``np.add.reduce`` of its values (0 where it has none)."""
-    out = np.zeros(counts.shape[0])
+    """(B,) each episode's ``np.add.reduce`` of its values (0 where it has none); x (k, n)
+    (k arrays over the same episodes' rows, reduced in one pass): (k, B)."""
+    out = np.zeros(x.shape[:-1] + counts.shape)
     if counts.shape[0] == 1:
-        out[0] = np.add.reduce(x)
+        out[..., 0] = np.add.reduce(x, axis=-1)
         return out
     for _, eps, rows in by_length(counts):
-        out[eps] = np.add.reduce(x.take(rows), axis=1)
+        # each (m, n) row of a last-axis reduction is summed in the 1-D array's order
+        out[..., eps] = np.add.reduce(x.take(rows, axis=-1), axis=-1)
     return out
 
 
 def nanmeans(x: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """(B,) :func:`abm.metrics.nanmean` of each episode's values."""
+    """(B,) :func:`abm.metrics.nanmean` of each episode's values; x (k, n): (k, B)."""
+    if x.ndim == 2:
+        total = sums(x, counts)
+        if (total == total).all():  # no NaN among the values: one division for all
+            out = np.full(total.shape, np.nan)
+            np.divide(total, counts, out=out, where=counts > 0)
+            return out
+        return np.stack([nanmeans(row, counts) for row in x])
     if counts.shape[0] == 1:
         return np.array([metrics.nanmean(x)])
     total = sums(x, counts)
@@ -129,24 +149,67 @@ def nanmeans(x: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 def ginis(x: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """(B,) :func:`abm.metrics.gini` (eq. 1) of each episode's values."""
+    """(B,) :func:`abm.metrics.gini` (eq. 1) of each episode's values; x (k, n): (k, B)."""
     if counts.shape[0] == 1:
-        return np.array([metrics.gini(x)])
+        return (
+            np.array([metrics.gini(x)]) if x.ndim == 1 else np.array([ginis(r, counts) for r in x])
+        )
     finite = np.isfinite(x)
-    if np.count_nonzero(finite) != finite.shape[0]:  # non-finite values are left out
+    if np.count_nonzero(finite) != finite.size:  # non-finite values are left out
+        if x.ndim == 2:
+            return np.stack([ginis(row, counts) for row in x])
         counts = count(finite, counts)
         x = x[finite]
-    out = np.full(counts.shape[0], np.nan)
-    for n, eps, rows in by_length(counts):
-        g = x.take(rows)
-        total = np.add.reduce(g, axis=1)
-        g.sort(axis=1)
-        equal = g[:, 0] == g[:, -1]
+    groups = by_length(counts)
+    if len(groups) <= 2:  # few lengths: each group's arrays as they are
+        return _ginis_by_length(x, counts, groups)
+    # many lengths: the elementwise steps once for all episodes on a grid (B, width),
+    # each padded past its values; only the two sums go length by length, over rows of
+    # exactly its values, so each has the bits of the episode's own array
+    B, width = counts.shape[0], int(counts.max())
+    layout = _layout(counts)
+    column = np.arange(x.shape[-1]) - layout.starts.take(layout.episode)
+    grid = np.full(x.shape[:-1] + (B, width), np.inf)
+    grid[..., layout.episode, column] = x
+    total = np.zeros(x.shape[:-1] + (B,))
+    for _, eps, rows in groups:  # the values' sum in their own order (before sorting)
+        total[..., eps] = np.add.reduce(x.take(rows, axis=-1), axis=-1)
+    grid.sort(axis=-1)
+    at = np.arange(width)
+    last = np.maximum(counts - 1, 0)
+    equal = grid[..., 0] == grid[..., np.arange(B), last]
+    # the rank weights 2i - n - 1 (i = 1..n) of each episode's row, 0 past its values
+    weights = 2.0 * (at + 1) - counts[:, None] - 1.0
+    inside = at < counts[:, None]
+    grid[..., ~inside] = 0.0
+    grid *= np.where(inside, weights, 0.0)
+    pair = np.zeros(x.shape[:-1] + (B,))
+    for n, eps, _ in groups:  # C order: each row summed alone, in the 1-D array's order
+        pair[..., eps] = 2.0 * np.add.reduce(np.ascontiguousarray(grid[..., eps, :n]), axis=-1)
+    empty = ~(total > 0)  # no values, or a sum <= 0: NaN, as alone (and no 0 / 0)
+    total[empty] = np.nan
+    value = pair / (2.0 * counts * total)
+    value = np.where(0.0 > value, 0.0, value)  # max(value, 0.0), first argument on ties
+    value[equal] = 0.0
+    value[empty] = np.nan
+    return value
+
+
+def _ginis_by_length(x: np.ndarray, counts: np.ndarray, groups: list) -> np.ndarray:
+    """:func:`ginis` one length at a time (``groups``: :func:`by_length`)."""
+    out = np.full(x.shape[:-1] + counts.shape, np.nan)
+    for n, eps, rows in groups:
+        g = x.take(rows, axis=-1)  # (m, n) or (k, m, n)
+        total = np.add.reduce(g, axis=-1)
+        g.sort(axis=-1)
+        equal = g[..., 0] == g[..., -1]
         g *= metrics._rank_weights(n)
-        pair = 2.0 * np.add.reduce(g, axis=1)
+        pair = 2.0 * np.add.reduce(g, axis=-1)
+        empty = ~(total > 0)  # a sum <= 0: NaN, as alone (and no 0 / 0)
+        total[empty] = np.nan
         value = pair / (2.0 * n * total)
         value = np.where(0.0 > value, 0.0, value)  # max(value, 0.0), first argument on ties
         value[equal] = 0.0
-        value[total <= 0] = np.nan
-        out[eps] = value
+        value[empty] = np.nan
+        out[..., eps] = value
     return out

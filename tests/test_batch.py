@@ -199,6 +199,58 @@ def test_segment_reductions_are_each_episodes_own(seed):
         assert np.array([metrics.gini(part)]).tobytes() == ginis[b : b + 1].tobytes()
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_stacked_reductions_over_many_episodes_are_each_rows_own(seed):
+    """(k, n) arrays over up to 60 episodes of many lengths (the grid path of ginis): each
+    row's figures, bit for bit, are its 1-D call's, and those its episodes' own."""
+    from abm import metrics, segments
+
+    rng = np.random.default_rng(100 + seed)
+    counts = rng.integers(0, 30, size=int(rng.integers(3, 60)))
+    at = np.concatenate([[0], np.cumsum(counts)])
+    x = np.abs(rng.standard_normal((3, at[-1])))
+    if seed % 2:  # ties, equal values, zeros (a sum of 0 is undefined)
+        x = np.round(x, 1)
+    if seed % 3 == 0:
+        x[0] = 0.0
+    stacked = (segments.sums(x, counts), segments.nanmeans(x, counts), segments.ginis(x, counts))
+    for row in range(x.shape[0]):
+        alone = (
+            segments.sums(x[row], counts),
+            segments.nanmeans(x[row], counts),
+            segments.ginis(x[row], counts),
+        )
+        for got, want in zip(stacked, alone, strict=True):
+            assert got[row].tobytes() == want.tobytes()
+        for b in range(counts.shape[0]):
+            part = x[row, at[b] : at[b + 1]].copy()
+            assert np.array([metrics.gini(part)]).tobytes() == alone[2][b : b + 1].tobytes()
+
+
+def test_a_plain_batch_keeps_its_record_in_blocks_with_the_same_views():
+    """A batch whose episodes read nothing of a tick as it is recorded keeps each tick's
+    row and exits once for all (abm.batch.TickBlock): every episode's last row, dashboard
+    arrays, card and tick table are still its run alone's."""
+    alone, batched = _batch_and_alone(
+        "paper",
+        "threshold",
+        [3, 4, 5],
+        ticks=[15] * 3,
+        agents=[False] * 3,
+        record_events=[False] * 3,
+    )
+    assert all(m.recorder.plain for m in batched)
+    assert type(batched[0].recorder._row) is tuple  # not made a dict until read
+    for a, b in zip(alone, batched, strict=True):
+        assert repr(a.last_row) == repr(b.last_row)
+        ta, tb = a.tick_state, b.tick_state
+        for name in ("ids", "scores", "accepted", "goal", "cf_scores", "dropped", "implemented"):
+            assert np.array_equal(getattr(ta, name), getattr(tb, name), equal_nan=True), name
+        assert ta.threshold == tb.threshold and ta.n_reapplied == tb.n_reapplied
+        assert np.array_equal(a.recorder.spent(a.population), b.recorder.spent(b.population))
+        _same_run(a, b)
+
+
 @pytest.mark.parametrize("seed", range(20))
 @pytest.mark.parametrize("kind", ["random", "standard_normal"])
 def test_a_tape_reads_each_episodes_stream_as_its_generator_would(seed, kind):

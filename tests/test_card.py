@@ -46,7 +46,7 @@ def test_the_effort_of_every_candidate_adds_up_to_the_effort_spent(paper):
     """Each candidate's total effort (accepted, dropped out or waiting) sums to the effort
     of every tick: the CVaR is taken over the same effort the tick table counts."""
     rec = paper.recorder
-    spent = np.concatenate([*rec._exit_effort, paper.population.effort])
+    spent = rec.spent(paper.population)
     assert len(spent) == paper.tick_table()["n_new"].sum()
     assert spent.sum() == pytest.approx(paper.tick_table()["effort"].sum(), rel=1e-12)
     assert paper.outcome_card().values["cvar95_effort"] == cvar(spent[spent > 0])

@@ -131,7 +131,7 @@ def test_no_advice_pays_nothing_and_its_validity_is_undefined():
 
 def test_cvar_is_taken_over_the_candidates_who_spent_effort(paper):
     rec = paper.recorder
-    spent = np.concatenate([*rec._exit_effort, paper.population.effort])
+    spent = rec.spent(paper.population)
     assert paper.outcome_card().values["cvar95_effort"] == cvar(spent[spent > 0])
 
 
