@@ -23,6 +23,7 @@ from scipy.special import expit
 from abm import collector, segments, stages
 from abm.advice import checked_rows
 from abm.interfaces import RejectedRows, rows_ready
+from abm.planning import RolloutStreams
 from abm.pool import Pool, advised_rows, interleave
 from abm.population import Population, filled
 from abm.record import TickArrays, fill_cf_scores, tick_rows
@@ -51,6 +52,7 @@ class Episodes:
         "_propagates",
         "_kind",
         "_history",
+        "_rollouts",
     )
 
     def __init__(self, models: list[Any]) -> None:
@@ -67,6 +69,7 @@ class Episodes:
         # their draws another way)
         plain = self.B > 1 and all(type(m.streams) is Streams for m in models)
         self._tapes: dict[str, BatchTape] | None = {} if plain else None
+        self._rollouts = self.B > 1 and all(type(m.streams) is RolloutStreams for m in models)
 
     @property
     def scorers(self) -> list[Any]:
@@ -94,13 +97,21 @@ class Episodes:
             out = np.ones(int(counts.sum()))
             out[np.repeat(~skip, counts)] = tape.draw(np.where(skip, 0, counts))
             return out
+        if skip is None and self._rollouts:  # a planner's forks: their tapes, in one loop
+            return RolloutStreams.uniforms(
+                [m.streams for m in self.models], stream, counts.tolist()
+            )
         parts = []
-        for b, m in enumerate(self.models):
-            n = int(counts[b])
-            if skip is not None and skip[b]:
+        skipped = [False] * self.B if skip is None else skip.tolist()
+        for m, n, out in zip(self.models, counts.tolist(), skipped, strict=True):
+            if out:
                 parts.append(np.ones(n))
             else:
-                parts.append(_uniform(m.streams, stream, n))
+                streams = m.streams
+                draw = getattr(streams, "uniform", None)  # as _uniform, inline: a fork a call
+                parts.append(
+                    getattr(streams, stream).random(n) if draw is None else draw(stream, n)
+                )
         return np.concatenate(parts)
 
     def normals(self, stream: str, rows: np.ndarray, z: int) -> np.ndarray:
@@ -701,6 +712,7 @@ class Batch:
                 effort=outcome.effort,
                 implemented=outcome.implemented,
                 wasted=leaving.effort,
+                X=None if B == 1 else applicants.X_obs.take(rej, axis=0),
             )
             columns = tick_rows(models, ds, advices, arrays, ep)
             if B > 1 and figures is None and self._plain():

@@ -309,8 +309,12 @@ class RejectedRows:
     def by_model(self):
         """(model, rows (m,)) for each distinct decision model in force, in first-seen
         order: rows scored alike can be answered in one call."""
+        models = self.models
+        if len(set(map(id, models))) == 1:  # one model for all
+            yield models[0], None  # every row
+            return
         groups: dict[int, tuple[Any, list[int]]] = {}
-        for b, m in enumerate(self.models):
+        for b, m in enumerate(models):
             groups.setdefault(id(m), (m, []))[1].append(b)
         if len(groups) == 1:
             yield self.models[0], None  # every row

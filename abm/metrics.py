@@ -79,7 +79,8 @@ def recommendation_cost(
     else:
         moved = np.subtract(X_cf, X)
         np.abs(moved, out=moved)  # in place: one (n, z) temporary instead of two
-    return moved @ d if np.ndim(d) == 1 else (moved * d).sum(axis=1)
+    one_d = d.ndim == 1 if isinstance(d, np.ndarray) else np.ndim(d) == 1
+    return moved @ d if one_d else (moved * d).sum(axis=1)
 
 
 def recommendation_error(cf_scores: np.ndarray, goals: np.ndarray) -> np.ndarray:

@@ -41,6 +41,9 @@ from abm.tick import Advice, Decision
 from abm.validation import ConfigError, problem, require_int
 from abm.world import build_world
 
+#: every fork's record: a NullRecorder keeps nothing, so one serves them all
+_NOTHING_RECORDED = NullRecorder()
+
 __all__ = ["BOUND_TOL", "CHANGE_TOL", "RecourseModel", "resolve_policy"]
 
 
@@ -192,7 +195,7 @@ class RecourseModel(RecordAccess, mesa.Model):
         fork.world, fork.streams, fork.policy = snap.world, streams, policy
         fork.policy_name = f"fork of {type(policy).__name__}"
         fork.policy_spec = None
-        fork.recorder, fork.horizon = NullRecorder(), math.inf
+        fork.recorder, fork.horizon = _NOTHING_RECORDED, math.inf
         if snap.features is None:
             fork._set_feature_facts(c)
         else:  # the model's own arrays: nothing writes them

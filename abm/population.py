@@ -154,7 +154,12 @@ class Population:
         ``{"X_obs": "X"}``): the parts' own values of that column are not copied. ``only``
         names the columns to keep (default: all); the result has just those.
         """
-        columns = [p.data for p in parts if len(p)]
+        first_part = parts[0] if parts else None
+        if len(parts) > 1 and len(set(map(id, parts))) == 1:
+            # one part over and over (forks of one snapshot): checked once, not per part
+            columns = [first_part.data] * len(parts) if len(first_part) else []
+        else:
+            columns = [p.data for p in parts if len(p)]
         if not columns:
             empty = Population.empty(n_features)
             return (

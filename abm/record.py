@@ -433,7 +433,8 @@ class TickArrays:
     ``n_leave`` dropped out, ``n_waiting`` waiting after the tick and ``n_window`` rejected
     in the RF window, each (B,); the ``applicants`` (a rows) and their ``accepted`` flags
     (a,); the rejected's ``advised`` flags (n,) and counterfactuals ``X_cf`` (n, z); the
-    stayers' ``effort`` and ``implemented`` (s,) and the dropped-out's ``wasted`` effort."""
+    stayers' ``effort`` and ``implemented`` (s,) and the dropped-out's ``wasted`` effort;
+    ``X`` (n, z) the rejected's features seen (None: each advice's own are read)."""
 
     __slots__ = (
         "t",
@@ -451,11 +452,12 @@ class TickArrays:
         "effort",
         "implemented",
         "wasted",
+        "X",
     )
 
     def __init__(self, **values: Any) -> None:
         for name in self.__slots__:
-            setattr(self, name, values[name])
+            setattr(self, name, values.get(name))
 
 
 def tick_rows(
@@ -491,10 +493,22 @@ def tick_rows(
         goal = np.concatenate([a.goal for a in advices])
     adv = f.advised
     n_adv = segments.count(adv, n_rej)
-    for m, a in zip(models, advices, strict=True):
-        # a matrix-vector product: one per episode, its bits are the episode's own
-        a.cost = metrics.recommendation_cost(a.X, a.X_cf, m.recorder.difficulty, m.recorder.onehot)
-    cost = advices[0].cost if B == 1 else np.concatenate([a.cost for a in advices])
+    if B == 1 or f.X is None or models[0].recorder.onehot is not None:
+        for m, a in zip(models, advices, strict=True):
+            # a matrix-vector product: one per episode, its bits are the episode's own
+            a.cost = metrics.recommendation_cost(
+                a.X, a.X_cf, m.recorder.difficulty, m.recorder.onehot
+            )
+        cost = advices[0].cost if B == 1 else np.concatenate([a.cost for a in advices])
+    else:
+        # eq. 18: |x_cf - x| elementwise for all rows at once (each value's own bits), then
+        # the matrix-vector product episode by episode, each over its own rows as alone
+        moved = np.subtract(f.X_cf, f.X)
+        np.abs(moved, out=moved)
+        at = segments.starts_of(n_rej).tolist() + [moved.shape[0]]
+        for b, (m, a) in enumerate(zip(models, advices, strict=True)):
+            a.cost = moved[at[b] : at[b + 1]] @ m.recorder.difficulty
+        cost = np.concatenate([a.cost for a in advices])
     if n_adv.sum() == adv.shape[0]:  # the usual case: everyone rejected was advised
         cf_adv, goal_adv, cost_adv = cf_scores, goal, cost
     else:

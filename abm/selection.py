@@ -86,9 +86,16 @@ def select_each(
     accepted |= above
     drawn = full & (need != n_at)
     accepted[at & ~np.repeat(drawn, counts)] = True
-    for b in drawn.nonzero()[0].tolist():  # a tie at the threshold: this episode's draw
-        lo = int(starts[b])
-        local = at[lo : lo + int(counts[b])].nonzero()[0]
+    which = drawn.nonzero()[0]
+    each = zip(
+        which.tolist(),
+        starts[which].tolist(),
+        counts[which].tolist(),
+        need[which].tolist(),
+        strict=True,
+    )
+    for b, lo, n, k in each:  # a tie at the threshold: this episode's draw
+        local = at[lo : lo + n].nonzero()[0]
         rngs[b].shuffle(local)  # what permutation() does to its own copy: same draws
-        accepted[lo + local[: int(need[b])]] = True
+        accepted[lo + local[:k]] = True
     return accepted, thresholds

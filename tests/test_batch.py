@@ -227,6 +227,20 @@ def test_stacked_reductions_over_many_episodes_are_each_rows_own(seed):
             assert np.array([metrics.gini(part)]).tobytes() == alone[2][b : b + 1].tobytes()
 
 
+def test_eq18_of_a_block_of_rows_is_the_product_of_its_own_array():
+    """The record's cost (eq. 18) of a batch takes |x_cf - x| of all rows at once and the
+    matrix-vector product of each episode's block of them (a view into the flat array):
+    the BLAS product of a block must have the bits of the same rows in an array of their
+    own, whatever the block's offset, row length or number of rows."""
+    rng = np.random.default_rng(18)
+    for _ in range(2000):
+        z, n, lo = (int(v) for v in rng.integers(1, 40, size=3))
+        moved = np.abs(rng.standard_normal((lo + n + 3, z)))
+        d = rng.random(z)
+        block = moved[lo : lo + n]
+        assert (block @ d).tobytes() == (np.ascontiguousarray(block) @ d).tobytes(), (z, n, lo)
+
+
 def test_a_plain_batch_keeps_its_record_in_blocks_with_the_same_views():
     """A batch whose episodes read nothing of a tick as it is recorded keeps each tick's
     row and exits once for all (abm.batch.TickBlock): every episode's last row, dashboard

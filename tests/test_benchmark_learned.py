@@ -241,3 +241,34 @@ def test_the_cost_table_s_training_seconds_are_the_shipped_manifests():
             json.loads((root / p / "manifest.json").read_text())["cpu_seconds"] for p in paths
         )
         assert int(quoted.replace(",", "")) == round(seconds), (name, kind)
+
+
+def test_the_guide_s_training_figures_are_the_shipped_manifests():
+    """Each learned card's paragraph in docs/benchmark.md quotes its trainings as
+    "LO–HI CPU-seconds each, TOTAL in all": the least, the most and the sum of the
+    ``cpu_seconds`` of the card's 24 artefacts of that kind (φ where the figure follows
+    "24 φ", else the predictors μ), each rounded to the second."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "docs" / "benchmark.md").read_text(encoding="utf-8")
+    seen = set()
+    for paragraph in re.split(r"\n\s*\n", text):
+        quoted = re.search(r"([\d,]+)–([\d,]+)\s+CPU-seconds each,\s+([\d,]+) in all", paragraph)
+        if quoted is None:
+            continue
+        name = re.search(r"`([^`]+)`", paragraph).group(1)
+        kinds = re.findall(r"24 (μ|φ|predictors)", paragraph[: quoted.start()])
+        wanted = "recommender" if kinds and kinds[-1] == "φ" else "predictor"
+        doc = card.read(root / "results/benchmark/cards" / f"{name}-full.json")
+        paths = [
+            t["path"] for t in doc["learned"]["trained"] if t.get("kind", "predictor") == wanted
+        ]
+        assert len(paths) == 24, name
+        seconds = [
+            json.loads((root / p / "manifest.json").read_text())["cpu_seconds"] for p in paths
+        ]
+        figures = [int(q.replace(",", "")) for q in quoted.groups()]
+        assert figures == [round(min(seconds)), round(max(seconds)), round(sum(seconds))], name
+        seen.add(name)
+    assert {"hybrid-exact-linear", "rl-recommender", "rl", "hybrid-ustun"} <= seen
