@@ -143,7 +143,7 @@ def checked_rows(
     name: str,
     direction: np.ndarray | None = None,
     onehot: OneHot | None = None,
-) -> list[Advice]:
+) -> list[Advice] | AdviceRows:
     """:func:`checked_advice` of B episodes' rejected at once: rows X (n, z) and one flat
     Recommendation ``rec`` over them, episode b's ``counts[b]`` rows after episode b - 1's;
     one Advice per episode (views), each what its own call gives. Advice that breaks a rule
@@ -190,29 +190,89 @@ def checked_rows(
             checked_advice(X[lo:hi], part, immutable, name, direction, onehot)
         raise AssertionError("flat and per-episode checks of advice disagree")
     info = {key: np.asarray(v) for key, v in rec.info.items()}
-    none = [0] * counts.shape[0]
-    each = zip(
-        *(none if f is None else f.tolist() for f in flags),
-        segments.count(no_change, counts).tolist(),
-        n_advised.tolist(),
-        bounds[:-1],
-        bounds[1:],
-        strict=True,
+    B = counts.shape[0]
+    unreached, withheld = (np.zeros(B, np.int64) if f is None else f for f in flags)
+    n_no_change = segments.count(no_change, counts)
+    return AdviceRows(
+        goal, X, X_cf, advised, info, counts, n_advised, unreached, withheld, n_no_change
     )
-    out = []
-    for n_unreached, n_withheld, n_no_change, n_adv, lo, hi in each:
+
+
+class AdviceRows:
+    """:func:`checked_rows`' answer: B episodes' advice flat (goal (n,), X and X_cf (n, z),
+    advised (n,), info columns (n,)), ``counts`` (B,) rows each, ``n_advised`` (B,) and the
+    unadvised counts (``unreached``, ``withheld``, ``no_change``, (B,) each). A sequence of
+    each episode's :class:`~abm.tick.Advice` (views), each made when first read (a batch
+    whose record and extensions read only the flat arrays makes none). ``cf`` and
+    ``cost`` hold the record's flat M(x_cf) caches and eq. 18 once computed (each
+    Advice's ``scores`` and ``cost`` are cut from them)."""
+
+    def __init__(
+        self, goal, X, X_cf, advised, info, counts, n_advised, unreached, withheld, no_change
+    ) -> None:
+        self.goal, self.X, self.X_cf, self.advised, self.info = goal, X, X_cf, advised, info
+        self.counts, self.n_advised = counts, n_advised
+        self.unreached, self.withheld, self.no_change = unreached, withheld, no_change
+        self.bounds = np.concatenate([[0], np.cumsum(counts)]).tolist()
+        self._made: list[Advice | None] = [None] * counts.shape[0]
+        #: (M(x_cf) (n,) NaN where unadvised, M(x_cf) of the advised (a,)) and eq. 18 (n,)
+        self.cf: tuple[np.ndarray, np.ndarray] | None = None
+        self.cost: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+    def __iter__(self):
+        return (self[b] for b in range(len(self._made)))
+
+    def __getitem__(self, b: int) -> Advice:
+        got = self._made[b]
+        if got is None:
+            got = self._made[b] = self._advice(b)
+        return got
+
+    def any_scored(self) -> bool:
+        """Whether an episode's Advice made already holds M(x_cf) of its own (computed
+        under the model in force when it was read: the flat pass must not stand in)."""
+        return any(a is not None and a.scores is not None for a in self._made)
+
+    def refresh(self) -> None:
+        """Give the Advice made so far their cut of the flat caches just computed."""
+        for b, a in enumerate(self._made):
+            if a is not None:
+                self._caches(a, b)
+
+    def _advice(self, b: int) -> Advice:
+        lo, hi = self.bounds[b], self.bounds[b + 1]
         if lo == hi:  # nobody rejected in this episode: what checked_advice gives
-            out.append(checked_advice(X[lo:hi], None, immutable, name))
-            continue
-        out.append(
-            Advice(
-                goal[lo:hi],
-                X[lo:hi],
-                X_cf[lo:hi],
-                advised[lo:hi],
-                {k: v[lo:hi] for k, v in info.items()} if info else {},
-                n_adv == hi - lo,
-                (n_unreached, n_withheld, n_no_change),
-            )
+            X = self.X[lo:hi]
+            empty = Advice(np.empty(0), X, X.copy(), np.zeros(0, bool), {}, True, (0, 0, 0))
+            self._caches(empty, b)
+            return empty
+        n_adv = int(self.n_advised[b])
+        info = self.info
+        advice = Advice(
+            self.goal[lo:hi],
+            self.X[lo:hi],
+            self.X_cf[lo:hi],
+            self.advised[lo:hi],
+            {k: v[lo:hi] for k, v in info.items()} if info else {},
+            n_adv == hi - lo,
+            (int(self.unreached[b]), int(self.withheld[b]), int(self.no_change[b])),
         )
-    return out
+        self._caches(advice, b)
+        return advice
+
+    def _caches(self, advice: Advice, b: int) -> None:
+        """Episode ``b``'s cut of the flat M(x_cf) and eq. 18, where they are computed."""
+        lo, hi = self.bounds[b], self.bounds[b + 1]
+        if self.cf is not None and advice.scores is None:
+            cf_scores, cf_adv = self.cf
+            at = self._advised_at()
+            mine = cf_adv[at[b] : at[b + 1]]
+            advice.scores = (mine, mine) if advice.all_advised else (cf_scores[lo:hi], mine)
+        if self.cost is not None and advice.cost is None:
+            advice.cost = self.cost[lo:hi]
+
+    def _advised_at(self) -> list[int]:
+        return np.concatenate([[0], np.cumsum(self.n_advised)]).tolist()

@@ -21,7 +21,7 @@ import numpy as np
 from scipy.special import expit
 
 from abm import collector, segments, stages
-from abm.advice import checked_rows
+from abm.advice import AdviceRows, checked_rows
 from abm.interfaces import RejectedRows, rows_ready
 from abm.planning import RolloutStreams
 from abm.pool import Pool, advised_rows, interleave
@@ -614,15 +614,23 @@ class Batch:
         advice, dropout, implementation, the record; ``recommendations`` one per episode."""
         models, ep, B = self.models, self.episodes, self.B
         ds = [m._require_pending() for m in models]
-        advices = [
-            rec if isinstance(rec, Advice) else m._validate(d, rec)
-            for m, d, rec in zip(models, ds, recommendations, strict=True)
-        ]
-        extended = False
-        for m, d, advice in zip(models, ds, advices, strict=True):
-            if m.mechanisms.on:
-                m.mechanisms.on_advice(d, advice, m.policy_name)
-                extended = True
+        # a row-wise answer stays flat: an episode's Advice is made only if read
+        flat_advice = type(recommendations) is AdviceRows
+        if flat_advice:
+            if len(recommendations) != B:
+                raise ValueError(f"{len(recommendations)} episodes' advice for a batch of {B}")
+            advices = recommendations
+        else:
+            advices = [
+                rec if isinstance(rec, Advice) else m._validate(d, rec)
+                for m, d, rec in zip(models, ds, recommendations, strict=True)
+            ]
+        extended = any(m.mechanisms.on for m in models)
+        if extended:
+            for m, d, advice in zip(models, ds, advices, strict=True):
+                if m.mechanisms.on:
+                    m.mechanisms.on_advice(d, advice, m.policy_name)
+        for m in models:
             m._pending = None
         if extended:  # an extension may have replaced a model in force
             ep.fresh()
@@ -644,21 +652,28 @@ class Batch:
                 f.rej,
                 f.n_rej,
             )
-            goal = np.concatenate([a.goal for a in advices])
-            X_cf = np.concatenate([a.X_cf for a in advices])
-            advised = np.concatenate([a.advised for a in advices])
+            if flat_advice:
+                goal, X_cf, advised = advices.goal, advices.X_cf, advices.advised
+            else:
+                goal = np.concatenate([a.goal for a in advices])
+                X_cf = np.concatenate([a.X_cf for a in advices])
+                advised = np.concatenate([a.advised for a in advices])
         rej_scores = scores.take(rej)
         dropped = stages.dropout(goal, rej_scores, applicants.n_apps.take(rej), c, ep, n_rej)
         # under which model, threshold and score the advice was given
-        issued_parts = [
-            m.mechanisms.issued(a.advised, lambda m=m, a=a: a.cf_scores(m.scorer)[0], d.threshold)
-            if m.mechanisms.on
-            else None
-            for m, d, a in zip(models, ds, advices, strict=True)
-        ]
-        issued = issued_parts[0]
-        if B > 1 and issued is not None:
-            issued = {k: np.concatenate([p[k] for p in issued_parts]) for k in issued}
+        issued = None
+        if extended:
+            issued_parts = [
+                m.mechanisms.issued(
+                    a.advised, lambda m=m, a=a: a.cf_scores(m.scorer)[0], d.threshold
+                )
+                if m.mechanisms.on
+                else None
+                for m, d, a in zip(models, ds, advices, strict=True)
+            ]
+            issued = issued_parts[0]
+            if B > 1 and issued is not None:
+                issued = {k: np.concatenate([p[k] for p in issued_parts]) for k in issued}
         stayers, leaving, order = advised_rows(
             applicants, rej, dropped, goal, X_cf, advised, t, issued
         )
@@ -675,8 +690,11 @@ class Batch:
             # row alone, so rows that end at x_cf (or where they were) need no new score
             stay = order[: len(stayers)]
             fill_cf_scores(models, advices, ep, (X_cf, advised, n_rej))  # in one pass
-            cf = [a.scores[0] for a in advices]
-            known = (np.concatenate(cf).take(stay), rej_scores.take(stay))
+            if flat_advice and advices.cf is not None:
+                cf_flat = advices.cf[0]
+            else:
+                cf_flat = np.concatenate([a.scores[0] for a in advices])
+            known = (cf_flat.take(stay), rej_scores.take(stay))
         outcome = stages.implement(
             stayers,
             n_stay,
@@ -722,8 +740,8 @@ class Batch:
                 block = TickBlock(t, columns, flat_exits, (sizes - n_rej, n_leave))
                 # the dashboards' view of this tick only: dropped by the next
                 responses = Responses(dropped, n_rej, n_stay, outcome)
-                for b, (m, d, advice) in enumerate(zip(models, ds, advices, strict=True)):
-                    m.recorder.note(block, b, d, advice, responses)
+                for b, (m, d) in enumerate(zip(models, ds, strict=True)):
+                    m.recorder.note(block, b, d, advices, responses)
                     m.tick += 1
                     if m.tick >= m.config.ticks:
                         m.running = False
@@ -733,10 +751,16 @@ class Batch:
                 dict(zip(names, row, strict=True)) for row in zip(*columns.values(), strict=True)
             ]
             exits = _exits(t, applicants, accepted, sizes - n_rej, leaving, n_leave)
+        if not recorded:  # a planner's forks: nothing of the tick is kept
+            for m in models:
+                m.tick += 1
+                if m.tick >= m.config.ticks:
+                    m.running = False
+            return
         if B == 1:
             per = [(dropped, stayers, leaving, outcome)]
         else:
-            agents = recorded and any(m._handles.on for m in models)
+            agents = any(m._handles.on for m in models)
             per = _per_episode(
                 dropped,
                 n_rej,
@@ -749,16 +773,15 @@ class Batch:
         for b, (m, d, advice, (drop, stay_b, leave_b, outcome_b)) in enumerate(
             zip(models, ds, advices, per, strict=True)
         ):
-            if recorded:
-                if m._handles.on:  # the agents first, so that agent reporters read the new rows
-                    ids = d.applicants.ids
-                    m._handles.sync(ids[d.accepted], leave_b.ids, stay_b.ids, m.population.ids)
-                if figures is not None:  # a row-wise policy answered for every episode
-                    stats = figures[b]
-                else:
-                    stats = getattr(m.policy, "tick_stats", None)
-                    stats = None if stats is None else stats()
-                m.recorder.record(m, d, advice, drop, outcome_b, stats, rows[b], exits[b])
+            if m._handles.on:  # the agents first, so that agent reporters read the new rows
+                ids = d.applicants.ids
+                m._handles.sync(ids[d.accepted], leave_b.ids, stay_b.ids, m.population.ids)
+            if figures is not None:  # a row-wise policy answered for every episode
+                stats = figures[b]
+            else:
+                stats = getattr(m.policy, "tick_stats", None)
+                stats = None if stats is None else stats()
+            m.recorder.record(m, d, advice, drop, outcome_b, stats, rows[b], exits[b])
             m.tick += 1
             if m.tick >= m.config.ticks:
                 m.running = False

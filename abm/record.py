@@ -18,6 +18,7 @@ import pandas as pd
 
 from abm import mechanisms as extensions
 from abm import metrics, segments
+from abm.advice import AdviceRows
 from abm.card import Card, Waits, outcome_card
 from abm.config import ScenarioConfig
 from abm.mechanisms import Mechanisms, RecordView
@@ -157,16 +158,16 @@ class Recorder:
             r = _responses(d, advice, dropped, outcome, self.difficulty, self.onehot)
             self.events.append(self._events(d, advice, r, outcome, view))
 
-    def note(self, block: Any, b: int, d: Decision, advice: Advice, responses: Any) -> None:
+    def note(self, block: Any, b: int, d: Decision, advices: Any, responses: Any) -> None:
         """:meth:`record` of episode ``b`` of a batch's tick ``block`` (abm.batch.TickBlock)
         where nothing reads the tick as it is recorded (no candidate events, extensions,
         policy figures or agents, :attr:`plain`): the row and the exits are cut out of the
-        block, the dashboards' arrays out of ``responses`` (abm.batch.Responses), when
-        first read."""
+        block, the dashboards' arrays out of ``responses`` (abm.batch.Responses) and
+        ``advices[b]`` (every episode's advice), when first read."""
         ref = (block, b)
         self._row = ref
         self._exits.append(ref)
-        self._last, self._tick_state = (d, advice, None, (responses, b)), None
+        self._last, self._tick_state = (d, (advices, b), None, (responses, b)), None
         self.collector.keep(ref)
         self._tick_table = None
 
@@ -195,6 +196,8 @@ class Recorder:
             if dropped is None:  # a batch's tick (note): this episode's part of it
                 responses, b = outcome
                 dropped, outcome = responses.of(b)
+                advices, b = advice
+                advice = advices[b]
             if callable(outcome):
                 outcome = outcome()
             r = _responses(d, advice, dropped, outcome, self.difficulty, self.onehot)
@@ -486,8 +489,11 @@ def tick_rows(
         noted[:, t] = thresholds
     # M(x_cf) of the advised under each episode's model in force, once a tick
     fill_cf_scores(models, advices, episodes, (f.X_cf, f.advised, n_rej))
+    flat = type(advices) is AdviceRows and advices.cf is not None
     if B == 1:
         cf_scores, goal = advices[0].scores[0], advices[0].goal
+    elif flat:
+        cf_scores, goal = advices.cf[0], advices.goal
     else:
         cf_scores = np.concatenate([a.scores[0] for a in advices])
         goal = np.concatenate([a.goal for a in advices])
@@ -506,9 +512,14 @@ def tick_rows(
         moved = np.subtract(f.X_cf, f.X)
         np.abs(moved, out=moved)
         at = segments.starts_of(n_rej).tolist() + [moved.shape[0]]
-        for b, (m, a) in enumerate(zip(models, advices, strict=True)):
-            a.cost = moved[at[b] : at[b + 1]] @ m.recorder.difficulty
-        cost = np.concatenate([a.cost for a in advices])
+        if flat:  # each Advice cuts its own out when it is made (abm.advice.AdviceRows)
+            parts = [moved[at[b] : at[b + 1]] @ m.recorder.difficulty for b, m in enumerate(models)]
+            cost = advices.cost = np.concatenate(parts)
+            advices.refresh()
+        else:
+            for b, (m, a) in enumerate(zip(models, advices, strict=True)):
+                a.cost = moved[at[b] : at[b + 1]] @ m.recorder.difficulty
+            cost = np.concatenate([a.cost for a in advices])
     if n_adv.sum() == adv.shape[0]:  # the usual case: everyone rejected was advised
         cf_adv, goal_adv, cost_adv = cf_scores, goal, cost
     else:
@@ -542,6 +553,10 @@ def tick_rows(
             offset.take(segments.episode_of(n_carried)) + issued_at
         )
     tol = metrics.CLEAR_TOL
+    if type(advices) is AdviceRows:
+        unadvised = [c.tolist() for c in (advices.unreached, advices.withheld, advices.no_change)]
+    else:
+        unadvised = [[a.counts[i] for a in advices] for i in range(3)]
     if B == 1:
         gini, gini_cost = segments.ginis(cf_adv, n_adv), segments.ginis(cost_adv, n_adv)
         mean_goal, mean_cf = segments.nanmeans(goal_adv, n_adv), segments.nanmeans(cf_adv, n_adv)
@@ -572,9 +587,9 @@ def tick_rows(
         "mean_cf_score": mean_cf.tolist(),
         "mean_error": mean_error.tolist(),
         "n_unadvised": (n_rej - n_adv).tolist(),
-        "n_unreached": [a.counts[0] for a in advices],
-        "n_withheld": [a.counts[1] for a in advices],
-        "n_no_change": [a.counts[2] for a in advices],
+        "n_unreached": unadvised[0],
+        "n_withheld": unadvised[1],
+        "n_no_change": unadvised[2],
         "n_below_threshold": segments.count(below, n_adv).tolist(),
         "n_short_of_goal": segments.count(cf_adv < goal_adv - GOAL_TOL, n_adv).tolist(),
         "mean_cost": mean_cost.tolist(),
@@ -600,6 +615,18 @@ def fill_cf_scores(
     in force, scoring the advised rows of every episode not cached yet in one pass.
     ``flat``: the advice of all episodes as the batch holds it, (X_cf (n, z), advised (n,),
     rejected per episode (B,)), read instead of each advice's own arrays."""
+    if type(advices) is AdviceRows and advices.cf is None and not advices.any_scored():
+        # a row-wise answer, flat: every advised row of every episode scored in one pass
+        X_adv = advices.X_cf[advices.advised]
+        got = episodes.score_of(X_adv, segments.episode_of(advices.n_advised))
+        if got.shape[0] == advices.advised.shape[0]:
+            advices.cf = (got, got)
+        else:
+            cf_scores = np.full(advices.advised.shape[0], np.nan)
+            cf_scores[advices.advised] = got
+            advices.cf = (cf_scores, got)
+        advices.refresh()
+        return
     todo = [b for b, a in enumerate(advices) if a.scores is None]
     if not todo:
         return

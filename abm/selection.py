@@ -85,17 +85,20 @@ def select_each(
     n_at = np.bincount(episode[at], minlength=B)
     accepted |= above
     drawn = full & (need != n_at)
-    accepted[at & ~np.repeat(drawn, counts)] = True
+    drawn_rows = np.repeat(drawn, counts)
+    accepted[at & ~drawn_rows] = True
     which = drawn.nonzero()[0]
-    each = zip(
-        which.tolist(),
-        starts[which].tolist(),
-        counts[which].tolist(),
-        need[which].tolist(),
-        strict=True,
-    )
-    for b, lo, n, k in each:  # a tie at the threshold: this episode's draw
-        local = at[lo : lo + n].nonzero()[0]
-        rngs[b].shuffle(local)  # what permutation() does to its own copy: same draws
-        accepted[lo + local[:k]] = True
+    if which.shape[0]:
+        # the tied rows of the episodes that draw, in row order; each draws its own
+        # shuffle of its tied rows' positions (the draws depend on their number only)
+        tied = (at & drawn_rows).nonzero()[0]
+        n_tied = n_at[which].tolist()
+        bounds = np.concatenate([[0], np.cumsum(n_tied)]).tolist()
+        chosen = []
+        each = zip(which.tolist(), bounds[:-1], bounds[1:], need[which].tolist(), strict=True)
+        for b, lo, hi, k in each:  # a tie at the threshold: this episode's draw
+            rows = tied[lo:hi].copy()
+            rngs[b].shuffle(rows)  # what permutation() does to its own copy: same draws
+            chosen.append(rows[:k])
+        accepted[np.concatenate(chosen)] = True
     return accepted, thresholds
