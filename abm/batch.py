@@ -62,14 +62,16 @@ class Episodes:
         self._linear: tuple[list, np.ndarray, np.ndarray] | None = None
         self._kind: str | None = None  # the scorers': score_rows' "one", "linear" or "other"
         # an episode's carriers are fixed when its model is made
-        self._propagates = any(m.mechanisms.propagates for m in models)
+        mechanisms = {id(m.mechanisms): m.mechanisms for m in models}  # forks may share
+        self._propagates = any(x.propagates for x in mechanisms.values())
         self._history: np.ndarray | None = None  # (B, ticks): :meth:`history`
         # each engine stream's uniforms read ahead for all episodes (abm.rng.BatchTape),
         # where every episode draws from its own plain Streams (a planner's rollouts share
         # their draws another way)
-        plain = self.B > 1 and all(type(m.streams) is Streams for m in models)
-        self._tapes: dict[str, BatchTape] | None = {} if plain else None
-        self._rollouts = self.B > 1 and all(type(m.streams) is RolloutStreams for m in models)
+        kinds = {type(m.streams) for m in models}
+        one = next(iter(kinds)) if self.B > 1 and len(kinds) == 1 else None
+        self._tapes: dict[str, BatchTape] | None = {} if one is Streams else None
+        self._rollouts = one is RolloutStreams
 
     @property
     def scorers(self) -> list[Any]:
@@ -991,6 +993,13 @@ def _joined_windows(windows: list, n_features: int, what: str) -> list[tuple]:
     episode)) as one window of all their episodes, in order; they must cover one set of
     ticks (``what`` names them in the error)."""
     ticks = [t for t, _, _ in windows[0]]
+    first = windows[0]
+    if len(set(map(id, windows))) == 1:  # one window over and over (forks of one snapshot)
+        n = len(windows)
+        return [
+            (t, Population.concat([rows] * n, n_features), np.tile(per, n))
+            for t, rows, per in first
+        ]
     if any([t for t, _, _ in w] != ticks for w in windows[1:]):
         raise ValueError(f"the {what} have other dropped-out windows")
     return [
