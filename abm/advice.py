@@ -218,6 +218,7 @@ class AdviceRows:
         #: (M(x_cf) (n,) NaN where unadvised, M(x_cf) of the advised (a,)) and eq. 18 (n,)
         self.cf: tuple[np.ndarray, np.ndarray] | None = None
         self.cost: np.ndarray | None = None
+        self._at: list[int] | None = None
 
     def __len__(self) -> int:
         return len(self._made)
@@ -275,4 +276,7 @@ class AdviceRows:
             advice.cost = self.cost[lo:hi]
 
     def _advised_at(self) -> list[int]:
-        return np.concatenate([[0], np.cumsum(self.n_advised)]).tolist()
+        """Each episode's first row among the advised (B + 1,), found once."""
+        if self._at is None:
+            self._at = np.concatenate([[0], np.cumsum(self.n_advised)]).tolist()
+        return self._at

@@ -615,7 +615,9 @@ def fill_cf_scores(
     in force, scoring the advised rows of every episode not cached yet in one pass.
     ``flat``: the advice of all episodes as the batch holds it, (X_cf (n, z), advised (n,),
     rejected per episode (B,)), read instead of each advice's own arrays."""
-    if type(advices) is AdviceRows and advices.cf is None and not advices.any_scored():
+    if type(advices) is AdviceRows and advices.cf is not None:
+        return  # filled for all in one pass already (each Advice made cuts its own)
+    if type(advices) is AdviceRows and not advices.any_scored():
         # a row-wise answer, flat: every advised row of every episode scored in one pass
         X_adv = advices.X_cf[advices.advised]
         got = episodes.score_of(X_adv, segments.episode_of(advices.n_advised))

@@ -255,6 +255,8 @@ def test_a_plain_batch_keeps_its_record_in_blocks_with_the_same_views():
     )
     assert all(m.recorder.plain for m in batched)
     assert type(batched[0].recorder._row) is tuple  # not made a dict until read
+    advices, _ = batched[0].recorder._last[1]  # the last tick's advice: flat, none made yet
+    assert len(advices) == 3 and not any(advices._made) and advices.cf is not None
     for a, b in zip(alone, batched, strict=True):
         assert repr(a.last_row) == repr(b.last_row)
         ta, tb = a.tick_state, b.tick_state
