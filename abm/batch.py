@@ -109,11 +109,7 @@ class Episodes:
             if out:
                 parts.append(np.ones(n))
             else:
-                streams = m.streams
-                draw = getattr(streams, "uniform", None)  # as _uniform, inline: a fork a call
-                parts.append(
-                    getattr(streams, stream).random(n) if draw is None else draw(stream, n)
-                )
+                parts.append(_uniform(m.streams, stream, n))
         return np.concatenate(parts)
 
     def normals(self, stream: str, rows: np.ndarray, z: int) -> np.ndarray:
@@ -151,7 +147,11 @@ class Episodes:
         """(W (B, z), b (B,)) of linear ``scorers``, stacked again only when one changed
         (a refit): a tick scores several times under the same models."""
         got = self._linear
-        if got is None or not all(a is b for a, b in zip(got[0], scorers, strict=True)):
+        if (
+            got is None
+            or len(got[0]) != len(scorers)
+            or not all(a is b for a, b in zip(got[0], scorers, strict=True))
+        ):
             W = np.stack([s.weights for s in scorers])
             got = self._linear = (scorers, W, np.array([s.intercept for s in scorers]))
         return got[1], got[2]
