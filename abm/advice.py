@@ -74,7 +74,7 @@ def checked_advice(
     if n == 0:
         if rec is not None and np.asarray(rec.goal).size:
             raise RuntimeError(f"policy {name!r} advised candidates although none was rejected")
-        return Advice(np.empty(0), X, X.copy(), np.zeros(0, bool), {}, True, (0, 0, 0))
+        return _nobody_rejected(X)
     if not isinstance(rec, Recommendation):
         raise TypeError(f"respond() needs a Recommendation for {n} rejected, got {rec!r}")
     goal, X_cf, advised, no_change = _taken(X, rec, name)
@@ -133,6 +133,11 @@ def _taken(X: np.ndarray, rec: Recommendation, name: str):
     if np.count_nonzero(no_change):
         advised = advised & ~no_change
     return goal, X_cf, advised, no_change
+
+
+def _nobody_rejected(X: np.ndarray) -> Advice:
+    """The advice of a tick nobody was rejected at (X (0, z))."""
+    return Advice(np.empty(0), X, X.copy(), np.zeros(0, bool), {}, True, (0, 0, 0))
 
 
 def checked_rows(
@@ -194,13 +199,14 @@ def checked_rows(
     unreached, withheld = (np.zeros(B, np.int64) if f is None else f for f in flags)
     n_no_change = segments.count(no_change, counts)
     return AdviceRows(
-        goal, X, X_cf, advised, info, counts, n_advised, unreached, withheld, n_no_change
+        goal, X, X_cf, advised, info, bounds, n_advised, unreached, withheld, n_no_change
     )
 
 
 class AdviceRows:
     """:func:`checked_rows`' answer: B episodes' advice flat (goal (n,), X and X_cf (n, z),
-    advised (n,), info columns (n,)), ``counts`` (B,) rows each, ``n_advised`` (B,) and the
+    advised (n,), info columns (n,)), episode b's rows at ``bounds[b]:bounds[b + 1]``
+    ((B + 1,), a list), ``n_advised`` (B,) and the
     unadvised counts (``unreached``, ``withheld``, ``no_change``, (B,) each). A sequence of
     each episode's :class:`~abm.tick.Advice` (views), each made when first read (a batch
     whose record and extensions read only the flat arrays makes none). ``cf`` and
@@ -208,13 +214,12 @@ class AdviceRows:
     Advice's ``scores`` and ``cost`` are cut from them)."""
 
     def __init__(
-        self, goal, X, X_cf, advised, info, counts, n_advised, unreached, withheld, no_change
+        self, goal, X, X_cf, advised, info, bounds, n_advised, unreached, withheld, no_change
     ) -> None:
         self.goal, self.X, self.X_cf, self.advised, self.info = goal, X, X_cf, advised, info
-        self.counts, self.n_advised = counts, n_advised
+        self.bounds, self.n_advised = bounds, n_advised
         self.unreached, self.withheld, self.no_change = unreached, withheld, no_change
-        self.bounds = np.concatenate([[0], np.cumsum(counts)]).tolist()
-        self._made: list[Advice | None] = [None] * counts.shape[0]
+        self._made: list[Advice | None] = [None] * n_advised.shape[0]
         #: (M(x_cf) (n,) NaN where unadvised, M(x_cf) of the advised (a,)) and eq. 18 (n,)
         self.cf: tuple[np.ndarray, np.ndarray] | None = None
         self.cost: np.ndarray | None = None
@@ -246,8 +251,7 @@ class AdviceRows:
     def _advice(self, b: int) -> Advice:
         lo, hi = self.bounds[b], self.bounds[b + 1]
         if lo == hi:  # nobody rejected in this episode: what checked_advice gives
-            X = self.X[lo:hi]
-            empty = Advice(np.empty(0), X, X.copy(), np.zeros(0, bool), {}, True, (0, 0, 0))
+            empty = _nobody_rejected(self.X[lo:hi])
             self._caches(empty, b)
             return empty
         n_adv = int(self.n_advised[b])

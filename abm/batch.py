@@ -23,7 +23,6 @@ from scipy.special import expit
 from abm import collector, segments, stages
 from abm.advice import AdviceRows, checked_rows
 from abm.interfaces import RejectedRows, rows_ready
-from abm.planning import RolloutStreams
 from abm.pool import Pool, advised_rows, interleave
 from abm.population import Population, filled
 from abm.record import TickArrays, fill_cf_scores, tick_rows
@@ -52,7 +51,6 @@ class Episodes:
         "_propagates",
         "_kind",
         "_history",
-        "_rollouts",
     )
 
     def __init__(self, models: list[Any]) -> None:
@@ -62,16 +60,13 @@ class Episodes:
         self._linear: tuple[list, np.ndarray, np.ndarray] | None = None
         self._kind: str | None = None  # the scorers': score_rows' "one", "linear" or "other"
         # an episode's carriers are fixed when its model is made
-        mechanisms = {id(m.mechanisms): m.mechanisms for m in models}  # forks may share
-        self._propagates = any(x.propagates for x in mechanisms.values())
+        self._propagates = any(m.mechanisms.propagates for m in models)
         self._history: np.ndarray | None = None  # (B, ticks): :meth:`history`
         # each engine stream's uniforms read ahead for all episodes (abm.rng.BatchTape),
         # where every episode draws from its own plain Streams (a planner's rollouts share
         # their draws another way)
-        kinds = {type(m.streams) for m in models}
-        one = next(iter(kinds)) if self.B > 1 and len(kinds) == 1 else None
-        self._tapes: dict[str, BatchTape] | None = {} if one is Streams else None
-        self._rollouts = one is RolloutStreams
+        plain = self.B > 1 and all(type(m.streams) is Streams for m in models)
+        self._tapes: dict[str, BatchTape] | None = {} if plain else None
 
     @property
     def scorers(self) -> list[Any]:
@@ -99,10 +94,6 @@ class Episodes:
             out = np.ones(int(counts.sum()))
             out[np.repeat(~skip, counts)] = tape.draw(np.where(skip, 0, counts))
             return out
-        if skip is None and self._rollouts:  # a planner's forks: their tapes, in one loop
-            return RolloutStreams.uniforms(
-                [m.streams for m in self.models], stream, counts.tolist()
-            )
         parts = []
         skipped = [False] * self.B if skip is None else skip.tolist()
         for m, n, out in zip(self.models, counts.tolist(), skipped, strict=True):
@@ -333,7 +324,7 @@ class Batch:
             raise RuntimeError("accepted_ids() follows the batch's own decide()")
         f = self._flat
         ids = f.applicants.ids[f.accepted]
-        bounds = np.concatenate([[0], np.cumsum(segments.count(f.accepted, f.sizes))]).tolist()
+        bounds = _offsets(segments.count(f.accepted, f.sizes))
         return [ids[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
     # -- the tick -----------------------------------------------------------------------
@@ -735,11 +726,11 @@ class Batch:
                 X=None if B == 1 else applicants.X_obs.take(rej, axis=0),
             )
             columns = tick_rows(models, ds, advices, arrays, ep)
+            exits = Exits(t, applicants, accepted, sizes - n_rej, leaving, n_leave)
             if B > 1 and figures is None and self._plain():
                 # nothing reads the tick as it is recorded: each episode keeps its part of
                 # one block, cut out when read (abm.record.Recorder.note)
-                flat_exits = _exit_arrays(t, applicants, accepted, leaving)
-                block = TickBlock(t, columns, flat_exits, (sizes - n_rej, n_leave))
+                block = TickBlock(t, columns, exits)
                 # the dashboards' view of this tick only: dropped by the next
                 responses = Responses(dropped, n_rej, n_stay, outcome)
                 for b, (m, d) in enumerate(zip(models, ds, strict=True)):
@@ -752,7 +743,6 @@ class Batch:
             rows = [
                 dict(zip(names, row, strict=True)) for row in zip(*columns.values(), strict=True)
             ]
-            exits = _exits(t, applicants, accepted, sizes - n_rej, leaving, n_leave)
         if not recorded:  # a planner's forks: nothing of the tick is kept
             for m in models:
                 m.tick += 1
@@ -783,7 +773,7 @@ class Batch:
             else:
                 stats = getattr(m.policy, "tick_stats", None)
                 stats = None if stats is None else stats()
-            m.recorder.record(m, d, advice, drop, outcome_b, stats, rows[b], exits[b])
+            m.recorder.record(m, d, advice, drop, outcome_b, stats, rows[b], exits.of(b))
             m.tick += 1
             if m.tick >= m.config.ticks:
                 m.running = False
@@ -806,16 +796,13 @@ class Batch:
 class TickBlock:
     """One recorded tick of a batch, kept once for all its episodes by each one's record
     (abm.record.Recorder.note): the tick-table columns (each a list of B values,
-    :func:`abm.record.tick_rows`) and the flat exits (:func:`_exit_arrays`) with the
-    accepted and dropped-out per episode ((B,) each), cut out when read."""
+    :func:`abm.record.tick_rows`) and the tick's :class:`Exits`, cut out when read."""
 
-    __slots__ = ("t", "names", "names_set", "values", "_exits", "_counts", "_at")
+    __slots__ = ("t", "names", "values", "_exits")
 
-    def __init__(self, t: int, columns: dict[str, list], exits: tuple, counts: tuple) -> None:
+    def __init__(self, t: int, columns: dict[str, list], exits: Exits) -> None:
         self.t, self.names, self.values = t, tuple(columns), list(columns.values())
-        self.names_set = frozenset(self.names)
-        self._exits, self._counts = exits, counts
-        self._at: tuple[list, list] | None = None
+        self._exits = exits
 
     def values_at(self, b: int) -> list:
         """Episode ``b``'s row values, in :attr:`names` order."""
@@ -826,16 +813,30 @@ class TickBlock:
         return dict(zip(self.names, self.values_at(b), strict=True))
 
     def exits(self, b: int) -> tuple[np.ndarray, ...]:
+        """Episode ``b``'s exits (:meth:`Exits.of`)."""
+        return self._exits.of(b)
+
+
+class Exits:
+    """The exits of a batch's tick, flat: the effort of the accepted (a,) and of those who
+    dropped out (l,), and their ticks from entry to exit; ``n_acc`` and ``n_leave`` (B,)
+    per episode. :meth:`of` cuts an episode's out (the offsets found once)."""
+
+    __slots__ = ("_flat", "_counts", "_at")
+
+    def __init__(self, t, applicants, accepted, n_acc, leaving, n_leave) -> None:
+        effort, wait = applicants.effort[accepted], t - applicants.entered[accepted]
+        self._flat = (effort, leaving.effort, wait, t - leaving.entered)
+        self._counts = (n_acc, n_leave)
+        self._at: tuple[list, list] | None = None
+
+    def of(self, b: int) -> tuple[np.ndarray, ...]:
         """Episode ``b``'s (effort of the accepted, of those who dropped out, the
-        accepted's waits, the dropped-out's waits), as :func:`_exits` cuts them."""
+        accepted's waits, the dropped-out's waits)."""
         if self._at is None:
-            n_acc, n_leave = self._counts
-            self._at = (
-                np.concatenate([[0], np.cumsum(n_acc)]).tolist(),
-                np.concatenate([[0], np.cumsum(n_leave)]).tolist(),
-            )
+            self._at = tuple(_offsets(c) for c in self._counts)
         acc_at, leave_at = self._at
-        effort, gone, wait, gone_wait = self._exits
+        effort, gone, wait, gone_wait = self._flat
         a0, a1, l0, l1 = acc_at[b], acc_at[b + 1], leave_at[b], leave_at[b + 1]
         return effort[a0:a1], gone[l0:l1], wait[a0:a1], gone_wait[l0:l1]
 
@@ -843,7 +844,7 @@ class TickBlock:
 class Responses:
     """A batch's responses of one tick, flat: dropout flags (n,) of the rejected (B,) per
     episode, stayers (B,) per episode, the Outcome; each episode's part cut out when read
-    (a dashboard's :attr:`abm.record.Recorder.tick_state`)."""
+    (:func:`_per_episode`, a dashboard's :attr:`abm.record.Recorder.tick_state`)."""
 
     __slots__ = ("_dropped", "_n_rej", "_n_stay", "_outcome", "_at")
 
@@ -851,22 +852,31 @@ class Responses:
         self._dropped, self._n_rej, self._n_stay, self._outcome = dropped, n_rej, n_stay, outcome
         self._at: tuple[list, list, list] | None = None
 
-    def of(self, b: int) -> tuple[np.ndarray, Outcome]:
-        """Episode ``b``'s (dropout flags (n_b,), Outcome with its rows numbered as in its
-        own arrays)."""
+    def offsets(self) -> tuple[list, list, list]:
+        """Each episode's first rejected, first stayer and first changed entry (B + 1,)
+        each (changed entries are in row order: each episode's are one run of them)."""
         if self._at is None:
             stay_at = np.concatenate([[0], np.cumsum(self._n_stay)])
             self._at = (
-                np.concatenate([[0], np.cumsum(self._n_rej)]).tolist(),
+                _offsets(self._n_rej),
                 stay_at.tolist(),
                 np.searchsorted(self._outcome.rows, stay_at).tolist(),
             )
-        rej_at, stay_at, entry_at = self._at
-        s0, s1 = stay_at[b], stay_at[b + 1]
-        return (
-            self._dropped[rej_at[b] : rej_at[b + 1]],
-            _outcome_of(self._outcome, s0, s1, entry_at[b], entry_at[b + 1]),
-        )
+        return self._at
+
+    def dropped(self, b: int) -> np.ndarray:
+        """Episode ``b``'s dropout flags (n_b,)."""
+        rej_at = self.offsets()[0]
+        return self._dropped[rej_at[b] : rej_at[b + 1]]
+
+    def outcome(self, b: int) -> Outcome:
+        """Episode ``b``'s Outcome, its rows numbered as in its own arrays."""
+        _, stay_at, entry_at = self.offsets()
+        return _outcome_of(self._outcome, stay_at[b], stay_at[b + 1], entry_at[b], entry_at[b + 1])
+
+    def of(self, b: int) -> tuple[np.ndarray, Outcome]:
+        """Episode ``b``'s (dropout flags, Outcome)."""
+        return self.dropped(b), self.outcome(b)
 
 
 class Flat(NamedTuple):
@@ -1035,28 +1045,13 @@ def _slice(pop: Population, lo: int, hi: int) -> Population:
 
 def _parts(pop: Population, counts: np.ndarray) -> list[Population]:
     """``pop`` cut into its episodes' rows (``counts`` (B,)), as views."""
-    bounds = np.concatenate([[0], np.cumsum(counts)]).tolist()
+    bounds = _offsets(counts)
     return [_slice(pop, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
-def _exit_arrays(t, applicants, accepted, leaving) -> tuple[np.ndarray, ...]:
-    """(effort of the accepted (a,), of those who dropped out (l,), the accepted's waits,
-    the dropped-out's waits), flat: entry to exit, in ticks."""
-    effort, wait = applicants.effort[accepted], t - applicants.entered[accepted]
-    return effort, leaving.effort, wait, t - leaving.entered
-
-
-def _exits(t, applicants, accepted, n_acc, leaving, n_leave) -> list[tuple[np.ndarray, ...]]:
-    """Each episode's :func:`_exit_arrays`."""
-    effort, gone, wait, gone_wait = _exit_arrays(t, applicants, accepted, leaving)
-    if n_acc.shape[0] == 1:
-        return [(effort, gone, wait, gone_wait)]
-    acc_at = np.concatenate([[0], np.cumsum(n_acc)]).tolist()
-    leave_at = np.concatenate([[0], np.cumsum(n_leave)]).tolist()
-    return [
-        (effort[a0:a1], gone[l0:l1], wait[a0:a1], gone_wait[l0:l1])
-        for a0, a1, l0, l1 in zip(acc_at[:-1], acc_at[1:], leave_at[:-1], leave_at[1:], strict=True)
-    ]
+def _offsets(counts: np.ndarray) -> list[int]:
+    """(B + 1,) each episode's first row of a flat array, then the rows' number."""
+    return np.concatenate([[0], np.cumsum(counts)]).tolist()
 
 
 def _per_episode(dropped, n_rej, stayers, n_stay, leaving, n_leave, outcome: Outcome) -> list:
@@ -1064,24 +1059,18 @@ def _per_episode(dropped, n_rej, stayers, n_stay, leaving, n_leave, outcome: Out
     rows numbered as in the episode's own arrays; the Outcome as a function giving it (cut
     out only when read), stayers and leaving None where they are (only the Mesa agents
     read them)."""
-    rej_at = np.concatenate([[0], np.cumsum(n_rej)]).tolist()
-    stay_at = np.concatenate([[0], np.cumsum(n_stay)])
-    leave_at = np.concatenate([[0], np.cumsum(n_leave)]).tolist()
-    # changed entries are in row order: each episode's are one run of them
-    entry_at = np.searchsorted(outcome.rows, stay_at).tolist()
-    stay_at = stay_at.tolist()
-    out = []
-    for b in range(n_rej.shape[0]):
-        s0, s1 = stay_at[b], stay_at[b + 1]
-        out.append(
-            (
-                dropped[rej_at[b] : rej_at[b + 1]],
-                None if stayers is None else _slice(stayers, s0, s1),
-                None if leaving is None else _slice(leaving, leave_at[b], leave_at[b + 1]),
-                functools.partial(_outcome_of, outcome, s0, s1, entry_at[b], entry_at[b + 1]),
-            )
+    responses = Responses(dropped, n_rej, n_stay, outcome)
+    _, stay_at, _ = responses.offsets()
+    leave_at = _offsets(n_leave)
+    return [
+        (
+            responses.dropped(b),
+            None if stayers is None else _slice(stayers, stay_at[b], stay_at[b + 1]),
+            None if leaving is None else _slice(leaving, leave_at[b], leave_at[b + 1]),
+            functools.partial(responses.outcome, b),
         )
-    return out
+        for b in range(n_rej.shape[0])
+    ]
 
 
 def _outcome_of(outcome: Outcome, s0: int, s1: int, e0: int, e1: int) -> Outcome:

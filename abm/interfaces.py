@@ -316,9 +316,6 @@ class RejectedRows:
         groups: dict[int, tuple[Any, list[int]]] = {}
         for b, m in enumerate(models):
             groups.setdefault(id(m), (m, []))[1].append(b)
-        if len(groups) == 1:
-            yield self.models[0], None  # every row
-            return
         for m, eps in groups.values():
             yield m, np.isin(self.episode, eps).nonzero()[0]
 

@@ -162,24 +162,6 @@ class RolloutStreams:
         self._pos[name] = at + n
         return tape.read(at, n)
 
-    @staticmethod
-    def uniforms(streams: list[RolloutStreams], name: str, counts: list[int]) -> np.ndarray:
-        """``np.concatenate([s.uniform(name, n) for s, n in zip(streams, counts)])``, bit
-        for bit, in one loop (a batch of rollouts draws each engine stream so once a
-        tick)."""
-        parts = []
-        for s, n in zip(streams, counts, strict=True):
-            if name in s._gens:
-                parts.append(s._gens[name].random(n))
-                continue
-            tape = s._tapes.get(name)
-            if tape is None:
-                tape = s._tapes[name] = _Tape(s._seed(name))
-            at = s._pos.get(name, 0)
-            s._pos[name] = at + n
-            parts.append(tape.read(at, n))
-        return np.concatenate(parts)
-
     def reuse(self, key: Any, draw: Callable[[], Any]) -> Any:
         """What ``draw()`` gave the first rollout that asked for ``key``.
 

@@ -460,7 +460,7 @@ class TickArrays:
 
     def __init__(self, **values: Any) -> None:
         for name in self.__slots__:
-            setattr(self, name, values.get(name))
+            setattr(self, name, values[name])
 
 
 def tick_rows(
@@ -512,14 +512,14 @@ def tick_rows(
         moved = np.subtract(f.X_cf, f.X)
         np.abs(moved, out=moved)
         at = segments.starts_of(n_rej).tolist() + [moved.shape[0]]
+        parts = [moved[at[b] : at[b + 1]] @ m.recorder.difficulty for b, m in enumerate(models)]
+        cost = np.concatenate(parts)
         if flat:  # each Advice cuts its own out when it is made (abm.advice.AdviceRows)
-            parts = [moved[at[b] : at[b + 1]] @ m.recorder.difficulty for b, m in enumerate(models)]
-            cost = advices.cost = np.concatenate(parts)
+            advices.cost = cost
             advices.refresh()
         else:
-            for b, (m, a) in enumerate(zip(models, advices, strict=True)):
-                a.cost = moved[at[b] : at[b + 1]] @ m.recorder.difficulty
-            cost = np.concatenate([a.cost for a in advices])
+            for a, part in zip(advices, parts, strict=True):
+                a.cost = part
     if n_adv.sum() == adv.shape[0]:  # the usual case: everyone rejected was advised
         cf_adv, goal_adv, cost_adv = cf_scores, goal, cost
     else:
@@ -737,7 +737,7 @@ class TickCollector(mesa.DataCollector):
 
     def collect(self, model: Any) -> None:
         self._rows.append(model.last_row)  # a tick's row is never written after this
-        if self.agent_reporters or self.agenttype_reporters:
+        if self.reads_agents:
             self._flush()
             # Mesa collects agent data; hide the model reporters already handled above
             reporters, self.model_reporters = self.model_reporters, {}
@@ -759,17 +759,17 @@ class TickCollector(mesa.DataCollector):
     def _flush(self) -> None:
         rows, self._rows = self._rows, []
         columns = self._vars
-        names = list(self.model_reporters)
         if all(type(row) is tuple for row in rows):
             # a batch's ticks: each tick's values in one C loop, then a transpose
-            blocks = {id(block): block for block, _ in rows}
-            if all(block.names_set == frozenset(names) for block in blocks.values()):
-                first = next(iter(blocks.values()))
-                if all(block.names == first.names for block in blocks.values()):
-                    values = zip(*[block.values_at(b) for block, b in rows], strict=True)
-                    for var, column in zip(first.names, values, strict=True):
-                        columns[var].extend(column)
-                    return
+            blocks = {id(block): block for block, _ in rows}.values()
+            names = next(iter(blocks)).names
+            if set(names) == set(self.model_reporters) and all(
+                block.names == names for block in blocks
+            ):
+                values = zip(*[block.values_at(b) for block, b in rows], strict=True)
+                for var, column in zip(names, values, strict=True):
+                    columns[var].extend(column)
+                return
         rows = [row if type(row) is dict else row[0].row(row[1]) for row in rows]
         width = len(self.model_reporters)
         if all(len(row) == width for row in rows):  # the usual case: one extend a column

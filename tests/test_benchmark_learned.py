@@ -220,6 +220,15 @@ def test_the_phi_entries_train_phi_once_and_verify(tmp_path):
     assert [(t["kind"], t["path"]) for t in trained] == [("recommender", phi.as_posix())]
 
 
+def _trained_seconds(root: Path, name: str, kind: str) -> list[float]:
+    """The ``cpu_seconds`` of the 24 artefacts of ``kind`` (``predictor`` or
+    ``recommender``) that the shipped full-tier card of ``name`` was trained with."""
+    doc = card.read(root / "results/benchmark/cards" / f"{name}-full.json")
+    paths = [t["path"] for t in doc["learned"]["trained"] if t.get("kind", "predictor") == kind]
+    assert len(paths) == 24, name
+    return [json.loads((root / p / "manifest.json").read_text())["cpu_seconds"] for p in paths]
+
+
 def test_the_cost_table_s_training_seconds_are_the_shipped_manifests():
     """docs/benchmarks.md's table of what the learned cards cost quotes each card's
     training as the sum of its artefacts' ``cpu_seconds``: every such figure is the
@@ -231,15 +240,7 @@ def test_the_cost_table_s_training_seconds_are_the_shipped_manifests():
     rows = re.findall(r"^\| (?:φ of )?`([^`]+)`[^|]*\| 24 (μ|φ)[^(]*\(([\d,]+) s\)", text, re.M)
     assert {(name, kind) for name, kind, _ in rows} >= {("hybrid-ustun", "μ"), ("rl", "φ")}
     for name, kind, quoted in rows:
-        doc = card.read(root / "results/benchmark/cards" / f"{name}-full.json")
-        wanted = "recommender" if kind == "φ" else "predictor"
-        paths = [
-            t["path"] for t in doc["learned"]["trained"] if t.get("kind", "predictor") == wanted
-        ]
-        assert len(paths) == 24, name
-        seconds = sum(
-            json.loads((root / p / "manifest.json").read_text())["cpu_seconds"] for p in paths
-        )
+        seconds = sum(_trained_seconds(root, name, "recommender" if kind == "φ" else "predictor"))
         assert int(quoted.replace(",", "")) == round(seconds), (name, kind)
 
 
@@ -260,14 +261,7 @@ def test_the_guide_s_training_figures_are_the_shipped_manifests():
         name = re.search(r"`([^`]+)`", paragraph).group(1)
         kinds = re.findall(r"24 (μ|φ|predictors)", paragraph[: quoted.start()])
         wanted = "recommender" if kinds and kinds[-1] == "φ" else "predictor"
-        doc = card.read(root / "results/benchmark/cards" / f"{name}-full.json")
-        paths = [
-            t["path"] for t in doc["learned"]["trained"] if t.get("kind", "predictor") == wanted
-        ]
-        assert len(paths) == 24, name
-        seconds = [
-            json.loads((root / p / "manifest.json").read_text())["cpu_seconds"] for p in paths
-        ]
+        seconds = _trained_seconds(root, name, wanted)
         figures = [int(q.replace(",", "")) for q in quoted.groups()]
         assert figures == [round(min(seconds)), round(max(seconds)), round(sum(seconds))], name
         seen.add(name)
