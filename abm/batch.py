@@ -223,6 +223,9 @@ class Batch:
         self._stats: list[dict[str, float]] | None = None  # advise_rows' tick figures
         self._one: tuple[list, bool] | None = None  # (its episodes, _one_policy's answer)
         self._plain_of: tuple[list, bool] | None = None  # (its episodes, _plain's answer)
+        #: a planner's forks, many to a key (abm.planning.Simulator.many): each tick's
+        #: entrants are drawn once a key (abm.planning.RolloutStreams.reuse), not by each
+        self.share_entrants = False
         for b, m in enumerate(models):
             m._batch, m._episode = self, b
 
@@ -289,7 +292,10 @@ class Batch:
         counts = np.array([len(s.population) for s in snaps], dtype=np.int64)
         batch = cls(forks, Pool(z, validity, waiting, dropped, counts))
         if pending[0]:
-            batch._flat = _flat_of([f._pending for f in forks], z)
+            if all(s is s0 for s in snaps):  # forks of one snapshot: its decision repeated
+                batch._flat = _repeated(forks[0]._pending, len(forks))
+            else:
+                batch._flat = _flat_of([f._pending for f in forks], z)
         return batch
 
     def decided(self) -> Decided:
@@ -500,8 +506,13 @@ class Batch:
         # last tick (observe False) is read only for its counts: the selection needs the
         # features and the counts the reapplicants' flags, so no other column is joined
         # unless an extension reads the applicants
-        counted = not observe and not any(m.mechanisms.on for m in models)
-        arrivals, n_new = self._arrivals(t, counted, capacity)
+        plain = not any(m.mechanisms.on for m in models)
+        counted = not observe and plain
+        # a planner's rollouts with one key draw the same entrants whatever their plan (no
+        # extension reads or writes them): drawn once a key, abm.planning.RolloutStreams.reuse
+        # (on a fork's last tick, read only for its counts, always)
+        shared = plain and (counted or self.share_entrants)
+        arrivals, n_new = self._arrivals(t, shared, capacity)
         sizes = back + n_new
         only = _COUNTED if counted else None
         applicants = Population.concat([returning, arrivals], c.n_features, {"X_obs": "X"}, only)
@@ -533,17 +544,17 @@ class Batch:
         self._flat = Flat(applicants, sizes, scores, accepted, n_window, rej, n_rej)
         return out
 
-    def _arrivals(self, t: int, counted: bool, m_t: list[int]) -> tuple[Population, np.ndarray]:
+    def _arrivals(self, t: int, shared: bool, m_t: list[int]) -> tuple[Population, np.ndarray]:
         """Every episode's entrants of tick ``t`` (flat) and their number per episode (B,):
         each episode's draws from its own streams, with ids from its next; ``m_t`` each
         episode's arrivals in force (the first tick brings ``n_initial`` instead)."""
         models = self.models
         n = np.array([m.config.n_initial for m in models] if t == 0 else m_t, dtype=np.int64)
-        maps = None if self.B == 1 or counted else self._affine_maps()
+        maps = None if self.B == 1 or shared else self._affine_maps()
         if maps is None:  # each episode alone, then joined
             parts = []
             for m in models:
-                if counted:  # a planner's rollouts with one key draw the same entrants
+                if shared:
                     key = ("arrivals", t, m._next_id)
                     got = m.streams.reuse(key, lambda m=m: m._arrivals(t))
                 else:
@@ -551,7 +562,7 @@ class Batch:
                 m._next_id += len(got)
                 parts.append(got)
             z = models[0].config.n_features
-            return Population.concat(parts, z), n
+            return _concat_repeated(parts, z) if shared else Population.concat(parts, z), n
         # independent features: standard normals from each episode's arrivals stream, put
         # through each episode's affine map at once (elementwise: the episode's own bits)
         X = self.episodes.normals("arrivals", n, models[0].config.n_features)
@@ -1022,6 +1033,22 @@ def _joined_windows(windows: list, n_features: int, what: str) -> list[tuple]:
     ]
 
 
+def _concat_repeated(parts: list[Population], n_features: int) -> Population:
+    """``Population.concat(parts)`` where parts repeat (a planner's forks of one key share
+    their entrants): the distinct parts joined once, then their rows taken in order."""
+    index: dict[int, int] = {}
+    which = [index.setdefault(id(p), len(index)) for p in parts]
+    if len(index) == len(parts) or len(index) == 1:
+        return Population.concat(parts, n_features)  # nothing to gain, or its own fast path
+    distinct = list({id(p): p for p in parts}.values())
+    sizes = np.array([len(p) for p in distinct], dtype=np.int64)
+    lens = sizes.take(which)
+    # row j of part i is row starts[which[i]] + j of the distinct parts joined
+    shift = (np.cumsum(sizes) - sizes).take(which) - (np.cumsum(lens) - lens)
+    rows = np.repeat(shift, lens) + np.arange(int(lens.sum()))
+    return Population.concat(distinct, n_features).take(rows)
+
+
 def _flat_of(ds: list[Decision], n_features: int) -> Flat:
     """The flat arrays of decided ticks ``ds`` (one an episode), as :meth:`Batch.decide`
     would have made them."""
@@ -1035,6 +1062,21 @@ def _flat_of(ds: list[Decision], n_features: int) -> Flat:
         np.array([d.n_window for d in ds], dtype=np.int64),
         (~accepted).nonzero()[0],
         np.array([d.rej.shape[0] for d in ds], dtype=np.int64),
+    )
+
+
+def _repeated(d: Decision, times: int) -> Flat:
+    """:func:`_flat_of` of ``[d] * times``, each array tiled at once."""
+    applicants = d.applicants
+    accepted = np.tile(d.accepted, times)
+    return Flat(
+        Population.concat([applicants] * times, applicants.n_features),
+        filled(times, len(applicants), np.int64),
+        np.tile(d.scores, times),
+        accepted,
+        filled(times, d.n_window, np.int64),
+        (~accepted).nonzero()[0],
+        filled(times, d.rej.shape[0], np.int64),
     )
 
 

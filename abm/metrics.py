@@ -22,6 +22,13 @@ def ratio(numerator: float, denominator: float) -> float:
     return float(numerator) / denominator if denominator > 0 else float("nan")
 
 
+def ratios(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """:func:`ratio` of each pair (n,), bit for bit: NaN where the denominator is 0."""
+    num, den = np.asarray(numerator, dtype=float), np.asarray(denominator, dtype=float)
+    out = np.full(num.shape, np.nan)
+    return np.divide(num, den, out=out, where=den > 0)
+
+
 def recourse_reliability(n_succ_accepted: int, n_succ: int) -> float:
     """Eq. 2: share of successful implementers reapplying now who were accepted."""
     return ratio(n_succ_accepted, n_succ)

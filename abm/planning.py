@@ -91,6 +91,10 @@ class Forkable(Protocol):
 #: together by :meth:`RolloutStreams.many`
 ROLLOUT_STREAMS = tuple(name for name in STREAMS if name != "mesa")
 
+#: the streams a tick's entrants are drawn from (abm.world.World.entrants and the risk
+#: aversion of abm.model.RecourseModel._arrivals), and nothing else where no extension runs
+ENTRANT_STREAMS = ("arrivals", "traits", "groups", "noncausal")
+
 
 class RolloutStreams:
     """Random streams of one rollout, created on first use.
@@ -111,12 +115,15 @@ class RolloutStreams:
         # generator made from it starts at the same state)
         self._seqs: dict[str, _Seed] = {}
         # what the rollouts with this key draw alike whatever their plan (kept over rewinds:
-        # the same draws come again), e.g. a fork's last entrants (:meth:`reuse`)
+        # the same draws come again), e.g. a fork's entrants (:meth:`reuse`)
         self.memo: dict[Any, Any] = {}
         # each stream's uniforms drawn so far by any rollout of this key (shared with its
         # twins), and how far this rollout has read each (:meth:`uniform`)
         self._tapes: dict[str, _Tape] = {}
         self._pos: dict[str, int] = {}
+        # the entrant streams' states after the draws this rollout read from the memo
+        # instead of making them (:meth:`reuse`)
+        self._owed: dict[str, dict] = {}
 
     @classmethod
     def many(
@@ -144,7 +151,7 @@ class RolloutStreams:
         other = object.__new__(RolloutStreams)
         other.seed, other._key, other._gens, other._start = self.seed, self._key, {}, None
         other._seqs, other.memo = self._seqs, self.memo
-        other._tapes, other._pos = self._tapes, {}
+        other._tapes, other._pos, other._owed = self._tapes, {}, {}
         return other
 
     def uniform(self, name: str, n: int) -> np.ndarray:
@@ -163,16 +170,28 @@ class RolloutStreams:
         return tape.read(at, n)
 
     def reuse(self, key: Any, draw: Callable[[], Any]) -> Any:
-        """What ``draw()`` gave the first rollout that asked for ``key``.
+        """What ``draw()`` gave the first rollout that asked for ``key``: a tick's entrants
+        (the draws of :data:`ENTRANT_STREAMS` only).
 
-        A fork's last tick is read only for its counts, and its entrants are the same in
-        every rollout with this key whatever the plan (the arrival streams serve nothing
-        else, and nothing draws after that tick): they are drawn once, keyed by the tick
-        and the first id, and kept for the next rollout."""
+        A fork's entrants are the same in every rollout with this key whatever the plan,
+        where no extension runs (those streams serve nothing else): they are drawn once,
+        keyed by the tick and the first id, and kept for the next rollout. A rollout that
+        reads them leaves its own entrant streams where they are; if it must draw a later
+        tick's itself (the others stopped earlier), they are first put where the draws it
+        read left the rollout that made them, so every draw is the one it would make alone.
+        """
         got = self.memo.get(key)
-        if got is None:
-            got = self.memo[key] = draw()
-        return got
+        if got is not None:
+            self._owed.update(got[1])
+            return got[0]
+        for name, state in self._owed.items():  # catch up with the draws read, then draw
+            self.get(name).bit_generator.state = state
+        self._owed.clear()
+        value = draw()
+        gens = self._gens
+        after = {name: gens[name].bit_generator.state for name in ENTRANT_STREAMS if name in gens}
+        self.memo[key] = (value, after)
+        return value
 
     def _seed(self, name: str) -> _Seed:
         seq = self._seqs.get(name)
@@ -203,6 +222,7 @@ class RolloutStreams:
         for name, gen in self._gens.items():
             gen.bit_generator.state = self._start[name]
         self._pos.clear()
+        self._owed.clear()
 
     def __getattr__(self, name: str) -> np.random.Generator:
         if name.startswith("_"):
@@ -440,6 +460,7 @@ class Simulator:
             seed, t = snap.config.seed, snap.tick
             streams = [self.streams(seed, t, key).twin() for key, _ in runs]
             batch = self._forks([snap] * len(runs), streams, WithoutFeedback(self._model.policy))
+            batch.share_entrants = True
             forks = list(batch.models)
             plans = [plan for _, plan in runs]
             policy = self._model.policy
@@ -462,10 +483,9 @@ class Simulator:
                     batch.respond(recs)
                 # the last tick is read only for its counts: no observation is built
                 batch.decide(observe=i < ticks - 1, lazy=True)
-                counts = zip(rows, *(c.tolist() for c in batch.success_counts()), strict=True)
                 tick = forks[0].tick  # forks of one snapshot advance together
-                for out, n_succ, n_accepted, n_window in counts:
-                    out.append(_rates(tick, n_succ, n_accepted, n_window))
+                for out, row in zip(rows, _rates_of(tick, *batch.success_counts()), strict=True):
+                    out.append(row)
             for fork in forks:  # done with: no fork is left in a cycle with the batch
                 fork._batch = None
             return rows
@@ -479,12 +499,20 @@ def _recommend(fork: Forkable, obs: RecourseObs) -> Recommendation | None:
     return fork.policy.recommend(obs, fork.streams.policy)
 
 
+def _rates_of(
+    tick: int, n_succ: np.ndarray, n_succ_accepted: np.ndarray, n_window: np.ndarray
+) -> list[dict[str, float]]:
+    """Each fork's :func:`_rates` (counts (B,) each), eqs. 2-3 of all at once."""
+    rr = metrics.ratios(n_succ_accepted, n_succ).tolist()
+    rf = metrics.ratios(n_succ, n_window).tolist()
+    each = zip(n_succ.tolist(), n_succ_accepted.tolist(), n_window.tolist(), rr, rf, strict=True)
+    return [
+        {"tick": tick, "n_succ": s, "n_succ_accepted": a, "n_rejected_window": w, "rr": r, "rf": f}
+        for s, a, w, r, f in each
+    ]
+
+
 def _rates(tick: int, n_succ: int, n_succ_accepted: int, n_window: int) -> dict[str, float]:
-    return {
-        "tick": tick,
-        "n_succ": n_succ,
-        "n_succ_accepted": n_succ_accepted,
-        "n_rejected_window": n_window,
-        "rr": metrics.recourse_reliability(n_succ_accepted, n_succ),
-        "rf": metrics.recourse_feasibility(n_succ, n_window),
-    }
+    """One rollout's row of tick ``tick``: its counts and eqs. 2-3."""
+    counts = (np.array([n], dtype=np.int64) for n in (n_succ, n_succ_accepted, n_window))
+    return _rates_of(tick, *counts)[0]

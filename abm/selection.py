@@ -67,24 +67,35 @@ def select_each(
     grid[episode, np.arange(scores.shape[0]) - starts.take(episode)] = scores
     grid.sort(axis=1)
     index = np.arange(B)
-    thresholds = np.full(B, np.nan)
-    accepted = np.zeros(scores.shape[0], dtype=bool)
-    few = (counts > 0) & (counts <= ks)  # everyone is admitted; the threshold is the least
-    if few.any():
-        thresholds[few] = grid[index[few], (width - counts)[few]]
-        accepted[np.repeat(few, counts)] = True
     full = counts > ks
-    if not full.any():
-        return accepted, thresholds
-    thresholds[full] = grid[index[full], (width - ks)[full]]
+    inside = None  # the rows of episodes with more applicants than places (None: all)
+    if full.all():  # the usual tick
+        thresholds = grid[index, width - ks]
+        accepted = None
+    else:
+        thresholds = np.full(B, np.nan)
+        accepted = np.zeros(scores.shape[0], dtype=bool)
+        few = (counts > 0) & (counts <= ks)  # everyone is admitted; the threshold is the least
+        if few.any():
+            thresholds[few] = grid[index[few], (width - counts)[few]]
+            accepted[np.repeat(few, counts)] = True
+        if not full.any():
+            return accepted, thresholds
+        thresholds[full] = grid[index[full], (width - ks)[full]]
+        inside = np.repeat(full, counts)
     row_th = thresholds.take(episode)
-    inside = np.repeat(full, counts)
-    above = inside & (scores > row_th + SCORE_TIE)
-    at = inside & (scores >= row_th - SCORE_TIE) & ~above
+    above = scores > row_th + SCORE_TIE
+    if inside is not None:
+        above &= inside
+    at = (scores >= row_th - SCORE_TIE) & ~above
+    if inside is not None:
+        at &= inside
     need = ks - np.bincount(episode[above], minlength=B)
     n_at = np.bincount(episode[at], minlength=B)
-    accepted |= above
     drawn = full & (need != n_at)
+    if not drawn.any():  # every row at the threshold is admitted
+        return (above | at, thresholds) if accepted is None else (accepted | above | at, thresholds)
+    accepted = above if accepted is None else accepted | above
     drawn_rows = np.repeat(drawn, counts)
     accepted[at & ~drawn_rows] = True
     which = drawn.nonzero()[0]

@@ -57,6 +57,7 @@ from stable_baselines3.common.callbacks import (  # noqa: E402
     EvalCallback,
     StopTrainingOnMaxEpisodes,
 )
+from stable_baselines3.common.logger import Logger  # noqa: E402
 from stable_baselines3.common.monitor import Monitor  # noqa: E402
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecMonitor  # noqa: E402
 
@@ -591,6 +592,9 @@ def _train(
         **sac.sb3_kwargs(),
         **(sac_extra or {}),
     )
+    # nothing is logged (the learning curve and checkpoints are ours), but SB3's default
+    # logger makes an empty SB3-<time> folder in the temp dir at every learn()
+    model.set_logger(Logger(folder=None, output_formats=[]))
     if on_model is not None:
         on_model(model)
     latest = latest_checkpoint(ckdir) if resume else None

@@ -167,12 +167,11 @@ class Lookahead:
                     done.append(simulate(horizon, key=r, plan=j))
         finally:
             self._rollout_margin = self._rollout_margins = None
-        values = np.empty(self.n_goals)
-        for j in range(self.n_goals):
-            mine = done[j * self.rollouts : (j + 1) * self.rollouts]
-            rr = [row["rr"] for rows in mine for row in rows]
-            rf = [row["rf"] for rows in mine for row in rows]
-            values[j] = reward_eq16(rr, rf, self.alpha, self.tau, self.floor).mean()
+        # (K, rollouts * horizon): candidate j's rows are its rollouts' ticks in order, and
+        # a row's mean is what the row alone gives (one reduction along the last axis)
+        rr = np.array([row["rr"] for rows in done for row in rows]).reshape(self.n_goals, -1)
+        rf = np.array([row["rf"] for rows in done for row in rows]).reshape(self.n_goals, -1)
+        values = reward_eq16(rr, rf, self.alpha, self.tau, self.floor).mean(axis=1)
         goals = np.array([self._goal(obs.threshold, m) for m in self.margins])
         return goals, values
 

@@ -292,12 +292,16 @@ def test_a_tape_reads_each_episodes_stream_as_its_generator_would(seed, kind):
         assert a.arrivals is a._gens["arrivals"]  # an attribute again once given back
 
 
+@pytest.mark.parametrize("every_one_full", [False, True])
 @pytest.mark.parametrize("seed", range(30))
-def test_the_top_k_of_many_episodes_is_each_ones_own(seed):
+def test_the_top_k_of_many_episodes_is_each_ones_own(seed, every_one_full):
     from abm.selection import select_each, select_top_k
 
     rng = np.random.default_rng(seed)
     counts, at = _segments(rng, 16)
+    if every_one_full:  # more applicants than places in every episode (the usual tick)
+        counts += 10
+        at = np.concatenate([[0], np.cumsum(counts)])
     ks = rng.integers(1, 10, counts.shape[0])
     n = int(at[-1])
     # ties at the threshold in half the cases: the draw must be the episode's own

@@ -346,6 +346,19 @@ def test_many_rollouts_in_one_batch_are_the_rollouts_one_at_a_time(policy, scena
     assert not again.running
 
 
+@pytest.mark.parametrize("first_ticks", [1, 2])
+def test_rollouts_that_read_kept_entrants_draw_later_ones_as_alone(first_ticks):
+    """A batch of forks draws each tick's entrants once a key; rollouts of a later call
+    that read those and must draw the next tick's themselves draw what they would alone."""
+    runs = [(r, p) for p in (0, 1) for r in (1, 0)]
+    _, simulate = _fresh_simulator("threshold", "paper")
+    alone = [simulate(3, key=k, plan=p) for k, p in runs]
+    _, again = _fresh_simulator("threshold", "paper")
+    again.many(first_ticks, runs)  # keeps ticks 1..first_ticks' entrants of each key
+    assert again.many(3, runs) == alone
+    assert [again(3, key=k, plan=p) for k, p in runs] == alone
+
+
 def test_twin_streams_start_where_their_key_starts_and_share_the_memo():
     streams = RolloutStreams(seed=7, t=3, key=2)
     first = streams.dropout.random(4)

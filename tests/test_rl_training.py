@@ -305,6 +305,18 @@ def test_training_parameters_are_frozen_validated_models():
         train_recommender("unused", action="sideways")
 
 
+def test_training_leaves_nothing_in_the_temp_dir(tmp_path, monkeypatch):
+    """SB3's default logger would make an empty SB3-<time> folder there at every learn()."""
+    import tempfile
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    kw = dict(alpha=1.0, tau=1.0, seed=4, steps=20, sac=SAC_TINY, checkpoint_every=1000, **TINY)
+    train_predictor(tmp_path / "out", **kw)
+    assert [f.name for f in temp.iterdir() if f.name.startswith("SB3-")] == []
+
+
 @pytest.mark.slow
 def test_same_seed_same_learning_curve_and_weights_with_or_without_evaluation(tmp_path):
     """EvalCallback evaluates on its own environment and never perturbs training."""
