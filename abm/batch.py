@@ -512,12 +512,16 @@ class Batch:
         # extension reads or writes them): drawn once a key, abm.planning.RolloutStreams.reuse
         # (on a fork's last tick, read only for its counts, always)
         shared = plain and (counted or self.share_entrants)
-        arrivals, n_new = self._arrivals(t, shared, capacity)
+        arrivals, n_new, rows = self._arrivals(t, shared, capacity)
         sizes = back + n_new
         only = _COUNTED if counted else None
         applicants = Population.concat([returning, arrivals], c.n_features, {"X_obs": "X"}, only)
         if B > 1:  # each episode's reapplicants, then its entrants, episode by episode
-            applicants = applicants.take(interleave(back, n_new))
+            order = interleave(back, n_new)
+            if rows is not None:  # entrants shared by forks: each entrant's row, once taken
+                late = order >= len(returning)
+                order[late] = rows.take(order[late] - len(returning)) + len(returning)
+            applicants = applicants.take(order)
             applicants.data["X_obs"] = applicants.data["X"]
         scores = ep.score(applicants.X_obs, sizes)
         ks = np.array([m.decision_maker.k_t for m in models])
@@ -544,10 +548,14 @@ class Batch:
         self._flat = Flat(applicants, sizes, scores, accepted, n_window, rej, n_rej)
         return out
 
-    def _arrivals(self, t: int, shared: bool, m_t: list[int]) -> tuple[Population, np.ndarray]:
-        """Every episode's entrants of tick ``t`` (flat) and their number per episode (B,):
-        each episode's draws from its own streams, with ids from its next; ``m_t`` each
-        episode's arrivals in force (the first tick brings ``n_initial`` instead)."""
+    def _arrivals(
+        self, t: int, shared: bool, m_t: list[int]
+    ) -> tuple[Population, np.ndarray, np.ndarray | None]:
+        """Every episode's entrants of tick ``t`` (flat), their number per episode (B,) and
+        None, each episode's draws from its own streams with ids from its next; ``m_t``
+        each episode's arrivals in force (the first tick brings ``n_initial`` instead).
+        ``shared`` (forks read their key's entrants, RolloutStreams.reuse): each distinct
+        draw once, and the row of each episode's entrants among them in place of None."""
         models = self.models
         n = np.array([m.config.n_initial for m in models] if t == 0 else m_t, dtype=np.int64)
         maps = None if self.B == 1 or shared else self._affine_maps()
@@ -562,7 +570,10 @@ class Batch:
                 m._next_id += len(got)
                 parts.append(got)
             z = models[0].config.n_features
-            return _concat_repeated(parts, z) if shared else Population.concat(parts, z), n
+            if shared:
+                joined, rows = _distinct(parts, z)
+                return joined, n, rows
+            return Population.concat(parts, z), n, None
         # independent features: standard normals from each episode's arrivals stream, put
         # through each episode's affine map at once (elementwise: the episode's own bits)
         X = self.episodes.normals("arrivals", n, models[0].config.n_features)
@@ -586,7 +597,7 @@ class Batch:
                     for m, k in zip(models, n.tolist(), strict=True)
                 ]
             )
-        return Population.entrants(ids, X, t, risk), n
+        return Population.entrants(ids, X, t, risk), n, None
 
     def _affine_maps(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Each episode's affine map of standard normals to entrants, stacked ((B, z) scale
@@ -1033,20 +1044,21 @@ def _joined_windows(windows: list, n_features: int, what: str) -> list[tuple]:
     ]
 
 
-def _concat_repeated(parts: list[Population], n_features: int) -> Population:
-    """``Population.concat(parts)`` where parts repeat (a planner's forks of one key share
-    their entrants): the distinct parts joined once, then their rows taken in order."""
+def _distinct(parts: list[Population], n_features: int) -> tuple[Population, np.ndarray | None]:
+    """(the distinct ``parts`` joined, each row of ``Population.concat(parts)`` as a row of
+    it): parts repeat where a planner's forks of one key share their entrants. The rows
+    are None where no part repeats."""
     index: dict[int, int] = {}
     which = [index.setdefault(id(p), len(index)) for p in parts]
-    if len(index) == len(parts) or len(index) == 1:
-        return Population.concat(parts, n_features)  # nothing to gain, or its own fast path
+    if len(index) == len(parts):
+        return Population.concat(parts, n_features), None
     distinct = list({id(p): p for p in parts}.values())
     sizes = np.array([len(p) for p in distinct], dtype=np.int64)
     lens = sizes.take(which)
     # row j of part i is row starts[which[i]] + j of the distinct parts joined
     shift = (np.cumsum(sizes) - sizes).take(which) - (np.cumsum(lens) - lens)
     rows = np.repeat(shift, lens) + np.arange(int(lens.sum()))
-    return Population.concat(distinct, n_features).take(rows)
+    return Population.concat(distinct, n_features), rows
 
 
 def _flat_of(ds: list[Decision], n_features: int) -> Flat:
