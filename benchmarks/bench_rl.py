@@ -43,10 +43,11 @@ def sac_rate(env, steps: int, seed: int = 0) -> float:
     """SAC training steps per second (one gradient step per environment step)."""
     from stable_baselines3 import SAC
 
-    from lab.training import PREDICTOR_SAC
+    from lab.training import PREDICTOR_SAC, silent_logger
 
     sac = PREDICTOR_SAC.replace(learning_starts=min(200, steps // 4))
     model = SAC("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **sac.sb3_kwargs())
+    model.set_logger(silent_logger())
     start = time.perf_counter()
     model.learn(total_timesteps=steps)
     return steps / (time.perf_counter() - start)

@@ -592,9 +592,7 @@ def _train(
         **sac.sb3_kwargs(),
         **(sac_extra or {}),
     )
-    # nothing is logged (the learning curve and checkpoints are ours), but SB3's default
-    # logger makes an empty SB3-<time> folder in the temp dir at every learn()
-    model.set_logger(Logger(folder=None, output_formats=[]))
+    model.set_logger(silent_logger())  # the learning curve and checkpoints are ours
     if on_model is not None:
         on_model(model)
     latest = latest_checkpoint(ckdir) if resume else None
@@ -677,6 +675,12 @@ def _train(
     if eval_env is not None:
         eval_env.close()
     return json.loads((out / "manifest.json").read_text())
+
+
+def silent_logger() -> Logger:
+    """An SB3 logger that writes nowhere: SB3's default at ``verbose=0`` writes nothing
+    either, but makes an empty ``SB3-<time>`` folder in the temp dir at every learn()."""
+    return Logger(folder=None, output_formats=[])
 
 
 class BatchedVecEnv(VecEnv):

@@ -619,10 +619,11 @@ def test_sac_on_the_batched_vec_env_of_one_is_sac_on_the_env_alone():
     from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
 
     from lab.envs import PopulationVectorEnv
-    from lab.training import BatchedVecEnv
+    from lab.training import BatchedVecEnv, silent_logger
 
     def weights(vec):
         model = SAC("MlpPolicy", vec, seed=2, device="cpu", **SAC_TINY.sb3_kwargs())
+        model.set_logger(silent_logger())
         model.learn(total_timesteps=50)
         return torch.cat([p.detach().flatten() for p in model.policy.parameters()])
 
