@@ -292,10 +292,7 @@ class Batch:
         counts = np.array([len(s.population) for s in snaps], dtype=np.int64)
         batch = cls(forks, Pool(z, validity, waiting, dropped, counts))
         if pending[0]:
-            if all(s is s0 for s in snaps):  # forks of one snapshot: its decision repeated
-                batch._flat = _repeated(forks[0]._pending, len(forks))
-            else:
-                batch._flat = _flat_of([f._pending for f in forks], z)
+            batch._flat = _flat_of([f._pending for f in forks], z)
         return batch
 
     def decided(self) -> Decided:
@@ -1064,6 +1061,20 @@ def _distinct(parts: list[Population], n_features: int) -> tuple[Population, np.
 def _flat_of(ds: list[Decision], n_features: int) -> Flat:
     """The flat arrays of decided ticks ``ds`` (one an episode), as :meth:`Batch.decide`
     would have made them."""
+    d0 = ds[0]
+    if len(ds) > 1 and all(d.accepted is d0.accepted and d.scores is d0.scores for d in ds):
+        # copies of one decision (forks of one snapshot): each array tiled at once
+        applicants, times = d0.applicants, len(ds)
+        accepted = np.tile(d0.accepted, times)
+        return Flat(
+            Population.concat([applicants] * times, n_features),
+            filled(times, len(applicants), np.int64),
+            np.tile(d0.scores, times),
+            accepted,
+            filled(times, d0.n_window, np.int64),
+            (~accepted).nonzero()[0],
+            filled(times, d0.rej.shape[0], np.int64),
+        )
     sizes = np.array([len(d.applicants) for d in ds], dtype=np.int64)
     accepted = np.concatenate([d.accepted for d in ds])
     return Flat(
@@ -1074,21 +1085,6 @@ def _flat_of(ds: list[Decision], n_features: int) -> Flat:
         np.array([d.n_window for d in ds], dtype=np.int64),
         (~accepted).nonzero()[0],
         np.array([d.rej.shape[0] for d in ds], dtype=np.int64),
-    )
-
-
-def _repeated(d: Decision, times: int) -> Flat:
-    """:func:`_flat_of` of ``[d] * times``, each array tiled at once."""
-    applicants = d.applicants
-    accepted = np.tile(d.accepted, times)
-    return Flat(
-        Population.concat([applicants] * times, applicants.n_features),
-        filled(times, len(applicants), np.int64),
-        np.tile(d.scores, times),
-        accepted,
-        filled(times, d.n_window, np.int64),
-        (~accepted).nonzero()[0],
-        filled(times, d.rej.shape[0], np.int64),
     )
 
 

@@ -17,7 +17,6 @@ s stayers, z features.
 from __future__ import annotations
 
 import math
-import types
 from pathlib import Path
 from typing import Any
 
@@ -185,56 +184,30 @@ class RecourseModel(RecordAccess, mesa.Model):
         """``Batch.join([from_snapshot(s, st, policy)._batch ...])`` built in one pass
         (:meth:`abm.batch.Batch.of_snapshots`): fork b of ``snaps[b]`` with ``streams[b]``,
         all at one tick. The forks are the batch's ``models``."""
-        common: dict[int, dict[str, Any]] = {}  # what the forks of each snapshot share
-        forks = []
-        for s, st in zip(snaps, streams, strict=True):
-            shared = common.get(id(s))
-            if shared is None:
-                shared = common[id(s)] = cls._fork_common(s, policy)
-            forks.append(cls._bare_fork(s, st, policy, shared))
+        forks = [cls._bare_fork(s, st, policy) for s, st in zip(snaps, streams, strict=True)]
         return Batch.of_snapshots(forks, snaps)
 
     @classmethod
-    def _bare_fork(
-        cls, snap: Snapshot, streams: Any, policy: Any, common: dict[str, Any] | None = None
-    ) -> RecourseModel:
-        """A fork of :meth:`from_snapshot` before it is put in a batch (``common``: the
-        snapshot's :meth:`_fork_common`, made once for many forks)."""
+    def _bare_fork(cls, snap: Snapshot, streams: Any, policy: Any) -> RecourseModel:
+        """A fork of :meth:`from_snapshot` before it is put in a batch."""
         fork = object.__new__(cls)
-        fork.__dict__.update(cls._fork_common(snap, policy) if common is None else common)
-        fork.streams = streams
+        c = fork.config = snap.config
+        fork.world, fork.streams, fork.policy = snap.world, streams, policy
+        fork.policy_name = f"fork of {type(policy).__name__}"
+        fork.policy_spec = None
+        fork.recorder, fork.horizon = _NOTHING_RECORDED, math.inf
+        if snap.features is None:
+            fork._set_feature_facts(c)
+        else:  # the model's own arrays: nothing writes them
+            fork.difficulty, fork.immutable, fork._any_immutable, fork._direction = snap.features
         # the real run's extensions, capacity shocks included (drawn once for the episode)
         fork.mechanisms = snap.mechanisms.fork()
-        fork.decision_maker = DecisionMaker.unregistered(fork, snap.config.k)
+        fork.decision_maker = DecisionMaker.unregistered(fork, c.k)
+        fork.tick, fork._next_id = snap.tick, snap.next_id
         # the fork's respond() writes its own figures into the decided tick: not into ours
         fork._pending = None if snap.pending is None else snap.pending.copy()
+        fork.running = snap.tick < c.ticks
         return fork
-
-    @classmethod
-    def _fork_common(cls, snap: Snapshot, policy: Any) -> dict[str, Any]:
-        """The attributes every fork of ``snap`` advised by ``policy`` starts with alike (the
-        snapshot's arrays are shared: nothing writes them)."""
-        c = snap.config
-        common = {
-            "config": c,
-            "world": snap.world,
-            "policy": policy,
-            "policy_name": f"fork of {type(policy).__name__}",
-            "policy_spec": None,
-            "recorder": _NOTHING_RECORDED,
-            "horizon": math.inf,
-            "tick": snap.tick,
-            "_next_id": snap.next_id,
-            "running": snap.tick < c.ticks,
-        }
-        if snap.features is None:
-            facts = types.SimpleNamespace()
-            cls._set_feature_facts(facts, c)  # it only sets the four attributes
-            common.update(vars(facts))
-        else:
-            names = ("difficulty", "immutable", "_any_immutable", "_direction")
-            common.update(zip(names, snap.features, strict=True))
-        return common
 
     def pending_observation(self) -> RecourseObs:
         """The observation returned by the pending ``decide()``."""

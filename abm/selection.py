@@ -94,22 +94,21 @@ def select_each(
     n_at = np.bincount(episode[at], minlength=B)
     drawn = full & (need != n_at)
     if not drawn.any():  # every row at the threshold is admitted
-        return (above | at, thresholds) if accepted is None else (accepted | above | at, thresholds)
+        admitted = above | at
+        return (admitted if accepted is None else accepted | admitted), thresholds
     accepted = above if accepted is None else accepted | above
     drawn_rows = np.repeat(drawn, counts)
     accepted[at & ~drawn_rows] = True
+    # the tied rows of the episodes that draw, in row order; each draws its own shuffle of
+    # its tied rows' positions (the draws depend on their number only)
     which = drawn.nonzero()[0]
-    if which.shape[0]:
-        # the tied rows of the episodes that draw, in row order; each draws its own
-        # shuffle of its tied rows' positions (the draws depend on their number only)
-        tied = (at & drawn_rows).nonzero()[0]
-        n_tied = n_at[which].tolist()
-        bounds = np.concatenate([[0], np.cumsum(n_tied)]).tolist()
-        chosen = []
-        each = zip(which.tolist(), bounds[:-1], bounds[1:], need[which].tolist(), strict=True)
-        for b, lo, hi, k in each:  # a tie at the threshold: this episode's draw
-            rows = tied[lo:hi].copy()
-            rngs[b].shuffle(rows)  # what permutation() does to its own copy: same draws
-            chosen.append(rows[:k])
-        accepted[np.concatenate(chosen)] = True
+    tied = (at & drawn_rows).nonzero()[0]
+    bounds = np.concatenate([[0], np.cumsum(n_at[which])]).tolist()
+    chosen = []
+    each = zip(which.tolist(), bounds[:-1], bounds[1:], need[which].tolist(), strict=True)
+    for b, lo, hi, k in each:  # a tie at the threshold: this episode's draw
+        rows = tied[lo:hi].copy()
+        rngs[b].shuffle(rows)  # what permutation() does to its own copy: same draws
+        chosen.append(rows[:k])
+    accepted[np.concatenate(chosen)] = True
     return accepted, thresholds
