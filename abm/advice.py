@@ -181,7 +181,7 @@ def checked_rows(
             X_cf[rows] = np.clip(X_cf[rows], 0.0, 1.0)
         if onehot is not None:
             broken = onehot.problem(X, X_cf) is not None
-    bounds = np.concatenate([[0], np.cumsum(counts)]).tolist()
+    bounds = segments.offsets(counts)
     if broken:  # each episode alone raises what it raises
         for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
             part = Recommendation(
@@ -282,5 +282,5 @@ class AdviceRows:
     def _advised_at(self) -> list[int]:
         """Each episode's first row among the advised (B + 1,), found once."""
         if self._at is None:
-            self._at = np.concatenate([[0], np.cumsum(self.n_advised)]).tolist()
+            self._at = segments.offsets(self.n_advised)
         return self._at

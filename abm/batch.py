@@ -327,7 +327,7 @@ class Batch:
             raise RuntimeError("accepted_ids() follows the batch's own decide()")
         f = self._flat
         ids = f.applicants.ids[f.accepted]
-        bounds = _offsets(segments.count(f.accepted, f.sizes))
+        bounds = segments.offsets(segments.count(f.accepted, f.sizes))
         return [ids[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
     # -- the tick -----------------------------------------------------------------------
@@ -853,7 +853,7 @@ class Exits:
         """Episode ``b``'s (effort of the accepted, of those who dropped out, the
         accepted's waits, the dropped-out's waits)."""
         if self._at is None:
-            self._at = tuple(_offsets(c) for c in self._counts)
+            self._at = tuple(segments.offsets(c) for c in self._counts)
         acc_at, leave_at = self._at
         effort, gone, wait, gone_wait = self._flat
         a0, a1, l0, l1 = acc_at[b], acc_at[b + 1], leave_at[b], leave_at[b + 1]
@@ -877,7 +877,7 @@ class Responses:
         if self._at is None:
             stay_at = np.concatenate([[0], np.cumsum(self._n_stay)])
             self._at = (
-                _offsets(self._n_rej),
+                segments.offsets(self._n_rej),
                 stay_at.tolist(),
                 np.searchsorted(self._outcome.rows, stay_at).tolist(),
             )
@@ -1095,13 +1095,8 @@ def _slice(pop: Population, lo: int, hi: int) -> Population:
 
 def _parts(pop: Population, counts: np.ndarray) -> list[Population]:
     """``pop`` cut into its episodes' rows (``counts`` (B,)), as views."""
-    bounds = _offsets(counts)
+    bounds = segments.offsets(counts)
     return [_slice(pop, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
-
-
-def _offsets(counts: np.ndarray) -> list[int]:
-    """(B + 1,) each episode's first row of a flat array, then the rows' number."""
-    return np.concatenate([[0], np.cumsum(counts)]).tolist()
 
 
 def _per_episode(dropped, n_rej, stayers, n_stay, leaving, n_leave, outcome: Outcome) -> list:
@@ -1111,7 +1106,7 @@ def _per_episode(dropped, n_rej, stayers, n_stay, leaving, n_leave, outcome: Out
     read them)."""
     responses = Responses(dropped, n_rej, n_stay, outcome)
     _, stay_at, _ = responses.offsets()
-    leave_at = _offsets(n_leave)
+    leave_at = segments.offsets(n_leave)
     return [
         (
             responses.dropped(b),

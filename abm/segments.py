@@ -79,6 +79,11 @@ def by_length(counts: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
     return _layout(counts).lengths
 
 
+def offsets(counts: np.ndarray) -> list[int]:
+    """(B + 1,) each episode's first row of a flat array, then the rows' number."""
+    return np.concatenate([[0], np.cumsum(counts)]).tolist()
+
+
 def episode_of(counts: np.ndarray) -> np.ndarray:
     """(counts.sum(),) each row's episode (read only)."""
     return _layout(counts).episode

@@ -103,7 +103,7 @@ def select_each(
     # its tied rows' positions (the draws depend on their number only)
     which = drawn.nonzero()[0]
     tied = (at & drawn_rows).nonzero()[0]
-    bounds = np.concatenate([[0], np.cumsum(n_at[which])]).tolist()
+    bounds = segments.offsets(n_at[which])
     chosen = []
     each = zip(which.tolist(), bounds[:-1], bounds[1:], need[which].tolist(), strict=True)
     for b, lo, hi, k in each:  # a tie at the threshold: this episode's draw
