@@ -511,7 +511,7 @@ def tick_rows(
         # the matrix-vector product episode by episode, each over its own rows as alone
         moved = np.subtract(f.X_cf, f.X)
         np.abs(moved, out=moved)
-        at = segments.starts_of(n_rej).tolist() + [moved.shape[0]]
+        at = segments.offsets(n_rej)
         parts = [moved[at[b] : at[b + 1]] @ m.recorder.difficulty for b, m in enumerate(models)]
         cost = np.concatenate(parts)
         if flat:  # each Advice cuts its own out when it is made (abm.advice.AdviceRows)
