@@ -200,6 +200,10 @@ class Batch:
     flat :class:`abm.pool.Pool` and runs each stage once over all their rows.
     """
 
+    #: the last tick's record as one block where the batch kept it so (respond's plain
+    #: path), for a reader of all episodes' rows at once; else None
+    last_block: TickBlock | None = None
+
     def __init__(self, models: list[Any], pool: Pool | None = None) -> None:
         if not models:
             raise ValueError("a batch needs at least one episode")
@@ -223,6 +227,7 @@ class Batch:
         self._stats: list[dict[str, float]] | None = None  # advise_rows' tick figures
         self._one: tuple[list, bool] | None = None  # (its episodes, _one_policy's answer)
         self._plain_of: tuple[list, bool] | None = None  # (its episodes, _plain's answer)
+        self._observing: tuple[list, list] | None = None  # (its episodes, _observers')
         #: a planner's forks, many to a key (abm.planning.Simulator.many): each tick's
         #: entrants are drawn once a key (abm.planning.RolloutStreams.reuse), not by each
         self.share_entrants = False
@@ -389,6 +394,21 @@ class Batch:
         self._one = (models, one)
         return one
 
+    def _observers(self) -> list[int]:
+        """The episodes whose policy learns from its reapplicants' feedback (``observe``);
+        a row-wise policy keeps nothing to learn into (one for all episodes: none is
+        asked). Kept while the batch holds the same episodes."""
+        models = self.models
+        if self._observing is not None and self._observing[0] is models:
+            return self._observing[1]
+        observers = []
+        if not self._one_policy():
+            for b, m in enumerate(models):
+                if getattr(m.policy, "observe", None) is not None and not rows_ready(m.policy):
+                    observers.append(b)
+        self._observing = (models, observers)
+        return observers
+
     def _advise_rows(self) -> list[Advice | None]:
         """The first episode's policy, asked for the rejected of every episode at once."""
         return self.advise_rows(self.models[0].policy.recommend_rows)
@@ -491,14 +511,12 @@ class Batch:
         returning, back = pool.split(stages.reapplications(pool, t, c, ep))
         n_window = back + pool.counts + pool.dropped_in_window(t)
         feedback, returned = [None] * B, None
-        # captured before X changes; a row-wise policy keeps nothing to learn into (one for
-        # all episodes: none is asked)
-        for b, m in enumerate([] if self._one_policy() else models):
-            if getattr(m.policy, "observe", None) is not None and not rows_ready(m.policy):
-                if returned is None:
-                    returned = [returning] if B == 1 else _parts(returning, back)
-                fb = m.mechanisms.feedback(states[b])
-                feedback[b] = reapplicant_feedback(t, returned[b], fb)
+        # captured before X changes, for the episodes whose policy learns from it
+        for b in self._observers():
+            if returned is None:
+                returned = [returning] if B == 1 else _parts(returning, back)
+            fb = models[b].mechanisms.feedback(states[b])
+            feedback[b] = reapplicant_feedback(t, returned[b], fb)
         # hidden changes become visible now: what is seen (X_obs) is the true X. A fork's
         # last tick (observe False) is read only for its counts: the selection needs the
         # features and the counts the reapplicants' flags, so no other column is joined
@@ -626,6 +644,7 @@ class Batch:
         advice, dropout, implementation, the record; ``recommendations`` one per episode."""
         models, ep, B = self.models, self.episodes, self.B
         ds = [m._require_pending() for m in models]
+        self.last_block = None
         # a row-wise answer stays flat: an episode's Advice is made only if read
         flat_advice = type(recommendations) is AdviceRows
         if flat_advice:
@@ -749,7 +768,7 @@ class Batch:
             if B > 1 and figures is None and self._plain():
                 # nothing reads the tick as it is recorded: each episode keeps its part of
                 # one block, cut out when read (abm.record.Recorder.note)
-                block = TickBlock(t, columns, exits)
+                block = self.last_block = TickBlock(t, columns, exits)
                 # the dashboards' view of this tick only: dropped by the next
                 responses = Responses(dropped, n_rej, n_stay, outcome)
                 for b, (m, d) in enumerate(zip(models, ds, strict=True)):
@@ -822,6 +841,10 @@ class TickBlock:
     def __init__(self, t: int, columns: dict[str, list], exits: Exits) -> None:
         self.t, self.names, self.values = t, tuple(columns), list(columns.values())
         self._exits = exits
+
+    def column(self, name: str) -> list:
+        """Column ``name`` of the tick table, one value per episode (B,)."""
+        return self.values[self.names.index(name)]
 
     def values_at(self, b: int) -> list:
         """Episode ``b``'s row values, in :attr:`names` order."""

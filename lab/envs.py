@@ -442,7 +442,11 @@ class PopulationEnv(gym.Env):
         """step()'s return from the tick rows it completed."""
         self._pending = []
         self._last_rows = rows  # the tick records this step completed
-        done = self._threshold is None
+        reward, info = self._figures(goal, rows)
+        return self._last_obs.copy(), reward, self._threshold is None, False, info
+
+    def _figures(self, goal: float, rows: list[dict]) -> tuple[float, dict[str, Any]]:
+        """A step's reward (eq. 16 summed over the tick rows it completed) and info."""
         reward = sum(
             reward_eq16(r["rr"], r["rf"], self.alpha, self.tau, self.log_floor) for r in rows
         )
@@ -452,7 +456,44 @@ class PopulationEnv(gym.Env):
             v = float(rows[0][key]) if len(rows) == 1 else nanmean([r[key] for r in rows])
             if v == v:
                 info[key] = v
-        return self._last_obs.copy(), float(reward), done, False, info
+        return float(reward), info
+
+
+class _Stepped:
+    """One step of a vector env as arrays over its N environments: each environment's
+    goal, ticks completed, eq. 2 and eq. 3 (NaN: undefined, left out of its info),
+    reward, whether its episode ended; ``finals`` the last observation of each episode
+    that ended and ``starts`` the reset info of the episode that followed it."""
+
+    __slots__ = ("goals", "ticks", "rr", "rf", "rewards", "terminated", "finals", "starts")
+
+    def __init__(self, **values: Any) -> None:
+        for name in self.__slots__:
+            setattr(self, name, values[name])
+
+    def info(self, i: int) -> dict[str, Any]:
+        """Environment ``i``'s info, as its :meth:`PopulationEnv._figures` has it."""
+        info: dict[str, Any] = {"goal": self.goals[i], "ticks": self.ticks[i]}
+        for key in ("rr", "rf"):
+            v = getattr(self, key)[i]
+            if v == v:
+                info[key] = v
+        return info
+
+    def infos(self, live: np.ndarray) -> dict[str, np.ndarray]:
+        """The infos of the environments where ``live`` (N,) holds, in a vector env's
+        form (gymnasium's ``VectorEnv._add_info``: a key's values, zero where it is
+        absent, beside the mask ``_key`` of where it is present)."""
+        out: dict[str, np.ndarray] = {}
+        if not live.any():
+            return out
+        for key, values in (("goal", self.goals), ("ticks", self.ticks)):
+            out[key], out[f"_{key}"] = np.where(live, values, 0), live.copy()
+        for key, values in (("rr", np.array(self.rr)), ("rf", np.array(self.rf))):
+            mask = live & (values == values)
+            if mask.any():
+                out[key], out[f"_{key}"] = np.where(mask, values, 0.0), mask
+        return out
 
 
 class PopulationVectorEnv(gym.vector.VectorEnv):
@@ -505,21 +546,26 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
         of first observations and reset infos."""
         infos = [env._start(s) for env, s in zip(self.envs, seeds, strict=True)]
         rows = self._advance(range(self.num_envs), fresh=True)
-        return [env._started(rows[i]) for i, env in enumerate(self.envs)], infos
+        return [env._started(rows.get(i, [])) for i, env in enumerate(self.envs)], infos
 
     def step(self, actions: np.ndarray):
-        obs, rewards, terminated, truncated, infos, finals = self.step_lists(actions)
-        out: dict[str, Any] = {}
-        for i, info in enumerate(infos):
-            if i in finals:
-                final_obs, final_info = finals[i]
-                out = self._add_info(out, {"final_obs": final_obs, "final_info": final_info}, i)
-            out = self._add_info(out, info, i)
+        with collector.paused():  # a step's objects die young (abm.collector)
+            s = self._step(actions)
+        n, envs = self.num_envs, self.envs
+        ended = np.zeros(n, dtype=np.bool_)
+        ended[list(s.finals)] = True
+        # every environment's info at once (what _add_info makes of them one by one);
+        # those that ended add their final observation and info, and their reset's info
+        out: dict[str, Any] = s.infos(~ended)
+        for i in s.finals:
+            out = self._add_info(out, {"final_obs": s.finals[i], "final_info": s.info(i)}, i)
+            out = self._add_info(out, s.starts[i], i)
+        obs = np.stack([env._last_obs for env in envs])
         return (
-            self._stack(obs),
-            np.array(rewards, dtype=np.float64),
-            np.array(terminated, dtype=np.bool_),
-            np.array(truncated, dtype=np.bool_),
+            obs.astype(self.single_observation_space.dtype, copy=False),
+            s.rewards,
+            s.terminated,
+            np.zeros(n, dtype=np.bool_),
             out,
         )
 
@@ -529,13 +575,19 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
         info) of each environment whose episode ended (its observation and info are then
         the next episode's first)."""
         with collector.paused():  # a step's objects die young (abm.collector)
-            return self._step_lists(actions)
+            s = self._step(actions)
+        n = self.num_envs
+        infos = [s.starts[i] if i in s.starts else s.info(i) for i in range(n)]
+        finals = {i: (obs, s.info(i)) for i, obs in s.finals.items()}
+        obs = [env._last_obs.copy() for env in self.envs]
+        return obs, s.rewards.tolist(), s.terminated.tolist(), [False] * n, infos, finals
 
-    def _step_lists(self, actions: np.ndarray):
+    def _step(self, actions: np.ndarray) -> _Stepped:
         # as given: each environment reads its action as PopulationEnv.step does
         actions = np.asarray(actions).reshape(self.num_envs, -1)
-        envs = self.envs
+        envs, n = self.envs, self.num_envs
         goals = self._goals_of(actions)
+        rr, rf = np.empty(n), np.empty(n)
         at = {id(env.model): i for i, env in enumerate(envs)}
         for batch in {id(env.model._batch): env.model._batch for env in envs}.values():
             mine = [at[id(m)] for m in batch.models]
@@ -545,19 +597,47 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
                 batch.respond(batch.advise(policy))
             else:  # each episode's policy answers its own observation
                 batch.respond(batch.advise())
-        rows = [env._pending + [dict(env.model.last_row)] for env in envs]
-        for i, more in self._advance(range(self.num_envs)).items():
-            rows[i] += more
-        results = [env._finish(g, r) for env, g, r in zip(envs, goals, rows, strict=True)]
-        obs, rewards, terminated, truncated, infos = (list(x) for x in zip(*results, strict=True))
-        ended = [i for i in range(self.num_envs) if terminated[i] or truncated[i]]
-        finals = {i: (obs[i], infos[i]) for i in ended}
+            block = batch.last_block
+            if block is not None:  # every episode's row in one block: read by column
+                rr[mine], rf[mine] = block.column("rr"), block.column("rf")
+            else:
+                for i in mine:
+                    row = envs[i].model.last_row
+                    rr[i], rf[i] = row["rr"], row["rf"]
+        first = envs[0]
+        # eq. 16 of the tick each step completed, elementwise (each value's own bits)
+        rewards = reward_eq16(rr, rf, first.alpha, first.tau, first.log_floor)
+        ticks = np.ones(n, dtype=np.int64)
+        more = self._advance(range(n))
+        # a step that completed more than its tick (a reset's ticks before the first
+        # decision, ticks nobody was rejected at): its figures over all of them
+        for i in sorted(set(more).union(i for i, env in enumerate(envs) if env._pending)):
+            env = envs[i]
+            # eq. 16 reads a row's ratios alone (the model's last row is now a later tick's)
+            rows = env._pending + [{"rr": rr[i], "rf": rf[i]}] + more.get(i, [])
+            env._pending = []
+            rewards[i], info = env._figures(goals[i], rows)
+            ticks[i] = len(rows)
+            rr[i], rf[i] = info.get("rr", np.nan), info.get("rf", np.nan)
+        terminated = np.array([env._threshold is None for env in envs], dtype=np.bool_)
+        ended = terminated.nonzero()[0].tolist()
+        finals = {i: envs[i]._last_obs.copy() for i in ended}
+        starts = {}
         if ended:  # the next episodes, started together
             starts = {i: envs[i]._start(None) for i in ended}
-            more = self._advance(ended, fresh=True)
+            started = self._advance(ended, fresh=True)
             for i in ended:
-                obs[i], infos[i] = envs[i]._started(more[i]), starts[i]
-        return obs, rewards, terminated, truncated, infos, finals
+                envs[i]._started(started.get(i, []))
+        return _Stepped(
+            goals=goals,
+            ticks=ticks.tolist(),
+            rr=rr.tolist(),
+            rf=rf.tolist(),
+            rewards=rewards,
+            terminated=terminated,
+            finals=finals,
+            starts=starts,
+        )
 
     def _goals_of(self, actions: np.ndarray) -> list[float]:
         """Each environment's :meth:`PopulationEnv._goal_of` its action row, at once
@@ -574,13 +654,13 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
     def _advance(self, idx, fresh: bool = False) -> dict[int, list[dict]]:
         """Run environments ``idx`` (nothing pending; ``fresh``: new models, put in one
         batch) to their next goal decision or their episode's end; the tick rows each
-        completed on the way."""
+        completed on the way (only those that completed some)."""
         envs = self.envs
         idx = list(idx)
         if fresh:
             Batch.of([envs[i].model for i in idx])
         at = {id(envs[i].model): i for i in idx}
-        rows: dict[int, list[dict]] = {i: [] for i in idx}
+        rows: dict[int, list[dict]] = {}
         todo = list({id(envs[i].model._batch): envs[i].model._batch for i in idx}.values())
         while todo:
             batch = todo.pop()
@@ -605,7 +685,7 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
                 sub = batch if idle.all() else batch.part(idle)
                 sub.respond([None] * sub.B)
                 for m in sub.models:
-                    rows[at[id(m)]].append(dict(m.last_row))
+                    rows.setdefault(at[id(m)], []).append(dict(m.last_row))
                 todo.append(sub)
         return rows
 

@@ -118,6 +118,22 @@ def test_reward_eq16_handles_undefined_and_zero_ratios():
     assert many.tolist() == [reward_eq16(a, b, 7.0, 5.0, 1e-3) for a, b in zip(rr, rf, strict=True)]
 
 
+@pytest.mark.parametrize("n", [1, 3, 8, 17, 64, 257])
+def test_reward_eq16_of_many_ticks_is_each_ticks_own_bits(n):
+    """The vector env takes eq. 16 of all its environments' ticks at once (lab.envs): each
+    value is what the tick alone gives, bit for bit, whatever the array's length."""
+    rng = np.random.default_rng(n)
+    den = rng.integers(1, 40, n)
+    rr, rf = rng.integers(0, 41, n) % (den + 1) / den, rng.integers(0, 41, n) % (den + 1) / den
+    rr[rng.random(n) < 0.2] = np.nan
+    rf[rng.random(n) < 0.1] = np.nan
+    for alpha, tau in [(1.0, 1.0), (0.3, 2.0), (0.0, 1.0)]:
+        many = reward_eq16(rr, rf, alpha, tau, 1e-3)
+        pairs = zip(rr.tolist(), rf.tolist(), strict=True)
+        alone = [reward_eq16(a, b, alpha, tau, 1e-3) for a, b in pairs]
+        assert many.tobytes() == np.array(alone).tobytes()
+
+
 # The PopulationEnv's observation, reward and info sequence is a golden trace
 # (tests/test_golden.py::test_population_env_trace).
 
