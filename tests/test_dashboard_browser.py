@@ -167,6 +167,24 @@ def wait_charts(page, after: int = -1) -> None:
     )
 
 
+def pick(page, row) -> str:
+    """Click table ``row`` until the agent card of its applicant opens; the applicant's id.
+
+    The table may still be redrawing the last tick when the row is clicked (a click on a
+    row being replaced is lost under load): click again until the card opens."""
+    card = page.locator(".rabm-agent")
+    for last in (False, False, False, True):
+        cid = row.locator("td").first.inner_text().strip()
+        row.click()
+        try:
+            card.get_by_text(f"Applicant {cid}").first.wait_for(timeout=TIMEOUT_MS // 4)
+            return cid
+        except playwright_api.TimeoutError:
+            if last:
+                raise
+    return cid
+
+
 def step(page, n_run: int) -> None:
     """Press Step; wait for "n_run of N ticks run" and the charts' redraw."""
     before = max(drawn_frames(page), default=-1)
@@ -648,19 +666,8 @@ def test_agent_view_from_table_row_and_from_scatter_point(server, browser):
     page = open_page(browser, server)
     for n in (1, 2, 3):
         step(page, n)
-    row = page.locator(".rabm-applicants .rabm-table tbody tr").first
+    pick(page, page.locator(".rabm-applicants .rabm-table tbody tr").first)
     card = page.locator(".rabm-agent")
-    # The table may still be redrawing the last tick when the row is clicked (a click on a
-    # row being replaced is lost under load): click again until the card opens.
-    for attempt in range(4):
-        cid = row.locator("td").first.inner_text().strip()
-        row.click()
-        try:
-            card.get_by_text(f"Applicant {cid}").first.wait_for(timeout=TIMEOUT_MS // 4)
-            break
-        except playwright_api.TimeoutError:
-            if attempt == 3:
-                raise
     history = table_rows(page, ".rabm-agent")
     assert history and history[-1][0] == "2"  # applied at tick 2, the tick shown
     assert page.locator('.rabm-chart[data-chart="applicant"] canvas').count() == 1

@@ -20,6 +20,7 @@ from test_dashboard_browser import (
     choose,
     error_text,
     open_page,
+    pick,
     playwright_api,
     restarted,
     status,
@@ -85,8 +86,7 @@ def test_the_forecast_has_a_legend_a_table_and_a_caption(server, browser):
     for n in range(1, 6):
         step(page, n)
     rows = page.locator(".rabm-applicants .rabm-table tbody tr")
-    advised = rows.filter(has_text="rejected").filter(has_not_text="—").first
-    advised.click()
+    pick(page, rows.filter(has_text="rejected").filter(has_not_text="—").first)
     card = page.locator(".rabm-forecast")
     card.get_by_text(re.compile(r"^200 of 200 futures each way")).wait_for()
     text = card.inner_text()
