@@ -592,13 +592,12 @@ class Batch:
         # independent features: standard normals from each episode's arrivals stream, put
         # through each episode's affine map at once (elementwise: the episode's own bits)
         X = self.episodes.normals("arrivals", n, models[0].config.n_features)
-        episode = np.repeat(np.arange(self.B), n)
+        episode = segments.episode_of(n)
         X *= maps[0].take(episode, axis=0)
         X += maps[1].take(episode, axis=0)
         X.clip(0.0, 1.0, out=X)
         first = np.array([m._next_id for m in models], dtype=np.int64)
-        starts = np.concatenate([[0], np.cumsum(n)[:-1]])
-        ids = np.arange(X.shape[0]) - starts.take(episode) + first.take(episode)
+        ids = np.arange(X.shape[0]) - segments.starts_of(n).take(episode) + first.take(episode)
         for m, k in zip(models, n.tolist(), strict=True):
             m._next_id += k
         c = models[0].config
@@ -898,10 +897,10 @@ class Responses:
         """Each episode's first rejected, first stayer and first changed entry (B + 1,)
         each (changed entries are in row order: each episode's are one run of them)."""
         if self._at is None:
-            stay_at = np.concatenate([[0], np.cumsum(self._n_stay)])
+            stay_at = segments.offsets(self._n_stay)
             self._at = (
                 segments.offsets(self._n_rej),
-                stay_at.tolist(),
+                stay_at,
                 np.searchsorted(self._outcome.rows, stay_at).tolist(),
             )
         return self._at

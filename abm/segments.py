@@ -147,7 +147,7 @@ def nanmeans(x: np.ndarray, counts: np.ndarray) -> np.ndarray:
     clean = (counts > 0) & (total == total)
     out[clean] = total[clean] / counts[clean]
     # an episode with a NaN among its values: the mean of the others, as the metric takes it
-    starts = np.concatenate([[0], np.cumsum(counts)])
+    starts = offsets(counts)
     for b in ((counts > 0) & ~clean).nonzero()[0].tolist():
         out[b] = metrics.nanmean(x[starts[b] : starts[b + 1]])
     return out

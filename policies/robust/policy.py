@@ -51,6 +51,7 @@ import numpy as np
 from pydantic import BeforeValidator, Field
 from scipy.special import expit, logit
 
+from abm import segments
 from abm.interfaces import (
     Feedback,
     FollowsModel,
@@ -283,7 +284,7 @@ class RobustPolicy(FollowsModel):
         cost = np.abs(X_cf - X).sum(axis=1)
         if self.alpha == 0:
             ref_cost = cost
-        bounds = np.concatenate([[0], np.cumsum(rows.counts)]).tolist()
+        bounds = segments.offsets(rows.counts)
         stats = []
         for b, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
             if lo == hi:  # an episode with nobody rejected is not asked alone
