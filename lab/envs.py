@@ -460,7 +460,7 @@ class PopulationEnv(gym.Env):
 
 
 class _Stepped:
-    """One step of a vector env as arrays over its N environments: each environment's
+    """One step of a vector env as arrays (N,) over its N environments: each environment's
     goal, ticks completed, eq. 2 and eq. 3 (NaN: undefined, left out of its info),
     reward, whether its episode ended; ``finals`` the last observation of each episode
     that ended and ``starts`` the reset info of the episode that followed it."""
@@ -473,9 +473,9 @@ class _Stepped:
 
     def info(self, i: int) -> dict[str, Any]:
         """Environment ``i``'s info, as its :meth:`PopulationEnv._figures` has it."""
-        info: dict[str, Any] = {"goal": self.goals[i], "ticks": self.ticks[i]}
+        info: dict[str, Any] = {"goal": self.goals[i].item(), "ticks": self.ticks[i].item()}
         for key in ("rr", "rf"):
-            v = getattr(self, key)[i]
+            v = getattr(self, key)[i].item()
             if v == v:
                 info[key] = v
         return info
@@ -489,7 +489,7 @@ class _Stepped:
             return out
         for key, values in (("goal", self.goals), ("ticks", self.ticks)):
             out[key], out[f"_{key}"] = np.where(live, values, 0), live.copy()
-        for key, values in (("rr", np.array(self.rr)), ("rf", np.array(self.rf))):
+        for key, values in (("rr", self.rr), ("rf", self.rf)):
             mask = live & (values == values)
             if mask.any():
                 out[key], out[f"_{key}"] = np.where(mask, values, 0.0), mask
@@ -629,10 +629,10 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
             for i in ended:
                 envs[i]._started(started.get(i, []))
         return _Stepped(
-            goals=goals,
-            ticks=ticks.tolist(),
-            rr=rr.tolist(),
-            rf=rf.tolist(),
+            goals=np.array(goals),
+            ticks=ticks,
+            rr=rr,
+            rf=rf,
             rewards=rewards,
             terminated=terminated,
             finals=finals,
