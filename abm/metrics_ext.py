@@ -10,6 +10,7 @@ inputs only, never on the BLAS library or its thread count.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -123,16 +124,31 @@ def subsample(n: int, max_points: int, rng: np.random.Generator | None) -> np.nd
     return np.sort(rng.choice(n, size=max_points, replace=False))
 
 
+@functools.cache
+def _blas_libraries() -> Any:
+    """threadpoolctl's controller of the BLAS libraries loaded, made once, after sklearn
+    (and with it numpy's and scipy's BLAS) is imported: a ``threadpool_limits`` call scans
+    the process's libraries again each time, about 3 ms, a tenth of a refit's shifts."""
+    import sklearn.metrics.pairwise  # noqa: F401 - loads the BLAS libraries the kernels use
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def _one_blas_thread() -> Any:
+    """A context in which the BLAS libraries run one thread (the same bits in any process)."""
+    return _blas_libraries().limit(limits=1, user_api="blas")
+
+
 def median_gamma(X: np.ndarray) -> float:
     """The RBF kernel's γ = 1 / (2 m²) by the median heuristic, m = the median Euclidean
     distance between distinct rows of X (n, z); 1.0 where m is 0 or n < 2."""
     from sklearn.metrics.pairwise import euclidean_distances
-    from threadpoolctl import threadpool_limits
 
     X = np.asarray(X, dtype=np.float64)
     if X.shape[0] < 2:
         return 1.0
-    with threadpool_limits(limits=1, user_api="blas"):  # the same bits in every process
+    with _one_blas_thread():  # the same bits in every process
         d2 = euclidean_distances(X, squared=True)
     med2 = float(np.median(d2[np.triu_indices(X.shape[0], 1)]))
     return 1.0 / (2.0 * med2) if med2 > 0 else 1.0
@@ -141,9 +157,8 @@ def median_gamma(X: np.ndarray) -> float:
 def kernel_matrix(X: np.ndarray, Y: np.ndarray | None, gamma: float) -> np.ndarray:
     """k(x, y) = exp(−γ‖x − y‖²) over X (m, z) × Y (n, z), shape (m, n); Y None: X × X."""
     from sklearn.metrics.pairwise import rbf_kernel
-    from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(limits=1, user_api="blas"):  # the same bits in every process
+    with _one_blas_thread():  # the same bits in every process
         return rbf_kernel(X, Y, gamma=gamma)
 
 
@@ -270,11 +285,9 @@ def mmd2_test(
     Z = np.concatenate([X, Y])
     if gamma is None:
         gamma = median_gamma(Z)
-    from threadpoolctl import threadpool_limits
-
     K = kernel_matrix(Z, None, gamma)  # (N, N): X's rows first
     null_of = _paired_null if paired else _pooled_null
-    with threadpool_limits(limits=1, user_api="blas"):  # one BLAS thread, as kernel_matrix
+    with _one_blas_thread():  # as kernel_matrix
         observed, null = null_of(K, m, rng, permutations)
     return observed, permutation_p(observed, null)
 

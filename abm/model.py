@@ -200,8 +200,9 @@ class RecourseModel(RecordAccess, mesa.Model):
             fork._set_feature_facts(c)
         else:  # the model's own arrays: nothing writes them
             fork.difficulty, fork.immutable, fork._any_immutable, fork._direction = snap.features
-        # the real run's extensions, capacity shocks included (drawn once for the episode)
-        fork.mechanisms = snap.mechanisms.fork()
+        # the real run's extensions, capacity shocks included (drawn once for the episode);
+        # the fork records nothing, so they may skip the figures only a record reads
+        fork.mechanisms = snap.mechanisms.fork(recorded=False)
         fork.decision_maker = DecisionMaker.unregistered(fork, c.k)
         fork.tick, fork._next_id = snap.tick, snap.next_id
         # the fork's respond() writes its own figures into the decided tick: not into ours

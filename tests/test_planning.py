@@ -478,3 +478,36 @@ def test_a_planner_answers_its_own_rollouts_row_wise():
     pd.testing.assert_frame_equal(
         batched.tick_table(), alone.tick_table(), check_exact=True, check_like=True
     )
+
+
+def test_forks_skip_the_shift_figures_and_roll_out_the_same(monkeypatch):
+    """A planning fork records nothing, so its refits measure no shifts (MMD² tests, the
+    bulk of a refit's cost): its rollouts are those of forks that measure them, bit for bit,
+    and the run itself still records its own shifts."""
+    from abm.mechanisms import Mechanisms
+    from abm.mechanisms.retraining import Retraining
+
+    measured = []
+    shifts = Retraining._shifts
+
+    def counted(self, *args):
+        measured.append(self.recorded)
+        return shifts(self, *args)
+
+    monkeypatch.setattr(Retraining, "_shifts", counted)
+    runs = [(0, 0), (1, 0), (0, 1)]
+    model, simulate = _fresh_simulator("threshold", "retraining", ticks=14, at=8)
+    skipped = [simulate(4, key=k, plan=p) for k, p in runs], simulate.many(4, runs)
+    assert model.mechanisms.find("retraining").recorded and measured == []
+
+    fork = Mechanisms.fork
+    monkeypatch.setattr(Mechanisms, "fork", lambda self, recorded=True: fork(self))
+    _, simulate = _fresh_simulator("threshold", "retraining", ticks=14, at=8)
+    assert ([simulate(4, key=k, plan=p) for k, p in runs], simulate.many(4, runs)) == skipped
+    assert len(measured) == 2 * len(runs) and all(measured)  # the forks' refits at tick 10
+
+    measured.clear()
+    model.respond(model.policy.recommend(model.pending_observation(), model.streams.policy))
+    model.run()
+    assert measured == [True]  # its own refit at tick 10
+    assert np.isfinite(model.tick_table()["domain_mmd"].to_numpy()[10])

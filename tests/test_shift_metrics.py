@@ -288,3 +288,21 @@ def test_paired_rows_leave_their_own_pairs_out():
     assert mmd2(s, s + 0.3, gamma=4.0, paired=True) > 0.05
     with pytest.raises(ConfigError, match="paired"):
         mmd2(s, s[:10], paired=True)
+
+
+def test_the_kernels_run_on_one_blas_thread_and_put_the_threads_back():
+    """The shifts' kernels run with every BLAS library loaded at one thread (their bits do
+    not depend on the thread count), through one controller made once."""
+    from threadpoolctl import threadpool_info
+
+    from abm import metrics_ext
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas_threads()
+    assert before
+    with metrics_ext._one_blas_thread():
+        assert blas_threads() == [1] * len(before)
+    assert blas_threads() == before
+    assert metrics_ext._blas_libraries() is metrics_ext._blas_libraries()

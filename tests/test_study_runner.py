@@ -299,10 +299,11 @@ def test_a_worker_killed_while_a_result_is_written_breaks_nothing(tmp_path):
     got = {r["run_id"]: r for r in [first, *rest]}
     assert sorted(got) == sorted(t["run_id"] for t in tasks)
     assert {r["status"] for r in got.values()} == {"ok"}
-    serial = {r.run_id: r for r in study.runs()}
+    # the serial reference: one worker (one pool start, not one a run)
+    serial = {r["run_id"]: r for r in _local([r.task(study.metrics) for r in study.runs()], 1)}
+    assert sorted(serial) == sorted(got)
     for rid, result in got.items():
-        again = _local([serial[rid].task(study.metrics)], 1)
-        pd.testing.assert_frame_equal(next(again)["ticks"], result["ticks"])
+        pd.testing.assert_frame_equal(serial[rid]["ticks"], result["ticks"])
 
 
 # -- other experiments on the same runner ------------------------------------------------
@@ -559,3 +560,30 @@ def test_pareto_front_is_one_function():
     rr = np.array([0.5, 0.9, np.nan, 0.7, 0.7])
     rf = np.array([0.6, 0.2, 0.9, 0.4, 0.4])
     assert pareto.pareto_front(rr, rf).tolist() == [0, 3, 1]  # NaN never on it, duplicates once
+
+
+def test_the_manifest_names_data_files_relative_to_itself(tmp_path):
+    """A scenario read from a file elsewhere: the manifest records its table's path relative
+    to the manifest's folder, never the machine's absolute path; run ids do not change."""
+    data = tmp_path / "tables" / "people.csv"
+    data.parent.mkdir()
+    rng = np.random.default_rng(3)
+    pd.DataFrame(
+        {"income": rng.uniform(0, 1, 40), "savings": rng.uniform(0, 1, 40), "ok": [0, 1] * 20}
+    ).to_csv(data, index=False)
+    (tmp_path / "mine.toml").write_text(
+        'base = "paper"\ndifficulty = [0.5, 0.5]\nn_initial = 8\nm = 4\nk = 3\n'
+        '[data]\npath = "tables/people.csv"\nfeatures = ["income", "savings"]\nlabel = "ok"\n'
+    )
+    text = 'name = "own"\nscenario = "mine.toml"\nticks = 2\nseeds = 1\npolicy = "threshold"\n'
+    study = Study.from_toml(tiny_study(tmp_path, text))
+    assert study.base.data.path == str(data.resolve())
+    out = tmp_path / "results" / "own"
+    run_study(study, out, workers=1)
+    manifest = json.loads((out / "manifest.json").read_text())
+    written = manifest["base_scenario"]["data"]["path"]
+    assert written == os.path.join("..", "..", "tables", "people.csv")
+    assert (out / written).resolve() == data.resolve()
+    assert manifest["study_file"] == os.path.join("..", "..", "tiny.toml")
+    assert str(tmp_path) not in (out / "manifest.json").read_text()
+    assert [r["run_id"] for r in manifest["runs"]] == [r.run_id for r in study.runs()]

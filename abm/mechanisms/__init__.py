@@ -183,11 +183,16 @@ class Mechanisms:
     def __bool__(self) -> bool:
         return self.on
 
-    def fork(self) -> Mechanisms:
-        """A copy whose state changes leave this one alone."""
+    def fork(self, recorded: bool = True) -> Mechanisms:
+        """A copy whose state changes leave this one alone; ``recorded`` False: a planning
+        fork's, whose figures nobody reads (each stage's :attr:`Mechanism.recorded`)."""
         if not self.stages:
             return self
-        return Mechanisms(self.config, self.world, tuple(m.fork() for m in self.stages))
+        stages = tuple(m.fork() for m in self.stages)
+        if not recorded:
+            for m in stages:
+                m.recorded = False
+        return Mechanisms(self.config, self.world, stages)
 
     def find(self, name: str) -> Any:
         """The mechanism called ``name``, or None when it is off."""

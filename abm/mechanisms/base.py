@@ -72,6 +72,9 @@ class Mechanism:
     check_world: ClassVar[CheckSpec | None] = None
     #: whether it reads h*(x) of the applicants (``Decision.p_true``)
     needs_true_probability: ClassVar[bool] = False
+    #: whether the episode's tick figures are recorded: a planning fork's are not
+    #: (:meth:`Mechanisms.fork`), so figures that only the record reads may be skipped there
+    recorded: bool = True
 
     def __init__(self, config: Any, world: Any, streams: Any = None) -> None:
         self.config, self.world = config, world

@@ -318,7 +318,9 @@ class Retraining(Mechanism):
             old = self.scorer
             X, y = self._refit(t // every, streams, others.find("outcomes"))
             shift = _shift_norms(old, self.scorer)
-            if self.config.shift_points:
+            # the shifts are figures only (their streams serve nothing else): a planning
+            # fork, which records none, leaves them NaN
+            if self.config.shift_points and self.recorded:
                 moved = self._shifts(old, X, y, streams)
         out: dict[str, float] = {"model_version": self.version}
         adv = waiting.advised

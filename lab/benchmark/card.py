@@ -612,14 +612,14 @@ def _compare_tables(name: str, card: pd.DataFrame, again: pd.DataFrame) -> None:
     keys = [k for k in ("preset", "policy", "figure", "front") if k in card.columns]
     a = card.set_index(keys).sort_index()
     b = again.set_index(keys).sort_index()
+    missing = ~a.index.isin(b.index)
+    if missing.any():
+        raise Mismatch(f"{name} row {a.index[missing][0]}: on the card, not from its runs")
+    b = b.loc[a.index]  # row for row (a column's values as Python objects, not cell by cell)
     for col in a.columns:
         if col not in b.columns:
             continue
-        for idx in a.index:
-            x, y = (
-                v.item() if isinstance(v, np.generic) else v
-                for v in (a.at[idx, col], b.at[idx, col])
-            )
+        for idx, x, y in zip(a.index, a[col].tolist(), b[col].tolist(), strict=True):
             x = None if isinstance(x, float) and x != x else x
             y = None if isinstance(y, float) and y != y else y
             if not _same(x, y, exact=False):

@@ -87,9 +87,11 @@ def policy_cells(runs: pd.DataFrame, figures: tuple[str, ...]) -> dict[str, dict
     out = {}
     for policy, g in runs.groupby("policy", sort=False):
         g = g.sort_values(["world_seed", "seed"])
+        world = g["world_seed"].to_numpy()
+        rows = [np.flatnonzero(world == w) for w in worlds]  # each world's, once a policy
         out[policy] = {
-            f: np.array([g.loc[g["world_seed"] == w, f].to_numpy(float) for w in worlds])
-            for f in figures
+            f: np.array([values[r] for r in rows])
+            for f, values in ((f, g[f].to_numpy(float)) for f in figures)
         }
     return out
 

@@ -99,12 +99,12 @@ def episode_arrays(
     """RR and RF of a study's ``runs`` (one row per run: world_seed, policy, seed, rr, rf),
     each (worlds, policies, episodes), episodes in seed order: every policy of a world on
     the same seeds, as a paired study runs them."""
-    idx = runs.sort_values(["world_seed", "policy", "seed"]).set_index(["world_seed", "policy"])
+    ordered = runs.sort_values(["world_seed", "policy", "seed"])
+    # each (world, policy)'s rows, in seed order: positions read once, not a lookup a cell
+    rows = ordered.groupby(["world_seed", "policy"], sort=False).indices
     return tuple(
-        np.array(
-            [[np.atleast_1d(idx.loc[(w, p), fig]).astype(float) for p in policies] for w in worlds]
-        )  # atleast_1d: one episode a world is a scalar
-        for fig in ("rr", "rf")
+        np.array([[values[rows[(w, p)]] for p in policies] for w in worlds])
+        for values in (ordered[fig].to_numpy(float) for fig in ("rr", "rf"))
     )
 
 

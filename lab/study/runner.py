@@ -317,6 +317,29 @@ def _clear_results(out: Path) -> None:
         (out / folder).mkdir()
 
 
+def _portable_paths(scenario: dict[str, Any], out: Path) -> dict[str, Any]:
+    """``scenario`` (ScenarioConfig.to_dict) as a manifest records it: a data table or model
+    file named by an absolute path is written relative to the manifest's folder ``out`` (as
+    is the study file), so results copied or cloned elsewhere name no machine's folders.
+    Run ids never held these paths; a model's sha256 stays beside its path."""
+    data = scenario.get("data")
+    if not isinstance(data, dict):
+        return scenario
+    data = {**data}
+    if "path" in data:
+        data["path"] = _relative(data["path"], out)
+    if isinstance(data.get("model"), dict):
+        data["model"] = {**data["model"], "path": _relative(data["model"].get("path"), out)}
+    return {**scenario, "data": data}
+
+
+def _relative(where: Any, out: Path) -> Any:
+    """An absolute path as seen from folder ``out``; anything else as it is."""
+    if isinstance(where, str | Path) and os.path.isabs(where):
+        return os.path.relpath(where, out.resolve())
+    return where
+
+
 def _write_manifest(
     out: Path, study: Study, runs: list[RunSpec], force: bool, shared: bool = False
 ) -> dict[str, Any]:
@@ -346,11 +369,11 @@ def _write_manifest(
             "experiment": study.experiment,
             "settings": study.settings,
             "description": study.description,
-            "study_file": study.source,
+            "study_file": study.source and _relative(os.path.abspath(study.source), out),
             "study_text": study.source_text,
             "spec": study.spec,
             "spec_hash": study.spec_hash,
-            "base_scenario": study.base.to_dict(),
+            "base_scenario": _portable_paths(study.base.to_dict(), out),
             "axes": [list(a.fields) for a in study.axes],
             "axis_fields": list(study.axis_fields),
             "policy": study.policy,
