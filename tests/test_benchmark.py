@@ -536,3 +536,27 @@ def test_an_entry_judged_on_the_shipped_baselines_gets_the_card_of_the_store(smo
         run_benchmark(
             "threshold-true", tier="smoke", store=tmp_path / "s", log=str, baselines=table[1:]
         )
+
+
+def test_the_estimate_paces_a_refitting_world_over_a_whole_period(tmp_path, monkeypatch):
+    """A world that refits every R ticks is timed over R + 1 ticks after the first (a refit
+    and the forks that cross it cost more than the ticks between: the lookahead's full tier
+    was estimated at 3.6 min and took 14), the others over the default 5; each preset's
+    entry and ``threshold`` once, every run to do counted at its cost."""
+    from abm.scenarios import PRESETS
+    from lab.benchmark import run
+
+    paced = {}
+
+    def cost(task, ticks, n):
+        paced[(task["config"]["name"], task["policy"])] = (ticks, n)
+        return 1.0
+
+    monkeypatch.setattr(run, "_run_cost", cost)
+    proto = protocol("quick")
+    total = run.estimate_seconds("lookahead", proto, tmp_path)
+    assert total == sum(len(s.runs()) for s in run.studies("lookahead", proto))
+    assert {p for p, _ in paced} == set(proto.presets)
+    for (preset, policy), (ticks, n) in paced.items():
+        assert policy in ("lookahead", "threshold") and n == PRESETS[preset].ticks == 100
+        assert ticks == (PRESETS[preset].retrain_every + 1 if preset == "retraining" else 5)

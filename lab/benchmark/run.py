@@ -264,7 +264,9 @@ def estimate_seconds(
     baseline runs not yet in ``store``, each at :func:`_run_cost` of the preset's first run
     of the entry (a learned one's stand-in before training, :func:`learned.probe`) or of
     ``threshold``, and a learned entry's predictors not yet trained
-    (:func:`learned.training_seconds`): a rough guide, said before a long run. ``store``:
+    (:func:`learned.training_seconds`): a rough guide, said before a long run. ``ticks``:
+    the ticks paced after the first (at least a refit period where the preset refits).
+    ``store``:
     the root the runs are kept under; ``skip``: presets left out; ``entry_only``: the
     baselines' runs come from a file (``run_benchmarks(baselines=...)``), none is run."""
     from lab.study import finished_runs
@@ -286,8 +288,11 @@ def estimate_seconds(
         else:  # its artefacts may not be trained yet: its recommender stands in
             entry = protocol_study(proto, "estimate", "", preset, [probe(policy)]).runs()[0]
         first = {"entry": entry, "threshold": next(r for r in runs if r.policy == "threshold")}
+        # a refit every R ticks costs more than the ticks between (its fit and shifts, and a
+        # planner's forks that cross it): the pace is timed over one whole period
+        pace = max(1, min(max(ticks, study.base.retrain_every + 1), n - 1))
         timed = {
-            r.run_id: _run_cost(r.task(study.metrics), min(ticks, n), n)
+            r.run_id: _run_cost(r.task(study.metrics), pace, n)
             for r in {r.run_id: r for r in first.values()}.values()
         }
         cost = {k: timed[r.run_id] for k, r in first.items()}
