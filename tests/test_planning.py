@@ -480,31 +480,48 @@ def test_a_planner_answers_its_own_rollouts_row_wise():
     )
 
 
-def test_forks_skip_the_shift_figures_and_roll_out_the_same(monkeypatch):
+@pytest.mark.parametrize(
+    "scenario", ["retraining", pytest.param("lending", marks=pytest.mark.slow)]
+)
+def test_forks_skip_the_shift_figures_share_their_fits_and_roll_out_the_same(monkeypatch, scenario):
     """A planning fork records nothing, so its refits measure no shifts (MMD² tests, the
-    bulk of a refit's cost): its rollouts are those of forks that measure them, bit for bit,
-    and the run itself still records its own shifts."""
+    bulk of a refit's cost), and the forks of one key fit once on rows they share
+    (`retraining` refits on rows drawn from the key's stream, `lending` on outcomes revealed
+    of acceptances before the fork): their rollouts are those of forks that measure the
+    shifts and fit alone, bit for bit, and the run itself still records its own shifts."""
+    from sklearn.linear_model import LogisticRegression
+
     from abm.mechanisms import Mechanisms
     from abm.mechanisms.retraining import Retraining
 
-    measured = []
-    shifts = Retraining._shifts
+    measured, fits = [], []
+    shifts, fit = Retraining._shifts, LogisticRegression.fit
 
     def counted(self, *args):
         measured.append(self.recorded)
         return shifts(self, *args)
 
+    def fitted(self, X, y, *args, **kw):
+        fits.append(X.shape[0])
+        return fit(self, X, y, *args, **kw)
+
     monkeypatch.setattr(Retraining, "_shifts", counted)
+    monkeypatch.setattr(LogisticRegression, "fit", fitted)
     runs = [(0, 0), (1, 0), (0, 1)]
-    model, simulate = _fresh_simulator("threshold", "retraining", ticks=14, at=8)
+    model, simulate = _fresh_simulator("threshold", scenario, ticks=14, at=8)
+    fits.clear()  # the world's own fit
     skipped = [simulate(4, key=k, plan=p) for k, p in runs], simulate.many(4, runs)
     assert model.mechanisms.find("retraining").recorded and measured == []
+    # the refit at tick 10: once a key (2 keys; the batched forks, twins of the same
+    # keys, find them made), not once a fork
+    assert len(fits) == 2
 
     fork = Mechanisms.fork
     monkeypatch.setattr(Mechanisms, "fork", lambda self, recorded=True: fork(self))
-    _, simulate = _fresh_simulator("threshold", "retraining", ticks=14, at=8)
+    _, simulate = _fresh_simulator("threshold", scenario, ticks=14, at=8)
+    fits.clear()
     assert ([simulate(4, key=k, plan=p) for k, p in runs], simulate.many(4, runs)) == skipped
-    assert len(measured) == 2 * len(runs) and all(measured)  # the forks' refits at tick 10
+    assert len(measured) == len(fits) == 2 * len(runs) and all(measured)  # each fork alone
 
     measured.clear()
     model.respond(model.policy.recommend(model.pending_observation(), model.streams.policy))

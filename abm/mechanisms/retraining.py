@@ -6,6 +6,7 @@ n rejected, z features."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -91,6 +92,16 @@ class RetrainingTick:
     figures: dict[str, float]
     cf_score_now: np.ndarray = field(default_factory=lambda: np.zeros(0))
     rejected_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+
+def _rows_digest(X: np.ndarray, y: np.ndarray) -> bytes:
+    """A digest of training rows X (n, z) and labels y (n,): their shapes, types and bytes."""
+    h = hashlib.blake2b(digest_size=20)
+    for a in (X, y):
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a)
+    return h.digest()
 
 
 class Retraining(Mechanism):
@@ -378,7 +389,18 @@ class Retraining(Mechanism):
             raise RuntimeError(
                 f"retraining at version {self.version + 1}: the labels are all {int(y[0])}"
             )
-        self.scorer = type(w.decision_model)(estimator.fit(X, y))
+        # a planner's forks of one key (abm.planning.RolloutStreams.memo) often refit on
+        # the same rows, whatever their plan: outcomes revealed of acceptances made before
+        # the fork, shifted rows from the key's stream. The fit is a function of its rows
+        # (the estimator is a clone of the world's), so one fit serves every fork that has them
+        memo = None if self.recorded else getattr(streams, "memo", None)
+        key = None if memo is None else ("refit", self.version, _rows_digest(X, y))
+        scorer = None if memo is None else memo.get(key)
+        if scorer is None:
+            scorer = type(w.decision_model)(estimator.fit(X, y))
+            if memo is not None:
+                memo[key] = scorer
+        self.scorer = scorer
         self.version += 1
         return X[first:], y[first:]
 
