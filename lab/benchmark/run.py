@@ -265,10 +265,10 @@ def estimate_seconds(
     of the entry (a learned one's stand-in before training, :func:`learned.probe`) or of
     ``threshold``, and a learned entry's predictors not yet trained
     (:func:`learned.training_seconds`): a rough guide, said before a long run. ``ticks``:
-    the ticks paced after the first (at least a refit period where the preset refits).
-    ``store``:
-    the root the runs are kept under; ``skip``: presets left out; ``entry_only``: the
-    baselines' runs come from a file (``run_benchmarks(baselines=...)``), none is run."""
+    the ticks paced after the first (at least a refit period where the preset refits);
+    ``store``: the root the runs are kept under; ``skip``: presets left out;
+    ``entry_only``: the baselines' runs come from a file (``run_benchmarks(baselines=...)``),
+    none is run."""
     from lab.study import finished_runs
 
     total = 0.0
