@@ -215,3 +215,37 @@ def test_face_graph_is_symmetric_so_directed_search_is_the_undirected_one():
             ]
             for a, b in zip(*runs, strict=True):
                 np.testing.assert_array_equal(a, b)
+
+
+def test_face_graphs_are_built_once_per_nodes_and_settings(monkeypatch):
+    """Every FACE prepared on the same training rows with the same settings shares one graph
+    (a study's episodes of a world); other rows, immutables or settings build their own;
+    the advice is what a graph built anew gives."""
+    from policies.generators import face as face_module
+
+    monkeypatch.setattr(face_module, "_GRAPHS", {})
+    rng = np.random.default_rng(41)
+    X_train = rng.random((300, 3))
+    model = _Linear(np.ones(3), -1.5)
+
+    def prepared(X=X_train, immutable=None, **settings):
+        f = Face(k=8, **settings)
+        f.prepare(_ctx(X, model, np.zeros(3), np.ones(3), immutable))
+        return f
+
+    a, b = prepared(), prepared()
+    assert a.G is b.G and a.nn is b.nn and len(face_module._GRAPHS) == 1
+    others = [
+        prepared(X_train + 1e-9),
+        prepared(immutable=[False, False, True]),
+        prepared(density=False),
+        prepared(mode="epsilon", radius=0.3),
+    ]
+    assert all(o.G is not a.G for o in others) and len(face_module._GRAPHS) == 5
+    X = rng.random((12, 3)) * 0.5
+    advice = b.recommend(X, np.full(12, 0.6), np.random.default_rng(0))
+    monkeypatch.setattr(face_module, "_GRAPHS", {})
+    fresh = prepared()
+    assert fresh.G is not a.G
+    np.testing.assert_array_equal(fresh.recommend(X, np.full(12, 0.6), None), advice)
+    assert np.isfinite(advice).all(axis=1).any()

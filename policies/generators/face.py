@@ -8,6 +8,7 @@ by the model in force at the row's goal, at the end of the shortest weighted pat
 
 from __future__ import annotations
 
+import hashlib
 from typing import Annotated, Literal
 
 import numpy as np
@@ -15,6 +16,21 @@ from pydantic import Field
 
 from abm.interfaces import Feedback, FollowsModel, PolicyContext
 from abm.validation import ConfigError
+
+# the graphs of the last few (nodes, settings) built (FACE.prepare): their arrays are read
+# only; threads share the dict through single operations, so a lost race builds one twice
+_GRAPHS: dict[tuple, tuple] = {}
+_KEEP_GRAPHS = 8
+
+
+def _digest(nodes: np.ndarray, immutable: np.ndarray) -> bytes:
+    """A digest of the graph's nodes (n, z) and immutable mask (z,): shapes and bytes."""
+    h = hashlib.blake2b(digest_size=20)
+    for a in (nodes, immutable):
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a)
+    return h.digest()
 
 
 def _same_immutables(A: np.ndarray, B: np.ndarray, immutable: np.ndarray) -> np.ndarray:
@@ -85,13 +101,29 @@ class Face(FollowsModel):
             )
         self.nodes = nodes
         self.imm = np.asarray(ctx.immutable, dtype=bool)
-        n = len(nodes)
-        kk = min(self.k, n - 1)
         # distances on the mutable features only: immutables are the row's own (below)
         self.space = nodes[:, ~self.imm]
-        self.nn = NearestNeighbors().fit(self.space)
+        # the graph is a function of the nodes and the settings: every episode of a world
+        # (a study's, a check's) shares one, read only
+        key = (_digest(nodes, self.imm), self.mode, self.k, self.radius, self.density)
+        built = _GRAPHS.get(key)
+        if built is None:
+            built = self._graph(NearestNeighbors, csr_matrix)
+            if len(_GRAPHS) >= _KEEP_GRAPHS:
+                _GRAPHS.clear()  # no iteration: another thread may be changing the dict
+            _GRAPHS[key] = built
+        self.nn, self.r, self.r_bar, self.G = built
+        self.inside = self._inside(nodes)
+        self.model_changed()
+
+    def _graph(self, NearestNeighbors: type, csr_matrix: type) -> tuple:
+        """(the fitted neighbour index, each node's k-th neighbour distance r (n,), their
+        geometric mean, the symmetric weighted graph (n, n)) over :attr:`space`."""
+        n = len(self.space)
+        kk = min(self.k, n - 1)
+        nn = NearestNeighbors().fit(self.space)
         # k-th neighbour distance: the kNN density estimate's radius (density ~ r^-z)
-        dk, ik = self.nn.kneighbors(self.space, n_neighbors=kk + 1)
+        dk, ik = nn.kneighbors(self.space, n_neighbors=kk + 1)
         self.r = np.maximum(dk[:, -1], 1e-12)
         self.r_bar = float(np.exp(np.log(self.r).mean()))
         if self.mode == "knn":
@@ -99,16 +131,16 @@ class Face(FollowsModel):
             # searching the 10,000 nodes a second time
             i, j, d = np.repeat(np.arange(n), kk + 1), ik.ravel(), dk.ravel()
         else:
-            A = self.nn.radius_neighbors_graph(self.space, radius=self.radius, mode="distance")
+            A = nn.radius_neighbors_graph(self.space, radius=self.radius, mode="distance")
             A = A.tocoo()
             i, j, d = A.row, A.col, A.data
         keep = i != j
         i, j, d = i[keep], j[keep], d[keep]
         w = self._weight(d, self.r[i], self.r[j])
         G = csr_matrix((w, (i, j)), shape=(n, n))
-        self.G = G.maximum(G.T)  # symmetric: kNN links are not mutual by themselves
-        self.inside = self._inside(nodes)
-        self.model_changed()
+        G = G.maximum(G.T)  # symmetric: kNN links are not mutual by themselves
+        self.r.flags.writeable = False
+        return nn, self.r, self.r_bar, G
 
     def _weight(self, d: np.ndarray, ri: np.ndarray, rj: np.ndarray) -> np.ndarray:
         # strictly positive: csgraph treats an explicit 0 weight as a missing edge
