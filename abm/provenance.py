@@ -139,3 +139,14 @@ def file_sha256(path: str | Path) -> str:
     """SHA-256 (hex) of a file's bytes, read in chunks."""
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def arrays_digest(*arrays: np.ndarray) -> bytes:
+    """A 20-byte digest of ``arrays``: each one's type, shape and bytes (a key for results
+    that are functions of the arrays' values, e.g. a fit or a graph shared across forks)."""
+    h = hashlib.blake2b(digest_size=20)
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a)
+    return h.digest()

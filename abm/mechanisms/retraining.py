@@ -6,7 +6,6 @@ n rejected, z features."""
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -19,6 +18,7 @@ from abm.card import Figure, Sheet
 from abm.fields import Float, Int, synthetic_only
 from abm.mechanisms.base import CheckSpec, EpisodeFigure, Mechanism, RecordView
 from abm.population import Population, filled
+from abm.provenance import arrays_digest
 from abm.tick import Advice, Decision, Outcome
 from abm.validation import not_allowed
 
@@ -92,16 +92,6 @@ class RetrainingTick:
     figures: dict[str, float]
     cf_score_now: np.ndarray = field(default_factory=lambda: np.zeros(0))
     rejected_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-
-
-def _rows_digest(X: np.ndarray, y: np.ndarray) -> bytes:
-    """A digest of training rows X (n, z) and labels y (n,): their shapes, types and bytes."""
-    h = hashlib.blake2b(digest_size=20)
-    for a in (X, y):
-        a = np.ascontiguousarray(a)
-        h.update(f"{a.dtype.str}{a.shape}".encode())
-        h.update(a)
-    return h.digest()
 
 
 class Retraining(Mechanism):
@@ -394,7 +384,7 @@ class Retraining(Mechanism):
         # the fork, shifted rows from the key's stream. The fit is a function of its rows
         # (the estimator is a clone of the world's), so one fit serves every fork that has them
         memo = None if self.recorded else getattr(streams, "memo", None)
-        key = None if memo is None else ("refit", self.version, _rows_digest(X, y))
+        key = None if memo is None else ("refit", self.version, arrays_digest(X, y))
         scorer = None if memo is None else memo.get(key)
         if scorer is None:
             scorer = type(w.decision_model)(estimator.fit(X, y))

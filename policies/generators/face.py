@@ -8,29 +8,19 @@ by the model in force at the row's goal, at the end of the shortest weighted pat
 
 from __future__ import annotations
 
-import hashlib
 from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import Field
 
 from abm.interfaces import Feedback, FollowsModel, PolicyContext
+from abm.provenance import arrays_digest
 from abm.validation import ConfigError
 
 # the graphs of the last few (nodes, settings) built (FACE.prepare): their arrays are read
 # only; threads share the dict through single operations, so a lost race builds one twice
 _GRAPHS: dict[tuple, tuple] = {}
 _KEEP_GRAPHS = 8
-
-
-def _digest(nodes: np.ndarray, immutable: np.ndarray) -> bytes:
-    """A digest of the graph's nodes (n, z) and immutable mask (z,): shapes and bytes."""
-    h = hashlib.blake2b(digest_size=20)
-    for a in (nodes, immutable):
-        a = np.ascontiguousarray(a)
-        h.update(f"{a.dtype.str}{a.shape}".encode())
-        h.update(a)
-    return h.digest()
 
 
 def _same_immutables(A: np.ndarray, B: np.ndarray, immutable: np.ndarray) -> np.ndarray:
@@ -105,7 +95,7 @@ class Face(FollowsModel):
         self.space = nodes[:, ~self.imm]
         # the graph is a function of the nodes and the settings: every episode of a world
         # (a study's, a check's) shares one, read only
-        key = (_digest(nodes, self.imm), self.mode, self.k, self.radius, self.density)
+        key = (arrays_digest(nodes, self.imm), self.mode, self.k, self.radius, self.density)
         built = _GRAPHS.get(key)
         if built is None:
             built = self._graph(NearestNeighbors, csr_matrix)
