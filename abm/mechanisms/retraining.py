@@ -384,13 +384,13 @@ class Retraining(Mechanism):
         # the fork, shifted rows from the key's stream. The fit is a function of its rows
         # (the estimator is a clone of the world's), so one fit serves every fork that has them
         memo = None if self.recorded else getattr(streams, "memo", None)
-        key = None if memo is None else ("refit", self.version, arrays_digest(X, y))
-        scorer = None if memo is None else memo.get(key)
-        if scorer is None:
-            scorer = type(w.decision_model)(estimator.fit(X, y))
-            if memo is not None:
-                memo[key] = scorer
-        self.scorer = scorer
+        if memo is None:
+            self.scorer = type(w.decision_model)(estimator.fit(X, y))
+        else:
+            key = ("refit", self.version, arrays_digest(X, y))
+            if key not in memo:
+                memo[key] = type(w.decision_model)(estimator.fit(X, y))
+            self.scorer = memo[key]
         self.version += 1
         return X[first:], y[first:]
 

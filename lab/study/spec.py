@@ -474,8 +474,8 @@ class Study:
         param_names = set(experiment.params.model_fields)
         # a policy axis repeats each world's configuration once per policy: validate each
         # (scenario, changes, seed) once (a benchmark's 12,480 runs: 25 s -> a few)
-        configs: dict[str, list[dict[str, Any]]] = {}
-        hashed: dict[str, list[dict[str, Any]]] = {}  # each one's _id_config
+        # each seed's (configuration, the part of its run id that is the configuration)
+        configs: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
         out = []
         for point in self.points():
             policy = point.get("policy", self.policy)
@@ -492,8 +492,8 @@ class Study:
                     if "scenario" in point:  # a preset of the scenario axis, with [set] applied
                         base = resolve_scenario(point["scenario"]).replace(**self.fixed)
                     config = base.replace(**changes)
-                    configs[key] = [config.replace(seed=seed).to_dict() for seed in self.seeds]
-                    hashed[key] = [_id_config(cfg) for cfg in configs[key]]
+                    each = (config.replace(seed=seed).to_dict() for seed in self.seeds)
+                    configs[key] = [(cfg, _id_config(cfg)) for cfg in each]
                 settings = _settings(
                     experiment,
                     {**self.settings, **{k: v for k, v in point.items() if k in param_names}},
@@ -501,7 +501,7 @@ class Study:
                 )
             except ConfigError as exc:
                 raise ConfigError(f"sweep point {where}: {exc}") from None
-            for seed, cfg, ided in zip(self.seeds, configs[key], hashed[key], strict=True):
+            for seed, (cfg, ided) in zip(self.seeds, configs[key], strict=True):
                 # each run owns its configuration (plain data: a pickle round trip is
                 # deepcopy's copy, four times faster)
                 cfg = pickle.loads(pickle.dumps(cfg, protocol=pickle.HIGHEST_PROTOCOL))
