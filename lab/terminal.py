@@ -11,6 +11,7 @@ import contextlib
 import functools
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.text import Text
 
 from abm.validation import ConfigError, message, problem
 
@@ -186,17 +188,93 @@ def output_dir(
     return Path(text)
 
 
+#: how often a long command writes a progress line when stderr is a file or a pipe (seconds)
+LINE_EVERY_S = 30.0
+
+
+class LineProgress(Progress):
+    """Progress for stderr that is not a terminal (a log file, a batch job's output): no
+    live bar; instead one plain line at most every ``every`` seconds (default
+    :data:`LINE_EVERY_S`) with each task's description, count and time left, a line at
+    each new description once ``every`` has passed (a log's events: "trained μ ..."), and
+    a last line when it stops if it wrote any. A command shorter than ``every`` writes
+    nothing. ``clock``: seconds (tests)."""
+
+    def __init__(
+        self,
+        *columns: Any,
+        every: float | None = None,
+        clock: Callable[[], float] | None = None,
+        **kw: Any,
+    ) -> None:
+        self._clock = clock or time.monotonic
+        super().__init__(*columns, disable=True, get_time=self._clock, **kw)
+        self._began = self._clock()
+        self._every = float(LINE_EVERY_S if every is None else every)
+        self._due = self._began + self._every
+        self._wrote = self._stopped = False
+
+    def update(self, task_id: Any, **kw: Any) -> None:
+        said = kw.get("description")
+        new = said is not None and any(
+            t.id == task_id and t.description != said for t in self.tasks
+        )
+        super().update(task_id, **kw)
+        self._tell(event=new)
+
+    def advance(self, task_id: Any, advance: float = 1) -> None:
+        super().advance(task_id, advance)
+        self._tell()
+
+    def stop(self) -> None:
+        if not self._stopped:
+            self._stopped = True
+            if self._wrote:
+                self._tell(last=True)
+        super().stop()
+
+    def _tell(self, last: bool = False, event: bool = False) -> None:
+        now = self._clock()
+        if now < self._due and not last and not (event and now >= self._began + self._every):
+            return
+        self._due, self._wrote = now + self._every, True
+        parts = []
+        for t in self.tasks:
+            if not t.visible:
+                continue
+            count = _count(t.completed) + ("" if t.total is None else f"/{_count(t.total)}")
+            left = t.time_remaining if t.total else None
+            soon = "" if last or not left else f", about {_duration(left)} left"
+            # the description as the bar shows it: its markup read, escapes undone
+            what = Text.from_markup(t.description).plain
+            parts.append(f"{what}: {count}{soon}" if what else f"{count}{soon}")
+        line = f"[{_duration(now - self._began)}] " + "; ".join(parts)
+        self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def _count(x: float) -> str:
+    return f"{x:.0f}" if float(x).is_integer() else f"{x:g}"
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` as h:mm:ss or m:ss."""
+    whole = int(seconds)
+    h, rest = divmod(whole, 3600)
+    return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
+
+
 def progress_bar(transient: bool = True) -> Progress:
-    """A progress bar on stderr (off when stderr is not a terminal, e.g. in tests)."""
-    return Progress(
+    """A progress bar on stderr; when stderr is not a terminal (a log file, a pipe, tests), a
+    line every :data:`LINE_EVERY_S` seconds instead (:class:`LineProgress`)."""
+    columns = (
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
-        console=err_console,
-        transient=transient,
-        disable=not err_console.is_terminal,
     )
+    if not err_console.is_terminal:
+        return LineProgress(*columns, console=err_console)
+    return Progress(*columns, console=err_console, transient=transient)
 
 
 def fmt(value: Any) -> str:

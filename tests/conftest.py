@@ -4,6 +4,16 @@ import pytest
 from abm import RecourseModel
 
 
+@pytest.fixture(autouse=True)
+def _no_progress_lines(monkeypatch):
+    """A command's progress lines (stderr not a terminal: ``lab.terminal.LineProgress``)
+    depend on how long it ran: kept out of every test's output, so none reads differently
+    on a slower machine (tests/test_progress_lines.py turns them on)."""
+    from lab import terminal
+
+    monkeypatch.setattr(terminal, "LINE_EVERY_S", float("inf"))
+
+
 @pytest.fixture(scope="session")
 def paper_run():
     """One paper episode of the threshold policy with agents and events (seed 0)."""

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from abm.registry import REGISTRY
 from abm.validation import ConfigError
 from lab.benchmark import card, learned
-from lab.benchmark.learned import Plan, plan, probe, seed_means, variants
+from lab.benchmark.learned import Plan, as_entry, plan, probe, seed_means, variants
 from lab.benchmark.protocol import RECIPE_FIELDS, Protocol, Training, past, protocol, same_runs
 from lab.cli import app
 from lab.envs import PopulationEnv, RecommenderEnv
@@ -97,6 +97,28 @@ def test_a_learned_entry_s_run_is_the_mean_of_its_training_seeds():
     assert out.loc["none", "run_id"] == "c" and len(out) == 2
     plain = runs.assign(training_seed=-1)
     assert seed_means(plain, "e").equals(plain)
+
+
+def test_learned_entries_of_one_pass_each_keep_their_seeds():
+    # two learned entries judged in one pass (scripts/leaderboard_cards.py): naming the
+    # second must not clear the first's seeds, or its card would judge 6 runs a world
+    base = {"preset": "paper", "world_seed": 0, "seed": 0, "rr": 0.5}
+    runs = pd.DataFrame(
+        [{**base, "policy": f"{e}:path=s{s}", "run_id": f"{e}{s}"} for e in "ab" for s in (0, 1)]
+        + [{**base, "policy": "none", "run_id": "n"}]
+    )
+    for entry in "ab":
+        runs = as_entry(runs, entry, {f"{entry}:path=s{s}": s for s in (0, 1)})
+    assert runs.set_index("run_id")["training_seed"].to_dict() == {
+        "a0": 0,
+        "a1": 1,
+        "b0": 0,
+        "b1": 1,
+        "n": -1,
+    }
+    for entry in "ab":
+        means = seed_means(runs, entry)
+        assert (means["policy"] == entry).sum() == 1 and len(means) == 4
 
 
 def test_population_env_rotates_its_episodes_over_its_worlds():

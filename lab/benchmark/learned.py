@@ -367,9 +367,11 @@ def provenance(spec: str, proto: Protocol, presets: Iterable[str], root: str | P
 
 def as_entry(runs: pd.DataFrame, spec: str, named: dict[str, int]) -> pd.DataFrame:
     """``runs`` with the rows of ``named`` (a variant spec -> its training seed) renamed to
-    the entry ``spec``, their seed in ``training_seed`` (-1 on every other row)."""
+    the entry ``spec``, their seed in ``training_seed`` (-1 on every other row not already
+    another learned entry's: several entries of one pass keep their seeds)."""
     seed = runs["policy"].map(named)
-    runs = runs.assign(training_seed=seed.fillna(-1).astype(int))
+    before = runs["training_seed"] if "training_seed" in runs else -1
+    runs = runs.assign(training_seed=seed.fillna(before).astype(int))
     return runs.assign(policy=runs["policy"].where(seed.isna(), spec))
 
 
