@@ -18,6 +18,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.errors import MarkupError
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
@@ -245,11 +246,19 @@ class LineProgress(Progress):
             count = _count(t.completed) + ("" if t.total is None else f"/{_count(t.total)}")
             left = t.time_remaining if t.total else None
             soon = "" if last or not left else f", about {_duration(left)} left"
-            # the description as the bar shows it: its markup read, escapes undone
-            what = Text.from_markup(t.description).plain
+            what = _plain(t.description)
             parts.append(f"{what}: {count}{soon}" if what else f"{count}{soon}")
         line = f"[{_duration(now - self._began)}] " + "; ".join(parts)
         self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def _plain(description: str) -> str:
+    """A description as the bar shows it (markup read, escapes undone); as typed where it
+    is not valid markup (a log line must not fail where a bar would)."""
+    try:
+        return Text.from_markup(description).plain
+    except MarkupError:
+        return description
 
 
 def _count(x: float) -> str:

@@ -53,6 +53,8 @@ def test_an_unknown_total_is_counted_and_a_new_description_is_said_once_due():
 def test_escaped_markup_in_a_description_is_written_as_typed():
     lines = _lines([(31.0, {"description": r"paper · last-threshold\[x]", "completed": 1})])
     assert lines[0] == "[0:31] paper · last-threshold[x]: 1"
+    # not markup at all (a closing tag with nothing open): written as it is, no error
+    assert _lines([(31.0, {"description": "a [/] b", "completed": 1})])[0] == "[0:31] a [/] b: 1"
 
 
 def test_large_counts_are_written_whole_and_hidden_tasks_not_at_all():
