@@ -236,7 +236,9 @@ class LineProgress(Progress):
 
     def _tell(self, last: bool = False, event: bool = False) -> None:
         now = self._clock()
-        if now < self._due and not last and not (event and now >= self._began + self._every):
+        # an event is due once the first interval has passed, any other line on schedule
+        due = self._began + self._every if event else self._due
+        if now < due and not last:
             return
         self._due, self._wrote = now + self._every, True
         parts = []
