@@ -232,27 +232,34 @@ def test_dice_finding_no_counterfactual_leaves_the_row_unreached(monkeypatch):
 
     ctx, world = _context("logistic", (0,))
     X, goals = _draws(ctx, world, 3, 5, goal_max=0.8)
-    d = Dice(cfs=2, samples=100)
-    d.prepare(ctx)
-    # DiCE raises (it does not return an empty set) when no counterfactual is found; it did
-    # so in `lending` and ended the episode before 0.8.0
-    found = d.explainer.generate_counterfactuals
-    calls = []
+    for method in ("random", "genetic"):
+        d = Dice(method=method, cfs=2, samples=100)
+        d.prepare(ctx)
+        # DiCE raises (it does not return an empty set) when no counterfactual is found; it
+        # did so in `lending` and ended the episode before 0.8.0. The random method on
+        # arrays returns none (0, F) where dice-ml raises
+        if method == "random":
+            found, name = d.explainer.counterfactuals, "counterfactuals"
+        else:
+            found, name = d.explainer.generate_counterfactuals, "generate_counterfactuals"
+        calls = []
 
-    def none_for_the_second(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 2:
-            raise UserConfigValidationException(
-                "No counterfactuals found for any of the query points!"
-            )
-        return found(*args, **kwargs)
+        def none_for_the_second(*args, found=found, calls=calls, method=method, **kwargs):
+            calls.append(1)
+            if len(calls) == 2:
+                if method == "random":
+                    return np.empty((0, X.shape[1]))
+                raise UserConfigValidationException(
+                    "No counterfactuals found for any of the query points!"
+                )
+            return found(*args, **kwargs)
 
-    monkeypatch.setattr(d.explainer, "generate_counterfactuals", none_for_the_second)
-    below = np.flatnonzero(ctx.decision_model.score(X) < goals)
-    assert len(below) >= 2
-    X_cf = d.recommend(X, goals, np.random.default_rng(0))
-    assert np.isnan(X_cf[below[1]]).all()
-    assert not np.isnan(X_cf[below[0]]).any()
+        monkeypatch.setattr(d.explainer, name, none_for_the_second)
+        below = np.flatnonzero(ctx.decision_model.score(X) < goals)
+        assert len(below) >= 2
+        X_cf = d.recommend(X, goals, np.random.default_rng(0))
+        assert np.isnan(X_cf[below[1]]).all()
+        assert not np.isnan(X_cf[below[0]]).any()
 
 
 @needs_torch

@@ -109,6 +109,8 @@ class Dice(FollowsModel):
         dice_ml = optional_import("dice_ml", "dice", "the dice recommender")
         import pandas as pd
 
+        from policies.baselines.dice_arrays import ArrayData, ArrayRandom
+
         ctx = self.ctx
         if ctx.X_train is not None:
             rows = ctx.X_train[: self.n_data]
@@ -116,13 +118,20 @@ class Dice(FollowsModel):
             rows = np.stack([ctx.lower, ctx.upper])
         df = pd.DataFrame(rows, columns=self.names)
         df["score"] = ctx.decision_model.score(np.asarray(rows, dtype=float))
-        data = dice_ml.Data(dataframe=df, continuous_features=self.names, outcome_name="score")
+        params = {"dataframe": df, "continuous_features": self.names, "outcome_name": "score"}
+        # the random method is dice-ml's with its cell-by-cell pandas work on arrays (the
+        # same draws and output, in a sixth of the time); the genetic one is dice-ml's own
+        arrays = self.method == "random"
+        data = ArrayData(params) if arrays else dice_ml.Data(**params)
         # dice-ml re-derives each feature's decimal precision from the data's modes on every
         # query (half of a query's time); the data never change, so fix the values it derives
         data.continuous_features_precision = data.get_decimal_precisions(output_type="dict")
         self.regressor = _ScoreRegressor(ctx.decision_model, ctx.onehot)
         model = dice_ml.Model(model=self.regressor, backend="sklearn", model_type="regressor")
-        self.explainer = dice_ml.Dice(data, model, method=self.method)
+        if arrays:
+            self.explainer = ArrayRandom(data, model)
+        else:
+            self.explainer = dice_ml.Dice(data, model, method=self.method)
 
     def recommend(self, X: np.ndarray, goals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         X = np.asarray(X, dtype=float)
@@ -135,12 +144,8 @@ class Dice(FollowsModel):
         return out
 
     def _one(self, x: np.ndarray, goal: float, seed: int) -> np.ndarray:
-        import pandas as pd
-        from raiutils.exceptions import UserConfigValidationException
-
         if not goal <= 1.0:
             return np.full_like(x, np.nan)
-        query = pd.DataFrame(x[None, :], columns=self.names)
         vary, permitted = self.vary, self.permitted
         lower, upper = self.ctx.bounds(x)
         if self.ctx.one_way:
@@ -149,41 +154,16 @@ class Dice(FollowsModel):
                 return np.full_like(x, np.nan)
             vary = [self.names[j] for j in room]
             permitted = {self.names[j]: [float(lower[j]), float(upper[j])] for j in room}
-        kwargs: dict[str, Any] = {"random_seed": seed}
-        if self.method == "random":
-            kwargs["sample_size"] = self.samples
-        # DiCE draws a progress bar per query on stderr: keep it off the user's terminal
-        with (
-            _preserve_global_random_state(),
-            warnings.catch_warnings(),
-            contextlib.redirect_stderr(io.StringIO()),
-        ):
-            warnings.simplefilter("ignore")
-            if self.method == "genetic":
-                # the genetic method draws from numpy's global generator: seed it, then restore
-                np.random.seed(seed)  # noqa: NPY002
-                random.seed(seed)
-                kwargs = {}
-            self.regressor.x = x  # what it snaps against (one-hot groups)
-            try:
-                res = self.explainer.generate_counterfactuals(
-                    query,
-                    total_CFs=self.cfs,
-                    desired_range=[goal, min(goal + self.width, 1.0)],
-                    features_to_vary=vary,
-                    permitted_range=permitted,
-                    posthoc_sparsity_param=None,
-                    verbose=False,
-                    **kwargs,
-                )
-            except UserConfigValidationException:
-                # DiCE raises, rather than returning none, when it finds no counterfactual
-                # for the query: the goal is out of its reach, so the row is unreached
-                return np.full_like(x, np.nan)
-        cfs = res.cf_examples_list[0].final_cfs_df
-        if cfs is None or len(cfs) == 0:
+        desired = [goal, min(goal + self.width, 1.0)]
+        self.regressor.x = x  # what it snaps against (one-hot groups)
+        if self.method == "random":  # dice-ml's query on arrays: no frames, no global draws
+            C = self.explainer.counterfactuals(
+                x, self.cfs, desired, vary, permitted, self.samples, seed, self.regressor.predict
+            )
+        else:
+            C = self._genetic(x, desired, vary, permitted, seed)
+        if len(C) == 0:  # DiCE found none: the goal is out of its reach, the row unreached
             return np.full_like(x, np.nan)
-        C = cfs[self.names].to_numpy(dtype=float)
         oh = self.ctx.onehot
         if oh is not None:  # as its model saw them, before the clip can tie an indicator
             C = oh.snap(np.broadcast_to(x, C.shape), C)
@@ -202,6 +182,42 @@ class Dice(FollowsModel):
         if oh is not None:
             return C[np.argmin(oh.moves(np.broadcast_to(x, C.shape), C).sum(axis=1))]
         return C[np.argmin(np.abs(C - x).sum(axis=1))]
+
+    def _genetic(
+        self, x: np.ndarray, desired: list[float], vary: list[str], permitted: dict, seed: int
+    ) -> np.ndarray:
+        """dice-ml's genetic method's counterfactuals of ``x`` (F,): (k, F), (0, F) for none."""
+        import pandas as pd
+        from raiutils.exceptions import UserConfigValidationException
+
+        query = pd.DataFrame(x[None, :], columns=self.names)
+        # DiCE draws a progress bar per query on stderr: keep it off the user's terminal
+        with (
+            _preserve_global_random_state(),
+            warnings.catch_warnings(),
+            contextlib.redirect_stderr(io.StringIO()),
+        ):
+            warnings.simplefilter("ignore")
+            # the genetic method draws from numpy's global generator: seed it, then restore
+            np.random.seed(seed)  # noqa: NPY002
+            random.seed(seed)
+            try:
+                res = self.explainer.generate_counterfactuals(
+                    query,
+                    total_CFs=self.cfs,
+                    desired_range=desired,
+                    features_to_vary=vary,
+                    permitted_range=permitted,
+                    posthoc_sparsity_param=None,
+                    verbose=False,
+                )
+            except UserConfigValidationException:
+                # DiCE raises, rather than returning none, when it finds no counterfactual
+                return np.empty((0, len(x)))
+        cfs = res.cf_examples_list[0].final_cfs_df
+        if cfs is None or len(cfs) == 0:
+            return np.empty((0, len(x)))
+        return cfs.to_numpy(dtype=float)[:, cfs.columns.get_indexer(self.names)]
 
     def _onehot(self, x: np.ndarray, C: np.ndarray) -> np.ndarray:
         """Valid one-hot candidates (k', z) from DiCE's snapped counterfactuals C (k, z) of
