@@ -11,7 +11,7 @@ are not the policy's pace). Prints the medians, the ratio of medians and the pol
 advised candidate (episode time over the rejected who got advice), then the same at
 N₀ = ``--scale`` with k and m scaled alike (``--ticks-at-scale`` ticks, one pair: a
 slow policy solves hundreds of problems a tick there). Targets (issue 34) are printed
-beside each ratio; privileged policies (lookahead) and DiCE have their own lines.
+beside each ratio; the privileged lookahead has its own (30x).
 """
 
 from __future__ import annotations
@@ -51,7 +51,6 @@ TARGET = {
 }  # specs/improvement-bandits.md: <= 2x threshold's episode
 # the bandits' per-round limits (the same spec): seconds per advised candidate
 PER_ROUND = {"improve-linucb": 1e-3, "improve-proto": 1e-3, "improve-bwo": 0.1}
-NO_TARGET = ("threshold-dice", "hybrid-dice")  # dice-ml's ~0.1 s per query: reported only
 DEFAULT_TARGET = 10.0
 # policies that run only in a world of their own: the overrides that make it
 WORLD = {"ei": {"decision_model": "ei"}}
@@ -121,8 +120,6 @@ def scaled(preset: str, n0: int, ticks: int) -> dict[str, int]:
 
 
 def verdict(policy: str, r: dict[str, float]) -> str:
-    if policy in NO_TARGET:
-        return "no target (dice-ml)"
     out = []
     if policy in PER_ROUND:
         limit = PER_ROUND[policy]

@@ -43,7 +43,7 @@ def test_scaling_keeps_k_and_m_in_proportion():
         ("lookahead", 31.0, 0.0, "<= 30x: NOT met"),
         ("improve-bwo", 60.0, 0.05, "<= 100 ms a round: met"),
         ("improve-linucb", 2.5, 0.0005, "<= 1 ms a round: met; <= 2x: NOT met"),
-        ("threshold-dice", 900.0, 1.0, "no target (dice-ml)"),
+        ("threshold-dice", 9.0, 0.0005, "<= 10x: met"),
     ],
 )
 def test_targets_follow_the_issue_and_the_bandits_spec(policy, ratio, per_advised, words):

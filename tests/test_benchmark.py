@@ -444,7 +444,8 @@ def test_every_built_in_policy_has_a_card_or_a_reason():
         assert name in entered or any(fnmatch(name, p) for p in patterns), name
     for spec in entered:
         REGISTRY.validate(spec)
-    assert "- `hybrid-dice`: enters as `hybrid-exact-linear` does" in not_entered()
+    assert "- `threshold-rbr`: at its defaults" in not_entered()
+    assert "hybrid-dice" not in not_entered() and "hybrid-dice" in BUILT_IN["full"]
 
 
 @pytest.mark.slow  # builds the full tier's 12,480 runs

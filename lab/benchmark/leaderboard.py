@@ -51,6 +51,8 @@ BUILT_IN: dict[str, dict[str, str]] = {
         "threshold-face": "threshold-face",
         "threshold-ustun": "threshold-ustun",
         "threshold-wachter": "threshold-wachter",
+        # dice-ml's random method (on arrays: policies.baselines.dice_arrays)
+        "threshold-dice": "threshold-dice",
         "improve-proto": "improve-proto",
         "improve-bwo": "improve-bwo",
         "scarf": "scarf",
@@ -61,6 +63,7 @@ BUILT_IN: dict[str, dict[str, str]] = {
         "hybrid-exact-linear": "hybrid-exact-linear",
         "hybrid-ustun": "hybrid-ustun",
         "hybrid-wachter": "hybrid-wachter",
+        "hybrid-dice": "hybrid-dice",
         # learned: φ trained by the recipe in each preset, the last threshold as its goal
         "rl-recommender": "rl-recommender",
         # learned: φ, then μ (eq. 16 at 10:1) with that φ inside
@@ -69,23 +72,15 @@ BUILT_IN: dict[str, dict[str, str]] = {
         "rl-constrained": "rl-constrained",
     },
     # RBR as the five-families study runs it (50 samples, 20 inner steps): about 30 s a run,
-    # about 20 minutes of 2 cores; DiCE at its defaults: 2,360 s of one worker (its 70 runs
-    # beside the baselines already in the store). The full tier would take 2-3x as long.
+    # about 20 minutes of 2 cores. The full tier would take 2-3x as long.
     "quick": {
         "rbr-50": "last-threshold+rbr:num_samples=50,inner_iter=20",
-        "threshold-dice": "threshold-dice",
     },
 }
 
 #: built-in policies without a card, and why (docs/leaderboard.md says so)
 NOT_ENTERED: dict[str, str] = {
     "none": "a baseline of every card",
-    "hybrid-dice": (
-        "enters as `hybrid-exact-linear` does (`recourse-abm benchmark hybrid-dice`); not "
-        "run here: with DiCE inside every training tick a predictor takes about 1,100 CPU-s "
-        "in `paper` (the command's estimate, 3,227 s for the preset's three), so the quick "
-        "tier's 21 alone would be about 6 CPU-hours, half the leaderboard's 12"
-    ),
     "ei": "is a world of its own (decision_model = 'ei'), in no preset of the protocol",
     "threshold-rbr": (
         "at its defaults about 10,000 s of one core for its 70 runs of the quick tier here "
