@@ -107,8 +107,8 @@ class ArrayData(PublicData):
 def sample(
     x: np.ndarray,
     vary: Sequence[int],
-    ranges: Sequence[tuple[Any, Any]],
-    digits: Sequence[int],
+    ranges: Sequence[tuple[Any, Any] | None],
+    digits: Sequence[int | None],
     score: Callable[[np.ndarray], np.ndarray],
     total: int,
     desired: tuple[float, float],
@@ -122,7 +122,7 @@ def sample(
     ``digits[j]`` feature j's sampling range and decimal precision (read for varied ones),
     the very objects dice-ml would use (a float32 bound rounds as float32); ``score`` maps
     (size, F) rows to (size,) scores."""
-    rs = np.random.RandomState()
+    rs = np.random.RandomState(seed)
     n_features = len(x)
     samples = np.repeat(np.asarray(x, dtype=float)[None, :], size, axis=0)
     for j in sorted(vary):  # dice-ml seeds again before each varied feature, in column order
@@ -192,7 +192,7 @@ class ArrayRandom(DiceRandom):
             x,
             [names.index(f) for f in features_to_vary],
             [ranges.get(f) for f in names],
-            [digits.get(f, 0) for f in names],
+            [digits.get(f) for f in names],
             score,
             total_CFs,
             tuple(desired_range),
@@ -258,7 +258,7 @@ class ArrayRandom(DiceRandom):
             query_instance.to_numpy()[0, order],
             [names.index(f) for f in vary],
             [self.feature_range.get(f) for f in names],
-            [digits.get(f, 0) for f in names],
+            [digits.get(f) for f in names],
             score,
             total_CFs,
             tuple(self.target_cf_range),
