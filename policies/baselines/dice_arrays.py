@@ -124,7 +124,8 @@ def sample(
     (size, F) rows to (size,) scores."""
     rs = np.random.RandomState(seed)
     n_features = len(x)
-    samples = np.repeat(np.asarray(x, dtype=float)[None, :], size, axis=0)
+    candidates = np.repeat(np.asarray(x, dtype=float)[None, :], size, axis=0)
+    samples = candidates.copy()
     for j in sorted(vary):  # dice-ml seeds again before each varied feature, in column order
         lo, hi = ranges[j]
         rs.seed(seed)
@@ -136,7 +137,6 @@ def sample(
     vary = np.asarray(vary)
     rows = np.arange(size)
     low, high = desired
-    candidates = np.repeat(np.asarray(x, dtype=float)[None, :], size, axis=0)
     found: dict[bytes, np.ndarray] = {}  # first seen first, as drop_duplicates keeps
     for r in range(1, len(vary) + 1):
         pick = vary[rs.choice(len(vary), (size, 1), replace=True)[:, 0]]
@@ -184,20 +184,36 @@ class ArrayRandom(DiceRandom):
         """``generate_counterfactuals``'s counterfactuals of the query ``x`` (F,), in the data's
         feature order, as an array (k, F): (0, F) where dice-ml raises for finding none.
         ``score`` scores rows (n, F) as the model does; no checks of the arguments."""
-        data = self.data_interface
-        names = data.feature_names
-        ranges, _ = data.get_features_range(permitted_range)
-        digits = data.get_decimal_precisions(output_type="dict")
+        ranges, _ = self.data_interface.get_features_range(permitted_range)
+        return self._sample(
+            x, total_CFs, desired_range, features_to_vary, ranges, sample_size, random_seed, score
+        )
+
+    def _sample(
+        self,
+        x: np.ndarray,
+        total: int,
+        desired: Sequence[float],
+        vary: list[str],
+        ranges: dict[str, Any],
+        size: int,
+        seed: int,
+        score: Callable[[np.ndarray], np.ndarray],
+    ) -> np.ndarray:
+        """:func:`sample` of ``x`` (F,) in the data's feature order, features and ranges by
+        name."""
+        names = self.data_interface.feature_names
+        digits = self.data_interface.get_decimal_precisions(output_type="dict")
         return sample(
             x,
-            [names.index(f) for f in features_to_vary],
+            [names.index(f) for f in vary],
             [ranges.get(f) for f in names],
             [digits.get(f) for f in names],
             score,
-            total_CFs,
-            tuple(desired_range),
-            sample_size,
-            random_seed,
+            total,
+            tuple(desired),
+            size,
+            seed,
         )
 
     def _generate_counterfactuals(
@@ -253,17 +269,15 @@ class ArrayRandom(DiceRandom):
         def score(rows: np.ndarray) -> np.ndarray:  # the model as dice-ml asks it: a frame
             return self.predict_fn(pd.DataFrame(rows[:, back], columns=columns))
 
-        digits = data.get_decimal_precisions(output_type="dict")
-        kept = sample(
+        kept = self._sample(
             query_instance.to_numpy()[0, order],
-            [names.index(f) for f in vary],
-            [self.feature_range.get(f) for f in names],
-            [digits.get(f) for f in names],
-            score,
             total_CFs,
-            tuple(self.target_cf_range),
+            self.target_cf_range,
+            vary,
+            self.feature_range,
             sample_size,
             random_seed,
+            score,
         )
         self.total_cfs_found, self.valid_cfs_found = 0, False
         self.cfs_preds = self.cfs_pred_scores = self.final_cfs = None
