@@ -14,6 +14,7 @@ Shapes: B episodes, a applicants, n rejected, s stayers, z features (all episode
 
 from __future__ import annotations
 
+import collections
 import functools
 from typing import Any, NamedTuple
 
@@ -25,7 +26,7 @@ from abm.advice import AdviceRows, checked_rows
 from abm.interfaces import RejectedRows, rows_ready
 from abm.pool import Pool, advised_rows, interleave
 from abm.population import Population, filled
-from abm.record import TickArrays, fill_cf_scores, tick_rows
+from abm.record import TickArrays, TickFigures, fill_cf_scores
 from abm.rng import BatchTape, Streams
 from abm.selection import select_each
 from abm.tick import Advice, Decision, Outcome, reapplicant_feedback
@@ -33,6 +34,9 @@ from abm.validation import ConfigError, problem
 
 # from this many stayers, scores of rows ending at x_cf or at x are reused, not recomputed
 REUSE_FROM = 1024
+# a batch that defers its record (Batch.defer_record) makes the columns of its oldest
+# ticks once more applicants' ticks than this wait (about 60 MB of their arrays)
+DEFER_ROWS = 2**18
 # the applicants' columns a decision read only for its counts needs (Decision.success_counts;
 # ids keep len() working)
 _COUNTED = ("ids", "X_obs", "X", "advised", "implemented")
@@ -203,6 +207,10 @@ class Batch:
     #: the last tick's record as one block where the batch kept it so (respond's plain
     #: path), for a reader of all episodes' rows at once; else None
     last_block: TickBlock | None = None
+    #: keep each plain tick's figures and make its tick-table columns when first read
+    #: (eqs. 2-3 at once): for a reader of RR and RF alone, such as an RL environment
+    #: (lab.envs.PopulationVectorEnv); at most DEFER_ROWS applicants' ticks wait
+    defer_record = False
 
     def __init__(self, models: list[Any], pool: Pool | None = None) -> None:
         if not models:
@@ -228,9 +236,13 @@ class Batch:
         self._one: tuple[list, bool] | None = None  # (its episodes, _one_policy's answer)
         self._plain_of: tuple[list, bool] | None = None  # (its episodes, _plain's answer)
         self._observing: tuple[list, list] | None = None  # (its episodes, _observers')
+        self._settled_of: tuple[list, Any] | None = None  # (its episodes, _settled's answer)
         #: a planner's forks, many to a key (abm.planning.Simulator.many): each tick's
         #: entrants are drawn once a key (abm.planning.RolloutStreams.reuse), not by each
         self.share_entrants = False
+        # the deferred ticks (defer_record), oldest first, with their applicants' number
+        self._waiting_blocks: collections.deque[tuple[TickBlock, int]] = collections.deque()
+        self._waiting_rows = 0
         for b, m in enumerate(models):
             m._batch, m._episode = self, b
 
@@ -394,6 +406,23 @@ class Batch:
         self._one = (models, one)
         return one
 
+    def _settled(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(k (B,), m (B,)) of the scenario where no episode has an extension on (each
+        tick's capacity is then the scenario's and no extension keeps tick state), else
+        None; kept while the batch holds the same episodes."""
+        models = self.models
+        got = self._settled_of
+        if got is not None and got[0] is models:
+            return got[1]
+        settled = None
+        if all(not m.mechanisms.on and m.mechanisms._capacity is None for m in models):
+            settled = (
+                np.array([m.config.k for m in models]),
+                np.array([m.config.m for m in models], dtype=np.int64),
+            )
+        self._settled_of = (models, settled)
+        return settled
+
     def _observers(self) -> list[int]:
         """The episodes whose policy learns from its reapplicants' feedback (``observe``);
         a row-wise policy keeps nothing to learn into (one for all episodes: none is
@@ -474,6 +503,7 @@ class Batch:
         out = Batch(
             [m for m, x in zip(models, leave.tolist(), strict=True) if x], _cut(pool, leave)
         )
+        out.defer_record = self.defer_record
         self.pool = _cut(pool, keep)
         self.models = [m for m, k in zip(models, keep.tolist(), strict=True) if k]
         self.B = len(self.models)
@@ -500,13 +530,21 @@ class Batch:
                 raise RuntimeError(f"tick {m.tick} is already decided: call respond() first")
         m0 = models[0]
         t, c = m0.tick, m0.config
-        states, capacity = [], []
-        for b, m in enumerate(models):
-            mech = m.mechanisms
-            k_m = mech.capacity_at(t)
-            m.decision_maker.k_t = k_m[0]
-            capacity.append(k_m[1])
-            states.append(mech.start_tick(t, pool.episode(b).waiting, m.streams) if mech.on else ())
+        settled = self._settled()
+        if settled is not None:  # no extension: the scenario's k and m, no tick state
+            ks, capacity = settled
+            states = None
+        else:
+            states, capacity = [], []
+            for b, m in enumerate(models):
+                mech = m.mechanisms
+                k_m = mech.capacity_at(t)
+                m.decision_maker.k_t = k_m[0]
+                capacity.append(k_m[1])
+                states.append(
+                    mech.start_tick(t, pool.episode(b).waiting, m.streams) if mech.on else ()
+                )
+            ks = None  # read once the tick's draws are made, as extensions leave it
         ep.fresh()  # the models in force of this tick
         returning, back = pool.split(stages.reapplications(pool, t, c, ep))
         n_window = back + pool.counts + pool.dropped_in_window(t)
@@ -515,13 +553,13 @@ class Batch:
         for b in self._observers():
             if returned is None:
                 returned = [returning] if B == 1 else _parts(returning, back)
-            fb = models[b].mechanisms.feedback(states[b])
+            fb = models[b].mechanisms.feedback(() if states is None else states[b])
             feedback[b] = reapplicant_feedback(t, returned[b], fb)
         # hidden changes become visible now: what is seen (X_obs) is the true X. A fork's
         # last tick (observe False) is read only for its counts: the selection needs the
         # features and the counts the reapplicants' flags, so no other column is joined
         # unless an extension reads the applicants
-        plain = not any(m.mechanisms.on for m in models)
+        plain = settled is not None or not any(m.mechanisms.on for m in models)
         counted = not observe and plain
         # a planner's rollouts with one key draw the same entrants whatever their plan (no
         # extension reads or writes them): drawn once a key, abm.planning.RolloutStreams.reuse
@@ -539,32 +577,53 @@ class Batch:
             applicants = applicants.take(order)
             applicants.data["X_obs"] = applicants.data["X"]
         scores = ep.score(applicants.X_obs, sizes)
-        ks = np.array([m.decision_maker.k_t for m in models])
+        if ks is None:
+            ks = np.array([m.decision_maker.k_t for m in models])
         accepted, thresholds = select_each(scores, sizes, ks, _Ties(models))
         out, lo = [], 0
         each = zip(
             sizes.tolist(), thresholds.tolist(), back.tolist(), n_window.tolist(), strict=True
         )
-        for b, (m, (size, threshold, n_ret, window)) in enumerate(zip(models, each, strict=True)):
-            hi = lo + size
-            mine = applicants if B == 1 else (applicants, lo, hi)  # views once read
-            d = Decision(t, threshold, mine, scores[lo:hi], accepted[lo:hi], n_ret, window)
-            d.states = states[b]
-            if m.mechanisms.on:
-                m.mechanisms.on_selected(d, pool.episode(b), m.streams, m.recorder.record_events)
-            if feedback[b] is not None:
-                m.policy.observe(feedback[b](d.accepted[: d.n_ret]))
-            d.obs = m._observation(d) if observe and not lazy else None
-            m._pending = d
-            out.append(d.obs)
-            lo = hi
+        if states is None and B > 1 and not (observe and not lazy) and not self._observers():
+            # nothing to do per episode but keep its decision (views of the flat rows)
+            for m, (size, threshold, n_ret, window) in zip(models, each, strict=True):
+                hi = lo + size
+                m._pending = Decision(
+                    t,
+                    threshold,
+                    (applicants, lo, hi),
+                    scores[lo:hi],
+                    accepted[lo:hi],
+                    n_ret,
+                    window,
+                )
+                lo = hi
+            out = [None] * B
+        else:
+            for b, (m, (size, threshold, n_ret, window)) in enumerate(
+                zip(models, each, strict=True)
+            ):
+                hi = lo + size
+                mine = applicants if B == 1 else (applicants, lo, hi)  # views once read
+                d = Decision(t, threshold, mine, scores[lo:hi], accepted[lo:hi], n_ret, window)
+                d.states = () if states is None else states[b]
+                if m.mechanisms.on:
+                    m.mechanisms.on_selected(
+                        d, pool.episode(b), m.streams, m.recorder.record_events
+                    )
+                if feedback[b] is not None:
+                    m.policy.observe(feedback[b](d.accepted[: d.n_ret]))
+                d.obs = m._observation(d) if observe and not lazy else None
+                m._pending = d
+                out.append(d.obs)
+                lo = hi
         rej = (~accepted).nonzero()[0]
         n_rej = sizes - segments.count(accepted, sizes)
         self._flat = Flat(applicants, sizes, scores, accepted, n_window, rej, n_rej)
         return out
 
     def _arrivals(
-        self, t: int, shared: bool, m_t: list[int]
+        self, t: int, shared: bool, m_t: list[int] | np.ndarray
     ) -> tuple[Population, np.ndarray, np.ndarray | None]:
         """Every episode's entrants of tick ``t`` (flat), their number per episode (B,) and
         None, each episode's draws from its own streams with ids from its next; ``m_t``
@@ -762,12 +821,17 @@ class Batch:
                 wasted=leaving.effort,
                 X=None if B == 1 else applicants.X_obs.take(rej, axis=0),
             )
-            columns = tick_rows(models, ds, advices, arrays, ep)
+            tick = TickFigures(models, ds, advices, arrays, ep)
             exits = Exits(t, applicants, accepted, sizes - n_rej, leaving, n_leave)
-            if B > 1 and figures is None and self._plain():
+            if (B > 1 or self.defer_record) and figures is None and self._plain():
                 # nothing reads the tick as it is recorded: each episode keeps its part of
                 # one block, cut out when read (abm.record.Recorder.note)
-                block = self.last_block = TickBlock(t, columns, exits)
+                if self.defer_record:
+                    block = TickBlock(t, tick, exits)
+                    self._defer(block, int(sizes.sum()))
+                else:
+                    block = TickBlock(t, tick.columns(), exits)
+                self.last_block = block
                 # the dashboards' view of this tick only: dropped by the next
                 responses = Responses(dropped, n_rej, n_stay, outcome)
                 for b, (m, d) in enumerate(zip(models, ds, strict=True)):
@@ -776,6 +840,7 @@ class Batch:
                     if m.tick >= m.config.ticks:
                         m.running = False
                 return
+            columns = tick.columns()
             names = list(columns)
             rows = [
                 dict(zip(names, row, strict=True)) for row in zip(*columns.values(), strict=True)
@@ -815,6 +880,17 @@ class Batch:
             if m.tick >= m.config.ticks:
                 m.running = False
 
+    def _defer(self, block: TickBlock, rows: int) -> None:
+        """Keep ``block``'s columns to be made when read; the oldest are made now while
+        more than :data:`DEFER_ROWS` applicants' ticks wait."""
+        waiting = self._waiting_blocks
+        waiting.append((block, rows))
+        self._waiting_rows += rows
+        while self._waiting_rows > DEFER_ROWS:
+            old, n = waiting.popleft()
+            old.make()
+            self._waiting_rows -= n
+
     def _plain(self) -> bool:
         """Whether every episode's record reads nothing of a tick but its row and exits
         (abm.record.Recorder.plain, no agents, no policy figures): kept while the batch
@@ -833,16 +909,47 @@ class Batch:
 class TickBlock:
     """One recorded tick of a batch, kept once for all its episodes by each one's record
     (abm.record.Recorder.note): the tick-table columns (each a list of B values,
-    :func:`abm.record.tick_rows`) and the tick's :class:`Exits`, cut out when read."""
+    :func:`abm.record.tick_rows`), or the :class:`abm.record.TickFigures` that make them
+    when first read (RR and RF alone from counts, :meth:`column`), and the tick's
+    :class:`Exits`, cut out when read."""
 
-    __slots__ = ("t", "names", "values", "_exits")
+    __slots__ = ("t", "_names", "_values", "_figures", "_exits")
 
-    def __init__(self, t: int, columns: dict[str, list], exits: Exits) -> None:
-        self.t, self.names, self.values = t, tuple(columns), list(columns.values())
-        self._exits = exits
+    def __init__(self, t: int, columns: dict[str, list] | TickFigures, exits: Exits) -> None:
+        self.t, self._exits = t, exits
+        self._figures: TickFigures | None = None
+        if isinstance(columns, TickFigures):
+            self._figures = columns
+        else:
+            self._keep(columns)
+
+    def _keep(self, columns: dict[str, list]) -> None:
+        self._names, self._values = tuple(columns), list(columns.values())
+
+    def make(self) -> None:
+        """Make the columns now, if they wait (the figures' arrays are then let go)."""
+        figures = self._figures
+        if figures is not None:
+            self._keep(figures.columns())
+            self._figures = None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The tick table's column names, in its order."""
+        self.make()
+        return self._names
+
+    @property
+    def values(self) -> list[list]:
+        """The columns, in :attr:`names` order (each a list of B values)."""
+        self.make()
+        return self._values
 
     def column(self, name: str) -> list:
         """Column ``name`` of the tick table, one value per episode (B,)."""
+        figures = self._figures
+        if figures is not None and name in ("rr", "rf"):
+            return figures.ratios()[2 if name == "rr" else 3]
         return self.values[self.names.index(name)]
 
     def values_at(self, b: int) -> list:

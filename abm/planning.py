@@ -27,13 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
-from numpy.random.bit_generator import ISeedSequence
 
 from abm import metrics
 from abm.config import ScenarioConfig
 from abm.interfaces import Recommendation, RecourseObs, RecoursePolicy, rows_ready
 from abm.population import Population
-from abm.rng import STREAMS, seed_states
+from abm.rng import STREAMS, KnownSeed, seed_states
 
 
 @dataclass(frozen=True)
@@ -113,7 +112,7 @@ class RolloutStreams:
         self._start: dict[str, dict] | None = {}  # None: never rewound (a twin)
         # each stream's seed sequence, shared with this key's twins (it is pure: every
         # generator made from it starts at the same state)
-        self._seqs: dict[str, _Seed] = {}
+        self._seqs: dict[str, KnownSeed] = {}
         # what the rollouts with this key draw alike whatever their plan (kept over rewinds:
         # the same draws come again), e.g. a fork's entrants (:meth:`reuse`)
         self.memo: dict[Any, Any] = {}
@@ -140,7 +139,7 @@ class RolloutStreams:
         at = 0
         for s in out:
             for name in names:
-                s._seqs[name] = _Seed(seed, spawn[at], states[at])
+                s._seqs[name] = KnownSeed(seed, spawn[at], states[at])
                 at += 1
         return out
 
@@ -193,11 +192,11 @@ class RolloutStreams:
         self.memo[key] = (value, after)
         return value
 
-    def _seed(self, name: str) -> _Seed:
+    def _seed(self, name: str) -> KnownSeed:
         seq = self._seqs.get(name)
         if seq is None:
             key = self._key + (zlib.crc32(name.encode()),)
-            seq = self._seqs[name] = _Seed(self.seed, key)
+            seq = self._seqs[name] = KnownSeed(self.seed, key)
         return seq
 
     def get(self, name: str) -> np.random.Generator:
@@ -244,7 +243,7 @@ class _Tape:
 
     __slots__ = ("_gen", "_values")
 
-    def __init__(self, seed: _Seed) -> None:
+    def __init__(self, seed: KnownSeed) -> None:
         self._gen = np.random.Generator(np.random.PCG64(seed))
         self._values = np.empty(0)
 
@@ -255,29 +254,6 @@ class _Tape:
             self._values = np.concatenate([self._values, more])
             self._values.flags.writeable = False  # twins read one array: nobody writes it
         return self._values[at:end]
-
-
-class _Seed(ISeedSequence):
-    """``SeedSequence(seed, spawn_key=key)`` whose generated words are kept: a generator
-    seeded from it again (another rollout of the key) starts at the same state without
-    hashing anew. ``pcg64``: PCG64's words, hashed already (:meth:`RolloutStreams.many`);
-    the SeedSequence itself is made only if other words are asked for."""
-
-    __slots__ = ("_entropy", "_words")
-
-    def __init__(self, seed: int, key: tuple[int, ...], pcg64: np.ndarray | None = None) -> None:
-        self._entropy = (seed, key)
-        # keyed as the bit generator passes them (PCG64 asks for 4 words of np.uint64)
-        self._words = {} if pcg64 is None else {(4, np.uint64): pcg64}
-
-    def generate_state(self, n_words: int, dtype=np.uint32) -> np.ndarray:
-        key = (n_words, dtype)
-        words = self._words.get(key)
-        if words is None:
-            seed, spawn_key = self._entropy
-            seq = np.random.SeedSequence(seed, spawn_key=spawn_key)
-            words = self._words[key] = seq.generate_state(n_words, dtype)
-        return words.copy()
 
 
 class WithoutFeedback:

@@ -468,7 +468,20 @@ def tick_rows(
 ) -> dict[str, list]:
     """The tick-table columns (SPEC §2) of B episodes, each a list of B values, computed
     once over their flat rows; each episode's row is what its run alone records
-    (:mod:`abm.segments`).
+    (:mod:`abm.segments`). :class:`TickFigures` says what each column counts."""
+    return TickFigures(models, ds, advices, f, episodes).columns()
+
+
+class TickFigures:
+    """The tick-table columns of B episodes (:func:`tick_rows`) in two halves.
+
+    Made, it reads what the next tick changes: each episode's threshold (noted in its
+    history), M(x_cf) of the advised and of the reapplicants' counterfactuals under the
+    models in force. :meth:`columns` then reduces the tick's rows (per-episode sums, Gini
+    coefficients and means: most of a tick's record) from arrays nothing writes again,
+    so the columns have the same bits whenever they are made; :meth:`ratios` gives eqs.
+    2-3 alone from counts. A batch may keep the figures of its ticks and make the columns
+    only when a table is read (:attr:`abm.batch.Batch.defer_record`).
 
     ``n_accepted_new`` and ``n_accepted_advised``: acceptances of first-time applicants and
     of reapplicants carrying advice (the rest went to unadvised reapplicants);
@@ -478,134 +491,186 @@ def tick_rows(
     :data:`abm.metrics.CLEAR_TOL`). Every policy's advice is judged on this one scale,
     whatever goal the policy set itself.
     """
-    B, t = len(ds), f.t
-    sizes, n_ret, n_rej = f.sizes, f.n_ret, f.n_rej
-    thresholds = np.array([d.threshold for d in ds])
-    # every episode's thresholds so far, (B, ticks) where the batch holds them as one
-    noted = None if B == 1 else episodes.history(t)
-    if noted is None:
-        history = [m.recorder.threshold_at(t, d.threshold) for m, d in zip(models, ds, strict=True)]
-    else:
-        noted[:, t] = thresholds
-    # M(x_cf) of the advised under each episode's model in force, once a tick
-    fill_cf_scores(models, advices, episodes, (f.X_cf, f.advised, n_rej))
-    flat = type(advices) is AdviceRows and advices.cf is not None
-    if B == 1:
-        cf_scores, goal = advices[0].scores[0], advices[0].goal
-    elif flat:
-        cf_scores, goal = advices.cf[0], advices.goal
-    else:
-        cf_scores = np.concatenate([a.scores[0] for a in advices])
-        goal = np.concatenate([a.goal for a in advices])
-    adv = f.advised
-    n_adv = segments.count(adv, n_rej)
-    if B == 1 or f.X is None or models[0].recorder.onehot is not None:
-        for m, a in zip(models, advices, strict=True):
-            # a matrix-vector product: one per episode, its bits are the episode's own
-            a.cost = metrics.recommendation_cost(
-                a.X, a.X_cf, m.recorder.difficulty, m.recorder.onehot
-            )
-        cost = advices[0].cost if B == 1 else np.concatenate([a.cost for a in advices])
-    else:
-        # eq. 18: |x_cf - x| elementwise for all rows at once (each value's own bits), then
-        # the matrix-vector product episode by episode, each over its own rows as alone
-        moved = np.subtract(f.X_cf, f.X)
-        np.abs(moved, out=moved)
-        at = segments.offsets(n_rej)
-        parts = [moved[at[b] : at[b + 1]] @ m.recorder.difficulty for b, m in enumerate(models)]
-        cost = np.concatenate(parts)
-        if flat:  # each Advice cuts its own out when it is made (abm.advice.AdviceRows)
-            advices.cost = cost
-            advices.refresh()
+
+    __slots__ = (
+        "_models",
+        "_advices",
+        "_f",
+        "_thresholds",
+        "_cf_scores",
+        "_goal",
+        "_returned",
+        "_carried",
+        "_n_carried",
+        "_cf_now",
+        "_issued_th",
+        "_ratios",
+    )
+
+    def __init__(
+        self,
+        models: list[Any],
+        ds: list[Decision],
+        advices: list[Advice],
+        f: TickArrays,
+        episodes: Any,
+    ) -> None:
+        B, t = len(ds), f.t
+        self._models, self._advices, self._f = models, advices, f
+        self._thresholds = thresholds = np.array([d.threshold for d in ds])
+        # every episode's thresholds so far, (B, ticks) where the batch holds them as one
+        noted = None if B == 1 else episodes.history(t)
+        if noted is None:
+            history = [
+                m.recorder.threshold_at(t, d.threshold) for m, d in zip(models, ds, strict=True)
+            ]
         else:
-            for a, part in zip(advices, parts, strict=True):
-                a.cost = part
-    if n_adv.sum() == adv.shape[0]:  # the usual case: everyone rejected was advised
-        cf_adv, goal_adv, cost_adv = cf_scores, goal, cost
-    else:
-        cf_adv, goal_adv, cost_adv = cf_scores[adv], goal[adv], cost[adv]
-    has_goal = np.isfinite(goal_adv)
-    n_goal = segments.count(has_goal, n_adv)
-    all_goals = n_goal.sum() == has_goal.shape[0]
-    if all_goals:
-        error = metrics.recommendation_error(cf_adv, goal_adv)
-    else:
-        error = metrics.recommendation_error(cf_adv[has_goal], goal_adv[has_goal])
-    below = cf_adv < segments.per_row(thresholds - GOAL_TOL, n_adv)
-    # the reapplicants (first among each episode's applicants) and what their advice does now
-    a, accepted = f.applicants, f.accepted
-    returned = segments.first(n_ret, sizes)
-    carried = returned & a.advised
-    succ = carried & a.implemented
-    n_succ, n_succ_acc = segments.count(succ, sizes), segments.count(succ & accepted, sizes)
-    n_acc = sizes - n_rej
-    entered = segments.sums(a.entered[accepted], n_acc)  # integers: exact in any order
-    n_carried = segments.count(carried, sizes)
-    cf_now = episodes.score(a.X_cf[carried], n_carried)
-    issued_at = a.last_tick[carried]
-    if B == 1:
-        issued_th = history[0].take(issued_at)
-    elif noted is not None:
-        issued_th = noted[segments.episode_of(n_carried), issued_at]
-    else:  # each episode's history, one after another: entry (e, i) at offset[e] + i
-        offset = np.cumsum([0] + [h.shape[0] for h in history[:-1]])
-        issued_th = np.concatenate(history).take(
-            offset.take(segments.episode_of(n_carried)) + issued_at
-        )
-    tol = metrics.CLEAR_TOL
-    if type(advices) is AdviceRows:
-        unadvised = [c.tolist() for c in (advices.unreached, advices.withheld, advices.no_change)]
-    else:
-        unadvised = [[a.counts[i] for a in advices] for i in range(3)]
-    if B == 1:
-        gini, gini_cost = segments.ginis(cf_adv, n_adv), segments.ginis(cost_adv, n_adv)
-        mean_goal, mean_cf = segments.nanmeans(goal_adv, n_adv), segments.nanmeans(cf_adv, n_adv)
-        mean_cost, mean_error = segments.nanmeans(cost_adv, n_adv), segments.nanmeans(error, n_goal)
-    else:  # reductions over the advised's rows, several arrays in one pass (abm.segments)
-        gini, gini_cost = segments.ginis(np.stack([cf_adv, cost_adv]), n_adv)
-        means = [goal_adv, cf_adv, cost_adv] + ([error] if all_goals else [])
-        mean_goal, mean_cf, mean_cost, *rest = segments.nanmeans(np.stack(means), n_adv)
-        mean_error = rest[0] if all_goals else segments.nanmeans(error, n_goal)
-    columns = {
-        "tick": [t] * B,
-        "threshold": thresholds.tolist(),
-        "n_applicants": sizes.tolist(),
-        "n_new": (sizes - n_ret).tolist(),
-        "n_reapplied": n_ret.tolist(),
-        "n_accepted": n_acc.tolist(),
-        "n_rejected": n_rej.tolist(),
-        "n_dropped": f.n_leave.tolist(),
-        "n_waiting": f.n_waiting.tolist(),
-        "n_succ": n_succ.tolist(),
-        "n_succ_accepted": n_succ_acc.tolist(),
-        "n_rejected_window": f.n_window.tolist(),
-        "rr": _ratios(n_succ_acc, n_succ),
-        "rf": _ratios(n_succ, f.n_window),
-        "gini": gini.tolist(),
-        "gini_cost": gini_cost.tolist(),
-        "mean_goal": mean_goal.tolist(),
-        "mean_cf_score": mean_cf.tolist(),
-        "mean_error": mean_error.tolist(),
-        "n_unadvised": (n_rej - n_adv).tolist(),
-        "n_unreached": unadvised[0],
-        "n_withheld": unadvised[1],
-        "n_no_change": unadvised[2],
-        "n_below_threshold": segments.count(below, n_adv).tolist(),
-        "n_short_of_goal": segments.count(cf_adv < goal_adv - GOAL_TOL, n_adv).tolist(),
-        "mean_cost": mean_cost.tolist(),
-        "effort": segments.sums(f.effort, f.n_stay).tolist(),
-        "wasted_effort": segments.sums(f.wasted, f.n_leave).tolist(),
-        "n_implemented": segments.count(f.implemented, f.n_stay).tolist(),
-        "mean_time_to_accept": _mean_waits(t, n_acc, entered),
-        "n_accepted_new": segments.count(accepted & ~returned, sizes).tolist(),
-        "n_accepted_advised": segments.count(accepted & carried, sizes).tolist(),
-        "n_advised_reapplied": n_carried.tolist(),
-        "n_valid_reapply": segments.count(
-            cf_now >= segments.per_row(thresholds - tol, n_carried), n_carried
-        ).tolist(),
-        "n_valid_issued": segments.count(cf_now >= issued_th - tol, n_carried).tolist(),
-    }
-    return columns
+            noted[:, t] = thresholds
+        # M(x_cf) of the advised under each episode's model in force, once a tick
+        fill_cf_scores(models, advices, episodes, (f.X_cf, f.advised, f.n_rej))
+        if B == 1:
+            self._cf_scores, self._goal = advices[0].scores[0], advices[0].goal
+        elif type(advices) is AdviceRows and advices.cf is not None:
+            self._cf_scores, self._goal = advices.cf[0], advices.goal
+        else:
+            self._cf_scores = np.concatenate([a.scores[0] for a in advices])
+            self._goal = np.concatenate([a.goal for a in advices])
+        # the reapplicants (first among each episode's applicants) and what their advice
+        # does now, under the model in force and against the threshold it was issued at
+        a = f.applicants
+        self._returned = returned = segments.first(f.n_ret, f.sizes)
+        self._carried = carried = returned & a.advised
+        self._n_carried = n_carried = segments.count(carried, f.sizes)
+        self._cf_now = episodes.score(a.X_cf[carried], n_carried)
+        issued_at = a.last_tick[carried]
+        if B == 1:
+            self._issued_th = history[0].take(issued_at)
+        elif noted is not None:
+            self._issued_th = noted[segments.episode_of(n_carried), issued_at]
+        else:  # each episode's history, one after another: entry (e, i) at offset[e] + i
+            offset = np.cumsum([0] + [h.shape[0] for h in history[:-1]])
+            self._issued_th = np.concatenate(history).take(
+                offset.take(segments.episode_of(n_carried)) + issued_at
+            )
+        self._ratios: tuple | None = None
+
+    def ratios(self) -> tuple[np.ndarray, np.ndarray, list[float], list[float]]:
+        """(|I^succ|, |I^succ and accepted|, each (B,)), then RR (eq. 2) and RF (eq. 3) of
+        each episode (NaN where undefined)."""
+        if self._ratios is None:
+            f = self._f
+            succ = self._carried & f.applicants.implemented
+            n_succ = segments.count(succ, f.sizes)
+            n_succ_acc = segments.count(succ & f.accepted, f.sizes)
+            rr, rf = _ratios(n_succ_acc, n_succ), _ratios(n_succ, f.n_window)
+            self._ratios = (n_succ, n_succ_acc, rr, rf)
+        return self._ratios
+
+    def columns(self) -> dict[str, list]:
+        """The tick-table columns, each a list of B values."""
+        models, advices, f = self._models, self._advices, self._f
+        B, t, thresholds = len(models), f.t, self._thresholds
+        n_rej, sizes = f.n_rej, f.sizes
+        cf_scores, goal = self._cf_scores, self._goal
+        flat = type(advices) is AdviceRows and advices.cf is not None
+        adv = f.advised
+        n_adv = segments.count(adv, n_rej)
+        if B == 1 or f.X is None or models[0].recorder.onehot is not None:
+            for m, a in zip(models, advices, strict=True):
+                # a matrix-vector product: one per episode, its bits are the episode's own
+                a.cost = metrics.recommendation_cost(
+                    a.X, a.X_cf, m.recorder.difficulty, m.recorder.onehot
+                )
+            cost = advices[0].cost if B == 1 else np.concatenate([a.cost for a in advices])
+        else:
+            # eq. 18: |x_cf - x| elementwise for all rows at once (each value's own bits),
+            # then the matrix-vector product episode by episode, each over its own rows
+            moved = np.subtract(f.X_cf, f.X)
+            np.abs(moved, out=moved)
+            at = segments.offsets(n_rej)
+            parts = [moved[at[b] : at[b + 1]] @ m.recorder.difficulty for b, m in enumerate(models)]
+            cost = np.concatenate(parts)
+            if flat:  # each Advice cuts its own out when it is made (abm.advice.AdviceRows)
+                advices.cost = cost
+                advices.refresh()
+            else:
+                for a, part in zip(advices, parts, strict=True):
+                    a.cost = part
+        if n_adv.sum() == adv.shape[0]:  # the usual case: everyone rejected was advised
+            cf_adv, goal_adv, cost_adv = cf_scores, goal, cost
+        else:
+            cf_adv, goal_adv, cost_adv = cf_scores[adv], goal[adv], cost[adv]
+        has_goal = np.isfinite(goal_adv)
+        n_goal = segments.count(has_goal, n_adv)
+        all_goals = n_goal.sum() == has_goal.shape[0]
+        if all_goals:
+            error = metrics.recommendation_error(cf_adv, goal_adv)
+        else:
+            error = metrics.recommendation_error(cf_adv[has_goal], goal_adv[has_goal])
+        below = cf_adv < segments.per_row(thresholds - GOAL_TOL, n_adv)
+        a, accepted = f.applicants, f.accepted
+        returned, carried, n_carried = self._returned, self._carried, self._n_carried
+        cf_now = self._cf_now
+        n_succ, n_succ_acc, rr, rf = self.ratios()
+        n_acc = sizes - n_rej
+        entered = segments.sums(a.entered[accepted], n_acc)  # integers: exact in any order
+        tol = metrics.CLEAR_TOL
+        if type(advices) is AdviceRows:
+            unadvised = [
+                c.tolist() for c in (advices.unreached, advices.withheld, advices.no_change)
+            ]
+        else:
+            unadvised = [[a.counts[i] for a in advices] for i in range(3)]
+        if B == 1:
+            gini, gini_cost = segments.ginis(cf_adv, n_adv), segments.ginis(cost_adv, n_adv)
+            mean_goal = segments.nanmeans(goal_adv, n_adv)
+            mean_cf = segments.nanmeans(cf_adv, n_adv)
+            mean_cost = segments.nanmeans(cost_adv, n_adv)
+            mean_error = segments.nanmeans(error, n_goal)
+        else:  # reductions over the advised's rows, several arrays in one pass (abm.segments)
+            gini, gini_cost = segments.ginis(np.stack([cf_adv, cost_adv]), n_adv)
+            means = [goal_adv, cf_adv, cost_adv] + ([error] if all_goals else [])
+            mean_goal, mean_cf, mean_cost, *rest = segments.nanmeans(np.stack(means), n_adv)
+            mean_error = rest[0] if all_goals else segments.nanmeans(error, n_goal)
+        return {
+            "tick": [t] * B,
+            "threshold": thresholds.tolist(),
+            "n_applicants": sizes.tolist(),
+            "n_new": (sizes - f.n_ret).tolist(),
+            "n_reapplied": f.n_ret.tolist(),
+            "n_accepted": n_acc.tolist(),
+            "n_rejected": n_rej.tolist(),
+            "n_dropped": f.n_leave.tolist(),
+            "n_waiting": f.n_waiting.tolist(),
+            "n_succ": n_succ.tolist(),
+            "n_succ_accepted": n_succ_acc.tolist(),
+            "n_rejected_window": f.n_window.tolist(),
+            "rr": rr,
+            "rf": rf,
+            "gini": gini.tolist(),
+            "gini_cost": gini_cost.tolist(),
+            "mean_goal": mean_goal.tolist(),
+            "mean_cf_score": mean_cf.tolist(),
+            "mean_error": mean_error.tolist(),
+            "n_unadvised": (n_rej - n_adv).tolist(),
+            "n_unreached": unadvised[0],
+            "n_withheld": unadvised[1],
+            "n_no_change": unadvised[2],
+            "n_below_threshold": segments.count(below, n_adv).tolist(),
+            "n_short_of_goal": segments.count(cf_adv < goal_adv - GOAL_TOL, n_adv).tolist(),
+            "mean_cost": mean_cost.tolist(),
+            "effort": segments.sums(f.effort, f.n_stay).tolist(),
+            "wasted_effort": segments.sums(f.wasted, f.n_leave).tolist(),
+            "n_implemented": segments.count(f.implemented, f.n_stay).tolist(),
+            "mean_time_to_accept": _mean_waits(t, n_acc, entered),
+            "n_accepted_new": segments.count(accepted & ~returned, sizes).tolist(),
+            "n_accepted_advised": segments.count(accepted & carried, sizes).tolist(),
+            "n_advised_reapplied": n_carried.tolist(),
+            "n_valid_reapply": segments.count(
+                cf_now >= segments.per_row(thresholds - tol, n_carried), n_carried
+            ).tolist(),
+            "n_valid_issued": segments.count(cf_now >= self._issued_th - tol, n_carried).tolist(),
+        }
 
 
 def fill_cf_scores(

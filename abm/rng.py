@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from numpy.random.bit_generator import ISeedSequence
 
 STREAMS = ("arrivals", "ties", "policy", "dropout", "implementation", "reapply", "mesa")
 
@@ -150,6 +151,46 @@ def stream(seed: int, name: str) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(stream_seed(seed, name)))
 
 
+def streams_of(seed: int, names: tuple[str, ...]) -> dict[str, np.random.Generator]:
+    """``{name: stream(seed, name)}``, the same generators, their seeds hashed in one pass
+    (:func:`seed_states`: about half the time of one SeedSequence a stream, which a
+    batch of episodes pays at every reset of its environments)."""
+    keys = _spawn_keys(names)
+    states = seed_states(seed, keys)
+    return {
+        name: np.random.Generator(np.random.PCG64(KnownSeed(seed, key, words)))
+        for name, key, words in zip(names, keys, states, strict=True)
+    }
+
+
+@functools.lru_cache(maxsize=64)
+def _spawn_keys(names: tuple[str, ...]) -> tuple[tuple[int], ...]:
+    return tuple((zlib.crc32(name.encode()),) for name in names)
+
+
+class KnownSeed(ISeedSequence):
+    """``SeedSequence(seed, spawn_key=key)`` whose generated words are kept: a generator
+    seeded from it again (another rollout of the key) starts at the same state without
+    hashing anew. ``pcg64``: PCG64's words, hashed already (:func:`seed_states`); the
+    SeedSequence itself is made only if other words are asked for."""
+
+    __slots__ = ("_entropy", "_words")
+
+    def __init__(self, seed: int, key: tuple[int, ...], pcg64: np.ndarray | None = None) -> None:
+        self._entropy = (seed, key)
+        # keyed as the bit generator passes them (PCG64 asks for 4 words of np.uint64)
+        self._words = {} if pcg64 is None else {(4, np.uint64): pcg64}
+
+    def generate_state(self, n_words: int, dtype=np.uint32) -> np.ndarray:
+        key = (n_words, dtype)
+        words = self._words.get(key)
+        if words is None:
+            seed, spawn_key = self._entropy
+            seq = np.random.SeedSequence(seed, spawn_key=spawn_key)
+            words = self._words[key] = seq.generate_state(n_words, dtype)
+        return words.copy()
+
+
 class Streams:
     """The generators of one episode, one attribute per name in :data:`STREAMS`.
 
@@ -159,7 +200,7 @@ class Streams:
 
     def __init__(self, seed: int, names: tuple[str, ...] = STREAMS) -> None:
         self.seed = seed
-        self._gens = {name: stream(seed, name) for name in names}
+        self._gens = streams_of(seed, tuple(names))
         self._lent: dict[str, tuple[BatchTape, int]] = {}
         for name in names:
             self._expose(name)

@@ -49,6 +49,18 @@ _WINDOW = ("X_obs", "last_tick", "n_apps", "goal")
 # -- the single-candidate recommender environment (§4.1) -------------------------------
 
 
+def ratios_row(model: RecourseModel) -> dict[str, float]:
+    """RR and RF (eqs. 2-3) of ``model``'s last tick, all a population env's reward reads:
+    where its batch defers the record (:attr:`abm.batch.Batch.defer_record`), the rest of
+    the row is not made."""
+    block = model._batch.last_block
+    if block is not None:  # the batch's last tick, kept as one block
+        b = model._episode
+        return {"rr": block.column("rr")[b], "rf": block.column("rf")[b]}
+    row = model.last_row
+    return {"rr": row["rr"], "rf": row["rf"]}
+
+
 def world_seeds(worlds: Sequence[int] | None) -> tuple[int, ...] | None:
     """The world seeds an environment's episodes rotate over (None: the scenario's world
     alone); ValueError for an empty sequence."""
@@ -358,7 +370,7 @@ class PopulationEnv(gym.Env):
                 self._seen(obs)
                 return rows
             model.respond(None)  # nobody to advise: no decision to take
-            rows.append(dict(model.last_row))
+            rows.append(ratios_row(model))
         self._seen(None)
         return rows
 
@@ -381,7 +393,7 @@ class PopulationEnv(gym.Env):
     def step(self, action: np.ndarray):
         goal, model = self._goal_of(action), self.model
         model.respond(model.policy.recommend(self._obs, model.streams.policy))
-        rows = self._pending + [dict(self.model.last_row)] + self._advance()
+        rows = self._pending + [ratios_row(model)] + self._advance()
         return self._finish(goal, rows)
 
     def get_state(self) -> dict[str, Any]:
@@ -409,6 +421,8 @@ class PopulationEnv(gym.Env):
         self.model = RecourseModel(
             self.config, policy, seed=episode_seed, agents=False, record_events=False
         )
+        # a step reads RR and RF of each tick; the rest of the record is made if read
+        self.model._batch.defer_record = True
         return {"seed": episode_seed}
 
     def _started(self, rows: list[dict]) -> np.ndarray:
@@ -658,7 +672,8 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
         envs = self.envs
         idx = list(idx)
         if fresh:
-            Batch.of([envs[i].model for i in idx])
+            # the env reads RR and RF of each tick; the rest of its record is made if read
+            Batch.of([envs[i].model for i in idx]).defer_record = True
         at = {id(envs[i].model): i for i in idx}
         rows: dict[int, list[dict]] = {}
         todo = list({id(envs[i].model._batch): envs[i].model._batch for i in idx}.values())
@@ -685,7 +700,7 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
                 sub = batch if idle.all() else batch.part(idle)
                 sub.respond([None] * sub.B)
                 for m in sub.models:
-                    rows.setdefault(at[id(m)], []).append(dict(m.last_row))
+                    rows.setdefault(at[id(m)], []).append(ratios_row(m))
                 todo.append(sub)
         return rows
 

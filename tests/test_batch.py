@@ -267,6 +267,39 @@ def test_a_plain_batch_keeps_its_record_in_blocks_with_the_same_views():
         _same_run(a, b)
 
 
+@pytest.mark.parametrize(("size", "keep"), [(1, None), (3, None), (3, 150)])
+def test_a_deferred_record_is_made_with_the_same_bits_when_read(size, keep, monkeypatch):
+    """A batch that defers its record (what the RL environments read: RR and RF alone)
+    keeps each tick's figures and makes the columns when read, or once more than
+    DEFER_ROWS applicants' ticks wait: the same tables, cards and dashboard arrays."""
+    import abm.batch
+
+    if keep is not None:
+        monkeypatch.setattr(abm.batch, "DEFER_ROWS", keep)
+    seeds = list(range(7, 7 + size))
+    kw = {"agents": False, "record_events": False, "ticks": 15}
+    alone = [RecourseModel("paper", "threshold", seed=s, **kw).run() for s in seeds]
+    models = [RecourseModel("paper", "threshold", seed=s, **kw) for s in seeds]
+    batch = models[0]._batch if size == 1 else Batch.of(models)
+    batch.defer_record = True
+    batch.run()
+    waiting = [block for block, _ in batch._waiting_blocks]
+    if keep is None:  # every tick waits: RR and RF read without making the rest
+        assert len(waiting) == 15
+        rr = batch.last_block.column("rr")
+        assert repr(rr) == repr([a.last_row["rr"] for a in alone])
+        assert all(block._figures is not None for block in waiting)
+    else:  # the oldest were made once more than `keep` applicants' ticks waited
+        assert 0 < len(waiting) < 15
+        assert waiting[0]._figures is not None and waiting[-1]._figures is not None
+    for a, b in zip(alone, models, strict=True):
+        ta, tb = a.tick_state, b.tick_state  # the last tick's arrays, before any column
+        for name in ("ids", "scores", "accepted", "goal", "cf_scores", "dropped", "implemented"):
+            assert np.array_equal(getattr(ta, name), getattr(tb, name), equal_nan=True), name
+        _same_run(a, b)
+    assert all(block._figures is None for block in waiting)  # made when the tables were read
+
+
 @pytest.mark.parametrize("seed", range(20))
 @pytest.mark.parametrize("kind", ["random", "standard_normal"])
 def test_a_tape_reads_each_episodes_stream_as_its_generator_would(seed, kind):
