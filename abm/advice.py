@@ -240,10 +240,15 @@ class AdviceRows:
     def any_scored(self) -> bool:
         """Whether an episode's Advice made already holds M(x_cf) of its own (computed
         under the model in force when it was read: the flat pass must not stand in)."""
-        return any(a is not None and a.scores is not None for a in self._made)
+        made = self._made
+        if made.count(None) == len(made):  # none made (the usual case): one C loop
+            return False
+        return any(a is not None and a.scores is not None for a in made)
 
     def refresh(self) -> None:
         """Give the Advice made so far their cut of the flat caches just computed."""
+        if self._made.count(None) == len(self._made):
+            return
         for b, a in enumerate(self._made):
             if a is not None:
                 self._caches(a, b)

@@ -35,7 +35,8 @@ from abm.validation import ConfigError, problem
 # from this many stayers, scores of rows ending at x_cf or at x are reused, not recomputed
 REUSE_FROM = 1024
 # a batch that defers its record (Batch.defer_record) makes the columns of its oldest
-# ticks once more applicants' ticks than this wait (about 60 MB of their arrays)
+# ticks once more applicants' ticks than this wait (about 90 MB of their arrays: 350 bytes
+# an applicant's tick in paper, traced; 64 environments' 100-tick episodes hold 124,000)
 DEFER_ROWS = 2**18
 # the applicants' columns a decision read only for its counts needs (Decision.success_counts;
 # ids keep len() working)
@@ -55,6 +56,7 @@ class Episodes:
         "_propagates",
         "_kind",
         "_history",
+        "_fixed",
     )
 
     def __init__(self, models: list[Any]) -> None:
@@ -66,6 +68,8 @@ class Episodes:
         # an episode's carriers are fixed when its model is made
         self._propagates = any(m.mechanisms.propagates for m in models)
         self._history: np.ndarray | None = None  # (B, ticks): :meth:`history`
+        # without retraining an episode's decision model stays the world's all along
+        self._fixed = not any(getattr(m.mechanisms, "refits", False) for m in models)
         # each engine stream's uniforms read ahead for all episodes (abm.rng.BatchTape),
         # where every episode draws from its own plain Streams (a planner's rollouts share
         # their draws another way)
@@ -80,9 +84,16 @@ class Episodes:
             self._kind = None
         return self._scorers
 
+    @property
+    def fixed(self) -> bool:
+        """Whether every episode's decision model in force is its world's all along (no
+        retraining)."""
+        return self._fixed
+
     def fresh(self) -> None:
         """Read the models in force again (an extension may have replaced one)."""
-        self._scorers = None
+        if not self._fixed:
+            self._scorers = None
 
     def uniform(self, stream: str, counts: np.ndarray, skip: np.ndarray | None = None):
         """(counts.sum(),) uniforms: episode b's ``counts[b]`` from its stream ``stream``,
@@ -142,10 +153,12 @@ class Episodes:
         """(W (B, z), b (B,)) of linear ``scorers``, stacked again only when one changed
         (a refit): a tick scores several times under the same models."""
         got = self._linear
-        if (
-            got is None
-            or len(got[0]) != len(scorers)
-            or not all(a is b for a, b in zip(got[0], scorers, strict=True))
+        if got is None or (
+            got[0] is not scorers
+            and (
+                len(got[0]) != len(scorers)
+                or not all(a is b for a, b in zip(got[0], scorers, strict=True))
+            )
         ):
             W = np.stack([s.weights for s in scorers])
             got = self._linear = (scorers, W, np.array([s.intercept for s in scorers]))
@@ -317,8 +330,14 @@ class Batch:
         if self._flat is None:
             raise RuntimeError("decided() follows the batch's own decide()")
         f = self._flat
-        thresholds = np.array([m._pending.threshold for m in self.models])
-        return Decided(f.applicants, f.sizes, f.scores, thresholds, f.n_rej)
+        return Decided(f.applicants, f.sizes, f.scores, self._thresholds(), f.n_rej)
+
+    def _thresholds(self) -> np.ndarray:
+        """(B,) each episode's threshold of the decided tick."""
+        got = self._flat.thresholds
+        if got is None:
+            got = np.array([m._pending.threshold for m in self.models])
+        return got
 
     def success_counts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(|I^succ|, |I^succ and accepted|, |I^rej window|), each (B,), of the decided
@@ -455,9 +474,13 @@ class Batch:
             return [None] * self.B
         m0 = models[0]
         X = f.applicants.X_obs.take(f.rej, axis=0)
-        thresholds = np.array([m._pending.threshold for m in models])
         rows = RejectedRows(
-            X, f.scores.take(f.rej), f.n_rej, thresholds, list(self.episodes.scorers), m0.tick
+            X,
+            f.scores.take(f.rej),
+            f.n_rej,
+            self._thresholds(),
+            list(self.episodes.scorers),
+            m0.tick,
         )
         rec = answer(rows)
         # a row-wise policy's tick figures, one per episode (abm.interfaces.rows_ready)
@@ -619,7 +642,16 @@ class Batch:
                 lo = hi
         rej = (~accepted).nonzero()[0]
         n_rej = sizes - segments.count(accepted, sizes)
-        self._flat = Flat(applicants, sizes, scores, accepted, n_window, rej, n_rej)
+        self._flat = Flat(
+            applicants,
+            sizes,
+            scores,
+            accepted,
+            n_window,
+            rej,
+            n_rej,
+            thresholds if states is None else None,  # no extension: the selection's
+        )
         return out
 
     def _arrivals(
@@ -701,7 +733,9 @@ class Batch:
         """Second half of the tick of every episode (see :meth:`RecourseModel.respond`):
         advice, dropout, implementation, the record; ``recommendations`` one per episode."""
         models, ep, B = self.models, self.episodes, self.B
-        ds = [m._require_pending() for m in models]
+        ds = [m._pending for m in models]
+        if None in ds:  # what the first episode with no decided tick says
+            ds = [m._require_pending() for m in models]
         self.last_block = None
         # a row-wise answer stays flat: an episode's Advice is made only if read
         flat_advice = type(recommendations) is AdviceRows
@@ -714,7 +748,7 @@ class Batch:
                 rec if isinstance(rec, Advice) else m._validate(d, rec)
                 for m, d, rec in zip(models, ds, recommendations, strict=True)
             ]
-        extended = any(m.mechanisms.on for m in models)
+        extended = self._settled() is None and any(m.mechanisms.on for m in models)
         if extended:
             for m, d, advice in zip(models, ds, advices, strict=True):
                 if m.mechanisms.on:
@@ -799,6 +833,7 @@ class Batch:
             if B == 1
             else (self._flat.sizes, self._flat.n_window)
         )
+        decided_at = None if B == 1 else self._flat.thresholds  # (B,) or None: each one's
         self._flat, figures, self._stats = None, self._stats, None
         # a batch's episodes are all recorded, or none are (a planner's forks)
         recorded = models[0].recorder.on
@@ -820,6 +855,7 @@ class Batch:
                 implemented=outcome.implemented,
                 wasted=leaving.effort,
                 X=None if B == 1 else applicants.X_obs.take(rej, axis=0),
+                thresholds=decided_at,
             )
             tick = TickFigures(models, ds, advices, arrays, ep)
             exits = Exits(t, applicants, accepted, sizes - n_rej, leaving, n_leave)
@@ -1031,7 +1067,8 @@ class Flat(NamedTuple):
     """A batch's decided tick as :meth:`Batch.decide` leaves it for :meth:`Batch.respond`:
     the applicants (flat, episode after episode), their number (B,), scores M(x) (a,) and
     accepted flags (a,), each episode's RF window (B,), the rejected's rows (r,) and their
-    number per episode (B,)."""
+    number per episode (B,); each episode's threshold (B,) where no extension may move it
+    (else None: each decision's own is read)."""
 
     applicants: Population
     sizes: np.ndarray
@@ -1040,6 +1077,7 @@ class Flat(NamedTuple):
     n_window: np.ndarray
     rej: np.ndarray
     n_rej: np.ndarray
+    thresholds: np.ndarray | None = None
 
 
 class Decided(NamedTuple):
@@ -1060,7 +1098,7 @@ SHARED = ("n_features", "validity", "nu", "rho", "chi", "omega", "beta", "diffic
 def _check_shared(first: Any, other: Any) -> None:
     for name in SHARED:
         a, b = getattr(first, name), getattr(other, name)
-        if np.asarray(a).tolist() != np.asarray(b).tolist():
+        if a is not b and np.asarray(a).tolist() != np.asarray(b).tolist():
             raise ConfigError(
                 problem(name, b, f"{a!r}, as in the batch's first episode (one scenario)")
             )
@@ -1129,6 +1167,7 @@ def _cut_flat(flat: Flat, keep: np.ndarray) -> Flat:
         flat.n_window[keep],
         (~accepted).nonzero()[0],
         flat.n_rej[keep],
+        None if flat.thresholds is None else flat.thresholds[keep],
     )
 
 

@@ -437,7 +437,8 @@ class TickArrays:
     in the RF window, each (B,); the ``applicants`` (a rows) and their ``accepted`` flags
     (a,); the rejected's ``advised`` flags (n,) and counterfactuals ``X_cf`` (n, z); the
     stayers' ``effort`` and ``implemented`` (s,) and the dropped-out's ``wasted`` effort;
-    ``X`` (n, z) the rejected's features seen (None: each advice's own are read)."""
+    ``X`` (n, z) the rejected's features seen (None: each advice's own are read);
+    ``thresholds`` (B,) each episode's (None: each decision's is read)."""
 
     __slots__ = (
         "t",
@@ -456,6 +457,7 @@ class TickArrays:
         "implemented",
         "wasted",
         "X",
+        "thresholds",
     )
 
     def __init__(self, **values: Any) -> None:
@@ -517,7 +519,10 @@ class TickFigures:
     ) -> None:
         B, t = len(ds), f.t
         self._models, self._advices, self._f = models, advices, f
-        self._thresholds = thresholds = np.array([d.threshold for d in ds])
+        thresholds = f.thresholds
+        if thresholds is None:
+            thresholds = np.array([d.threshold for d in ds])
+        self._thresholds = thresholds
         # every episode's thresholds so far, (B, ticks) where the batch holds them as one
         noted = None if B == 1 else episodes.history(t)
         if noted is None:

@@ -539,6 +539,7 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
         self.single_action_space = first.action_space
         self.observation_space = gym.vector.utils.batch_space(first.observation_space, n_envs)
         self.action_space = gym.vector.utils.batch_space(first.action_space, n_envs)
+        self._grouped: list[tuple[Batch, list[int]]] | None = None  # _groups()' answer
 
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict | None = None):
         if seed is None:
@@ -574,7 +575,7 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
         for i in s.finals:
             out = self._add_info(out, {"final_obs": s.finals[i], "final_info": s.info(i)}, i)
             out = self._add_info(out, s.starts[i], i)
-        obs = np.stack([env._last_obs for env in envs])
+        obs = np.array([env._last_obs for env in envs])  # each (size,) float32
         return (
             obs.astype(self.single_observation_space.dtype, copy=False),
             s.rewards,
@@ -601,13 +602,12 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
         actions = np.asarray(actions).reshape(self.num_envs, -1)
         envs, n = self.envs, self.num_envs
         goals = self._goals_of(actions)
+        chosen = np.array(goals)
         rr, rf = np.empty(n), np.empty(n)
-        at = {id(env.model): i for i, env in enumerate(envs)}
-        for batch in {id(env.model._batch): env.model._batch for env in envs}.values():
-            mine = [at[id(m)] for m in batch.models]
+        for batch, mine in self._groups():
             policy = batch.models[0].policy
             if rows_ready(policy):  # the recommender answers every episode's rows at once
-                policy.goal.goals = np.array([goals[i] for i in mine])
+                policy.goal.goals = chosen[mine]
                 batch.respond(batch.advise(policy))
             else:  # each episode's policy answers its own observation
                 batch.respond(batch.advise())
@@ -657,13 +657,25 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
         """Each environment's :meth:`PopulationEnv._goal_of` its action row, at once
         (elementwise, so each goal has its own bits)."""
         envs = self.envs
-        if any(env._threshold is None for env in envs):
+        pending = [env._threshold for env in envs]
+        if None in pending:
             raise RuntimeError("call reset() before step()")
-        thresholds = np.array([env._threshold for env in envs], dtype=float)
+        thresholds = np.array(pending, dtype=float)
         goals = goal_from_action(actions[:, 0], thresholds, envs[0].max_margin).tolist()
         for env, goal in zip(envs, goals, strict=True):
             env._goal.goal = goal
         return goals
+
+    def _groups(self) -> list[tuple[Batch, list[int]]]:
+        """The batches the environments' models are in, each with its environments'
+        indices in the batch's order; kept until an episode starts or leaves a batch."""
+        got = self._grouped
+        if got is None:
+            envs = self.envs
+            at = {id(env.model): i for i, env in enumerate(envs)}
+            batches = {id(env.model._batch): env.model._batch for env in envs}.values()
+            got = self._grouped = [(b, [at[id(m)] for m in b.models]) for b in batches]
+        return got
 
     def _advance(self, idx, fresh: bool = False) -> dict[int, list[dict]]:
         """Run environments ``idx`` (nothing pending; ``fresh``: new models, put in one
@@ -674,34 +686,43 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
         if fresh:
             # the env reads RR and RF of each tick; the rest of its record is made if read
             Batch.of([envs[i].model for i in idx]).defer_record = True
-        at = {id(envs[i].model): i for i in idx}
+            self._grouped = None
+        if len(idx) == len(envs):
+            todo = list(self._groups())
+        else:
+            at = {id(envs[i].model): i for i in idx}
+            batches = {id(envs[i].model._batch): envs[i].model._batch for i in idx}.values()
+            todo = [(b, [at[id(m)] for m in b.models]) for b in batches]
         rows: dict[int, list[dict]] = {}
-        todo = list({id(envs[i].model._batch): envs[i].model._batch for i in idx}.values())
         while todo:
-            batch = todo.pop()
+            batch, mine = todo.pop()
             over = np.array([not m.running for m in batch.models])
             if over.any():
+                self._grouped = None
                 gone = batch if over.all() else batch.part(over)
-                for m in gone.models:
-                    envs[at[id(m)]]._seen(None)
+                for i, o in zip(mine, over.tolist(), strict=True):
+                    if o:
+                        envs[i]._seen(None)
                 if gone is batch:
                     continue
-            models = list(batch.models)
+                mine = [i for i, o in zip(mine, over.tolist(), strict=True) if not o]
             batch.decide(lazy=True)  # what the goal selector sees is encoded below, at once
             decided = batch.decided()
             encoded = self._encode(batch, decided)
             idle = decided.n_rejected == 0
-            for m, th, code, i in zip(
-                models, decided.thresholds.tolist(), encoded, idle, strict=True
+            for i, th, code, x in zip(
+                mine, decided.thresholds.tolist(), encoded, idle, strict=True
             ):
-                if not i:
-                    envs[at[id(m)]]._waits(th, code)
+                if not x:
+                    envs[i]._waits(th, code)
             if idle.any():  # nobody to advise: those finish the tick now, in a batch of their own
+                self._grouped = None
                 sub = batch if idle.all() else batch.part(idle)
                 sub.respond([None] * sub.B)
-                for m in sub.models:
-                    rows.setdefault(at[id(m)], []).append(ratios_row(m))
-                todo.append(sub)
+                ours = [i for i, x in zip(mine, idle.tolist(), strict=True) if x]
+                for i, m in zip(ours, sub.models, strict=True):
+                    rows.setdefault(i, []).append(ratios_row(m))
+                todo.append((sub, ours))
         return rows
 
     def _encode(self, batch: Batch, decided) -> np.ndarray:
@@ -713,8 +734,12 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
         X = window.X_obs
         scored = np.zeros(0)
         if X.shape[0]:  # the window under each episode's world model, as encode_window does
-            scorers = [m.world.decision_model for m in batch.models]
-            scored = score_rows(scorers, X, segments.episode_of(counts))
+            episode = segments.episode_of(counts)
+            if batch.episodes.fixed:  # the models in force are the worlds' (weights kept)
+                scored = batch.episodes.score_of(X, episode)
+            else:
+                scorers = [m.world.decision_model for m in batch.models]
+                scored = score_rows(scorers, X, episode)
         capacity = {}
         if env.capacity_obs:  # the places and entrants in force, as an observation has them
             t = batch.models[0].tick

@@ -156,6 +156,28 @@ def random_population(n: int, z: int, seed: int) -> Population:
     return Population(data, z)
 
 
+@pytest.mark.parametrize("z", [1, 2, 10])
+@pytest.mark.parametrize("seed", range(4))
+def test_column_means_of_many_episodes_are_each_episodes_own(z, seed):
+    """encode_batch's column means of B episodes' rows, on one padded grid (z >= 2) or
+    length by length (one column, or a grid mostly padding): each row has the bits of
+    the episode's own rows' mean, -0.0 and empty episodes included."""
+    from policies.rl.encoding import _column_means, _column_means_of
+
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(1, 40, 30)
+    counts[[2, 5]] = 0  # episodes with no rows: zeros
+    if seed == 3:  # one long episode beside short ones: mostly padding, by length
+        counts[0] = 2_000
+    X = rng.normal(size=(int(counts.sum()), z)) * 10.0 ** rng.integers(-3, 4, z)
+    X[rng.random(X.shape) < 0.05] = -0.0
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    X[starts[1] : starts[2], 0] = -0.0  # a column of -0.0 alone (numpy sums from +0.0)
+    got = _column_means_of(X, counts)
+    for b in range(counts.shape[0]):
+        assert same_bits(got[b], _column_means(X[starts[b] : starts[b + 1]])), b
+
+
 def test_take_with_replacements_and_split():
     pop = random_population(12, 3, 0)
     index = np.array([5, 0, 7, 11])

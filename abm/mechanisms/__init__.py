@@ -205,6 +205,12 @@ class Mechanisms:
         return self.world.decision_model if r is None else r.scorer
 
     @property
+    def refits(self) -> bool:
+        """Whether the decision model in force may be replaced during the run
+        (retraining); without it :attr:`scorer` is the world's all along."""
+        return self._retraining is not None
+
+    @property
     def version(self) -> int:
         """How many times the decision model was refitted."""
         r = self._retraining

@@ -247,14 +247,12 @@ def encode_batch(
     episode, ``app_counts`` and ``window_counts`` (B,) rows each. With ``m``, the places
     and entrants in force ``k_t`` and ``m_t`` (B,)."""
     B, scale = thresholds.shape[0], float(k)
-    head = np.array(
-        [
-            [tick / ticks, _nan_to_num(th), n / scale, w / scale]
-            for th, n, w in zip(
-                thresholds.tolist(), app_counts.tolist(), window_counts.tolist(), strict=True
-            )
-        ]
-    )
+    # each entry one division or nan_to_num of one number, elementwise: its own bits
+    head = np.empty((B, 4))
+    head[:, 0] = tick / ticks
+    head[:, 1] = np.nan_to_num(thresholds)
+    np.divide(app_counts, scale, out=head[:, 2])
+    np.divide(window_counts, scale, out=head[:, 3])
     goal = window["goal"]
     has_goal = np.isfinite(goal)
     ages = np.minimum(np.maximum(np.subtract(tick, window["last_tick"]), 1), validity)
@@ -302,11 +300,27 @@ def _histograms(v: np.ndarray, episode: np.ndarray, B: int) -> np.ndarray:
 
 
 def _column_means_of(X: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """(B, z) :func:`_column_means` of each episode's rows of X (n, z): episodes of one
-    length are reduced as one (m, n, z) stack, which gives each its own bits."""
-    out = np.zeros((counts.shape[0], X.shape[1]))
-    for n, eps, rows in segments.by_length(counts):
-        out[eps] = np.add.reduce(X.take(rows, axis=0), axis=1) / n
+    """(B, z) :func:`_column_means` of each episode's rows of X (n, z), each with the bits
+    of its own rows' reduction.
+
+    With z >= 2 columns numpy sums a column row after row, in the rows' order, so the
+    episodes go on one grid (B, width, z) padded past their rows with -0.0, which leaves
+    every sum as it is (x + -0.0 is x for every x, -0.0 included). With one column the
+    sum is pairwise in an order fixed by the length: episodes of one length are then
+    reduced as one (m, n, 1) stack."""
+    B, z = counts.shape[0], X.shape[1]
+    out = np.zeros((B, z))
+    if X.shape[0] == 0:
+        return out
+    width = int(counts.max())
+    if z < 2 or B * width > 4 * X.shape[0] + 1024:  # one column, or a grid mostly padding
+        for n, eps, rows in segments.by_length(counts):
+            out[eps] = np.add.reduce(X.take(rows, axis=0), axis=1) / n
+        return out
+    episode = segments.episode_of(counts)
+    grid = np.full((B, width, z), -0.0)
+    grid[episode, np.arange(X.shape[0]) - segments.starts_of(counts).take(episode)] = X
+    np.divide(np.add.reduce(grid, axis=1), counts[:, None], out=out, where=counts[:, None] > 0)
     return out
 
 
