@@ -20,7 +20,9 @@ at most 5); ``threshold`` goes up to the largest size, the others (each slower) 
 Last, RL environment steps per second with random actions: one
 :class:`lab.envs.PopulationEnv` against :class:`lab.envs.PopulationVectorEnv` at each of
 ``--envs`` (what ``recourse-abm train predictor --n-envs`` steps), counting every
-environment's steps. And the acceptance forecast's latency (``dashboards.forecast``, 200
+environment's steps, and a line fitting a vector step's cost against n (fixed plus per
+environment) with the most any n could give over one environment. And the acceptance
+forecast's latency (``dashboards.forecast``, 200
 futures each way, 20 ticks) for four applicants at tick 10, its futures one at a time and
 as one batch (the median of ``--repeats`` requests).
 """
@@ -111,6 +113,25 @@ def env_steps(scenario: str, n_envs: int, steps: int) -> float:
     return steps * n_envs / (_clock() - start)
 
 
+def env_fit(step_s: dict[int, float], one_s: float) -> str:
+    """A vector step's cost as fixed + per environment (least squares over the sizes of
+    16 or more, seconds a step), and what it implies: the most any number of environments
+    gives over one (one environment's step ``one_s`` over the per-environment cost), and
+    the per-environment cost 20x at 64 environments would need with that fixed part."""
+    import numpy as np
+
+    sizes = sorted(n for n in step_s if n >= 16)
+    if len(sizes) < 2:
+        return "(fit: needs two sizes of 16 or more)"
+    per, fixed = np.polyfit(sizes, [step_s[n] for n in sizes], 1)
+    need = (64 * one_s / 20 - fixed) / 64
+    return (
+        f"fit over n = {','.join(map(str, sizes))}: a step {1e3 * fixed:.2f} ms + "
+        f"{1e6 * per:.1f} us an environment; at most {one_s / per:.1f}x one env for any n; "
+        f"20x at n = 64 needs {1e6 * need:.1f} us an environment"
+    )
+
+
 def forecast_latency(
     scenario: str, applicants: int = 4, repeats: int = 1
 ) -> list[tuple[int, float, float]]:
@@ -198,9 +219,12 @@ def main() -> None:
         env_steps(args.scenario, 0, 50)  # warm-up
         one = env_steps(args.scenario, 0, 400)
         print(f"{'PopulationEnv':16s} {'one':>6s} {one:11.0f} {1.0:13.2f}")
+        step_s = {}
         for n in (int(x) for x in args.envs.split(",")):
             got = env_steps(args.scenario, n, max(400 // n, 100))
+            step_s[n] = n / got
             print(f"{'vector env':16s} {n:6d} {got:11.0f} {got / one:13.2f}")
+        print(env_fit(step_s, 1.0 / one))
     if not args.no_forecast:
         print(f"\n{'forecast':16s} {'who':>6s} {'alone s':>11s} {'batch s':>13s}")
         forecast_latency(args.scenario, 1)  # warm-up
