@@ -35,9 +35,9 @@ from abm.validation import ConfigError, problem
 # from this many stayers, scores of rows ending at x_cf or at x are reused, not recomputed
 REUSE_FROM = 1024
 # a batch that defers its record (Batch.defer_record) makes the columns of its oldest
-# ticks once more applicants' ticks than this wait (about 90 MB of their arrays: 350 bytes
+# ticks once more applicants' ticks than this wait (about 55 MB of their arrays: 52 bytes
 # an applicant's tick in paper, traced; 64 environments' 100-tick episodes hold 124,000)
-DEFER_ROWS = 2**18
+DEFER_ROWS = 2**20
 # the applicants' columns a decision read only for its counts needs (Decision.success_counts;
 # ids keep len() working)
 _COUNTED = ("ids", "X_obs", "X", "advised", "implemented")
@@ -857,12 +857,14 @@ class Batch:
                 X=None if B == 1 else applicants.X_obs.take(rej, axis=0),
                 thresholds=decided_at,
             )
-            tick = TickFigures(models, ds, advices, arrays, ep)
+            blocked = (B > 1 or self.defer_record) and figures is None and self._plain()
+            deferred = blocked and self.defer_record
+            tick = TickFigures(models, ds, advices, arrays, ep, compact=deferred)
             exits = Exits(t, applicants, accepted, sizes - n_rej, leaving, n_leave)
-            if (B > 1 or self.defer_record) and figures is None and self._plain():
+            if blocked:
                 # nothing reads the tick as it is recorded: each episode keeps its part of
                 # one block, cut out when read (abm.record.Recorder.note)
-                if self.defer_record:
+                if deferred:
                     block = TickBlock(t, tick, exits)
                     self._defer(block, int(sizes.sum()))
                 else:

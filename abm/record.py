@@ -504,9 +504,13 @@ class TickFigures:
         "_returned",
         "_carried",
         "_n_carried",
+        "_succ",
+        "_entered",
         "_cf_now",
         "_issued_th",
         "_ratios",
+        "_moved",
+        "_unadvised",
     )
 
     def __init__(
@@ -516,7 +520,12 @@ class TickFigures:
         advices: list[Advice],
         f: TickArrays,
         episodes: Any,
+        compact: bool = False,
     ) -> None:
+        """``compact``: keep only the arrays :meth:`columns` reads (|x_cf - x| of the
+        rejected, flags and counts; not the applicants' rows, nor the advice), for figures
+        that wait (a batch's deferred record): memory held is memory a later tick cannot
+        reuse, and fresh pages cost more than the arithmetic."""
         B, t = len(ds), f.t
         self._models, self._advices, self._f = models, advices, f
         thresholds = f.thresholds
@@ -545,6 +554,8 @@ class TickFigures:
         a = f.applicants
         self._returned = returned = segments.first(f.n_ret, f.sizes)
         self._carried = carried = returned & a.advised
+        self._succ = carried & a.implemented
+        self._entered = a.entered
         self._n_carried = n_carried = segments.count(carried, f.sizes)
         self._cf_now = episodes.score(a.X_cf[carried], n_carried)
         issued_at = a.last_tick[carried]
@@ -558,13 +569,25 @@ class TickFigures:
                 offset.take(segments.episode_of(n_carried)) + issued_at
             )
         self._ratios: tuple | None = None
+        self._moved: np.ndarray | None = None
+        self._unadvised: list[list[int]] | None = None
+        if compact and B > 1 and f.X is not None and models[0].recorder.onehot is None:
+            # eq. 18's |x_cf - x| now (elementwise: each value's own bits), then only what
+            # the columns read: neither the applicants' rows nor the advice are kept
+            moved = np.subtract(f.X_cf, f.X)
+            np.abs(moved, out=moved)
+            self._moved, self._unadvised = moved, _unadvised(advices)
+            self._advices = None
+            self._f = TickArrays(
+                **{k: getattr(f, k) for k in TickArrays.__slots__},
+            )
+            self._f.applicants = self._f.X = self._f.X_cf = None
 
     def ratios(self) -> tuple[np.ndarray, np.ndarray, list[float], list[float]]:
         """(|I^succ|, |I^succ and accepted|, each (B,)), then RR (eq. 2) and RF (eq. 3) of
         each episode (NaN where undefined)."""
         if self._ratios is None:
-            f = self._f
-            succ = self._carried & f.applicants.implemented
+            f, succ = self._f, self._succ
             n_succ = segments.count(succ, f.sizes)
             n_succ_acc = segments.count(succ & f.accepted, f.sizes)
             rr, rf = _ratios(n_succ_acc, n_succ), _ratios(n_succ, f.n_window)
@@ -580,7 +603,13 @@ class TickFigures:
         flat = type(advices) is AdviceRows and advices.cf is not None
         adv = f.advised
         n_adv = segments.count(adv, n_rej)
-        if B == 1 or f.X is None or models[0].recorder.onehot is not None:
+        if self._moved is not None:  # compact: eq. 18 episode by episode, as below
+            at = segments.offsets(n_rej)
+            parts = [
+                self._moved[at[b] : at[b + 1]] @ m.recorder.difficulty for b, m in enumerate(models)
+            ]
+            cost = np.concatenate(parts)
+        elif B == 1 or f.X is None or models[0].recorder.onehot is not None:
             for m, a in zip(models, advices, strict=True):
                 # a matrix-vector product: one per episode, its bits are the episode's own
                 a.cost = metrics.recommendation_cost(
@@ -613,19 +642,14 @@ class TickFigures:
         else:
             error = metrics.recommendation_error(cf_adv[has_goal], goal_adv[has_goal])
         below = cf_adv < segments.per_row(thresholds - GOAL_TOL, n_adv)
-        a, accepted = f.applicants, f.accepted
+        accepted = f.accepted
         returned, carried, n_carried = self._returned, self._carried, self._n_carried
         cf_now = self._cf_now
         n_succ, n_succ_acc, rr, rf = self.ratios()
         n_acc = sizes - n_rej
-        entered = segments.sums(a.entered[accepted], n_acc)  # integers: exact in any order
+        entered = segments.sums(self._entered[accepted], n_acc)  # integers: exact in any order
         tol = metrics.CLEAR_TOL
-        if type(advices) is AdviceRows:
-            unadvised = [
-                c.tolist() for c in (advices.unreached, advices.withheld, advices.no_change)
-            ]
-        else:
-            unadvised = [[a.counts[i] for a in advices] for i in range(3)]
+        unadvised = self._unadvised if self._unadvised is not None else _unadvised(advices)
         if B == 1:
             gini, gini_cost = segments.ginis(cf_adv, n_adv), segments.ginis(cost_adv, n_adv)
             mean_goal = segments.nanmeans(goal_adv, n_adv)
@@ -676,6 +700,13 @@ class TickFigures:
             ).tolist(),
             "n_valid_issued": segments.count(cf_now >= self._issued_th - tol, n_carried).tolist(),
         }
+
+
+def _unadvised(advices: Any) -> list[list[int]]:
+    """Each episode's rejected left unadvised: (unreached, withheld, no change), (3, B)."""
+    if type(advices) is AdviceRows:
+        return [c.tolist() for c in (advices.unreached, advices.withheld, advices.no_change)]
+    return [[a.counts[i] for a in advices] for i in range(3)]
 
 
 def fill_cf_scores(

@@ -289,6 +289,9 @@ def test_a_deferred_record_is_made_with_the_same_bits_when_read(size, keep, monk
         rr = batch.last_block.column("rr")
         assert repr(rr) == repr([a.last_row["rr"] for a in alone])
         assert all(block._figures is not None for block in waiting)
+        if size > 1:  # a waiting tick keeps neither the applicants' rows nor the advice
+            kept = waiting[0]._figures
+            assert kept._f.applicants is None and kept._advices is None
     else:  # the oldest were made once more than `keep` applicants' ticks waited
         assert 0 < len(waiting) < 15
         assert waiting[0]._figures is not None and waiting[-1]._figures is not None
