@@ -305,13 +305,15 @@ class BatchTape:
             self.block = np.empty((len(self.streams), self.length))
         for b in np.flatnonzero(~self.lent | (self.used + counts > self.length)).tolist():
             self._refill(b)
-        ep = np.repeat(np.arange(counts.shape[0]), counts)
-        start = np.cumsum(counts) - counts
-        pos = np.arange(ep.shape[0]) - start.take(ep)
-        pos += self.used.take(ep)
+        B = counts.shape[0]
+        ep = np.repeat(np.arange(B), counts)
+        # draw j of episode b is entry used[b] + j of its row, row b * length of the block
+        # read flat: one gather (a 2-D fancy index costs half as much again)
+        shift = self.used - (np.cumsum(counts) - counts) + np.arange(B) * self.length
+        pos = np.arange(ep.shape[0]) + shift.take(ep)
         self.used += counts
         self._taken += counts
-        return self.block[ep, pos]
+        return self.block.ravel().take(pos)
 
     def _refill(self, b: int) -> None:
         """Episode b's block topped up: the draws not taken move to its front, the
