@@ -603,13 +603,8 @@ class TickFigures:
         flat = type(advices) is AdviceRows and advices.cf is not None
         adv = f.advised
         n_adv = segments.count(adv, n_rej)
-        if self._moved is not None:  # compact: eq. 18 episode by episode, as below
-            at = segments.offsets(n_rej)
-            parts = [
-                self._moved[at[b] : at[b + 1]] @ m.recorder.difficulty for b, m in enumerate(models)
-            ]
-            cost = np.concatenate(parts)
-        elif B == 1 or f.X is None or models[0].recorder.onehot is not None:
+        onehot = models[0].recorder.onehot
+        if B == 1 or (self._moved is None and (f.X is None or onehot is not None)):
             for m, a in zip(models, advices, strict=True):
                 # a matrix-vector product: one per episode, its bits are the episode's own
                 a.cost = metrics.recommendation_cost(
@@ -617,17 +612,20 @@ class TickFigures:
                 )
             cost = advices[0].cost if B == 1 else np.concatenate([a.cost for a in advices])
         else:
-            # eq. 18: |x_cf - x| elementwise for all rows at once (each value's own bits),
-            # then the matrix-vector product episode by episode, each over its own rows
-            moved = np.subtract(f.X_cf, f.X)
-            np.abs(moved, out=moved)
+            # eq. 18: |x_cf - x| elementwise for all rows at once (each value's own bits;
+            # kept at the tick where compact), then the matrix-vector product episode by
+            # episode, each over its own rows
+            moved = self._moved
+            if moved is None:
+                moved = np.subtract(f.X_cf, f.X)
+                np.abs(moved, out=moved)
             at = segments.offsets(n_rej)
             parts = [moved[at[b] : at[b + 1]] @ m.recorder.difficulty for b, m in enumerate(models)]
             cost = np.concatenate(parts)
             if flat:  # each Advice cuts its own out when it is made (abm.advice.AdviceRows)
                 advices.cost = cost
                 advices.refresh()
-            else:
+            elif advices is not None:
                 for a, part in zip(advices, parts, strict=True):
                     a.cost = part
         if n_adv.sum() == adv.shape[0]:  # the usual case: everyone rejected was advised
