@@ -240,14 +240,17 @@ class AdviceRows:
     def any_scored(self) -> bool:
         """Whether an episode's Advice made already holds M(x_cf) of its own (computed
         under the model in force when it was read: the flat pass must not stand in)."""
-        made = self._made
-        if made.count(None) == len(made):  # none made (the usual case): one C loop
+        if self._none_made():
             return False
-        return any(a is not None and a.scores is not None for a in made)
+        return any(a is not None and a.scores is not None for a in self._made)
+
+    def _none_made(self) -> bool:
+        """Whether no episode's Advice was made (the usual case), in one C loop."""
+        return self._made.count(None) == len(self._made)
 
     def refresh(self) -> None:
         """Give the Advice made so far their cut of the flat caches just computed."""
-        if self._made.count(None) == len(self._made):
+        if self._none_made():
             return
         for b, a in enumerate(self._made):
             if a is not None:

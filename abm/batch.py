@@ -434,7 +434,7 @@ class Batch:
         if got is not None and got[0] is models:
             return got[1]
         settled = None
-        if all(not m.mechanisms.on and m.mechanisms._capacity is None for m in models):
+        if not any(m.mechanisms.on for m in models):  # capacity is an extension too
             settled = (
                 np.array([m.config.k for m in models]),
                 np.array([m.config.m for m in models], dtype=np.int64),

@@ -667,15 +667,19 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
         return goals
 
     def _groups(self) -> list[tuple[Batch, list[int]]]:
-        """The batches the environments' models are in, each with its environments'
-        indices in the batch's order; kept until an episode starts or leaves a batch."""
-        got = self._grouped
-        if got is None:
-            envs = self.envs
-            at = {id(env.model): i for i, env in enumerate(envs)}
-            batches = {id(env.model._batch): env.model._batch for env in envs}.values()
-            got = self._grouped = [(b, [at[id(m)] for m in b.models]) for b in batches]
-        return got
+        """:meth:`_grouping` of every environment, kept until an episode starts or leaves
+        a batch."""
+        if self._grouped is None:
+            self._grouped = self._grouping(range(self.num_envs))
+        return self._grouped
+
+    def _grouping(self, idx) -> list[tuple[Batch, list[int]]]:
+        """The batches the models of environments ``idx`` are in, each with those
+        environments' indices in the batch's order."""
+        envs = self.envs
+        at = {id(envs[i].model): i for i in idx}
+        batches = {id(envs[i].model._batch): envs[i].model._batch for i in idx}.values()
+        return [(b, [at[id(m)] for m in b.models]) for b in batches]
 
     def _advance(self, idx, fresh: bool = False) -> dict[int, list[dict]]:
         """Run environments ``idx`` (nothing pending; ``fresh``: new models, put in one
@@ -687,12 +691,7 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
             # the env reads RR and RF of each tick; the rest of its record is made if read
             Batch.of([envs[i].model for i in idx]).defer_record = True
             self._grouped = None
-        if len(idx) == len(envs):
-            todo = list(self._groups())
-        else:
-            at = {id(envs[i].model): i for i in idx}
-            batches = {id(envs[i].model._batch): envs[i].model._batch for i in idx}.values()
-            todo = [(b, [at[id(m)] for m in b.models]) for b in batches]
+        todo = list(self._groups()) if len(idx) == len(envs) else self._grouping(idx)
         rows: dict[int, list[dict]] = {}
         while todo:
             batch, mine = todo.pop()
