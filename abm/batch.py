@@ -26,7 +26,7 @@ from abm.advice import AdviceRows, checked_rows
 from abm.interfaces import RejectedRows, rows_ready
 from abm.pool import Pool, advised_rows, interleave
 from abm.population import Population, filled
-from abm.record import TickArrays, TickFigures, fill_cf_scores
+from abm.record import Journal, TickArrays, TickFigures, fill_cf_scores
 from abm.rng import BatchTape, Streams
 from abm.selection import select_each
 from abm.tick import Advice, Decision, Outcome, reapplicant_feedback
@@ -256,6 +256,9 @@ class Batch:
         # the deferred ticks (defer_record), oldest first, with their applicants' number
         self._waiting_blocks: collections.deque[tuple[TickBlock, int]] = collections.deque()
         self._waiting_rows = 0
+        # the plain ticks its episodes' records note when read (abm.record.Journal), from
+        # the first such tick while the batch holds the same episodes
+        self._journal: Journal | None = None
         for b, m in enumerate(models):
             m._batch, m._episode = self, b
 
@@ -289,7 +292,7 @@ class Batch:
         counts = np.concatenate([p.counts for p in pools])
         joined = cls(models, Pool(z, p0.validity, waiting, dropped, counts))
         if any(pending):
-            joined._flat = _flat_of([m._pending for m in models], z)
+            joined._flat = _flat_of([m._require_pending() for m in models], z)
         return joined
 
     @classmethod
@@ -336,7 +339,7 @@ class Batch:
         """(B,) each episode's threshold of the decided tick."""
         got = self._flat.thresholds
         if got is None:
-            got = np.array([m._pending.threshold for m in self.models])
+            got = np.array([m._require_pending().threshold for m in self.models])
         return got
 
     def success_counts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -345,7 +348,7 @@ class Batch:
         if self._flat is None:
             raise RuntimeError("success_counts() follows the batch's own decide()")
         f = self._flat
-        n_ret = np.array([m._pending.n_ret for m in self.models], dtype=np.int64)
+        n_ret = np.array([m._require_pending().n_ret for m in self.models], dtype=np.int64)
         a = f.applicants
         succ = segments.first(n_ret, f.sizes) & a.advised & a.implemented
         return segments.count(succ, f.sizes), segments.count(succ & f.accepted, f.sizes), f.n_window
@@ -531,6 +534,7 @@ class Batch:
         self.models = [m for m, k in zip(models, keep.tolist(), strict=True) if k]
         self.B = len(self.models)
         self.episodes = Episodes(self.models)
+        self._journal = None  # its episodes are numbered anew: a new journal from here
         for b, m in enumerate(self.models):
             m._batch, m._episode = self, b
         if flat is not None:
@@ -604,25 +608,18 @@ class Batch:
             ks = np.array([m.decision_maker.k_t for m in models])
         accepted, thresholds = select_each(scores, sizes, ks, _Ties(models))
         out, lo = [], 0
-        each = zip(
-            sizes.tolist(), thresholds.tolist(), back.tolist(), n_window.tolist(), strict=True
-        )
         if states is None and B > 1 and not (observe and not lazy) and not self._observers():
-            # nothing to do per episode but keep its decision (views of the flat rows)
-            for m, (size, threshold, n_ret, window) in zip(models, each, strict=True):
-                hi = lo + size
-                m._pending = Decision(
-                    t,
-                    threshold,
-                    (applicants, lo, hi),
-                    scores[lo:hi],
-                    accepted[lo:hi],
-                    n_ret,
-                    window,
-                )
-                lo = hi
+            # nothing to do per episode: each one's decision is made from the flat rows
+            # when read (most ticks of a study or an environment never do)
+            decisions = Decisions(t, models, applicants, sizes, scores, accepted, thresholds)
+            decisions.n_ret, decisions.n_window = back, n_window
+            for m in models:
+                m._pending = decisions
             out = [None] * B
         else:
+            each = zip(
+                sizes.tolist(), thresholds.tolist(), back.tolist(), n_window.tolist(), strict=True
+            )
             for b, (m, (size, threshold, n_ret, window)) in enumerate(
                 zip(models, each, strict=True)
             ):
@@ -734,7 +731,10 @@ class Batch:
         advice, dropout, implementation, the record; ``recommendations`` one per episode."""
         models, ep, B = self.models, self.episodes, self.B
         ds = [m._pending for m in models]
-        if None in ds:  # what the first episode with no decided tick says
+        flat = ds[0]
+        if type(flat) is Decisions and flat.models is models and all(d is flat for d in ds):
+            ds = flat  # each episode's decision made only if read
+        else:  # what the first episode with no decided tick says
             ds = [m._require_pending() for m in models]
         self.last_block = None
         # a row-wise answer stays flat: an episode's Advice is made only if read
@@ -757,8 +757,9 @@ class Batch:
             m._pending = None
         if extended:  # an extension may have replaced a model in force
             ep.fresh()
-        m0, d0 = models[0], ds[0]
-        t, c = d0.t, m0.config
+        m0 = models[0]
+        d0 = ds[0] if B == 1 else None  # (a batch of one's decision is made in decide())
+        t, c = (ds.t if type(ds) is Decisions else ds[0].t), m0.config
         if B == 1:
             applicants, scores, accepted = d0.applicants, d0.scores, d0.accepted
             rej, advice = d0.rej, advices[0]
@@ -841,7 +842,9 @@ class Batch:
             arrays = TickArrays(
                 t=t,
                 sizes=sizes,
-                n_ret=np.array([d.n_ret for d in ds], dtype=np.int64),
+                n_ret=ds.n_ret
+                if type(ds) is Decisions
+                else np.array([d.n_ret for d in ds], dtype=np.int64),
                 n_rej=n_rej,
                 n_stay=n_stay,
                 n_leave=n_leave,
@@ -872,8 +875,13 @@ class Batch:
                 self.last_block = block
                 # the dashboards' view of this tick only: dropped by the next
                 responses = Responses(dropped, n_rej, n_stay, outcome)
-                for b, (m, d) in enumerate(zip(models, ds, strict=True)):
-                    m.recorder.note(block, b, d, advices, responses)
+                journal = self._journal
+                if journal is None:  # each episode's record notes the batch's ticks when read
+                    journal = self._journal = Journal()
+                    for b, m in enumerate(models):
+                        m.recorder.follow(journal, b)
+                journal.add(block, ds, advices, responses)
+                for m in models:
                     m.tick += 1
                     if m.tick >= m.config.ticks:
                         m.running = False
@@ -1063,6 +1071,61 @@ class Responses:
     def of(self, b: int) -> tuple[np.ndarray, Outcome]:
         """Episode ``b``'s (dropout flags, Outcome)."""
         return self.dropped(b), self.outcome(b)
+
+
+class Decisions:
+    """Every episode's decision of a batch's tick, each made from the flat rows when first
+    read (``decisions[b]``, or :meth:`of` a model): the :class:`abm.tick.Decision` that
+    :meth:`Batch.decide` makes of episode b; ``n_ret`` and ``n_window`` (B,) as arrays.
+    Each model of the batch holds it as its pending decision until it is made its own
+    (:meth:`abm.model.RecourseModel._require_pending`)."""
+
+    __slots__ = (
+        "t",
+        "models",
+        "applicants",
+        "sizes",
+        "scores",
+        "accepted",
+        "thresholds",
+        "n_ret",
+        "n_window",
+        "_made",
+    )
+
+    def __init__(self, t, models, applicants, sizes, scores, accepted, thresholds) -> None:
+        self.t, self.models, self.applicants, self.sizes = t, models, applicants, sizes
+        self.scores, self.accepted, self.thresholds = scores, accepted, thresholds
+        self._made: list[Decision | None] = [None] * len(models)
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+    def __getitem__(self, b: int) -> Decision:
+        d = self._made[b]
+        if d is None:
+            starts = segments.offsets(self.sizes)
+            lo, hi = starts[b], starts[b + 1]
+            d = self._made[b] = Decision(
+                self.t,
+                self.thresholds[b].item(),
+                (self.applicants, lo, hi),
+                self.scores[lo:hi],
+                self.accepted[lo:hi],
+                self.n_ret[b].item(),
+                self.n_window[b].item(),
+            )
+        return d
+
+    def __iter__(self):
+        return (self[b] for b in range(len(self._made)))
+
+    def of(self, model: Any) -> Decision:
+        """``model``'s decision (the episode it was in the batch at the tick)."""
+        for b, m in enumerate(self.models):
+            if m is model:
+                return self[b]
+        raise ValueError("the model is not one of the decisions' episodes")
 
 
 class Flat(NamedTuple):

@@ -26,7 +26,7 @@ from mesa.agent import AgentSet
 
 from abm.advice import BOUND_TOL, CHANGE_TOL, checked_advice, refuse_one_way, refuse_onehot
 from abm.agents import Candidate, CandidateHandles, DecisionMaker
-from abm.batch import Batch
+from abm.batch import Batch, Decisions
 from abm.config import ScenarioConfig
 from abm.interfaces import Recommendation, RecourseObs, RecoursePolicy
 from abm.mechanisms import Mechanisms
@@ -161,7 +161,7 @@ class RecourseModel(RecordAccess, mesa.Model):
             next_id=self._next_id,
             population=self.population,
             dropped=tuple(self.pool.dropped),
-            pending=self._pending,
+            pending=None if self._pending is None else self._require_pending(),
             mechanisms=self.mechanisms.fork(),
             features=(self.difficulty, self.immutable, self._any_immutable, self._direction),
         )
@@ -223,9 +223,12 @@ class RecourseModel(RecordAccess, mesa.Model):
         return (*d.success_counts(), d.n_window)
 
     def _require_pending(self) -> Decision:
-        if self._pending is None:
+        d = self._pending
+        if d is None:
             raise RuntimeError("no decision is pending: call decide() first")
-        return self._pending
+        if type(d) is Decisions:  # its batch's decisions of the tick: this one's made now
+            d = self._pending = d.of(self)
+        return d
 
     # -- the tick -----------------------------------------------------------------
     def step(self) -> None:

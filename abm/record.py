@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import mesa
@@ -70,6 +71,25 @@ _COUNT_COLUMNS = tuple(c for c in TICK_COLUMNS if c == "tick" or c.startswith("n
 GOAL_TOL = 1e-6
 
 
+class Journal:
+    """The plain ticks of a batch (:mod:`abm.batch`), kept once for all its episodes: an
+    episode's recorder notes them when it is next read (:meth:`Recorder.follow`), so a
+    tick costs the batch one append, not one note an episode. ``blocks``: every tick's
+    ``abm.batch.TickBlock``; ``last``: the last tick's decisions (one an episode), advice
+    and responses, which the dashboards' arrays of an episode's last tick read."""
+
+    __slots__ = ("blocks", "last")
+
+    def __init__(self) -> None:
+        self.blocks: list[Any] = []
+        self.last: tuple | None = None
+
+    def add(self, block: Any, ds: Any, advices: Any, responses: Any) -> None:
+        """Tick ``block`` of every episode, with its decisions, advice and responses."""
+        self.blocks.append(block)
+        self.last = (ds, advices, responses)
+
+
 class Recorder:
     """Builds and keeps the record of one run (planning forks have a :class:`NullRecorder`)."""
 
@@ -107,6 +127,37 @@ class Recorder:
         # the tick table as of the last record(): the summary, the card and write_run all
         # read it, and building it is most of what they cost
         self._tick_table: pd.DataFrame | None = None
+        # [journal, episode, ticks of it noted]: a batch's plain ticks not noted yet
+        # (:class:`Journal`), noted when the record is next read (:meth:`_sync`)
+        self._journal: list | None = None
+        self.collector._sync = self._sync
+
+    def follow(self, journal: Journal, b: int) -> None:
+        """Note the plain ticks of ``journal`` as its episode ``b`` from now on (the
+        ticks of any journal followed before are noted first)."""
+        self._sync()
+        self._journal = [journal, b, len(journal.blocks)]
+
+    def _sync(self) -> None:
+        """:meth:`note` every tick of the followed journal not noted yet: the exits and
+        rows of each, the arrays of the last (all that is read of the earlier ones)."""
+        j = self._journal
+        if j is None:
+            return
+        journal, b, seen = j
+        blocks = journal.blocks
+        if len(blocks) == seen:
+            return
+        j[2] = len(blocks)
+        exits, keep = self._exits, self.collector.keep
+        for block in blocks[seen:]:
+            ref = (block, b)
+            exits.append(ref)
+            keep(ref)
+        ds, advices, responses = journal.last
+        self._row = (blocks[-1], b)
+        self._last, self._tick_state = (ds[b], (advices, b), None, (responses, b)), None
+        self._tick_table = None
 
     def record(
         self,
@@ -128,6 +179,7 @@ class Recorder:
         ``model`` is what Mesa's collector reads (``last_row`` and the agents); the record
         reads its ``pool``, ``streams`` and ``mechanisms``.
         """
+        self._sync()
         mechanisms = self.mechanisms
         view = None
         if self.record_events or mechanisms.on:
@@ -164,6 +216,7 @@ class Recorder:
         policy figures or agents, :attr:`plain`): the row and the exits are cut out of the
         block, the dashboards' arrays out of ``responses`` (abm.batch.Responses) and
         ``advices[b]`` (every episode's advice), when first read."""
+        self._sync()
         ref = (block, b)
         self._row = ref
         self._exits.append(ref)
@@ -179,6 +232,7 @@ class Recorder:
     @property
     def last_row(self) -> dict[str, float]:
         """The last tick's row of the tick table (a batch's made a dict when first read)."""
+        self._sync()
         row = self._row
         if type(row) is tuple:
             row = self._row = row[0].row(row[1])
@@ -191,6 +245,7 @@ class Recorder:
     @property
     def tick_state(self) -> TickState | None:
         """The last tick's arrays, for dashboards (None before the first tick)."""
+        self._sync()
         if self._tick_state is None and self._last is not None:
             d, advice, dropped, outcome = self._last
             if dropped is None:  # a batch's tick (note): this episode's part of it
@@ -272,6 +327,7 @@ class Recorder:
     def tick_table(self) -> pd.DataFrame:
         """One row per tick (columns: :data:`TICK_COLUMNS`, then the mechanisms' and the
         policy's own): built once a recorded tick, a copy to each caller."""
+        self._sync()
         if self._tick_table is None:
             self._tick_table = self._build_tick_table()
         return self._tick_table.copy()
@@ -309,6 +365,7 @@ class Recorder:
     def card(self, waiting: Population) -> Card:
         """The outcome card (:mod:`abm.card`) of the run so far; ``waiting`` is the pool
         (its candidates' effort counts as spent so far)."""
+        self._sync()
         exits = self._each_exit()
         spent = _spent(exits, waiting)
         last = self._last[0].t if self._last is not None else 0
@@ -330,6 +387,7 @@ class Recorder:
 
     def _each_exit(self) -> list[tuple[np.ndarray, ...]]:
         """Each recorded tick's exits (:meth:`record`), a batch's cut out of its block."""
+        self._sync()
         return [e if type(e[0]) is np.ndarray else e[0].exits(e[1]) for e in self._exits]
 
     def summary(self, head: dict[str, Any]) -> dict[str, Any]:
@@ -821,11 +879,14 @@ class TickCollector(mesa.DataCollector):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._rows: list[dict] = []
+        self._sync: Callable[[], None] | None = None  # its recorder's (Recorder._sync)
         super().__init__(*args, **kwargs)
 
     @property
     def model_vars(self) -> dict[str, list]:
         """Mesa's column lists, every collected row in them."""
+        if self._sync is not None:
+            self._sync()
         if self._rows:
             self._flush()
         return self._vars

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from abm import ConfigError, RecourseModel
-from abm.batch import Batch
+from abm.batch import Batch, Decisions
 from abm.scenarios import PRESETS
 
 
@@ -254,7 +254,12 @@ def test_a_plain_batch_keeps_its_record_in_blocks_with_the_same_views():
         record_events=[False] * 3,
     )
     assert all(m.recorder.plain for m in batched)
-    assert type(batched[0].recorder._row) is tuple  # not made a dict until read
+    recorder = batched[0].recorder
+    # nothing noted until read: the batch's journal holds the ticks once for all
+    assert not recorder._exits and len(recorder._journal[0].blocks) == 15
+    recorder._sync()
+    assert len(recorder._exits) == 15
+    assert type(recorder._row) is tuple  # not made a dict until read
     advices, _ = batched[0].recorder._last[1]  # the last tick's advice: flat, none made yet
     assert len(advices) == 3 and not any(advices._made) and advices.cf is not None
     for a, b in zip(alone, batched, strict=True):
@@ -489,6 +494,40 @@ def test_a_batch_decides_and_responds_in_halves_as_it_steps():
         ]
         batch.respond(recs)
     for a, b in zip(stepped, halves, strict=True):
+        _same_run(a, b)
+
+
+def test_flat_decisions_and_the_journal_follow_episodes_through_a_part():
+    """A tick decided flat (each episode's decision made when first read, Decisions) and
+    recorded once for the batch (abm.record.Journal): the decisions made are those an
+    eager decide() makes, and with one episode's record read mid-run and the batch parted
+    at such a tick, every episode is still its run alone."""
+    kw = {"agents": False, "record_events": False, "ticks": 12}
+    alone = [RecourseModel("paper", "threshold", seed=s, **kw).run() for s in range(4)]
+    models = [RecourseModel("paper", "threshold", seed=s, **kw) for s in range(4)]
+    twins = [RecourseModel("paper", "threshold", seed=s, **kw) for s in range(4)]
+    batch, twin = Batch.of(models), Batch.of(twins)
+    batch.run(4)
+    twin.run(4)
+    # read mid-run: its record notes the journal's 4 ticks now, the rest later
+    pd.testing.assert_frame_equal(models[1].tick_table(), twins[1].tick_table())
+    batch.decide(lazy=True)
+    twin.decide()  # each episode's decision made at once, with its observation
+    assert all(type(m._pending) is Decisions for m in models)
+    for b in (2, 0, 3, 1):
+        made, eager = models[b]._require_pending(), twins[b]._pending
+        assert models[b]._pending is made  # made once, then the model's own
+        for name in ("t", "threshold", "n_ret", "n_window"):
+            x, y = getattr(made, name), getattr(eager, name)
+            assert type(x) is type(y) and repr(x) == repr(y), name
+        assert np.array_equal(made.scores, eager.scores)
+        assert np.array_equal(made.accepted, eager.accepted)
+        assert np.array_equal(made.applicants.ids, eager.applicants.ids)
+    other = batch.part(np.array([False, True, False, True]))
+    for part in (batch, other):
+        part.respond(part.advise_rows(part.models[0].policy.recommend_rows))
+        part.run()
+    for a, b in zip(alone, models, strict=True):
         _same_run(a, b)
 
 

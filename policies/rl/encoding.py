@@ -258,14 +258,27 @@ def encode_batch(
     ages = np.minimum(np.maximum(np.subtract(tick, window["last_tick"]), 1), validity)
     apps = np.minimum(np.maximum(window["n_apps"], 1), N_APPS)
     ep = segments.episode_of(window_counts)
+    # the three histograms of scores in one pass (histogram j of episode b is row j B + b),
+    # and the window's other counts in another: integer counts, each what it is alone
+    scores = _histograms(
+        np.concatenate([app_scores, window_scores, goal[has_goal]]),
+        np.concatenate([segments.episode_of(app_counts), ep + B, ep[has_goal] + 2 * B]),
+        3 * B,
+    )
+    no_goal = ep[~has_goal]
+    counts = np.bincount(
+        np.concatenate(
+            [no_goal, B + ep * validity + (ages - 1), B * (1 + validity) + ep * N_APPS + (apps - 1)]
+        ),
+        minlength=B * (1 + validity + N_APPS),
+    )
+    cut = B * (1 + validity)
     parts = [
         head,
-        _histograms(app_scores, segments.episode_of(app_counts), B) / scale,
-        _histograms(window_scores, ep, B) / scale,
-        _histograms(goal[has_goal], ep[has_goal], B) / scale,
-        (segments.count(~has_goal, window_counts) / scale)[:, None],
-        _bincounts(ages - 1, ep, B, validity) / scale,
-        _bincounts(apps - 1, ep, B, N_APPS) / scale,
+        scores.reshape(3, B, N_BINS).transpose(1, 0, 2).reshape(B, 3 * N_BINS) / scale,
+        counts[:B, None] / scale,
+        counts[B:cut].reshape(B, validity) / scale,
+        counts[cut:].reshape(B, N_APPS) / scale,
         _column_means_of(app_X, app_counts),
         _column_means_of(window["X_obs"], window_counts),
     ]
