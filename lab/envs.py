@@ -356,8 +356,7 @@ class PopulationEnv(gym.Env):
         self.model: RecourseModel | None = None
         self._goal = ChosenGoal()
         self._obs: RecourseObs | None = None  # the pending decision's observation
-        # its threshold (None: no decision pending, the episode is over); a vector env sets
-        # it without an observation (policies.rl.encoding.encode_batch encodes all at once)
+        # its threshold (None: no decision pending, the episode is over)
         self._threshold: float | None = None
         self._last_obs = np.zeros(self.observation_space.shape, np.float32)
 
@@ -447,11 +446,6 @@ class PopulationEnv(gym.Env):
         if obs is not None:
             self._last_obs = self._encode(obs)
 
-    def _waits(self, threshold: float, encoded: np.ndarray) -> None:
-        """A decision is pending at ``threshold``, already encoded (its observation is
-        built only if the policy asks for it: ``model.pending_observation()``)."""
-        self._obs, self._threshold, self._last_obs = None, threshold, encoded
-
     def _finish(self, goal: float, rows: list[dict]):
         """step()'s return from the tick rows it completed."""
         self._pending = []
@@ -540,6 +534,14 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
         self.observation_space = gym.vector.utils.batch_space(first.observation_space, n_envs)
         self.action_space = gym.vector.utils.batch_space(first.action_space, n_envs)
         self._grouped: list[tuple[Batch, list[int]]] | None = None  # _groups()' answer
+        # every environment's pending decision, held here for all at once (the
+        # sub-environments' own fields are not kept): its encoded observation (N, size),
+        # its threshold (N,) and whether one is pending (N,) (False: the episode is over;
+        # its observation is then the last)
+        self._obs_now = np.zeros((n_envs,) + first.observation_space.shape, np.float32)
+        self._th_now = np.zeros(n_envs)
+        self._live = np.zeros(n_envs, dtype=np.bool_)
+        self._carried: set[int] = set()  # environments with ticks before their first decision
 
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict | None = None):
         if seed is None:
@@ -560,13 +562,23 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
         """Every environment reset (its own seed, None: its stream goes on): per-env lists
         of first observations and reset infos."""
         infos = [env._start(s) for env, s in zip(self.envs, seeds, strict=True)]
+        self._carried.clear()
         rows = self._advance(range(self.num_envs), fresh=True)
-        return [env._started(rows.get(i, [])) for i, env in enumerate(self.envs)], infos
+        return [self._started(i, rows.get(i, [])) for i in range(self.num_envs)], infos
+
+    def _started(self, i: int, rows: list[dict]) -> np.ndarray:
+        """Environment ``i``'s first observation (:meth:`PopulationEnv._started`)."""
+        if not self._live[i]:
+            raise RuntimeError("the episode ended before any goal decision (nobody was rejected)")
+        self.envs[i]._pending = rows  # ticks before the first decision (none with m > k)
+        if rows:
+            self._carried.add(i)
+        return self._obs_now[i].copy()
 
     def step(self, actions: np.ndarray):
         with collector.paused():  # a step's objects die young (abm.collector)
             s = self._step(actions)
-        n, envs = self.num_envs, self.envs
+        n = self.num_envs
         ended = np.zeros(n, dtype=np.bool_)
         ended[list(s.finals)] = True
         # every environment's info at once (what _add_info makes of them one by one);
@@ -575,9 +587,8 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
         for i in s.finals:
             out = self._add_info(out, {"final_obs": s.finals[i], "final_info": s.info(i)}, i)
             out = self._add_info(out, s.starts[i], i)
-        obs = np.array([env._last_obs for env in envs])  # each (size,) float32
         return (
-            obs.astype(self.single_observation_space.dtype, copy=False),
+            self._obs_now.astype(self.single_observation_space.dtype),
             s.rewards,
             s.terminated,
             np.zeros(n, dtype=np.bool_),
@@ -594,7 +605,7 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
         n = self.num_envs
         infos = [s.starts[i] if i in s.starts else s.info(i) for i in range(n)]
         finals = {i: (obs, s.info(i)) for i, obs in s.finals.items()}
-        obs = [env._last_obs.copy() for env in self.envs]
+        obs = list(self._obs_now.copy())  # each (size,), a view of this step's copy
         return obs, s.rewards.tolist(), s.terminated.tolist(), [False] * n, infos, finals
 
     def _step(self, actions: np.ndarray) -> _Stepped:
@@ -625,7 +636,7 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
         more = self._advance(range(n))
         # a step that completed more than its tick (a reset's ticks before the first
         # decision, ticks nobody was rejected at): its figures over all of them
-        for i in sorted(set(more).union(i for i, env in enumerate(envs) if env._pending)):
+        for i in sorted(self._carried.union(more)):
             env = envs[i]
             # eq. 16 reads a row's ratios alone (the model's last row is now a later tick's)
             rows = env._pending + [{"rr": rr[i], "rf": rf[i]}] + more.get(i, [])
@@ -633,15 +644,16 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
             rewards[i], info = env._figures(goals[i], rows)
             ticks[i] = len(rows)
             rr[i], rf[i] = info.get("rr", np.nan), info.get("rf", np.nan)
-        terminated = np.array([env._threshold is None for env in envs], dtype=np.bool_)
+        self._carried.clear()
+        terminated = ~self._live
         ended = terminated.nonzero()[0].tolist()
-        finals = {i: envs[i]._last_obs.copy() for i in ended}
+        finals = {i: self._obs_now[i].copy() for i in ended}
         starts = {}
         if ended:  # the next episodes, started together
             starts = {i: envs[i]._start(None) for i in ended}
             started = self._advance(ended, fresh=True)
             for i in ended:
-                envs[i]._started(started.get(i, []))
+                self._started(i, started.get(i, []))
         return _Stepped(
             goals=np.array(goals),
             ticks=ticks,
@@ -657,11 +669,9 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
         """Each environment's :meth:`PopulationEnv._goal_of` its action row, at once
         (elementwise, so each goal has its own bits)."""
         envs = self.envs
-        pending = [env._threshold for env in envs]
-        if None in pending:
+        if not self._live.all():
             raise RuntimeError("call reset() before step()")
-        thresholds = np.array(pending, dtype=float)
-        goals = goal_from_action(actions[:, 0], thresholds, envs[0].max_margin).tolist()
+        goals = goal_from_action(actions[:, 0], self._th_now, envs[0].max_margin).tolist()
         for env, goal in zip(envs, goals, strict=True):
             env._goal.goal = goal
         return goals
@@ -699,9 +709,7 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
             if over.any():
                 self._grouped = None
                 gone = batch if over.all() else batch.part(over)
-                for i, o in zip(mine, over.tolist(), strict=True):
-                    if o:
-                        envs[i]._seen(None)
+                self._live[np.array(mine)[over]] = False  # each one's last observation stays
                 if gone is batch:
                     continue
                 mine = [i for i, o in zip(mine, over.tolist(), strict=True) if not o]
@@ -709,11 +717,13 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
             decided = batch.decided()
             encoded = self._encode(batch, decided)
             idle = decided.n_rejected == 0
-            for i, th, code, x in zip(
-                mine, decided.thresholds.tolist(), encoded, idle, strict=True
-            ):
-                if not x:
-                    envs[i]._waits(th, code)
+            # a decision pending at each threshold, encoded (its observation is built only
+            # if the policy asks for it: model.pending_observation())
+            wait = ~idle
+            at = np.array(mine)[wait]
+            self._obs_now[at] = encoded[wait]
+            self._th_now[at] = decided.thresholds[wait]
+            self._live[at] = True
             if idle.any():  # nobody to advise: those finish the tick now, in a batch of their own
                 self._grouped = None
                 sub = batch if idle.all() else batch.part(idle)
