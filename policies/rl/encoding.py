@@ -317,10 +317,11 @@ def _column_means_of(X: np.ndarray, counts: np.ndarray) -> np.ndarray:
     of its own rows' reduction.
 
     With z >= 2 columns numpy sums a column row after row, in the rows' order, so the
-    episodes go on one grid (B, width, z) padded past their rows with -0.0, which leaves
-    every sum as it is (x + -0.0 is x for every x, -0.0 included). With one column the
-    sum is pairwise in an order fixed by the length: episodes of one length are then
-    reduced as one (m, n, 1) stack."""
+    episodes go on one grid (width, B, z) padded past their rows with -0.0, which leaves
+    every sum as it is (x + -0.0 is x for every x, -0.0 included); its first axis is
+    reduced, a contiguous (B, z) block added at a time (reducing a middle axis costs
+    twice as much). With one column the sum is pairwise in an order fixed by the
+    length: episodes of one length are then reduced as one (m, n, 1) stack."""
     B, z = counts.shape[0], X.shape[1]
     out = np.zeros((B, z))
     if X.shape[0] == 0:
@@ -331,9 +332,10 @@ def _column_means_of(X: np.ndarray, counts: np.ndarray) -> np.ndarray:
             out[eps] = np.add.reduce(X.take(rows, axis=0), axis=1) / n
         return out
     episode = segments.episode_of(counts)
-    grid = np.full((B, width, z), -0.0)
-    grid[episode, np.arange(X.shape[0]) - segments.starts_of(counts).take(episode)] = X
-    np.divide(np.add.reduce(grid, axis=1), counts[:, None], out=out, where=counts[:, None] > 0)
+    grid = np.full((width * B, z), -0.0)  # row j of episode b at j B + b
+    grid[(np.arange(X.shape[0]) - segments.starts_of(counts).take(episode)) * B + episode] = X
+    total = np.add.reduce(grid.reshape(width, B, z), axis=0)
+    np.divide(total, counts[:, None], out=out, where=counts[:, None] > 0)
     return out
 
 
