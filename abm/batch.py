@@ -259,6 +259,9 @@ class Batch:
         # the plain ticks its episodes' records note when read (abm.record.Journal), from
         # the first such tick while the batch holds the same episodes
         self._journal: Journal | None = None
+        # the decided tick's Decisions while its episodes are the batch's (decide's, for
+        # respond; None once respond read it or the batch was parted)
+        self._decisions: Decisions | None = None
         for b, m in enumerate(models):
             m._batch, m._episode = self, b
 
@@ -535,6 +538,7 @@ class Batch:
         self.B = len(self.models)
         self.episodes = Episodes(self.models)
         self._journal = None  # its episodes are numbered anew: a new journal from here
+        self._decisions = None  # each episode's is made from its own index (Decisions.of)
         for b, m in enumerate(self.models):
             m._batch, m._episode = self, b
         if flat is not None:
@@ -613,6 +617,7 @@ class Batch:
             # when read (most ticks of a study or an environment never do)
             decisions = Decisions(t, models, applicants, sizes, scores, accepted, thresholds)
             decisions.n_ret, decisions.n_window = back, n_window
+            self._decisions = decisions
             for m in models:
                 m._pending = decisions
             out = [None] * B
@@ -731,8 +736,8 @@ class Batch:
         advice, dropout, implementation, the record; ``recommendations`` one per episode."""
         models, ep, B = self.models, self.episodes, self.B
         ds = [m._pending for m in models]
-        flat = ds[0]
-        if type(flat) is Decisions and flat.models is models and all(d is flat for d in ds):
+        flat, self._decisions = self._decisions, None
+        if flat is not None and all(d is flat for d in ds):
             ds = flat  # each episode's decision made only if read
         else:  # what the first episode with no decided tick says
             ds = [m._require_pending() for m in models]
@@ -1078,11 +1083,13 @@ class Decisions:
     read (``decisions[b]``, or :meth:`of` a model): the :class:`abm.tick.Decision` that
     :meth:`Batch.decide` makes of episode b; ``n_ret`` and ``n_window`` (B,) as arrays.
     Each model of the batch holds it as its pending decision until it is made its own
-    (:meth:`abm.model.RecourseModel._require_pending`)."""
+    (:meth:`abm.model.RecourseModel._require_pending`); it names the models by ``id``
+    alone, so that it makes no cycle with them (a planner's forks die by reference
+    count)."""
 
     __slots__ = (
         "t",
-        "models",
+        "_ids",
         "applicants",
         "sizes",
         "scores",
@@ -1094,7 +1101,8 @@ class Decisions:
     )
 
     def __init__(self, t, models, applicants, sizes, scores, accepted, thresholds) -> None:
-        self.t, self.models, self.applicants, self.sizes = t, models, applicants, sizes
+        self.t, self.applicants, self.sizes = t, applicants, sizes
+        self._ids = [id(m) for m in models]  # the models, alive while they hold this
         self.scores, self.accepted, self.thresholds = scores, accepted, thresholds
         self._made: list[Decision | None] = [None] * len(models)
 
@@ -1122,8 +1130,9 @@ class Decisions:
 
     def of(self, model: Any) -> Decision:
         """``model``'s decision (the episode it was in the batch at the tick)."""
-        for b, m in enumerate(self.models):
-            if m is model:
+        mine = id(model)
+        for b, i in enumerate(self._ids):
+            if i == mine:
                 return self[b]
         raise ValueError("the model is not one of the decisions' episodes")
 

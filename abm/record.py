@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -130,7 +131,19 @@ class Recorder:
         # [journal, episode, ticks of it noted]: a batch's plain ticks not noted yet
         # (:class:`Journal`), noted when the record is next read (:meth:`_sync`)
         self._journal: list | None = None
-        self.collector._sync = self._sync
+        # the collector notes them too when read directly (Mesa's model.datacollector);
+        # a weak reference: a strong one would make every record a cycle for the collector
+        self.collector._owner = weakref.ref(self)
+
+    def __getstate__(self) -> dict[str, Any]:
+        self._sync()  # a copy holds every tick noted, no journal
+        state = dict(self.__dict__)
+        state["_journal"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.collector._owner = weakref.ref(self)
 
     def follow(self, journal: Journal, b: int) -> None:
         """Note the plain ticks of ``journal`` as its episode ``b`` from now on (the
@@ -879,14 +892,20 @@ class TickCollector(mesa.DataCollector):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._rows: list[dict] = []
-        self._sync: Callable[[], None] | None = None  # its recorder's (Recorder._sync)
+        self._owner: Callable[[], Any] | None = None  # its Recorder (a weak reference)
         super().__init__(*args, **kwargs)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_owner"] = None  # a copied Recorder links its copy again
+        return state
 
     @property
     def model_vars(self) -> dict[str, list]:
         """Mesa's column lists, every collected row in them."""
-        if self._sync is not None:
-            self._sync()
+        owner = None if self._owner is None else self._owner()
+        if owner is not None:
+            owner._sync()
         if self._rows:
             self._flush()
         return self._vars

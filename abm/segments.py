@@ -30,7 +30,8 @@ class _Layout:
     def __init__(self, counts: np.ndarray) -> None:
         self._counts = counts
         self.episode = np.repeat(np.arange(counts.shape[0]), counts)
-        self.starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        self.starts = np.cumsum(counts)
+        self.starts -= counts
         self._lengths: list | None = None
         for a in (self.episode, self.starts):
             a.flags.writeable = False
@@ -62,7 +63,7 @@ class _Layout:
 
 
 def _layout(counts: np.ndarray) -> _Layout:
-    key = (counts.dtype.str, counts.tobytes())
+    key = (counts.dtype.num, counts.tobytes())
     got = _LAYOUTS.get(key)
     if got is None:
         got = _Layout(counts.copy())

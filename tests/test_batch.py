@@ -531,6 +531,24 @@ def test_flat_decisions_and_the_journal_follow_episodes_through_a_part():
         _same_run(a, b)
 
 
+def test_a_record_following_a_journal_is_read_and_copied_with_every_tick():
+    """Mesa's collector read directly (model.datacollector) notes the journal's ticks as
+    the record does, and a copy of a record holds every tick."""
+    import copy
+
+    kw = {"agents": False, "record_events": False, "ticks": 6}
+    alone = [RecourseModel("paper", "threshold", seed=s, **kw).run() for s in range(2)]
+    models = [RecourseModel("paper", "threshold", seed=s, **kw) for s in range(2)]
+    Batch.of(models).run()
+    collector = models[0].datacollector  # read before the record is
+    pd.testing.assert_frame_equal(
+        collector.get_model_vars_dataframe(), alone[0].datacollector.get_model_vars_dataframe()
+    )
+    recorder = copy.deepcopy(models[1].recorder)
+    assert recorder._journal is None and recorder.collector._owner() is recorder
+    pd.testing.assert_frame_equal(recorder.tick_table(), alone[1].tick_table())
+
+
 @pytest.mark.parametrize("scenario", ["paper-T5", "lending"])
 def test_episodes_leave_mid_tick_and_join_again_with_their_bits(scenario):
     """Batch.part() at a decided tick (the leavers take it with them), each part answered
