@@ -620,7 +620,9 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
             if rows_ready(policy):  # the recommender answers every episode's rows at once
                 policy.goal.goals = chosen[mine]
                 batch.respond(batch.advise(policy))
-            else:  # each episode's policy answers its own observation
+            else:  # each episode's policy answers its own observation, at its own goal
+                for i in mine:
+                    envs[i]._goal.goal = goals[i]
                 batch.respond(batch.advise())
             block = batch.last_block
             if block is not None:  # every episode's row in one block: read by column
@@ -667,14 +669,11 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
 
     def _goals_of(self, actions: np.ndarray) -> list[float]:
         """Each environment's :meth:`PopulationEnv._goal_of` its action row, at once
-        (elementwise, so each goal has its own bits)."""
+        (elementwise, so each goal has its own bits); set where a policy reads it."""
         envs = self.envs
         if not self._live.all():
             raise RuntimeError("call reset() before step()")
-        goals = goal_from_action(actions[:, 0], self._th_now, envs[0].max_margin).tolist()
-        for env, goal in zip(envs, goals, strict=True):
-            env._goal.goal = goal
-        return goals
+        return goal_from_action(actions[:, 0], self._th_now, envs[0].max_margin).tolist()
 
     def _groups(self) -> list[tuple[Batch, list[int]]]:
         """:meth:`_grouping` of every environment, kept until an episode starts or leaves

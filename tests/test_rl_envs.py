@@ -273,6 +273,8 @@ def _same(a, b):
         ("paper", _IDLE),
         ("paper-T5", {"ticks": 9}),  # windows of several ticks
         ("recession", {"ticks": 9, "capacity_obs": True}),  # a capacity schedule observed
+        # each episode's policy answers its own observation, at its own goal
+        ("paper", {"ticks": 5, "recommender": "gravitational"}),
     ],
 )
 def test_vector_env_is_gymnasiums_sync_vector_env_bit_for_bit(scenario, over, monkeypatch):
