@@ -33,7 +33,7 @@ from abm.mechanisms import Mechanisms
 from abm.planning import Simulator, Snapshot
 from abm.pool import EpisodePool, Pool
 from abm.population import Population, filled
-from abm.record import NullRecorder, RecordAccess, Recorder
+from abm.record import NullRecorder, RecordAccess, Recorder, TickCollector
 from abm.registry import resolve_policy
 from abm.rng import Streams
 from abm.scenarios import configure
@@ -116,8 +116,12 @@ class RecourseModel(RecordAccess, mesa.Model):
         self.recorder = Recorder(
             config, self.mechanisms, self.difficulty, record_events, self.world.structure.onehot
         )
-        self.datacollector = self.recorder.collector
         self.running = True
+
+    @property
+    def datacollector(self) -> TickCollector:
+        """Mesa's DataCollector of the tick table (one row a tick)."""
+        return self.recorder.collector
 
     def _set_feature_facts(self, config: ScenarioConfig) -> None:
         """True difficulties d (z,) and the immutable mask (z,)."""

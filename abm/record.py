@@ -111,7 +111,7 @@ class Recorder:
         own = mechanisms.tick_columns()
         self.columns = TICK_COLUMNS + tuple(own)
         self._counts = _COUNT_COLUMNS + tuple(c for c, kind in own.items() if kind is np.int64)
-        self.collector = TickCollector(model_reporters={c: _reporter(c) for c in self.columns})
+        self._collector: TickCollector | None = None  # made when first read (collector)
         self.events: list[dict[str, np.ndarray]] = []
         # each tick's exits: (effort of the accepted, of those who dropped out, their ticks
         # from entry to exit), or a batch's (block, episode) that cuts them out when read
@@ -131,9 +131,20 @@ class Recorder:
         # [journal, episode, ticks of it noted]: a batch's plain ticks not noted yet
         # (:class:`Journal`), noted when the record is next read (:meth:`_sync`)
         self._journal: list | None = None
-        # the collector notes them too when read directly (Mesa's model.datacollector);
-        # a weak reference: a strong one would make every record a cycle for the collector
-        self.collector._owner = weakref.ref(self)
+
+    @property
+    def collector(self) -> TickCollector:
+        """Mesa's DataCollector over the tick table (``model.datacollector``), made when
+        first read: an RL environment's episodes never read it."""
+        got = self._collector
+        if got is None:
+            got = self._collector = TickCollector(
+                model_reporters={c: _reporter(c) for c in self.columns}
+            )
+            # read directly, it notes the journal's ticks as the record does; a weak
+            # reference: a strong one would make every record a cycle for the collector
+            got._owner = weakref.ref(self)
+        return got
 
     def __getstate__(self) -> dict[str, Any]:
         self._sync()  # a copy holds every tick noted, no journal
@@ -143,7 +154,8 @@ class Recorder:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self.collector._owner = weakref.ref(self)
+        if self._collector is not None:
+            self._collector._owner = weakref.ref(self)
 
     def follow(self, journal: Journal, b: int) -> None:
         """Note the plain ticks of ``journal`` as its episode ``b`` from now on (the
@@ -240,7 +252,12 @@ class Recorder:
     @property
     def plain(self) -> bool:
         """Whether a tick's record reads nothing but its row and exits (:meth:`note`)."""
-        return not (self.record_events or self.mechanisms.on or self.collector.reads_agents)
+        collector = self._collector
+        return not (
+            self.record_events
+            or self.mechanisms.on
+            or (collector is not None and collector.reads_agents)
+        )
 
     @property
     def last_row(self) -> dict[str, float]:

@@ -200,10 +200,24 @@ class Streams:
 
     def __init__(self, seed: int, names: tuple[str, ...] = STREAMS) -> None:
         self.seed = seed
-        self._gens = streams_of(seed, tuple(names))
+        keys = _spawn_keys(tuple(names))
+        # each stream's seed, hashed for all at once (seed_states); its generator is made
+        # when the stream is first read (an episode of an RL environment reads four of
+        # its seven)
+        self._seeds = {
+            name: KnownSeed(seed, key, words)
+            for name, key, words in zip(names, keys, seed_states(seed, keys), strict=True)
+        }
+        self._gens: dict[str, np.random.Generator] = {}
         self._lent: dict[str, tuple[BatchTape, int]] = {}
-        for name in names:
+
+    def _gen(self, name: str) -> np.random.Generator:
+        """Stream ``name``'s generator, made now if it was never read (KeyError: none)."""
+        gen = self._gens.get(name)
+        if gen is None:
+            gen = self._gens[name] = np.random.Generator(np.random.PCG64(self._seeds[name]))
             self._expose(name)
+        return gen
 
     def reuse(self, key: Any, draw: Callable[[], Any]) -> Any:
         """``draw()``: an episode's draws are its own (a planner's rollout streams keep
@@ -214,7 +228,7 @@ class Streams:
         """``n`` uniforms from stream ``name`` (the engine's draws of one count a row)."""
         if name in self._lent:
             self.give_back(name)
-        return self._gens[name].random(n)
+        return self._gen(name).random(n)
 
     def __getattr__(self, name: str) -> np.random.Generator:
         if name.startswith("_"):  # not a stream (e.g. copy's probes before __init__ ran)
@@ -222,7 +236,7 @@ class Streams:
         if name in self._lent:
             return self.give_back(name)
         try:
-            return self._gens[name]
+            return self._gen(name)
         except KeyError:
             raise AttributeError(f"no random stream named {name!r}") from None
 
@@ -230,19 +244,20 @@ class Streams:
         """The named stream, created on first use (for policies' own extra streams)."""
         if name in self._lent:
             return self.give_back(name)
-        if name not in self._gens:
+        if name not in self._gens and name not in self._seeds:
             self._gens[name] = stream(self.seed, name)
             self._expose(name)
-        return self._gens[name]
+        return self._gen(name)
 
     def lend(self, name: str, tape: BatchTape, b: int) -> np.random.Generator:
         """Stream ``name`` read ahead by ``tape`` as its episode ``b`` (given back by any
         other read); returns the generator. A stream lent elsewhere is given back first."""
         if name in self._lent:
             self.give_back(name)
+        gen = self._gen(name)
         self._lent[name] = (tape, b)
         self.__dict__.pop(name, None)  # attribute reads now go through __getattr__
-        return self._gens[name]
+        return gen
 
     def give_back(self, name: str) -> np.random.Generator:
         """Stream ``name`` where the draws taken from its tape leave it (not lent after)."""
