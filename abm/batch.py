@@ -351,7 +351,11 @@ class Batch:
         if self._flat is None:
             raise RuntimeError("success_counts() follows the batch's own decide()")
         f = self._flat
-        n_ret = np.array([m._require_pending().n_ret for m in self.models], dtype=np.int64)
+        flat = self._decisions  # decided flat: the counts as they are
+        if flat is not None:
+            n_ret = flat.n_ret
+        else:
+            n_ret = np.array([m._require_pending().n_ret for m in self.models], dtype=np.int64)
         a = f.applicants
         succ = segments.first(n_ret, f.sizes) & a.advised & a.implemented
         return segments.count(succ, f.sizes), segments.count(succ & f.accepted, f.sizes), f.n_window
@@ -1130,8 +1134,11 @@ class Decisions:
 
     def of(self, model: Any) -> Decision:
         """``model``'s decision (the episode it was in the batch at the tick)."""
-        mine = id(model)
-        for b, i in enumerate(self._ids):
+        mine, ids = id(model), self._ids
+        b = model._episode  # its place in the batch, unless the batch was parted since
+        if b < len(ids) and ids[b] == mine:
+            return self[b]
+        for b, i in enumerate(ids):
             if i == mine:
                 return self[b]
         raise ValueError("the model is not one of the decisions' episodes")
