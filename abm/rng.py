@@ -151,18 +151,6 @@ def stream(seed: int, name: str) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(stream_seed(seed, name)))
 
 
-def streams_of(seed: int, names: tuple[str, ...]) -> dict[str, np.random.Generator]:
-    """``{name: stream(seed, name)}``, the same generators, their seeds hashed in one pass
-    (:func:`seed_states`: about half the time of one SeedSequence a stream, which a
-    batch of episodes pays at every reset of its environments)."""
-    keys = _spawn_keys(names)
-    states = seed_states(seed, keys)
-    return {
-        name: np.random.Generator(np.random.PCG64(KnownSeed(seed, key, words)))
-        for name, key, words in zip(names, keys, states, strict=True)
-    }
-
-
 @functools.lru_cache(maxsize=64)
 def _spawn_keys(names: tuple[str, ...]) -> tuple[tuple[int], ...]:
     return tuple((zlib.crc32(name.encode()),) for name in names)
