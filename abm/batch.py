@@ -619,9 +619,8 @@ class Batch:
         if states is None and B > 1 and not (observe and not lazy) and not self._observers():
             # nothing to do per episode: each one's decision is made from the flat rows
             # when read (most ticks of a study or an environment never do)
-            decisions = Decisions(t, models, applicants, sizes, scores, accepted, thresholds)
-            decisions.n_ret, decisions.n_window = back, n_window
-            self._decisions = decisions
+            arrays = (applicants, sizes, scores, accepted, thresholds, back, n_window)
+            decisions = self._decisions = Decisions(t, models, *arrays)
             for m in models:
                 m._pending = decisions
             out = [None] * B
@@ -1085,7 +1084,9 @@ class Responses:
 class Decisions:
     """Every episode's decision of a batch's tick, each made from the flat rows when first
     read (``decisions[b]``, or :meth:`of` a model): the :class:`abm.tick.Decision` that
-    :meth:`Batch.decide` makes of episode b; ``n_ret`` and ``n_window`` (B,) as arrays.
+    :meth:`Batch.decide` makes of episode b, from the flat applicants (a rows), their
+    number (B,), scores and accepted flags (a,), and each episode's threshold, number of
+    reapplicants ``n_ret`` and RF window ``n_window`` (B,).
     Each model of the batch holds it as its pending decision until it is made its own
     (:meth:`abm.model.RecourseModel._require_pending`); it names the models by ``id``
     alone, so that it makes no cycle with them (a planner's forks die by reference
@@ -1102,13 +1103,18 @@ class Decisions:
         "n_ret",
         "n_window",
         "_made",
+        "_bounds",
     )
 
-    def __init__(self, t, models, applicants, sizes, scores, accepted, thresholds) -> None:
+    def __init__(
+        self, t, models, applicants, sizes, scores, accepted, thresholds, n_ret, n_window
+    ) -> None:
         self.t, self.applicants, self.sizes = t, applicants, sizes
         self._ids = [id(m) for m in models]  # the models, alive while they hold this
         self.scores, self.accepted, self.thresholds = scores, accepted, thresholds
+        self.n_ret, self.n_window = n_ret, n_window
         self._made: list[Decision | None] = [None] * len(models)
+        self._bounds: list[int] | None = None  # each episode's first row, then the rows
 
     def __len__(self) -> int:
         return len(self._made)
@@ -1116,8 +1122,9 @@ class Decisions:
     def __getitem__(self, b: int) -> Decision:
         d = self._made[b]
         if d is None:
-            starts = segments.offsets(self.sizes)
-            lo, hi = starts[b], starts[b + 1]
+            if self._bounds is None:
+                self._bounds = segments.offsets(self.sizes)
+            lo, hi = self._bounds[b], self._bounds[b + 1]
             d = self._made[b] = Decision(
                 self.t,
                 self.thresholds[b].item(),

@@ -190,7 +190,7 @@ class Streams:
         self.seed = seed
         keys = _spawn_keys(tuple(names))
         # each stream's seed, hashed for all at once (seed_states); its generator is made
-        # when the stream is first read (an episode of an RL environment reads four of
+        # when the stream is first read (an episode of an RL environment reads five of
         # its seven)
         self._seeds = {
             name: KnownSeed(seed, key, words)
