@@ -107,7 +107,7 @@ class Episodes:
             if skip is None or not skip.any():
                 return tape.draw(counts)
             out = np.ones(int(counts.sum()))
-            out[np.repeat(~skip, counts)] = tape.draw(np.where(skip, 0, counts))
+            out[(~skip).repeat(counts)] = tape.draw(np.where(skip, 0, counts))
             return out
         parts = []
         skipped = [False] * self.B if skip is None else skip.tolist()

@@ -297,7 +297,7 @@ class RejectedRows:
     def episode(self) -> np.ndarray:
         """(n,) the episode of each row."""
         if self._episode is None:
-            self._episode = np.repeat(np.arange(self.counts.shape[0]), self.counts)
+            self._episode = np.arange(self.counts.shape[0]).repeat(self.counts)
         return self._episode
 
     def per_row(self, values: np.ndarray) -> np.ndarray | float:

@@ -215,8 +215,9 @@ def interleave(*counts: np.ndarray) -> np.ndarray:
     per episode each, into each episode's a-rows, then b-rows, ..., episode by episode: an
     index array of length sum(c.sum() for c in counts)."""
     B = counts[0].shape[0]
-    index = np.concatenate([np.repeat(np.arange(B), c) for c in counts])
-    return np.argsort(index, kind="stable")
+    each = np.arange(B)
+    index = np.concatenate([each.repeat(c) for c in counts])
+    return index.argsort(kind="stable")
 
 
 def _episode_history(waiting, counts, dropped, b: int, n_features: int) -> HistoryWindow:

@@ -302,17 +302,17 @@ class BatchTape:
         """(counts.sum(),) draws: episode b's next ``counts[b]``, episode after episode."""
         top = int(counts.max()) if counts.shape[0] else 0
         if top > self.length:  # a larger draw than a block: blocks of twice its size
-            for b in np.flatnonzero(self.lent).tolist():
+            for b in self.lent.nonzero()[0].tolist():
                 self.streams[b].give_back(self.name)
             self.length = 2 * top
             self.block = np.empty((len(self.streams), self.length))
-        for b in np.flatnonzero(~self.lent | (self.used + counts > self.length)).tolist():
+        for b in (~self.lent | (self.used + counts > self.length)).nonzero()[0].tolist():
             self._refill(b)
         B = counts.shape[0]
-        ep = np.repeat(np.arange(B), counts)
+        ep = np.arange(B).repeat(counts)
         # draw j of episode b is entry used[b] + j of its row, row b * length of the block
         # read flat: one gather (a 2-D fancy index costs half as much again)
-        shift = self.used - (np.cumsum(counts) - counts) + np.arange(B) * self.length
+        shift = self.used - (counts.cumsum() - counts) + np.arange(B) * self.length
         pos = np.arange(ep.shape[0]) + shift.take(ep)
         self.used += counts
         self._taken += counts

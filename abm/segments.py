@@ -29,8 +29,8 @@ class _Layout:
 
     def __init__(self, counts: np.ndarray) -> None:
         self._counts = counts
-        self.episode = np.repeat(np.arange(counts.shape[0]), counts)
-        self.starts = np.cumsum(counts)
+        self.episode = np.arange(counts.shape[0]).repeat(counts)
+        self.starts = counts.cumsum()
         self.starts -= counts
         self._lengths: list | None = None
         for a in (self.episode, self.starts):
@@ -82,7 +82,7 @@ def by_length(counts: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
 
 def offsets(counts: np.ndarray) -> list[int]:
     """(B + 1,) each episode's first row of a flat array, then the rows' number."""
-    return np.concatenate([[0], np.cumsum(counts)]).tolist()
+    return [0, *counts.cumsum().tolist()]
 
 
 def episode_of(counts: np.ndarray) -> np.ndarray:

@@ -78,11 +78,11 @@ def select_each(
         few = (counts > 0) & (counts <= ks)  # everyone is admitted; the threshold is the least
         if few.any():
             thresholds[few] = grid[index[few], (width - counts)[few]]
-            accepted[np.repeat(few, counts)] = True
+            accepted[few.repeat(counts)] = True
         if not full.any():
             return accepted, thresholds
         thresholds[full] = grid[index[full], (width - ks)[full]]
-        inside = np.repeat(full, counts)
+        inside = full.repeat(counts)
     row_th = thresholds.take(episode)
     above = scores > row_th + SCORE_TIE
     if inside is not None:
@@ -97,7 +97,7 @@ def select_each(
         admitted = above | at
         return (admitted if accepted is None else accepted | admitted), thresholds
     accepted = above if accepted is None else accepted | above
-    drawn_rows = np.repeat(drawn, counts)
+    drawn_rows = drawn.repeat(counts)
     accepted[at & ~drawn_rows] = True
     # the tied rows of the episodes that draw, in row order; each draws its own shuffle of
     # its tied rows' positions (the draws depend on their number only)

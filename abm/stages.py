@@ -127,4 +127,4 @@ def _count_by_rows(rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
     episode's rows (``counts`` (B,))."""
     if counts.shape[0] == 1:
         return np.array([rows.shape[0]])
-    return np.diff(np.searchsorted(rows, segments.offsets(counts)))
+    return np.diff(rows.searchsorted(segments.offsets(counts)))
