@@ -613,7 +613,8 @@ class TickFigures:
         """``compact``: keep only the arrays :meth:`columns` reads (|x_cf - x| of the
         rejected, flags and counts; not the applicants' rows, nor the advice), for figures
         that wait (a batch's deferred record): memory held is memory a later tick cannot
-        reuse, and fresh pages cost more than the arithmetic."""
+        reuse, and fresh pages cost more than the arithmetic. ``f`` is then the figures'
+        own: its rows are let go (the batch makes one a tick for them)."""
         B, t = len(ds), f.t
         self._models, self._advices, self._f = models, advices, f
         thresholds = f.thresholds
@@ -666,10 +667,7 @@ class TickFigures:
             np.abs(moved, out=moved)
             self._moved, self._unadvised = moved, _unadvised(advices)
             self._advices = None
-            self._f = TickArrays(
-                **{k: getattr(f, k) for k in TickArrays.__slots__},
-            )
-            self._f.applicants = self._f.X = self._f.X_cf = None
+            f.applicants = f.X = f.X_cf = None  # f is the figures' own from here
 
     def ratios(self) -> tuple[np.ndarray, np.ndarray, list[float], list[float]]:
         """(|I^succ|, |I^succ and accepted|, each (B,)), then RR (eq. 2) and RF (eq. 3) of

@@ -475,9 +475,14 @@ class _Stepped:
 
     __slots__ = ("goals", "ticks", "rr", "rf", "rewards", "terminated", "finals", "starts")
 
-    def __init__(self, **values: Any) -> None:
-        for name in self.__slots__:
-            setattr(self, name, values[name])
+    def __init__(self, goals, ticks, rr, rf, rewards, terminated, finals, starts) -> None:
+        self.goals, self.ticks, self.rr, self.rf = goals, ticks, rr, rf
+        self.rewards, self.terminated, self.finals, self.starts = (
+            rewards,
+            terminated,
+            finals,
+            starts,
+        )
 
     def info(self, i: int) -> dict[str, Any]:
         """Environment ``i``'s info, as its :meth:`PopulationEnv._figures` has it."""
