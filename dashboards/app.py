@@ -335,6 +335,7 @@ class Session:
         # the play thread, the handlers and the outcome card share the model; reentrant: a
         # model set under it renders the views, which read the model under it again
         self.lock = threading.RLock()
+        self._publishing = threading.RLock()  # publish()'s
         # the builder thread and the handlers share these: the newest build waiting to be
         # done (with the event set once it is dealt with) and whether it runs
         self._build_lock = threading.Lock()
@@ -365,8 +366,13 @@ class Session:
         return to_query(m.settings, m.tick, self.replay.value, self.until.value)
 
     def publish(self) -> None:
-        self.gate.sent(self.frame.value + 1)
-        self.frame.set(self.frame.value + 1)
+        # one bump at a time: the play loop's thread publishes beside the page's handlers,
+        # and two bumps read from one value would set it once, so the later state (a run
+        # to a tick already shown, say) would never be drawn
+        with self._publishing:
+            frame = self.frame.value + 1
+            self.gate.sent(frame)
+            self.frame.set(frame)
 
     def card_frame(self) -> int:
         """The frame the outcome card shows: the newest, except while Play runs, when it

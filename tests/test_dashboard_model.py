@@ -760,6 +760,32 @@ def test_a_slow_build_shows_preparing_and_the_newest_choice_wins(monkeypatch):
 
 
 # -- export --------------------------------------------------------------------------------
+def test_publishes_from_two_threads_each_draw_a_frame():
+    """The play loop's thread publishes beside the page's handlers: each publish is a new
+    frame, so the state the last one saw is drawn (two bumps read from one value would
+    set it once, and a run to a tick already shown could stay undrawn)."""
+    import solara
+
+    from dashboards import app
+
+    session = app.Session(solara.reactive)
+    _settled(session)
+    sent = session.gate.sent
+
+    def slow_sent(frame: int) -> None:  # a thread switch between reading and setting
+        time.sleep(0.05)
+        sent(frame)
+
+    session.gate.sent = slow_sent
+    before = session.frame.value
+    threads = [threading.Thread(target=session.publish) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert session.frame.value == before + 2
+
+
 def test_csv_export_has_every_tick_of_both_policies():
     from dashboards.app import csv_bytes
 
