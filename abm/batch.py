@@ -874,7 +874,7 @@ class Batch:
             exits = Exits(t, applicants, accepted, sizes - n_rej, leaving, n_leave)
             if blocked:
                 # nothing reads the tick as it is recorded: each episode keeps its part of
-                # one block, cut out when read (abm.record.Recorder.note)
+                # one block, cut out when read (abm.record.Journal)
                 if deferred:
                     block = TickBlock(t, tick, exits)
                     self._defer(block, int(sizes.sum()))
@@ -961,8 +961,8 @@ class Batch:
 
 
 class TickBlock:
-    """One recorded tick of a batch, kept once for all its episodes by each one's record
-    (abm.record.Recorder.note): the tick-table columns (each a list of B values,
+    """One recorded tick of a batch, kept once for all its episodes by its journal
+    (abm.record.Journal): the tick-table columns (each a list of B values,
     :func:`abm.record.tick_rows`), or the :class:`abm.record.TickFigures` that make them
     when first read (RR and RF alone from counts, :meth:`column`), and the tick's
     :class:`Exits`, cut out when read."""

@@ -164,8 +164,11 @@ class Recorder:
         self._journal = [journal, b, len(journal.blocks)]
 
     def _sync(self) -> None:
-        """:meth:`note` every tick of the followed journal not noted yet: the exits and
-        rows of each, the arrays of the last (all that is read of the earlier ones)."""
+        """:meth:`record` of episode b of every tick of the followed journal not noted yet
+        (ticks nothing reads as they are recorded: no candidate events, extensions, policy
+        figures or agents, :attr:`plain`): the row and the exits of each are cut out of its
+        block (abm.batch.TickBlock) when first read, the dashboards' arrays of the last
+        out of its responses (abm.batch.Responses) and advice."""
         j = self._journal
         if j is None:
             return
@@ -235,23 +238,10 @@ class Recorder:
             r = _responses(d, advice, dropped, outcome, self.difficulty, self.onehot)
             self.events.append(self._events(d, advice, r, outcome, view))
 
-    def note(self, block: Any, b: int, d: Decision, advices: Any, responses: Any) -> None:
-        """:meth:`record` of episode ``b`` of a batch's tick ``block`` (abm.batch.TickBlock)
-        where nothing reads the tick as it is recorded (no candidate events, extensions,
-        policy figures or agents, :attr:`plain`): the row and the exits are cut out of the
-        block, the dashboards' arrays out of ``responses`` (abm.batch.Responses) and
-        ``advices[b]`` (every episode's advice), when first read."""
-        self._sync()
-        ref = (block, b)
-        self._row = ref
-        self._exits.append(ref)
-        self._last, self._tick_state = (d, (advices, b), None, (responses, b)), None
-        self.collector.keep(ref)
-        self._tick_table = None
-
     @property
     def plain(self) -> bool:
-        """Whether a tick's record reads nothing but its row and exits (:meth:`note`)."""
+        """Whether a tick's record reads nothing but its row and exits (a batch's journal,
+        :meth:`follow`)."""
         collector = self._collector
         return not (
             self.record_events
