@@ -60,6 +60,9 @@ class RecourseModel(RecordAccess, mesa.Model):
         estimator: a scikit-learn classifier with ``predict_proba`` to use as M.
         allow_mismatch: let trained policies use artefacts trained for another scenario
             (otherwise an error); the mismatch is recorded in their provenance.
+        streams: the episode's random streams made already, ``Streams(seed)`` of the
+            episode's seed (:meth:`abm.rng.Streams.many` seeds many new episodes at once);
+            None: made here.
         **overrides: scenario fields to change (e.g. ``k=5, beta=0.01``), so the
             keyword signature serves scripts, ``mesa.batch_run`` and the dashboard.
     """
@@ -74,6 +77,7 @@ class RecourseModel(RecordAccess, mesa.Model):
         record_events: bool = True,
         estimator: Any | None = None,
         allow_mismatch: bool = False,
+        streams: Streams | None = None,
         **overrides: Any,
     ) -> None:
         flags = {"agents": agents, "record_events": record_events, "allow_mismatch": allow_mismatch}
@@ -83,7 +87,14 @@ class RecourseModel(RecordAccess, mesa.Model):
         agents, record_events, allow_mismatch = (bool(flag) for flag in flags.values())
         config = configure(scenario, seed, overrides)
         self.config, self.allow_mismatch = config, allow_mismatch
-        self.streams = Streams(config.seed)
+        if streams is None:
+            streams = Streams(config.seed)
+        elif not isinstance(streams, Streams) or streams.seed != config.seed:
+            got = streams.seed if isinstance(streams, Streams) else type(streams).__name__
+            raise ConfigError(
+                f"streams: {got!r} are not the episode's streams (allowed: Streams({config.seed}))"
+            )
+        self.streams = streams
         super().__init__(rng=self.streams.mesa)
         self.world = build_world(config, estimator)
         self.policy_name = policy if isinstance(policy, str) else type(policy).__name__

@@ -80,6 +80,56 @@ def seed_states(seed: int, spawn_keys: Sequence[tuple[int, ...]]) -> np.ndarray:
     return out
 
 
+def seed_states_many(seeds: Sequence[int], spawn_keys: Sequence[tuple[int, ...]]) -> np.ndarray:
+    """(S, K, 4) uint64: :func:`seed_states` ``(seeds[s], spawn_keys)`` for every seed.
+
+    Where every seed fits in one 32-bit word and every key is one word (an episode's
+    streams), the seeds' own hashing is one pass too (:func:`_seed_pools`): a batch of
+    new episodes is seeded for about the cost of four. Otherwise (or for fewer than 8
+    seeds, where the pass's 130 array operations cost more) seed by seed."""
+    S, K = len(seeds), len(spawn_keys)
+    plain = all(len(key) == 1 for key in spawn_keys) and S >= 8 and K > 0
+    if plain:
+        heads = np.array([int(x) for x in seeds], dtype=np.int64)
+        keys = np.array(spawn_keys, dtype=np.int64).reshape(K)
+        plain = heads.min() >= 0 and heads.max() <= _MASK and keys.min() >= 0
+        plain = plain and keys.max() <= _MASK
+    if not plain:
+        return np.stack([seed_states(x, spawn_keys) for x in seeds]) if S else _none(K)
+    # each seed's words padded to the pool's size, as with a spawn key (seed_states)
+    head = np.zeros((S, _POOL), dtype=np.uint32)
+    head[:, 0] = heads
+    pools, const = _seed_pools(head)
+    words = np.tile(keys.astype(np.uint32), S)[:, None]  # (S K, 1): seed-major
+    return _generate(_mix_words(pools.repeat(K, axis=1), const, words)).reshape(S, K, _POOL)
+
+
+def _none(k: int) -> np.ndarray:
+    return np.empty((0, k, _POOL), dtype=np.uint64)
+
+
+def _seed_pools(heads: np.ndarray) -> tuple[np.ndarray, int]:
+    """:func:`_seed_pool` of S heads (S, 4) uint32 at once: the pools (4, S) uint32 and
+    the hash constant then (the same for every head: constants never read the data)."""
+    consts = _hash_consts(_INIT_A, _MULT_A, _POOL * _POOL)
+    pool = [_hashed(heads[:, j], consts, j) for j in range(_POOL)]
+    step = _POOL
+    for src in range(_POOL):
+        for dst in range(_POOL):
+            if src != dst:
+                value = _hashed(pool[src], consts, step)
+                out = np.uint32(_MIX_L) * pool[dst] - np.uint32(_MIX_R) * value
+                pool[dst] = out ^ (out >> np.uint32(16))
+                step += 1
+    return np.stack(pool), int(consts[step])
+
+
+def _hashed(values: np.ndarray, consts: np.ndarray, step: int) -> np.ndarray:
+    """:func:`_hashmix` of uint32 ``values`` as hash step ``step`` (uint32: wraps)."""
+    out = (values ^ consts[step]) * consts[step + 1]
+    return out ^ (out >> np.uint32(16))
+
+
 @functools.lru_cache(maxsize=64)
 def _hash_consts(const: int, mult: int, n: int) -> np.ndarray:
     """(n + 1,) uint32: the hash constant before each of n steps and after the last."""
@@ -121,12 +171,16 @@ def _seed_pool(head: tuple[int, ...]) -> tuple[tuple[int, ...], int]:
     return tuple(pool), const
 
 
-def _mix_words(pool: tuple[int, ...], const: int, words: np.ndarray) -> np.ndarray:
+def _mix_words(pool: tuple[int, ...] | np.ndarray, const: int, words: np.ndarray) -> np.ndarray:
     """The rest of mix_entropy for K keys: each later word (K, n) mixed into every word
-    of the pool (4, K), in numpy's order. The constants do not depend on the data, so a
-    word's four hashes are one (4, K) operation."""
+    of the pool (4, K), in numpy's order; ``pool`` one for all (4 words) or each key's
+    (4, K) uint32. The constants do not depend on the data, so a word's four hashes are
+    one (4, K) operation."""
     k, n = words.shape
-    pools = np.repeat(np.array(pool, dtype=np.uint32)[:, None], k, axis=1)
+    if isinstance(pool, tuple):
+        pools = np.repeat(np.array(pool, dtype=np.uint32)[:, None], k, axis=1)
+    else:
+        pools = pool
     consts = _hash_consts(const, _MULT_A, _POOL * n)
     for j in range(n):
         xor, mult = consts[_POOL * j : _POOL * j + _POOL], consts[_POOL * j + 1 : _POOL * j + 5]
@@ -186,24 +240,34 @@ class Streams:
     lent, and any other read of it (``uniform``, ``get``, the attribute) first gives it
     back, the generator put where the draws taken so far leave it."""
 
-    def __init__(self, seed: int, names: tuple[str, ...] = STREAMS) -> None:
+    def __init__(
+        self, seed: int, names: tuple[str, ...] = STREAMS, _words: np.ndarray | None = None
+    ) -> None:
         self.seed = seed
         keys = _spawn_keys(tuple(names))
-        # each stream's seed, hashed for all at once (seed_states); its generator is made
-        # when the stream is first read (an episode of an RL environment reads five of
-        # its seven)
-        self._seeds = {
-            name: KnownSeed(seed, key, words)
-            for name, key, words in zip(names, keys, seed_states(seed, keys), strict=True)
-        }
+        # each stream's seed, hashed for all at once (seed_states, or given by many());
+        # its generator is made when the stream is first read (an episode of an RL
+        # environment reads five of its seven)
+        words = seed_states(seed, keys) if _words is None else _words
+        # name -> (spawn key, PCG64's words): a KnownSeed is made with the generator
+        self._seeds = dict(zip(names, zip(keys, words, strict=True), strict=True))
         self._gens: dict[str, np.random.Generator] = {}
         self._lent: dict[str, tuple[BatchTape, int]] = {}
+
+    @classmethod
+    def many(cls, seeds: Sequence[int], names: tuple[str, ...] = STREAMS) -> list[Streams]:
+        """``[Streams(seed) for seed in seeds]``, every stream of every seed hashed in one
+        pass (:func:`seed_states_many`): the generators are the same."""
+        words = seed_states_many(seeds, _spawn_keys(tuple(names)))
+        return [cls(seed, names, words[s]) for s, seed in enumerate(seeds)]
 
     def _gen(self, name: str) -> np.random.Generator:
         """Stream ``name``'s generator, made now if it was never read (KeyError: none)."""
         gen = self._gens.get(name)
         if gen is None:
-            gen = self._gens[name] = np.random.Generator(np.random.PCG64(self._seeds[name]))
+            key, words = self._seeds[name]
+            seq = KnownSeed(self.seed, key, words)
+            gen = self._gens[name] = np.random.Generator(np.random.PCG64(seq))
             self._expose(name)
         return gen
 

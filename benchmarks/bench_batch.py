@@ -20,7 +20,8 @@ at most 5); ``threshold`` goes up to the largest size, the others (each slower) 
 Last, RL environment steps per second with random actions: one
 :class:`lab.envs.PopulationEnv` against :class:`lab.envs.PopulationVectorEnv` at each of
 ``--envs`` (what ``recourse-abm train predictor --n-envs`` steps), counting every
-environment's steps, and a line fitting a vector step's cost against n (fixed plus per
+environment's steps (medians of ``--repeats`` rounds, each one environment then every n),
+and a line fitting a vector step's cost against n (fixed plus per
 environment) with the most any n could give over one environment. And the acceptance
 forecast's latency (``dashboards.forecast``, 200
 futures each way, 20 ticks) for four applicants at tick 10, its futures one at a time and
@@ -215,13 +216,24 @@ def main() -> None:
         mib = peak_bytes(args.scenario, size) / 2**20
         print(f"peak memory, threshold, B = {size:4d}: {mib:.2f} MiB per episode")
     if args.envs:
-        print(f"\n{'RL environments':16s} {'n':>6s} {'steps/s':>11s} {'x one env':>13s}")
+        sizes_n = [int(x) for x in args.envs.split(",")]
+        print(
+            f"\n{'RL environments':16s} {'n':>6s} {'steps/s':>11s} {'x one env':>13s}"
+            f"   (medians of {args.repeats} alternating repeats)"
+        )
         env_steps(args.scenario, 0, 50)  # warm-up
-        one = env_steps(args.scenario, 0, 400)
+        # one environment, then every n, in turn: a slow moment of the machine then moves
+        # one round, not the one-environment figure every ratio is read against
+        rates: dict[int, list[float]] = {n: [] for n in [0, *sizes_n]}
+        for _ in range(args.repeats):
+            rates[0].append(env_steps(args.scenario, 0, 400))
+            for n in sizes_n:
+                rates[n].append(env_steps(args.scenario, n, max(400 // n, 100)))
+        one = statistics.median(rates[0])
         print(f"{'PopulationEnv':16s} {'one':>6s} {one:11.0f} {1.0:13.2f}")
         step_s = {}
-        for n in (int(x) for x in args.envs.split(",")):
-            got = env_steps(args.scenario, n, max(400 // n, 100))
+        for n in sizes_n:
+            got = statistics.median(rates[n])
             step_s[n] = n / got
             print(f"{'vector env':16s} {n:6d} {got:11.0f} {got / one:13.2f}")
         print(env_fit(step_s, 1.0 / one))

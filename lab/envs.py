@@ -28,6 +28,7 @@ from abm.interfaces import PolicyContext, Recommender, RecourseObs, RejectedRows
 from abm.metrics import nanmean, reward_eq16
 from abm.model import RecourseModel
 from abm.registry import REGISTRY
+from abm.rng import Streams
 from abm.scenarios import resolve_scenario
 from policies.composite import CompositePolicy
 from policies.recommenders import DifficultyEstimator
@@ -408,6 +409,12 @@ class PopulationEnv(gym.Env):
     # those ticks for many environments at once)
     def _start(self, seed: int | None) -> dict[str, Any]:
         """A new episode's model, built and not yet started; the reset's info."""
+        info = self._next_episode(seed)
+        self._build(info["seed"])
+        return info
+
+    def _next_episode(self, seed: int | None) -> dict[str, Any]:
+        """The next episode's world and seed (the reset's info), its model not yet built."""
         super().reset(seed=seed)
         if seed is not None:
             self.episodes = 0
@@ -415,14 +422,21 @@ class PopulationEnv(gym.Env):
             world = self.worlds[self.episodes % len(self.worlds)]
             self.config = self._base.replace(world_seed=world)
         self.episodes += 1
-        episode_seed = int(self.np_random.integers(0, 2**31 - 1))
+        return {"seed": int(self.np_random.integers(0, 2**31 - 1))}
+
+    def _build(self, episode_seed: int, streams: Streams | None = None) -> None:
+        """The episode's model (``streams``: its streams made already)."""
         policy = CompositePolicy(self._goal, _make_recommender(self.recommender_spec))
         self.model = RecourseModel(
-            self.config, policy, seed=episode_seed, agents=False, record_events=False
+            self.config,
+            policy,
+            seed=episode_seed,
+            agents=False,
+            record_events=False,
+            streams=streams,
         )
         # a step reads RR and RF of each tick; the rest of the record is made if read
         self.model._batch.defer_record = True
-        return {"seed": episode_seed}
 
     def _started(self, rows: list[dict]) -> np.ndarray:
         """The first observation, once the model reached its first goal decision."""
@@ -566,7 +580,7 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
     def reset_lists(self, seeds: list[int | None]) -> tuple[list[np.ndarray], list[dict]]:
         """Every environment reset (its own seed, None: its stream goes on): per-env lists
         of first observations and reset infos."""
-        infos = [env._start(s) for env, s in zip(self.envs, seeds, strict=True)]
+        infos = self._start_all(range(self.num_envs), seeds)
         self._carried.clear()
         rows = self._advance(range(self.num_envs), fresh=True)
         return [self._started(i, rows.get(i, [])) for i in range(self.num_envs)], infos
@@ -657,7 +671,7 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
         finals = {i: self._obs_now[i].copy() for i in ended}
         starts = {}
         if ended:  # the next episodes, started together
-            starts = {i: envs[i]._start(None) for i in ended}
+            starts = dict(zip(ended, self._start_all(ended, [None] * len(ended)), strict=True))
             started = self._advance(ended, fresh=True)
             for i in ended:
                 self._started(i, started.get(i, []))
@@ -671,6 +685,16 @@ class PopulationVectorEnv(gym.vector.VectorEnv):
             finals=finals,
             starts=starts,
         )
+
+    def _start_all(self, idx, seeds: list[int | None]) -> list[dict[str, Any]]:
+        """:meth:`PopulationEnv._start` of environments ``idx`` with ``seeds``, their
+        episodes' streams seeded in one pass (:meth:`abm.rng.Streams.many`); the infos."""
+        envs = [self.envs[i] for i in idx]
+        infos = [env._next_episode(s) for env, s in zip(envs, seeds, strict=True)]
+        streams = Streams.many([info["seed"] for info in infos])
+        for env, info, st in zip(envs, infos, streams, strict=True):
+            env._build(info["seed"], st)
+        return infos
 
     def _goals_of(self, actions: np.ndarray) -> list[float]:
         """Each environment's :meth:`PopulationEnv._goal_of` its action row, at once

@@ -11,7 +11,8 @@ from abm.interfaces import Recommendation
 from abm.planning import RolloutStreams, Simulator, Snapshot, WithoutFeedback
 from abm.population import Population
 from abm.registry import make_policy
-from abm.rng import seed_states
+from abm.rng import STREAMS, Streams, _spawn_keys, seed_states, seed_states_many
+from abm.validation import ConfigError
 
 
 def _model(policy="threshold", scenario="paper-T5", seed=4, ticks=12, **kw):
@@ -142,6 +143,41 @@ def test_seed_states_are_numpys_seed_sequence_words(seed):
         np.testing.assert_array_equal(seed_states(seed, ks), np.array(want))
     with pytest.raises(ValueError, match="non-negative"):
         seed_states(seed, [(1, -2)])
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 40])
+def test_streams_seeded_together_are_those_made_one_at_a_time(n):
+    """Streams.many (one hashing pass from 8 seeds on, seed by seed below or for seeds
+    past 32 bits) gives each seed's Streams: its words are numpy's SeedSequence's, and
+    every stream, an extra one included, draws the same."""
+    rng = np.random.default_rng(n)
+    seeds = rng.integers(0, 2**31 - 1, n).tolist()
+    seeds[0] = 0 if n < 8 else 2**32 - 1  # the edges of one word
+    keys = _spawn_keys(STREAMS)
+    want = [
+        [np.random.SeedSequence(s, spawn_key=k).generate_state(4, np.uint64) for k in keys]
+        for s in seeds
+    ]
+    np.testing.assert_array_equal(seed_states_many(seeds, keys), np.array(want))
+    wide = [2**40 + 3] + seeds  # a seed of two words: seed by seed
+    np.testing.assert_array_equal(
+        seed_states_many(wide, keys), np.stack([seed_states(s, keys) for s in wide])
+    )
+    for together, s in zip(Streams.many(seeds), seeds, strict=True):
+        alone = Streams(s)
+        assert together.seed == s
+        for name in [*STREAMS, "traits"]:
+            np.testing.assert_array_equal(together.get(name).random(4), alone.get(name).random(4))
+
+
+def test_a_model_takes_only_its_own_seeds_streams():
+    """Streams made ahead serve the model of their seed, with the same run; others are a
+    one-line error naming the field."""
+    alone = _model(ticks=4).run().tick_table()
+    given = _model(ticks=4, streams=Streams(4)).run().tick_table()
+    pd.testing.assert_frame_equal(given, alone, check_exact=True)
+    with pytest.raises(ConfigError, match=r"streams: 5 are not the episode's streams"):
+        _model(streams=Streams(5))
 
 
 def test_rollout_streams_seeded_together_are_those_made_one_at_a_time():

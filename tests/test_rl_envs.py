@@ -267,17 +267,18 @@ def _same(a, b):
 
 
 @pytest.mark.parametrize(
-    ("scenario", "over"),
+    ("scenario", "over", "n"),
     [
-        ("paper", {"ticks": 6}),
-        ("paper", _IDLE),
-        ("paper-T5", {"ticks": 9}),  # windows of several ticks
-        ("recession", {"ticks": 9, "capacity_obs": True}),  # a capacity schedule observed
+        ("paper", {"ticks": 6}, 4),
+        ("paper", {"ticks": 4}, 9),  # 8 or more: the episodes' streams seeded in one pass
+        ("paper", _IDLE, 4),
+        ("paper-T5", {"ticks": 9}, 4),  # windows of several ticks
+        ("recession", {"ticks": 9, "capacity_obs": True}, 4),  # a capacity schedule observed
         # each episode's policy answers its own observation, at its own goal
-        ("paper", {"ticks": 5, "recommender": "gravitational"}),
+        ("paper", {"ticks": 5, "recommender": "gravitational"}, 4),
     ],
 )
-def test_vector_env_is_gymnasiums_sync_vector_env_bit_for_bit(scenario, over, monkeypatch):
+def test_vector_env_is_gymnasiums_sync_vector_env_bit_for_bit(scenario, over, n, monkeypatch):
     """Sub-environment i of the batched vector env is PopulationEnv reset with seed + i:
     observations, rewards, flags and infos (final_obs/final_info of same-step resets)."""
     import gymnasium as gym
@@ -290,7 +291,6 @@ def test_vector_env_is_gymnasiums_sync_vector_env_bit_for_bit(scenario, over, mo
     monkeypatch.setattr(abm.batch.Batch, "part", lambda b, m: parts.append(m) or part(b, m))
     if scenario == "paper-T5":  # the oldest deferred ticks' columns made on the way
         monkeypatch.setattr(abm.batch, "DEFER_ROWS", 60)
-    n = 4
     batched = PopulationVectorEnv(scenario, n, **over)
     sync = gym.vector.SyncVectorEnv(
         [lambda: PopulationEnv(scenario, **over) for _ in range(n)],

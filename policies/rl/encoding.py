@@ -250,7 +250,8 @@ def encode_batch(
     # each entry one division or nan_to_num of one number, elementwise: its own bits
     head = np.empty((B, 4))
     head[:, 0] = tick / ticks
-    head[:, 1] = np.nan_to_num(thresholds)
+    # nan_to_num's own overhead is ten times a check that every threshold is finite
+    head[:, 1] = thresholds if np.isfinite(thresholds).all() else np.nan_to_num(thresholds)
     np.divide(app_counts, scale, out=head[:, 2])
     np.divide(window_counts, scale, out=head[:, 3])
     goal = window["goal"]
