@@ -281,7 +281,12 @@ class Mechanisms:
 
     # -- record ----------------------------------------------------------------------------
     def tick_columns(self) -> dict[str, type]:
-        return tick_columns(self.config)
+        """:func:`tick_columns` of the episode's scenario, read off its stages (those on,
+        in registry order) without asking every extension again."""
+        out: dict[str, type] = {}
+        for m in self.stages:
+            out.update(m.tick_columns(self.config))
+        return out
 
     def row(
         self, d: Decision, advice: Advice, outcome: Outcome, row: dict, view: RecordView
