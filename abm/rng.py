@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 from numpy.random.bit_generator import ISeedSequence
 
+from abm.compiled import compiled
+
 STREAMS = ("arrivals", "ties", "policy", "dropout", "implementation", "reapply", "mesa")
 
 # SeedSequence's hash constants (O'Neill's seed_seq, as numpy.random.bit_generator has
@@ -364,23 +366,18 @@ class BatchTape:
 
     def draw(self, counts: np.ndarray) -> np.ndarray:
         """(counts.sum(),) draws: episode b's next ``counts[b]``, episode after episode."""
-        top = int(counts.max()) if counts.shape[0] else 0
+        short, top = compiled("tape_short")(self.lent, self.used, counts, self.length)
         if top > self.length:  # a larger draw than a block: blocks of twice its size
             for b in self.lent.nonzero()[0].tolist():
                 self.streams[b].give_back(self.name)
             self.length = 2 * top
             self.block = np.empty((len(self.streams), self.length))
-        for b in (~self.lent | (self.used + counts > self.length)).nonzero()[0].tolist():
+            short = np.arange(counts.shape[0])
+        for b in short.tolist():
             self._refill(b)
-        B = counts.shape[0]
-        ep = np.arange(B).repeat(counts)
-        # draw j of episode b is entry used[b] + j of its row, row b * length of the block
-        # read flat: one gather (a 2-D fancy index costs half as much again)
-        shift = self.used - (counts.cumsum() - counts) + np.arange(B) * self.length
-        pos = np.arange(ep.shape[0]) + shift.take(ep)
-        self.used += counts
         self._taken += counts
-        return self.block.ravel().take(pos)
+        # each episode's next draws from its row of the block, in one compiled gather
+        return compiled("tape_take")(self.block, self.used, counts)
 
     def _refill(self, b: int) -> None:
         """Episode b's block topped up: the draws not taken move to its front, the

@@ -50,64 +50,34 @@ def select_each(
     (accepted (n,) bool, thresholds (B,)), each episode's bit for bit its own call's.
     ``rngs[b]`` is read only when episode b draws.
 
-    The k-th highest score is found by one row-wise sort of all episodes (a value,
-    whichever way it is found); only an episode whose tie must be broken draws, as alone.
+    Each episode's k-th highest score and its rows above and at it are found in one
+    compiled loop over all rows (:func:`abm.kernels.select_rows`; an order statistic is a
+    value, whichever way it is found); only an episode whose tie must be broken draws,
+    as alone, here.
     """
     B = counts.shape[0]
     if B == 1:
         accepted, threshold = select_top_k(scores, int(ks[0]), rngs[0])
         return accepted, np.array([threshold])
-    episode = segments.episode_of(counts)
-    starts = segments.starts_of(counts)
-    # each episode's scores in a row of its own, padded in front with -inf and sorted: its
-    # j-th lowest is at width - counts[b] + j (the values one sort per episode gives; a
-    # row-wise sort of (B, width) is a quarter of the cost of lexsort by episode and score)
-    width = int(counts.max())
-    grid = np.full((B, width), -np.inf)
-    grid[episode, np.arange(scores.shape[0]) - starts.take(episode)] = scores
-    grid.sort(axis=1)
-    index = np.arange(B)
-    full = counts > ks
-    inside = None  # the rows of episodes with more applicants than places (None: all)
-    if full.all():  # the usual tick
-        thresholds = grid[index, width - ks]
-        accepted = None
-    else:
-        thresholds = np.full(B, np.nan)
-        accepted = np.zeros(scores.shape[0], dtype=bool)
-        few = (counts > 0) & (counts <= ks)  # everyone is admitted; the threshold is the least
-        if few.any():
-            thresholds[few] = grid[index[few], (width - counts)[few]]
-            accepted[few.repeat(counts)] = True
-        if not full.any():
-            return accepted, thresholds
-        thresholds[full] = grid[index[full], (width - ks)[full]]
-        inside = full.repeat(counts)
-    row_th = thresholds.take(episode)
-    above = scores > row_th + SCORE_TIE
-    if inside is not None:
-        above &= inside
-    at = (scores >= row_th - SCORE_TIE) & ~above
-    if inside is not None:
-        at &= inside
-    need = ks - np.bincount(episode[above], minlength=B)
-    n_at = np.bincount(episode[at], minlength=B)
-    drawn = full & (need != n_at)
-    if not drawn.any():  # every row at the threshold is admitted
-        admitted = above | at
-        return (admitted if accepted is None else accepted | admitted), thresholds
-    accepted = above if accepted is None else accepted | above
-    drawn_rows = drawn.repeat(counts)
-    accepted[at & ~drawn_rows] = True
+    from abm.kernels import select_rows  # Numba: imported when first needed
+
+    accepted, thresholds, tied, need, drawn = select_rows(
+        np.ascontiguousarray(scores, dtype=np.float64),
+        np.ascontiguousarray(counts, dtype=np.int64),
+        np.ascontiguousarray(ks, dtype=np.int64),
+        SCORE_TIE,
+    )
+    if not drawn.any():  # the usual tick: every row at a threshold is admitted
+        return accepted, thresholds
     # the tied rows of the episodes that draw, in row order; each draws its own shuffle of
     # its tied rows' positions (the draws depend on their number only)
     which = drawn.nonzero()[0]
-    tied = (at & drawn_rows).nonzero()[0]
-    bounds = segments.offsets(n_at[which])
+    rows_tied = tied.nonzero()[0]
+    bounds = segments.offsets(segments.count(tied, counts)[which])
     chosen = []
     each = zip(which.tolist(), bounds[:-1], bounds[1:], need[which].tolist(), strict=True)
     for b, lo, hi, k in each:  # a tie at the threshold: this episode's draw
-        rows = tied[lo:hi].copy()
+        rows = rows_tied[lo:hi].copy()
         rngs[b].shuffle(rows)  # what permutation() does to its own copy: same draws
         chosen.append(rows[:k])
     accepted[np.concatenate(chosen)] = True

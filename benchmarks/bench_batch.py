@@ -184,6 +184,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     others = [int(s) for s in args.others.split(",")]
     sequential(args.scenario, "threshold", 3)  # warm-up: imports, caches, the first world
+    batched(args.scenario, "threshold", 2, 2)  # and a batch's compiled loops (abm.kernels)
     if not args.no_freeze:  # what the imports made, frozen as a study worker has it
         gc.freeze()  # (lab.study.runner._start_worker): full collections walk the rest
     print(
@@ -221,7 +222,8 @@ def main() -> None:
             f"\n{'RL environments':16s} {'n':>6s} {'steps/s':>11s} {'x one env':>13s}"
             f"   (medians of {args.repeats} alternating repeats)"
         )
-        env_steps(args.scenario, 0, 50)  # warm-up
+        env_steps(args.scenario, 0, 50)  # warm-up, and the vector env's compiled loops loaded
+        env_steps(args.scenario, 2, 5)
         # one environment, then every n, in turn: a slow moment of the machine then moves
         # one round, not the one-environment figure every ratio is read against
         rates: dict[int, list[float]] = {n: [] for n in [0, *sizes_n]}

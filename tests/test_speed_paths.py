@@ -178,6 +178,101 @@ def test_column_means_of_many_episodes_are_each_episodes_own(z, seed):
         assert same_bits(got[b], _column_means(X[starts[b] : starts[b + 1]])), b
 
 
+# an infinite threshold overflows float32 in both encodings alike
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
+@pytest.mark.parametrize(("z", "validity", "m"), [(10, 1, None), (2, 3, 10), (1, 2, None)])
+@pytest.mark.parametrize("seed", range(3))
+def test_a_batch_of_observations_is_each_episodes_own(z, validity, m, seed):
+    """encode_batch (its histograms, counts and z >= 2 means compiled in one loop) gives
+    row b with the bits of encode_observation of episode b alone: scores that are NaN,
+    below 0, above 1 or on a bin's edge, goals that are NaN, infinite or -0.0, ages and
+    application counts out of range, -0.0 features, episodes with no rows, undefined
+    thresholds, and the places and entrants in force."""
+    from types import SimpleNamespace
+
+    from policies.rl.encoding import encode_batch, encode_observation
+
+    rng = np.random.default_rng(seed)
+    B, k, ticks, tick = 12, 9, 100, 7
+    app_counts, w_counts = rng.integers(0, 25, B), rng.integers(0, 15, B)
+    app_counts[1], w_counts[[2, 3]] = 0, 0
+
+    def values(n):
+        v = rng.random(n) * 1.4 - 0.2
+        pick = rng.random(n)
+        v[pick < 0.1] = rng.integers(0, 11, n)[pick < 0.1] / 10  # on an edge
+        v[(pick > 0.1) & (pick < 0.15)] = np.nan
+        return v
+
+    a, w = int(app_counts.sum()), int(w_counts.sum())
+    app_X = rng.normal(size=(a, z)) * 10.0 ** rng.integers(-3, 4, z)
+    app_X[rng.random(app_X.shape) < 0.05] = -0.0
+    window = {
+        "X_obs": rng.normal(size=(w, z)),
+        "goal": values(w),
+        "last_tick": rng.integers(0, tick + 2, w),
+        "n_apps": rng.integers(0, 7, w),
+    }
+    window["goal"][rng.random(w) < 0.1] = rng.choice([np.inf, -np.inf, -0.0], w)[:1]
+    app_scores, w_scores = values(a), values(w)
+    thresholds = rng.random(B)
+    thresholds[[0, 4]] = [np.nan, np.inf]
+    k_t, m_t = rng.integers(1, 20, B), rng.integers(0, 30, B)
+    capacity = {} if m is None else {"m": m, "k_t": k_t, "m_t": m_t}
+    got = encode_batch(
+        tick,
+        thresholds,
+        app_X,
+        app_scores,
+        app_counts,
+        window,
+        w_scores,
+        w_counts,
+        k,
+        ticks,
+        validity,
+        **capacity,
+    )
+    a_at, w_at = (
+        np.concatenate([[0], app_counts.cumsum()]),
+        np.concatenate([[0], w_counts.cumsum()]),
+    )
+    for b in range(B):
+        mine = slice(w_at[b], w_at[b + 1])
+        obs = SimpleNamespace(
+            tick=tick,
+            threshold=thresholds[b],
+            applicant_ids=np.arange(app_counts[b]),
+            applicant_X=app_X[a_at[b] : a_at[b + 1]],
+            applicant_scores=app_scores[a_at[b] : a_at[b + 1]],
+            k_t=k_t[b] if m else None,
+            m_t=m_t[b] if m else None,
+            history=SimpleNamespace(
+                ids=np.arange(w_counts[b]),
+                goal=window["goal"][mine],
+                last_tick=window["last_tick"][mine],
+                n_applications=window["n_apps"][mine],
+                X=window["X_obs"][mine],
+            ),
+        )
+        want = encode_observation(obs, w_scores[mine], k, ticks, validity, m)
+        assert same_bits(got[b], want), b
+
+
+def test_compiled_loops_refuse_counts_that_miss_the_rows():
+    """A compiled loop reads no bounds of its own: counts that do not add up to the flat
+    rows (or a negative count) are an error, not a read past the end."""
+    from abm import segments
+    from abm.selection import select_each
+
+    with pytest.raises(ValueError, match="do not add up"):
+        segments.count(np.ones(5, dtype=bool), np.array([2, 2]))
+    with pytest.raises(ValueError, match="negative"):
+        segments.count(np.ones(3, dtype=bool), np.array([4, -1]))
+    with pytest.raises(ValueError, match="do not add up"):
+        select_each(np.ones(3), np.array([2, 2]), np.array([1, 1]), [None, None])
+
+
 def test_take_with_replacements_and_split():
     pop = random_population(12, 3, 0)
     index = np.array([5, 0, 7, 11])

@@ -246,97 +246,62 @@ def encode_batch(
     ``last_tick``, ``n_apps``, ``goal``; ``window_scores`` (w,)), flat, episode after
     episode, ``app_counts`` and ``window_counts`` (B,) rows each. With ``m``, the places
     and entrants in force ``k_t`` and ``m_t`` (B,)."""
+    from policies.rl.kernels import encode_rows  # Numba: imported when first needed
+
     B, scale = thresholds.shape[0], float(k)
+    z = app_X.shape[1]
+    base = observation_size(z, validity)
+    out = np.zeros((B, base))
     # each entry one division or nan_to_num of one number, elementwise: its own bits
-    head = np.empty((B, 4))
-    head[:, 0] = tick / ticks
+    out[:, 0] = tick / ticks
     # nan_to_num's own overhead is ten times a check that every threshold is finite
-    head[:, 1] = thresholds if np.isfinite(thresholds).all() else np.nan_to_num(thresholds)
-    np.divide(app_counts, scale, out=head[:, 2])
-    np.divide(window_counts, scale, out=head[:, 3])
-    goal = window["goal"]
-    has_goal = np.isfinite(goal)
-    ages = np.minimum(np.maximum(np.subtract(tick, window["last_tick"]), 1), validity)
-    apps = np.minimum(np.maximum(window["n_apps"], 1), N_APPS)
-    ep = segments.episode_of(window_counts)
-    # the three histograms of scores in one pass (histogram j of episode b is row j B + b),
-    # and the window's other counts in another: integer counts, each what it is alone
-    scores = _histograms(
-        np.concatenate([app_scores, window_scores, goal[has_goal]]),
-        np.concatenate([segments.episode_of(app_counts), ep + B, ep[has_goal] + 2 * B]),
-        3 * B,
+    out[:, 1] = thresholds if np.isfinite(thresholds).all() else np.nan_to_num(thresholds)
+    np.divide(app_counts, scale, out=out[:, 2])
+    np.divide(window_counts, scale, out=out[:, 3])
+    # histograms, counts and (z >= 2: rows summed in order) column means in one loop
+    w_X = window["X_obs"]
+    means = z >= 2
+    encode_rows(
+        out,
+        np.ascontiguousarray(app_X, dtype=np.float64),
+        np.ascontiguousarray(app_scores, dtype=np.float64),
+        np.ascontiguousarray(app_counts, dtype=np.int64),
+        np.ascontiguousarray(w_X, dtype=np.float64),
+        np.ascontiguousarray(window_scores, dtype=np.float64),
+        np.ascontiguousarray(window["goal"], dtype=np.float64),
+        np.ascontiguousarray(window["last_tick"], dtype=np.int64),
+        np.ascontiguousarray(window["n_apps"], dtype=np.int64),
+        np.ascontiguousarray(window_counts, dtype=np.int64),
+        _EDGES,
+        int(tick),
+        int(validity),
+        N_APPS,
+        scale,
+        means,
     )
-    no_goal = ep[~has_goal]
-    counts = np.bincount(
-        np.concatenate(
-            [no_goal, B + ep * validity + (ages - 1), B * (1 + validity) + ep * N_APPS + (apps - 1)]
-        ),
-        minlength=B * (1 + validity + N_APPS),
-    )
-    cut = B * (1 + validity)
-    parts = [
-        head,
-        scores.reshape(3, B, N_BINS).transpose(1, 0, 2).reshape(B, 3 * N_BINS) / scale,
-        counts[:B, None] / scale,
-        counts[B:cut].reshape(B, validity) / scale,
-        counts[cut:].reshape(B, N_APPS) / scale,
-        _column_means_of(app_X, app_counts),
-        _column_means_of(window["X_obs"], window_counts),
-    ]
+    if not means:  # one column: NumPy sums it pairwise, so the episodes' own reductions
+        at = base - 2 * z
+        out[:, at : at + z] = _column_means_of(app_X, app_counts)
+        out[:, at + z :] = _column_means_of(w_X, window_counts)
     if m is not None:
         k_t = np.full(B, k) if k_t is None else k_t
         m_t = np.full(B, m) if m_t is None else m_t
-        parts.append(
-            np.array(
-                [
-                    [a / scale, b / max(m, 1)]
-                    for a, b in zip(k_t.tolist(), m_t.tolist(), strict=True)
-                ]
-            )
+        capacity = np.array(
+            [[a / scale, b / max(m, 1)] for a, b in zip(k_t.tolist(), m_t.tolist(), strict=True)]
         )
-    return np.concatenate(parts, axis=1).astype(np.float32)
-
-
-def _bincounts(values: np.ndarray, episode: np.ndarray, B: int, n: int) -> np.ndarray:
-    """(B, n) counts of each episode's integer ``values`` in [0, n)."""
-    return np.bincount(episode * n + values, minlength=B * n).reshape(B, n)
-
-
-def _histograms(v: np.ndarray, episode: np.ndarray, B: int) -> np.ndarray:
-    """(B, N_BINS) :func:`histogram01` of each episode's values (``episode`` (n,))."""
-    v = np.asarray(v, dtype=float).clip(0.0, 1.0)
-    if np.count_nonzero(v == v) != v.shape[0]:
-        keep = v == v
-        v, episode = v[keep], episode[keep]
-    bins = _EDGES.searchsorted(v, side="right") - 1
-    bins[bins == N_BINS] = N_BINS - 1
-    return _bincounts(bins, episode, B, N_BINS)
+        out = np.concatenate([out, capacity], axis=1)
+    return out.astype(np.float32)
 
 
 def _column_means_of(X: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """(B, z) :func:`_column_means` of each episode's rows of X (n, z), each with the bits
-    of its own rows' reduction.
-
-    With z >= 2 columns numpy sums a column row after row, in the rows' order, so the
-    episodes go on one grid (width, B, z) padded past their rows with -0.0, which leaves
-    every sum as it is (x + -0.0 is x for every x, -0.0 included); its first axis is
-    reduced, a contiguous (B, z) block added at a time (reducing a middle axis costs
-    twice as much). With one column the sum is pairwise in an order fixed by the
-    length: episodes of one length are then reduced as one (m, n, 1) stack."""
+    of its own rows' reduction, for one column (z = 1): NumPy sums a 1-D run pairwise, in
+    an order fixed by its length, so episodes of one length are reduced as one (m, n, 1)
+    stack. (With more columns it sums row after row, which :func:`encode_rows` does.)"""
     B, z = counts.shape[0], X.shape[1]
     out = np.zeros((B, z))
-    if X.shape[0] == 0:
-        return out
-    width = int(counts.max())
-    if z < 2 or B * width > 4 * X.shape[0] + 1024:  # one column, or a grid mostly padding
-        for n, eps, rows in segments.by_length(counts):
-            out[eps] = np.add.reduce(X.take(rows, axis=0), axis=1) / n
-        return out
-    episode = segments.episode_of(counts)
-    grid = np.full((width * B, z), -0.0)  # row j of episode b at j B + b
-    grid[(np.arange(X.shape[0]) - segments.starts_of(counts).take(episode)) * B + episode] = X
-    total = np.add.reduce(grid.reshape(width, B, z), axis=0)
-    np.divide(total, counts[:, None], out=out, where=counts[:, None] > 0)
+    for n, eps, rows in segments.by_length(counts):
+        out[eps] = np.add.reduce(X.take(rows, axis=0), axis=1) / n
     return out
 
 

@@ -1,0 +1,144 @@
+"""Compiled parts of a batch's tick, with Numba (imported when a batch first needs one).
+
+A batch's tick does a few dozen small array operations per stage over its flat rows, and
+at tens of episodes their cost is the calls' own. Where a stage is a plain loop over each
+episode's rows, it is compiled here as one loop over all of them, with the bits NumPy
+gives: comparisons, counts and order statistics are exact, and each episode's rows are
+read as its own call reads them. tests/test_speed_paths.py checks every kernel against
+the NumPy path episode by episode.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _check_rows(counts, n):  # pragma: no cover - compiled
+    """Refuse ``counts`` that do not add up to the ``n`` flat rows (a compiled loop reads
+    no bounds of its own)."""
+    total = 0
+    for c in counts:
+        if c < 0:
+            raise ValueError("counts: a negative count of rows")
+        total += c
+    if total != n:
+        raise ValueError("counts: the episodes' rows do not add up to the flat rows")
+
+
+@njit(cache=True)
+def select_rows(scores, counts, ks, tie):  # pragma: no cover - compiled
+    """Top-k of each episode's flat ``scores`` (``counts`` (B,) rows each, ``ks`` (B,)
+    places; :func:`abm.selection.select_top_k` alone), up to the draws.
+
+    Returns (accepted (n,) bool, thresholds (B,), tied (n,) bool, need (B,), drawn (B,)
+    bool): the threshold is the k-th highest score (the lowest where everyone is
+    admitted, NaN with no rows); rows above it plus ``tie`` are admitted, and those
+    within ``tie`` of it too unless there are more of them than places left: such an
+    episode is ``drawn``, its rows at the threshold are ``tied`` and ``need`` of them
+    are still to be chosen (by the episode's own draw, which the caller makes)."""
+    B = counts.shape[0]
+    n = scores.shape[0]
+    _check_rows(counts, n)
+    accepted = np.zeros(n, dtype=np.bool_)
+    tied = np.zeros(n, dtype=np.bool_)
+    thresholds = np.full(B, np.nan)
+    need = np.zeros(B, dtype=np.int64)
+    drawn = np.zeros(B, dtype=np.bool_)
+    lo = 0
+    for b in range(B):
+        c, k = counts[b], ks[b]
+        hi = lo + c
+        if c == 0:
+            lo = hi
+            continue
+        ordered = np.sort(scores[lo:hi])
+        if c <= k:  # everyone is admitted; the threshold is the least
+            thresholds[b] = ordered[0]
+            for i in range(lo, hi):
+                accepted[i] = True
+            lo = hi
+            continue
+        th = ordered[c - k]
+        thresholds[b] = th
+        upper, lower = th + tie, th - tie
+        n_above = 0
+        n_at = 0
+        for i in range(lo, hi):
+            s = scores[i]
+            if s > upper:
+                accepted[i] = True
+                n_above += 1
+            elif s >= lower:
+                n_at += 1
+        left = k - n_above
+        if left == n_at:  # every row at the threshold is admitted
+            for i in range(lo, hi):
+                s = scores[i]
+                if s >= lower and not s > upper:
+                    accepted[i] = True
+        else:
+            drawn[b] = True
+            need[b] = left
+            for i in range(lo, hi):
+                s = scores[i]
+                if s >= lower and not s > upper:
+                    tied[i] = True
+        lo = hi
+    return accepted, thresholds, tied, need, drawn
+
+
+@njit(cache=True)
+def count_rows(mask, counts):  # pragma: no cover - compiled
+    """(B,) int64: the True values of ``mask`` (n,) in each episode's ``counts`` rows."""
+    B = counts.shape[0]
+    _check_rows(counts, mask.shape[0])
+    out = np.zeros(B, dtype=np.int64)
+    lo = 0
+    for b in range(B):
+        hi = lo + counts[b]
+        n = 0
+        for i in range(lo, hi):
+            if mask[i]:
+                n += 1
+        out[b] = n
+        lo = hi
+    return out
+
+
+@njit(cache=True)
+def tape_short(lent, used, counts, length):  # pragma: no cover - compiled
+    """The episodes (int64) whose block of a tape cannot give their next ``counts``
+    draws (not lent yet, or fewer than ``counts[b]`` left of ``length``), and the largest
+    count."""
+    B = counts.shape[0]
+    short = np.empty(B, dtype=np.int64)
+    n, top = 0, 0
+    for b in range(B):
+        c = counts[b]
+        if c > top:
+            top = c
+        if not lent[b] or used[b] + c > length:
+            short[n] = b
+            n += 1
+    return short[:n], top
+
+
+@njit(cache=True)
+def tape_take(block, used, counts):  # pragma: no cover - compiled
+    """(counts.sum(),) the next ``counts[b]`` draws of each episode's row of ``block``
+    (B, L) from ``used[b]`` on, episode after episode; ``used`` is advanced in place."""
+    B = counts.shape[0]
+    total = 0
+    for b in range(B):
+        total += counts[b]
+    out = np.empty(total)
+    at = 0
+    for b in range(B):
+        u, c = used[b], counts[b]
+        for j in range(c):
+            out[at + j] = block[b, u + j]
+        at += c
+        used[b] = u + c
+    return out
