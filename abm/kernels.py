@@ -142,3 +142,40 @@ def tape_take(block, used, counts):  # pragma: no cover - compiled
         at += c
         used[b] = u + c
     return out
+
+
+@njit(cache=True)
+def linear_rows(X, w, intercept):  # pragma: no cover - compiled
+    """w . x + b of every row of X (n, z), z <= 128, with the bits of
+    ``np.add.reduce(X * w, axis=1) + b``: each row's products summed in NumPy's pairwise
+    order (below 8 terms one after another; else eight running sums over strides of 8,
+    combined as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the rest in
+    turn), from +0.0 (:func:`abm.summation._pairwise_into_first`)."""
+    n, z = X.shape
+    out = np.empty(n)
+    p = np.empty(max(z, 8))
+    full = z - z % 8
+    for i in range(n):
+        for j in range(z):
+            p[j] = X[i, j] * w[j]
+        if z < 8:
+            s = p[0] if z > 0 else 0.0
+            for j in range(1, z):
+                s += p[j]
+        else:
+            r0, r1, r2, r3 = p[0], p[1], p[2], p[3]
+            r4, r5, r6, r7 = p[4], p[5], p[6], p[7]
+            for j in range(8, full, 8):
+                r0 += p[j]
+                r1 += p[j + 1]
+                r2 += p[j + 2]
+                r3 += p[j + 3]
+                r4 += p[j + 4]
+                r5 += p[j + 5]
+                r6 += p[j + 6]
+                r7 += p[j + 7]
+            s = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+            for j in range(full, z):
+                s += p[j]
+        out[i] = (s + 0.0) + intercept
+    return out

@@ -10,6 +10,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from abm.compiled import compiled
+
 
 def linear_logit(X: np.ndarray, weights: np.ndarray, intercept: float) -> np.ndarray:
     """w . x + b for every row of X (n, z), shape (n,).
@@ -19,6 +21,17 @@ def linear_logit(X: np.ndarray, weights: np.ndarray, intercept: float) -> np.nda
     batch (BLAS matrix-vector kernels can differ in the last bit by position). The same
     candidate therefore scores identically under every policy and batch size.
     """
+    if (
+        len(X) >= _COMPILED_FROM
+        and getattr(X, "ndim", 0) == 2
+        and X.dtype == np.float64
+        and np.ndim(weights) == 1
+        and X.shape[1] <= _PAIRWISE_BLOCK
+        and _compiled_sums_match_numpy(X.shape[1])
+    ):
+        # one compiled loop over the rows, in the same order (abm.kernels.linear_rows)
+        w = np.ascontiguousarray(weights, dtype=np.float64)
+        return compiled("linear_rows")(X, w, float(intercept))
     if (
         len(X) >= _BLOCK_FROM
         and getattr(X, "ndim", 0) == 2
@@ -31,6 +44,10 @@ def linear_logit(X: np.ndarray, weights: np.ndarray, intercept: float) -> np.nda
         out = np.add.reduce(X * weights, axis=1)
     out += intercept
     return out
+
+
+# From this many rows a compiled loop (a batch's tick; below, NumPy's calls cost less)
+_COMPILED_FROM = 64
 
 
 # Large batches: numpy reduces each row with its own inner-loop call, which dominates at
@@ -92,17 +109,36 @@ def _pairwise_into_first(P: np.ndarray, lo: int, n: int) -> None:
 
 
 @lru_cache(maxsize=64)
-def _feature_sums_match_numpy(z: int) -> bool:
-    """Whether :func:`_blocked_row_sums` reproduces this numpy's row sums for z features.
+def _compiled_sums_match_numpy(z: int) -> bool:
+    """Whether the compiled loop (:func:`abm.kernels.linear_rows`) gives this numpy's
+    ``np.add.reduce(X * w, axis=1) + b`` for z features, on the probe of
+    :func:`_feature_sums_match_numpy` (a numpy that sums otherwise keeps its own path)."""
+    X, w = _probe(z)
+    for b in (0.5, 0.0, -0.0):
+        expected = np.add.reduce(X * w, axis=1) + b
+        if expected.tobytes() != compiled("linear_rows")(X, w, b).tobytes():
+            return False
+    return True
 
-    Checked once per z on a probe of mixed signs, magnitudes and signed zeros; a numpy
-    that sums in another order keeps the plain path, so results never depend on the path.
-    """
+
+def _probe(z: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows (8229, z) of mixed signs, magnitudes and signed zeros, and weights (z,)."""
     rng = np.random.default_rng(z)
     X = rng.standard_normal((_BLOCK_ROWS + 37, z)) * 10.0 ** rng.integers(-8, 9, (1, z))
     X[:5] = -0.0
     X[5:9] = 0.0
     w = rng.standard_normal(z)
     w[: z // 2] *= -1.0
+    return X, w
+
+
+@lru_cache(maxsize=64)
+def _feature_sums_match_numpy(z: int) -> bool:
+    """Whether :func:`_blocked_row_sums` reproduces this numpy's row sums for z features.
+
+    Checked once per z on a probe of mixed signs, magnitudes and signed zeros; a numpy
+    that sums in another order keeps the plain path, so results never depend on the path.
+    """
+    X, w = _probe(z)
     expected = np.add.reduce(X * w, axis=1)
     return expected.tobytes() == _blocked_row_sums(X, w).tobytes()

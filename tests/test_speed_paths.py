@@ -362,10 +362,41 @@ def test_blocked_row_sums_match_numpy_bit_for_bit(z, n):
     assert same_bits(_blocked_row_sums(X, w), np.add.reduce(X * w, axis=1))
 
 
+@pytest.mark.parametrize("z", [0, 1, 3, 7, 8, 10, 16, 23, 128])
+@pytest.mark.parametrize("n", [64, 1023, 8192 + 5])
+def test_compiled_row_sums_match_numpy_bit_for_bit(z, n):
+    """linear_logit's compiled loop (from 64 rows) sums each row in numpy's order, from
+    +0.0, for every z and intercept, signed zeros included."""
+    from abm.summation import _compiled_sums_match_numpy, linear_logit
+
+    rng = np.random.default_rng(z * 7919 + n)
+    X = rng.standard_normal((n, z)) * np.exp(3.0 * rng.standard_normal((n, z)))
+    X[0] = -0.0
+    w = rng.standard_normal(z)
+    assert _compiled_sums_match_numpy(z)  # numpy of constraints.txt: the loop is in use
+    for b in (0.25, 0.0, -0.0):
+        assert same_bits(linear_logit(X, w, b), np.add.reduce(X * w, axis=1) + b)
+
+
+def test_a_compiled_loop_that_disagrees_with_numpy_is_not_used(monkeypatch):
+    from abm import compiled, summation
+
+    summation._compiled_sums_match_numpy.cache_clear()
+    monkeypatch.setitem(compiled._LOOPS, "linear_rows", lambda X, w, b: np.zeros(len(X)))
+    try:
+        assert not summation._compiled_sums_match_numpy(10)
+        X = np.random.default_rng(0).random((500, 10))
+        w = np.linspace(-1.0, 1.0, 10)
+        assert same_bits(summation.linear_logit(X, w, 0.5), np.add.reduce(X * w, axis=1) + 0.5)
+    finally:
+        summation._compiled_sums_match_numpy.cache_clear()
+
+
 def test_a_numpy_summing_in_another_order_keeps_the_plain_path(monkeypatch):
     from abm import summation
 
     summation._feature_sums_match_numpy.cache_clear()
+    monkeypatch.setattr(summation, "_COMPILED_FROM", 10**9)  # the blocked path's check
     monkeypatch.setattr(summation, "_pairwise_into_first", _running_sum_into_first)
     try:
         assert not summation._feature_sums_match_numpy(10)
