@@ -15,7 +15,7 @@ from numba import njit
 
 
 @njit(cache=True)
-def _check_rows(counts, n):  # pragma: no cover - compiled
+def check_rows(counts, n):  # pragma: no cover - compiled
     """Refuse ``counts`` that do not add up to the ``n`` flat rows (a compiled loop reads
     no bounds of its own)."""
     total = 0
@@ -40,7 +40,7 @@ def select_rows(scores, counts, ks, tie):  # pragma: no cover - compiled
     are still to be chosen (by the episode's own draw, which the caller makes)."""
     B = counts.shape[0]
     n = scores.shape[0]
-    _check_rows(counts, n)
+    check_rows(counts, n)
     accepted = np.zeros(n, dtype=np.bool_)
     tied = np.zeros(n, dtype=np.bool_)
     thresholds = np.full(B, np.nan)
@@ -93,7 +93,7 @@ def select_rows(scores, counts, ks, tie):  # pragma: no cover - compiled
 def count_rows(mask, counts):  # pragma: no cover - compiled
     """(B,) int64: the True values of ``mask`` (n,) in each episode's ``counts`` rows."""
     B = counts.shape[0]
-    _check_rows(counts, mask.shape[0])
+    check_rows(counts, mask.shape[0])
     out = np.zeros(B, dtype=np.int64)
     lo = 0
     for b in range(B):

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from abm import segments
+from abm.compiled import compiled
 
 #: Scores within this distance of the k-th highest count as tied with it (score units).
 #: Scores that are equal in exact arithmetic (many candidates implement advice to the same
@@ -59,9 +60,7 @@ def select_each(
     if B == 1:
         accepted, threshold = select_top_k(scores, int(ks[0]), rngs[0])
         return accepted, np.array([threshold])
-    from abm.kernels import select_rows  # Numba: imported when first needed
-
-    accepted, thresholds, tied, need, drawn = select_rows(
+    accepted, thresholds, tied, need, drawn = compiled("select_rows")(
         np.ascontiguousarray(scores, dtype=np.float64),
         np.ascontiguousarray(counts, dtype=np.int64),
         np.ascontiguousarray(ks, dtype=np.int64),

@@ -1,5 +1,7 @@
 """Row sums in NumPy's own order: ``linear_logit`` (w . x + b of every row), bit for bit
-what ``np.add.reduce(X * w, axis=1) + b`` gives, blocked for large batches.
+what ``np.add.reduce(X * w, axis=1) + b`` gives: from 64 rows one compiled loop
+(:func:`abm.kernels.linear_rows`), else blocked for large batches where the loop is not
+in use.
 
 Shapes: X (n, z), weights (z,).
 """

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from abm.kernels import _check_rows
+from abm.kernels import check_rows
 
 
 @njit(cache=True)
@@ -64,13 +64,13 @@ def encode_rows(  # pragma: no cover - compiled
     the column means of the applicants' and the window's features. Rows flat, episode
     after episode: ``app_counts`` and ``w_counts`` (B,) each."""
     B = app_counts.shape[0]
-    _check_rows(app_counts, app_X.shape[0])
-    _check_rows(app_counts, app_scores.shape[0])
-    _check_rows(w_counts, w_X.shape[0])
-    _check_rows(w_counts, w_scores.shape[0])
-    _check_rows(w_counts, w_goal.shape[0])
-    _check_rows(w_counts, w_last_tick.shape[0])
-    _check_rows(w_counts, w_n_apps.shape[0])
+    check_rows(app_counts, app_X.shape[0])
+    check_rows(app_counts, app_scores.shape[0])
+    check_rows(w_counts, w_X.shape[0])
+    check_rows(w_counts, w_scores.shape[0])
+    check_rows(w_counts, w_goal.shape[0])
+    check_rows(w_counts, w_last_tick.shape[0])
+    check_rows(w_counts, w_n_apps.shape[0])
     nb = edges.shape[0] - 1
     z = app_X.shape[1]
     hist_w, hist_g = 4 + nb, 4 + 2 * nb
