@@ -179,3 +179,24 @@ def linear_rows(X, w, intercept):  # pragma: no cover - compiled
                 s += p[j]
         out[i] = (s + 0.0) + intercept
     return out
+
+
+@njit(cache=True)
+def layout_rows(counts):  # pragma: no cover - compiled
+    """(each row's episode (n,), each episode's first row (B,)), int64, for ``counts``
+    (B,) rows each: ``arange(B).repeat(counts)`` and ``cumsum(counts) - counts``."""
+    B = counts.shape[0]
+    total = 0
+    for c in counts:
+        if c < 0:
+            raise ValueError("counts: a negative count of rows")
+        total += c
+    episode = np.empty(total, dtype=np.int64)
+    starts = np.empty(B, dtype=np.int64)
+    at = 0
+    for b in range(B):
+        starts[b] = at
+        for j in range(counts[b]):
+            episode[at + j] = b
+        at += counts[b]
+    return episode, starts

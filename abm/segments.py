@@ -30,9 +30,12 @@ class _Layout:
 
     def __init__(self, counts: np.ndarray) -> None:
         self._counts = counts
-        self.episode = np.arange(counts.shape[0]).repeat(counts)
-        self.starts = counts.cumsum()
-        self.starts -= counts
+        if counts.dtype == np.int64 and counts.shape[0] > 1:  # one compiled loop
+            self.episode, self.starts = compiled("layout_rows")(counts)
+        else:
+            self.episode = np.arange(counts.shape[0]).repeat(counts)
+            self.starts = counts.cumsum()
+            self.starts -= counts
         self._lengths: list | None = None
         for a in (self.episode, self.starts):
             a.flags.writeable = False
