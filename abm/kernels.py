@@ -15,6 +15,38 @@ from numba import njit
 
 
 @njit(cache=True)
+def block_sum(a, start, n):  # pragma: no cover - compiled
+    """Σ a[start : start + n] for n <= 128, in NumPy's order: below 8 terms one after
+    another from 0.0, else eight running sums over strides of 8, combined as
+    ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the rest in turn (ROAR's
+    kernels and :func:`linear_rows`)."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += a[start + i]
+        return res
+    r0, r1, r2, r3 = a[start], a[start + 1], a[start + 2], a[start + 3]
+    r4, r5, r6, r7 = a[start + 4], a[start + 5], a[start + 6], a[start + 7]
+    i = 8
+    while i < n - n % 8:
+        j = start + i
+        r0 += a[j]
+        r1 += a[j + 1]
+        r2 += a[j + 2]
+        r3 += a[j + 3]
+        r4 += a[j + 4]
+        r5 += a[j + 5]
+        r6 += a[j + 6]
+        r7 += a[j + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[start + i]
+        i += 1
+    return res
+
+
+@njit(cache=True)
 def check_rows(counts, n):  # pragma: no cover - compiled
     """Refuse ``counts`` that do not add up to the ``n`` flat rows (a compiled loop reads
     no bounds of its own)."""
@@ -148,36 +180,14 @@ def tape_take(block, used, counts):  # pragma: no cover - compiled
 def linear_rows(X, w, intercept):  # pragma: no cover - compiled
     """w . x + b of every row of X (n, z), z <= 128, with the bits of
     ``np.add.reduce(X * w, axis=1) + b``: each row's products summed in NumPy's pairwise
-    order (below 8 terms one after another; else eight running sums over strides of 8,
-    combined as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the rest in
-    turn), from +0.0 (:func:`abm.summation._pairwise_into_first`)."""
+    order (:func:`block_sum`), from +0.0."""
     n, z = X.shape
     out = np.empty(n)
-    p = np.empty(max(z, 8))
-    full = z - z % 8
+    p = np.empty(max(z, 1))
     for i in range(n):
         for j in range(z):
             p[j] = X[i, j] * w[j]
-        if z < 8:
-            s = p[0] if z > 0 else 0.0
-            for j in range(1, z):
-                s += p[j]
-        else:
-            r0, r1, r2, r3 = p[0], p[1], p[2], p[3]
-            r4, r5, r6, r7 = p[4], p[5], p[6], p[7]
-            for j in range(8, full, 8):
-                r0 += p[j]
-                r1 += p[j + 1]
-                r2 += p[j + 2]
-                r3 += p[j + 3]
-                r4 += p[j + 4]
-                r5 += p[j + 5]
-                r6 += p[j + 6]
-                r7 += p[j + 7]
-            s = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-            for j in range(full, z):
-                s += p[j]
-        out[i] = (s + 0.0) + intercept
+        out[i] = (block_sum(p, 0, z) + 0.0) + intercept
     return out
 
 

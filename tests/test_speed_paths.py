@@ -385,9 +385,7 @@ def test_a_compiled_loop_that_disagrees_with_numpy_is_not_used(monkeypatch):
     monkeypatch.setitem(compiled._LOOPS, "linear_rows", lambda X, w, b: np.zeros(len(X)))
     try:
         assert not summation._compiled_sums_match_numpy(10)
-        X = np.random.default_rng(0).random((500, 10))
-        w = np.linspace(-1.0, 1.0, 10)
-        assert same_bits(summation.linear_logit(X, w, 0.5), np.add.reduce(X * w, axis=1) + 0.5)
+        _scores_as_numpy(summation, 500)
     finally:
         summation._compiled_sums_match_numpy.cache_clear()
 
@@ -400,11 +398,16 @@ def test_a_numpy_summing_in_another_order_keeps_the_plain_path(monkeypatch):
     monkeypatch.setattr(summation, "_pairwise_into_first", _running_sum_into_first)
     try:
         assert not summation._feature_sums_match_numpy(10)
-        X = np.random.default_rng(0).random((5000, 10))
-        w = np.linspace(-1.0, 1.0, 10)
-        assert same_bits(summation.linear_logit(X, w, 0.5), np.add.reduce(X * w, axis=1) + 0.5)
+        _scores_as_numpy(summation, 5000)
     finally:
         summation._feature_sums_match_numpy.cache_clear()
+
+
+def _scores_as_numpy(summation, n: int) -> None:
+    """linear_logit of n rows of 10 features has NumPy's own bits (the path it took)."""
+    X = np.random.default_rng(0).random((n, 10))
+    w = np.linspace(-1.0, 1.0, 10)
+    assert same_bits(summation.linear_logit(X, w, 0.5), np.add.reduce(X * w, axis=1) + 0.5)
 
 
 def _running_sum_into_first(P, lo, n):

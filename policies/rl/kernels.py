@@ -40,6 +40,29 @@ def _bin(v, edges):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _histogram_and_means(out, scores, X, counts, edges, hist, mean, means):  # pragma: no cover
+    """Each episode's histogram of its non-NaN ``scores`` into out[b, hist:] (counts)
+    and, with ``means``, the column means of its rows of X into out[b, mean:]: each
+    column's rows added one after another from +0.0, as ``np.add.reduce(X, axis=0)``
+    sums z >= 2 columns, then one division."""
+    lo = 0
+    for b in range(counts.shape[0]):
+        row = out[b]
+        hi = lo + counts[b]
+        for i in range(lo, hi):
+            v = scores[i]
+            if v == v:
+                row[hist + _bin(v, edges)] += 1.0
+        if means and hi > lo:
+            for j in range(X.shape[1]):
+                s = 0.0
+                for i in range(lo, hi):
+                    s += X[i, j]
+                row[mean + j] = s / (hi - lo)
+        lo = hi
+
+
+@njit(cache=True)
 def encode_rows(  # pragma: no cover - compiled
     out,
     app_X,
@@ -79,29 +102,13 @@ def encode_rows(  # pragma: no cover - compiled
     apps = ages + validity
     mean_a = apps + n_apps
     mean_w = mean_a + z
-    lo = 0
-    for b in range(B):
-        row = out[b]
-        hi = lo + app_counts[b]
-        for i in range(lo, hi):
-            v = app_scores[i]
-            if v == v:
-                row[4 + _bin(v, edges)] += 1.0
-        if means and hi > lo:
-            for j in range(z):
-                s = 0.0
-                for i in range(lo, hi):
-                    s += app_X[i, j]
-                row[mean_a + j] = s / (hi - lo)
-        lo = hi
+    _histogram_and_means(out, app_scores, app_X, app_counts, edges, 4, mean_a, means)
+    _histogram_and_means(out, w_scores, w_X, w_counts, edges, hist_w, mean_w, means)
     lo = 0
     for b in range(B):
         row = out[b]
         hi = lo + w_counts[b]
         for i in range(lo, hi):
-            v = w_scores[i]
-            if v == v:
-                row[hist_w + _bin(v, edges)] += 1.0
             g = w_goal[i]
             if g - g == 0.0:  # finite
                 row[hist_g + _bin(g, edges)] += 1.0
@@ -112,12 +119,6 @@ def encode_rows(  # pragma: no cover - compiled
             row[ages + age - 1] += 1.0
             n = min(max(w_n_apps[i], 1), n_apps)
             row[apps + n - 1] += 1.0
-        if means and hi > lo:
-            for j in range(z):
-                s = 0.0
-                for i in range(lo, hi):
-                    s += w_X[i, j]
-                row[mean_w + j] = s / (hi - lo)
         lo = hi
     # counts / scale: one division each, as NumPy divides the integer counts
     for b in range(B):

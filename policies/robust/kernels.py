@@ -20,38 +20,11 @@ import math
 import numpy as np
 from numba import njit
 
+from abm.kernels import block_sum as _block_sum
+
 #: adversaries of the block loop: none (α = 0), L∞ and L1 (spec §4.4)
 NONE, LINF, L1 = 0, 1, 2
 _BLOCK = 128  # NumPy's PW_BLOCKSIZE: longer sums are split in halves
-
-
-@njit(cache=True)
-def _block_sum(a, start, n):  # pragma: no cover - compiled
-    """Σ a[start : start + n] for n <= 128, in NumPy's order: eight running sums from 8 on."""
-    if n < 8:
-        res = 0.0
-        for i in range(n):
-            res += a[start + i]
-        return res
-    r0, r1, r2, r3 = a[start], a[start + 1], a[start + 2], a[start + 3]
-    r4, r5, r6, r7 = a[start + 4], a[start + 5], a[start + 6], a[start + 7]
-    i = 8
-    while i < n - n % 8:
-        j = start + i
-        r0 += a[j]
-        r1 += a[j + 1]
-        r2 += a[j + 2]
-        r3 += a[j + 3]
-        r4 += a[j + 4]
-        r5 += a[j + 5]
-        r6 += a[j + 6]
-        r7 += a[j + 7]
-        i += 8
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
-        res += a[start + i]
-        i += 1
-    return res
 
 
 @njit(cache=True)
