@@ -47,15 +47,21 @@ def block_sum(a, start, n):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def check_rows(counts, n):  # pragma: no cover - compiled
-    """Refuse ``counts`` that do not add up to the ``n`` flat rows (a compiled loop reads
-    no bounds of its own)."""
+def rows_of(counts):  # pragma: no cover - compiled
+    """The flat rows of ``counts`` (B,), their sum; a negative count is an error."""
     total = 0
     for c in counts:
         if c < 0:
             raise ValueError("counts: a negative count of rows")
         total += c
-    if total != n:
+    return total
+
+
+@njit(cache=True)
+def check_rows(counts, n):  # pragma: no cover - compiled
+    """Refuse ``counts`` that do not add up to the ``n`` flat rows (a compiled loop reads
+    no bounds of its own)."""
+    if rows_of(counts) != n:
         raise ValueError("counts: the episodes' rows do not add up to the flat rows")
 
 
@@ -64,18 +70,19 @@ def select_rows(scores, counts, ks, tie):  # pragma: no cover - compiled
     """Top-k of each episode's flat ``scores`` (``counts`` (B,) rows each, ``ks`` (B,)
     places; :func:`abm.selection.select_top_k` alone), up to the draws.
 
-    Returns (accepted (n,) bool, thresholds (B,), tied (n,) bool, need (B,), drawn (B,)
-    bool): the threshold is the k-th highest score (the lowest where everyone is
-    admitted, NaN with no rows); rows above it plus ``tie`` are admitted, and those
+    Returns (accepted (n,) bool, thresholds (B,), tied (n,) bool, n_tied (B,), need (B,),
+    drawn (B,) bool): the threshold is the k-th highest score (the lowest where everyone
+    is admitted, NaN with no rows); rows above it plus ``tie`` are admitted, and those
     within ``tie`` of it too unless there are more of them than places left: such an
-    episode is ``drawn``, its rows at the threshold are ``tied`` and ``need`` of them
-    are still to be chosen (by the episode's own draw, which the caller makes)."""
+    episode is ``drawn``, its ``n_tied`` rows at the threshold are ``tied`` and ``need``
+    of them are still to be chosen (by the episode's own draw, which the caller makes)."""
     B = counts.shape[0]
     n = scores.shape[0]
     check_rows(counts, n)
     accepted = np.zeros(n, dtype=np.bool_)
     tied = np.zeros(n, dtype=np.bool_)
     thresholds = np.full(B, np.nan)
+    n_tied = np.zeros(B, dtype=np.int64)
     need = np.zeros(B, dtype=np.int64)
     drawn = np.zeros(B, dtype=np.bool_)
     lo = 0
@@ -113,12 +120,13 @@ def select_rows(scores, counts, ks, tie):  # pragma: no cover - compiled
         else:
             drawn[b] = True
             need[b] = left
+            n_tied[b] = n_at
             for i in range(lo, hi):
                 s = scores[i]
                 if s >= lower and not s > upper:
                     tied[i] = True
         lo = hi
-    return accepted, thresholds, tied, need, drawn
+    return accepted, thresholds, tied, n_tied, need, drawn
 
 
 @njit(cache=True)
@@ -162,10 +170,7 @@ def tape_take(block, used, counts):  # pragma: no cover - compiled
     """(counts.sum(),) the next ``counts[b]`` draws of each episode's row of ``block``
     (B, L) from ``used[b]`` on, episode after episode; ``used`` is advanced in place."""
     B = counts.shape[0]
-    total = 0
-    for b in range(B):
-        total += counts[b]
-    out = np.empty(total)
+    out = np.empty(rows_of(counts))
     at = 0
     for b in range(B):
         u, c = used[b], counts[b]
@@ -196,12 +201,7 @@ def layout_rows(counts):  # pragma: no cover - compiled
     """(each row's episode (n,), each episode's first row (B,)), int64, for ``counts``
     (B,) rows each: ``arange(B).repeat(counts)`` and ``cumsum(counts) - counts``."""
     B = counts.shape[0]
-    total = 0
-    for c in counts:
-        if c < 0:
-            raise ValueError("counts: a negative count of rows")
-        total += c
-    episode = np.empty(total, dtype=np.int64)
+    episode = np.empty(rows_of(counts), dtype=np.int64)
     starts = np.empty(B, dtype=np.int64)
     at = 0
     for b in range(B):

@@ -30,7 +30,9 @@ class _Layout:
 
     def __init__(self, counts: np.ndarray) -> None:
         self._counts = counts
-        if counts.dtype == np.int64 and counts.shape[0] > 1:  # one compiled loop
+        # one compiled loop where a batch asks (a run alone keeps NumPy, without Numba;
+        # other dtypes keep theirs)
+        if counts.dtype == np.int64 and counts.shape[0] > 1:
             self.episode, self.starts = compiled("layout_rows")(counts)
         else:
             self.episode = np.arange(counts.shape[0]).repeat(counts)

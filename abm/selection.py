@@ -60,7 +60,7 @@ def select_each(
     if B == 1:
         accepted, threshold = select_top_k(scores, int(ks[0]), rngs[0])
         return accepted, np.array([threshold])
-    accepted, thresholds, tied, need, drawn = compiled("select_rows")(
+    accepted, thresholds, tied, n_tied, need, drawn = compiled("select_rows")(
         np.ascontiguousarray(scores, dtype=np.float64),
         np.ascontiguousarray(counts, dtype=np.int64),
         np.ascontiguousarray(ks, dtype=np.int64),
@@ -72,7 +72,7 @@ def select_each(
     # its tied rows' positions (the draws depend on their number only)
     which = drawn.nonzero()[0]
     rows_tied = tied.nonzero()[0]
-    bounds = segments.offsets(segments.count(tied, counts)[which])
+    bounds = segments.offsets(n_tied[which])
     chosen = []
     each = zip(which.tolist(), bounds[:-1], bounds[1:], need[which].tolist(), strict=True)
     for b, lo, hi, k in each:  # a tie at the threshold: this episode's draw
