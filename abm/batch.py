@@ -57,6 +57,7 @@ class Episodes:
         "_kind",
         "_history",
         "_fixed",
+        "together",
     )
 
     def __init__(self, models: list[Any]) -> None:
@@ -75,6 +76,9 @@ class Episodes:
         # their draws another way)
         plain = self.B > 1 and all(type(m.streams) is Streams for m in models)
         self._tapes: dict[str, BatchTape] | None = {} if plain else None
+        # what reads every episode's uniforms at once where their streams are not plain (a
+        # planner's twins: abm.planning.TwinDraws, set by the planner), else None
+        self.together: Any = None
 
     @property
     def scorers(self) -> list[Any]:
@@ -109,6 +113,15 @@ class Episodes:
             out = np.ones(int(counts.sum()))
             out[(~skip).repeat(counts)] = tape.draw(np.where(skip, 0, counts))
             return out
+        if self.together is not None:
+            some = skip is not None and skip.any()
+            got = self.together.uniform(stream, np.where(skip, 0, counts) if some else counts)
+            if got is not None and some:
+                out = np.ones(int(counts.sum()))
+                out[(~skip).repeat(counts)] = got
+                return out
+            if got is not None:
+                return got
         parts = []
         skipped = [False] * self.B if skip is None else skip.tolist()
         for m, n, out in zip(self.models, counts.tolist(), skipped, strict=True):
@@ -600,9 +613,9 @@ class Batch:
         # extension reads or writes them): drawn once a key, abm.planning.RolloutStreams.reuse
         # (on a fork's last tick, read only for its counts, always)
         shared = plain and (counted or self.share_entrants)
-        arrivals, n_new, rows = self._arrivals(t, shared, capacity)
-        sizes = back + n_new
         only = _COUNTED if counted else None
+        arrivals, n_new, rows = self._arrivals(t, shared, capacity, only)
+        sizes = back + n_new
         applicants = Population.concat([returning, arrivals], c.n_features, {"X_obs": "X"}, only)
         if B > 1:  # each episode's reapplicants, then its entrants, episode by episode
             order = interleave(back, n_new)
@@ -660,7 +673,11 @@ class Batch:
         return out
 
     def _arrivals(
-        self, t: int, shared: bool, m_t: list[int] | np.ndarray
+        self,
+        t: int,
+        shared: bool,
+        m_t: list[int] | np.ndarray,
+        only: tuple[str, ...] | None = None,
     ) -> tuple[Population, np.ndarray, np.ndarray | None]:
         """Every episode's entrants of tick ``t`` (flat), their number per episode (B,) and
         None, each episode's draws from its own streams with ids from its next; ``m_t``
@@ -681,8 +698,8 @@ class Batch:
                 m._next_id += len(got)
                 parts.append(got)
             z = models[0].config.n_features
-            if shared:
-                joined, rows = _distinct(parts, z)
+            if shared:  # the distinct draws joined on the columns ``only`` (default all)
+                joined, rows = _distinct(parts, z, only)
                 return joined, n, rows
             return Population.concat(parts, z), n, None
         # independent features: standard normals from each episode's arrivals stream, put
@@ -1281,10 +1298,8 @@ def _joined_windows(windows: list, n_features: int, what: str) -> list[tuple]:
     first = windows[0]
     if len(set(map(id, windows))) == 1:  # one window over and over (forks of one snapshot)
         n = len(windows)
-        return [
-            (t, Population.concat([rows] * n, n_features), np.tile(per, n))
-            for t, rows, per in first
-        ]
+        # a rollout mostly only counts the window's rows: each column copied when read
+        return [(t, rows.repeated(n), np.tile(per, n)) for t, rows, per in first]
     if any([t for t, _, _ in w] != ticks for w in windows[1:]):
         raise ValueError(f"the {what} have other dropped-out windows")
     return [
@@ -1297,21 +1312,23 @@ def _joined_windows(windows: list, n_features: int, what: str) -> list[tuple]:
     ]
 
 
-def _distinct(parts: list[Population], n_features: int) -> tuple[Population, np.ndarray | None]:
-    """(the distinct ``parts`` joined, each row of ``Population.concat(parts)`` as a row of
-    it): parts repeat where a planner's forks of one key share their entrants. The rows
-    are None where no part repeats."""
+def _distinct(
+    parts: list[Population], n_features: int, only: tuple[str, ...] | None = None
+) -> tuple[Population, np.ndarray | None]:
+    """(the distinct ``parts`` joined on columns ``only`` (default all), each row of
+    ``Population.concat(parts)`` as a row of it): parts repeat where a planner's forks of
+    one key share their entrants. The rows are None where no part repeats."""
     index: dict[int, int] = {}
     which = [index.setdefault(id(p), len(index)) for p in parts]
     if len(index) == len(parts):
-        return Population.concat(parts, n_features), None
+        return Population.concat(parts, n_features, only=only), None
     distinct = list({id(p): p for p in parts}.values())
     sizes = np.array([len(p) for p in distinct], dtype=np.int64)
     lens = sizes.take(which)
     # row j of part i is row starts[which[i]] + j of the distinct parts joined
     shift = (np.cumsum(sizes) - sizes).take(which) - (np.cumsum(lens) - lens)
     rows = np.repeat(shift, lens) + np.arange(int(lens.sum()))
-    return Population.concat(distinct, n_features), rows
+    return Population.concat(distinct, n_features, only=only), rows
 
 
 def _flat_of(ds: list[Decision], n_features: int) -> Flat:
@@ -1330,6 +1347,8 @@ def _flat_of(ds: list[Decision], n_features: int) -> Flat:
             filled(times, d0.n_window, np.int64),
             (~accepted).nonzero()[0],
             filled(times, d0.rej.shape[0], np.int64),
+            # the selection's, as decide() keeps them where no extension holds tick state
+            None if d0.states else filled(times, d0.threshold, np.float64),
         )
     sizes = np.array([len(d.applicants) for d in ds], dtype=np.int64)
     accepted = np.concatenate([d.accepted for d in ds])

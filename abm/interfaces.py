@@ -170,6 +170,13 @@ class Simulator(Protocol):
         calls a simulator without it once per rollout."""
         ...
 
+    def rates(
+        self, ticks: int, runs: list[tuple[int, Any]], on_plan: Any = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(RR, RF), each (len(runs), ticks): the ``rr`` and ``rf`` of :meth:`many`'s rows
+        as arrays, bit for bit. Optional, as :meth:`many` (the lookahead reads these)."""
+        ...
+
 
 @dataclass(frozen=True)
 class HistoryWindow:

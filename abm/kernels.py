@@ -210,3 +210,39 @@ def layout_rows(counts):  # pragma: no cover - compiled
             episode[at + j] = b
         at += counts[b]
     return episode, starts
+
+
+_WORD = np.uint64(0xFFFFFFFF)
+_HALF = np.uint64(16)
+
+
+@njit(cache=True)
+def seed_rows(pools, words, mix, gen):  # pragma: no cover - compiled
+    """(K, 4) uint64: PCG64's seed words of K SeedSequences whose pools (4, K) uint32 (or
+    (4, 1), one for all) have read their first words, after mixing in each key's later
+    ``words`` (K, n) uint32 (``mix`` the hash constants of those 4 n steps and after,
+    ``gen`` those of generate_state's 8): :func:`abm.rng.seed_states`' NumPy hash, one
+    loop. Arithmetic is on uint64 masked to 32 bits, so no product overflows."""
+    K, n = words.shape
+    one = pools.shape[1] == 1
+    out = np.empty((K, 4), dtype=np.uint64)
+    pool = np.empty(4, dtype=np.uint64)
+    left, right = np.uint64(0xCA01F9DD), np.uint64(0x4973F715)
+    for k in range(K):
+        for i in range(4):
+            pool[i] = np.uint64(pools[i, 0 if one else k])
+        for j in range(n):
+            w = np.uint64(words[k, j])
+            for i in range(4):
+                h = ((w ^ np.uint64(mix[4 * j + i])) * np.uint64(mix[4 * j + i + 1])) & _WORD
+                h ^= h >> _HALF
+                p = ((left * pool[i]) - (right * h)) & _WORD
+                pool[i] = p ^ (p >> _HALF)
+        for i in range(4):  # two hashed words of the pool each, the lower one first
+            lo = ((pool[(2 * i) % 4] ^ np.uint64(gen[2 * i])) * np.uint64(gen[2 * i + 1])) & _WORD
+            lo ^= lo >> _HALF
+            hi = pool[(2 * i + 1) % 4] ^ np.uint64(gen[2 * i + 1])
+            hi = (hi * np.uint64(gen[2 * i + 2])) & _WORD
+            hi ^= hi >> _HALF
+            out[k, i] = lo | (hi << np.uint64(32))
+    return out

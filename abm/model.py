@@ -199,7 +199,17 @@ class RecourseModel(RecordAccess, mesa.Model):
         """``Batch.join([from_snapshot(s, st, policy)._batch ...])`` built in one pass
         (:meth:`abm.batch.Batch.of_snapshots`): fork b of ``snaps[b]`` with ``streams[b]``,
         all at one tick. The forks are the batch's ``models``."""
-        forks = [cls._bare_fork(s, st, policy) for s, st in zip(snaps, streams, strict=True)]
+        forks: list[RecourseModel] = []
+        made: dict[int, RecourseModel] = {}  # the first fork of each snapshot
+        for s, st in zip(snaps, streams, strict=True):
+            first = made.get(id(s))
+            if first is None:
+                forks.append(made.setdefault(id(s), cls._bare_fork(s, st, policy)))
+            else:  # what _bare_fork would set again: the first fork's, but what it owns
+                fork = object.__new__(cls)
+                fork.__dict__.update(first.__dict__)
+                fork._own(s, st)
+                forks.append(fork)
         return Batch.of_snapshots(forks, snaps)
 
     @classmethod
@@ -215,15 +225,21 @@ class RecourseModel(RecordAccess, mesa.Model):
             fork._set_feature_facts(c)
         else:  # the model's own arrays: nothing writes them
             fork.difficulty, fork.immutable, fork._any_immutable, fork._direction = snap.features
+        fork.tick, fork._next_id = snap.tick, snap.next_id
+        fork.running = snap.tick < c.ticks
+        fork._own(snap, streams)
+        return fork
+
+    def _own(self, snap: Snapshot, streams: Any) -> None:
+        """What a fork of ``snap`` holds of its own: its streams, extensions, decision-maker
+        and pending decision (the rest a fork of one snapshot shares with the others)."""
+        self.streams = streams
         # the real run's extensions, capacity shocks included (drawn once for the episode);
         # the fork records nothing, so they may skip the figures only a record reads
-        fork.mechanisms = snap.mechanisms.fork(recorded=False)
-        fork.decision_maker = DecisionMaker.unregistered(fork, c.k)
-        fork.tick, fork._next_id = snap.tick, snap.next_id
+        self.mechanisms = snap.mechanisms.fork(recorded=False)
+        self.decision_maker = DecisionMaker.unregistered(self, snap.config.k)
         # the fork's respond() writes its own figures into the decided tick: not into ours
-        fork._pending = None if snap.pending is None else snap.pending.copy()
-        fork.running = snap.tick < c.ticks
-        return fork
+        self._pending = None if snap.pending is None else snap.pending.copy()
 
     def pending_observation(self) -> RecourseObs:
         """The observation returned by the pending ``decide()``."""

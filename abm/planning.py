@@ -123,6 +123,8 @@ class RolloutStreams:
         # the entrant streams' states after the draws this rollout read from the memo
         # instead of making them (:meth:`reuse`)
         self._owed: dict[str, dict] = {}
+        # the batch of twins that reads this rollout's uniforms with theirs (TwinDraws)
+        self._twins: TwinDraws | None = None
 
     @classmethod
     def many(
@@ -135,7 +137,7 @@ class RolloutStreams:
         out = [cls(seed, t, key) for key in keys]
         crcs = [zlib.crc32(name.encode()) for name in names]
         spawn = [s._key + (crc,) for s in out for crc in crcs]
-        states = seed_states(seed, spawn)
+        states = seed_states(seed, spawn, loop=True)  # for batches of rollouts: Numba is in
         at = 0
         for s in out:
             for name in names:
@@ -150,7 +152,7 @@ class RolloutStreams:
         other = object.__new__(RolloutStreams)
         other.seed, other._key, other._gens, other._start = self.seed, self._key, {}, None
         other._seqs, other.memo = self._seqs, self.memo
-        other._tapes, other._pos, other._owed = self._tapes, {}, {}
+        other._tapes, other._pos, other._owed, other._twins = self._tapes, {}, {}, None
         return other
 
     def uniform(self, name: str, n: int) -> np.ndarray:
@@ -161,12 +163,18 @@ class RolloutStreams:
         gen = self._gens.get(name)
         if gen is not None:
             return gen.random(n)
+        if self._twins is not None:
+            self._twins.release(name)
+        at = self._pos.get(name, 0)
+        self._pos[name] = at + n
+        return self._tape(name).read(at, n)
+
+    def _tape(self, name: str) -> _Tape:
+        """Stream ``name``'s uniforms drawn so far by the rollouts with this key."""
         tape = self._tapes.get(name)
         if tape is None:
             tape = self._tapes[name] = _Tape(self._seed(name))
-        at = self._pos.get(name, 0)
-        self._pos[name] = at + n
-        return tape.read(at, n)
+        return tape
 
     def reuse(self, key: Any, draw: Callable[[], Any]) -> Any:
         """What ``draw()`` gave the first rollout that asked for ``key``: a tick's entrants
@@ -202,6 +210,8 @@ class RolloutStreams:
     def get(self, name: str) -> np.random.Generator:
         gen = self._gens.get(name)
         if gen is None:
+            if self._twins is not None:
+                self._twins.release(name)
             gen = self._gens[name] = np.random.Generator(np.random.PCG64(self._seed(name)))
             if self._start is not None:
                 self._start[name] = gen.bit_generator.state
@@ -229,6 +239,67 @@ class RolloutStreams:
         return self.get(name)
 
 
+class TwinDraws:
+    """Twins of rollouts' streams (``parents``: one a fork, in batch order, a few keys'
+    repeated) whose uniforms are read together: :meth:`uniform` is ``[s.uniform(name, n)
+    for s, n in zip(streams, counts)]`` joined, bit for bit, as one gather from the keys'
+    tapes. ``streams`` holds the twins (:meth:`RolloutStreams.twin`).
+
+    While a stream is read so, each twin's place in it is kept here, not in the twin; a
+    twin that reads that stream alone first has every twin's place given back
+    (:meth:`release`), and the batch reads it twin by twin from then on."""
+
+    __slots__ = ("streams", "_which", "_keys", "_at", "_alone")
+
+    def __init__(self, parents: list[RolloutStreams]) -> None:
+        index: dict[int, int] = {}
+        which, streams = [], []
+        for parent in parents:
+            which.append(index.setdefault(id(parent), len(index)))
+            twin = parent.twin()
+            twin._twins = self
+            streams.append(twin)
+        self.streams = streams
+        self._which = np.array(which, dtype=np.int64)
+        # one stream of each key, in index's order: its tapes are every twin's of the key
+        self._keys = list({id(p): p for p in parents}.values())
+        self._at: dict[str, np.ndarray] = {}  # stream -> each twin's uniforms read (B,)
+        self._alone: set[str] = set()  # streams read twin by twin
+
+    def uniform(self, name: str, counts: np.ndarray) -> np.ndarray | None:
+        """(counts.sum(),) twin b's next ``counts[b]`` uniforms of stream ``name``, twin
+        after twin; None where the stream is read twin by twin (the caller does)."""
+        at = self._at.get(name)
+        if at is None:
+            if name in self._alone:
+                return None
+            # every twin at its first draw (made fresh here): one that read the stream
+            # alone since would have released it (RolloutStreams.uniform, get)
+            at = np.zeros(len(self.streams), dtype=np.int64)
+        end = at + counts
+        top = np.zeros(len(self._keys), dtype=np.int64)
+        np.maximum.at(top, self._which, end)
+        tapes = [s._tapes.get(name) or s._tape(name) for s in self._keys]
+        values = [tape.read(0, e) for tape, e in zip(tapes, top.tolist(), strict=True)]
+        # each twin's next uniform in the keys' tapes joined, less its first output row
+        first = at - (counts.cumsum() - counts)
+        if len(values) == 1:
+            flat = values[0]
+        else:
+            flat = np.concatenate(values)
+            first += (top.cumsum() - top).take(self._which)
+        self._at[name] = end
+        return flat.take(first.repeat(counts) + np.arange(int(counts.sum())))
+
+    def release(self, name: str) -> None:
+        """Stream ``name`` read twin by twin from now on: each twin's place given back."""
+        at = self._at.pop(name, None)
+        self._alone.add(name)
+        if at is not None:
+            for s, n in zip(self.streams, at.tolist(), strict=True):
+                s._pos[name] = n
+
+
 @functools.cache
 def _as_attribute(name: str) -> bool:
     """Whether stream ``name`` can be kept as an attribute of :class:`RolloutStreams`."""
@@ -251,7 +322,7 @@ class _Tape:
         end, drawn = at + n, self._values.shape[0]
         if end > drawn:
             more = self._gen.random(max(end - drawn, drawn, 16))
-            self._values = np.concatenate([self._values, more])
+            self._values = np.concatenate([self._values, more]) if drawn else more
             self._values.flags.writeable = False  # twins read one array: nobody writes it
         return self._values[at:end]
 
@@ -424,6 +495,36 @@ class Simulator:
                     on_plan([plan])
                 rows.append(self(ticks, key, plan))
             return rows
+        first, counts = self._counts(ticks, runs, on_plan)
+        each = [_rates_of(first + i, *tick) for i, tick in enumerate(counts)]
+        return [list(rows) for rows in zip(*each, strict=True)]
+
+    def rates(
+        self,
+        ticks: int,
+        runs: list[tuple[int, Any]],
+        on_plan: Callable[[list[Any]], None] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(RR, RF), each (len(runs), ticks): the ``rr`` and ``rf`` of :meth:`many`'s rows,
+        bit for bit, as arrays (a planner reads these alone)."""
+        runs = [(int(key), plan) for key, plan in runs]
+        if self._forks is None or len(runs) < 2:
+            rows = self.many(ticks, runs, on_plan)
+            rr = np.array([[row["rr"] for row in r] for r in rows], dtype=float)
+            rf = np.array([[row["rf"] for row in r] for r in rows], dtype=float)
+            return rr.reshape(len(runs), ticks), rf.reshape(len(runs), ticks)
+        _, counts = self._counts(ticks, runs, on_plan)
+        n_succ, n_succ_accepted, n_window = (np.stack(c, axis=1) for c in zip(*counts, strict=True))
+        return metrics.ratios(n_succ_accepted, n_succ), metrics.ratios(n_succ, n_window)
+
+    def _counts(
+        self,
+        ticks: int,
+        runs: list[tuple[int, Any]],
+        on_plan: Callable[[list[Any]], None] | None,
+    ) -> tuple[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+        """Every fork of ``runs`` (two or more) in one batch: the first simulated tick and,
+        for each tick, (|I^succ|, |I^succ and accepted|, |I^rej window|), each (B,)."""
         self._check(ticks)
         snap = self._snapshot()
         if snap.pending is None:
@@ -432,15 +533,18 @@ class Simulator:
         self._prepare(snap.config.seed, snap.tick, [key for key, _ in runs])
         self._running = True
         try:
-            # each key's streams start again, and keep what they keep
-            seed, t = snap.config.seed, snap.tick
-            streams = [self.streams(seed, t, key).twin() for key, _ in runs]
-            batch = self._forks([snap] * len(runs), streams, WithoutFeedback(self._model.policy))
+            # each fork's streams start at their key's first draws and keep what the key
+            # keeps: a twin of the key's streams (which starts there without a rewind)
+            kept, t = self._streams, snap.tick
+            draws = TwinDraws([kept[t, key] for key, _ in runs])
+            blind = WithoutFeedback(self._model.policy)
+            batch = self._forks([snap] * len(runs), draws.streams, blind)
             batch.share_entrants = True
+            batch.episodes.together = draws  # the forks' uniforms at once
             forks = list(batch.models)
             plans = [plan for _, plan in runs]
             policy = self._model.policy
-            rows: list[list[dict[str, float]]] = [[] for _ in runs]
+            counts = []
             for i in range(ticks):
                 first = i == 0 and share
                 if on_plan is not None:
@@ -459,12 +563,11 @@ class Simulator:
                     batch.respond(recs)
                 # the last tick is read only for its counts: no observation is built
                 batch.decide(observe=i < ticks - 1, lazy=True)
-                tick = forks[0].tick  # forks of one snapshot advance together
-                for out, row in zip(rows, _rates_of(tick, *batch.success_counts()), strict=True):
-                    out.append(row)
+                counts.append(batch.success_counts())
             for fork in forks:  # done with: no fork is left in a cycle with the batch
                 fork._batch = None
-            return rows
+            draws.streams = []  # nor a twin with the draws that hold it
+            return t + 1, counts
         finally:
             self._running = False
 

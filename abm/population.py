@@ -180,6 +180,12 @@ class Population:
             data = {k: data[k] for k in names}  # the usual column order
         return Population(data, n_features)
 
+    def repeated(self, times: int) -> Population:
+        """``Population.concat([self] * times, z)``, each column copied when first read."""
+        if times == 1 or not len(self):
+            return Population.concat([self] * times, self.n_features)
+        return Population(_Repeated(self.data, times), self.n_features)
+
     @staticmethod
     def gather(parts: list[Population], index: list[np.ndarray], n_features: int) -> Population:
         """Rows ``index[i]`` (an index array) of each ``parts[i]``, in order, as one Population.
@@ -203,21 +209,19 @@ class Population:
         return Population(data, n_features)
 
 
-class _RowsOf(dict):
-    """The columns of rows [lo, hi) of another population's ``data``: a dict whose
-    values are the slices, each made on first read (most of an episode's columns are never
-    read in a tick). Iteration, length and membership are the source's."""
+class _Lazy(dict):
+    """Columns made from another population's ``data`` (``_src``) on first read: a dict
+    whose values are made by :meth:`_made` as they are asked for. Iteration, length and
+    membership are the source's."""
 
-    __slots__ = ("_src", "_lo", "_hi")
-
-    def __init__(self, src: dict[str, np.ndarray], lo: int, hi: int) -> None:
-        super().__init__()
-        self._src, self._lo, self._hi = src, lo, hi
+    __slots__ = ("_src",)
 
     def __missing__(self, key: str) -> np.ndarray:
-        value = self._src[key][self._lo : self._hi]
-        self[key] = value
+        value = self[key] = self._made(self._src[key])
         return value
+
+    def _made(self, column: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
 
     def __iter__(self):
         return iter(self._src)
@@ -244,6 +248,35 @@ class _RowsOf(dict):
         return dict(self.items())
 
 
+class _RowsOf(_Lazy):
+    """Rows [lo, hi) of ``src``, each column sliced when first read (most of an episode's
+    columns are never read in a tick)."""
+
+    __slots__ = ("_lo", "_hi")
+
+    def __init__(self, src: dict[str, np.ndarray], lo: int, hi: int) -> None:
+        super().__init__()
+        self._src, self._lo, self._hi = src, lo, hi
+
+    def _made(self, column: np.ndarray) -> np.ndarray:
+        return column[self._lo : self._hi]
+
+
+class _Repeated(_Lazy):
+    """The rows of ``src`` ``times`` over, each column copied when first read (a planner's
+    forks of one snapshot repeat its dropped-out window, which a rollout mostly only
+    counts)."""
+
+    __slots__ = ("_times",)
+
+    def __init__(self, src: dict[str, np.ndarray], times: int) -> None:
+        super().__init__()
+        self._src, self._times = src, times
+
+    def _made(self, column: np.ndarray) -> np.ndarray:
+        return _repeat(column, self._times)
+
+
 def join_columns(parts: list[dict[str, np.ndarray]], names) -> dict[str, np.ndarray]:
     """Columns ``names`` of the column dicts ``parts`` (non-empty), their rows in order.
 
@@ -259,10 +292,15 @@ def join_columns(parts: list[dict[str, np.ndarray]], names) -> dict[str, np.ndar
     out, repeats = {}, len(parts) // period
     for k in names:
         block = parts[0][k] if period == 1 else np.concatenate([p[k] for p in parts[:period]])
-        column = np.empty((repeats,) + block.shape, dtype=block.dtype)
-        column[...] = block
-        out[k] = column.reshape((-1,) + block.shape[1:])
+        out[k] = _repeat(block, repeats)
     return out
+
+
+def _repeat(block: np.ndarray, times: int) -> np.ndarray:
+    """``np.concatenate([block] * times)``: one broadcast copy into place."""
+    column = np.empty((times,) + block.shape, dtype=block.dtype)
+    column[...] = block
+    return column.reshape((-1,) + block.shape[1:])
 
 
 def _period(parts: list) -> int | None:

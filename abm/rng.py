@@ -43,7 +43,7 @@ def _words(value: int) -> list[int]:
     return words
 
 
-def seed_states(seed: int, spawn_keys: Sequence[tuple[int, ...]]) -> np.ndarray:
+def seed_states(seed: int, spawn_keys: Sequence[tuple[int, ...]], loop: bool = False) -> np.ndarray:
     """(K, 4) uint64: the words ``SeedSequence(seed, spawn_key=k).generate_state(4,
     np.uint64)`` gives for each of ``spawn_keys`` (what ``PCG64`` seeds itself from),
     bit for bit, for all K keys at once.
@@ -51,19 +51,29 @@ def seed_states(seed: int, spawn_keys: Sequence[tuple[int, ...]]) -> np.ndarray:
     One SeedSequence costs 15-30 us of Python-level hashing; a forecast seeds about a
     thousand streams a request. Here the part of the hash that reads the seed alone is
     done once, and each later word of entropy is mixed into every key's pool as one
-    uint32 array operation (:func:`_mix_words`).
+    uint32 array operation (:func:`_mix_words`). ``loop``: where the keys are words, the
+    mixing is one compiled loop (:func:`abm.kernels.seed_rows`, for a batch's callers,
+    which have Numba loaded), the same words.
     """
-    if int(seed) < 0 or any(min(key, default=0) < 0 for key in spawn_keys):
-        raise ValueError("seed_states: seeds and spawn keys are non-negative integers")
+    if int(seed) < 0:
+        raise _negative()
     run = _words(int(seed))
     # with a spawn key, the seed's words are padded to the pool's size (numpy >= 1.19)
     head = run + [0] * (_POOL - len(run))
     pool, const = _seed_pool(tuple(head[:_POOL]))
     lengths = {len(key) for key in spawn_keys}
     if len(lengths) == 1 and 0 not in lengths and not head[_POOL:]:
-        keys = np.array(spawn_keys, dtype=np.int64)  # one word each (the usual keys)?
-        if keys.min() >= 0 and keys.max() <= _MASK:
-            return _generate(_mix_words(pool, const, keys.astype(np.uint32)))
+        try:  # one word each (the usual keys)?
+            keys = np.array(spawn_keys, dtype=np.int64)
+        except OverflowError:  # a part past 63 bits: word by word below
+            keys = None
+        if keys is not None:
+            if keys.min() < 0:
+                raise _negative()
+            if keys.max() <= _MASK:
+                return _states(pool, const, keys.astype(np.uint32), loop)
+    if any(min(key, default=0) < 0 for key in spawn_keys):
+        raise _negative()
     out = np.empty((len(spawn_keys), _POOL), dtype=np.uint64)
     groups: dict[int, list[int]] = {}
     tails = []
@@ -80,6 +90,10 @@ def seed_states(seed: int, spawn_keys: Sequence[tuple[int, ...]]) -> np.ndarray:
         words = np.array([tails[i] for i in members], dtype=np.uint32).reshape(-1, length)
         out[members] = _generate(_mix_words(pool, const, words))
     return out
+
+
+def _negative() -> ValueError:
+    return ValueError("seed_states: seeds and spawn keys are non-negative integers")
 
 
 def seed_states_many(seeds: Sequence[int], spawn_keys: Sequence[tuple[int, ...]]) -> np.ndarray:
@@ -191,6 +205,24 @@ def _mix_words(pool: tuple[int, ...] | np.ndarray, const: int, words: np.ndarray
         pools = np.uint32(_MIX_L) * pools - np.uint32(_MIX_R) * hashed
         pools ^= pools >> np.uint32(16)
     return pools
+
+
+def _states(pool: tuple[int, ...], const: int, words: np.ndarray, loop: bool) -> np.ndarray:
+    """(K, 4) uint64: ``_generate(_mix_words(pool, const, words))``, with ``loop`` in one
+    compiled loop."""
+    if not loop:
+        return _generate(_mix_words(pool, const, words))
+    mix = _hash_consts(const, _MULT_A, _POOL * words.shape[1])
+    gen = _hash_consts(_INIT_B, _MULT_B, 2 * _POOL)
+    return compiled("seed_rows")(_column(pool), words, mix, gen)
+
+
+@functools.lru_cache(maxsize=64)
+def _column(pool: tuple[int, ...]) -> np.ndarray:
+    """A pool's words as a (4, 1) uint32 column (read only)."""
+    out = np.array(pool, dtype=np.uint32)[:, None]
+    out.flags.writeable = False
+    return out
 
 
 def _generate(pools: np.ndarray) -> np.ndarray:

@@ -158,19 +158,20 @@ class Lookahead:
         runs = [(r, j) for j in range(self.n_goals) for r in range(self.rollouts)]
         simulate = self._simulate
         try:
-            if hasattr(simulate, "many"):
-                done = simulate.many(horizon, runs, on_plan=self._plan)
+            if hasattr(simulate, "rates"):  # (runs, horizon) each
+                rr, rf = simulate.rates(horizon, runs, on_plan=self._plan)
             else:  # a simulator of single calls only
                 done = []
                 for r, j in runs:
                     self._plan([j])
                     done.append(simulate(horizon, key=r, plan=j))
+                rr = np.array([[row["rr"] for row in rows] for rows in done])
+                rf = np.array([[row["rf"] for row in rows] for rows in done])
         finally:
             self._rollout_margin = self._rollout_margins = None
         # (K, rollouts * horizon): candidate j's rows are its rollouts' ticks in order, and
         # a row's mean is what the row alone gives (one reduction along the last axis)
-        rr = np.array([row["rr"] for rows in done for row in rows]).reshape(self.n_goals, -1)
-        rf = np.array([row["rf"] for rows in done for row in rows]).reshape(self.n_goals, -1)
+        rr, rf = rr.reshape(self.n_goals, -1), rf.reshape(self.n_goals, -1)
         values = reward_eq16(rr, rf, self.alpha, self.tau, self.floor).mean(axis=1)
         goals = np.array([self._goal(obs.threshold, m) for m in self.margins])
         return goals, values

@@ -128,21 +128,26 @@ def test_rollout_streams_are_those_of_seed_tick_and_key():
     assert not np.array_equal(x, RolloutStreams(5, 4, 1).dropout.random(4))
 
 
+@pytest.mark.parametrize("loop", [False, True])
 @pytest.mark.parametrize("seed", [0, 1, 2**31 + 7, 2**32, 2**64 + 5, 2**130 + 3])
-def test_seed_states_are_numpys_seed_sequence_words(seed):
-    """The vectorised hash equals SeedSequence(seed, spawn_key=k).generate_state(4,
-    np.uint64) for keys of every length (none, one word, many, words above 2^32)."""
+def test_seed_states_are_numpys_seed_sequence_words(seed, loop):
+    """The vectorised hash (NumPy, or the compiled loop for keys of one-word parts)
+    equals SeedSequence(seed, spawn_key=k).generate_state(4, np.uint64) for keys of every
+    length (none, one word, many, words above 2^32), the edges of a word included."""
     rng = np.random.default_rng(seed % 2**32)
     words = rng.integers(0, 2**62, (300, 6)) >> rng.integers(0, 62, (300, 6))
     lengths = rng.integers(1, 7, 300).tolist()
     keys = [()] + [tuple(row[:n]) for row, n in zip(words.tolist(), lengths, strict=True)]
     keys += [(0,), (2**32,), (2**70 + 1, 3), (1, 2, 3, 4, 5, 6, 7, 8, 9)]
     plain = [tuple(row[:4]) for row in (words >> 30).tolist()]  # one word a part, as streams'
-    for ks in (keys, plain):
+    plain += [(0, 0, 0, 0), (2**32 - 1,) * 4]
+    wide = [(2**64 + 1, 3)] * 3  # parts past 63 bits, keys of one length
+    for ks in (keys, plain, wide):
         want = [np.random.SeedSequence(seed, spawn_key=k).generate_state(4, np.uint64) for k in ks]
-        np.testing.assert_array_equal(seed_states(seed, ks), np.array(want))
-    with pytest.raises(ValueError, match="non-negative"):
-        seed_states(seed, [(1, -2)])
+        np.testing.assert_array_equal(seed_states(seed, ks, loop=loop), np.array(want))
+    for bad in ([(1, -2)], [(1, 2), (-1, 2)]):
+        with pytest.raises(ValueError, match="non-negative"):
+            seed_states(seed, bad, loop=loop)
 
 
 @pytest.mark.parametrize("n", [1, 7, 8, 40])
@@ -380,6 +385,14 @@ def test_many_rollouts_in_one_batch_are_the_rollouts_one_at_a_time(policy, scena
     assert batched == alone
     assert seen and all(set(s) <= set(plans) for s in seen)
     assert not again.running
+    # the planner's arrays: rr and rf of every run and tick, NaN where undefined
+    _, arrays = _fresh_simulator(policy, scenario)
+    rr, rf = arrays.rates(ticks, runs)
+    assert rr.shape == rf.shape == (len(runs), ticks)
+    np.testing.assert_array_equal(rr, [[row["rr"] for row in rows] for rows in alone])
+    np.testing.assert_array_equal(rf, [[row["rf"] for row in rows] for rows in alone])
+    _, one = _fresh_simulator(policy, scenario)  # a single run: the rows' own figures
+    np.testing.assert_array_equal(one.rates(ticks, runs[:1])[0], rr[:1])
 
 
 @pytest.mark.parametrize("first_ticks", [1, 2])
@@ -432,6 +445,68 @@ def test_uniforms_read_from_a_keys_tape_are_its_generators_draws(seed):
     np.testing.assert_array_equal(twins[0].uniform("dropout", 2), want[at[1] + 7 : at[1] + 9])
     streams.rewind()
     np.testing.assert_array_equal(streams.uniform("dropout", 5), want[:5])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_twins_read_together_draw_what_each_draws_alone(seed):
+    """TwinDraws: a batch of twins' uniforms (two keys, counts with zeros, reads that
+    advance) are each twin's own reads joined; once a twin reads a stream alone, or makes
+    its generator, the batch reads that stream twin by twin and every draw stays its own."""
+    from abm.planning import TwinDraws
+
+    rng = np.random.default_rng(seed)
+    parents = RolloutStreams.many(9, 4, [0, 1])
+    order = [0, 1, 1, 0, 0, 1]
+    draws = TwinDraws([parents[k] for k in order])
+    fresh = RolloutStreams.many(9, 4, [0, 1])
+    alone = [fresh[k].twin() for k in order]
+    assert all(s._twins is draws for s in draws.streams)
+
+    def both(name, counts):
+        want = np.concatenate([s.uniform(name, n) for s, n in zip(alone, counts, strict=True)])
+        got = draws.uniform(name, np.asarray(counts, dtype=np.int64))
+        return got, want
+
+    for _ in range(3):
+        counts = rng.integers(0, 5, len(order)).tolist()
+        counts[1] = 0
+        got, want = both("dropout", counts)
+        np.testing.assert_array_equal(got, want)
+    # twin 2 reads alone: every twin's place goes back, then the batch reads twin by twin
+    np.testing.assert_array_equal(
+        draws.streams[2].uniform("dropout", 3), alone[2].uniform("dropout", 3)
+    )
+    assert draws.uniform("dropout", np.ones(len(order), dtype=np.int64)) is None
+    for s, a in zip(draws.streams, alone, strict=True):
+        np.testing.assert_array_equal(s.uniform("dropout", 2), a.uniform("dropout", 2))
+    # a generator made after batch reads starts where they end
+    got, want = both("implementation", [2, 1, 0, 3, 1, 1])
+    np.testing.assert_array_equal(got, want)
+    gen = draws.streams[4].get("implementation")
+    np.testing.assert_array_equal(gen.random(3), alone[4].get("implementation").random(3))
+    assert draws.uniform("implementation", np.ones(len(order), dtype=np.int64)) is None
+
+
+@pytest.mark.parametrize("scenario", ["paper", "lending"])
+def test_forks_of_one_snapshot_own_their_state(scenario):
+    """RecourseModel.forks: forks of one snapshot share what nothing writes (the config,
+    the world, the feature facts, extensions without state) and each owns its streams,
+    decision-maker, pending decision and any extension with state."""
+    model = RecourseModel(scenario, "threshold", seed=3, ticks=12, agents=False)
+    model.run(4)
+    model.decide()
+    snap = model.snapshot()
+    streams = [RolloutStreams(3, 4, key) for key in range(3)]
+    forks = RecourseModel.forks([snap] * 3, streams, WithoutFeedback(model.policy)).models
+    for b, fork in enumerate(forks):
+        assert fork.streams is streams[b] and fork._episode == b
+        assert fork.decision_maker.model.streams is fork.streams  # a proxy of the fork
+        assert fork.config is snap.config and fork.difficulty is forks[0].difficulty
+    for name in ("decision_maker", "_pending"):
+        assert len({id(getattr(f, name)) for f in forks}) == 3, name
+    stateful = bool(snap.mechanisms.stages)  # lending's: outcomes, retraining
+    assert stateful == (scenario == "lending")
+    assert len({id(f.mechanisms) for f in forks}) == (3 if stateful else 1)
 
 
 @pytest.mark.parametrize("scenario", ["paper", "paper-T5", "lending"])

@@ -333,6 +333,24 @@ def test_concat_of_repeated_parts_is_the_plain_concatenation():
             assert not np.shares_memory(got.data[k], a.data[k])
 
 
+def test_a_repeated_population_is_the_concatenation_copied_when_read():
+    """Population.repeated (a planner's forks repeat one snapshot's window): the columns
+    of concat([p] * n), each made on first read, owned, and left unmade until then."""
+    pop = random_population(4, 3, 7)
+    for times in (1, 2, 5):
+        got = pop.repeated(times)
+        if times > 1:
+            assert not dict.__contains__(got.data, "X")  # nothing made before a read
+        assert len(got) == 4 * times and list(got.data) == list(SCHEMA)
+        for k in SCHEMA:
+            want = np.concatenate([pop.data[k]] * times)
+            assert got.data[k].dtype == want.dtype and np.array_equal(got.data[k], want)
+            assert times == 1 or not np.shares_memory(got.data[k], pop.data[k])
+        taken = got.take(np.arange(len(got))[::-1])
+        np.testing.assert_array_equal(taken.ids, np.concatenate([pop.ids] * times)[::-1])
+    assert len(pop.repeated(0)) == 0 and len(Population.empty(3).repeated(4)) == 0
+
+
 def test_gather_equals_concatenating_then_taking():
     parts = [random_population(9, 3, 3), Population.empty(3), random_population(5, 3, 4)]
     masks = [np.random.default_rng(5).random(len(p)) < 0.5 for p in parts]
