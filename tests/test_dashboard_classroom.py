@@ -89,6 +89,9 @@ def test_the_forecast_has_a_legend_a_table_and_a_caption(server, browser):
     pick(page, rows.filter(has_text="rejected").filter(has_not_text="—").first)
     card = page.locator(".rabm-forecast")
     card.get_by_text(re.compile(r"^200 of 200 futures each way")).wait_for()
+    # the caption is drawn in the same render; a clean CI run once read the card between
+    # the two elements' updates, so its text is waited for too, not read at once
+    card.get_by_text(re.compile(r"^A future is one way the next 20 ticks could go")).wait_for()
     text = card.inner_text()
     assert "A future is one way the next 20 ticks could go" in text
     assert "tick 1 is the next one" in text
