@@ -160,13 +160,16 @@ class Lookahead:
         try:
             if hasattr(simulate, "rates"):  # (runs, horizon) each
                 rr, rf = simulate.rates(horizon, runs, on_plan=self._plan)
-            else:  # a simulator of single calls only
-                done = []
-                for r, j in runs:
-                    self._plan([j])
-                    done.append(simulate(horizon, key=r, plan=j))
-                rr = np.array([[row["rr"] for row in rows] for rows in done])
-                rf = np.array([[row["rf"] for row in rows] for rows in done])
+            else:  # a simulator of rows: in one batch, or of single calls only
+                if hasattr(simulate, "many"):
+                    done = simulate.many(horizon, runs, on_plan=self._plan)
+                else:
+                    done = []
+                    for r, j in runs:
+                        self._plan([j])
+                        done.append(simulate(horizon, key=r, plan=j))
+                rr = np.array([[row["rr"] for row in rows] for rows in done], dtype=float)
+                rf = np.array([[row["rf"] for row in rows] for rows in done], dtype=float)
         finally:
             self._rollout_margin = self._rollout_margins = None
         # (K, rollouts * horizon): candidate j's rows are its rollouts' ticks in order, and

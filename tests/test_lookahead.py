@@ -195,6 +195,46 @@ def test_choice_is_the_argmax_of_the_simulated_reward():
     assert checked == [0, 1, 2, 3, 4]
 
 
+@pytest.mark.parametrize("offers", [("__call__",), ("__call__", "many")])
+def test_a_simulator_without_arrays_gives_the_same_plans(offers):
+    """The lookahead reads RR and RF as arrays (Simulator.rates) where the simulator has
+    them, else each rollout's rows (``many``, or one call a rollout): the same plans and
+    the same run."""
+
+    class Only:
+        """The simulator with only the methods ``offers``."""
+
+        def __init__(self, simulate):
+            self._simulate = simulate
+            if "many" in offers:
+                self.many = simulate.many
+
+        def __call__(self, *args, **kwargs):
+            return self._simulate(*args, **kwargs)
+
+    plans = {}
+    for kind in ("arrays", "rows"):
+        look = Lookahead(goals=4, rollouts=2)
+        model = RecourseModel("paper-T5", CompositePolicy(look, ExactLinear()), seed=3, ticks=8)
+        if kind == "rows":
+            look._simulate = Only(look._simulate)
+            assert not hasattr(look._simulate, "rates")
+        seen = plans[kind] = []
+        while model.running:
+            model.step()
+            if look.last_plan is not None:
+                seen.append(look.last_plan)
+        plans[kind].append(model.tick_table())
+    *arrays, table_a = plans["arrays"]
+    *rows, table_r = plans["rows"]
+    assert len(arrays) == len(rows) > 3
+    for (goals_a, values_a, best_a), (goals_r, values_r, best_r) in zip(arrays, rows, strict=True):
+        np.testing.assert_array_equal(goals_a, goals_r)
+        np.testing.assert_array_equal(values_a, values_r)
+        assert best_a == best_r
+    pd.testing.assert_frame_equal(table_a, table_r)
+
+
 def test_objective_steers_the_margin():
     # RR only: aim higher than with RF only, and reach a higher reliability
     reliable, feasible = (

@@ -487,6 +487,40 @@ def test_twins_read_together_draw_what_each_draws_alone(seed):
     assert draws.uniform("implementation", np.ones(len(order), dtype=np.int64)) is None
 
 
+def test_forks_reading_together_that_part_go_on_as_forks_reading_alone():
+    """A batch of forks whose uniforms are read together (Episodes.together) that parts
+    reads them twin by twin from then on (the first twin to read a stream alone gives
+    every twin its place back): both batches go on with the draws, counts and pools of
+    the same forks reading their streams one by one."""
+    from abm.planning import TwinDraws
+
+    model = RecourseModel("paper-T5", "threshold", seed=2, ticks=12, agents=False)
+    model.run(5)
+    model.decide()
+    snap, blind = model.snapshot(), WithoutFeedback(model.policy)
+    order = [0, 1, 0, 1, 1, 0]
+    leave = np.array([True, False, False, True, False, False])
+    seen = []
+    for together in (True, False):
+        parents = RolloutStreams.many(2, 5, [0, 1])
+        draws = TwinDraws([parents[k] for k in order])
+        streams = draws.streams if together else [parents[k].twin() for k in order]
+        batch = RecourseModel.forks([snap] * len(order), streams, blind)
+        batch.episodes.together = draws if together else None
+        batch.respond(batch.advise(model.policy))
+        batch.decide()
+        out = batch.part(leave)
+        assert batch.episodes.together is None
+        figures = []
+        for b in (batch, out):
+            b.respond(b.advise(model.policy))
+            b.decide()
+            figures += [*b.success_counts(), b.pool.waiting.X, b.pool.waiting.ids]
+        seen.append(figures)
+    for a, b in zip(*seen, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize("scenario", ["paper", "lending"])
 def test_forks_of_one_snapshot_own_their_state(scenario):
     """RecourseModel.forks: forks of one snapshot share what nothing writes (the config,
