@@ -108,19 +108,10 @@ class Episodes:
             tape = self._tapes.get(stream)
             if tape is None:
                 tape = self._tapes[stream] = BatchTape([m.streams for m in self.models], stream)
-            if skip is None or not skip.any():
-                return tape.draw(counts)
-            out = np.ones(int(counts.sum()))
-            out[(~skip).repeat(counts)] = tape.draw(np.where(skip, 0, counts))
-            return out
+            return _skipping(tape.draw, counts, skip)
         if self.together is not None:
-            some = skip is not None and skip.any()
-            got = self.together.uniform(stream, np.where(skip, 0, counts) if some else counts)
-            if got is not None and some:
-                out = np.ones(int(counts.sum()))
-                out[(~skip).repeat(counts)] = got
-                return out
-            if got is not None:
+            got = _skipping(lambda n: self.together.uniform(stream, n), counts, skip)
+            if got is not None:  # else the stream is read episode by episode
                 return got
         parts = []
         skipped = [False] * self.B if skip is None else skip.tolist()
@@ -212,6 +203,19 @@ class Episodes:
                 out[lo:hi] = got
             lo = hi
         return out
+
+
+def _skipping(draw: Any, counts: np.ndarray, skip: np.ndarray | None) -> np.ndarray | None:
+    """``draw(counts)`` of all episodes at once, none drawn where ``skip[b]``: their rows
+    left at 1 (None where ``draw`` gives None)."""
+    if skip is None or not skip.any():
+        return draw(counts)
+    got = draw(np.where(skip, 0, counts))
+    if got is None:
+        return None
+    out = np.ones(int(counts.sum()))
+    out[(~skip).repeat(counts)] = got
+    return out
 
 
 def _uniform(streams: Any, name: str, n: int) -> np.ndarray:

@@ -204,7 +204,8 @@ class RecourseModel(RecordAccess, mesa.Model):
         for s, st in zip(snaps, streams, strict=True):
             first = made.get(id(s))
             if first is None:
-                forks.append(made.setdefault(id(s), cls._bare_fork(s, st, policy)))
+                made[id(s)] = first = cls._bare_fork(s, st, policy)
+                forks.append(first)
             else:  # what _bare_fork would set again: the first fork's, but what it owns
                 fork = object.__new__(cls)
                 fork.__dict__.update(first.__dict__)

@@ -279,7 +279,7 @@ class TwinDraws:
         end = at + counts
         top = np.zeros(len(self._keys), dtype=np.int64)
         np.maximum.at(top, self._which, end)
-        tapes = [s._tapes.get(name) or s._tape(name) for s in self._keys]
+        tapes = [s._tape(name) for s in self._keys]
         values = [tape.read(0, e) for tape, e in zip(tapes, top.tolist(), strict=True)]
         # each twin's next uniform in the keys' tapes joined, less its first output row
         first = at - (counts.cumsum() - counts)
@@ -509,10 +509,7 @@ class Simulator:
         bit for bit, as arrays (a planner reads these alone)."""
         runs = [(int(key), plan) for key, plan in runs]
         if self._forks is None or len(runs) < 2:
-            rows = self.many(ticks, runs, on_plan)
-            rr = np.array([[row["rr"] for row in r] for r in rows], dtype=float)
-            rf = np.array([[row["rf"] for row in r] for r in rows], dtype=float)
-            return rr.reshape(len(runs), ticks), rf.reshape(len(runs), ticks)
+            return rates_of_rows(self.many(ticks, runs, on_plan), ticks)
         _, counts = self._counts(ticks, runs, on_plan)
         n_succ, n_succ_accepted, n_window = (np.stack(c, axis=1) for c in zip(*counts, strict=True))
         return metrics.ratios(n_succ_accepted, n_succ), metrics.ratios(n_succ, n_window)
@@ -570,6 +567,15 @@ class Simulator:
             return t + 1, counts
         finally:
             self._running = False
+
+
+def rates_of_rows(rows: list[list[dict[str, float]]], ticks: int) -> tuple[np.ndarray, np.ndarray]:
+    """(RR, RF), each (len(rows), ticks): the ``rr`` and ``rf`` of rollouts' rows (a
+    simulator's, one list of ``ticks`` rows a rollout), as :meth:`Simulator.rates` gives
+    them."""
+    rr = np.array([[row["rr"] for row in r] for r in rows], dtype=float)
+    rf = np.array([[row["rf"] for row in r] for r in rows], dtype=float)
+    return rr.reshape(len(rows), ticks), rf.reshape(len(rows), ticks)
 
 
 def _recommend(fork: Forkable, obs: RecourseObs) -> Recommendation | None:

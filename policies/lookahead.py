@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from abm.interfaces import PolicyContext, RecourseObs, RejectedRows
 from abm.metrics import reward_eq16
+from abm.planning import rates_of_rows
 from abm.registry import Registry
 from abm.validation import ConfigError, one_line, problem
 from policies.composite import CompositePolicy
@@ -168,8 +169,7 @@ class Lookahead:
                     for r, j in runs:
                         self._plan([j])
                         done.append(simulate(horizon, key=r, plan=j))
-                rr = np.array([[row["rr"] for row in rows] for rows in done], dtype=float)
-                rf = np.array([[row["rf"] for row in rows] for rows in done], dtype=float)
+                rr, rf = rates_of_rows(done, horizon)
         finally:
             self._rollout_margin = self._rollout_margins = None
         # (K, rollouts * horizon): candidate j's rows are its rollouts' ticks in order, and
